@@ -1,0 +1,119 @@
+#include "cli/app.hpp"
+
+#include "cli/signals.hpp"
+#include "commands/context.hpp"
+#include "core/errors.hpp"
+#include "reports/report.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+namespace dedupctl::cli {
+
+namespace {
+
+std::int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void error_line(std::string_view message) { fmt::print(stderr, "dedupctl: error: {}\n", message); }
+
+// With --format json every invocation prints one report-v1 document, usage errors included.
+void json_error_report(const commands::Context& context, std::string_view message, int exit_code) {
+  if (context.global.format != "json" || context.command.empty()) {
+    return;
+  }
+  reports::Report report;
+  report.command = context.command;
+  report.generated_at_ms = wall_clock_ms();
+  report.complete = false;
+  report.exit_code = exit_code;
+  report.error = std::string(message);
+  try {
+    reports::render_json(report, stdout);
+  } catch (...) {
+    // The error line on stderr has been printed already.
+  }
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  commands::Context context;
+  context.now_ms = wall_clock_ms;
+  install_stop_handlers(context.stop);
+
+  CLI::App app{"dedupctl: audit Kafka consumers' dedup placements before a seek or replay", "dedupctl"};
+  app.option_defaults()->always_capture_default();
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_config("--config", "", "TOML file of defaults for any flag (flag > config > environment > default)")
+      ->envname("DEDUPCTL_CONFIG")
+      ->type_name("FILE");
+  app.footer("Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a system could not be "
+             "reached (report incomplete), 4 internal error, 130 interrupted. See dedupctl(1).");
+  commands::add_global_options(app, context.global);
+  std::vector<commands::CommandRunner> runners{commands::register_scan(app, context),
+                                               commands::register_version(app, context)};
+  for (auto* sub : app.get_subcommands({})) {
+    sub->fallthrough();
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      return app.exit(e); // --help, --version
+    }
+    error_line(fmt::format("{}; see dedupctl --help", e.what()));
+    return k_exit_usage;
+  }
+
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  context.note = [&context](std::string_view line) {
+    if (context.global.quiet == 0) {
+      fmt::print(stderr, "dedupctl: {}\n", line);
+    }
+  };
+  if (tty && !context.global.no_progress && context.global.quiet == 0) {
+    context.progress = [](std::string_view line) {
+      // \r and erase-to-end: one status line that the next one overwrites; empty clears it.
+      fmt::print(stderr, "\r\x1b[K{}", line);
+      std::fflush(stderr);
+    };
+  }
+
+  try {
+    for (auto& runner : runners) {
+      int code = runner();
+      if (code >= 0) {
+        return code;
+      }
+    }
+    error_line("no command given; see dedupctl --help");
+    return k_exit_usage;
+  } catch (const UsageError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_usage);
+    return k_exit_usage;
+  } catch (const UnreachableError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_unreachable);
+    return k_exit_unreachable;
+  } catch (const InterruptedError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_interrupted);
+    return k_exit_interrupted;
+  } catch (const std::exception& e) {
+    error_line(fmt::format("internal error: {}; please report it with the command line", e.what()));
+    json_error_report(context, e.what(), k_exit_internal);
+    return k_exit_internal;
+  }
+}
+
+} // namespace dedupctl::cli

@@ -1,0 +1,9 @@
+#pragma once
+
+namespace dedupctl::cli {
+
+// Parses the command line, runs the subcommand and maps every outcome to an exit code
+// (spec/cli.md): the one catch ladder of the program.
+int run(int argc, char** argv);
+
+} // namespace dedupctl::cli

@@ -1,0 +1,30 @@
+#include "cli/signals.hpp"
+
+#include <csignal>
+
+namespace dedupctl::cli {
+
+namespace {
+
+std::atomic<bool>* g_stop = nullptr;
+
+extern "C" void on_stop_signal(int) {
+  if (g_stop) {
+    g_stop->store(true);
+  }
+}
+
+} // namespace
+
+void install_stop_handlers(std::atomic<bool>& stop) {
+  static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is set from a signal handler");
+  g_stop = &stop;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND; // the second signal takes the default action
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+} // namespace dedupctl::cli

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace dedupctl::commands {
+
+// The global options of spec/cli.md, shared by every command.
+struct GlobalOptions {
+  std::string bootstrap;
+  std::vector<std::string> properties; // -X prop=value
+  std::string format = "text";
+  std::string output;
+  std::string fail_on = "error";
+  std::string timeout = "10s";
+  int verbose = 0;
+  int quiet = 0;
+  bool no_progress = false;
+  bool no_color = false;
+};
+
+// What the cli layer hands every command: options, the stop flag, the clock, diagnostics.
+struct Context {
+  GlobalOptions global;
+  std::atomic<bool> stop{false};
+  std::function<std::int64_t()> now_ms;                 // wall clock, epoch ms
+  std::function<void(std::string_view)> progress;       // a transient status line; empty when not a TTY
+  std::function<void(std::string_view)> note;           // one diagnostic line on stderr (respects -q)
+  std::string command;                                  // the subcommand that ran, for error reports
+};
+
+// A subcommand: registers its flags on `app` and returns the function that runs it (after parsing)
+// and returns the exit code.
+using CommandRunner = std::function<int()>;
+
+void add_global_options(CLI::App& app, GlobalOptions& global);
+CommandRunner register_scan(CLI::App& app, Context& context);
+CommandRunner register_version(CLI::App& app, Context& context);
+
+} // namespace dedupctl::commands

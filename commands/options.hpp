@@ -1,0 +1,64 @@
+#pragma once
+
+#include "commands/context.hpp"
+#include "connectors/file/kcat_file.hpp"
+#include "connectors/kafka/kafka.hpp"
+#include "core/identify.hpp"
+#include "core/source_info.hpp"
+#include "reports/report.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupctl::commands {
+
+// Where the events come from (spec/cli.md), shared by scan, audit, trace and replay.
+struct SourceOptions {
+  std::vector<std::string> topics;
+  std::string input;
+  std::string from = "earliest";
+  std::string to = "latest";
+  std::string group;
+  bool skip_invalid = false;
+};
+
+// How an event is identified (spec/cli.md).
+struct IdentityOptions {
+  std::string id = "header:event_id,json:/event_id";
+  std::string type = "header:type,json:/type";
+  std::string entity;
+  std::string semantic_key;
+};
+
+void add_source_options(CLI::App& app, SourceOptions& options);
+void add_identity_options(CLI::App& app, IdentityOptions& options);
+
+// Parses the identity flags; throws UsageError naming the flag.
+core::IdentifyOptions parse_identity(const IdentityOptions& options);
+
+connectors::kafka::KafkaSettings kafka_settings(const Context& context);
+
+// An opened source with the ranges it will read.
+struct OpenedSource {
+  std::unique_ptr<core::EventSource> source;
+  connectors::file::KcatFileSource* file = nullptr; // set for --input sources
+  core::SourceInfo info;
+  // Set (and `source` null) when the brokers could not be reached while resolving the range.
+  std::optional<std::string> failure;
+};
+
+// Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens
+// the kcat dump. Brokers that cannot be reached are reported in `failure`, not thrown, so that the
+// command can still write its incomplete report.
+OpenedSource open_source(const SourceOptions& options, const Context& context,
+                         const std::optional<std::string>& seek = std::nullopt);
+
+// Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
+void note_ranges(const core::SourceInfo& info, const Context& context);
+
+// Renders the report to --output (or stdout) in --format.
+void write_report(const reports::Report& report, reports::Format format, const Context& context);
+
+} // namespace dedupctl::commands

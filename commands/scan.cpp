@@ -1,0 +1,86 @@
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "commands/pipeline/scan.hpp"
+#include "core/errors.hpp"
+#include "core/time.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+namespace {
+
+struct ScanOptions {
+  SourceOptions source;
+  IdentityOptions identity;
+  std::string window = "5m";
+  std::size_t examples = 5;
+};
+
+int run(const ScanOptions& options, Context& context) {
+  // Everything the user typed is validated before anything is contacted.
+  auto format = reports::parse_format(context.global.format);
+  ScanRequest request;
+  request.fail_on = core::parse_fail_on(context.global.fail_on);
+  request.fail_on_text = context.global.fail_on;
+  request.identify = parse_identity(options.identity);
+  request.analyzer.semantic_window_ms = core::parse_duration(options.window, "--window");
+  request.max_examples = options.examples;
+  if (format != reports::Format::Text && format != reports::Format::Json && format != reports::Format::Markdown) {
+    throw UsageError(fmt::format("--format {} is not available for scan yet; use text, json or markdown",
+                                 reports::to_string(format)));
+  }
+  if (context.progress) {
+    request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
+  }
+
+  OpenedSource opened = open_source(options.source, context);
+  reports::Report report;
+  if (opened.failure) {
+    report.command = "scan";
+    report.generated_at_ms = context.now_ms();
+    report.complete = false;
+    report.error = opened.failure;
+    report.exit_code = k_exit_unreachable;
+    report.fail_on = request.fail_on_text;
+    report.source = opened.info;
+  } else {
+    note_ranges(opened.info, context);
+    report = run_scan(request, *opened.source, opened.info, context.now_ms());
+    if (opened.file) {
+      report.source->invalid_lines = opened.file->invalid_lines();
+    }
+  }
+  if (context.progress) {
+    context.progress("");
+  }
+  if (report.error) {
+    context.note(fmt::format("error: {}", *report.error));
+  }
+  write_report(report, format, context);
+  return report.exit_code;
+}
+
+} // namespace
+
+CommandRunner register_scan(CLI::App& app, Context& context) {
+  auto options = std::make_shared<ScanOptions>();
+  auto* sub = app.add_subcommand("scan", "What the log itself shows: duplicate ids, id reuse, semantic duplicates, "
+                                         "events without ids");
+  add_source_options(*sub, options->source);
+  add_identity_options(*sub, options->identity);
+  auto* analysis = sub->add_option_group("Analysis");
+  analysis->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
+      ->type_name("DURATION");
+  analysis->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  return [options, &context, sub]() -> int {
+    if (!sub->parsed()) {
+      return -1;
+    }
+    context.command = "scan";
+    return run(*options, context);
+  };
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,93 @@
+#include "connectors/file/kcat_file.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace dedupctl::connectors::file {
+
+namespace {
+constexpr std::size_t k_batch_events = 4096;
+}
+
+KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid,
+                               const std::atomic<bool>* stop)
+    : m_path(std::move(path)), m_plan(std::move(plan)), m_skip_invalid(skip_invalid), m_stop(stop) {
+  if (m_path == "-") {
+    m_file = stdin;
+  } else {
+    m_file = std::fopen(m_path.c_str(), "rb");
+    if (!m_file) {
+      throw UsageError(fmt::format("cannot read --input {}: {}; check the path", m_path, std::strerror(errno)));
+    }
+    m_owns_file = true;
+  }
+}
+
+KcatFileSource::~KcatFileSource() {
+  if (m_owns_file) {
+    std::fclose(m_file);
+  }
+  std::free(m_line);
+}
+
+bool KcatFileSource::next_batch(core::EventBatch& batch) {
+  batch.clear();
+  while (batch.events.size() < k_batch_events) {
+    if (m_stop && m_stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    errno = 0;
+    ssize_t length = ::getline(&m_line, &m_line_capacity, m_file);
+    if (length < 0) {
+      if (std::ferror(m_file)) {
+        throw UsageError(fmt::format("cannot read --input {} after line {}: {}", m_path, m_line_number,
+                                     std::strerror(errno)));
+      }
+      break;
+    }
+    ++m_line_number;
+    std::string_view line(m_line, static_cast<std::size_t>(length));
+    if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      continue;
+    }
+    std::string error;
+    std::size_t before = batch.events.size();
+    if (!m_parser.parse(line, batch, error)) {
+      if (m_skip_invalid) {
+        ++m_invalid_lines;
+        continue;
+      }
+      throw UsageError(fmt::format("{}:{}: {}; fix or remove the line, or pass --skip-invalid to count it and go on",
+                                   m_path == "-" ? "<stdin>" : m_path, m_line_number, error));
+    }
+    core::Event& event = batch.events.back();
+    auto key = std::make_pair(std::string(event.topic), event.partition);
+    auto it = m_cursors.find(key);
+    if (it == m_cursors.end()) {
+      core::PartitionPlan plan = m_plan;
+      plan.topic = key.first;
+      plan.partition = key.second;
+      it = m_cursors.emplace(key, core::PartitionCursor(plan)).first;
+    }
+    if (!it->second.admit(event.offset, event.timestamp_ms)) {
+      batch.events.resize(before); // the parser's header bookkeeping is re-synced on the next parse
+    }
+  }
+  m_parser.seal(batch);
+  return !batch.events.empty();
+}
+
+std::vector<core::PartitionPosition> KcatFileSource::positions() const {
+  std::vector<core::PartitionPosition> out;
+  for (const auto& [key, cursor] : m_cursors) {
+    out.push_back(cursor.position());
+  }
+  return out;
+}
+
+} // namespace dedupctl::connectors::file

@@ -1,0 +1,49 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/kcat_line.hpp"
+#include "core/range.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dedupctl::connectors::file {
+
+// Reads a kcat -J dump (NDJSON, "-" for stdin) as an event source. Partitions are discovered as
+// they appear and each is filtered by the same plan.
+class KcatFileSource final : public core::EventSource {
+public:
+  // Throws UsageError when the file cannot be opened.
+  KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid,
+                 const std::atomic<bool>* stop = nullptr);
+  ~KcatFileSource() override;
+  KcatFileSource(const KcatFileSource&) = delete;
+  KcatFileSource& operator=(const KcatFileSource&) = delete;
+
+  // A malformed line is a UsageError naming the file and line, unless skip_invalid counts it.
+  bool next_batch(core::EventBatch& batch) override;
+  std::vector<core::PartitionPosition> positions() const override;
+
+  std::int64_t invalid_lines() const { return m_invalid_lines; }
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+  core::PartitionPlan m_plan;
+  bool m_skip_invalid;
+  const std::atomic<bool>* m_stop;
+  std::FILE* m_file = nullptr;
+  bool m_owns_file = false;
+  char* m_line = nullptr;
+  std::size_t m_line_capacity = 0;
+  std::int64_t m_line_number = 0;
+  std::int64_t m_invalid_lines = 0;
+  core::KcatLineParser m_parser;
+  std::map<std::pair<std::string, std::int32_t>, core::PartitionCursor> m_cursors;
+};
+
+} // namespace dedupctl::connectors::file

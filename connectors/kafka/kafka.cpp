@@ -1,0 +1,614 @@
+#include "connectors/kafka/kafka.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+namespace dedupctl::connectors::kafka {
+
+namespace {
+
+// How long one consume call waits before the loop checks the stop flag and the stall timer.
+constexpr int k_poll_interval_ms = 100;
+// Messages taken from the consumer queue at once.
+constexpr std::size_t k_batch_messages = 4096;
+
+struct KafkaDeleter {
+  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+};
+using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
+
+struct TopicDeleter {
+  void operator()(rd_kafka_topic_t* rkt) const { rd_kafka_topic_destroy(rkt); }
+};
+using TopicHandle = std::unique_ptr<rd_kafka_topic_t, TopicDeleter>;
+
+struct ListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const { rd_kafka_topic_partition_list_destroy(list); }
+};
+using PartitionList = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
+
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* md) const { rd_kafka_metadata_destroy(md); }
+};
+using Metadata = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+
+struct QueueDeleter {
+  void operator()(rd_kafka_queue_t* queue) const { rd_kafka_queue_destroy(queue); }
+};
+using QueueHandle = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
+
+void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
+  const auto* settings = static_cast<const KafkaSettings*>(rd_kafka_opaque(rk));
+  // librdkafka logs every refused connection; an operator sees our one message instead, and the
+  // library's own lines with -vv.
+  if (settings && settings->verbosity >= 2) {
+    std::fprintf(stderr, "dedupctl: librdkafka[%d] %s: %s\n", level, facility, text);
+  }
+}
+
+// Creates a handle; `opaque` must outlive it. Throws UsageError for a bad property.
+using DeliveryCallback = void (*)(rd_kafka_t*, const rd_kafka_message_t*, void*);
+
+KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
+                        const std::vector<std::pair<std::string, std::string>>& defaults,
+                        DeliveryCallback on_delivery = nullptr) {
+  if (settings.bootstrap.empty()) {
+    throw UsageError("no Kafka brokers: give --bootstrap-server HOST:PORT (or DEDUPCTL_BOOTSTRAP_SERVER), "
+                     "or read a kcat -J dump with --input");
+  }
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  auto set = [&](const std::string& name, const std::string& value, bool user) {
+    if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      throw UsageError(user ? fmt::format("invalid -X {}={}: {}", name, value, errstr)
+                            : fmt::format("cannot set Kafka property {}: {}", name, errstr));
+    }
+  };
+  set("bootstrap.servers", settings.bootstrap, false);
+  set("socket.connection.setup.timeout.ms", std::to_string(std::max<std::int64_t>(1000, settings.timeout_ms)), false);
+  for (const auto& [name, value] : defaults) {
+    set(name, value, false);
+  }
+  for (const auto& [name, value] : settings.properties) {
+    set(name, value, true);
+  }
+  rd_kafka_conf_set_log_cb(conf, log_callback);
+  if (on_delivery) {
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  }
+  rd_kafka_conf_set_opaque(conf, const_cast<KafkaSettings*>(&settings));
+  rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    throw UsageError(fmt::format("cannot create a Kafka client: {}", errstr));
+  }
+  return KafkaHandle(rk);
+}
+
+[[noreturn]] void unreachable(const KafkaSettings& settings, std::string_view what, rd_kafka_resp_err_t err) {
+  throw UnreachableError(fmt::format("cannot reach Kafka at {} ({}: {}); check --bootstrap-server and that the "
+                                     "brokers are up, or raise --timeout",
+                                     settings.bootstrap, what, rd_kafka_err2str(err)));
+}
+
+bool is_unreachable(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+         err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__RESOLVE ||
+         err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE;
+}
+
+int timeout_of(const KafkaSettings& settings) {
+  return static_cast<int>(std::clamp<std::int64_t>(settings.timeout_ms, 1, 3'600'000));
+}
+
+std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& settings, const std::string& topic) {
+  TopicHandle rkt(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
+  const rd_kafka_metadata_t* raw = nullptr;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings.timeout_ms);
+  while (true) {
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &raw, timeout_of(settings));
+    if (err) {
+      unreachable(settings, fmt::format("metadata for topic '{}'", topic), err);
+    }
+    Metadata md(raw);
+    if (md->topic_cnt < 1) {
+      throw UnreachableError(fmt::format("Kafka at {} returned no metadata for topic '{}'", settings.bootstrap, topic));
+    }
+    const auto& t = md->topics[0];
+    if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      throw UsageError(fmt::format("topic '{}' does not exist at {}; check --topic", topic, settings.bootstrap));
+    }
+    if (t.err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    if (t.err) {
+      unreachable(settings, fmt::format("metadata for topic '{}'", topic), t.err);
+    }
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < t.partition_cnt; ++i) {
+      ids.push_back(t.partitions[i].id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+}
+
+// Offsets per partition for a list of (topic, partition, value) via a librdkafka list call.
+PartitionList make_list(const std::vector<std::pair<std::string, std::int32_t>>& partitions, std::int64_t value) {
+  PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+  for (const auto& [topic, partition] : partitions) {
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = value;
+  }
+  return list;
+}
+
+std::optional<std::int64_t> list_offset(const rd_kafka_topic_partition_list_t* list, const std::string& topic,
+                                        std::int32_t partition) {
+  for (int i = 0; i < list->cnt; ++i) {
+    const auto& elem = list->elems[i];
+    if (elem.partition == partition && topic == elem.topic && !elem.err) {
+      return elem.offset;
+    }
+  }
+  return std::nullopt;
+}
+
+// Timestamp lookups for one SPEC over all partitions; -1 for every partition the broker could
+// not answer (the mock answers -1 always), so the reader falls back to skipping by time.
+std::map<std::pair<std::string, std::int32_t>, std::int64_t>
+time_lookups(rd_kafka_t* rk, const KafkaSettings& settings, const std::vector<std::pair<std::string, std::int32_t>>& all,
+             std::int64_t timestamp) {
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> out;
+  PartitionList list = make_list(all, timestamp);
+  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list.get(), timeout_of(settings));
+  if (err && is_unreachable(err)) {
+    unreachable(settings, "offsets for times", err);
+  }
+  for (const auto& key : all) {
+    out[key] = err ? -1 : list_offset(list.get(), key.first, key.second).value_or(-1);
+  }
+  return out;
+}
+
+} // namespace
+
+ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& request) {
+  std::vector<std::pair<std::string, std::string>> defaults{{"enable.auto.commit", "false"},
+                                                            {"allow.auto.create.topics", "false"}};
+  defaults.emplace_back("group.id", request.group.value_or(fmt::format("dedupctl-resolve-{}", ::getpid())));
+  KafkaHandle rk = make_handle(RD_KAFKA_CONSUMER, settings, defaults);
+
+  ResolvedRange out;
+  out.info.kind = "kafka";
+  out.info.bootstrap = settings.bootstrap;
+  out.info.group = request.group;
+  std::vector<std::pair<std::string, std::int32_t>> all;
+  for (const auto& topic : request.topics) {
+    out.info.topics.push_back(topic.topic);
+    auto existing = topic_partitions(rk.get(), settings, topic.topic);
+    std::vector<std::int32_t> chosen = topic.partitions.empty() ? existing : topic.partitions;
+    for (auto partition : chosen) {
+      if (std::find(existing.begin(), existing.end(), partition) == existing.end()) {
+        throw UsageError(fmt::format("topic '{}' has no partition {} (it has {}); check --topic", topic.topic,
+                                     partition, existing.size()));
+      }
+      all.emplace_back(topic.topic, partition);
+    }
+  }
+
+  std::map<std::pair<std::string, std::int32_t>, core::PartitionFacts> facts;
+  for (const auto& key : all) {
+    core::PartitionFacts f;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk.get(), key.first.c_str(), key.second, &f.log_start,
+                                                               &f.log_end, timeout_of(settings));
+    if (err) {
+      unreachable(settings, fmt::format("watermarks of {}[{}]", key.first, key.second), err);
+    }
+    facts[key] = f;
+  }
+  if (request.group && !all.empty()) {
+    PartitionList list = make_list(all, RD_KAFKA_OFFSET_INVALID);
+    rd_kafka_resp_err_t err = rd_kafka_committed(rk.get(), list.get(), timeout_of(settings));
+    if (err) {
+      unreachable(settings, fmt::format("committed offsets of group '{}'", *request.group), err);
+    }
+    for (const auto& key : all) {
+      auto offset = list_offset(list.get(), key.first, key.second);
+      if (offset && *offset >= 0) {
+        facts[key].committed = *offset;
+      }
+    }
+  }
+
+  auto lookups_for = [&](const core::OffsetSpec& spec) {
+    std::map<std::pair<std::string, std::int32_t>, std::int64_t> lookups;
+    if (auto ts = core::spec_timestamp(spec, request.now_ms); ts && !all.empty()) {
+      lookups = time_lookups(rk.get(), settings, all, *ts);
+    }
+    return lookups;
+  };
+  auto from_lookups = lookups_for(request.from);
+  auto to_lookups = lookups_for(request.to);
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> seek_lookups;
+  if (request.seek) {
+    seek_lookups = lookups_for(*request.seek);
+  }
+
+  auto with_lookup = [](core::PartitionFacts f, const auto& lookups, const auto& key) {
+    if (auto it = lookups.find(key); it != lookups.end()) {
+      f.time_lookup = it->second;
+    }
+    return f;
+  };
+  bool has_group = request.group.has_value();
+  for (const auto& key : all) {
+    const core::PartitionFacts& f = facts[key];
+    auto from = core::resolve_offset(request.from, core::SpecRole::From, with_lookup(f, from_lookups, key), has_group,
+                                     request.now_ms);
+    auto to =
+        core::resolve_offset(request.to, core::SpecRole::To, with_lookup(f, to_lookups, key), has_group, request.now_ms);
+    core::PartitionPlan plan;
+    plan.topic = key.first;
+    plan.partition = key.second;
+    plan.start = from.offset;
+    plan.end = std::max(from.offset, to.offset);
+    plan.skip_before_ts = from.timestamp_filter;
+    plan.stop_at_ts = to.timestamp_filter;
+
+    core::PartitionRange range;
+    range.topic = key.first;
+    range.partition = key.second;
+    range.from = plan.start;
+    range.to = plan.end;
+    range.log_start = f.log_start;
+    range.log_end = f.log_end;
+    range.committed = f.committed;
+    range.clamped = from.clamped;
+    range.requested_from = from.requested;
+    range.from_timestamp = from.timestamp_filter;
+    if (request.seek) {
+      range.seek = core::resolve_offset(*request.seek, core::SpecRole::Seek, with_lookup(f, seek_lookups, key),
+                                        has_group, request.now_ms)
+                       .offset;
+    }
+    out.plans.push_back(std::move(plan));
+    out.info.partitions.push_back(std::move(range));
+  }
+  return out;
+}
+
+namespace {
+
+// The messages a batch's events point into, destroyed with the batch.
+struct MessageSet {
+  std::vector<rd_kafka_message_t*> messages;
+  MessageSet() = default;
+  MessageSet(const MessageSet&) = delete;
+  MessageSet& operator=(const MessageSet&) = delete;
+  ~MessageSet() {
+    for (auto* message : messages) {
+      rd_kafka_message_destroy(message);
+    }
+  }
+};
+
+class KafkaReader final : public core::EventSource {
+public:
+  KafkaReader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans)
+      : m_settings(settings), m_raw(k_batch_messages) {
+    m_rk = make_handle(RD_KAFKA_CONSUMER, m_settings,
+                       {{"group.id", fmt::format("dedupctl-reader-{}", ::getpid())},
+                        {"enable.auto.commit", "false"},
+                        {"enable.auto.offset.store", "false"},
+                        {"enable.partition.eof", "true"},
+                        {"auto.offset.reset", "error"},
+                        {"allow.auto.create.topics", "false"},
+                        {"queued.max.messages.kbytes", "32768"}});
+    PartitionList assignment(rd_kafka_topic_partition_list_new(static_cast<int>(plans.size())));
+    for (auto& plan : plans) {
+      std::size_t index = m_cursors.size();
+      m_cursors.emplace_back(plan);
+      m_index[plan.topic].resize(std::max<std::size_t>(m_index[plan.topic].size(), plan.partition + 1), SIZE_MAX);
+      m_index[plan.topic][plan.partition] = index;
+      if (!m_cursors.back().done()) {
+        rd_kafka_topic_partition_list_add(assignment.get(), plan.topic.c_str(), plan.partition)->offset = plan.start;
+        ++m_remaining;
+      }
+    }
+    if (m_remaining > 0) {
+      rd_kafka_resp_err_t err = rd_kafka_assign(m_rk.get(), assignment.get());
+      if (err) {
+        unreachable(m_settings, "assign", err);
+      }
+    }
+    m_queue.reset(rd_kafka_queue_get_consumer(m_rk.get()));
+    m_last_progress = std::chrono::steady_clock::now();
+  }
+
+  ~KafkaReader() override {
+    if (m_rk) {
+      rd_kafka_assign(m_rk.get(), nullptr);
+      m_queue.reset();
+      rd_kafka_consumer_close(m_rk.get());
+    }
+  }
+
+  bool next_batch(core::EventBatch& batch) override {
+    batch.clear();
+    while (m_remaining > 0) {
+      if (m_settings.stop && m_settings.stop->load()) {
+        throw InterruptedError("interrupted");
+      }
+      ssize_t n = rd_kafka_consume_batch_queue(m_queue.get(), k_poll_interval_ms, m_raw.data(), m_raw.size());
+      if (n < 0) {
+        unreachable(m_settings, "consume", rd_kafka_last_error());
+      }
+      if (n == 0) {
+        check_stall();
+        continue;
+      }
+      auto set = std::make_shared<MessageSet>();
+      set->messages.assign(m_raw.begin(), m_raw.begin() + n);
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> header_ranges;
+      for (auto* message : set->messages) {
+        take(message, batch, header_ranges);
+      }
+      for (std::size_t i = 0; i < batch.events.size(); ++i) {
+        batch.events[i].headers =
+            std::span<const core::Header>(batch.headers.data() + header_ranges[i].first, header_ranges[i].second);
+      }
+      m_last_progress = std::chrono::steady_clock::now();
+      if (!batch.events.empty()) {
+        batch.owner = std::move(set);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::vector<core::PartitionPosition> positions() const override {
+    std::vector<core::PartitionPosition> out;
+    for (const auto& cursor : m_cursors) {
+      out.push_back(cursor.position());
+    }
+    return out;
+  }
+
+private:
+  core::PartitionCursor* cursor_for(const char* topic, std::int32_t partition) {
+    auto it = m_index.find(topic);
+    if (it == m_index.end() || partition < 0 || static_cast<std::size_t>(partition) >= it->second.size() ||
+        it->second[partition] == SIZE_MAX) {
+      return nullptr;
+    }
+    return &m_cursors[it->second[partition]];
+  }
+
+  void finish_partition(core::PartitionCursor& cursor, bool was_done) {
+    if (!was_done && cursor.done()) {
+      --m_remaining;
+    }
+  }
+
+  void take(rd_kafka_message_t* message, core::EventBatch& batch,
+            std::vector<std::pair<std::uint32_t, std::uint32_t>>& header_ranges) {
+    const char* topic = message->rkt ? rd_kafka_topic_name(message->rkt) : nullptr;
+    core::PartitionCursor* cursor = topic ? cursor_for(topic, message->partition) : nullptr;
+    if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      if (cursor) {
+        bool was_done = cursor->done();
+        cursor->mark_done();
+        finish_partition(*cursor, was_done);
+      }
+      return;
+    }
+    if (message->err) {
+      if (message->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || message->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+        throw UnreachableError(fmt::format(
+            "{}[{}]: the range start is no longer in the log (retention deleted it while reading: {}); run again",
+            topic ? topic : "?", message->partition, rd_kafka_message_errstr(message)));
+      }
+      if (m_settings.verbosity >= 1) {
+        std::fprintf(stderr, "dedupctl: kafka: %s\n", rd_kafka_message_errstr(message));
+      }
+      return;
+    }
+    if (!cursor) {
+      return;
+    }
+    rd_kafka_timestamp_type_t type;
+    std::int64_t timestamp = rd_kafka_message_timestamp(message, &type);
+    bool was_done = cursor->done();
+    bool admitted = cursor->admit(message->offset, timestamp);
+    finish_partition(*cursor, was_done);
+    if (!admitted) {
+      return;
+    }
+    core::Event event;
+    event.topic = cursor->plan().topic;
+    event.partition = message->partition;
+    event.offset = message->offset;
+    event.timestamp_ms = timestamp;
+    if (message->key) {
+      event.key = std::string_view(static_cast<const char*>(message->key), message->key_len);
+    }
+    if (message->payload) {
+      event.payload = std::string_view(static_cast<const char*>(message->payload), message->len);
+    }
+    auto first_header = static_cast<std::uint32_t>(batch.headers.size());
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(message, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR && headers) {
+      const char* name = nullptr;
+      const void* value = nullptr;
+      std::size_t size = 0;
+      for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+           ++i) {
+        core::Header header{name, std::nullopt};
+        if (value) {
+          header.value = std::string_view(static_cast<const char*>(value), size);
+        }
+        batch.headers.push_back(header);
+      }
+    }
+    header_ranges.emplace_back(first_header, static_cast<std::uint32_t>(batch.headers.size()) - first_header);
+    batch.events.push_back(event);
+  }
+
+  void check_stall() {
+    auto idle = std::chrono::steady_clock::now() - m_last_progress;
+    if (idle < std::chrono::milliseconds(m_settings.timeout_ms)) {
+      return;
+    }
+    std::string pending;
+    int shown = 0;
+    for (const auto& cursor : m_cursors) {
+      if (!cursor.done() && shown++ < 3) {
+        auto at = cursor.position().last_offset ? *cursor.position().last_offset + 1 : cursor.plan().start;
+        pending += fmt::format("{}{}[{}] at offset {}", pending.empty() ? "" : ", ", cursor.plan().topic,
+                               cursor.plan().partition, at);
+      }
+    }
+    throw UnreachableError(fmt::format("no data from Kafka at {} for {} ms while {} partitions were unfinished ({}); "
+                                       "check that the brokers are up, or raise --timeout",
+                                       m_settings.bootstrap, m_settings.timeout_ms, m_remaining, pending));
+  }
+
+  KafkaSettings m_settings;
+  KafkaHandle m_rk;
+  QueueHandle m_queue;
+  std::vector<core::PartitionCursor> m_cursors;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> m_index;
+  std::size_t m_remaining = 0;
+  std::vector<rd_kafka_message_t*> m_raw;
+  std::chrono::steady_clock::time_point m_last_progress;
+};
+
+class KafkaProducer final : public Producer {
+public:
+  KafkaProducer(const KafkaSettings& settings, bool idempotent) : m_settings(settings) {
+    std::vector<std::pair<std::string, std::string>> defaults{{"acks", "all"},
+                                                              {"linger.ms", "20"},
+                                                              {"batch.size", "1000000"},
+                                                              {"queue.buffering.max.messages", "1000000"},
+                                                              {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
+    if (idempotent) {
+      defaults.emplace_back("enable.idempotence", "true");
+    }
+    m_rk = make_handle(RD_KAFKA_PRODUCER, m_settings, defaults, &KafkaProducer::delivered);
+  }
+
+  ~KafkaProducer() override {
+    if (m_rk) {
+      rd_kafka_flush(m_rk.get(), timeout_of(m_settings));
+    }
+  }
+
+  void send(const OutgoingRecord& record) override {
+    rd_kafka_headers_t* headers = nullptr;
+    if (!record.headers.empty()) {
+      headers = rd_kafka_headers_new(record.headers.size());
+      for (const auto& [name, value] : record.headers) {
+        rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value ? value->data() : nullptr,
+                            value ? static_cast<ssize_t>(value->size()) : 0);
+      }
+    }
+    // The V_ macros cast their arguments: compute them first.
+    const void* key = record.key ? record.key->data() : nullptr;
+    std::size_t key_size = record.key ? record.key->size() : 0;
+    void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
+    std::size_t value_size = record.payload ? record.payload->size() : 0;
+    std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
+    while (true) {
+      rd_kafka_resp_err_t err = rd_kafka_producev(
+          m_rk.get(), RD_KAFKA_V_TOPIC(record.topic.c_str()),
+          RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
+          RD_KAFKA_V_VALUE(value, value_size),
+          RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(this),
+          RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(m_rk.get(), k_poll_interval_ms);
+        continue;
+      }
+      if (err) {
+        if (headers) {
+          rd_kafka_headers_destroy(headers);
+        }
+        throw UsageError(fmt::format("cannot produce to {}: {}", record.topic, rd_kafka_err2str(err)));
+      }
+      break;
+    }
+    rd_kafka_poll(m_rk.get(), 0);
+  }
+
+  std::int64_t flush(std::string& first_error) override {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_settings.timeout_ms * 6);
+    while (rd_kafka_outq_len(m_rk.get()) > 0) {
+      if (m_settings.stop && m_settings.stop->load()) {
+        throw InterruptedError("interrupted");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw UnreachableError(fmt::format("Kafka at {} did not acknowledge {} records; check the brokers",
+                                           m_settings.bootstrap, rd_kafka_outq_len(m_rk.get())));
+      }
+      rd_kafka_flush(m_rk.get(), k_poll_interval_ms);
+    }
+    first_error = m_first_error;
+    return m_failed;
+  }
+
+private:
+  // Each record carries its producer as the message opaque.
+  static void delivered(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
+    auto* self = static_cast<KafkaProducer*>(message->_private);
+    if (!self || !message->err) {
+      return;
+    }
+    if (self->m_failed++ == 0) {
+      self->m_first_error = rd_kafka_err2str(message->err);
+    }
+  }
+
+  KafkaSettings m_settings;
+  KafkaHandle m_rk;
+  std::int64_t m_failed = 0;
+  std::string m_first_error;
+};
+
+} // namespace
+
+std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans) {
+  return std::make_unique<KafkaReader>(settings, std::move(plans));
+}
+
+std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent) {
+  return std::make_unique<KafkaProducer>(settings, idempotent);
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic) {
+  KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (auto partition : topic_partitions(rk.get(), settings, topic)) {
+    std::int64_t low = 0;
+    std::int64_t high = 0;
+    rd_kafka_resp_err_t err =
+        rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high, timeout_of(settings));
+    if (err) {
+      unreachable(settings, fmt::format("watermarks of {}[{}]", topic, partition), err);
+    }
+    out.emplace_back(low, high);
+  }
+  return out;
+}
+
+} // namespace dedupctl::connectors::kafka

@@ -1,0 +1,84 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/offset_spec.hpp"
+#include "core/range.hpp"
+#include "core/source_info.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Kafka through librdkafka: range resolution, a range reader, a producer. librdkafka is included
+// by connectors/kafka/*.cpp only.
+namespace dedupctl::connectors::kafka {
+
+inline constexpr std::int64_t k_default_timeout_ms = 10'000;
+
+struct KafkaSettings {
+  std::string bootstrap;
+  std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
+  std::int64_t timeout_ms = k_default_timeout_ms; // each broker request, and a read that stalls
+  int verbosity = 0;                               // librdkafka's own log lines show from -vv
+  const std::atomic<bool>* stop = nullptr;         // raised by SIGINT/SIGTERM
+};
+
+struct TopicRequest {
+  std::string topic;
+  std::vector<std::int32_t> partitions; // empty: all of the topic's partitions
+};
+
+struct RangeRequest {
+  std::vector<TopicRequest> topics;
+  core::OffsetSpec from;
+  core::OffsetSpec to;
+  std::optional<std::string> group;
+  std::optional<core::OffsetSpec> seek;
+  std::int64_t now_ms = 0;
+};
+
+struct ResolvedRange {
+  core::SourceInfo info;                   // as the report's `source`, before reading
+  std::vector<core::PartitionPlan> plans;  // what the reader reads
+};
+
+// Asks the brokers for partitions, watermarks, committed offsets and timestamp lookups and
+// resolves the SPECs (core::resolve_offset). Throws UnreachableError when the brokers cannot be
+// reached within the timeout, UsageError for an unknown topic or partition or a bad -X property.
+ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& request);
+
+// Reads the planned ranges with assign() (no group join, nothing committed) and stops when every
+// partition reached its end, never by a timeout; a read that makes no progress for the timeout is
+// an UnreachableError.
+std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans);
+
+// A record to produce, with an explicit CreateTime.
+struct OutgoingRecord {
+  std::string topic;
+  std::optional<std::int32_t> partition; // nullopt: the partitioner picks by key
+  std::optional<std::string> key;
+  std::optional<std::string> payload;
+  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+  std::int64_t timestamp_ms = 0;
+};
+
+// A producer with delivery reports (acks=all). Abstract so that replay can be tested with a fake.
+class Producer {
+public:
+  virtual ~Producer() = default;
+  // Queues a record; waits for queue space when the local queue is full.
+  virtual void send(const OutgoingRecord& record) = 0;
+  // Waits for every queued record's delivery report; returns how many failed, with the first error.
+  virtual std::int64_t flush(std::string& first_error) = 0;
+};
+
+std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent);
+
+// The low and high watermarks of every partition of a topic (for seeders and checks).
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic);
+
+} // namespace dedupctl::connectors::kafka

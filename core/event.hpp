@@ -1,0 +1,70 @@
+#pragma once
+
+#include "core/arena.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+struct Header {
+  std::string_view name;
+  std::optional<std::string_view> value; // a Kafka header value may be null
+};
+
+// One Kafka record, as views into memory its batch keeps alive.
+struct Event {
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::optional<std::string_view> key;
+  std::optional<std::string_view> payload;
+  std::span<const Header> headers;
+};
+
+// A batch of events with the storage their views point into.
+struct EventBatch {
+  std::vector<Event> events;
+  std::vector<Header> headers; // events' header spans point here
+  Arena arena;                 // bytes the source had to copy or decode
+  std::shared_ptr<void> owner; // source-specific storage (e.g. the client's message handles)
+
+  void clear() {
+    events.clear();
+    headers.clear();
+    arena.reset();
+    owner.reset();
+  }
+};
+
+// Where one partition's reading stands, for the report's `source`.
+struct PartitionPosition {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t events = 0;                    // events delivered in range
+  std::optional<std::int64_t> first_offset;   // first delivered
+  std::optional<std::int64_t> last_offset;    // last delivered
+  std::optional<std::int64_t> first_timestamp;
+  std::optional<std::int64_t> last_timestamp;
+  std::optional<std::int64_t> stopped_at; // where a time-bounded end (--to @TIME) fell
+};
+
+// The events of a range, batch by batch. Abstract so that commands run against a Kafka range, a
+// kcat -J dump, or an in-memory fake in unit tests.
+class EventSource {
+public:
+  virtual ~EventSource() = default;
+  // Fills `batch` (cleared first) with the next events; returns false at the end of the range.
+  // Throws UnreachableError when the system behind it fails, UsageError on malformed input,
+  // InterruptedError when the stop flag was raised.
+  virtual bool next_batch(EventBatch& batch) = 0;
+  // Per partition, what has been delivered so far.
+  virtual std::vector<PartitionPosition> positions() const = 0;
+};
+
+} // namespace dedupctl::core

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+// Where a value of an event is taken from: `header:NAME`, `json:/pointer` (RFC 6901), `key`,
+// `offset` (rendered topic-partition-offset).
+namespace dedupctl::core {
+
+enum class FieldKind { Header, Json, Key, Offset };
+
+struct FieldSpec {
+  FieldKind kind = FieldKind::Key;
+  std::string name; // the header name or the JSON pointer
+  std::string text; // as written, for messages and reports
+};
+
+// Parses "header:event_id,json:/event_id". Throws UsageError naming `what` (the flag).
+std::vector<FieldSpec> parse_field_specs(std::string_view text, std::string_view what);
+
+// Joins specs back into their written form.
+std::string to_string(const std::vector<FieldSpec>& specs);
+
+} // namespace dedupctl::core

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+enum class Severity { Info = 0, Warning = 1, Error = 2 };
+
+std::string_view to_string(Severity severity);
+
+// The --fail-on threshold: a severity, or none (never fail on findings).
+struct FailOn {
+  std::optional<Severity> level = Severity::Error;
+};
+// Throws UsageError for anything but error, warning, info, none.
+FailOn parse_fail_on(std::string_view text);
+
+// One event that shows a finding.
+struct Example {
+  std::string event_id; // empty when the event has none
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::string dedup_key; // audit only
+  std::string note;      // e.g. why no id could be taken, or what the first occurrence was
+};
+
+struct Finding {
+  std::string id; // stable, see spec/report-v1.md
+  Severity severity = Severity::Info;
+  std::string title;
+  std::int64_t count = 0;
+  std::vector<std::int32_t> partitions;
+  std::vector<Example> examples;
+  std::string advice;
+};
+
+// Accumulates one finding's count, partitions and first examples as events stream by.
+class FindingBuilder {
+public:
+  explicit FindingBuilder(std::size_t max_examples = 5) : m_max_examples(max_examples) {}
+
+  // Counts one event; `make_example` is only called while examples are still wanted.
+  template <typename MakeExample> void add(std::int32_t partition, MakeExample&& make_example) {
+    ++m_count;
+    m_partitions.insert(partition);
+    if (m_examples.size() < m_max_examples) {
+      m_examples.push_back(make_example());
+    }
+  }
+
+  std::int64_t count() const { return m_count; }
+
+  // Nullopt when nothing was counted.
+  std::optional<Finding> build(std::string id, Severity severity, std::string title, std::string advice) const;
+
+private:
+  std::size_t m_max_examples;
+  std::int64_t m_count = 0;
+  std::set<std::int32_t> m_partitions;
+  std::vector<Example> m_examples;
+};
+
+// Orders findings by severity (errors first), then by id, for every renderer.
+void sort_findings(std::vector<Finding>& findings);
+
+// 0 when no finding is at or above the threshold, 1 otherwise.
+int exit_code_for(const std::vector<Finding>& findings, const FailOn& fail_on);
+
+} // namespace dedupctl::core

@@ -1,0 +1,54 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/field_spec.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+struct IdentifyOptions {
+  std::vector<FieldSpec> id;     // first spec that yields a value wins
+  std::vector<FieldSpec> type;   // first spec that yields a value wins
+  std::vector<FieldSpec> entity; // first spec that yields a value wins; may be empty
+  // Every spec contributes (a missing value counts as empty). Empty: type + entity + the payload
+  // with the event id's bytes taken out, so that a retry with a new id matches its original.
+  std::vector<FieldSpec> semantic;
+};
+
+IdentifyOptions default_identify_options();
+
+// What the identify stage learned about one event. Views are valid until the next identify().
+struct Identity {
+  bool has_id = false;
+  std::string_view id;
+  std::string_view type;
+  std::string_view entity;
+  std::string_view no_id_reason; // why no id could be taken, when has_id is false
+  std::uint64_t id_hash = 0;
+  std::uint64_t payload_fingerprint = 0;
+  std::uint64_t semantic_hash = 0;
+};
+
+// Takes ids, types, entities and fingerprints of a batch. JSON is parsed at most once per event,
+// and only when a json: spec is reached.
+class Identifier {
+public:
+  explicit Identifier(IdentifyOptions options);
+  ~Identifier();
+  Identifier(const Identifier&) = delete;
+  Identifier& operator=(const Identifier&) = delete;
+
+  void identify(const EventBatch& batch, std::vector<Identity>& out);
+  // One event; the views live until the next call of either function.
+  Identity identify_one(const Event& event);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace dedupctl::core

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "core/event.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dedupctl::core {
+
+// Parses kcat -J envelopes, one per line:
+//   {"topic":"orders","partition":0,"offset":17,"tstype":"create","ts":1700000000000,
+//    "headers":["event_id","e-17","type","PaymentCharged"],"key":"o-1","payload":"{…}"}
+// `headers` is kcat's flat [name, value, name, value, …] array; key, payload and header values may
+// be null. Unknown fields are ignored.
+class KcatLineParser {
+public:
+  KcatLineParser();
+  ~KcatLineParser();
+  KcatLineParser(const KcatLineParser&) = delete;
+  KcatLineParser& operator=(const KcatLineParser&) = delete;
+
+  // Appends the line's event to `batch` (bytes copied into its arena). On a malformed line returns
+  // false with `error` saying what is wrong and leaves the batch's events as they were.
+  bool parse(std::string_view line, EventBatch& batch, std::string& error);
+
+  // Points the events' header spans into batch.headers; call once the batch is complete.
+  void seal(EventBatch& batch);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace dedupctl::core

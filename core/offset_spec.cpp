@@ -1,0 +1,154 @@
+#include "core/offset_spec.hpp"
+
+#include "core/errors.hpp"
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace dedupctl::core {
+
+namespace {
+
+std::optional<std::int64_t> parse_count(std::string_view text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+} // namespace
+
+OffsetSpec parse_offset_spec(std::string_view text, std::string_view what) {
+  OffsetSpec spec;
+  spec.text = std::string(text);
+  auto bad = [&]() -> OffsetSpec {
+    throw UsageError(fmt::format("invalid {} '{}': expected earliest, latest, committed, N, -N, @TIME, "
+                                 "-DURATION, s@MS or e@MS (see dedupctl(1), OFFSET SPECS)",
+                                 what, text));
+  };
+  if (text == "earliest" || text == "beginning") {
+    spec.kind = SpecKind::Earliest;
+  } else if (text == "latest" || text == "end") {
+    spec.kind = SpecKind::Latest;
+  } else if (text == "committed" || text == "stored") {
+    spec.kind = SpecKind::Committed;
+  } else if (text.starts_with("s@") || text.starts_with("e@")) {
+    auto ms = parse_count(text.substr(2));
+    if (!ms) {
+      return bad();
+    }
+    spec.kind = SpecKind::Timestamp;
+    spec.value = *ms;
+  } else if (text.starts_with("@")) {
+    spec.kind = SpecKind::Timestamp;
+    spec.value = parse_time(text.substr(1), what);
+  } else if (text.starts_with("-")) {
+    if (auto count = parse_count(text.substr(1))) {
+      spec.kind = SpecKind::Relative;
+      spec.value = *count;
+    } else {
+      try {
+        spec.value = parse_duration(text.substr(1), what);
+      } catch (const UsageError&) {
+        return bad();
+      }
+      spec.kind = SpecKind::Ago;
+    }
+  } else if (auto offset = parse_count(text)) {
+    spec.kind = SpecKind::Absolute;
+    spec.value = *offset;
+  } else {
+    return bad();
+  }
+  return spec;
+}
+
+std::optional<std::int64_t> spec_timestamp(const OffsetSpec& spec, std::int64_t now_ms) {
+  if (spec.kind == SpecKind::Timestamp) {
+    return spec.value;
+  }
+  if (spec.kind == SpecKind::Ago) {
+    return now_ms - spec.value;
+  }
+  return std::nullopt;
+}
+
+ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const PartitionFacts& facts,
+                              bool has_group, std::int64_t now_ms) {
+  ResolvedOffset out;
+  auto committed_or_start = [&]() {
+    if (facts.committed) {
+      return *facts.committed;
+    }
+    out.no_committed = true;
+    return facts.log_start;
+  };
+  auto place = [&](std::int64_t requested) {
+    out.requested = requested;
+    if (requested < facts.log_start) {
+      // Only a start can be "clamped" in the finding's sense; an end before the log start simply
+      // makes the range empty.
+      out.clamped = role != SpecRole::To;
+      out.offset = facts.log_start;
+    } else {
+      out.offset = std::min(requested, facts.log_end);
+    }
+  };
+  switch (spec.kind) {
+  case SpecKind::Earliest:
+    place(facts.log_start);
+    break;
+  case SpecKind::Latest:
+    place(facts.log_end);
+    break;
+  case SpecKind::Committed:
+    if (!has_group) {
+      throw UsageError(fmt::format("'{}' needs --group: the committed offset belongs to a consumer group",
+                                   spec.text));
+    }
+    place(committed_or_start());
+    break;
+  case SpecKind::Absolute:
+    place(spec.value);
+    break;
+  case SpecKind::Relative: {
+    std::int64_t base = facts.log_end;
+    if (role == SpecRole::Seek) {
+      if (!has_group) {
+        throw UsageError(fmt::format("--seek '{}' counts back from the committed offset: it needs --group",
+                                     spec.text));
+      }
+      base = committed_or_start();
+    }
+    place(base - spec.value);
+    break;
+  }
+  case SpecKind::Timestamp:
+  case SpecKind::Ago: {
+    auto ts = *spec_timestamp(spec, now_ms);
+    if (facts.time_lookup && *facts.time_lookup >= 0) {
+      place(*facts.time_lookup);
+    } else if (facts.log_start < facts.log_end) {
+      // The broker answered -1 (or could not answer) although the partition holds data: read from
+      // the log start and let the reader skip older events. Slower, still exact.
+      out.requested = facts.log_start;
+      out.offset = role == SpecRole::To ? facts.log_end : facts.log_start;
+      out.timestamp_filter = ts;
+    } else {
+      place(facts.log_end);
+    }
+    break;
+  }
+  }
+  return out;
+}
+
+} // namespace dedupctl::core

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "core/event.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace dedupctl::core {
+
+inline constexpr std::int64_t k_offset_max = std::numeric_limits<std::int64_t>::max();
+
+// What to read of one partition: [start, end), optionally narrowed by timestamps when the broker
+// could not resolve a time SPEC to an offset.
+struct PartitionPlan {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t start = 0;
+  std::int64_t end = k_offset_max;
+  std::optional<std::int64_t> skip_before_ts; // skip until the first event with ts >= this
+  std::optional<std::int64_t> stop_at_ts;     // stop at the first event with ts >= this
+};
+
+// Decides, event by event, what of a partition is in range. Shared by every source so that a
+// Kafka range and a kcat dump of it deliver the same events.
+class PartitionCursor {
+public:
+  explicit PartitionCursor(PartitionPlan plan) : m_plan(std::move(plan)) {
+    m_position.topic = m_plan.topic;
+    m_position.partition = m_plan.partition;
+    m_done = m_plan.start >= m_plan.end;
+  }
+
+  // True when the event is in range (and counts it); false to drop it.
+  bool admit(std::int64_t offset, std::int64_t timestamp_ms) {
+    if (m_done || offset < m_plan.start) {
+      return false;
+    }
+    if (offset >= m_plan.end) {
+      m_done = true;
+      return false;
+    }
+    if (offset + 1 >= m_plan.end) {
+      m_done = true; // the last offset of the range; decided below whether it is delivered
+    }
+    if (!m_started) {
+      if (m_plan.skip_before_ts && timestamp_ms < *m_plan.skip_before_ts) {
+        return false;
+      }
+      m_started = true;
+    }
+    if (m_plan.stop_at_ts && timestamp_ms >= *m_plan.stop_at_ts) {
+      m_done = true;
+      m_position.stopped_at = offset;
+      return false;
+    }
+    ++m_position.events;
+    if (!m_position.first_offset) {
+      m_position.first_offset = offset;
+      m_position.first_timestamp = timestamp_ms;
+    }
+    m_position.last_offset = offset;
+    m_position.last_timestamp = timestamp_ms;
+    return true;
+  }
+
+  // The partition reached its end without a record at end-1 (end of log, compaction gap).
+  void mark_done() { m_done = true; }
+
+  bool done() const { return m_done; }
+  const PartitionPlan& plan() const { return m_plan; }
+  const PartitionPosition& position() const { return m_position; }
+
+private:
+  PartitionPlan m_plan;
+  PartitionPosition m_position;
+  bool m_started = false;
+  bool m_done = false;
+};
+
+} // namespace dedupctl::core
+
+namespace dedupctl::core {
+
+struct OffsetSpec;
+
+// The plan for a partition of a source that has no broker to ask (a kcat dump): offsets and
+// times filter the events; `latest`, `-N` and `committed` need a broker and are refused
+// (UsageError naming the flag).
+PartitionPlan plan_without_broker(const OffsetSpec& from, const OffsetSpec& to, std::int64_t now_ms);
+
+} // namespace dedupctl::core

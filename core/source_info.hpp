@@ -1,0 +1,55 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/finding.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupctl::core {
+
+// One partition of the range as resolved and read: the report's `source.partitions[]`.
+struct PartitionRange {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t from = 0; // first offset of the range (inclusive)
+  std::int64_t to = 0;   // end of the range (exclusive)
+  std::optional<std::int64_t> log_start;
+  std::optional<std::int64_t> log_end;
+  std::optional<std::int64_t> committed;
+  std::optional<std::int64_t> seek;
+  std::int64_t events = 0;
+  std::optional<std::int64_t> first_timestamp;
+  std::optional<std::int64_t> last_timestamp;
+  // The requested start lay before the log start.
+  bool clamped = false;
+  std::int64_t requested_from = 0;
+  // The requested start was a time the broker could not resolve; the reader skipped older events.
+  std::optional<std::int64_t> from_timestamp;
+};
+
+struct SourceInfo {
+  std::string kind;                // "kafka" or "file"
+  std::vector<std::string> topics; // in request order
+  std::string path;                // file sources
+  std::string bootstrap;           // kafka sources
+  std::optional<std::string> group;
+  std::vector<PartitionRange> partitions;
+  std::int64_t invalid_lines = 0; // file sources read with --skip-invalid
+};
+
+// `range-clamped`: requested starts before the log start, one example per partition.
+std::optional<Finding> range_clamped_finding(const SourceInfo& source, std::size_t max_examples);
+
+} // namespace dedupctl::core
+
+namespace dedupctl::core {
+
+// Folds what the source delivered into the resolved ranges: event counts, first/last timestamps,
+// the effective start of time-filtered ranges, and (for sources without resolved ranges, such as
+// a kcat dump) one range per partition seen.
+void finalize_source(SourceInfo& source, const std::vector<PartitionPosition>& positions);
+
+} // namespace dedupctl::core

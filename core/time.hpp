@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+// Durations and points in time, as milliseconds. Pure: "now" is always a parameter.
+namespace dedupctl::core {
+
+inline constexpr std::int64_t k_ms_per_second = 1000;
+inline constexpr std::int64_t k_ms_per_minute = 60 * k_ms_per_second;
+inline constexpr std::int64_t k_ms_per_hour = 60 * k_ms_per_minute;
+inline constexpr std::int64_t k_ms_per_day = 24 * k_ms_per_hour;
+
+// Parses "90s", "15m", "6h", "7d", "1d12h", "500ms", "2w" or ISO 8601 "PT6H", "P7D", "P1DT2H30M".
+// Throws UsageError naming `what` (the flag) when the text is not a duration.
+std::int64_t parse_duration(std::string_view text, std::string_view what = "duration");
+
+// Parses RFC 3339 ("2026-11-20T08:00:00Z", "…+01:00", fractional seconds), a zoneless time
+// (taken as UTC), a date alone (midnight UTC) or epoch milliseconds. Throws UsageError.
+std::int64_t parse_time(std::string_view text, std::string_view what = "time");
+
+// "2026-11-21T10:00:00.000Z", the report's time format.
+std::string format_time(std::int64_t epoch_ms);
+
+// The shortest exact form: "7d", "1d12h", "90s", "250ms", "0s".
+std::string format_duration(std::int64_t ms);
+
+// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
+std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day);
+
+} // namespace dedupctl::core

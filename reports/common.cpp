@@ -1,0 +1,75 @@
+#include "reports/common.hpp"
+
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::reports::detail {
+
+std::string partition_name(const std::string& topic, std::int32_t partition) {
+  return fmt::format("{}[{}]", topic, partition);
+}
+
+std::string counter_label(const std::string& name) {
+  if (name == "no_id") {
+    return "without an event id";
+  }
+  std::string out = name;
+  for (char& c : out) {
+    if (c == '_') {
+      c = ' ';
+    }
+  }
+  return out;
+}
+
+std::string severity_tally(const Report& report) {
+  int errors = 0;
+  int warnings = 0;
+  int infos = 0;
+  for (const auto& finding : report.findings) {
+    switch (finding.severity) {
+    case core::Severity::Error:
+      ++errors;
+      break;
+    case core::Severity::Warning:
+      ++warnings;
+      break;
+    case core::Severity::Info:
+      ++infos;
+      break;
+    }
+  }
+  return fmt::format("{} error{}, {} warning{}, {} info", errors, errors == 1 ? "" : "s", warnings,
+                     warnings == 1 ? "" : "s", infos);
+}
+
+std::string verdict_sentence(const Report& report) {
+  if (!report.complete) {
+    return fmt::format("INCOMPLETE: {}. The counts cover only what was read; no verdict (exit {}).",
+                       report.error.value_or("the run did not finish"), report.exit_code);
+  }
+  if (report.findings.empty()) {
+    return fmt::format("clean: no findings (exit {}).", report.exit_code);
+  }
+  return fmt::format("{} (exit {}, --fail-on {}).", severity_tally(report), report.exit_code, report.fail_on);
+}
+
+std::string example_line(const core::Example& example) {
+  std::string line = fmt::format("{}@{}", partition_name(example.topic, example.partition), example.offset);
+  if (!example.event_id.empty()) {
+    line += fmt::format("  id {}", example.event_id);
+  }
+  if (example.timestamp_ms >= 0) {
+    line += fmt::format("  {}", core::format_time(example.timestamp_ms));
+  }
+  if (!example.dedup_key.empty()) {
+    line += fmt::format("  key {}", example.dedup_key);
+  }
+  if (!example.note.empty()) {
+    line += fmt::format("  ({})", example.note);
+  }
+  return line;
+}
+
+} // namespace dedupctl::reports::detail

@@ -1,0 +1,25 @@
+#pragma once
+
+#include "reports/report.hpp"
+
+#include <string>
+
+// Pieces the human-readable renderers (text, markdown) share.
+namespace dedupctl::reports::detail {
+
+// "orders[3]"
+std::string partition_name(const std::string& topic, std::int32_t partition);
+
+// A summary counter's name as people read it: "log_duplicates" → "log duplicates".
+std::string counter_label(const std::string& name);
+
+// "1 error, 2 warnings, 0 info"
+std::string severity_tally(const Report& report);
+
+// The closing sentence: the verdict, or why there is none.
+std::string verdict_sentence(const Report& report);
+
+// "e-17 orders[0]@17 2026-11-20T02:00:00.000Z" and the note, for one example.
+std::string example_line(const core::Example& example);
+
+} // namespace dedupctl::reports::detail

@@ -1,0 +1,80 @@
+#include "core/time.hpp"
+#include "reports/common.hpp"
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::reports {
+
+namespace {
+
+// Markdown table cells cannot hold '|' or newlines.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string opt(const std::optional<std::int64_t>& value) { return value ? std::to_string(*value) : "–"; }
+
+} // namespace
+
+void render_markdown(const Report& report, std::FILE* out) {
+  fmt::print(out, "# dedupctl {}\n\n", report.command);
+  fmt::print(out, "**{}**\n\n", cell(detail::verdict_sentence(report)));
+  fmt::print(out, "Generated {}.\n\n", core::format_time(report.generated_at_ms));
+  if (report.source) {
+    const auto& source = *report.source;
+    fmt::print(out, "## Source\n\n");
+    fmt::print(out, "{} `{}`{}\n\n", source.kind == "file" ? "File" : "Kafka",
+               source.kind == "file" ? source.path : source.bootstrap,
+               source.group ? fmt::format(", group `{}`", *source.group) : "");
+    fmt::print(out, "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
+    fmt::print(out, "|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+    for (const auto& range : source.partitions) {
+      fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                 cell(detail::partition_name(range.topic, range.partition)), range.from, range.to,
+                 opt(range.log_start), opt(range.log_end), opt(range.committed), range.events,
+                 range.first_timestamp ? core::format_time(*range.first_timestamp) : "–",
+                 range.last_timestamp ? core::format_time(*range.last_timestamp) : "–");
+    }
+    fmt::print(out, "\n");
+  }
+  if (!report.summary.empty()) {
+    fmt::print(out, "## Summary\n\n| | events |\n|---|---:|\n");
+    for (const auto& [name, value] : report.summary) {
+      fmt::print(out, "| {} | {} |\n", cell(detail::counter_label(name)), value);
+    }
+    fmt::print(out, "\n");
+  }
+  fmt::print(out, "## Findings\n\n");
+  if (report.findings.empty()) {
+    fmt::print(out, "None.\n\n");
+  }
+  for (const auto& finding : report.findings) {
+    fmt::print(out, "### {} `{}`: {}\n\n", core::to_string(finding.severity), finding.id, cell(finding.title));
+    for (const auto& example : finding.examples) {
+      fmt::print(out, "- `{}`\n", detail::example_line(example));
+    }
+    if (!finding.examples.empty()) {
+      fmt::print(out, "\n");
+    }
+    fmt::print(out, "{}\n\n", finding.advice);
+  }
+  if (!report.settings.empty()) {
+    fmt::print(out, "## Settings\n\n| setting | value |\n|---|---|\n");
+    for (const auto& [name, value] : report.settings) {
+      fmt::print(out, "| {} | `{}` |\n", cell(name), cell(value));
+    }
+  }
+}
+
+} // namespace dedupctl::reports

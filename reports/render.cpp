@@ -1,0 +1,71 @@
+#include "core/errors.hpp"
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::reports {
+
+Format parse_format(std::string_view name) {
+  if (name == "text") {
+    return Format::Text;
+  }
+  if (name == "json") {
+    return Format::Json;
+  }
+  if (name == "markdown" || name == "md") {
+    return Format::Markdown;
+  }
+  if (name == "sarif") {
+    return Format::Sarif;
+  }
+  if (name == "junit") {
+    return Format::Junit;
+  }
+  if (name == "github") {
+    return Format::Github;
+  }
+  if (name == "html") {
+    return Format::Html;
+  }
+  throw UsageError(
+      fmt::format("invalid --format '{}': expected text, json, markdown, sarif, junit, github or html", name));
+}
+
+std::string_view to_string(Format format) {
+  switch (format) {
+  case Format::Text:
+    return "text";
+  case Format::Json:
+    return "json";
+  case Format::Markdown:
+    return "markdown";
+  case Format::Sarif:
+    return "sarif";
+  case Format::Junit:
+    return "junit";
+  case Format::Github:
+    return "github";
+  case Format::Html:
+    return "html";
+  }
+  return "text";
+}
+
+void render(const Report& report, Format format, std::FILE* out, const RenderOptions& options) {
+  switch (format) {
+  case Format::Text:
+    render_text(report, out, options);
+    return;
+  case Format::Json:
+    render_json(report, out);
+    return;
+  case Format::Markdown:
+    render_markdown(report, out);
+    return;
+  default:
+    throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json or markdown",
+                                 to_string(format), report.command));
+  }
+}
+
+} // namespace dedupctl::reports

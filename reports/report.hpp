@@ -1,0 +1,49 @@
+#pragma once
+
+#include "core/finding.hpp"
+#include "core/source_info.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dedupctl::reports {
+
+// One invocation's result, whatever the format: the model every renderer reads.
+struct Report {
+  std::string command;
+  std::int64_t generated_at_ms = 0;
+  bool complete = true;
+  int exit_code = 0;
+  std::optional<std::string> error; // why the report is incomplete, or the usage error
+  std::optional<core::SourceInfo> source;
+  // In report-v1 order; each command fills the counters it knows.
+  std::vector<std::pair<std::string, std::int64_t>> summary;
+  std::vector<core::Finding> findings;
+  // What the run used (id specs, window, fail-on …), for people reading text or markdown.
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string fail_on = "error";
+};
+
+enum class Format { Text, Json, Markdown, Sarif, Junit, Github, Html };
+
+// Throws UsageError for an unknown name.
+Format parse_format(std::string_view name);
+std::string_view to_string(Format format);
+
+struct RenderOptions {
+  bool color = false;
+};
+
+// Writes the report to `out`. Throws UsageError for a format the command does not offer.
+void render(const Report& report, Format format, std::FILE* out, const RenderOptions& options = {});
+
+void render_json(const Report& report, std::FILE* out);
+void render_text(const Report& report, std::FILE* out, const RenderOptions& options);
+void render_markdown(const Report& report, std::FILE* out);
+
+} // namespace dedupctl::reports

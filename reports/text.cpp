@@ -1,0 +1,166 @@
+#include "core/time.hpp"
+#include "reports/common.hpp"
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dedupctl::reports {
+
+namespace {
+
+using detail::partition_name;
+
+std::string opt(const std::optional<std::int64_t>& value) { return value ? std::to_string(*value) : "-"; }
+
+std::string opt_time(const std::optional<std::int64_t>& value) {
+  return value && *value >= 0 ? core::format_time(*value) : "-";
+}
+
+// Prints rows as left-aligned columns separated by two spaces.
+void print_table(std::FILE* out, const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line(indent);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) {
+        line.append(widths[i] - row[i].size() + 2, ' ');
+      }
+    }
+    fmt::print(out, "{}\n", line);
+  }
+}
+
+// Wraps prose at ~96 columns under an indent.
+void print_wrapped(std::FILE* out, std::string_view text, std::string_view indent) {
+  constexpr std::size_t k_width = 96;
+  std::string line(indent);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t space = text.find(' ', pos);
+    std::string_view word = text.substr(pos, space == std::string_view::npos ? std::string_view::npos : space - pos);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > k_width) {
+      fmt::print(out, "{}\n", line);
+      line = std::string(indent);
+    }
+    if (line.size() > indent.size()) {
+      line += ' ';
+    }
+    line += word;
+    pos = space == std::string_view::npos ? text.size() : space + 1;
+  }
+  if (line.size() > indent.size()) {
+    fmt::print(out, "{}\n", line);
+  }
+}
+
+std::string paint(std::string_view text, core::Severity severity, bool color) {
+  if (!color) {
+    return std::string(text);
+  }
+  const char* code = severity == core::Severity::Error ? "31;1" : severity == core::Severity::Warning ? "33;1" : "36";
+  return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+}
+
+} // namespace
+
+void render_text(const Report& report, std::FILE* out, const RenderOptions& options) {
+  std::int64_t events = 0;
+  for (const auto& [name, value] : report.summary) {
+    if (name == "events") {
+      events = value;
+    }
+  }
+  if (report.source) {
+    const auto& source = *report.source;
+    std::string topics;
+    for (const auto& topic : source.topics) {
+      topics += (topics.empty() ? "" : ", ") + topic;
+    }
+    fmt::print(out, "dedupctl {}: {} ({} partitions, {} events) from {}{}\n", report.command,
+               topics.empty() ? "-" : topics, source.partitions.size(), events,
+               source.kind == "file" ? source.path : source.bootstrap,
+               source.group ? fmt::format(", group {}", *source.group) : "");
+    if (source.invalid_lines > 0) {
+      fmt::print(out, "  {} invalid input lines were skipped (--skip-invalid)\n", source.invalid_lines);
+    }
+    if (!source.partitions.empty()) {
+      std::vector<std::vector<std::string>> rows;
+      bool kafka = source.kind == "kafka";
+      bool group = source.group.has_value();
+      std::vector<std::string> head{"PARTITION", "FROM", "TO"};
+      if (kafka) {
+        head.insert(head.end(), {"LOG START", "LOG END"});
+      }
+      if (group) {
+        head.push_back("COMMITTED");
+      }
+      head.insert(head.end(), {"EVENTS", "FIRST EVENT", "LAST EVENT"});
+      rows.push_back(head);
+      for (const auto& range : source.partitions) {
+        std::vector<std::string> row{partition_name(range.topic, range.partition), std::to_string(range.from),
+                                     std::to_string(range.to)};
+        if (kafka) {
+          row.insert(row.end(), {opt(range.log_start), opt(range.log_end)});
+        }
+        if (group) {
+          row.push_back(opt(range.committed));
+        }
+        row.insert(row.end(), {std::to_string(range.events), opt_time(range.first_timestamp),
+                               opt_time(range.last_timestamp)});
+        rows.push_back(std::move(row));
+      }
+      fmt::print(out, "\n");
+      print_table(out, rows, "  ");
+    }
+  } else {
+    fmt::print(out, "dedupctl {}\n", report.command);
+  }
+
+  if (!report.summary.empty()) {
+    fmt::print(out, "\nSUMMARY\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [name, value] : report.summary) {
+      rows.push_back({detail::counter_label(name), std::to_string(value)});
+    }
+    print_table(out, rows, "  ");
+  }
+
+  fmt::print(out, "\nFINDINGS\n");
+  if (report.findings.empty()) {
+    fmt::print(out, "  none\n");
+  }
+  for (const auto& finding : report.findings) {
+    fmt::print(out, "  {:<8} {}  {}\n", paint(core::to_string(finding.severity), finding.severity, options.color),
+               finding.id, finding.title);
+    for (const auto& example : finding.examples) {
+      fmt::print(out, "           {}\n", detail::example_line(example));
+    }
+    if (finding.count > static_cast<std::int64_t>(finding.examples.size()) && !finding.examples.empty()) {
+      fmt::print(out, "           … and {} more\n", finding.count - static_cast<std::int64_t>(finding.examples.size()));
+    }
+    print_wrapped(out, finding.advice, "           ");
+  }
+
+  if (!report.settings.empty()) {
+    fmt::print(out, "\nSETTINGS\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [name, value] : report.settings) {
+      rows.push_back({name, value});
+    }
+    print_table(out, rows, "  ");
+  }
+  fmt::print(out, "\n{}\n", detail::verdict_sentence(report));
+}
+
+} // namespace dedupctl::reports
