@@ -111,33 +111,36 @@ int timeout_of(const KafkaSettings& settings) {
   return static_cast<int>(std::clamp<std::int64_t>(settings.timeout_ms, 1, 3'600'000));
 }
 
+// Asks for every topic's metadata rather than the one topic's: a per-topic request may create the
+// topic on brokers with auto-creation on (the mock always does), and an audit must change nothing.
 std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& settings, const std::string& topic) {
-  TopicHandle rkt(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
-  const rd_kafka_metadata_t* raw = nullptr;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings.timeout_ms);
   while (true) {
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &raw, timeout_of(settings));
+    const rd_kafka_metadata_t* raw = nullptr;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, nullptr, &raw, timeout_of(settings));
     if (err) {
       unreachable(settings, fmt::format("metadata for topic '{}'", topic), err);
     }
     Metadata md(raw);
-    if (md->topic_cnt < 1) {
-      throw UnreachableError(fmt::format("Kafka at {} returned no metadata for topic '{}'", settings.bootstrap, topic));
+    const rd_kafka_metadata_topic_t* found = nullptr;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+      if (topic == md->topics[i].topic) {
+        found = &md->topics[i];
+      }
     }
-    const auto& t = md->topics[0];
-    if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+    if (!found || found->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
       throw UsageError(fmt::format("topic '{}' does not exist at {}; check --topic", topic, settings.bootstrap));
     }
-    if (t.err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && std::chrono::steady_clock::now() < deadline) {
+    if (found->err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
-    if (t.err) {
-      unreachable(settings, fmt::format("metadata for topic '{}'", topic), t.err);
+    if (found->err) {
+      unreachable(settings, fmt::format("metadata for topic '{}'", topic), found->err);
     }
     std::vector<std::int32_t> ids;
-    for (int i = 0; i < t.partition_cnt; ++i) {
-      ids.push_back(t.partitions[i].id);
+    for (int i = 0; i < found->partition_cnt; ++i) {
+      ids.push_back(found->partitions[i].id);
     }
     std::sort(ids.begin(), ids.end());
     return ids;

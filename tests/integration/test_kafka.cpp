@@ -1,0 +1,283 @@
+// Range resolution and reading against librdkafka's mock cluster, over real sockets.
+#include "connectors/kafka/kafka.hpp"
+#include "core/errors.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+
+using namespace dedupctl;
+using namespace dedupctl::testing;
+namespace kafka = dedupctl::connectors::kafka;
+
+namespace {
+
+constexpr std::int64_t k_base_ts = 1'763'600'000'000; // 2025-11-20T00:53:20Z
+
+struct Seen {
+  std::string topic;
+  std::int32_t partition;
+  std::int64_t offset;
+  std::int64_t ts;
+  std::string key;
+  std::string payload;
+  std::string event_id;
+};
+
+// Partition p, event i: timestamp base + i minutes, id e-p-i.
+std::string planted(int partitions, int per_partition) {
+  std::string out;
+  for (int p = 0; p < partitions; ++p) {
+    for (int i = 0; i < per_partition; ++i) {
+      out += fmt::format(R"({{"topic":"t","partition":{},"offset":{},"ts":{},"key":"k{}","payload":"{{\"n\":{}}}","headers":["event_id","e-{}-{}"]}})",
+                         p, i, k_base_ts + i * 60'000, i, i, p, i);
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+std::vector<Seen> read_all(core::EventSource& source) {
+  std::vector<Seen> out;
+  core::EventBatch batch;
+  while (source.next_batch(batch)) {
+    for (const auto& e : batch.events) {
+      Seen s{std::string(e.topic), e.partition, e.offset, e.timestamp_ms, std::string(e.key.value_or("")),
+             std::string(e.payload.value_or("")), ""};
+      for (const auto& h : e.headers) {
+        if (h.name == "event_id") {
+          s.event_id = std::string(h.value.value_or(""));
+        }
+      }
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+kafka::KafkaSettings settings_for(const MockBroker& broker) {
+  kafka::KafkaSettings settings;
+  settings.bootstrap = broker.bootstrap();
+  settings.timeout_ms = 5000;
+  return settings;
+}
+
+kafka::RangeRequest request_for(const std::string& topic, const std::string& from = "earliest",
+                                const std::string& to = "latest") {
+  kafka::RangeRequest request;
+  request.topics.push_back({topic, {}});
+  request.from = core::parse_offset_spec(from, "--from");
+  request.to = core::parse_offset_spec(to, "--to");
+  request.now_ms = k_base_ts + 3'600'000;
+  return request;
+}
+
+void commit(const std::string& bootstrap, const std::string& group, const std::string& topic,
+            const std::vector<std::int64_t>& offsets) {
+  char errstr[256];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), errstr, sizeof errstr);
+  rd_kafka_conf_set(conf, "group.id", group.c_str(), errstr, sizeof errstr);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  ASSERT_NE(rk, nullptr) << errstr;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  for (std::size_t p = 0; p < offsets.size(); ++p) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), static_cast<std::int32_t>(p))->offset = offsets[p];
+  }
+  EXPECT_EQ(rd_kafka_commit(rk, list, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+}
+
+} // namespace
+
+class KafkaRange : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    s_broker = new MockBroker({"orders:3", "empty:2"});
+    s_broker->seed("orders", planted(3, 10));
+  }
+  static void TearDownTestSuite() {
+    delete s_broker;
+    s_broker = nullptr;
+  }
+  static MockBroker* s_broker;
+};
+MockBroker* KafkaRange::s_broker = nullptr;
+
+TEST_F(KafkaRange, ReadsEveryEventOfEveryPartitionWithTimestampsKeysAndHeaders) {
+  auto settings = settings_for(*s_broker);
+  auto resolved = kafka::resolve_range(settings, request_for("orders"));
+  ASSERT_EQ(resolved.plans.size(), 3u);
+  for (const auto& range : resolved.info.partitions) {
+    EXPECT_EQ(range.log_start, 0);
+    EXPECT_EQ(range.log_end, 10);
+    EXPECT_EQ(range.from, 0);
+    EXPECT_EQ(range.to, 10);
+  }
+  auto reader = kafka::open_reader(settings, resolved.plans);
+  auto events = read_all(*reader);
+  ASSERT_EQ(events.size(), 30u);
+  int found = 0;
+  for (const auto& e : events) {
+    if (e.partition == 1 && e.offset == 4) {
+      ++found;
+      EXPECT_EQ(e.ts, k_base_ts + 4 * 60'000);
+      EXPECT_EQ(e.key, "k4");
+      EXPECT_EQ(e.payload, R"({"n":4})");
+      EXPECT_EQ(e.event_id, "e-1-4");
+      EXPECT_EQ(e.topic, "orders");
+    }
+  }
+  EXPECT_EQ(found, 1);
+  auto positions = reader->positions();
+  ASSERT_EQ(positions.size(), 3u);
+  for (const auto& position : positions) {
+    EXPECT_EQ(position.events, 10);
+    EXPECT_EQ(position.first_offset, 0);
+    EXPECT_EQ(position.last_offset, 9);
+  }
+}
+
+TEST_F(KafkaRange, NegativeCountsFromTheEndAndAbsoluteOffsetsBoundTheRange) {
+  auto settings = settings_for(*s_broker);
+  auto resolved = kafka::resolve_range(settings, request_for("orders", "-3"));
+  auto events = read_all(*kafka::open_reader(settings, resolved.plans));
+  EXPECT_EQ(events.size(), 9u);
+  for (const auto& e : events) {
+    EXPECT_GE(e.offset, 7);
+  }
+  resolved = kafka::resolve_range(settings, request_for("orders", "2", "5"));
+  events = read_all(*kafka::open_reader(settings, resolved.plans));
+  EXPECT_EQ(events.size(), 9u);
+  for (const auto& e : events) {
+    EXPECT_GE(e.offset, 2);
+    EXPECT_LT(e.offset, 5);
+  }
+}
+
+TEST_F(KafkaRange, TimeSpecsFallBackToSkippingWhenTheBrokerAnswersMinusOne) {
+  // The mock answers offsets_for_times with -1: the reader must still start exactly at the first
+  // event at or after the time, and stop before the first at or after --to.
+  auto settings = settings_for(*s_broker);
+  std::string from = fmt::format("@{}", k_base_ts + 6 * 60'000);
+  std::string to = fmt::format("e@{}", k_base_ts + 8 * 60'000);
+  auto resolved = kafka::resolve_range(settings, request_for("orders", from, to));
+  ASSERT_TRUE(resolved.plans[0].skip_before_ts.has_value());
+  auto reader = kafka::open_reader(settings, resolved.plans);
+  auto events = read_all(*reader);
+  ASSERT_EQ(events.size(), 6u);
+  for (const auto& e : events) {
+    EXPECT_TRUE(e.offset == 6 || e.offset == 7) << e.offset;
+  }
+  for (const auto& position : reader->positions()) {
+    EXPECT_EQ(position.first_offset, 6);
+    EXPECT_EQ(position.stopped_at, 8);
+  }
+  // -DURATION is a time relative to now: now is base + 60 min, so -55m is base + 5 min.
+  resolved = kafka::resolve_range(settings, request_for("orders", "-55m"));
+  EXPECT_EQ(read_all(*kafka::open_reader(settings, resolved.plans)).size(), 15u);
+}
+
+TEST_F(KafkaRange, CommittedOffsetsOfAGroupAreResolved) {
+  commit(s_broker->bootstrap(), "billing", "orders", {4, 10, 0});
+  auto settings = settings_for(*s_broker);
+  auto request = request_for("orders", "committed");
+  request.group = "billing";
+  request.seek = core::parse_offset_spec("-2", "--seek");
+  auto resolved = kafka::resolve_range(settings, request);
+  ASSERT_EQ(resolved.info.partitions.size(), 3u);
+  EXPECT_EQ(resolved.info.partitions[0].committed, 4);
+  EXPECT_EQ(resolved.info.partitions[0].from, 4);
+  EXPECT_EQ(resolved.info.partitions[0].seek, 2);
+  EXPECT_EQ(resolved.info.partitions[1].committed, 10);
+  EXPECT_EQ(resolved.info.partitions[2].committed, 0);
+  EXPECT_EQ(resolved.info.partitions[2].seek, 0);
+  EXPECT_TRUE(resolved.info.partitions[2].clamped == false);
+  EXPECT_EQ(read_all(*kafka::open_reader(settings, resolved.plans)).size(), 6u + 0u + 10u);
+}
+
+TEST_F(KafkaRange, ChosenPartitionsOnly) {
+  auto settings = settings_for(*s_broker);
+  auto request = request_for("orders");
+  request.topics[0].partitions = {2};
+  auto resolved = kafka::resolve_range(settings, request);
+  auto events = read_all(*kafka::open_reader(settings, resolved.plans));
+  ASSERT_EQ(events.size(), 10u);
+  EXPECT_EQ(events.front().partition, 2);
+}
+
+TEST_F(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {
+  auto settings = settings_for(*s_broker);
+  settings.timeout_ms = 60'000; // were the end found by timeout, this test would take a minute
+  auto started = std::chrono::steady_clock::now();
+  auto resolved = kafka::resolve_range(settings, request_for("empty"));
+  EXPECT_TRUE(read_all(*kafka::open_reader(settings, resolved.plans)).empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+}
+
+TEST_F(KafkaRange, UnknownTopicOrPartitionIsAUsageError) {
+  auto settings = settings_for(*s_broker);
+  EXPECT_THROW(kafka::resolve_range(settings, request_for("no-such-topic")), UsageError);
+  auto request = request_for("orders");
+  request.topics[0].partitions = {7};
+  EXPECT_THROW(kafka::resolve_range(settings, request), UsageError);
+}
+
+TEST(KafkaUnreachable, ClosedPortIsUnreachableWithinTheTimeout) {
+  kafka::KafkaSettings settings;
+  settings.bootstrap = fmt::format("127.0.0.1:{}", free_port());
+  settings.timeout_ms = 1500;
+  auto started = std::chrono::steady_clock::now();
+  try {
+    kafka::resolve_range(settings, request_for("orders"));
+    FAIL() << "expected UnreachableError";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find(settings.bootstrap), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+}
+
+TEST(KafkaUnreachable, BrokerDownWhileReadingStopsWithUnreachableNotAHang) {
+  MockBroker broker({"orders:2"});
+  broker.seed("orders", planted(2, 5));
+  auto settings = settings_for(broker);
+  settings.timeout_ms = 2000;
+  auto resolved = kafka::resolve_range(settings, request_for("orders"));
+  ASSERT_EQ(broker.command("down 1"), "ok");
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_THROW(read_all(*kafka::open_reader(settings, resolved.plans)), UnreachableError);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+}
+
+TEST(KafkaEviction, AStartBeforeTheLogStartIsClamped) {
+  // The mock keeps 5 MiB of batches a partition and evicts older ones: a real log start > 0.
+  MockBroker broker({"big:1"});
+  auto settings = settings_for(broker);
+  auto producer = kafka::open_producer(settings, false);
+  std::string payload(2000, 'x');
+  for (int i = 0; i < 4000; ++i) {
+    kafka::OutgoingRecord record;
+    record.topic = "big";
+    record.partition = 0;
+    record.payload = payload;
+    record.headers.emplace_back("event_id", fmt::format("e-{}", i));
+    record.timestamp_ms = k_base_ts + i;
+    producer->send(record);
+  }
+  std::string error;
+  ASSERT_EQ(producer->flush(error), 0) << error;
+  auto marks = kafka::watermarks(settings, "big");
+  ASSERT_GT(marks[0].first, 0) << "the mock did not evict; this test needs a log start > 0";
+  auto resolved = kafka::resolve_range(settings, request_for("big", "0"));
+  ASSERT_EQ(resolved.info.partitions.size(), 1u);
+  EXPECT_TRUE(resolved.info.partitions[0].clamped);
+  EXPECT_EQ(resolved.info.partitions[0].requested_from, 0);
+  EXPECT_EQ(resolved.info.partitions[0].from, marks[0].first);
+  auto events = read_all(*kafka::open_reader(settings, resolved.plans));
+  EXPECT_EQ(static_cast<std::int64_t>(events.size()), marks[0].second - marks[0].first);
+}

@@ -1,0 +1,517 @@
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <algorithm>
+#include <fstream>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace dedupctl::testing {
+
+namespace fs = std::filesystem;
+
+bool servers_required() {
+  const char* ci = std::getenv("CI");
+  const char* require = std::getenv("DEDUPCTL_REQUIRE_SERVERS");
+  return (ci && std::string(ci) == "true") || (require && std::string(require) == "1");
+}
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "dedupctl-test-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) {
+    throw std::runtime_error(fmt::format("mkdtemp: {}", std::strerror(errno)));
+  }
+  m_path = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string find_program(const std::string& name, const std::vector<std::string>& extra_dirs) {
+  std::vector<std::string> dirs = extra_dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream in(path);
+    std::string dir;
+    while (std::getline(in, dir, ':')) {
+      dirs.push_back(dir);
+    }
+  }
+  dirs.insert(dirs.end(), {"/usr/sbin", "/usr/bin", "/sbin", "/bin"});
+  for (const auto& dir : dirs) {
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return {};
+}
+
+namespace {
+
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  for (const auto& [name, value] : options.env) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  if (options.gid) {
+    ::setgroups(0, nullptr);
+    if (::setgid(*options.gid) != 0) {
+      _exit(126);
+    }
+  }
+  if (options.uid && ::setuid(*options.uid) != 0) {
+    _exit(126);
+  }
+  std::vector<char*> args;
+  for (const auto& arg : argv) {
+    args.push_back(const_cast<char*>(arg.c_str()));
+  }
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  if (WIFSIGNALED(status)) {
+    return 128 + WTERMSIG(status);
+  }
+  return -1;
+}
+
+} // namespace
+
+Process::Process(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  int in_pipe[2] = {-1, -1};
+  int out_pipe[2] = {-1, -1};
+  if (options.pipe_stdin && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe");
+  }
+  if (options.pipe_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe");
+  }
+  m_pid = ::fork();
+  if (m_pid < 0) {
+    throw std::runtime_error("fork");
+  }
+  if (m_pid == 0) {
+    if (options.pipe_stdin) {
+      ::dup2(in_pipe[0], STDIN_FILENO);
+    } else {
+      int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, STDIN_FILENO);
+    }
+    if (options.pipe_stdout) {
+      ::dup2(out_pipe[1], STDOUT_FILENO);
+    } else if (options.silence) {
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    exec_child(argv, options);
+  }
+  if (options.pipe_stdin) {
+    ::close(in_pipe[0]);
+    m_stdin = in_pipe[1];
+  }
+  if (options.pipe_stdout) {
+    ::close(out_pipe[1]);
+    m_stdout = out_pipe[0];
+  }
+}
+
+Process::~Process() {
+  if (running()) {
+    ::kill(m_pid, SIGTERM);
+    for (int i = 0; i < 50 && running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (running()) {
+      ::kill(m_pid, SIGKILL);
+    }
+    wait();
+  }
+  if (m_stdin >= 0) {
+    ::close(m_stdin);
+  }
+  if (m_stdout >= 0) {
+    ::close(m_stdout);
+  }
+}
+
+std::optional<std::string> Process::read_line(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto newline = m_buffer.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = m_buffer.substr(0, newline);
+      m_buffer.erase(0, newline + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || m_stdout < 0) {
+      return std::nullopt;
+    }
+    pollfd pfd{m_stdout, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) {
+      return std::nullopt;
+    }
+    char chunk[4096];
+    ssize_t n = ::read(m_stdout, chunk, sizeof chunk);
+    if (n <= 0) {
+      return std::nullopt;
+    }
+    m_buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void Process::write_line(const std::string& line) {
+  std::string data = line + "\n";
+  if (::write(m_stdin, data.data(), data.size()) < 0) {
+    throw std::runtime_error("write to child");
+  }
+}
+
+void Process::signal(int signo) { ::kill(m_pid, signo); }
+
+int Process::wait() {
+  if (!m_status) {
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_status = decode_status(status);
+  }
+  return *m_status;
+}
+
+bool Process::running() {
+  if (m_status || m_pid <= 0) {
+    return false;
+  }
+  int status = 0;
+  pid_t done = ::waitpid(m_pid, &status, WNOHANG);
+  if (done == m_pid) {
+    m_status = decode_status(status);
+    return false;
+  }
+  return true;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& input,
+                          std::chrono::milliseconds timeout, const std::map<std::string, std::string>& env) {
+  int in_pipe[2];
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe");
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in_pipe[0], STDIN_FILENO);
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    SpawnOptions options;
+    options.env = env;
+    exec_child(argv, options);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::size_t written = 0;
+  if (input.empty()) {
+    ::close(in_pipe[1]);
+    in_pipe[1] = -1;
+  }
+  CommandResult result;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool out_open = true;
+  bool err_open = true;
+  while (out_open || err_open) {
+    std::vector<pollfd> fds;
+    if (out_open) {
+      fds.push_back({out_pipe[0], POLLIN, 0});
+    }
+    if (err_open) {
+      fds.push_back({err_pipe[0], POLLIN, 0});
+    }
+    if (in_pipe[1] >= 0) {
+      fds.push_back({in_pipe[1], POLLOUT, 0});
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(pid, SIGKILL);
+      result.err += "\n[test harness: killed after timeout]";
+      break;
+    }
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+    for (const auto& pfd : fds) {
+      if (pfd.revents == 0) {
+        continue;
+      }
+      if (pfd.fd == in_pipe[1]) {
+        ssize_t n = ::write(in_pipe[1], input.data() + written, std::min<std::size_t>(65536, input.size() - written));
+        written += n > 0 ? static_cast<std::size_t>(n) : 0;
+        if (n < 0 || written == input.size()) {
+          ::close(in_pipe[1]);
+          in_pipe[1] = -1;
+        }
+        continue;
+      }
+      char chunk[65536];
+      ssize_t n = ::read(pfd.fd, chunk, sizeof chunk);
+      bool is_out = pfd.fd == out_pipe[0];
+      if (n <= 0) {
+        (is_out ? out_open : err_open) = false;
+      } else {
+        (is_out ? result.out : result.err).append(chunk, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  if (in_pipe[1] >= 0) {
+    ::close(in_pipe[1]);
+  }
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = decode_status(status);
+  return result;
+}
+
+CommandResult run_dedupctl(const std::vector<std::string>& args, const std::string& input,
+                           const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, input, std::chrono::seconds(120), env);
+}
+
+MockBroker::MockBroker(const std::vector<std::string>& topics, int brokers) {
+  std::vector<std::string> argv{DEDUPCTL_MOCKBROKER, "--brokers", std::to_string(brokers)};
+  for (const auto& topic : topics) {
+    argv.push_back("--topic");
+    argv.push_back(topic);
+  }
+  SpawnOptions options;
+  options.pipe_stdin = true;
+  options.pipe_stdout = true;
+  m_process = std::make_unique<Process>(argv, options);
+  auto line = m_process->read_line(std::chrono::seconds(20));
+  if (!line || line->empty()) {
+    throw std::runtime_error("mockbroker did not print its bootstrap list");
+  }
+  m_bootstrap = *line;
+}
+
+std::string MockBroker::command(const std::string& line) {
+  m_process->write_line(line);
+  return m_process->read_line().value_or("error: no answer");
+}
+
+void MockBroker::seed(const std::string& topic, const std::string& ndjson) {
+  auto result = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--input", "-",
+                             "--expect-log-start", "0"},
+                            ndjson);
+  if (result.exit_code != 0) {
+    throw std::runtime_error("seeder failed: " + result.err);
+  }
+}
+
+RedisServer::RedisServer() {
+  std::string program = find_program("redis-server");
+  if (program.empty()) {
+    m_why = "redis-server is not installed (apt-get install redis-server)";
+    return;
+  }
+  for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
+    m_port = free_port();
+    auto process = std::make_unique<Process>(std::vector<std::string>{
+        program, "--port", std::to_string(m_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--dir", m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"});
+    for (int i = 0; i < 100; ++i) {
+      if (command("PING").starts_with("+PONG")) {
+        m_process = std::move(process);
+        break;
+      }
+      if (!process->running()) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (!m_process) {
+    m_why = "redis-server did not start: " + read_file(m_dir.file("redis.log"));
+  }
+}
+
+std::string RedisServer::command(const std::string& line) const { return redis_command(m_port, line); }
+
+std::string redis_command(int port, const std::string& line) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    std::string data = line + "\r\n";
+    if (::write(fd, data.data(), data.size()) > 0) {
+      pollfd pfd{fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 2000) > 0) {
+        char chunk[4096];
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n > 0) {
+          reply.assign(chunk, static_cast<std::size_t>(n));
+        }
+      }
+    }
+  }
+  ::close(fd);
+  return reply;
+}
+
+PostgresServer::PostgresServer() {
+  std::vector<std::string> candidates;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+    candidates.push_back(entry.path().string() + "/bin");
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (const auto& dir : candidates) {
+    if (::access((dir + "/initdb").c_str(), X_OK) == 0) {
+      m_bin = dir;
+      break;
+    }
+  }
+  if (m_bin.empty()) {
+    m_why = "PostgreSQL is not installed (apt-get install postgresql)";
+    return;
+  }
+  if (::geteuid() == 0) {
+    const char* name = std::getenv("DEDUPCTL_PG_USER");
+    m_user = name ? name : "dedupctl";
+    passwd* pw = ::getpwnam(m_user.c_str());
+    if (!pw) {
+      m_why = fmt::format("PostgreSQL refuses to run as root and user '{}' does not exist "
+                          "(useradd --system {} , or set DEDUPCTL_PG_USER)",
+                          m_user, m_user);
+      return;
+    }
+    m_uid = pw->pw_uid;
+    m_gid = pw->pw_gid;
+  } else {
+    passwd* pw = ::getpwuid(::geteuid());
+    m_user = pw ? pw->pw_name : "postgres";
+  }
+  std::string pattern = (fs::temp_directory_path() / "dedupctl-pg-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) {
+    m_why = "mkdtemp failed";
+    return;
+  }
+  m_dir = pattern;
+  if (m_uid && ::chown(m_dir.c_str(), *m_uid, *m_gid) != 0) {
+    m_why = "cannot chown the PostgreSQL directory";
+    return;
+  }
+  SpawnOptions as_user;
+  as_user.uid = m_uid;
+  as_user.gid = m_gid;
+  as_user.silence = true;
+  auto run_as_user = [&](const std::vector<std::string>& argv) {
+    Process process(argv, as_user);
+    return process.wait();
+  };
+  if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth=trust", "-E", "UTF8",
+                   "--no-sync", "--locale=C"}) != 0) {
+    m_why = "initdb failed";
+    return;
+  }
+  for (int attempt = 0; attempt < 3 && !m_running; ++attempt) {
+    m_port = free_port();
+    std::string options = fmt::format("-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off "
+                                      "-c synchronous_commit=off -c full_page_writes=off",
+                                      m_dir, m_port);
+    m_running = run_as_user({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options,
+                             "-w", "-t", "60", "start"}) == 0;
+  }
+  if (!m_running) {
+    m_why = "pg_ctl start failed: " + read_file(m_dir + "/server.log");
+  }
+}
+
+PostgresServer::~PostgresServer() {
+  stop();
+  if (!m_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(m_dir, ec);
+  }
+}
+
+void PostgresServer::stop() {
+  if (!m_running) {
+    return;
+  }
+  SpawnOptions as_user;
+  as_user.uid = m_uid;
+  as_user.gid = m_gid;
+  as_user.silence = true;
+  Process process({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-m", "immediate", "-w", "stop"}, as_user);
+  process.wait();
+  m_running = false;
+}
+
+std::string PostgresServer::conninfo() const {
+  return fmt::format("host={} port={} user={} dbname=postgres", m_dir, m_port, m_user);
+}
+
+CommandResult PostgresServer::psql(const std::string& sql) const {
+  return run_command({m_bin + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", conninfo(), "-c", sql});
+}
+
+} // namespace dedupctl::testing

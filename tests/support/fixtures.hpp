@@ -1,0 +1,169 @@
+#pragma once
+
+// Throwaway servers and processes for integration and cli tests. Every fixture cleans up in its
+// destructor (so a failed assertion still stops its server), and child processes die with the
+// test process (PR_SET_PDEATHSIG) even when it crashes.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace dedupctl::testing {
+
+// CI=true or DEDUPCTL_REQUIRE_SERVERS=1: a missing server fails the test instead of skipping it.
+bool servers_required();
+
+// Skips the test locally, fails it in CI, when a server it needs is not available.
+#define DEDUPCTL_REQUIRE_SERVER(available, why)                                                                        \
+  do {                                                                                                                 \
+    if (!(available)) {                                                                                                \
+      if (::dedupctl::testing::servers_required()) {                                                                   \
+        FAIL() << "required server missing (CI): " << (why);                                                          \
+      } else {                                                                                                         \
+        GTEST_SKIP() << (why);                                                                                         \
+      }                                                                                                                \
+    }                                                                                                                  \
+  } while (0)
+
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return m_path; }
+  std::string file(const std::string& name) const { return m_path + "/" + name; }
+
+private:
+  std::string m_path;
+};
+
+void write_file(const std::string& path, const std::string& content);
+std::string read_file(const std::string& path);
+
+// A free TCP port on 127.0.0.1 (bound and released; fine for tests).
+int free_port();
+
+// Looks for an executable in PATH (and a few fixed directories); empty when absent.
+std::string find_program(const std::string& name, const std::vector<std::string>& extra_dirs = {});
+
+struct SpawnOptions {
+  bool pipe_stdin = false;
+  bool pipe_stdout = false;
+  bool silence = false; // send stdout and stderr to /dev/null (when not piped)
+  std::optional<uid_t> uid; // run as this user (servers that refuse root)
+  std::optional<gid_t> gid;
+  std::map<std::string, std::string> env; // added to the environment
+};
+
+// A child process, terminated (SIGTERM, then SIGKILL) when destroyed.
+class Process {
+public:
+  Process(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return m_pid; }
+  // One line of the child's stdout (without the newline); nullopt on EOF or timeout.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  void write_line(const std::string& line);
+  void signal(int signo);
+  // Waits for the exit; returns the exit code (128+signal when killed).
+  int wait();
+  bool running();
+
+private:
+  pid_t m_pid = -1;
+  int m_stdin = -1;
+  int m_stdout = -1;
+  std::string m_buffer;
+  std::optional<int> m_status;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a command to completion, capturing stdout and stderr; kills it after `timeout`.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = {},
+                          std::chrono::milliseconds timeout = std::chrono::seconds(120),
+                          const std::map<std::string, std::string>& env = {});
+
+// The dedupctl binary built with the tests.
+CommandResult run_dedupctl(const std::vector<std::string>& args, const std::string& input = {},
+                           const std::map<std::string, std::string>& env = {});
+
+// tests/support/mockbroker: librdkafka's mock cluster in a process of its own.
+class MockBroker {
+public:
+  explicit MockBroker(const std::vector<std::string>& topics, int brokers = 1);
+  const std::string& bootstrap() const { return m_bootstrap; }
+  // Sends a fault-injection command (see mockbroker.cpp) and returns its answer.
+  std::string command(const std::string& line);
+  // Produces kcat -J envelopes (with their timestamps) into a topic with the seeder.
+  void seed(const std::string& topic, const std::string& ndjson);
+
+private:
+  std::unique_ptr<Process> m_process;
+  std::string m_bootstrap;
+};
+
+// Sends one inline command to a Redis on 127.0.0.1:port; the raw reply, empty when none.
+std::string redis_command(int port, const std::string& line);
+
+// A throwaway redis-server on 127.0.0.1: no persistence, its own temp dir.
+class RedisServer {
+public:
+  RedisServer();
+  bool available() const { return m_process != nullptr; }
+  const std::string& why_unavailable() const { return m_why; }
+  int port() const { return m_port; }
+  std::string uri() const { return "redis://127.0.0.1:" + std::to_string(m_port); }
+  // Sends one inline command and returns the raw reply ("+PONG\r\n").
+  std::string command(const std::string& line) const;
+
+private:
+  TempDir m_dir;
+  int m_port = 0;
+  std::unique_ptr<Process> m_process;
+  std::string m_why;
+};
+
+// A throwaway PostgreSQL: initdb + pg_ctl into a temp dir, as an unprivileged user when we are
+// root (PostgreSQL refuses to run as root): DEDUPCTL_PG_USER, default "dedupctl".
+class PostgresServer {
+public:
+  PostgresServer();
+  ~PostgresServer();
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+  bool available() const { return m_running; }
+  const std::string& why_unavailable() const { return m_why; }
+  int port() const { return m_port; }
+  // libpq conninfo over the Unix socket, as the superuser, database "postgres".
+  std::string conninfo() const;
+  // Runs SQL with psql; returns its result.
+  CommandResult psql(const std::string& sql) const;
+  void stop();
+
+private:
+  std::string m_bin;
+  std::string m_dir;
+  std::string m_user;
+  std::optional<uid_t> m_uid;
+  std::optional<gid_t> m_gid;
+  int m_port = 0;
+  bool m_running = false;
+  std::string m_why;
+};
+
+} // namespace dedupctl::testing

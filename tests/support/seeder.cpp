@@ -1,0 +1,210 @@
+// seeder: produces events with explicit CreateTime timestamps, keys and headers (kcat -P cannot
+// set timestamps), from kcat -J envelopes or generated for benchmarks.
+//
+//   seeder -b HOST:PORT --topic T --input FILE|- [--rebase-now] [--expect-log-start N]
+//   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
+//          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
+//
+// --input lines are kcat -J envelopes; their "partition" is kept (absent: by key), their "topic"
+// is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
+// minute old: bundled data keeps realistic ages. --expect-log-start checks after seeding that no
+// partition's log start moved (the mock silently evicts beyond 5 MiB a partition).
+#include "connectors/kafka/kafka.hpp"
+#include "core/kcat_line.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+using dedupctl::connectors::kafka::OutgoingRecord;
+
+namespace {
+
+struct Options {
+  std::string bootstrap;
+  std::string topic;
+  std::string input;
+  bool rebase_now = false;
+  long long generate = -1;
+  int partitions = 1;
+  std::string id_in = "header";
+  std::size_t payload_size = 200;
+  long long start_ts = 1'700'000'000'000LL;
+  long long step_ms = 1;
+  long long expect_log_start = -1;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "seeder: %s\n", why);
+  std::exit(2);
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<OutgoingRecord> read_envelopes(const Options& options) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (options.input != "-") {
+    file.open(options.input);
+    if (!file) {
+      usage(fmt::format("cannot read {}", options.input).c_str());
+    }
+    in = &file;
+  }
+  dedupctl::core::KcatLineParser parser;
+  std::vector<OutgoingRecord> records;
+  std::string line;
+  long long number = 0;
+  while (std::getline(*in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') {
+      continue;
+    }
+    dedupctl::core::EventBatch batch;
+    std::string error;
+    if (!parser.parse(line, batch, error)) {
+      usage(fmt::format("{}:{}: {}", options.input, number, error).c_str());
+    }
+    parser.seal(batch);
+    const auto& event = batch.events.front();
+    OutgoingRecord record;
+    record.topic = options.topic;
+    record.partition = event.partition;
+    if (event.key) {
+      record.key = std::string(*event.key);
+    }
+    if (event.payload) {
+      record.payload = std::string(*event.payload);
+    }
+    for (const auto& header : event.headers) {
+      record.headers.emplace_back(std::string(header.name),
+                                  header.value ? std::optional<std::string>(std::string(*header.value)) : std::nullopt);
+    }
+    record.timestamp_ms = event.timestamp_ms;
+    records.push_back(std::move(record));
+  }
+  if (options.rebase_now && !records.empty()) {
+    std::int64_t newest = records.front().timestamp_ms;
+    for (const auto& record : records) {
+      newest = std::max(newest, record.timestamp_ms);
+    }
+    std::int64_t shift = now_ms() - 60'000 - newest;
+    for (auto& record : records) {
+      record.timestamp_ms += shift;
+    }
+  }
+  return records;
+}
+
+OutgoingRecord generated(const Options& options, long long i) {
+  OutgoingRecord record;
+  record.topic = options.topic;
+  record.partition = static_cast<std::int32_t>(i % options.partitions);
+  std::string id = fmt::format("evt-{:012}", i);
+  record.key = fmt::format("order-{}", i / 3);
+  std::string payload = options.id_in == "json" ? fmt::format(R"({{"event_id":"{}","type":"OrderPlaced",)", id)
+                                                : std::string(R"({"type":"OrderPlaced",)");
+  payload += fmt::format(R"("order_id":"order-{}","amount_cents":{},"pad":")", i / 3, 1000 + i % 9000);
+  if (payload.size() + 2 < options.payload_size) {
+    payload.append(options.payload_size - payload.size() - 2, 'x');
+  }
+  payload += "\"}";
+  record.payload = std::move(payload);
+  if (options.id_in == "header") {
+    record.headers.emplace_back("event_id", id);
+  }
+  record.headers.emplace_back("type", "OrderPlaced");
+  record.timestamp_ms = options.start_ts + i * options.step_ms;
+  return record;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage(fmt::format("{} needs a value", arg).c_str());
+      }
+      return argv[++i];
+    };
+    if (arg == "-b" || arg == "--bootstrap-server") {
+      options.bootstrap = value();
+    } else if (arg == "--topic") {
+      options.topic = value();
+    } else if (arg == "--input") {
+      options.input = value();
+    } else if (arg == "--rebase-now") {
+      options.rebase_now = true;
+    } else if (arg == "--generate") {
+      options.generate = std::atoll(value().c_str());
+    } else if (arg == "--partitions") {
+      options.partitions = std::atoi(value().c_str());
+    } else if (arg == "--id-in") {
+      options.id_in = value();
+    } else if (arg == "--payload-size") {
+      options.payload_size = static_cast<std::size_t>(std::atoll(value().c_str()));
+    } else if (arg == "--start-ts") {
+      options.start_ts = std::atoll(value().c_str());
+    } else if (arg == "--step-ms") {
+      options.step_ms = std::atoll(value().c_str());
+    } else if (arg == "--expect-log-start") {
+      options.expect_log_start = std::atoll(value().c_str());
+    } else {
+      usage(fmt::format("unknown argument {}", arg).c_str());
+    }
+  }
+  if (options.bootstrap.empty() || options.topic.empty() || (options.input.empty() && options.generate < 0)) {
+    usage("need -b, --topic and --input or --generate");
+  }
+  try {
+    dedupctl::connectors::kafka::KafkaSettings settings;
+    settings.bootstrap = options.bootstrap;
+    settings.timeout_ms = 30'000;
+    auto producer = dedupctl::connectors::kafka::open_producer(settings, false);
+    long long count = 0;
+    if (options.generate >= 0) {
+      for (long long i = 0; i < options.generate; ++i) {
+        producer->send(generated(options, i));
+      }
+      count = options.generate;
+    } else {
+      auto records = read_envelopes(options);
+      for (const auto& record : records) {
+        producer->send(record);
+      }
+      count = static_cast<long long>(records.size());
+    }
+    std::string error;
+    if (auto failed = producer->flush(error)) {
+      std::fprintf(stderr, "seeder: %lld of %lld records failed: %s\n", static_cast<long long>(failed), count,
+                   error.c_str());
+      return 1;
+    }
+    if (options.expect_log_start >= 0) {
+      auto marks = dedupctl::connectors::kafka::watermarks(settings, options.topic);
+      for (std::size_t p = 0; p < marks.size(); ++p) {
+        if (marks[p].first != options.expect_log_start) {
+          std::fprintf(stderr, "seeder: %s[%zu] starts at %lld, not %lld: the mock evicted batches (5 MiB a partition)\n",
+                       options.topic.c_str(), p, static_cast<long long>(marks[p].first), options.expect_log_start);
+          return 1;
+        }
+      }
+    }
+    std::fprintf(stderr, "seeder: produced %lld records to %s\n", count, options.topic.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seeder: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
