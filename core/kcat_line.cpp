@@ -73,7 +73,10 @@ bool KcatLineParser::parse(std::string_view line, EventBatch& batch, std::string
   }
   simdjson::ondemand::object object;
   if (doc.get_object().get(object)) {
-    return fail("not a JSON object (expected a kcat -J envelope)");
+    auto first = line.find_first_not_of(" \t");
+    return fail(first != std::string_view::npos && line[first] == '{'
+                    ? "not JSON"
+                    : "not a JSON object (expected a kcat -J envelope)");
   }
   Event event;
   bool has_partition = false;

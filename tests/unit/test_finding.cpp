@@ -1,0 +1,70 @@
+#include "core/errors.hpp"
+#include "core/finding.hpp"
+#include "core/flat_map.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+
+namespace {
+Finding finding(std::string id, Severity severity) {
+  Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  return f;
+}
+} // namespace
+
+TEST(FailOn, ThresholdsDecideTheExitCode) {
+  std::vector<Finding> warnings{finding("semantic-duplicate", Severity::Warning), finding("log-duplicate", Severity::Info)};
+  EXPECT_EQ(exit_code_for(warnings, parse_fail_on("error")), 0);
+  EXPECT_EQ(exit_code_for(warnings, parse_fail_on("warning")), 1);
+  EXPECT_EQ(exit_code_for(warnings, parse_fail_on("info")), 1);
+  EXPECT_EQ(exit_code_for(warnings, parse_fail_on("none")), 0);
+  EXPECT_EQ(exit_code_for({finding("id-reuse", Severity::Error)}, parse_fail_on("error")), 1);
+  EXPECT_EQ(exit_code_for({finding("id-reuse", Severity::Error)}, parse_fail_on("none")), 0);
+  EXPECT_EQ(exit_code_for({}, parse_fail_on("info")), 0);
+  EXPECT_THROW(parse_fail_on("fatal"), UsageError);
+}
+
+TEST(Findings, SortedBySeverityThenId) {
+  std::vector<Finding> findings{finding("log-duplicate", Severity::Info), finding("semantic-duplicate", Severity::Warning),
+                                finding("missing-event-id", Severity::Warning), finding("id-reuse", Severity::Error)};
+  sort_findings(findings);
+  EXPECT_EQ(findings[0].id, "id-reuse");
+  EXPECT_EQ(findings[1].id, "missing-event-id");
+  EXPECT_EQ(findings[2].id, "semantic-duplicate");
+  EXPECT_EQ(findings[3].id, "log-duplicate");
+}
+
+TEST(FindingBuilder, NothingCountedBuildsNothing) {
+  FindingBuilder builder(2);
+  EXPECT_FALSE(builder.build("x", Severity::Info, "t", "a").has_value());
+  builder.add(3, [] { return Example{}; });
+  builder.add(1, [] { return Example{}; });
+  builder.add(3, [] { return Example{}; });
+  auto built = builder.build("x", Severity::Info, "t", "a");
+  ASSERT_TRUE(built.has_value());
+  EXPECT_EQ(built->count, 3);
+  EXPECT_EQ(built->examples.size(), 2u);
+  EXPECT_EQ(built->partitions, (std::vector<std::int32_t>{1, 3}));
+}
+
+TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
+  FlatHashMap<int> map(4);
+  bool inserted = false;
+  for (std::uint64_t k = 0; k < 10'000; ++k) {
+    map.find_or_insert(k * 7919, inserted) = static_cast<int>(k);
+    EXPECT_TRUE(inserted);
+  }
+  EXPECT_EQ(map.size(), 10'000u);
+  for (std::uint64_t k = 0; k < 10'000; ++k) {
+    const int* value = map.find(k * 7919);
+    ASSERT_NE(value, nullptr);
+    EXPECT_EQ(*value, static_cast<int>(k));
+  }
+  EXPECT_EQ(map.find(3), nullptr);
+  map.find_or_insert(0, inserted);
+  EXPECT_FALSE(inserted);
+}

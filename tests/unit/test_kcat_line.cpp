@@ -1,0 +1,71 @@
+#include "core/kcat_line.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl::core;
+
+TEST(KcatLine, ParsesAFullEnvelope) {
+  KcatLineParser parser;
+  EventBatch batch;
+  std::string error;
+  ASSERT_TRUE(parser.parse(
+      R"({"topic":"orders","partition":2,"offset":17,"tstype":"create","ts":1795161600000,"broker":1,)"
+      R"("headers":["event_id","e-17","type","PaymentCharged","nullable",null],"key":"o-1","payload":"{\"a\":1}"})",
+      batch, error))
+      << error;
+  ASSERT_TRUE(parser.parse(R"({"topic":"orders","partition":0,"offset":3,"ts":5,"key":null,"payload":null})", batch,
+                           error))
+      << error;
+  parser.seal(batch);
+  ASSERT_EQ(batch.events.size(), 2u);
+  const Event& e = batch.events[0];
+  EXPECT_EQ(e.topic, "orders");
+  EXPECT_EQ(e.partition, 2);
+  EXPECT_EQ(e.offset, 17);
+  EXPECT_EQ(e.timestamp_ms, 1'795'161'600'000LL);
+  EXPECT_EQ(e.key, "o-1");
+  EXPECT_EQ(e.payload, R"({"a":1})");
+  ASSERT_EQ(e.headers.size(), 3u);
+  EXPECT_EQ(e.headers[0].name, "event_id");
+  EXPECT_EQ(e.headers[0].value, "e-17");
+  EXPECT_EQ(e.headers[1].value, "PaymentCharged");
+  EXPECT_FALSE(e.headers[2].value.has_value());
+  EXPECT_FALSE(batch.events[1].key.has_value());
+  EXPECT_FALSE(batch.events[1].payload.has_value());
+  EXPECT_TRUE(batch.events[1].headers.empty());
+}
+
+TEST(KcatLine, EmptyStringsAreNotNull) {
+  KcatLineParser parser;
+  EventBatch batch;
+  std::string error;
+  ASSERT_TRUE(parser.parse(R"({"partition":0,"offset":1,"key":"","payload":""})", batch, error));
+  parser.seal(batch);
+  ASSERT_TRUE(batch.events[0].key.has_value());
+  EXPECT_EQ(*batch.events[0].key, "");
+  EXPECT_EQ(*batch.events[0].payload, "");
+}
+
+TEST(KcatLine, MalformedLinesSayWhatIsWrongAndAddNothing) {
+  struct Case {
+    const char* line;
+    const char* error;
+  };
+  for (const auto& c : {Case{"not json", "not a JSON object (expected a kcat -J envelope)"}, Case{R"({"partition":0,"offset":1,"key":)", "not JSON"}, Case{"[1,2]", "not a JSON object (expected a kcat -J envelope)"},
+                        Case{R"({"offset":1})", "missing \"partition\""},
+                        Case{R"({"partition":0})", "missing \"offset\""},
+                        Case{R"({"partition":"x","offset":1})", "\"partition\" is not a partition number"},
+                        Case{R"({"partition":0,"offset":-4})", "\"offset\" is not an offset"},
+                        Case{R"({"partition":0,"offset":1,"headers":["a"]})", "\"headers\" has a name without a value"},
+                        Case{R"({"partition":0,"offset":1,"headers":{"a":"b"}})",
+                             "\"headers\" is not kcat's flat [name, value, …] array"},
+                        Case{R"({"partition":0,"offset":1,"payload":5})", "\"payload\" is not a string or null"}}) {
+    KcatLineParser parser;
+    EventBatch batch;
+    std::string error;
+    EXPECT_FALSE(parser.parse(c.line, batch, error)) << c.line;
+    EXPECT_EQ(error, c.error) << c.line;
+    EXPECT_TRUE(batch.events.empty());
+    EXPECT_TRUE(batch.headers.empty());
+  }
+}
