@@ -70,6 +70,16 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == 0) {
       return app.exit(e); // --help, --version
     }
+    std::string names;
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || (argc > 1 && sub->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+      error_line(fmt::format("unknown command '{}' (commands: {}); see dedupctl --help", argv[1], names));
+      return k_exit_usage;
+    }
     error_line(fmt::format("{}; see dedupctl --help", e.what()));
     return k_exit_usage;
   }

@@ -44,6 +44,9 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
     errno = 0;
     ssize_t length = ::getline(&m_line, &m_line_capacity, m_file);
     if (length < 0) {
+      if (m_stop && m_stop->load()) {
+        throw InterruptedError("interrupted"); // the signal broke the blocking read
+      }
       if (std::ferror(m_file)) {
         throw UsageError(fmt::format("cannot read --input {} after line {}: {}", m_path, m_line_number,
                                      std::strerror(errno)));

@@ -1,2 +1,322 @@
+// The built binary end to end: exit codes, messages, report-v1 JSON, on a seeded mock cluster and
+// on kcat dumps.
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-TEST(Placeholder, Cli) {}
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <regex>
+#include <set>
+#include <thread>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string k_orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
+
+Json parse(const CommandResult& result) {
+  try {
+    return Json::parse(result.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << result.out << "\nstderr: " << result.err;
+    return Json::object();
+  }
+}
+
+// Checks a document against the parts of spec/report-v1.md every report carries.
+void expect_report_v1(const Json& doc, const std::string& command) {
+  static const std::regex k_time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+  static const std::set<std::string> k_ids{
+      "ttl-shorter-than-retention", "ttl-margin-thin", "no-expiry", "ttl-gap", "expiring-before-retention",
+      "missing-record", "orphaned-claim", "key-collision", "id-reuse", "log-duplicate", "semantic-duplicate",
+      "missing-event-id", "replay-risk", "range-clamped", "key-template-lacks-event-id", "key-template-uses-offset",
+      "namespace-shared", "memory-placement-for-external-effects", "inbox-without-unique-constraint",
+      "eviction-policy-unsafe", "persistence-off"};
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc.at("schema"), "dedupctl.report/v1");
+  EXPECT_EQ(doc.at("command"), command);
+  EXPECT_TRUE(std::regex_match(doc.at("generated_at").get<std::string>(), k_time));
+  EXPECT_TRUE(doc.at("complete").is_boolean());
+  EXPECT_TRUE(doc.at("exit_code").is_number_integer());
+  for (const auto& [name, value] : doc.at("summary").items()) {
+    EXPECT_TRUE(value.is_number_integer()) << name;
+  }
+  for (const auto& finding : doc.at("findings")) {
+    EXPECT_TRUE(k_ids.count(finding.at("id").get<std::string>())) << finding.at("id");
+    std::string severity = finding.at("severity");
+    EXPECT_TRUE(severity == "error" || severity == "warning" || severity == "info");
+    EXPECT_TRUE(finding.at("title").is_string());
+    EXPECT_TRUE(finding.at("count").is_number_integer());
+    EXPECT_TRUE(finding.at("partitions").is_array());
+    EXPECT_TRUE(finding.at("advice").is_string());
+    for (const auto& example : finding.at("examples")) {
+      EXPECT_TRUE(example.at("partition").is_number_integer());
+      EXPECT_TRUE(example.at("offset").is_number_integer());
+      EXPECT_TRUE(example.at("timestamp").is_null() ||
+                  std::regex_match(example.at("timestamp").get<std::string>(), k_time));
+      EXPECT_TRUE(example.at("event_id").is_null() || example.at("event_id").is_string());
+    }
+  }
+  if (doc.contains("source")) {
+    for (const auto& p : doc.at("source").at("partitions")) {
+      EXPECT_LE(p.at("from").get<long long>(), p.at("to").get<long long>());
+      EXPECT_TRUE(p.at("events").is_number_integer());
+    }
+  }
+}
+
+std::map<std::string, long long> counts(const Json& doc) {
+  std::map<std::string, long long> out;
+  for (const auto& finding : doc.at("findings")) {
+    out[finding.at("id")] = finding.at("count");
+  }
+  return out;
+}
+
+// The numbers planted in examples/orders.ndjson (see examples/make_orders.py).
+void expect_planted_numbers(const Json& doc) {
+  EXPECT_EQ(doc.at("summary").at("events"), 246);
+  EXPECT_EQ(doc.at("summary").at("no_id"), 5);
+  EXPECT_EQ(doc.at("summary").at("log_duplicates"), 3);
+  EXPECT_EQ(doc.at("summary").at("id_reuse"), 2);
+  EXPECT_EQ(doc.at("summary").at("semantic_duplicates"), 2);
+  auto c = counts(doc);
+  EXPECT_EQ(c, (std::map<std::string, long long>{
+                   {"id-reuse", 2}, {"missing-event-id", 5}, {"semantic-duplicate", 2}, {"log-duplicate", 3}}));
+}
+
+class SeededTopic : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    s_broker = new MockBroker({"orders:4"});
+    s_broker->seed("orders", read_file(k_orders));
+  }
+  static void TearDownTestSuite() {
+    delete s_broker;
+    s_broker = nullptr;
+  }
+  static MockBroker* s_broker;
+};
+MockBroker* SeededTopic::s_broker = nullptr;
+
+} // namespace
+
+TEST_F(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
+  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--format", "json"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  expect_report_v1(doc, "scan");
+  EXPECT_EQ(doc.at("complete"), true);
+  EXPECT_EQ(doc.at("exit_code"), 1);
+  expect_planted_numbers(doc);
+  const auto& partitions = doc.at("source").at("partitions");
+  ASSERT_EQ(partitions.size(), 4u);
+  long long sum = 0;
+  for (const auto& p : partitions) {
+    EXPECT_EQ(p.at("log_start"), 0);
+    EXPECT_EQ(p.at("from"), 0);
+    EXPECT_EQ(p.at("to"), p.at("log_end"));
+    EXPECT_EQ(p.at("events"), p.at("log_end"));
+    sum += p.at("events").get<long long>();
+  }
+  EXPECT_EQ(sum, 246);
+  // Resolved ranges go to stderr as topic[partition] from..to.
+  EXPECT_NE(result.err.find("orders[0] 0..63 (log 0..63)"), std::string::npos) << result.err;
+}
+
+TEST_F(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
+  std::string kcat = find_program("kcat");
+  DEDUPCTL_REQUIRE_SERVER(!kcat.empty(), "kcat is not installed (apt-get install kcat)");
+  auto dump = run_command({kcat, "-C", "-J", "-e", "-q", "-b", s_broker->bootstrap(), "-t", "orders"});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  auto from_dump = run_dedupctl({"scan", "--input", "-", "--format", "json"}, dump.out);
+  EXPECT_EQ(from_dump.exit_code, 1) << from_dump.err;
+  auto doc = parse(from_dump);
+  expect_report_v1(doc, "scan");
+  EXPECT_EQ(doc.at("source").at("kind"), "file");
+  expect_planted_numbers(doc);
+}
+
+TEST_F(SeededTopic, FailOnDecidesTheExitCodeWhateverTheFormat) {
+  for (const std::string format : {"text", "json", "markdown"}) {
+    auto none = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format, "--fail-on", "none"});
+    EXPECT_EQ(none.exit_code, 0) << format;
+    auto error = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format});
+    EXPECT_EQ(error.exit_code, 1) << format;
+  }
+}
+
+TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
+  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders:1,3", "--from", "-10", "-o", "json"});
+  auto doc = parse(result);
+  ASSERT_EQ(doc.at("source").at("partitions").size(), 2u);
+  EXPECT_EQ(doc.at("summary").at("events"), 20);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("partition"), 1);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("from"), 49);
+  // @TIME on the mock (which answers time lookups with -1): the reader skips older events. The
+  // bundled data holds 8 events at or after 2026-11-21T19:00:00Z (the seeder kept the file's times).
+  auto recent = run_dedupctl(
+      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--from", "@2026-11-21T19:00:00Z", "-o", "json"});
+  EXPECT_EQ(parse(recent).at("summary").at("events"), 8) << recent.err;
+  auto from_file = run_dedupctl({"scan", "--input", k_orders, "--from", "@2026-11-21T20:00:00+01:00", "-o", "json"});
+  EXPECT_EQ(parse(from_file).at("summary").at("events"), 8);
+  auto until = run_dedupctl(
+      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--to", "@2026-11-21T19:00:00Z", "-o", "json"});
+  EXPECT_EQ(parse(until).at("summary").at("events"), 246 - 8);
+}
+
+TEST_F(SeededTopic, OutputFileIsWrittenWhole) {
+  TempDir dir;
+  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", "json", "--output",
+                              dir.file("report.json")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.out.empty());
+  auto doc = Json::parse(read_file(dir.file("report.json")));
+  expect_planted_numbers(doc);
+  auto bad = run_dedupctl({"scan", "--input", k_orders, "--output", "/nonexistent/dir/r.json"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("cannot write --output /nonexistent/dir/r.json"), std::string::npos) << bad.err;
+}
+
+TEST(CliScan, UnreachableBrokersExit3WithinTheTimeoutAndNoCleanVerdict) {
+  std::string broker = fmt::format("127.0.0.1:{}", free_port());
+  auto started = std::chrono::steady_clock::now();
+  auto json = run_dedupctl({"scan", "-b", broker, "--topic", "orders", "--timeout", "2s", "-o", "json"});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+  EXPECT_EQ(json.exit_code, 3);
+  auto doc = parse(json);
+  expect_report_v1(doc, "scan");
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("exit_code"), 3);
+  EXPECT_NE(json.err.find("cannot reach Kafka at " + broker), std::string::npos) << json.err;
+  auto text = run_dedupctl({"scan", "-b", broker, "--topic", "orders", "--timeout", "1s"});
+  EXPECT_EQ(text.exit_code, 3);
+  EXPECT_EQ(text.out.find("clean"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("INCOMPLETE"), std::string::npos) << text.out;
+}
+
+TEST(CliScan, BadInputIsExit2NamingIt) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::vector<Case> cases{
+      {{"scan", "--input", k_orders, "--from", "soon"}, "invalid --from 'soon'"},
+      {{"scan", "--input", k_orders, "--to", "@yesterday"}, "invalid --to 'yesterday'"},
+      {{"scan", "--input", k_orders, "--id", "body:/id"}, "invalid --id spec 'body:/id'"},
+      {{"scan", "--input", k_orders, "--window", "5 minutes"}, "invalid --window '5 minutes'"},
+      {{"scan", "--input", k_orders, "--fail-on", "fatal"}, "invalid --fail-on 'fatal'"},
+      {{"scan", "--input", k_orders, "-o", "yaml"}, "invalid --format 'yaml'"},
+      {{"scan", "--input", k_orders, "--from", "-100"}, "--from '-100' needs a broker"},
+      {{"scan", "--input", "/no/such/file"}, "cannot read --input /no/such/file"},
+      {{"scan", "--input", k_orders, "--topic", "orders"}, "--input and --topic exclude each other"},
+      {{"scan", "--topic", "orders", "-b", "127.0.0.1:1", "--from", "committed"}, "'committed' needs --group"},
+      {{"scan", "--topic", "orders:x", "-b", "127.0.0.1:1"}, "invalid --topic 'orders:x'"},
+      {{"scan", "--topic", "orders", "-b", "127.0.0.1:1", "-X", "no.such.property=1"}, "invalid -X no.such.property=1"},
+      {{"scan"}, "no events to read"},
+      {{"scan", "--no-such-flag"}, "--no-such-flag"},
+      {{"frobnicate"}, "unknown command 'frobnicate' (commands: scan, version)"},
+  };
+  for (const auto& c : cases) {
+    auto result = run_dedupctl(c.args);
+    EXPECT_EQ(result.exit_code, 2) << c.message << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.rfind("dedupctl: error: ", 0), 0u) << result.err;
+  }
+}
+
+TEST(CliScan, UsageErrorsStillGiveAJsonDocumentWithJsonFormat) {
+  auto result = run_dedupctl({"scan", "--input", k_orders, "--from", "soon", "-o", "json"});
+  EXPECT_EQ(result.exit_code, 2);
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("exit_code"), 2);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("--from"), std::string::npos);
+}
+
+TEST(CliScan, MalformedInputLinesStopWithFileAndLineOrAreCountedWhenSkipped) {
+  TempDir dir;
+  std::string lines = read_file(k_orders);
+  auto second = lines.find('\n', lines.find('\n') + 1) + 1;
+  lines.insert(second, "{\"partition\": 0, \"offset\": \n"); // line 3
+  write_file(dir.file("dump.ndjson"), lines);
+  auto strict = run_dedupctl({"scan", "--input", dir.file("dump.ndjson")});
+  EXPECT_EQ(strict.exit_code, 2);
+  EXPECT_NE(strict.err.find(dir.file("dump.ndjson") + ":3: not JSON"), std::string::npos) << strict.err;
+  EXPECT_TRUE(strict.out.empty()) << "nothing half-written";
+  auto lenient = run_dedupctl({"scan", "--input", dir.file("dump.ndjson"), "--skip-invalid", "-o", "json"});
+  EXPECT_EQ(lenient.exit_code, 1);
+  auto doc = parse(lenient);
+  EXPECT_EQ(doc.at("source").at("invalid_lines"), 1);
+  expect_planted_numbers(doc);
+}
+
+TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
+  std::string dump = R"({"topic":"t","partition":0,"offset":0,"ts":1,"key":null,"payload":"\u0000\u0001binary"})"
+                     "\n"
+                     R"({"topic":"t","partition":0,"offset":1,"ts":2,"key":null,"payload":"{\"event_id\":\"a\"}"})"
+                     "\n";
+  auto result = run_dedupctl({"scan", "--input", "-", "--id", "json:/event_id", "-o", "json"}, dump);
+  EXPECT_EQ(result.exit_code, 0) << result.err; // a warning does not fail --fail-on error
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("summary").at("no_id"), 1);
+  EXPECT_EQ(doc.at("findings")[0].at("id"), "missing-event-id");
+  EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"), "payload is not JSON");
+}
+
+TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
+  SpawnOptions options;
+  options.pipe_stdin = true;
+  options.pipe_stdout = true;
+  Process process({DEDUPCTL_BINARY, "scan", "--input", "-", "-o", "json", "-q"}, options);
+  process.write_line(R"({"topic":"t","partition":0,"offset":0,"ts":1,"payload":"x","headers":["event_id","a"]})");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  process.signal(SIGINT);
+  std::string out;
+  while (auto line = process.read_line(std::chrono::seconds(10))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(process.wait(), 130);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("exit_code"), 130);
+}
+
+TEST(CliScan, EvictedLogStartIsReportedAsRangeClamped) {
+  MockBroker broker({"big:1"});
+  auto seeded = run_command({DEDUPCTL_SEEDER, "-b", broker.bootstrap(), "--topic", "big", "--generate", "4000",
+                             "--partitions", "1", "--payload-size", "2000"});
+  ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+  auto result = run_dedupctl({"scan", "-b", broker.bootstrap(), "--topic", "big", "--from", "0", "-o", "json"});
+  auto doc = parse(result);
+  expect_report_v1(doc, "scan");
+  auto c = counts(doc);
+  ASSERT_EQ(c.count("range-clamped"), 1u) << result.out;
+  EXPECT_EQ(result.exit_code, 0); // a warning
+  const auto& p = doc.at("source").at("partitions")[0];
+  EXPECT_GT(p.at("log_start").get<long long>(), 0);
+  EXPECT_EQ(p.at("from"), p.at("log_start"));
+  EXPECT_EQ(p.at("events").get<long long>(), p.at("log_end").get<long long>() - p.at("log_start").get<long long>());
+}
+
+TEST(CliHelp, ListsEveryOptionWithItsDefault) {
+  auto main_help = run_dedupctl({"--help"});
+  EXPECT_EQ(main_help.exit_code, 0);
+  for (const char* expected : {"-b,--bootstrap-server,--brokers", "-X", "--config", "-o,--format FMT=text", "--output",
+                               "--fail-on LEVEL=error", "--timeout DURATION=10s", "-v,--verbose", "-q,--quiet",
+                               "--no-progress", "--no-color", "scan"}) {
+    EXPECT_NE(main_help.out.find(expected), std::string::npos) << expected;
+  }
+  auto scan_help = run_dedupctl({"scan", "--help"});
+  EXPECT_EQ(scan_help.exit_code, 0);
+  for (const char* expected : {"--topic", "--input", "--from SPEC=earliest", "--to SPEC=latest", "--group",
+                               "--skip-invalid", "--id SPEC[,...]=header:event_id,json:/event_id",
+                               "--type SPEC[,...]=header:type,json:/type", "--entity", "--semantic-key",
+                               "--window DURATION=5m", "--examples N=5"}) {
+    EXPECT_NE(scan_help.out.find(expected), std::string::npos) << expected;
+  }
+}
