@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 namespace dedupctl::cli {
@@ -52,8 +53,17 @@ int run(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_config("--config", "", "TOML file of defaults for any flag (flag > config > environment > default)")
-      ->envname("DEDUPCTL_CONFIG")
+  // CLI11 2.1 reads the config file before the environment, so an envname on --config would be
+  // ignored: DEDUPCTL_CONFIG becomes the option's default file instead.
+  const char* config_env = std::getenv("DEDUPCTL_CONFIG");
+  std::string config_default = config_env ? config_env : "";
+  if (!config_default.empty() && ::access(config_default.c_str(), R_OK) != 0) {
+    error_line(fmt::format("cannot read DEDUPCTL_CONFIG={}; check the path", config_default));
+    return k_exit_usage;
+  }
+  app.set_config("--config", config_default,
+                 "TOML file of defaults for any flag (flag > config > environment > default); "
+                 "env DEDUPCTL_CONFIG")
       ->type_name("FILE");
   app.footer("Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a system could not be "
              "reached (report incomplete), 4 internal error, 130 interrupted. See dedupctl(1).");

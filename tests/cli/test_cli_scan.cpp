@@ -320,3 +320,20 @@ TEST(CliHelp, ListsEveryOptionWithItsDefault) {
     EXPECT_NE(scan_help.out.find(expected), std::string::npos) << expected;
   }
 }
+
+TEST(CliConfig, FlagBeatsConfigFileWhichBeatsTheDefault) {
+  TempDir dir;
+  write_file(dir.file("dedupctl.toml"), "fail-on = \"none\"\n[scan]\nwindow = \"1s\"\n");
+  // From the file: window 1s (no semantic duplicates 20 s apart), fail-on none (exit 0).
+  auto from_file = run_dedupctl({"--config", dir.file("dedupctl.toml"), "scan", "--input", k_orders, "-o", "json"});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(parse(from_file).at("summary").at("semantic_duplicates"), 0);
+  // The same file through the environment; a flag still wins.
+  auto from_env = run_dedupctl({"scan", "--input", k_orders, "-o", "json", "--fail-on", "error"}, "",
+                               {{"DEDUPCTL_CONFIG", dir.file("dedupctl.toml")}});
+  EXPECT_EQ(from_env.exit_code, 1);
+  EXPECT_EQ(parse(from_env).at("summary").at("semantic_duplicates"), 0);
+  auto missing = run_dedupctl({"scan", "--input", k_orders}, "", {{"DEDUPCTL_CONFIG", dir.file("nope.toml")}});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("DEDUPCTL_CONFIG"), std::string::npos);
+}
