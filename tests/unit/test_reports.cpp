@@ -61,11 +61,20 @@ std::string rendered(const Report& report, Format format) {
   char* buffer = nullptr;
   std::size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
-  render(report, format, out);
-  std::fclose(out);
-  std::string text(buffer, size);
-  std::free(buffer);
-  return text;
+  struct Close {
+    std::FILE* out;
+    char** buffer;
+    ~Close() {
+      std::fclose(out);
+      std::free(*buffer);
+    }
+  };
+  {
+    Close close{out, &buffer};
+    render(report, format, out);
+    std::fflush(out);
+    return std::string(buffer, size);
+  }
 }
 
 std::string golden(const std::string& name) {

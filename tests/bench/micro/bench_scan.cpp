@@ -1,0 +1,91 @@
+// Google Benchmark for scan's hot loops: identification (header and JSON ids) and the log analyzer.
+#include "core/identify.hpp"
+#include "core/log_analyzer.hpp"
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+using namespace dedupctl::core;
+
+namespace {
+
+struct Fixture {
+  std::vector<std::string> payloads;
+  std::vector<std::string> ids;
+  std::vector<std::vector<Header>> headers;
+  EventBatch batch;
+
+  explicit Fixture(std::size_t n, bool id_in_json) {
+    payloads.reserve(n);
+    ids.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ids.push_back(fmt::format("evt-{:012}", i));
+      std::string payload = id_in_json ? fmt::format(R"({{"event_id":"{}","type":"OrderPlaced",)", ids.back())
+                                       : std::string(R"({"type":"OrderPlaced",)");
+      payload += fmt::format(R"("order_id":"order-{}","amount_cents":{},"pad":")", i / 3, 1000 + i % 9000);
+      payload.append(200 - payload.size() - 2, 'x');
+      payload += "\"}";
+      payloads.push_back(std::move(payload));
+    }
+    headers.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!id_in_json) {
+        headers[i].push_back(Header{"event_id", std::string_view(ids[i])});
+      }
+      headers[i].push_back(Header{"type", std::string_view("OrderPlaced")});
+      Event e;
+      e.topic = "bench";
+      e.partition = static_cast<std::int32_t>(i % 64);
+      e.offset = static_cast<std::int64_t>(i);
+      e.timestamp_ms = static_cast<std::int64_t>(i);
+      e.payload = std::string_view(payloads[i]);
+      e.headers = headers[i];
+      batch.events.push_back(e);
+    }
+  }
+};
+
+void identify(benchmark::State& state, bool json) {
+  Fixture fixture(4096, json);
+  IdentifyOptions options = default_identify_options();
+  if (json) {
+    options.id = parse_field_specs("json:/event_id", "--id");
+  }
+  Identifier identifier(options);
+  std::vector<Identity> out;
+  for (auto _ : state) {
+    identifier.identify(fixture.batch, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 4096);
+}
+
+void BM_IdentifyHeaderIds(benchmark::State& state) { identify(state, false); }
+void BM_IdentifyJsonIds(benchmark::State& state) { identify(state, true); }
+
+void BM_LogAnalyzerDistinctIds(benchmark::State& state) {
+  for (auto _ : state) {
+    LogAnalyzer analyzer(LogAnalyzerOptions{});
+    Event e;
+    for (std::uint64_t i = 0; i < 1'000'000; ++i) {
+      Identity id;
+      id.has_id = true;
+      id.id_hash = (i + 1) * 0x9e3779b97f4a7c15ULL;
+      id.payload_fingerprint = i;
+      id.semantic_hash = (i + 1) * 0xc2b2ae3d27d4eb4fULL;
+      analyzer.observe(e, id);
+    }
+    benchmark::DoNotOptimize(analyzer.counters().events);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 1'000'000);
+}
+
+} // namespace
+
+BENCHMARK(BM_IdentifyHeaderIds);
+BENCHMARK(BM_IdentifyJsonIds);
+BENCHMARK(BM_LogAnalyzerDistinctIds)->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
