@@ -40,32 +40,44 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
     return;
   }
   bool inserted = false;
-  std::uint64_t& first = m_first_payload.find_or_insert(identity.id_hash, inserted);
+  auto payload = static_cast<std::uint32_t>(identity.payload_fingerprint);
+  std::uint32_t& first = m_first_payload.find_or_insert(identity.id_hash, inserted);
   if (inserted) {
-    first = identity.payload_fingerprint;
+    first = payload;
   } else {
     auto later = m_reused.find(identity.id_hash);
-    bool same = first == identity.payload_fingerprint ||
-                (later != m_reused.end() && std::find(later->second.begin(), later->second.end(),
-                                                      identity.payload_fingerprint) != later->second.end());
+    bool same = first == payload ||
+                (later != m_reused.end() && std::find(later->second.begin(), later->second.end(), payload) !=
+                                                later->second.end());
     if (same) {
       ++m_counters.log_duplicates;
       m_log_duplicate.add(event.partition, [&] { return example(event, identity); });
     } else {
       ++m_counters.id_reuse;
-      m_reused[identity.id_hash].push_back(identity.payload_fingerprint);
-      std::uint64_t original = first;
+      m_reused[identity.id_hash].push_back(payload);
+      std::uint32_t original = first;
       m_id_reuse.add(event.partition, [&] {
         return example(event, identity,
-                       fmt::format("payload {} differs from the first payload {} of this id",
-                                   fingerprint_hex(identity.payload_fingerprint), fingerprint_hex(original)));
+                       fmt::format("payload {:08x} differs from the first payload {:08x} of this id", payload,
+                                   original));
       });
     }
     return;
   }
+  if (!m_time_base) {
+    m_time_base = event.timestamp_ms;
+  }
+  constexpr std::uint64_t k_id_bits = 24;
+  constexpr std::uint64_t k_id_mask = (1ULL << k_id_bits) - 1;
+  // Clamp into 40 bits centred on the first event seen: timestamps more than ±8.7 years away pile
+  // up at the edges.
+  std::int64_t relative = std::clamp<std::int64_t>(event.timestamp_ms - *m_time_base + (1LL << 38), 0,
+                                                   (1LL << 40) - 1);
+  std::uint64_t id_tag = identity.id_hash & k_id_mask;
   SemanticEntry& entry = m_semantic.find_or_insert(identity.semantic_hash, inserted);
-  if (!inserted && entry.id_hash != identity.id_hash) {
-    std::int64_t gap = event.timestamp_ms - entry.timestamp_ms;
+  if (!inserted && (entry & k_id_mask) != id_tag) {
+    std::int64_t previous = static_cast<std::int64_t>(entry >> k_id_bits);
+    std::int64_t gap = relative - previous;
     if (std::max(gap, -gap) <= m_options.semantic_window_ms) {
       ++m_counters.semantic_duplicates;
       m_semantic_duplicate.add(event.partition, [&] {
@@ -75,8 +87,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
       });
     }
   }
-  entry.timestamp_ms = event.timestamp_ms;
-  entry.id_hash = identity.id_hash;
+  entry = (static_cast<std::uint64_t>(relative) << k_id_bits) | id_tag;
 }
 
 std::vector<Finding> LogAnalyzer::findings() const {

@@ -3,7 +3,14 @@
 #include "core/errors.hpp"
 #include "core/time.hpp"
 
+#include <algorithm>
+
 namespace dedupctl::commands {
+
+namespace {
+// Beyond this many events the tables grow as they fill instead of being allocated up front.
+constexpr std::int64_t k_max_presized_events = 64 * 1024 * 1024;
+} // namespace
 
 reports::Report run_scan(const ScanRequest& request, core::EventSource& source, core::SourceInfo info,
                          std::int64_t now_ms) {
@@ -16,6 +23,15 @@ reports::Report run_scan(const ScanRequest& request, core::EventSource& source, 
   core::LogAnalyzerOptions analyzer_options = request.analyzer;
   analyzer_options.max_examples = request.max_examples;
   analyzer_options.id_specs = core::to_string(request.identify.id);
+  // A Kafka range says how many events it holds: size the tables once rather than doubling them
+  // (a doubling briefly holds both copies, the peak of the scan's memory).
+  std::int64_t expected = 0;
+  for (const auto& range : info.partitions) {
+    expected += std::max<std::int64_t>(0, range.to - range.from);
+  }
+  if (expected > 0) {
+    analyzer_options.expected_events = static_cast<std::size_t>(std::min<std::int64_t>(expected, k_max_presized_events));
+  }
   core::LogAnalyzer analyzer(analyzer_options);
 
   core::EventBatch batch;
