@@ -75,19 +75,24 @@ struct Identifier::Impl {
       return Outcome::NotJson;
     }
     auto value = document.at_pointer(pointer);
-    if (value.error() == simdjson::NO_SUCH_FIELD || value.error() == simdjson::INDEX_OUT_OF_BOUNDS) {
-      return Outcome::Missing;
-    }
     if (value.error()) {
-      return Outcome::NotJson;
+      // simdjson may abandon the document after an error (its parser pointer is cleared), so the
+      // next json: spec must parse the payload again rather than rewind this document.
+      parsed_for = nullptr;
+      auto error = value.error();
+      bool missing = error == simdjson::NO_SUCH_FIELD || error == simdjson::INDEX_OUT_OF_BOUNDS ||
+                     error == simdjson::INCORRECT_TYPE;
+      return missing ? Outcome::Missing : Outcome::NotJson;
     }
     simdjson::ondemand::json_type type;
     if (value.type().get(type)) {
+      parsed_for = nullptr;
       return Outcome::NotJson;
     }
     if (type == simdjson::ondemand::json_type::string) {
       std::string_view text;
       if (value.get_string().get(text)) {
+        parsed_for = nullptr;
         return Outcome::NotJson;
       }
       out = arena.copy(text);

@@ -169,3 +169,14 @@ TEST(Identify, BatchIdentitiesStayValidTogether) {
     EXPECT_EQ(identities[static_cast<std::size_t>(i)].id, "id-A" + std::to_string(i));
   }
 }
+
+TEST(Identify, ATruncatedPayloadSurvivesSeveralJsonSpecs) {
+  // Found by fuzz_kcat_line: simdjson abandons a document after some errors, and a second json:
+  // spec (the default --type) must not reuse it.
+  Identifier identifier(options("json:/event_id", "json:/type,json:/kind", "json:/order_id"));
+  for (const char* payload : {R"({"type":"Invoic-9003")", R"({"a":[1,2)", R"({"type":)", "{", R"({"event_id":"x")"}) {
+    auto r = identify(identifier, event(payload));
+    EXPECT_FALSE(r.has_id && r.id != "x") << payload;
+  }
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"ok","type":"T"})")).type, "T");
+}
