@@ -1,0 +1,138 @@
+#pragma once
+
+#include "core/coverage.hpp"
+#include "core/event.hpp"
+#include "core/finding.hpp"
+#include "core/flat_map.hpp"
+#include "core/identify.hpp"
+#include "core/key_template.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupctl::core {
+
+enum class SideEffect { External, Internal, Idempotent };
+std::string_view to_string(SideEffect effect);
+// Parses "TYPE=external|internal|idempotent"; throws UsageError.
+std::pair<std::string, SideEffect> parse_side_effect(std::string_view text);
+
+struct AuditOptions {
+  CoveragePolicy policy; // policy.ttl unknown: estimated from the records
+  std::string ttl_source = "flag";      // flag | estimate | unknown
+  std::string retention_source = "flag"; // flag | broker | unknown
+  std::map<std::string, SideEffect> side_effects; // unknown types are external
+  KeyTemplate key_template = KeyTemplate::parse("{event_id}");
+  std::size_t max_examples = 5;
+  std::size_t expected_events = 1024;
+};
+
+// One partition's replay window: [from, to) (a seek and the committed offset, or the scanned range).
+struct WindowBounds {
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+};
+
+struct PartitionCoverage {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::array<std::int64_t, k_coverage_states> states{};
+  std::optional<WindowBounds> window;
+};
+
+struct TypeRisk {
+  SideEffect side_effects = SideEffect::External;
+  std::int64_t would_reapply = 0;
+};
+
+struct SafeFrom {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::optional<std::int64_t> timestamp_ms;
+};
+
+struct ReplaySummary {
+  std::string window; // "[seek, committed)" or "scanned range"
+  std::int64_t events = 0;
+  std::int64_t would_skip = 0;
+  std::int64_t would_reapply = 0;
+  std::int64_t would_skip_unfinished = 0;
+  std::int64_t first_delivery = 0; // pending events in the window: applied for the first time
+  std::map<std::string, TypeRisk> by_type;
+  std::vector<SafeFrom> safe_from;
+};
+
+struct AuditResult {
+  std::array<std::int64_t, k_coverage_states> states{};
+  std::int64_t events = 0;
+  std::int64_t no_expiry = 0;
+  std::int64_t key_collisions = 0;
+  Span ttl;                        // what classified the events
+  std::optional<std::int64_t> ttl_low, ttl_high; // the estimate, when records allowed one
+  std::vector<PartitionCoverage> partitions;
+  ReplaySummary replay;
+  std::vector<Finding> findings;
+};
+
+// Classifies every event against its record and derives the placement's findings. Streaming:
+// events are observed batch by batch; absent records wait for finish() only when the TTL must be
+// estimated first (then 32 bytes an absent event are kept).
+class AuditAnalyzer {
+public:
+  explicit AuditAnalyzer(AuditOptions options);
+
+  // The partition's committed offset (nullopt without a group) and replay window.
+  void set_partition(const std::string& topic, std::int32_t partition, std::optional<std::int64_t> committed,
+                     std::optional<WindowBounds> window);
+
+  void observe(const Event& event, const Identity& identity, std::string_view dedup_key, const RecordState& record);
+
+  AuditResult finish();
+
+private:
+  struct PartitionState {
+    PartitionCoverage coverage;
+    std::optional<std::int64_t> committed;
+    std::optional<std::int64_t> max_bad_offset;     // last external re-application in the window
+    std::vector<std::pair<std::int64_t, std::int64_t>> window_times; // (offset, ts) of window events
+  };
+  struct Deferred {
+    std::int64_t timestamp_ms;
+    std::int64_t offset;
+    PartitionState* partition; // map nodes are stable
+    std::uint16_t type;
+    std::int16_t example; // index into m_deferred_examples, or -1
+  };
+
+  PartitionState& partition_of(const Event& event);
+  std::uint16_t type_index(std::string_view type);
+  void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset, bool in_window);
+  void add_example(Coverage state, std::int32_t partition, const Example& example, std::int64_t gap_ms = 0);
+  bool in_window(const PartitionState& partition, std::int64_t offset) const;
+
+  AuditOptions m_options;
+  bool m_defer;
+  std::map<std::pair<std::string, std::int32_t>, PartitionState> m_partitions;
+  std::pair<const void*, std::int32_t> m_last_key{nullptr, -1};
+  PartitionState* m_last = nullptr;
+  std::vector<std::string> m_types;
+  std::map<std::string, std::uint16_t, std::less<>> m_type_index;
+  std::vector<std::int64_t> m_reapplied_by_type;
+  AuditResult m_result;
+  TtlEstimator m_estimator;
+  std::vector<Deferred> m_deferred;
+  std::vector<Example> m_deferred_examples;
+  std::array<FindingBuilder, k_coverage_states> m_examples;
+  FindingBuilder m_collisions;
+  FindingBuilder m_reapplied;
+  std::int64_t m_max_gap_ms = 0;
+  bool m_check_collisions;
+  FlatHashMap<std::uint64_t> m_key_owner; // dedup key → the first event id hash rendered to it
+};
+
+} // namespace dedupctl::core

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// The verdict per event (DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
+namespace dedupctl::core {
+
+// What the placement holds for one dedup key now.
+struct RecordState {
+  enum class Kind { Absent, Present };
+  Kind kind = Kind::Absent;
+  std::optional<std::int64_t> pttl_ms; // present: remaining TTL; nullopt: no expiry
+  std::string_view value;              // the first bytes of the value (claim markers)
+};
+
+enum class Coverage { NoId, Pending, InProgress, Orphaned, Covered, Expiring, Expired, Missing };
+inline constexpr int k_coverage_states = 8;
+std::string_view to_string(Coverage state); // the report-v1 summary name: "no_id", "in_progress", …
+
+// A duration that may be unknown or infinite (a TTL of `none`, a retention of -1 or compaction).
+struct Span {
+  std::optional<std::int64_t> ms;
+  bool infinite = false;
+  bool known() const { return infinite || ms.has_value(); }
+};
+
+struct CoveragePolicy {
+  std::int64_t now_ms = 0;
+  Span ttl;       // declared, or the estimate's upper bound
+  Span retention; // the topic's
+  std::int64_t max_lag_ms = 0;
+  std::int64_t lease_ms = 15 * 60 * 1000;
+  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+};
+
+struct EventFacts {
+  std::int64_t timestamp_ms = 0;
+  std::int64_t offset = 0;
+  std::optional<std::int64_t> committed; // the group's committed offset of the partition
+};
+
+struct Verdict {
+  Coverage state = Coverage::Missing;
+  bool no_expiry = false;  // covered by a record without TTL
+  std::int64_t gap_ms = 0; // expiring: how long the event stays replayable after its record lapses
+};
+
+// A value is a claim marker when it equals one, or starts with one followed by ':'
+// ("processing:<run>", as replay writes it).
+bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
+
+// Rules 2–7 of DESIGN.md in order (rule 1, no id, is decided before a lookup).
+Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
+
+// The TTL a consumer configured, bounded by what present records show: a record was written at or
+// after its event's timestamp, so max(pttl) <= TTL <= min(pttl + now - ts).
+class TtlEstimator {
+public:
+  void observe(std::int64_t pttl_ms, std::int64_t timestamp_ms, std::int64_t now_ms);
+  bool empty() const { return !m_low; }
+  std::optional<std::int64_t> low() const { return m_low; }
+  std::optional<std::int64_t> high() const { return m_high; }
+
+private:
+  std::optional<std::int64_t> m_low;
+  std::optional<std::int64_t> m_high;
+};
+
+} // namespace dedupctl::core

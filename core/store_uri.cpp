@@ -1,0 +1,139 @@
+#include "core/store_uri.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace dedupctl::core {
+
+namespace {
+
+bool to_int(std::string_view text, int& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && ec == std::errc{} && ptr == text.data() + text.size();
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      int value = 0;
+      auto [ptr, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec == std::errc{} && ptr == text.data() + i + 3) {
+        out += static_cast<char>(value);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+} // namespace
+
+StoreUri parse_store_uri(std::string_view text, std::string_view what) {
+  StoreUri uri;
+  uri.text = std::string(text);
+  auto bad = [&](std::string_view why) -> StoreUri {
+    throw UsageError(fmt::format("invalid {} '{}': {}; expected redis://[user:pass@]host:port[/db], "
+                                 "redis+unix:///path[?db=N], postgres://…, file:PATH or memory:",
+                                 what, redact_secrets(text), why));
+  };
+  if (text.starts_with("file:")) {
+    uri.kind = StoreUri::Kind::File;
+    uri.path = std::string(text.substr(5));
+    return uri.path.empty() ? bad("the file path is empty") : uri;
+  }
+  if (text == "memory:" || text.starts_with("memory:")) {
+    uri.kind = StoreUri::Kind::Memory;
+    return uri;
+  }
+  bool has_scheme = text.find("://") != std::string_view::npos;
+  if (text.starts_with("postgres://") || text.starts_with("postgresql://") ||
+      (!has_scheme && text.find('=') != std::string_view::npos)) {
+    uri.kind = StoreUri::Kind::Postgres;
+    uri.conninfo = std::string(text);
+    return uri;
+  }
+  if (text.starts_with("redis+unix://")) {
+    std::string_view rest = text.substr(13);
+    auto query = rest.find('?');
+    uri.unix_path = std::string(rest.substr(0, query));
+    if (uri.unix_path.empty() || uri.unix_path[0] != '/') {
+      return bad("the socket path must be absolute (redis+unix:///run/redis.sock)");
+    }
+    if (query != std::string_view::npos) {
+      std::string_view params = rest.substr(query + 1);
+      if (!params.starts_with("db=") || !to_int(params.substr(3), uri.db) || uri.db < 0) {
+        return bad("the only query parameter is db=N");
+      }
+    }
+    return uri;
+  }
+  if (!text.starts_with("redis://")) {
+    return bad("unknown scheme");
+  }
+  std::string_view rest = text.substr(8);
+  auto at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    std::string_view credentials = rest.substr(0, at);
+    auto colon = credentials.find(':');
+    if (colon == std::string_view::npos) {
+      uri.password = percent_decode(credentials); // redis://secret@host, as redis-cli -u takes it
+    } else {
+      uri.user = percent_decode(credentials.substr(0, colon));
+      uri.password = percent_decode(credentials.substr(colon + 1));
+    }
+    rest = rest.substr(at + 1);
+  }
+  auto slash = rest.find('/');
+  std::string_view hostport = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && (!to_int(db, uri.db) || uri.db < 0)) {
+      return bad(fmt::format("'{}' is not a database number", db));
+    }
+  }
+  auto colon = hostport.rfind(':');
+  if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
+    uri.host = std::string(hostport.substr(0, colon));
+    if (!to_int(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
+      return bad(fmt::format("'{}' is not a port", hostport.substr(colon + 1)));
+    }
+  } else if (!hostport.empty()) {
+    uri.host = std::string(hostport);
+  }
+  if (uri.host.empty()) {
+    return bad("the host is empty");
+  }
+  return uri;
+}
+
+std::string StoreUri::redacted() const { return redact_secrets(text); }
+
+std::string redact_secrets(std::string_view text) {
+  std::string out(text);
+  // scheme://user:secret@host or scheme://secret@host
+  auto scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    auto at = out.find('@', scheme + 3);
+    auto slash = out.find('/', scheme + 3);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+      auto colon = out.find(':', scheme + 3);
+      std::size_t start = colon != std::string::npos && colon < at ? colon + 1 : scheme + 3;
+      out.replace(start, at - start, "***");
+    }
+  }
+  // conninfo: password=secret
+  for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 12)) {
+    std::size_t start = pos + 9;
+    std::size_t end = out.find_first_of(" &", start);
+    out.replace(start, (end == std::string::npos ? out.size() : end) - start, "***");
+  }
+  return out;
+}
+
+} // namespace dedupctl::core

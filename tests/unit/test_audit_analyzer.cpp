@@ -1,0 +1,215 @@
+#include "core/audit_analyzer.hpp"
+#include "core/time.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl::core;
+
+namespace {
+
+constexpr std::int64_t k_hour = 3'600'000;
+constexpr std::int64_t k_now = 10'000 * k_hour;
+
+struct Planted {
+  std::int64_t offset;
+  std::int64_t ts;
+  std::string id; // empty: no id
+  std::string type;
+  RecordState record;
+};
+
+struct Harness {
+  AuditOptions options;
+  std::vector<Planted> events;
+  std::optional<std::int64_t> committed;
+  std::optional<WindowBounds> window;
+
+  AuditResult run() {
+    AuditAnalyzer analyzer(options);
+    analyzer.set_partition("orders", 0, committed, window);
+    for (const auto& p : events) {
+      Event e;
+      e.topic = "orders";
+      e.offset = p.offset;
+      e.timestamp_ms = p.ts;
+      Identity id;
+      id.has_id = !p.id.empty();
+      id.id = p.id;
+      id.id_hash = std::hash<std::string>{}(p.id) | 1;
+      id.type = p.type;
+      std::string key;
+      std::string_view field;
+      render_key(options.key_template, KeyValues{p.id, p.type, "", "orders", 0, p.offset, "", "", &field}, key);
+      analyzer.observe(e, id, key, p.record);
+    }
+    return analyzer.finish();
+  }
+};
+
+RecordState absent() { return RecordState{}; }
+RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "1") {
+  return RecordState{RecordState::Kind::Present, pttl, value};
+}
+
+std::int64_t state(const AuditResult& r, Coverage c) { return r.states[static_cast<std::size_t>(c)]; }
+
+const Finding* finding(const AuditResult& r, const std::string& id) {
+  for (const auto& f : r.findings) {
+    if (f.id == id) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+Harness classic() {
+  // 1h TTL on a topic kept 7 days, a group committed at 8; one event of each state.
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.ttl.ms = k_hour;
+  h.options.policy.retention.ms = 7 * 24 * k_hour;
+  h.options.side_effects = {{"EmailSent", SideEffect::Idempotent}};
+  h.committed = 8;
+  h.window = WindowBounds{0, 8};
+  h.events = {
+      {0, k_now - 48 * k_hour, "e-0", "PaymentCharged", absent()},              // expired (ttl gap)
+      {1, k_now - 30 * 60'000, "e-1", "PaymentCharged", absent()},              // missing (within TTL)
+      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", present(30 * 60'000)},  // expiring
+      {3, k_now - 30 * 60'000, "e-3", "EmailSent", present(std::nullopt)},       // covered, no expiry
+      {4, k_now - 2 * k_hour, "e-4", "PaymentCharged", present(60'000, "processing")}, // orphaned (< committed)
+      {5, k_now - 48 * k_hour, "", "EmailSent", absent()},                       // no id
+      {6, k_now - 48 * k_hour, "e-6", "EmailSent", absent()},                    // expired, idempotent
+      {7, k_now - 60'000, "e-7", "PaymentCharged", present(60'000, "processing")}, // orphaned too (< committed)
+      {8, k_now - 60'000, "e-8", "PaymentCharged", present(60'000, "processing")}, // in progress
+      {9, k_now - 60'000, "e-9", "PaymentCharged", absent()},                    // pending
+  };
+  return h;
+}
+
+} // namespace
+
+TEST(AuditAnalyzer, EveryEventLandsInExactlyOneState) {
+  auto r = classic().run();
+  EXPECT_EQ(r.events, 10);
+  EXPECT_EQ(state(r, Coverage::Expired), 2);
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_EQ(state(r, Coverage::Expiring), 1);
+  EXPECT_EQ(state(r, Coverage::Covered), 1);
+  EXPECT_EQ(state(r, Coverage::Orphaned), 2);
+  EXPECT_EQ(state(r, Coverage::InProgress), 1);
+  EXPECT_EQ(state(r, Coverage::NoId), 1);
+  EXPECT_EQ(state(r, Coverage::Pending), 1);
+  std::int64_t sum = 0;
+  for (auto n : r.states) {
+    sum += n;
+  }
+  EXPECT_EQ(sum, r.events);
+  EXPECT_EQ(r.no_expiry, 1);
+}
+
+TEST(AuditAnalyzer, FindingsFollowTheStates) {
+  auto r = classic().run();
+  ASSERT_NE(finding(r, "ttl-shorter-than-retention"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-gap")->count, 2);
+  EXPECT_EQ(finding(r, "ttl-gap")->severity, Severity::Error);
+  EXPECT_EQ(finding(r, "missing-record")->count, 1);
+  EXPECT_EQ(finding(r, "orphaned-claim")->count, 2);
+  EXPECT_EQ(finding(r, "expiring-before-retention")->count, 1);
+  EXPECT_EQ(finding(r, "no-expiry")->count, 1);
+  EXPECT_EQ(finding(r, "key-template-lacks-event-id"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-gap")->examples[0].dedup_key, "e-0");
+  EXPECT_NE(finding(r, "expiring-before-retention")->examples[0].note.find("before the event leaves the log"),
+            std::string::npos);
+}
+
+TEST(AuditAnalyzer, TheReplayWindowCountsSkipsReapplicationsAndSafeFrom) {
+  auto r = classic().run();
+  const auto& replay = r.replay;
+  EXPECT_EQ(replay.events, 8); // offsets 0..7
+  EXPECT_EQ(replay.would_reapply, 4); // e-0, e-1 (payments), offset 5 (no id), e-6 (email)
+  EXPECT_EQ(replay.would_skip, 2);    // e-2, e-3
+  EXPECT_EQ(replay.would_skip_unfinished, 2);
+  EXPECT_EQ(replay.by_type.at("PaymentCharged").would_reapply, 2);
+  EXPECT_EQ(replay.by_type.at("PaymentCharged").side_effects, SideEffect::External);
+  EXPECT_EQ(replay.by_type.at("EmailSent").would_reapply, 2);
+  EXPECT_EQ(replay.by_type.at("EmailSent").side_effects, SideEffect::Idempotent);
+  ASSERT_EQ(replay.safe_from.size(), 1u);
+  EXPECT_EQ(replay.safe_from[0].offset, 2); // the last external re-application is offset 1
+  EXPECT_EQ(replay.safe_from[0].timestamp_ms, k_now - 30 * 60'000);
+  const Finding* risk = finding(r, "replay-risk");
+  ASSERT_NE(risk, nullptr);
+  EXPECT_EQ(risk->severity, Severity::Error);
+  EXPECT_EQ(risk->count, 4);
+}
+
+TEST(AuditAnalyzer, OnlyIdempotentReapplicationsAreInfo) {
+  auto h = classic();
+  h.options.side_effects = {{"PaymentCharged", SideEffect::Idempotent}, {"EmailSent", SideEffect::Internal}};
+  auto r = h.run();
+  EXPECT_EQ(finding(r, "replay-risk")->severity, Severity::Warning);
+  h.options.side_effects["EmailSent"] = SideEffect::Idempotent;
+  EXPECT_EQ(finding(h.run(), "replay-risk")->severity, Severity::Info);
+}
+
+TEST(AuditAnalyzer, WithoutATtlTheEstimateClassifiesAbsentRecords) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.retention.ms = 7 * 24 * k_hour;
+  h.options.ttl_source = "unknown";
+  h.events = {
+      // Records written at the event's time with a 1h TTL: pttl = 1h - age.
+      {0, k_now - 10 * 60'000, "a", "T", present(50 * 60'000)},
+      {1, k_now - 20 * 60'000, "b", "T", present(40 * 60'000)},
+      {2, k_now - 2 * k_hour, "c", "T", absent()},  // older than 1h: expired
+      {3, k_now - 30 * 60'000, "d", "T", absent()}, // within 1h: missing
+  };
+  auto r = h.run();
+  EXPECT_EQ(r.ttl_low, 50 * 60'000);
+  EXPECT_EQ(r.ttl_high, 60 * 60'000);
+  EXPECT_EQ(r.ttl.ms, 60 * 60'000);
+  EXPECT_EQ(state(r, Coverage::Expired), 1);
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_EQ(finding(r, "ttl-gap")->examples[0].event_id, "c");
+  EXPECT_NE(finding(r, "ttl-shorter-than-retention"), nullptr);
+}
+
+TEST(AuditAnalyzer, NoTtlAndNoRecordsSaysSoAndCountsMissing) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.events = {{0, 0, "a", "T", absent()}};
+  auto r = h.run();
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_NE(finding(r, "ttl-unknown"), nullptr);
+  EXPECT_NE(finding(r, "retention-unknown"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-shorter-than-retention"), nullptr);
+}
+
+TEST(AuditAnalyzer, KeysFromABusinessIdCollideAndAreFlagged) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.ttl.ms = k_hour;
+  h.options.key_template = KeyTemplate::parse("dedup:{type}");
+  h.events = {{0, k_now, "a", "Refund", present(k_hour)},
+              {1, k_now, "b", "Refund", present(k_hour)},
+              {2, k_now, "c", "Refund", present(k_hour)},
+              {3, k_now, "a", "Refund", present(k_hour)}, // the same id again: not a collision
+              {4, k_now, "d", "Charge", present(k_hour)}};
+  auto r = h.run();
+  EXPECT_EQ(r.key_collisions, 2);
+  EXPECT_EQ(finding(r, "key-collision")->count, 2);
+  EXPECT_NE(finding(r, "key-template-lacks-event-id"), nullptr);
+}
+
+TEST(AuditAnalyzer, TtlMarginAndOffsetTemplates) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.ttl.ms = 7 * 24 * k_hour + k_hour;
+  h.options.policy.retention.ms = 7 * 24 * k_hour;
+  h.options.key_template = KeyTemplate::parse("dedup:{partition}:{offset}:{event_id}");
+  auto r = h.run();
+  EXPECT_NE(finding(r, "ttl-margin-thin"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-shorter-than-retention"), nullptr);
+  EXPECT_NE(finding(r, "key-template-uses-offset"), nullptr);
+  h.options.policy.ttl.ms = 9 * 24 * k_hour;
+  EXPECT_EQ(finding(h.run(), "ttl-margin-thin"), nullptr);
+}

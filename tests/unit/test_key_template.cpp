@@ -1,0 +1,70 @@
+#include "core/errors.hpp"
+#include "core/key_template.hpp"
+#include "core/store_uri.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+
+TEST(KeyTemplate, RendersEveryPlaceholderAndLiteralBraces) {
+  auto tmpl = KeyTemplate::parse("{{billing}}:{topic}:{partition}:{offset}:{event_id}:{type}:{entity}:{key}:{consumer}:"
+                                 "{header:trace}:{json:/a/b}");
+  std::string_view fields[] = {"tr-1", "ab"};
+  KeyValues values{"e-1", "Charge", "o-9", "orders", 3, 17, "k", "billing", fields};
+  std::string out;
+  render_key(tmpl, values, out);
+  EXPECT_EQ(out, "{billing}:orders:3:17:e-1:Charge:o-9:k:billing:tr-1:ab");
+  ASSERT_EQ(tmpl.fields().size(), 2u);
+  EXPECT_EQ(tmpl.fields()[0].name, "trace");
+  EXPECT_TRUE(tmpl.uses(KeyTemplate::Part::EventId));
+  EXPECT_TRUE(tmpl.uses(KeyTemplate::Part::Offset));
+  EXPECT_FALSE(KeyTemplate::parse("dedup:{entity}").uses(KeyTemplate::Part::EventId));
+}
+
+TEST(KeyTemplate, UnknownPlaceholdersAndStrayBracesAreUsageErrors) {
+  for (const char* bad : {"dedup:{order_id}", "dedup:{event_id", "dedup:}x", "{json:nope}", "{header:}", "{}"}) {
+    try {
+      KeyTemplate::parse(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--key-template"), std::string::npos);
+    }
+  }
+}
+
+TEST(StoreUri, ParsesRedisFormsAndNeverShowsThePassword) {
+  auto uri = parse_store_uri("redis://app:s3cr%40t@cache.internal:6380/2");
+  EXPECT_EQ(uri.kind, StoreUri::Kind::Redis);
+  EXPECT_EQ(uri.host, "cache.internal");
+  EXPECT_EQ(uri.port, 6380);
+  EXPECT_EQ(uri.db, 2);
+  EXPECT_EQ(uri.user, "app");
+  EXPECT_EQ(uri.password, "s3cr@t");
+  EXPECT_EQ(uri.redacted(), "redis://app:***@cache.internal:6380/2");
+  auto plain = parse_store_uri("redis://127.0.0.1:6399");
+  EXPECT_FALSE(plain.password.has_value());
+  EXPECT_EQ(plain.redacted(), "redis://127.0.0.1:6399");
+  EXPECT_EQ(parse_store_uri("redis://pw@h:1").password, "pw");
+  EXPECT_EQ(parse_store_uri("redis://pw@h:1").redacted(), "redis://***@h:1");
+  auto unix_socket = parse_store_uri("redis+unix:///run/redis.sock?db=3");
+  EXPECT_EQ(unix_socket.unix_path, "/run/redis.sock");
+  EXPECT_EQ(unix_socket.db, 3);
+  EXPECT_EQ(parse_store_uri("file:keys.tsv").path, "keys.tsv");
+  EXPECT_EQ(parse_store_uri("memory:").kind, StoreUri::Kind::Memory);
+  EXPECT_EQ(parse_store_uri("postgres://u:pw@db/x").kind, StoreUri::Kind::Postgres);
+  EXPECT_EQ(redact_secrets("host=db password=hunter2 user=u"), "host=db password=*** user=u");
+}
+
+TEST(StoreUri, BadUrisAreUsageErrorsWithoutThePassword) {
+  for (const char* bad : {"redis://u:secret@h:notaport", "redis://u:secret@h:1/x", "mongodb://h", "redis+unix://rel.sock",
+                          "file:", "redis://u:secret@:1"}) {
+    try {
+      parse_store_uri(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--store"), std::string::npos);
+    }
+  }
+}
