@@ -68,8 +68,9 @@ int run(int argc, char** argv) {
   app.footer("Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a system could not be "
              "reached (report incomplete), 4 internal error, 130 interrupted. See dedupctl(1).");
   commands::add_global_options(app, context.global);
-  std::vector<commands::CommandRunner> runners{commands::register_scan(app, context),
-                                               commands::register_version(app, context)};
+  std::vector<commands::CommandRunner> runners{
+      commands::register_scan(app, context), commands::register_audit(app, context),
+      commands::register_snapshot(app, context), commands::register_version(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();
   }

@@ -3,6 +3,7 @@
 #include "connectors/file/output.hpp"
 #include "core/errors.hpp"
 #include "core/offset_spec.hpp"
+#include "core/retention.hpp"
 #include "core/time.hpp"
 
 #include <CLI/CLI.hpp>
@@ -55,6 +56,67 @@ void add_identity_options(CLI::App& app, IdentityOptions& options) {
                     "what makes two events the same intent, all specs combined (default: type + entity + payload "
                     "without the id)")
       ->type_name("SPEC[,...]");
+}
+
+void add_placement_options(CLI::App& app, PlacementOptions& options) {
+  auto* group = app.add_option_group("Placement", "Where and how the consumer keeps its dedup records");
+  group->add_option("--store", options.store, "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], or file:PATH "
+                                              "(a snapshot)")
+      ->required()
+      ->type_name("URI");
+  group->add_option("--key-template", options.key_template,
+                    "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
+                    "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces")
+      ->type_name("T");
+  group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
+      ->type_name("NAME");
+  group->add_option("--ttl", options.ttl, "the TTL the consumer sets, or none; estimated from the records when absent")
+      ->type_name("DURATION|none");
+  group->add_option("--retention", options.retention,
+                    "the topic's retention, or infinite; read with DescribeConfigs when absent")
+      ->type_name("DURATION|infinite");
+  group->add_option("--max-lag", options.max_lag, "allowance between an event's timestamp and its processing")
+      ->type_name("DURATION");
+  group->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
+      ->type_name("V");
+  group->add_option("--lease", options.lease, "an in-progress claim older than this is orphaned")->type_name("DURATION");
+  group->add_option("--side-effects", options.side_effects,
+                    "TYPE=external|internal|idempotent for replay-risk (repeatable); unknown types are external")
+      ->type_name("TYPE=CLASS");
+}
+
+ParsedPlacement parse_placement(const PlacementOptions& options) {
+  ParsedPlacement out;
+  out.uri = core::parse_store_uri(options.store, "--store");
+  out.audit.key_template = core::KeyTemplate::parse(options.key_template);
+  auto& policy = out.audit.policy;
+  if (!options.ttl.empty()) {
+    policy.ttl = core::parse_ttl(options.ttl);
+  }
+  if (!options.retention.empty()) {
+    policy.retention = core::parse_retention(options.retention);
+  }
+  policy.max_lag_ms = core::parse_duration(options.max_lag, "--max-lag");
+  policy.lease_ms = core::parse_duration(options.lease, "--lease");
+  policy.in_progress_values = options.in_progress_values;
+  for (const auto& item : options.side_effects) {
+    out.audit.side_effects.insert(core::parse_side_effect(item));
+  }
+  return out;
+}
+
+std::string kind_name(core::StoreUri::Kind kind) {
+  switch (kind) {
+  case core::StoreUri::Kind::Redis:
+    return "redis";
+  case core::StoreUri::Kind::Postgres:
+    return "postgres";
+  case core::StoreUri::Kind::File:
+    return "file";
+  case core::StoreUri::Kind::Memory:
+    return "memory";
+  }
+  return "redis";
 }
 
 core::IdentifyOptions parse_identity(const IdentityOptions& options) {

@@ -3,7 +3,9 @@
 #include "commands/context.hpp"
 #include "connectors/file/kcat_file.hpp"
 #include "connectors/kafka/kafka.hpp"
+#include "core/audit_analyzer.hpp"
 #include "core/identify.hpp"
+#include "core/store_uri.hpp"
 #include "core/source_info.hpp"
 #include "reports/report.hpp"
 
@@ -32,7 +34,29 @@ struct IdentityOptions {
   std::string semantic_key;
 };
 
+// The dedup placement (spec/cli.md "The placement"), shared by audit, trace and replay.
+struct PlacementOptions {
+  std::string store;
+  std::string key_template = "{event_id}";
+  std::string consumer;
+  std::string ttl;
+  std::string retention;
+  std::string max_lag = "0s";
+  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+  std::string lease = "15m";
+  std::vector<std::string> side_effects;
+};
+
+struct ParsedPlacement {
+  core::StoreUri uri;
+  core::AuditOptions audit; // policy (ttl, retention, lag, lease, markers), side effects, template
+};
+
 void add_source_options(CLI::App& app, SourceOptions& options);
+void add_placement_options(CLI::App& app, PlacementOptions& options);
+// Throws UsageError naming the flag.
+ParsedPlacement parse_placement(const PlacementOptions& options);
+std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityOptions& options);
 
 // Parses the identity flags; throws UsageError naming the flag.

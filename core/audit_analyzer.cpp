@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
+#include "core/range.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
@@ -89,6 +90,9 @@ AuditAnalyzer::PartitionState& AuditAnalyzer::partition_of(const Event& event) {
     it = m_partitions.emplace(key, PartitionState{}).first;
     it->second.coverage.topic = key.first;
     it->second.coverage.partition = key.second;
+    if (m_options.default_window) {
+      it->second.coverage.window = WindowBounds{0, k_offset_max};
+    }
   }
   m_last_key = {event.topic.data(), event.partition};
   m_last = &it->second;
@@ -285,6 +289,7 @@ AuditResult AuditAnalyzer::finish() {
 
   // The replay window.
   auto& replay = result.replay;
+  replay.window = m_options.window_label;
   for (std::size_t i = 0; i < m_types.size(); ++i) {
     if (m_reapplied_by_type[i] == 0) {
       continue;
@@ -400,8 +405,12 @@ AuditResult AuditAnalyzer::finish() {
   if (n(Coverage::Missing) > 0) {
     Finding f = *state_builder(Coverage::Missing)
                      .build("missing-record", Severity::Error,
-                            fmt::format("{} dedup records are missing although their events are {}",
-                                        n(Coverage::Missing), ttl.known() ? "within the TTL" : "consumed"),
+                            ttl.known()
+                                ? fmt::format("{} dedup records are missing although their events are within the TTL",
+                                              n(Coverage::Missing))
+                                : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
+                                              "told from a loss)",
+                                              n(Coverage::Missing)),
                             "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
                             "or never written (check --key-template against the consumer's code). A seek re-applies "
                             "these events.");

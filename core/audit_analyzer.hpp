@@ -29,6 +29,9 @@ struct AuditOptions {
   KeyTemplate key_template = KeyTemplate::parse("{event_id}");
   std::size_t max_examples = 5;
   std::size_t expected_events = 1024;
+  std::string window_label = "[from, to)"; // "[seek, committed)" with a seek
+  // Partitions not announced with set_partition get a window of everything read (file sources).
+  bool default_window = false;
 };
 
 // One partition's replay window: [from, to) (a seek and the committed offset, or the scanned range).

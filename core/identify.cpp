@@ -36,6 +36,7 @@ struct Identifier::Impl {
   const Event* parsed_for = nullptr; // the event `document` belongs to
   bool parse_failed = false;
   std::string reason;
+  std::vector<std::string_view> extra_values; // reserved per batch: identities point into it
 
   explicit Impl(IdentifyOptions opts) : options(std::move(opts)) {}
 
@@ -200,6 +201,14 @@ struct Identifier::Impl {
     first_of(event, options.type, identity.type, false);
     first_of(event, options.entity, identity.entity, false);
     identity.semantic_hash = semantic(event, identity, payload);
+    if (!options.extra.empty()) {
+      std::size_t first = extra_values.size();
+      for (const auto& spec : options.extra) {
+        std::string_view value;
+        extra_values.push_back(evaluate(event, spec, value, false) ? value : std::string_view{});
+      }
+      identity.extra = extra_values.data() + first;
+    }
     return identity;
   }
 
@@ -239,6 +248,8 @@ Identifier::~Identifier() = default;
 
 void Identifier::identify(const EventBatch& batch, std::vector<Identity>& out) {
   m_impl->arena.reset();
+  m_impl->extra_values.clear();
+  m_impl->extra_values.reserve(batch.events.size() * m_impl->options.extra.size());
   out.clear();
   out.reserve(batch.events.size());
   for (const auto& event : batch.events) {
@@ -248,6 +259,8 @@ void Identifier::identify(const EventBatch& batch, std::vector<Identity>& out) {
 
 Identity Identifier::identify_one(const Event& event) {
   m_impl->arena.reset();
+  m_impl->extra_values.clear();
+  m_impl->extra_values.reserve(m_impl->options.extra.size());
   return m_impl->identify(event);
 }
 

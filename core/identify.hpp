@@ -17,6 +17,8 @@ struct IdentifyOptions {
   // Every spec contributes (a missing value counts as empty). Empty: type + entity + the payload
   // with the event id's bytes taken out, so that a retry with a new id matches its original.
   std::vector<FieldSpec> semantic;
+  // Further values taken per event (a key template's {header:…} and {json:…}); empty when absent.
+  std::vector<FieldSpec> extra;
 };
 
 IdentifyOptions default_identify_options();
@@ -31,6 +33,7 @@ struct Identity {
   std::uint64_t id_hash = 0;
   std::uint64_t payload_fingerprint = 0;
   std::uint64_t semantic_hash = 0;
+  const std::string_view* extra = nullptr; // one value per IdentifyOptions::extra
 };
 
 // Takes ids, types, entities and fingerprints of a batch. JSON is parsed at most once per event,

@@ -72,4 +72,11 @@ std::string example_line(const core::Example& example) {
   return line;
 }
 
+std::string span_text(const core::Span& span) {
+  if (span.infinite) {
+    return "infinite";
+  }
+  return span.ms ? core::format_duration(*span.ms) : "unknown";
+}
+
 } // namespace dedupctl::reports::detail

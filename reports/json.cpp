@@ -77,6 +77,50 @@ Json finding_json(const core::Finding& finding) {
   return out;
 }
 
+Json span_json(const core::Span& span) { return span.ms && !span.infinite ? Json(*span.ms) : Json(nullptr); }
+
+Json placement_json(const PlacementInfo& placement) {
+  Json out;
+  out["kind"] = placement.kind;
+  out["store"] = placement.store;
+  out["key_template"] = placement.key_template;
+  out["consumer"] = placement.consumer.empty() ? Json(nullptr) : Json(placement.consumer);
+  out["ttl_ms"] = span_json(placement.ttl);
+  out["ttl_infinite"] = placement.ttl.infinite;
+  out["ttl_source"] = placement.ttl_source;
+  if (placement.ttl_estimate_low && placement.ttl_estimate_high) {
+    out["ttl_estimate_ms"] = Json{{"low", *placement.ttl_estimate_low}, {"high", *placement.ttl_estimate_high}};
+  } else {
+    out["ttl_estimate_ms"] = nullptr;
+  }
+  out["retention_ms"] = span_json(placement.retention);
+  out["retention_infinite"] = placement.retention.infinite;
+  out["retention_source"] = placement.retention_source;
+  return out;
+}
+
+Json replay_json(const core::ReplaySummary& replay) {
+  Json out;
+  out["window"] = replay.window;
+  out["events"] = replay.events;
+  out["would_skip"] = replay.would_skip;
+  out["would_reapply"] = replay.would_reapply;
+  out["would_skip_unfinished"] = replay.would_skip_unfinished;
+  out["first_delivery"] = replay.first_delivery;
+  Json by_type = Json::object();
+  for (const auto& [type, risk] : replay.by_type) {
+    by_type[type] = Json{{"side_effects", core::to_string(risk.side_effects)}, {"would_reapply", risk.would_reapply}};
+  }
+  out["by_type"] = std::move(by_type);
+  Json safe = Json::array();
+  for (const auto& s : replay.safe_from) {
+    safe.push_back(Json{{"topic", s.topic}, {"partition", s.partition}, {"offset", s.offset},
+                        {"timestamp", time_json(s.timestamp_ms)}});
+  }
+  out["safe_from"] = std::move(safe);
+  return out;
+}
+
 } // namespace
 
 void render_json(const Report& report, std::FILE* out) {
@@ -92,11 +136,17 @@ void render_json(const Report& report, std::FILE* out) {
   if (report.source) {
     doc["source"] = source_json(*report.source);
   }
+  if (report.placement) {
+    doc["placement"] = placement_json(*report.placement);
+  }
   Json summary = Json::object();
   for (const auto& [name, value] : report.summary) {
     summary[name] = value;
   }
   doc["summary"] = std::move(summary);
+  if (report.replay) {
+    doc["replay"] = replay_json(*report.replay);
+  }
   Json findings = Json::array();
   for (const auto& finding : report.findings) {
     findings.push_back(finding_json(finding));

@@ -48,6 +48,42 @@ void render_markdown(const Report& report, std::FILE* out) {
     }
     fmt::print(out, "\n");
   }
+  if (report.placement) {
+    const auto& p = *report.placement;
+    fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}), retention {} ({}).\n\n", p.kind,
+               cell(p.store), cell(p.key_template), detail::span_text(p.ttl), p.ttl_source,
+               detail::span_text(p.retention), p.retention_source);
+  }
+  if (!report.coverage.empty()) {
+    fmt::print(out, "## Coverage\n\n| partition |");
+    for (auto state : detail::k_coverage_columns) {
+      fmt::print(out, " {} |", core::to_string(state));
+    }
+    fmt::print(out, "\n|---|");
+    for (std::size_t i = 0; i < std::size(detail::k_coverage_columns); ++i) {
+      fmt::print(out, "---:|");
+    }
+    fmt::print(out, "\n");
+    for (const auto& partition : report.coverage) {
+      fmt::print(out, "| {} |", cell(detail::partition_name(partition.topic, partition.partition)));
+      for (auto state : detail::k_coverage_columns) {
+        fmt::print(out, " {} |", partition.states[static_cast<std::size_t>(state)]);
+      }
+      fmt::print(out, "\n");
+    }
+    fmt::print(out, "\n");
+  }
+  if (report.replay) {
+    const auto& r = *report.replay;
+    fmt::print(out, "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
+                    "first deliveries.\n\n",
+               r.window, r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    for (const auto& safe : r.safe_from) {
+      fmt::print(out, "- safe from `{}@{}`{}\n", detail::partition_name(safe.topic, safe.partition), safe.offset,
+                 safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
+    }
+    fmt::print(out, "\n");
+  }
   if (!report.summary.empty()) {
     fmt::print(out, "## Summary\n\n| | events |\n|---|---:|\n");
     for (const auto& [name, value] : report.summary) {

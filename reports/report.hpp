@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/audit_analyzer.hpp"
+#include "core/coverage.hpp"
 #include "core/finding.hpp"
 #include "core/source_info.hpp"
 
@@ -13,6 +15,20 @@
 
 namespace dedupctl::reports {
 
+// The placement an audit looked at (report-v1 "placement").
+struct PlacementInfo {
+  std::string kind;  // redis, file, postgres
+  std::string store; // the URI, password redacted
+  std::string key_template;
+  std::string consumer;
+  core::Span ttl;
+  std::string ttl_source; // flag, estimate, unknown
+  std::optional<std::int64_t> ttl_estimate_low;
+  std::optional<std::int64_t> ttl_estimate_high;
+  core::Span retention;
+  std::string retention_source; // flag, broker, unknown
+};
+
 // One invocation's result, whatever the format: the model every renderer reads.
 struct Report {
   std::string command;
@@ -24,6 +40,9 @@ struct Report {
   // In report-v1 order; each command fills the counters it knows.
   std::vector<std::pair<std::string, std::int64_t>> summary;
   std::vector<core::Finding> findings;
+  std::optional<PlacementInfo> placement;
+  std::optional<core::ReplaySummary> replay;
+  std::vector<core::PartitionCoverage> coverage; // per partition, audit only
   // What the run used (id specs, window, fail-on …), for people reading text or markdown.
   std::vector<std::pair<std::string, std::string>> settings;
   std::string fail_on = "error";

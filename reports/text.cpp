@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,38 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     fmt::print(out, "dedupctl {}\n", report.command);
   }
 
+  if (report.placement) {
+    const auto& p = *report.placement;
+    fmt::print(out, "\nPLACEMENT  {} {}  key {}\n", p.kind, p.store, p.key_template);
+    std::string estimate;
+    if (p.ttl_estimate_low && p.ttl_estimate_high) {
+      estimate = fmt::format(", records say {}..{}", core::format_duration(*p.ttl_estimate_low),
+                             core::format_duration(*p.ttl_estimate_high));
+    }
+    fmt::print(out, "  ttl {} ({}{})  retention {} ({})\n", detail::span_text(p.ttl), p.ttl_source, estimate,
+               detail::span_text(p.retention), p.retention_source);
+  }
+  if (!report.coverage.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> head{"PARTITION"};
+    for (auto state : detail::k_coverage_columns) {
+      std::string name(core::to_string(state));
+      for (char& c : name) {
+        c = c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      }
+      head.push_back(name);
+    }
+    rows.push_back(head);
+    for (const auto& partition : report.coverage) {
+      std::vector<std::string> row{partition_name(partition.topic, partition.partition)};
+      for (auto state : detail::k_coverage_columns) {
+        row.push_back(std::to_string(partition.states[static_cast<std::size_t>(state)]));
+      }
+      rows.push_back(std::move(row));
+    }
+    fmt::print(out, "\nCOVERAGE\n");
+    print_table(out, rows, "  ");
+  }
   if (!report.summary.empty()) {
     fmt::print(out, "\nSUMMARY\n");
     std::vector<std::vector<std::string>> rows;
@@ -152,6 +185,20 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     print_wrapped(out, finding.advice, "           ");
   }
 
+  if (report.replay) {
+    const auto& r = *report.replay;
+    fmt::print(out, "\nREPLAY WINDOW {}\n", r.window);
+    fmt::print(out, "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
+                    "deliveries\n",
+               r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    for (const auto& [type, risk] : r.by_type) {
+      fmt::print(out, "  {:<24} {:>8} re-applied  ({})\n", type, risk.would_reapply, core::to_string(risk.side_effects));
+    }
+    for (const auto& safe : r.safe_from) {
+      fmt::print(out, "  safe from {}@{}{}\n", partition_name(safe.topic, safe.partition), safe.offset,
+                 safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
+    }
+  }
   if (!report.settings.empty()) {
     fmt::print(out, "\nSETTINGS\n");
     std::vector<std::vector<std::string>> rows;

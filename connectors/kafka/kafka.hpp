@@ -78,6 +78,15 @@ public:
 
 std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent);
 
+// A topic's retention.ms and cleanup.policy through DescribeConfigs, within `timeout_ms`. Nullopt
+// when the broker cannot answer (the mock cluster never can; verified against real Kafka only).
+struct TopicRetentionConfig {
+  std::optional<std::string> retention_ms;
+  std::optional<std::string> cleanup_policy;
+};
+std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& settings, const std::string& topic,
+                                                       std::int64_t timeout_ms);
+
 // The low and high watermarks of every partition of a topic (for seeders and checks).
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic);
 

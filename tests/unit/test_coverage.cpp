@@ -89,3 +89,20 @@ TEST(TtlEstimator, BoundsTheConfiguredTtl) {
   EXPECT_EQ(estimator.low(), 55 * 60'000);
   EXPECT_EQ(estimator.high(), 60 * 60'000);
 }
+
+#include "core/errors.hpp"
+#include "core/retention.hpp"
+
+TEST(Retention, FromTopicConfigsAsTheBrokerDescribesThem) {
+  // The admin path's parsing, tested without a broker (the mock cannot answer DescribeConfigs).
+  EXPECT_EQ(retention_from_configs("604800000", "delete").ms, 604'800'000);
+  EXPECT_TRUE(retention_from_configs("-1", "delete").infinite);
+  EXPECT_TRUE(retention_from_configs("604800000", "compact").infinite);
+  EXPECT_EQ(retention_from_configs("86400000", "compact,delete").ms, 86'400'000);
+  EXPECT_FALSE(retention_from_configs(std::nullopt, "delete").known());
+  EXPECT_FALSE(retention_from_configs("soon", std::nullopt).known());
+  EXPECT_TRUE(parse_retention("infinite").infinite);
+  EXPECT_EQ(parse_retention("7d").ms, 7 * 24 * k_hour);
+  EXPECT_TRUE(parse_ttl("none").infinite);
+  EXPECT_THROW(parse_ttl("forever"), dedupctl::UsageError);
+}

@@ -1,0 +1,118 @@
+#include "commands/pipeline/audit.hpp"
+
+#include "commands/pipeline/common.hpp"
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "audit";
+  report.generated_at_ms = now_ms;
+  report.fail_on = request.fail_on_text;
+
+  core::IdentifyOptions identify = request.identify;
+  identify.extra = request.audit.key_template.fields();
+  core::Identifier identifier(identify);
+  core::LogAnalyzerOptions log_options = request.analyzer;
+  log_options.max_examples = request.max_examples;
+  log_options.id_specs = core::to_string(request.identify.id);
+  core::AuditOptions audit_options = request.audit;
+  audit_options.policy.now_ms = now_ms;
+  audit_options.max_examples = request.max_examples;
+  // A file source's partitions are not known up front: its window is everything read.
+  audit_options.default_window = info.partitions.empty();
+  audit_options.window_label = request.has_seek ? "[seek, committed)" : "[from, to)";
+  if (auto expected = expected_events(info)) {
+    log_options.expected_events = expected;
+    audit_options.expected_events = expected;
+  }
+  core::LogAnalyzer log(log_options);
+  core::AuditAnalyzer audit(audit_options);
+  for (const auto& range : info.partitions) {
+    core::WindowBounds window{range.from, range.to};
+    if (request.has_seek && range.seek) {
+      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to)};
+    }
+    audit.set_partition(range.topic, range.partition, range.committed, window);
+  }
+
+  std::vector<core::Identity> identities;
+  std::vector<std::string> keys;
+  std::vector<std::size_t> key_of; // per event: index into keys, or SIZE_MAX without id
+  std::vector<core::RecordState> states;
+  std::string rendered;
+  read_source(source, report, [&](const core::EventBatch& batch) {
+    identifier.identify(batch, identities);
+    log.observe(batch.events, identities);
+    keys.clear();
+    key_of.assign(batch.events.size(), SIZE_MAX);
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      const auto& event = batch.events[i];
+      const auto& identity = identities[i];
+      if (!identity.has_id) {
+        continue;
+      }
+      core::KeyValues values{identity.id,      identity.type,   identity.entity,
+                             event.topic,      event.partition, event.offset,
+                             event.key.value_or(std::string_view{}), request.consumer, identity.extra};
+      core::render_key(audit_options.key_template, values, rendered);
+      key_of[i] = keys.size();
+      keys.push_back(rendered);
+    }
+    store.lookup(keys, states); // one round trip for the batch
+    static const core::RecordState k_no_record{};
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      bool has_key = key_of[i] != SIZE_MAX;
+      audit.observe(batch.events[i], identities[i], has_key ? std::string_view(keys[key_of[i]]) : std::string_view{},
+                    has_key ? states[key_of[i]] : k_no_record);
+    }
+    if (request.progress) {
+      request.progress(log.counters().events);
+    }
+  });
+
+  core::AuditResult result = audit.finish();
+  const auto& c = log.counters();
+  auto n = [&](core::Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
+  report.summary = {{"events", c.events},
+                    {"no_id", n(core::Coverage::NoId)},
+                    {"covered", n(core::Coverage::Covered)},
+                    {"expiring", n(core::Coverage::Expiring)},
+                    {"expired", n(core::Coverage::Expired)},
+                    {"missing", n(core::Coverage::Missing)},
+                    {"pending", n(core::Coverage::Pending)},
+                    {"in_progress", n(core::Coverage::InProgress)},
+                    {"orphaned", n(core::Coverage::Orphaned)},
+                    {"no_expiry", result.no_expiry},
+                    {"log_duplicates", c.log_duplicates},
+                    {"id_reuse", c.id_reuse},
+                    {"key_collisions", result.key_collisions},
+                    {"semantic_duplicates", c.semantic_duplicates}};
+  reports::PlacementInfo placement = request.placement;
+  placement.key_template = audit_options.key_template.text();
+  placement.consumer = request.consumer;
+  placement.ttl = result.ttl;
+  placement.ttl_estimate_low = result.ttl_low;
+  placement.ttl_estimate_high = result.ttl_high;
+  if (!request.audit.policy.ttl.known()) {
+    placement.ttl_source = result.ttl.known() ? "estimate" : "unknown";
+  }
+  placement.retention = audit_options.policy.retention;
+  report.placement = placement;
+  report.replay = result.replay;
+  report.coverage = result.partitions;
+  report.settings = {{"id", core::to_string(request.identify.id)},
+                     {"max lag", core::format_duration(audit_options.policy.max_lag_ms)},
+                     {"lease", core::format_duration(audit_options.policy.lease_ms)},
+                     {"now", core::format_time(now_ms)},
+                     {"fail on", request.fail_on_text}};
+  finish_report(report, std::move(info), log, std::move(result.findings), request.max_examples, request.fail_on,
+                source.positions());
+  return report;
+}
+
+} // namespace dedupctl::commands

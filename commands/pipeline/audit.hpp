@@ -1,0 +1,35 @@
+#pragma once
+
+#include "core/audit_analyzer.hpp"
+#include "core/dedup_store.hpp"
+#include "core/event.hpp"
+#include "core/identify.hpp"
+#include "core/log_analyzer.hpp"
+#include "core/source_info.hpp"
+#include "reports/report.hpp"
+
+#include <functional>
+#include <string>
+
+namespace dedupctl::commands {
+
+struct AuditRequest {
+  core::IdentifyOptions identify = core::default_identify_options();
+  core::LogAnalyzerOptions analyzer;
+  core::AuditOptions audit; // policy.now_ms is set by run_audit
+  std::string consumer;
+  bool has_seek = false;
+  core::FailOn fail_on;
+  std::string fail_on_text = "error";
+  std::size_t max_examples = 5;
+  reports::PlacementInfo placement; // kind, store, sources; TTL figures are filled in
+  std::function<void(std::int64_t)> progress;
+};
+
+// Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
+// and classifies every event (DESIGN.md "Coverage"). A source or store that fails midway gives an
+// incomplete report (exit 3, or 130 when interrupted) over what was read, never a clean verdict.
+reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms);
+
+} // namespace dedupctl::commands

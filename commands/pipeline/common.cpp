@@ -1,0 +1,58 @@
+#include "commands/pipeline/common.hpp"
+
+#include "core/errors.hpp"
+
+#include <algorithm>
+
+namespace dedupctl::commands {
+
+namespace {
+// Beyond this many events the tables grow as they fill instead of being allocated up front.
+constexpr std::int64_t k_max_presized_events = 64 * 1024 * 1024;
+} // namespace
+
+void read_source(core::EventSource& source, reports::Report& report,
+                 const std::function<void(const core::EventBatch&)>& on_batch) {
+  core::EventBatch batch;
+  try {
+    while (source.next_batch(batch)) {
+      on_batch(batch);
+    }
+  } catch (const UnreachableError& e) {
+    report.complete = false;
+    report.error = e.what();
+    report.exit_code = k_exit_unreachable;
+  } catch (const InterruptedError& e) {
+    report.complete = false;
+    report.error = e.what();
+    report.exit_code = k_exit_interrupted;
+  }
+}
+
+std::size_t expected_events(const core::SourceInfo& info) {
+  std::int64_t expected = 0;
+  for (const auto& range : info.partitions) {
+    expected += std::max<std::int64_t>(0, range.to - range.from);
+  }
+  return static_cast<std::size_t>(std::min<std::int64_t>(expected, k_max_presized_events));
+}
+
+void finish_report(reports::Report& report, core::SourceInfo info, const core::LogAnalyzer& log,
+                   std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
+                   const std::vector<core::PartitionPosition>& positions) {
+  core::finalize_source(info, positions);
+  report.findings = log.findings();
+  for (auto& finding : more_findings) {
+    report.findings.push_back(std::move(finding));
+  }
+  if (auto clamped = core::range_clamped_finding(info, max_examples)) {
+    report.findings.push_back(std::move(*clamped));
+  }
+  core::sort_findings(report.findings);
+  report.source = std::move(info);
+  if (report.complete) {
+    report.exit_code = core::exit_code_for(report.findings, fail_on);
+  }
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,28 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/log_analyzer.hpp"
+#include "core/source_info.hpp"
+#include "reports/report.hpp"
+
+#include <functional>
+
+// What scan and audit share: reading a source to its end (or to the failure that makes the report
+// incomplete) and folding in what the log alone shows.
+namespace dedupctl::commands {
+
+// Calls `on_batch` for every batch. An UnreachableError or InterruptedError marks the report
+// incomplete (exit 3 or 130) instead of propagating; a UsageError (malformed input) propagates.
+void read_source(core::EventSource& source, reports::Report& report,
+                 const std::function<void(const core::EventBatch&)>& on_batch);
+
+// How many events the resolved ranges hold (0 when unknown): tables are sized once from it.
+std::size_t expected_events(const core::SourceInfo& info);
+
+// Finalizes the source, adds the log analyzer's and range findings, sorts them and sets the exit
+// code of a complete report.
+void finish_report(reports::Report& report, core::SourceInfo info, const core::LogAnalyzer& log,
+                   std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
+                   const std::vector<core::PartitionPosition>& positions);
+
+} // namespace dedupctl::commands

@@ -1,0 +1,42 @@
+#pragma once
+
+#include "core/dedup_store.hpp"
+#include "core/store_uri.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+// Redis through hiredis, included by connectors/redis/redis.cpp only.
+namespace dedupctl::connectors::redis {
+
+inline constexpr std::int64_t k_default_timeout_ms = 10'000;
+
+struct RedisSettings {
+  core::StoreUri uri;
+  std::int64_t timeout_ms = k_default_timeout_ms; // connect and every command
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Lookups in pipelined batches: PTTL and GETRANGE 0 63 per key, one round trip a batch.
+// Connects (AUTH, SELECT) on creation. Every failure is an UnreachableError naming the server
+// (password redacted) and the cause: refused, timed out, closed, wrong password, LOADING.
+std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);
+
+struct SnapshotRecord {
+  std::string key;
+  std::optional<std::int64_t> pttl_ms; // nullopt: no expiry
+  std::string value;                    // the first 64 bytes
+};
+
+// SCAN MATCH pattern COUNT n (never KEYS) with PTTL and the value's first bytes per key; calls
+// `each` per live record and `progress` with the keys seen so far. Returns the time the scan
+// started; remaining TTLs are adjusted to that time.
+std::int64_t scan_records(const RedisSettings& settings, const std::string& match,
+                          const std::function<void(const SnapshotRecord&)>& each,
+                          const std::function<void(std::int64_t)>& progress);
+
+} // namespace dedupctl::connectors::redis
