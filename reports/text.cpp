@@ -135,6 +135,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     if (p.ttl_estimate_low && p.ttl_estimate_high) {
       estimate = fmt::format(", records say {}..{}", core::format_duration(*p.ttl_estimate_low),
                              core::format_duration(*p.ttl_estimate_high));
+      if (*p.ttl_estimate_low > *p.ttl_estimate_high) {
+        estimate += ": the records disagree, they were not all written with one TTL";
+      }
     }
     fmt::print(out, "  ttl {} ({}{})  retention {} ({})\n", detail::span_text(p.ttl), p.ttl_source, estimate,
                detail::span_text(p.retention), p.retention_source);

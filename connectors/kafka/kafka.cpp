@@ -645,6 +645,20 @@ std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& sett
   return config;
 }
 
+void commit_offsets(const KafkaSettings& settings, const std::string& group, const std::string& topic,
+                    const std::vector<std::pair<std::int32_t, std::int64_t>>& offsets) {
+  KafkaHandle rk = make_handle(RD_KAFKA_CONSUMER, settings, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const auto& [partition, offset] : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = offset;
+  }
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk.get(), list.get(), 0);
+  rd_kafka_consumer_close(rk.get());
+  if (err) {
+    unreachable(settings, fmt::format("commit for group '{}'", group), err);
+  }
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic) {
   KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
   std::vector<std::pair<std::int64_t, std::int64_t>> out;

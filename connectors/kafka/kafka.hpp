@@ -87,6 +87,10 @@ struct TopicRetentionConfig {
 std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms);
 
+// Commits offsets for a consumer group without joining it (tests, demos, replay checkpoints).
+void commit_offsets(const KafkaSettings& settings, const std::string& group, const std::string& topic,
+                    const std::vector<std::pair<std::int32_t, std::int64_t>>& offsets);
+
 // The low and high watermarks of every partition of a topic (for seeders and checks).
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic);
 

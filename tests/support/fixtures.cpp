@@ -363,6 +363,14 @@ void MockBroker::seed(const std::string& topic, const std::string& ndjson) {
   }
 }
 
+void MockBroker::commit(const std::string& group, const std::string& topic, const std::string& offsets) {
+  auto result = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--commit-group", group, "--commit",
+                             offsets});
+  if (result.exit_code != 0) {
+    throw std::runtime_error("commit failed: " + result.err);
+  }
+}
+
 RedisServer::RedisServer() {
   std::string program = find_program("redis-server");
   if (program.empty()) {
@@ -391,6 +399,13 @@ RedisServer::RedisServer() {
 }
 
 std::string RedisServer::command(const std::string& line) const { return redis_command(m_port, line); }
+
+void RedisServer::kill() {
+  if (m_process) {
+    m_process->signal(SIGKILL);
+    m_process->wait();
+  }
+}
 
 std::string redis_command(int port, const std::string& line) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

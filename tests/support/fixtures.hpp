@@ -111,6 +111,8 @@ public:
   std::string command(const std::string& line);
   // Produces kcat -J envelopes (with their timestamps) into a topic with the seeder.
   void seed(const std::string& topic, const std::string& ndjson);
+  // Commits offsets ("0=8,1=3") for a group with the seeder.
+  void commit(const std::string& group, const std::string& topic, const std::string& offsets);
 
 private:
   std::unique_ptr<Process> m_process;
@@ -130,6 +132,8 @@ public:
   std::string uri() const { return "redis://127.0.0.1:" + std::to_string(m_port); }
   // Sends one inline command and returns the raw reply ("+PONG\r\n").
   std::string command(const std::string& line) const;
+  // Kills the server at once (SIGKILL), as a crash would.
+  void kill();
 
 private:
   TempDir m_dir;

@@ -2,6 +2,7 @@
 // set timestamps), from kcat -J envelopes or generated for benchmarks.
 //
 //   seeder -b HOST:PORT --topic T --input FILE|- [--rebase-now] [--expect-log-start N]
+//   seeder -b HOST:PORT --topic T --commit-group G --commit P=OFFSET[,P=OFFSET…]
 //   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
 //
@@ -37,6 +38,8 @@ struct Options {
   long long start_ts = 1'700'000'000'000LL;
   long long step_ms = 1;
   long long expect_log_start = -1;
+  std::string commit_group;
+  std::string commit;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -158,11 +161,38 @@ int main(int argc, char** argv) {
       options.start_ts = std::atoll(value().c_str());
     } else if (arg == "--step-ms") {
       options.step_ms = std::atoll(value().c_str());
+    } else if (arg == "--commit-group") {
+      options.commit_group = value();
+    } else if (arg == "--commit") {
+      options.commit = value();
     } else if (arg == "--expect-log-start") {
       options.expect_log_start = std::atoll(value().c_str());
     } else {
       usage(fmt::format("unknown argument {}", arg).c_str());
     }
+  }
+  if (!options.commit_group.empty()) {
+    std::vector<std::pair<std::int32_t, std::int64_t>> offsets;
+    std::string spec = options.commit;
+    for (std::size_t pos = 0; pos < spec.size();) {
+      auto comma = spec.find(',', pos);
+      std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        usage("--commit takes P=OFFSET[,P=OFFSET…]");
+      }
+      offsets.emplace_back(std::atoi(item.substr(0, eq).c_str()), std::atoll(item.substr(eq + 1).c_str()));
+      pos = comma == std::string::npos ? spec.size() : comma + 1;
+    }
+    try {
+      dedupctl::connectors::kafka::KafkaSettings settings;
+      settings.bootstrap = options.bootstrap;
+      dedupctl::connectors::kafka::commit_offsets(settings, options.commit_group, options.topic, offsets);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "seeder: %s\n", e.what());
+      return 1;
+    }
+    return 0;
   }
   if (options.bootstrap.empty() || options.topic.empty() || (options.input.empty() && options.generate < 0)) {
     usage("need -b, --topic and --input or --generate");

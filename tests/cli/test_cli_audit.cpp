@@ -1,0 +1,307 @@
+// dedupctl audit and snapshot end to end: a real redis-server and the mock cluster, planted data,
+// exact counts for every coverage state and finding, and every way the store can fail.
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr long long k_minute = 60'000;
+constexpr long long k_hour = 60 * k_minute;
+
+long long wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string envelope(long long offset, long long ts, const std::string& id, const std::string& type) {
+  std::string headers = id.empty() ? fmt::format(R"(["type","{}"])", type)
+                                   : fmt::format(R"(["event_id","{}","type","{}"])", id, type);
+  return fmt::format(R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":{},"key":"k{}","payload":"{{\"n\":{}}}"}})",
+                     offset, ts, headers, offset, offset) +
+         "\n";
+}
+
+// Ten events, one partition, group "billing" committed at 8; TTL 1h, retention 7d. `now` is the
+// audit's now; `edge` is the timestamp of event 1 (missing while within the TTL).
+std::string planted(long long now, long long edge) {
+  return envelope(0, now - 48 * k_hour, "e-0", "PaymentCharged") +  // absent, past TTL: expired
+         envelope(1, edge, "e-1", "PaymentCharged") +                // absent, within TTL: missing
+         envelope(2, now - 30 * k_minute, "e-2", "PaymentCharged") + // pttl 30m: expiring
+         envelope(3, now - 30 * k_minute, "e-3", "PaymentCharged") + // no expiry: covered, no_expiry
+         envelope(4, now - 2 * k_hour, "e-4", "PaymentCharged") +    // processing, below committed: orphaned
+         envelope(5, now - 10 * k_minute, "", "EmailSent") +         // no id
+         envelope(6, now - 10 * k_minute, "e-6", "PaymentCharged") + // pttl 8d: covered
+         envelope(7, now - 40 * k_minute, "e-7", "PaymentCharged") + // absent, within TTL: missing
+         envelope(8, now - 1 * k_minute, "e-8", "PaymentCharged") +  // processing, at committed: in progress
+         envelope(9, now - 1 * k_minute, "e-9", "PaymentCharged");   // absent at/after committed: pending
+}
+
+// Snapshot lines for the records above (remaining TTLs as of the snapshot's time).
+std::string snapshot(long long taken_at) {
+  return fmt::format("# dedupctl-snapshot v1\ttaken_at={}\tstore=redis://test\tmatch=dedup:pay:*\n", taken_at) +
+         fmt::format("dedup:pay:e-2\t{}\tdone\n", 30 * k_minute) + "dedup:pay:e-3\t-\tdone\n" +
+         fmt::format("dedup:pay:e-4\t{}\tprocessing\n", k_minute) +
+         fmt::format("dedup:pay:e-6\t{}\tdone\n", 8 * 24 * k_hour) +
+         fmt::format("dedup:pay:e-8\t{}\tprocessing:run-1\n", k_minute);
+}
+
+void plant_records(const RedisServer& redis) {
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET dedup:pay:e-3 done"), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour)), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET unrelated:key x"), "+OK\r\n");
+}
+
+Json parse(const CommandResult& result) {
+  try {
+    return Json::parse(result.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << result.out << "\n" << result.err;
+    return Json::object();
+  }
+}
+
+std::map<std::string, long long> finding_counts(const Json& doc) {
+  std::map<std::string, long long> out;
+  for (const auto& f : doc.at("findings")) {
+    out[f.at("id")] = f.at("count");
+  }
+  return out;
+}
+
+void expect_planted(const Json& doc) {
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("events"), 10);
+  EXPECT_EQ(s.at("expired"), 1);
+  EXPECT_EQ(s.at("missing"), 2);
+  EXPECT_EQ(s.at("expiring"), 1);
+  EXPECT_EQ(s.at("covered"), 2);
+  EXPECT_EQ(s.at("no_expiry"), 1);
+  EXPECT_EQ(s.at("orphaned"), 1);
+  EXPECT_EQ(s.at("in_progress"), 1);
+  EXPECT_EQ(s.at("pending"), 1);
+  EXPECT_EQ(s.at("no_id"), 1);
+  long long sum = 0;
+  for (const char* state : {"no_id", "covered", "expiring", "expired", "missing", "pending", "in_progress", "orphaned"}) {
+    sum += s.at(state).get<long long>();
+  }
+  EXPECT_EQ(sum, 10) << "every event in exactly one state";
+  EXPECT_EQ(finding_counts(doc), (std::map<std::string, long long>{{"ttl-shorter-than-retention", 1},
+                                                                  {"ttl-gap", 1},
+                                                                  {"missing-record", 2},
+                                                                  {"expiring-before-retention", 1},
+                                                                  {"orphaned-claim", 1},
+                                                                  {"no-expiry", 1},
+                                                                  {"missing-event-id", 1},
+                                                                  {"replay-risk", 2}}));
+  const auto& replay = doc.at("replay");
+  EXPECT_EQ(replay.at("window"), "[seek, committed)");
+  EXPECT_EQ(replay.at("events"), 6); // offsets 2..7
+  EXPECT_EQ(replay.at("would_skip"), 3);
+  EXPECT_EQ(replay.at("would_reapply"), 2);
+  EXPECT_EQ(replay.at("would_skip_unfinished"), 1);
+  EXPECT_EQ(replay.at("by_type").at("PaymentCharged").at("would_reapply"), 1);
+  EXPECT_EQ(replay.at("by_type").at("PaymentCharged").at("side_effects"), "external");
+  EXPECT_EQ(replay.at("by_type").at("EmailSent").at("side_effects"), "idempotent");
+  ASSERT_EQ(replay.at("safe_from").size(), 1u);
+  EXPECT_EQ(replay.at("safe_from")[0].at("offset"), 8);
+  EXPECT_EQ(doc.at("placement").at("ttl_ms"), k_hour);
+  EXPECT_EQ(doc.at("placement").at("retention_ms"), 7 * 24 * k_hour);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("committed"), 8);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("seek"), 2);
+  EXPECT_EQ(doc.at("exit_code"), 1);
+}
+
+std::vector<std::string> audit_args(const std::string& bootstrap, const std::string& store,
+                                    std::vector<std::string> extra = {}, const std::string& format = "json") {
+  std::vector<std::string> args{"audit",          "-b",         bootstrap,      "--topic",
+                                "pay",            "--group",    "billing",      "--seek",
+                                "2",              "--store",    store,          "--key-template",
+                                "dedup:pay:{event_id}", "--ttl", "1h",          "--retention",
+                                "7d",             "--side-effects", "EmailSent=idempotent", "-o",
+                                format};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+} // namespace
+
+class AuditRedis : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    m_now = wall_ms();
+    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
+    m_broker.commit("billing", "pay", "0=8");
+    plant_records(m_redis);
+  }
+  MockBroker m_broker{{"pay:1"}};
+  RedisServer m_redis;
+  long long m_now = 0;
+};
+
+TEST_F(AuditRedis, EveryCoverageStateAndFindingIsCountedExactly) {
+  auto result = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri()));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), true);
+  expect_planted(doc);
+  EXPECT_EQ(doc.at("placement").at("store"), m_redis.uri());
+}
+
+TEST_F(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
+  auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.out.find("pay[0]     2        1         1        2        1        1            1         1"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("REPLAY WINDOW [seek, committed)"), std::string::npos);
+  EXPECT_NE(result.out.find("safe from pay[0]@8"), std::string::npos) << result.out;
+  auto markdown = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "markdown"));
+  EXPECT_NE(markdown.out.find("## Replay window `[seek, committed)`"), std::string::npos) << markdown.out;
+}
+
+TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
+  auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+  args.erase(std::find(args.begin(), args.end(), "--ttl"), std::find(args.begin(), args.end(), "--ttl") + 2);
+  auto doc = parse(run_dedupctl(args));
+  const auto& placement = doc.at("placement");
+  EXPECT_EQ(placement.at("ttl_source"), "estimate");
+  // max(pttl) comes from e-6 (8 days left); min(pttl + age) from e-2 (30 min left, 30 min old):
+  // these records were not written with one TTL, and the report shows both bounds.
+  EXPECT_GE(placement.at("ttl_estimate_ms").at("low").get<long long>(), 8 * 24 * k_hour - k_minute);
+  EXPECT_LE(placement.at("ttl_estimate_ms").at("high").get<long long>(), k_hour + k_minute);
+  EXPECT_GE(placement.at("ttl_estimate_ms").at("high").get<long long>(), k_hour - k_minute);
+  EXPECT_EQ(placement.at("ttl_ms"), placement.at("ttl_estimate_ms").at("high")); // classified with the upper bound
+  auto text = run_dedupctl([&] {
+    auto a = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
+    a.erase(std::find(a.begin(), a.end(), "--ttl"), std::find(a.begin(), a.end(), "--ttl") + 2);
+    return a;
+  }());
+  EXPECT_NE(text.out.find("records disagree"), std::string::npos) << text.out;
+}
+
+TEST_F(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
+  TempDir dir;
+  auto snap = run_dedupctl({"snapshot", "--store", m_redis.uri(), "--match", "dedup:pay:*", "--output",
+                            dir.file("keys.tsv")});
+  ASSERT_EQ(snap.exit_code, 0) << snap.err;
+  std::string text = read_file(dir.file("keys.tsv"));
+  EXPECT_EQ(text.rfind("# dedupctl-snapshot v1\ttaken_at=", 0), 0u) << text;
+  EXPECT_EQ(text.find("unrelated:key"), std::string::npos) << "--match is honoured";
+  EXPECT_NE(text.find("dedup:pay:e-3\t-\tdone"), std::string::npos) << text;
+  auto live = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri())));
+  auto offline = parse(run_dedupctl(audit_args(m_broker.bootstrap(), "file:" + dir.file("keys.tsv"))));
+  EXPECT_EQ(offline.at("placement").at("kind"), "file");
+  EXPECT_EQ(offline.at("summary"), live.at("summary"));
+  EXPECT_EQ(finding_counts(offline), finding_counts(live));
+}
+
+TEST_F(AuditRedis, RedisKilledMidAuditIsExit3AndIncomplete) {
+  // Pause Redis so the audit's first lookup waits on it, then kill the server under it.
+  ASSERT_EQ(m_redis.command("CLIENT PAUSE 5000"), "+OK\r\n");
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {"-q"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process audit(argv, options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  m_redis.kill();
+  std::string out;
+  while (auto line = audit.read_line(std::chrono::seconds(20))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(audit.wait(), 3);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("exit_code"), 3);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("Redis at 127.0.0.1"), std::string::npos);
+}
+
+TEST_F(AuditRedis, AClientPauseLongerThanTheTimeoutIsExit3) {
+  ASSERT_EQ(m_redis.command("CLIENT PAUSE 4000"), "+OK\r\n");
+  auto started = std::chrono::steady_clock::now();
+  auto result = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {"--timeout", "1s"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4));
+  EXPECT_NE(result.err.find("timed out after 1000 ms"), std::string::npos) << result.err;
+  EXPECT_EQ(parse(result).at("complete"), false);
+}
+
+TEST_F(AuditRedis, AWrongPasswordIsExit3AndThePasswordIsNeverPrinted) {
+  ASSERT_EQ(m_redis.command("CONFIG SET requirepass s3cret-pw"), "+OK\r\n");
+  std::string uri = fmt::format("redis://:wrong-pw-123@127.0.0.1:{}", m_redis.port());
+  auto wrong = run_dedupctl(audit_args(m_broker.bootstrap(), uri));
+  EXPECT_EQ(wrong.exit_code, 3) << wrong.err;
+  EXPECT_NE(wrong.err.find("refused the credentials"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.err.find("wrong-pw-123"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.out.find("wrong-pw-123"), std::string::npos) << wrong.out;
+  auto right = run_dedupctl(audit_args(m_broker.bootstrap(), fmt::format("redis://:s3cret-pw@127.0.0.1:{}", m_redis.port())));
+  EXPECT_EQ(right.exit_code, 1) << right.err;
+  EXPECT_EQ(right.out.find("s3cret-pw"), std::string::npos);
+  EXPECT_NE(right.out.find("redis://:***@127.0.0.1"), std::string::npos);
+  expect_planted(parse(right));
+}
+
+TEST(AuditRedisDown, AnUnreachableStoreIsExit3) {
+  MockBroker broker({"pay:1"});
+  auto result = run_dedupctl({"audit", "-b", broker.bootstrap(), "--topic", "pay", "--store",
+                              fmt::format("redis://127.0.0.1:{}", free_port()), "-o", "json"});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("connection refused"), std::string::npos) << result.err;
+  EXPECT_EQ(parse(result).at("complete"), false);
+}
+
+TEST(AuditSnapshot, BoundariesAreExactAgainstASnapshotsTime) {
+  // A snapshot fixes now, so the edges can be checked to the millisecond end to end.
+  const long long taken_at = 1'795'161'600'000LL; // 2026-11-20T08:00:00Z
+  MockBroker broker({"pay:1"});
+  broker.seed("pay", planted(taken_at, taken_at - k_hour)); // event 1 exactly at ts + TTL == now
+  broker.commit("billing", "pay", "0=8");
+  TempDir dir;
+  write_file(dir.file("keys.tsv"), snapshot(taken_at));
+  auto doc = parse(run_dedupctl(audit_args(broker.bootstrap(), "file:" + dir.file("keys.tsv"))));
+  expect_planted(doc); // event 1 at the edge is missing, not expired
+  EXPECT_EQ(doc.at("generated_at"), "2026-11-20T08:00:00.000Z");
+  MockBroker past_edge({"pay:1"});
+  past_edge.seed("pay", planted(taken_at, taken_at - k_hour - 1)); // one ms past the TTL: expired
+  past_edge.commit("billing", "pay", "0=8");
+  auto doc2 = parse(run_dedupctl(audit_args(past_edge.bootstrap(), "file:" + dir.file("keys.tsv"))));
+  EXPECT_EQ(doc2.at("summary").at("expired"), 2);
+  EXPECT_EQ(doc2.at("summary").at("missing"), 1);
+}
+
+TEST(AuditUsage, BadPlacementFlagsAreExit2) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::vector<Case> cases{
+      {{"audit", "--input", "-", "--store", "redis://h:1", "--key-template", "dedup:{order_id}"}, "unknown placeholder {order_id}"},
+      {{"audit", "--input", "-", "--store", "mongodb://h"}, "invalid --store"},
+      {{"audit", "--input", "-", "--store", "redis://h:1", "--ttl", "forever"}, "invalid --ttl 'forever'"},
+      {{"audit", "--input", "-", "--store", "redis://h:1", "--side-effects", "Charge=scary"}, "invalid --side-effects"},
+      {{"audit", "--input", "-", "--store", "redis://h:1", "--seek", "-5"}, "--seek needs --group"},
+      {{"audit", "--input", "-"}, "--store is required"},
+      {{"audit", "--input", "-", "--store", "file:/no/such/snapshot"}, "cannot read snapshot /no/such/snapshot"},
+  };
+  for (const auto& c : cases) {
+    auto result = run_dedupctl(c.args);
+    EXPECT_EQ(result.exit_code, 2) << c.message << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << result.err;
+  }
+}
