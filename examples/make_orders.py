@@ -5,7 +5,8 @@ order) over two days, with the log-level problems dedupctl scan must find plante
 - 3 producer retries: the same event (id and payload) again a few seconds later;
 - 1 id reused for 3 different payloads (a producer that used the order id as the event id): 2 id-reuse;
 - 2 retries with a new id: the same payload under a fresh event id 20 s later (semantic duplicates);
-- 5 events without an event id (a legacy producer: no header, no event_id field).
+- 5 events without an event id (a legacy producer: no header, no event_id field);
+- and, clean, a burst of 30 orders in the last hour (the records a 1h TTL still holds).
 
 Deterministic; run it again only to change the data, and update the expected numbers in
 tests/cli/test_cli_scan.cpp and README.md when you do.
@@ -44,6 +45,16 @@ for n in range(1000, 1100):
           new_id())
     if n % 3 == 0:
         event(t + 3_600_000, order, "OrderShipped", {"carrier": random.choice(["dhl", "ups", "gls"])}, new_id())
+
+# The last hour: a clean burst of 30 orders (the dedup records a 1h TTL still holds).
+t = BASE - 55 * 60_000
+for n in range(2000, 2030):
+    order = f"order-{n}"
+    t += random.randint(60_000, 110_000)
+    amount = random.randint(500, 50_000)
+    event(t, order, "OrderPlaced", {"amount_cents": amount, "customer": f"c-{random.randint(1, 400)}"}, new_id())
+    event(t + 3_000, order, "PaymentCharged", {"amount_cents": amount, "psp_ref": f"ch_{random.getrandbits(48):012x}"},
+          new_id())
 
 # Producer retries: the same record again, 2 s later (acks timed out, the producer sent it again).
 for index in (10, 57, 140):

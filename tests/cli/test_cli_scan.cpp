@@ -79,7 +79,7 @@ std::map<std::string, long long> counts(const Json& doc) {
 
 // The numbers planted in examples/orders.ndjson (see examples/make_orders.py).
 void expect_planted_numbers(const Json& doc) {
-  EXPECT_EQ(doc.at("summary").at("events"), 246);
+  EXPECT_EQ(doc.at("summary").at("events"), 306);
   EXPECT_EQ(doc.at("summary").at("no_id"), 5);
   EXPECT_EQ(doc.at("summary").at("log_duplicates"), 3);
   EXPECT_EQ(doc.at("summary").at("id_reuse"), 2);
@@ -123,9 +123,9 @@ TEST_F(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
     EXPECT_EQ(p.at("events"), p.at("log_end"));
     sum += p.at("events").get<long long>();
   }
-  EXPECT_EQ(sum, 246);
+  EXPECT_EQ(sum, 306);
   // Resolved ranges go to stderr as topic[partition] from..to.
-  EXPECT_NE(result.err.find("orders[0] 0..63 (log 0..63)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("orders[0] 0..79 (log 0..79)"), std::string::npos) << result.err;
 }
 
 TEST_F(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
@@ -156,17 +156,17 @@ TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
   ASSERT_EQ(doc.at("source").at("partitions").size(), 2u);
   EXPECT_EQ(doc.at("summary").at("events"), 20);
   EXPECT_EQ(doc.at("source").at("partitions")[0].at("partition"), 1);
-  EXPECT_EQ(doc.at("source").at("partitions")[0].at("from"), 49);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("from"), 65);
   // @TIME on the mock (which answers time lookups with -1): the reader skips older events. The
-  // bundled data holds 8 events at or after 2026-11-21T19:00:00Z (the seeder kept the file's times).
+  // bundled data holds 68 events at or after 2026-11-21T19:00:00Z (the seeder kept the file's times).
   auto recent = run_dedupctl(
       {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--from", "@2026-11-21T19:00:00Z", "-o", "json"});
-  EXPECT_EQ(parse(recent).at("summary").at("events"), 8) << recent.err;
+  EXPECT_EQ(parse(recent).at("summary").at("events"), 68) << recent.err;
   auto from_file = run_dedupctl({"scan", "--input", k_orders, "--from", "@2026-11-21T20:00:00+01:00", "-o", "json"});
-  EXPECT_EQ(parse(from_file).at("summary").at("events"), 8);
+  EXPECT_EQ(parse(from_file).at("summary").at("events"), 68);
   auto until = run_dedupctl(
       {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--to", "@2026-11-21T19:00:00Z", "-o", "json"});
-  EXPECT_EQ(parse(until).at("summary").at("events"), 246 - 8);
+  EXPECT_EQ(parse(until).at("summary").at("events"), 306 - 68);
 }
 
 TEST_F(SeededTopic, OutputFileIsWrittenWhole) {
