@@ -19,6 +19,23 @@ namespace {
 // DescribeConfigs gets a short leash: the audit can go on without it (retention unknown).
 constexpr std::int64_t k_describe_timeout_ms = 3000;
 
+// The admin path: DescribeConfigs through the Kafka connector.
+class BrokerTopicConfigs final : public TopicConfigs {
+public:
+  explicit BrokerTopicConfigs(const Context& context) : m_context(context) {}
+  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
+  retention(const std::string& topic) override {
+    auto config = connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_describe_timeout_ms);
+    if (!config) {
+      return std::nullopt;
+    }
+    return std::make_pair(config->retention_ms, config->cleanup_policy);
+  }
+
+private:
+  const Context& m_context;
+};
+
 struct AuditOptions {
   SourceOptions source;
   IdentityOptions identity;
@@ -64,14 +81,13 @@ int run(const AuditOptions& options, Context& context) {
   }
   OpenedSource opened = open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt);
   std::optional<std::string> failure = opened.failure;
-  if (!failure && !request.audit.policy.retention.known() && opened.info.kind == "kafka" && !opened.info.topics.empty()) {
-    auto config = connectors::kafka::describe_retention(kafka_settings(context), opened.info.topics.front(),
-                                                        k_describe_timeout_ms);
-    if (config) {
-      request.audit.policy.retention = core::retention_from_configs(config->retention_ms, config->cleanup_policy);
-      request.placement.retention_source = request.audit.policy.retention.known() ? "broker" : "unknown";
-    }
-    if (!request.audit.policy.retention.known()) {
+  if (!failure) {
+    BrokerTopicConfigs broker(context);
+    auto decision = decide_retention(request.audit.policy.retention, opened.info.topics,
+                                     opened.info.kind == "kafka" ? &broker : nullptr);
+    request.audit.policy.retention = decision.retention;
+    request.placement.retention_source = decision.source;
+    if (decision.source == "unknown" && !opened.info.topics.empty()) {
       context.note(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs); pass "
                                "--retention to check the TTL against it",
                                opened.info.topics.front()));

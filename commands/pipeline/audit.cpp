@@ -1,11 +1,28 @@
 #include "commands/pipeline/audit.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "core/retention.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
 
 namespace dedupctl::commands {
+
+RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
+                                   TopicConfigs* configs) {
+  if (flag.known()) {
+    return {flag, "flag"};
+  }
+  if (configs && !topics.empty()) {
+    if (auto described = configs->retention(topics.front())) {
+      auto span = core::retention_from_configs(described->first, described->second);
+      if (span.known()) {
+        return {span, "broker"};
+      }
+    }
+  }
+  return {core::Span{}, "unknown"};
+}
 
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms) {

@@ -9,6 +9,8 @@
 #include "reports/report.hpp"
 
 #include <functional>
+#include <optional>
+#include <utility>
 #include <string>
 
 namespace dedupctl::commands {
@@ -25,6 +27,25 @@ struct AuditRequest {
   reports::PlacementInfo placement; // kind, store, sources; TTL figures are filled in
   std::function<void(std::int64_t)> progress;
 };
+
+// A topic's retention configs as the broker describes them. Abstract so that the admin path is
+// tested with a fake: librdkafka's mock cluster cannot answer DescribeConfigs.
+class TopicConfigs {
+public:
+  virtual ~TopicConfigs() = default;
+  // retention.ms and cleanup.policy; nullopt when the broker could not answer.
+  virtual std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
+  retention(const std::string& topic) = 0;
+};
+
+struct RetentionDecision {
+  core::Span retention;
+  std::string source; // flag, broker, unknown
+};
+
+// --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
+RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
+                                   TopicConfigs* configs);
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
 // and classifies every event (DESIGN.md "Coverage"). A source or store that fails midway gives an

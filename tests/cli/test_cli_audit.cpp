@@ -305,3 +305,12 @@ TEST(AuditUsage, BadPlacementFlagsAreExit2) {
     EXPECT_NE(result.err.find(c.message), std::string::npos) << result.err;
   }
 }
+
+TEST_F(AuditRedis, TheDatabaseInTheUriIsSelected) {
+  for (const char* key : {"dedup:pay:e-2", "dedup:pay:e-3", "dedup:pay:e-4", "dedup:pay:e-6", "dedup:pay:e-8"}) {
+    ASSERT_EQ(m_redis.command(fmt::format("MOVE {} 3", key)), ":1\r\n"); // MOVE keeps the TTL
+  }
+  expect_planted(parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri() + "/3"))));
+  auto db0 = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri() + "/0")));
+  EXPECT_EQ(db0.at("summary").at("covered"), 0);
+}

@@ -1,0 +1,118 @@
+#include "commands/pipeline/audit.hpp"
+#include "core/errors.hpp"
+#include "tests/unit/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace dedupctl;
+using namespace dedupctl::commands;
+using dedupctl::testing::FakeEventSource;
+using dedupctl::testing::with_header_id;
+
+namespace {
+
+constexpr std::int64_t k_hour = 3'600'000;
+constexpr std::int64_t k_now = 1000 * k_hour;
+
+// The admin path's fake: answers what the test says, and records what was asked.
+class FakeTopicConfigs final : public TopicConfigs {
+public:
+  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>> answer;
+  std::vector<std::string> asked;
+  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
+  retention(const std::string& topic) override {
+    asked.push_back(topic);
+    return answer;
+  }
+};
+
+// A dedup store in memory that records the batches it was asked, and can fail on the Nth.
+class FakeDedupStore final : public core::DedupStore {
+public:
+  std::map<std::string, std::pair<std::optional<std::int64_t>, std::string>> records;
+  std::vector<std::size_t> batch_sizes;
+  std::optional<std::size_t> fail_on_batch;
+
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    if (fail_on_batch && batch_sizes.size() == *fail_on_batch) {
+      throw UnreachableError("cannot reach Redis at fake:6379 during a lookup (the server closed the connection)");
+    }
+    batch_sizes.push_back(keys.size());
+    out.assign(keys.size(), core::RecordState{});
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = records.find(keys[i]);
+      if (it != records.end()) {
+        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second};
+      }
+    }
+  }
+  std::string kind() const override { return "fake"; }
+};
+
+std::int64_t summary(const reports::Report& report, const std::string& name) {
+  for (const auto& [key, value] : report.summary) {
+    if (key == name) {
+      return value;
+    }
+  }
+  return -1;
+}
+
+} // namespace
+
+TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
+  FakeTopicConfigs broker;
+  broker.answer = std::make_pair(std::optional<std::string>("86400000"), std::optional<std::string>("delete"));
+  auto flag = decide_retention(core::Span{7 * 24 * k_hour, false}, {"orders"}, &broker);
+  EXPECT_EQ(flag.source, "flag");
+  EXPECT_TRUE(broker.asked.empty()) << "a flag means the broker is not asked";
+  auto described = decide_retention(core::Span{}, {"orders", "other"}, &broker);
+  EXPECT_EQ(described.source, "broker");
+  EXPECT_EQ(described.retention.ms, 24 * k_hour);
+  EXPECT_EQ(broker.asked, std::vector<std::string>{"orders"});
+  broker.answer = std::make_pair(std::optional<std::string>("604800000"), std::optional<std::string>("compact"));
+  EXPECT_TRUE(decide_retention(core::Span{}, {"orders"}, &broker).retention.infinite);
+  broker.answer.reset(); // the mock cluster: no answer
+  auto unknown = decide_retention(core::Span{}, {"orders"}, &broker);
+  EXPECT_EQ(unknown.source, "unknown");
+  EXPECT_FALSE(unknown.retention.known());
+  EXPECT_EQ(decide_retention(core::Span{}, {"orders"}, nullptr).source, "unknown");
+}
+
+TEST(AuditPipeline, LooksUpOneBatchAtATimeAndClassifies) {
+  FakeEventSource source({with_header_id(0, 0, k_now - 48 * k_hour, "a", "{}"),
+                          with_header_id(0, 1, k_now - 10 * 60'000, "b", "{}"),
+                          with_header_id(0, 2, k_now - 10 * 60'000, "c", "{}")},
+                         2);
+  FakeDedupStore store;
+  store.records["dedup:c"] = {50 * 60'000, "done"};
+  AuditRequest request;
+  request.audit.key_template = core::KeyTemplate::parse("dedup:{event_id}");
+  request.audit.policy.ttl.ms = k_hour;
+  request.audit.policy.retention.ms = 7 * 24 * k_hour;
+  auto report = run_audit(request, source, store, core::SourceInfo{}, k_now);
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(store.batch_sizes, (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(summary(report, "expired"), 1);
+  EXPECT_EQ(summary(report, "missing"), 1);
+  EXPECT_EQ(summary(report, "expiring"), 1);
+  EXPECT_EQ(report.exit_code, 1);
+  ASSERT_TRUE(report.placement.has_value());
+  EXPECT_EQ(report.placement->key_template, "dedup:{event_id}");
+}
+
+TEST(AuditPipeline, AStoreThatFailsMidwayGivesAnIncompleteReport) {
+  FakeEventSource source({with_header_id(0, 0, k_now, "a", "{}"), with_header_id(0, 1, k_now, "b", "{}"),
+                          with_header_id(0, 2, k_now, "c", "{}")},
+                         1);
+  FakeDedupStore store;
+  store.fail_on_batch = 1;
+  AuditRequest request;
+  request.audit.policy.ttl.ms = k_hour;
+  auto report = run_audit(request, source, store, core::SourceInfo{}, k_now);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_NE(report.error->find("fake:6379"), std::string::npos);
+}
