@@ -109,29 +109,13 @@ int run(const AuditOptions& options, Context& context) {
   }
   reports::Report report;
   if (failure) {
-    report.command = "audit";
-    report.generated_at_ms = context.now_ms();
-    report.complete = false;
-    report.error = failure;
-    report.exit_code = k_exit_unreachable;
-    report.fail_on = request.fail_on_text;
-    report.source = opened.info;
+    report = unreachable_report("audit", *failure, opened.info, context);
     report.placement = request.placement;
   } else {
     note_ranges(opened.info, context);
     report = run_audit(request, *opened.source, *store, opened.info, now);
-    if (opened.file) {
-      report.source->invalid_lines = opened.file->invalid_lines();
-    }
   }
-  if (context.progress) {
-    context.progress("");
-  }
-  if (report.error) {
-    context.note(fmt::format("error: {}", *report.error));
-  }
-  write_report(report, format, context);
-  return report.exit_code;
+  return deliver_report(report, opened, format, context);
 }
 
 } // namespace

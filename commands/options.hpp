@@ -82,6 +82,14 @@ OpenedSource open_source(const SourceOptions& options, const Context& context,
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
 void note_ranges(const core::SourceInfo& info, const Context& context);
 
+// The report of a run that could not reach its systems before reading anything: exit 3.
+reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
+                                   const Context& context);
+
+// The end every command shares: counts skipped input lines, clears the progress line, says the
+// error on stderr, writes the report in --format and returns its exit code.
+int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format, const Context& context);
+
 // Renders the report to --output (or stdout) in --format.
 void write_report(const reports::Report& report, reports::Format format, const Context& context);
 

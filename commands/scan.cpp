@@ -38,28 +38,12 @@ int run(const ScanOptions& options, Context& context) {
   OpenedSource opened = open_source(options.source, context);
   reports::Report report;
   if (opened.failure) {
-    report.command = "scan";
-    report.generated_at_ms = context.now_ms();
-    report.complete = false;
-    report.error = opened.failure;
-    report.exit_code = k_exit_unreachable;
-    report.fail_on = request.fail_on_text;
-    report.source = opened.info;
+    report = unreachable_report("scan", *opened.failure, opened.info, context);
   } else {
     note_ranges(opened.info, context);
     report = run_scan(request, *opened.source, opened.info, context.now_ms());
-    if (opened.file) {
-      report.source->invalid_lines = opened.file->invalid_lines();
-    }
   }
-  if (context.progress) {
-    context.progress("");
-  }
-  if (report.error) {
-    context.note(fmt::format("error: {}", *report.error));
-  }
-  write_report(report, format, context);
-  return report.exit_code;
+  return deliver_report(report, opened, format, context);
 }
 
 } // namespace

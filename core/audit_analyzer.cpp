@@ -178,16 +178,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   if (window) {
     partition.window_times.emplace_back(event.offset, event.timestamp_ms);
   }
-  auto example = [&] {
-    Example ex;
-    ex.event_id = std::string(identity.id);
-    ex.topic = std::string(event.topic);
-    ex.partition = event.partition;
-    ex.offset = event.offset;
-    ex.timestamp_ms = event.timestamp_ms;
-    ex.dedup_key = std::string(dedup_key);
-    return ex;
-  };
+  auto example = [&] { return example_of(event, identity, dedup_key); };
   auto reapplied_example = [&](Coverage state) {
     if (window && state != Coverage::Pending) {
       if (state == Coverage::NoId || state == Coverage::Expired || state == Coverage::Missing) {

@@ -243,6 +243,18 @@ struct Identifier::Impl {
   }
 };
 
+Example example_of(const Event& event, const Identity& identity, std::string_view dedup_key, std::string note) {
+  Example ex;
+  ex.event_id = std::string(identity.id);
+  ex.topic = std::string(event.topic);
+  ex.partition = event.partition;
+  ex.offset = event.offset;
+  ex.timestamp_ms = event.timestamp_ms;
+  ex.dedup_key = std::string(dedup_key);
+  ex.note = std::move(note);
+  return ex;
+}
+
 Identifier::Identifier(IdentifyOptions options) : m_impl(std::make_unique<Impl>(std::move(options))) {}
 Identifier::~Identifier() = default;
 

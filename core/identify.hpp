@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 #include "core/field_spec.hpp"
+#include "core/finding.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,10 @@ struct Identity {
   std::uint64_t semantic_hash = 0;
   const std::string_view* extra = nullptr; // one value per IdentifyOptions::extra
 };
+
+// A finding's example for one event: its id, topic, partition, offset and timestamp.
+Example example_of(const Event& event, const Identity& identity, std::string_view dedup_key = {},
+                   std::string note = {});
 
 // Takes ids, types, entities and fingerprints of a batch. JSON is parsed at most once per event,
 // and only when a json: spec is reached.

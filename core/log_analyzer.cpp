@@ -21,22 +21,11 @@ void LogAnalyzer::observe(std::span<const Event> events, std::span<const Identit
   }
 }
 
-Example LogAnalyzer::example(const Event& event, const Identity& identity, std::string note) const {
-  Example ex;
-  ex.event_id = std::string(identity.id);
-  ex.topic = std::string(event.topic);
-  ex.partition = event.partition;
-  ex.offset = event.offset;
-  ex.timestamp_ms = event.timestamp_ms;
-  ex.note = std::move(note);
-  return ex;
-}
-
 void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   ++m_counters.events;
   if (!identity.has_id) {
     ++m_counters.no_id;
-    m_missing_id.add(event.partition, [&] { return example(event, identity, std::string(identity.no_id_reason)); });
+    m_missing_id.add(event.partition, [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
     return;
   }
   bool inserted = false;
@@ -51,13 +40,13 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
                                                 later->second.end());
     if (same) {
       ++m_counters.log_duplicates;
-      m_log_duplicate.add(event.partition, [&] { return example(event, identity); });
+      m_log_duplicate.add(event.partition, [&] { return example_of(event, identity); });
     } else {
       ++m_counters.id_reuse;
       m_reused[identity.id_hash].push_back(payload);
       std::uint32_t original = first;
       m_id_reuse.add(event.partition, [&] {
-        return example(event, identity,
+        return example_of(event, identity, {},
                        fmt::format("payload {:08x} differs from the first payload {:08x} of this id", payload,
                                    original));
       });
@@ -81,7 +70,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
     if (std::max(gap, -gap) <= m_options.semantic_window_ms) {
       ++m_counters.semantic_duplicates;
       m_semantic_duplicate.add(event.partition, [&] {
-        return example(event, identity,
+        return example_of(event, identity, {},
                        fmt::format("same semantic key as an event with another id {} {}",
                                    format_duration(std::max(gap, -gap)), gap >= 0 ? "earlier" : "later"));
       });

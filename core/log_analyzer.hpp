@@ -57,8 +57,6 @@ private:
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)
   using SemanticEntry = std::uint64_t;
 
-  Example example(const Event& event, const Identity& identity, std::string note = {}) const;
-
   LogAnalyzerOptions m_options;
   LogCounters m_counters;
   FlatHashMap<std::uint32_t> m_first_payload;                            // id → first payload
