@@ -46,7 +46,7 @@ struct AuditOptions {
 };
 
 int run(const AuditOptions& options, Context& context) {
-  auto format = reports::parse_format(context.global.format);
+  auto format = parse_output_format(context);
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;

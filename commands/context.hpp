@@ -45,6 +45,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global);
 CommandRunner register_scan(CLI::App& app, Context& context);
 CommandRunner register_audit(CLI::App& app, Context& context);
 CommandRunner register_snapshot(CLI::App& app, Context& context);
+CommandRunner register_check(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
 
 } // namespace dedupctl::commands

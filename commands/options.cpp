@@ -262,6 +262,14 @@ void note_ranges(const core::SourceInfo& info, const Context& context) {
   }
 }
 
+reports::Format parse_output_format(const Context& context) {
+  auto format = reports::parse_format(context.global.format);
+  if (format == reports::Format::Html) {
+    throw UsageError("--format html is not available yet; use text, json, markdown, sarif, junit or github");
+  }
+  return format;
+}
+
 reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
                                    const Context& context) {
   reports::Report report;

@@ -90,6 +90,9 @@ reports::Report unreachable_report(const std::string& command, const std::string
 // error on stderr, writes the report in --format and returns its exit code.
 int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format, const Context& context);
 
+// --format, refusing before anything is contacted a format no command renders yet (html).
+reports::Format parse_output_format(const Context& context);
+
 // Renders the report to --output (or stdout) in --format.
 void write_report(const reports::Report& report, reports::Format format, const Context& context);
 

@@ -20,17 +20,13 @@ struct ScanOptions {
 
 int run(const ScanOptions& options, Context& context) {
   // Everything the user typed is validated before anything is contacted.
-  auto format = reports::parse_format(context.global.format);
+  auto format = parse_output_format(context);
   ScanRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity);
   request.analyzer.semantic_window_ms = core::parse_duration(options.window, "--window");
   request.max_examples = options.examples;
-  if (format != reports::Format::Text && format != reports::Format::Json && format != reports::Format::Markdown) {
-    throw UsageError(fmt::format("--format {} is not available for scan yet; use text, json or markdown",
-                                 reports::to_string(format)));
-  }
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
   }

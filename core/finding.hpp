@@ -39,6 +39,11 @@ struct Finding {
   std::vector<std::int32_t> partitions;
   std::vector<Example> examples;
   std::string advice;
+  // Where in a declarations file the finding points (check), and what it is about.
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string subject; // e.g. the consumer's name
 };
 
 // Accumulates one finding's count, partitions and first examples as events stream by.

@@ -74,6 +74,12 @@ Json finding_json(const core::Finding& finding) {
   }
   out["examples"] = std::move(examples);
   out["advice"] = finding.advice;
+  if (!finding.file.empty()) {
+    out["location"] = Json{{"file", finding.file}, {"line", finding.line}, {"column", finding.column}};
+  }
+  if (!finding.subject.empty()) {
+    out["subject"] = finding.subject;
+  }
   return out;
 }
 

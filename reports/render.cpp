@@ -62,8 +62,18 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
   case Format::Markdown:
     render_markdown(report, out);
     return;
+  case Format::Sarif:
+    render_sarif(report, out);
+    return;
+  case Format::Junit:
+    render_junit(report, out);
+    return;
+  case Format::Github:
+    render_github(report, out);
+    return;
   default:
-    throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json or markdown",
+    throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json, markdown, sarif, junit "
+                                 "or github",
                                  to_string(format), report.command));
   }
 }

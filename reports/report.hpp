@@ -43,6 +43,7 @@ struct Report {
   std::optional<PlacementInfo> placement;
   std::optional<core::ReplaySummary> replay;
   std::vector<core::PartitionCoverage> coverage; // per partition, audit only
+  std::vector<std::string> subjects;              // what was checked (check: the consumers), for JUnit
   // What the run used (id specs, window, fail-on …), for people reading text or markdown.
   std::vector<std::pair<std::string, std::string>> settings;
   std::string fail_on = "error";
@@ -64,5 +65,8 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
 void render_json(const Report& report, std::FILE* out);
 void render_text(const Report& report, std::FILE* out, const RenderOptions& options);
 void render_markdown(const Report& report, std::FILE* out);
+void render_sarif(const Report& report, std::FILE* out);
+void render_junit(const Report& report, std::FILE* out);
+void render_github(const Report& report, std::FILE* out);
 
 } // namespace dedupctl::reports

@@ -251,4 +251,47 @@ std::int64_t scan_records(const RedisSettings& settings, const std::string& matc
   return started;
 }
 
+ServerFacts inspect_server(const RedisSettings& settings, const std::string& match, std::int64_t sample) {
+  Connection connection(settings);
+  ServerFacts facts;
+  auto config = [&](const std::string& name) -> std::optional<std::string> {
+    Reply reply = connection.command({"CONFIG", "GET", name});
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_STRING) {
+      return std::nullopt;
+    }
+    return std::string(reply->element[1]->str, reply->element[1]->len);
+  };
+  facts.maxmemory_policy = config("maxmemory-policy");
+  auto save = config("save");
+  auto appendonly = config("appendonly");
+  if (save && appendonly) {
+    facts.persistence = !save->empty() || *appendonly == "yes";
+  }
+  std::string cursor = "0";
+  std::vector<std::string> keys;
+  for (int round = 0; round < 100 && static_cast<std::int64_t>(keys.size()) < sample; ++round) {
+    Reply reply = connection.command({"SCAN", cursor, "MATCH", match, "COUNT", k_scan_count});
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+      break;
+    }
+    cursor.assign(reply->element[0]->str, reply->element[0]->len);
+    for (std::size_t i = 0; i < reply->element[1]->elements && static_cast<std::int64_t>(keys.size()) < sample; ++i) {
+      keys.emplace_back(reply->element[1]->element[i]->str, reply->element[1]->element[i]->len);
+    }
+    if (cursor == "0") {
+      break;
+    }
+  }
+  std::vector<core::RecordState> states;
+  std::vector<std::string> values;
+  connection.lookup(keys, states, values);
+  for (const auto& state : states) {
+    if (state.kind == core::RecordState::Kind::Present) {
+      ++facts.sampled_keys;
+      facts.sampled_without_expiry += state.pttl_ms ? 0 : 1;
+    }
+  }
+  return facts;
+}
+
 } // namespace dedupctl::connectors::redis

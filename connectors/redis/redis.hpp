@@ -39,4 +39,14 @@ std::int64_t scan_records(const RedisSettings& settings, const std::string& matc
                           const std::function<void(const SnapshotRecord&)>& each,
                           const std::function<void(std::int64_t)>& progress);
 
+// What `check --live` asks a Redis: its eviction policy and persistence (CONFIG GET; nullopt where a
+// managed Redis refuses CONFIG), and a sample of up to `sample` keys matching `match`.
+struct ServerFacts {
+  std::optional<std::string> maxmemory_policy;
+  std::optional<bool> persistence; // RDB save points or AOF
+  std::int64_t sampled_keys = 0;
+  std::int64_t sampled_without_expiry = 0;
+};
+ServerFacts inspect_server(const RedisSettings& settings, const std::string& match, std::int64_t sample);
+
 } // namespace dedupctl::connectors::redis

@@ -1,0 +1,102 @@
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "commands/pipeline/check.hpp"
+#include "connectors/file/text.hpp"
+#include "connectors/kafka/kafka.hpp"
+#include "connectors/postgres/inbox.hpp"
+#include "connectors/redis/redis.hpp"
+#include "core/errors.hpp"
+#include "core/store_uri.hpp"
+#include "core/time.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+namespace {
+
+// Live checks get a short leash each: one unreachable system must not hold up the gate.
+constexpr std::int64_t k_live_timeout_ms = 3000;
+constexpr std::int64_t k_sample_keys = 100;
+
+struct CheckOptions {
+  std::string file;
+  bool live = false;
+};
+
+// The real systems, through the connectors.
+class ConnectorInspector final : public LiveInspector {
+public:
+  explicit ConnectorInspector(const Context& context) : m_context(context) {}
+
+  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
+  topic_retention(const std::string& topic) override {
+    if (m_context.global.bootstrap.empty()) {
+      throw UnreachableError("no --bootstrap-server was given");
+    }
+    auto config = connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_live_timeout_ms);
+    if (!config) {
+      return std::nullopt;
+    }
+    return std::make_pair(config->retention_ms, config->cleanup_policy);
+  }
+
+  Redis redis(const core::ConsumerDeclaration& consumer) override {
+    connectors::redis::RedisSettings settings;
+    settings.uri = core::parse_store_uri(consumer.store, "store");
+    settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
+    auto facts = connectors::redis::inspect_server(settings, key_pattern(consumer), k_sample_keys);
+    return Redis{facts.maxmemory_policy, facts.persistence, facts.sampled_keys, facts.sampled_without_expiry};
+  }
+
+  Inbox inbox(const core::ConsumerDeclaration& consumer) override {
+    auto facts = connectors::postgres::inspect_inbox(consumer.store, std::min(timeout(), k_live_timeout_ms),
+                                                     consumer.inbox_table, consumer.inbox_id_column,
+                                                     consumer.inbox_consumer_column);
+    return Inbox{facts.table_exists, facts.columns, facts.unique_over_id};
+  }
+
+private:
+  std::int64_t timeout() const { return core::parse_duration(m_context.global.timeout, "--timeout"); }
+  const Context& m_context;
+};
+
+int run(const CheckOptions& options, Context& context) {
+  auto format = parse_output_format(context);
+  auto fail_on = core::parse_fail_on(context.global.fail_on);
+  core::parse_duration(context.global.timeout, "--timeout");
+  std::string text = connectors::file::read_text_file(options.file, "declarations");
+  auto declarations = core::parse_declarations(text, options.file);
+  if (!declarations.errors.empty()) {
+    for (const auto& error : declarations.errors) {
+      fmt::print(stderr, "{}:{}:{}: error: {}\n", options.file, error.at.line, error.at.column, error.message);
+    }
+    throw UsageError(fmt::format("{} has {} error{}; fix them and run again", options.file, declarations.errors.size(),
+                                 declarations.errors.size() == 1 ? "" : "s"));
+  }
+  ConnectorInspector inspector(context);
+  auto report = run_check(declarations, options.file, options.live ? &inspector : nullptr, fail_on,
+                          context.global.fail_on, context.now_ms());
+  OpenedSource none;
+  return deliver_report(report, none, format, context);
+}
+
+} // namespace
+
+CommandRunner register_check(CLI::App& app, Context& context) {
+  auto options = std::make_shared<CheckOptions>();
+  auto* sub = app.add_subcommand("check", "CI gate over dedup declarations: TTL vs retention, keys, namespaces, "
+                                          "placements (--live: the brokers', Redis' and PostgreSQL's own settings)");
+  sub->add_option("file", options->file, "the TOML file declaring [[consumer]] entries")->required()->type_name("FILE.toml");
+  sub->add_flag("--live", options->live, "also ask the brokers, Redis and PostgreSQL (each under a short timeout)");
+  return [options, &context, sub]() -> int {
+    if (!sub->parsed()) {
+      return -1;
+    }
+    context.command = "check";
+    return run(*options, context);
+  };
+}
+
+} // namespace dedupctl::commands

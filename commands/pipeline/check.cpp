@@ -1,0 +1,158 @@
+#include "commands/pipeline/check.hpp"
+
+#include "core/errors.hpp"
+#include "core/retention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dedupctl::commands {
+
+namespace {
+
+core::Finding located(const core::ConsumerDeclaration& consumer, const std::string& file, const std::string& field,
+                      std::string id, core::Severity severity, std::string title, std::string advice) {
+  core::Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  f.title = fmt::format("{}: {}", consumer.name, title);
+  f.count = 1;
+  f.advice = std::move(advice);
+  f.file = file;
+  auto at = consumer.position_of(field);
+  f.line = at.line;
+  f.column = at.column;
+  f.subject = consumer.name;
+  return f;
+}
+
+} // namespace
+
+std::string key_pattern(const core::ConsumerDeclaration& consumer) {
+  std::string pattern;
+  for (char c : consumer.key_template) {
+    if (c == '{') {
+      break;
+    }
+    if (c == '*' || c == '?' || c == '[' || c == '\\') {
+      pattern += '\\';
+    }
+    pattern += c;
+  }
+  return pattern + "*";
+}
+
+reports::Report run_check(const core::Declarations& declarations, const std::string& file, LiveInspector* live,
+                          const core::FailOn& fail_on, const std::string& fail_on_text, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "check";
+  report.generated_at_ms = now_ms;
+  report.fail_on = fail_on_text;
+  std::map<std::string, core::LiveFacts> facts;
+  std::vector<core::Finding> extra;
+  int attempted = 0;
+  int failed = 0;
+  auto unavailable = [&](const core::ConsumerDeclaration& consumer, const std::string& field, const std::string& what,
+                         const std::string& why) {
+    extra.push_back(located(consumer, file, field, "check-unavailable", core::Severity::Warning,
+                            fmt::format("{} could not be checked: {}", what, why),
+                            "Run again where the system can be reached, or declare the value to check it statically."));
+  };
+  if (live) {
+    for (const auto& consumer : declarations.consumers) {
+      auto& fact = facts[consumer.name];
+      bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres;
+      if (durable && !consumer.retention && !consumer.topic.empty()) {
+        ++attempted;
+        try {
+          auto configs = live->topic_retention(consumer.topic);
+          auto span = configs ? core::retention_from_configs(configs->first, configs->second) : core::Span{};
+          if (span.known()) {
+            fact.retention = span;
+          } else {
+            ++failed;
+            unavailable(consumer, "topic", fmt::format("the retention of topic '{}'", consumer.topic),
+                        "the broker did not answer DescribeConfigs");
+          }
+        } catch (const UnreachableError& e) {
+          ++failed;
+          unavailable(consumer, "topic", fmt::format("the retention of topic '{}'", consumer.topic), e.what());
+        }
+      }
+      if (!durable) {
+        continue;
+      }
+      if (consumer.store.empty()) {
+        unavailable(consumer, "placement", fmt::format("the {} placement", core::to_string(consumer.placement)),
+                    "no store is declared");
+        continue;
+      }
+      ++attempted;
+      try {
+        if (consumer.placement == core::Placement::Redis) {
+          auto redis = live->redis(consumer);
+          fact.maxmemory_policy = redis.maxmemory_policy;
+          fact.persistence = redis.persistence;
+          fact.sampled_keys = redis.sampled_keys;
+          fact.sampled_without_expiry = redis.sampled_without_expiry;
+        } else {
+          auto inbox = live->inbox(consumer);
+          if (!inbox.table_exists) {
+            extra.push_back(located(consumer, file, "inbox_table", "inbox-schema-mismatch", core::Severity::Error,
+                                    fmt::format("the inbox table {} does not exist", consumer.inbox_table),
+                                    "Check inbox_table (schema-qualified if needed) against the consumer's database."));
+            continue;
+          }
+          std::vector<std::pair<std::string, std::string>> named{{"inbox_id_column", consumer.inbox_id_column},
+                                                                 {"inbox_consumer_column", consumer.inbox_consumer_column},
+                                                                 {"inbox_time_column", consumer.inbox_time_column},
+                                                                 {"inbox_status_column", consumer.inbox_status_column}};
+          bool columns_ok = true;
+          for (const auto& [field, column] : named) {
+            if (column.empty() || std::find(inbox.columns.begin(), inbox.columns.end(), column) != inbox.columns.end()) {
+              continue;
+            }
+            columns_ok = false;
+            std::string existing;
+            for (const auto& c : inbox.columns) {
+              existing += (existing.empty() ? "" : ", ") + c;
+            }
+            extra.push_back(located(consumer, file, field, "inbox-schema-mismatch", core::Severity::Error,
+                                    fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table,
+                                                column, existing),
+                                    fmt::format("Set {} to the column the consumer writes.", field)));
+          }
+          if (columns_ok) {
+            fact.inbox_unique = inbox.unique_over_id;
+          }
+        }
+      } catch (const UnreachableError& e) {
+        ++failed;
+        unavailable(consumer, "store", fmt::format("the {} store", core::to_string(consumer.placement)), e.what());
+      }
+    }
+  }
+  report.findings = core::check_consumers(declarations.consumers, file, facts);
+  for (auto& finding : extra) {
+    report.findings.push_back(std::move(finding));
+  }
+  core::sort_findings(report.findings);
+  for (const auto& consumer : declarations.consumers) {
+    report.subjects.push_back(consumer.name);
+  }
+  report.summary = {{"consumers", static_cast<std::int64_t>(declarations.consumers.size())},
+                    {"live_checks", attempted},
+                    {"live_checks_failed", failed}};
+  report.settings = {{"file", file}, {"live", live ? "yes" : "no"}, {"fail on", fail_on_text}};
+  if (live && attempted > 0 && failed == attempted) {
+    report.complete = false;
+    report.error = "no live check could run (see the check-unavailable findings)";
+    report.exit_code = k_exit_unreachable;
+  } else {
+    report.exit_code = core::exit_code_for(report.findings, fail_on);
+  }
+  return report;
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dedupctl::connectors::file {
+
+// The whole file; throws UsageError naming it and `what` (the flag or argument) when unreadable.
+std::string read_text_file(const std::string& path, std::string_view what);
+
+} // namespace dedupctl::connectors::file

@@ -1,0 +1,80 @@
+#include "connectors/postgres/inbox.hpp"
+
+#include "core/errors.hpp"
+#include "core/store_uri.hpp"
+
+#include <fmt/format.h>
+#include <pqxx/pqxx>
+
+#include <algorithm>
+
+namespace dedupctl::connectors::postgres {
+
+namespace {
+
+// libpq takes connect_timeout in whole seconds.
+std::string with_timeout(const std::string& conninfo, std::int64_t timeout_ms) {
+  if (conninfo.find("connect_timeout") != std::string::npos) {
+    return conninfo;
+  }
+  auto seconds = std::max<std::int64_t>(1, (timeout_ms + 999) / 1000);
+  if (conninfo.find("://") != std::string::npos) {
+    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") + fmt::format("connect_timeout={}", seconds);
+  }
+  return conninfo + fmt::format(" connect_timeout={}", seconds);
+}
+
+std::string first_line(std::string_view text) {
+  auto newline = text.find('\n');
+  return std::string(text.substr(0, newline));
+}
+
+} // namespace
+
+InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
+                         const std::string& id_column, const std::string& consumer_column) {
+  InboxFacts facts;
+  try {
+    pqxx::connection connection(with_timeout(conninfo, timeout_ms));
+    pqxx::read_transaction tx(connection);
+    tx.exec0(fmt::format("SET LOCAL statement_timeout = {}", timeout_ms));
+    pqxx::result relation = tx.exec_params("SELECT to_regclass($1)::oid", table);
+    if (relation.empty() || relation[0][0].is_null()) {
+      return facts;
+    }
+    facts.table_exists = true;
+    auto oid = relation[0][0].as<long long>();
+    for (const auto& row : tx.exec_params("SELECT attname::text FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 "
+                                          "AND NOT attisdropped ORDER BY attnum",
+                                          oid)) {
+      facts.columns.push_back(row[0].as<std::string>());
+    }
+    // The sorted column sets of the table's unique, non-partial indexes (primary keys included).
+    for (const auto& row : tx.exec_params(
+             "SELECT (SELECT string_agg(a.attname::text, ',' ORDER BY a.attname) FROM pg_attribute a "
+             "        WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) "
+             "FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indpred IS NULL",
+             oid)) {
+      if (row[0].is_null()) {
+        continue;
+      }
+      auto columns = row[0].as<std::string>();
+      std::vector<std::string> pair{id_column, consumer_column};
+      std::sort(pair.begin(), pair.end());
+      if (columns == id_column || (!consumer_column.empty() && columns == pair[0] + "," + pair[1])) {
+        facts.unique_over_id = true;
+      }
+    }
+  } catch (const pqxx::broken_connection& e) {
+    throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check the store and that the server is up",
+                                       core::redact_secrets(conninfo), first_line(e.what())));
+  } catch (const pqxx::sql_error& e) {
+    throw UnreachableError(fmt::format("PostgreSQL at {} refused the inspection ({})", core::redact_secrets(conninfo),
+                                       first_line(e.what())));
+  } catch (const pqxx::failure& e) {
+    throw UnreachableError(fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), first_line(e.what())));
+  }
+  return facts;
+}
+
+} // namespace dedupctl::connectors::postgres

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// PostgreSQL through libpqxx, included by connectors/postgres/*.cpp only.
+namespace dedupctl::connectors::postgres {
+
+inline constexpr std::int64_t k_default_timeout_ms = 10'000;
+
+// What the catalog says about an inbox table. Read-only.
+struct InboxFacts {
+  bool table_exists = false;
+  std::vector<std::string> columns;
+  bool unique_over_id = false; // a primary key or non-partial unique index over (id) or (consumer, id)
+};
+
+// `conninfo` is a libpq URI or key=value string (the PG* environment applies); identifiers are
+// passed as parameters, never pasted into SQL. Throws UnreachableError (password redacted) when the
+// server cannot be reached, refuses us or times out.
+InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
+                         const std::string& id_column, const std::string& consumer_column);
+
+} // namespace dedupctl::connectors::postgres

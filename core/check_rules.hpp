@@ -1,0 +1,29 @@
+#pragma once
+
+#include "core/declarations.hpp"
+#include "core/finding.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The rules of `dedupctl check`: from the declarations alone, and from what --live learned.
+namespace dedupctl::core {
+
+// What the live systems said about one consumer's placement.
+struct LiveFacts {
+  std::optional<Span> retention; // the topic's, from DescribeConfigs
+  std::optional<std::string> maxmemory_policy;
+  std::optional<bool> persistence; // RDB save points or AOF on
+  std::optional<std::int64_t> sampled_keys;
+  std::optional<std::int64_t> sampled_without_expiry;
+  std::optional<bool> inbox_unique; // a primary key or unique index over the id (or consumer, id)
+};
+
+// Findings of every rule, each pointing at the line of the declaration it is about. `live`
+// (keyed by consumer name) may override the declared retention and adds the live rules.
+std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
+                                     const std::map<std::string, LiveFacts>& live = {});
+
+} // namespace dedupctl::core

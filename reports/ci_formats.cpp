@@ -1,0 +1,197 @@
+// Formats for CI: SARIF 2.1.0 (code scanning), JUnit XML (test reports), GitHub workflow commands.
+#include "reports/report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace dedupctl::reports {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string_view sarif_level(core::Severity severity) {
+  switch (severity) {
+  case core::Severity::Error:
+    return "error";
+  case core::Severity::Warning:
+    return "warning";
+  case core::Severity::Info:
+    return "note";
+  }
+  return "note";
+}
+
+std::string message_of(const core::Finding& finding) { return fmt::format("{}. {}", finding.title, finding.advice); }
+
+bool fails(const Report& report, const core::Finding& finding) {
+  auto threshold = core::parse_fail_on(report.fail_on).level;
+  return threshold && finding.severity >= *threshold;
+}
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&apos;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+// GitHub workflow command escaping: data escapes %, CR, LF; properties also ':' and ','.
+std::string gh_escape(std::string_view text, bool property) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '\r') {
+      out += "%0D";
+    } else if (c == '\n') {
+      out += "%0A";
+    } else if (property && c == ':') {
+      out += "%3A";
+    } else if (property && c == ',') {
+      out += "%2C";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+void render_sarif(const Report& report, std::FILE* out) {
+  Json rules = Json::array();
+  std::map<std::string, std::size_t> rule_index;
+  for (const auto& finding : report.findings) {
+    if (rule_index.count(finding.id)) {
+      continue;
+    }
+    rule_index[finding.id] = rules.size();
+    rules.push_back(Json{{"id", finding.id},
+                         {"name", finding.id},
+                         {"shortDescription", Json{{"text", finding.id}}},
+                         {"help", Json{{"text", finding.advice}}},
+                         {"defaultConfiguration", Json{{"level", sarif_level(finding.severity)}}}});
+  }
+  Json results = Json::array();
+  for (const auto& finding : report.findings) {
+    Json result{{"ruleId", finding.id},
+                {"ruleIndex", rule_index[finding.id]},
+                {"level", sarif_level(finding.severity)},
+                {"message", Json{{"text", message_of(finding)}}}};
+    if (!finding.file.empty()) {
+      Json region{{"startLine", std::max(1, finding.line)}};
+      if (finding.column > 0) {
+        region["startColumn"] = finding.column;
+      }
+      result["locations"] = Json::array(
+          {Json{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", finding.file}}}, {"region", region}}}}});
+    }
+    if (finding.count > 1) {
+      result["properties"] = Json{{"count", finding.count}};
+    }
+    results.push_back(std::move(result));
+  }
+  Json invocation{{"executionSuccessful", report.complete}, {"exitCode", report.exit_code}};
+  if (report.error) {
+    invocation["toolExecutionNotifications"] =
+        Json::array({Json{{"level", "error"}, {"message", Json{{"text", *report.error}}}}});
+  }
+  Json doc{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+           {"version", "2.1.0"},
+           {"runs", Json::array({Json{{"tool", Json{{"driver", Json{{"name", "dedupctl"},
+                                                                    {"version", DEDUPCTL_VERSION},
+                                                                    {"rules", rules}}}}},
+                                      {"invocations", Json::array({invocation})},
+                                      {"results", results}}})}};
+  std::string text = doc.dump(2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), out);
+}
+
+void render_junit(const Report& report, std::FILE* out) {
+  // One test case per subject (check: per consumer), else per finding id; a failure per finding at
+  // or above --fail-on. An incomplete run is an <error>.
+  std::vector<std::string> cases = report.subjects;
+  bool by_subject = !cases.empty();
+  if (!by_subject) {
+    for (const auto& finding : report.findings) {
+      if (std::find(cases.begin(), cases.end(), finding.id) == cases.end()) {
+        cases.push_back(finding.id);
+      }
+    }
+    if (cases.empty()) {
+      cases.push_back(report.command);
+    }
+  }
+  std::size_t failures = 0;
+  std::string body;
+  for (const auto& name : cases) {
+    std::string failed;
+    for (const auto& finding : report.findings) {
+      bool mine = by_subject ? finding.subject == name : finding.id == name;
+      if (!mine || !fails(report, finding)) {
+        continue;
+      }
+      ++failures;
+      std::string where = finding.file.empty() ? "" : fmt::format("{}:{}:{}: ", finding.file, finding.line, finding.column);
+      failed += fmt::format("      <failure type=\"{}\" message=\"{}\">{}{}</failure>\n", xml_escape(finding.id),
+                            xml_escape(finding.title), xml_escape(where), xml_escape(finding.advice));
+    }
+    body += fmt::format("    <testcase classname=\"dedupctl.{}\" name=\"{}\">\n{}    </testcase>\n",
+                        xml_escape(report.command), xml_escape(name), failed);
+  }
+  std::size_t errors = 0;
+  if (!report.complete) {
+    ++errors;
+    body += fmt::format("    <testcase classname=\"dedupctl.{}\" name=\"complete\">\n      <error message=\"{}\"/>\n"
+                        "    </testcase>\n",
+                        xml_escape(report.command), xml_escape(report.error.value_or("incomplete")));
+  }
+  std::size_t tests = cases.size() + errors;
+  fmt::print(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fmt::print(out, "<testsuites name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n"
+                  "  <testsuite name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n{4}"
+                  "  </testsuite>\n</testsuites>\n",
+             xml_escape(report.command), tests, failures, errors, body);
+}
+
+void render_github(const Report& report, std::FILE* out) {
+  for (const auto& finding : report.findings) {
+    std::string_view level = finding.severity == core::Severity::Error     ? "error"
+                             : finding.severity == core::Severity::Warning ? "warning"
+                                                                           : "notice";
+    std::string properties;
+    if (!finding.file.empty()) {
+      properties = fmt::format("file={},line={},col={},", gh_escape(finding.file, true), finding.line, finding.column);
+    }
+    properties += fmt::format("title={}", gh_escape("dedupctl " + finding.id, true));
+    fmt::print(out, "::{} {}::{}\n", level, properties, gh_escape(message_of(finding), false));
+  }
+  if (!report.complete) {
+    fmt::print(out, "::error title=dedupctl {}::{}\n", gh_escape(report.command, true),
+               gh_escape("incomplete: " + report.error.value_or("the run did not finish"), false));
+  }
+}
+
+} // namespace dedupctl::reports
