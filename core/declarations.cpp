@@ -79,6 +79,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       continue;
     }
     ConsumerDeclaration consumer;
+    bool placement_valid = false;
     consumer.at = position(table->source());
     auto error = [&](const toml::node& node, std::string message) {
       out.errors.push_back({position(node.source()), std::move(message)});
@@ -137,6 +138,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       } else if (name == "placement") {
         std::string value;
         if (string_of(name, node, value)) {
+          placement_valid = true;
           if (value == "redis") {
             consumer.placement = Placement::Redis;
           } else if (value == "postgres") {
@@ -146,6 +148,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
           } else if (value == "design") {
             consumer.placement = Placement::Design;
           } else {
+            placement_valid = false;
             error(node, fmt::format("'placement' is '{}'; expected redis, postgres, memory or design", value));
           }
         }
@@ -195,7 +198,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     if (!consumer.fields.count("placement")) {
       missing("placement", "redis, postgres, memory or design");
     }
-    if (consumer.placement == Placement::Redis && consumer.key_template.empty() && consumer.fields.count("placement")) {
+    if (placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
       missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
     }
     // The inbox defaults of spec/cli.md; an inbox_consumer_column of "" declares that there is none.

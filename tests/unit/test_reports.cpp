@@ -133,5 +133,5 @@ TEST(Formats, ParseAndRefuseUnknown) {
   EXPECT_EQ(parse_format("json"), Format::Json);
   EXPECT_EQ(parse_format("markdown"), Format::Markdown);
   EXPECT_THROW(parse_format("yaml"), UsageError);
-  EXPECT_THROW(rendered(sample(), Format::Sarif), UsageError);
+  EXPECT_THROW(rendered(sample(), Format::Html), UsageError);
 }

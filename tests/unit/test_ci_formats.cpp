@@ -1,0 +1,118 @@
+#include "reports/report.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace dedupctl;
+using namespace dedupctl::reports;
+
+namespace {
+
+core::Finding located(std::string id, core::Severity severity, std::string title, std::string advice, std::string file,
+                      int line, int column, std::string subject) {
+  core::Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  f.title = std::move(title);
+  f.count = 1;
+  f.advice = std::move(advice);
+  f.file = std::move(file);
+  f.line = line;
+  f.column = column;
+  f.subject = std::move(subject);
+  return f;
+}
+
+Report check_report() {
+  Report report;
+  report.command = "check";
+  report.exit_code = 1;
+  report.fail_on = "error";
+  report.subjects = {"billing", "shipping", "analytics"};
+  report.findings = {
+      located("ttl-shorter-than-retention", core::Severity::Error, "billing: the ttl (1d) is shorter than the topic's retention (7d)",
+              "Keep records for 8d.", "d.toml", 7, 1, "billing"),
+      located("ttl-margin-thin", core::Severity::Warning, "shipping: thin, 50%", "Raise it.\nNow.", "dir,weird:d.toml", 30, 3,
+              "shipping")};
+  return report;
+}
+
+std::string rendered(const Report& report, Format format) {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  render(report, format, out);
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+std::string golden(const std::string& name) {
+  std::ifstream in(std::string(DEDUPCTL_TEST_DATA) + "/" + name);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+} // namespace
+
+TEST(GithubFormat, MatchesTheGoldenWithWorkflowCommandEscaping) {
+  EXPECT_EQ(rendered(check_report(), Format::Github), golden("check.github.txt"));
+}
+
+TEST(JunitFormat, MatchesTheGoldenATestCasePerConsumerAndAFailurePerFindingAtFailOn) {
+  EXPECT_EQ(rendered(check_report(), Format::Junit), golden("check.junit.xml"));
+  Report warnings = check_report();
+  warnings.fail_on = "warning";
+  EXPECT_NE(rendered(warnings, Format::Junit).find("failures=\"2\""), std::string::npos);
+}
+
+TEST(SarifFormat, MatchesTheGolden) {
+  std::string expected = golden("check.sarif.json");
+  expected.replace(expected.find("VERSION"), 7, DEDUPCTL_VERSION);
+  EXPECT_EQ(rendered(check_report(), Format::Sarif), expected);
+}
+
+TEST(SarifFormat, HasTheFieldsThe210SchemaRequires) {
+  for (const Report& report : {check_report(), Report{}}) {
+    auto doc = nlohmann::json::parse(rendered(report, Format::Sarif));
+    EXPECT_EQ(doc.at("version"), "2.1.0");
+    ASSERT_TRUE(doc.at("runs").is_array());
+    ASSERT_FALSE(doc.at("runs").empty());
+    for (const auto& run : doc.at("runs")) {
+      EXPECT_TRUE(run.at("tool").at("driver").at("name").is_string());
+      std::set<std::string> rule_ids;
+      for (const auto& rule : run.at("tool").at("driver").at("rules")) {
+        rule_ids.insert(rule.at("id").get<std::string>());
+      }
+      for (const auto& result : run.at("results")) {
+        EXPECT_TRUE(result.at("message").at("text").is_string());
+        EXPECT_TRUE(rule_ids.count(result.at("ruleId").get<std::string>()));
+        std::string level = result.at("level");
+        EXPECT_TRUE(level == "none" || level == "note" || level == "warning" || level == "error");
+        for (const auto& location : result.at("locations")) {
+          EXPECT_TRUE(location.at("physicalLocation").at("artifactLocation").at("uri").is_string());
+          EXPECT_GE(location.at("physicalLocation").at("region").at("startLine").get<int>(), 1);
+        }
+      }
+    }
+  }
+}
+
+TEST(CiFormats, AnIncompleteRunIsAnErrorInEveryFormat) {
+  Report report;
+  report.command = "check";
+  report.complete = false;
+  report.exit_code = 3;
+  report.error = "no live check could run";
+  EXPECT_NE(rendered(report, Format::Github).find("::error title=dedupctl check::incomplete: no live check could run"),
+            std::string::npos);
+  EXPECT_NE(rendered(report, Format::Junit).find("<error message=\"no live check could run\"/>"), std::string::npos);
+  EXPECT_NE(rendered(report, Format::Sarif).find("\"executionSuccessful\": false"), std::string::npos);
+}
