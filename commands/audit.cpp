@@ -23,13 +23,8 @@ constexpr std::int64_t k_describe_timeout_ms = 3000;
 class BrokerTopicConfigs final : public TopicConfigs {
 public:
   explicit BrokerTopicConfigs(const Context& context) : m_context(context) {}
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  retention(const std::string& topic) override {
-    auto config = connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_describe_timeout_ms);
-    if (!config) {
-      return std::nullopt;
-    }
-    return std::make_pair(config->retention_ms, config->cleanup_policy);
+  std::optional<core::TopicRetention> retention(const std::string& topic) override {
+    return connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_describe_timeout_ms);
   }
 
 private:

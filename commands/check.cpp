@@ -30,16 +30,11 @@ class ConnectorInspector final : public LiveInspector {
 public:
   explicit ConnectorInspector(const Context& context) : m_context(context) {}
 
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  topic_retention(const std::string& topic) override {
+  std::optional<core::TopicRetention> topic_retention(const std::string& topic) override {
     if (m_context.global.bootstrap.empty()) {
       throw UnreachableError("no --bootstrap-server was given");
     }
-    auto config = connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_live_timeout_ms);
-    if (!config) {
-      return std::nullopt;
-    }
-    return std::make_pair(config->retention_ms, config->cleanup_policy);
+    return connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_live_timeout_ms);
   }
 
   Redis redis(const core::ConsumerDeclaration& consumer) override {
@@ -47,7 +42,8 @@ public:
     settings.uri = core::parse_store_uri(consumer.store, "store");
     settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
     auto facts = connectors::redis::inspect_server(settings, key_pattern(consumer), k_sample_keys);
-    return Redis{facts.maxmemory_policy, facts.persistence, facts.sampled_keys, facts.sampled_without_expiry};
+    return Redis{facts.maxmemory_policy, facts.persistence, facts.sampled_keys, facts.sampled_without_expiry,
+                 facts.max_pttl_ms};
   }
 
   Inbox inbox(const core::ConsumerDeclaration& consumer) override {

@@ -152,6 +152,14 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
                         facts->sampled_keys.value_or(0)),
             "Records written without PX/EX never expire; check the consumer's SET call against the declared ttl.");
       }
+      if (ttl && ttl->ms && !ttl->infinite && facts->sampled_max_pttl_ms &&
+          *facts->sampled_max_pttl_ms > *ttl->ms + k_ms_per_second) {
+        add(consumer, "ttl", "ttl-declaration-mismatch", Severity::Warning,
+            fmt::format("sampled keys have up to {} left, more than the declared ttl ({})",
+                        format_duration(*facts->sampled_max_pttl_ms), span_text(*ttl)),
+            "The declaration does not describe what the consumer writes, so the other checks judged the wrong TTL. "
+            "Declare the TTL of the consumer's SET call.");
+      }
       if (facts->inbox_unique && !*facts->inbox_unique) {
         add(consumer, "inbox_table", "inbox-without-unique-constraint", Severity::Error,
             fmt::format("the inbox {} has no primary key or unique index over {}{}", consumer.inbox_table,

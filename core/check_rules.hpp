@@ -18,6 +18,7 @@ struct LiveFacts {
   std::optional<bool> persistence; // RDB save points or AOF on
   std::optional<std::int64_t> sampled_keys;
   std::optional<std::int64_t> sampled_without_expiry;
+  std::optional<std::int64_t> sampled_max_pttl_ms;
   std::optional<bool> inbox_unique; // a primary key or unique index over the id (or consumer, id)
 };
 

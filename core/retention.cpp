@@ -6,27 +6,46 @@
 
 namespace dedupctl::core {
 
-Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy) {
+namespace {
+std::optional<std::int64_t> number(std::optional<std::string_view> text) {
+  if (!text) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc{} || ptr != text->data() + text->size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+} // namespace
+
+Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy,
+                            std::optional<std::string_view> segment_ms) {
   Span span;
   if (cleanup_policy && cleanup_policy->find("compact") != std::string_view::npos &&
       cleanup_policy->find("delete") == std::string_view::npos) {
     span.infinite = true;
     return span;
   }
-  if (!retention_ms) {
+  auto ms = number(retention_ms);
+  if (!ms) {
     return span;
   }
-  std::int64_t ms = 0;
-  auto [ptr, ec] = std::from_chars(retention_ms->data(), retention_ms->data() + retention_ms->size(), ms);
-  if (ec != std::errc{} || ptr != retention_ms->data() + retention_ms->size()) {
-    return span;
-  }
-  if (ms < 0) {
+  if (*ms < 0) {
     span.infinite = true;
   } else {
-    span.ms = ms;
+    auto segment = number(segment_ms);
+    span.ms = *ms + (segment && *segment > 0 ? *segment : 0);
   }
   return span;
+}
+
+Span retention_from_configs(const TopicRetention& configs) {
+  auto view = [](const std::optional<std::string>& s) {
+    return s ? std::optional<std::string_view>(*s) : std::nullopt;
+  };
+  return retention_from_configs(view(configs.retention_ms), view(configs.cleanup_policy), view(configs.segment_ms));
 }
 
 Span parse_retention(std::string_view text) {

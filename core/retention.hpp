@@ -3,17 +3,29 @@
 #include "core/coverage.hpp"
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace dedupctl::core {
 
+// A topic's configs that decide how long it keeps events, as the broker describes them.
+struct TopicRetention {
+  std::optional<std::string> retention_ms;
+  std::optional<std::string> cleanup_policy;
+  std::optional<std::string> segment_ms;
+};
+
 // How long a topic keeps events replayable, from its configs: retention.ms (-1: forever) and
 // cleanup.policy ("compact" alone: forever, since the latest event of a key is never deleted;
-// "compact,delete" and "delete": retention.ms). Unknown when retention.ms is absent or garbage.
-Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy);
+// "compact,delete" and "delete": retention.ms). A segment is deleted only once its newest event is
+// older than retention.ms, so events stay replayable for up to retention.ms + segment.ms: the
+// segment is added when known. Unknown when retention.ms is absent or garbage.
+Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy,
+                            std::optional<std::string_view> segment_ms = std::nullopt);
 
 // --retention DURATION | infinite. Throws UsageError.
 Span parse_retention(std::string_view text);
+Span retention_from_configs(const TopicRetention& configs);
 // --ttl DURATION | none. Throws UsageError.
 Span parse_ttl(std::string_view text);
 

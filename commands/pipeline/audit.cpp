@@ -15,7 +15,7 @@ RetentionDecision decide_retention(const core::Span& flag, const std::vector<std
   }
   if (configs && !topics.empty()) {
     if (auto described = configs->retention(topics.front())) {
-      auto span = core::retention_from_configs(described->first, described->second);
+      auto span = core::retention_from_configs(*described);
       if (span.known()) {
         return {span, "broker"};
       }

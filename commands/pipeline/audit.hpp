@@ -5,6 +5,7 @@
 #include "core/event.hpp"
 #include "core/identify.hpp"
 #include "core/log_analyzer.hpp"
+#include "core/retention.hpp"
 #include "core/source_info.hpp"
 #include "reports/report.hpp"
 
@@ -33,9 +34,8 @@ struct AuditRequest {
 class TopicConfigs {
 public:
   virtual ~TopicConfigs() = default;
-  // retention.ms and cleanup.policy; nullopt when the broker could not answer.
-  virtual std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  retention(const std::string& topic) = 0;
+  // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
+  virtual std::optional<core::TopicRetention> retention(const std::string& topic) = 0;
 };
 
 struct RetentionDecision {

@@ -67,7 +67,7 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
         ++attempted;
         try {
           auto configs = live->topic_retention(consumer.topic);
-          auto span = configs ? core::retention_from_configs(configs->first, configs->second) : core::Span{};
+          auto span = configs ? core::retention_from_configs(*configs) : core::Span{};
           if (span.known()) {
             fact.retention = span;
           } else {
@@ -96,6 +96,7 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
           fact.persistence = redis.persistence;
           fact.sampled_keys = redis.sampled_keys;
           fact.sampled_without_expiry = redis.sampled_without_expiry;
+          fact.sampled_max_pttl_ms = redis.max_pttl_ms;
         } else {
           auto inbox = live->inbox(consumer);
           if (!inbox.table_exists) {

@@ -2,6 +2,7 @@
 
 #include "core/check_rules.hpp"
 #include "core/declarations.hpp"
+#include "core/retention.hpp"
 #include "reports/report.hpp"
 
 #include <optional>
@@ -21,6 +22,7 @@ public:
     std::optional<bool> persistence;
     std::int64_t sampled_keys = 0;
     std::int64_t sampled_without_expiry = 0;
+    std::optional<std::int64_t> max_pttl_ms; // the longest remaining TTL among the sampled keys
   };
   struct Inbox {
     bool table_exists = false;
@@ -28,9 +30,8 @@ public:
     bool unique_over_id = false;
   };
   virtual ~LiveInspector() = default;
-  // retention.ms and cleanup.policy; nullopt when the broker could not answer.
-  virtual std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  topic_retention(const std::string& topic) = 0;
+  // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
+  virtual std::optional<core::TopicRetention> topic_retention(const std::string& topic) = 0;
   virtual Redis redis(const core::ConsumerDeclaration& consumer) = 0;
   virtual Inbox inbox(const core::ConsumerDeclaration& consumer) = 0;
 };

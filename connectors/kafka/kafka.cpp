@@ -605,7 +605,7 @@ std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idem
   return std::make_unique<KafkaProducer>(settings, idempotent);
 }
 
-std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& settings, const std::string& topic,
+std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms) {
   KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
   rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
@@ -630,7 +630,7 @@ std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& sett
   if (count != 1 || rd_kafka_ConfigResource_error(resources[0])) {
     return std::nullopt;
   }
-  TopicRetentionConfig config;
+  core::TopicRetention config;
   std::size_t entries = 0;
   const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(resources[0], &entries);
   for (std::size_t i = 0; i < entries; ++i) {
@@ -640,6 +640,8 @@ std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& sett
       config.retention_ms = value;
     } else if (name == "cleanup.policy" && value) {
       config.cleanup_policy = value;
+    } else if (name == "segment.ms" && value) {
+      config.segment_ms = value;
     }
   }
   return config;

@@ -3,6 +3,7 @@
 #include "core/event.hpp"
 #include "core/offset_spec.hpp"
 #include "core/range.hpp"
+#include "core/retention.hpp"
 #include "core/source_info.hpp"
 
 #include <atomic>
@@ -80,11 +81,7 @@ std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idem
 
 // A topic's retention.ms and cleanup.policy through DescribeConfigs, within `timeout_ms`. Nullopt
 // when the broker cannot answer (the mock cluster never can; verified against real Kafka only).
-struct TopicRetentionConfig {
-  std::optional<std::string> retention_ms;
-  std::optional<std::string> cleanup_policy;
-};
-std::optional<TopicRetentionConfig> describe_retention(const KafkaSettings& settings, const std::string& topic,
+std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms);
 
 // Commits offsets for a consumer group without joining it (tests, demos, replay checkpoints).

@@ -289,6 +289,9 @@ ServerFacts inspect_server(const RedisSettings& settings, const std::string& mat
     if (state.kind == core::RecordState::Kind::Present) {
       ++facts.sampled_keys;
       facts.sampled_without_expiry += state.pttl_ms ? 0 : 1;
+      if (state.pttl_ms) {
+        facts.max_pttl_ms = std::max(facts.max_pttl_ms.value_or(0), *state.pttl_ms);
+      }
     }
   }
   return facts;

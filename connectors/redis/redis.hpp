@@ -46,6 +46,7 @@ struct ServerFacts {
   std::optional<bool> persistence; // RDB save points or AOF
   std::int64_t sampled_keys = 0;
   std::int64_t sampled_without_expiry = 0;
+  std::optional<std::int64_t> max_pttl_ms;
 };
 ServerFacts inspect_server(const RedisSettings& settings, const std::string& match, std::int64_t sample);
 

@@ -19,10 +19,9 @@ constexpr std::int64_t k_now = 1000 * k_hour;
 // The admin path's fake: answers what the test says, and records what was asked.
 class FakeTopicConfigs final : public TopicConfigs {
 public:
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>> answer;
+  std::optional<core::TopicRetention> answer;
   std::vector<std::string> asked;
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  retention(const std::string& topic) override {
+  std::optional<core::TopicRetention> retention(const std::string& topic) override {
     asked.push_back(topic);
     return answer;
   }
@@ -64,7 +63,7 @@ std::int64_t summary(const reports::Report& report, const std::string& name) {
 
 TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
   FakeTopicConfigs broker;
-  broker.answer = std::make_pair(std::optional<std::string>("86400000"), std::optional<std::string>("delete"));
+  broker.answer = core::TopicRetention{"86400000", "delete", std::nullopt};
   auto flag = decide_retention(core::Span{7 * 24 * k_hour, false}, {"orders"}, &broker);
   EXPECT_EQ(flag.source, "flag");
   EXPECT_TRUE(broker.asked.empty()) << "a flag means the broker is not asked";
@@ -72,7 +71,7 @@ TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
   EXPECT_EQ(described.source, "broker");
   EXPECT_EQ(described.retention.ms, 24 * k_hour);
   EXPECT_EQ(broker.asked, std::vector<std::string>{"orders"});
-  broker.answer = std::make_pair(std::optional<std::string>("604800000"), std::optional<std::string>("compact"));
+  broker.answer = core::TopicRetention{"604800000", "compact", std::nullopt};
   EXPECT_TRUE(decide_retention(core::Span{}, {"orders"}, &broker).retention.infinite);
   broker.answer.reset(); // the mock cluster: no answer
   auto unknown = decide_retention(core::Span{}, {"orders"}, &broker);

@@ -72,7 +72,7 @@ std::vector<Finding> of(const std::vector<Finding>& findings, const std::string&
 
 class FakeInspector final : public LiveInspector {
 public:
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>> retention_answer;
+  std::optional<TopicRetention> retention_answer;
   bool topic_unreachable = false;
   Redis redis_answer;
   bool redis_unreachable = false;
@@ -80,8 +80,7 @@ public:
   bool inbox_unreachable = false;
   std::vector<std::string> asked;
 
-  std::optional<std::pair<std::optional<std::string>, std::optional<std::string>>>
-  topic_retention(const std::string& topic) override {
+  std::optional<TopicRetention> topic_retention(const std::string& topic) override {
     asked.push_back("topic " + topic);
     if (topic_unreachable) {
       throw UnreachableError("cannot reach Kafka at fake:9092");
@@ -193,11 +192,11 @@ TEST(CheckRules, AConsumerPrefixedByItsNameDoesNotShare) {
 TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
   auto d = parse_declarations(k_redis_only, "d.toml"); // no retention declared
   FakeInspector inspector;
-  inspector.retention_answer = std::make_pair(std::optional<std::string>("864000000"), std::optional<std::string>("delete"));
+  inspector.retention_answer = TopicRetention{"777600000", "delete", "86400000"}; // 9d + 1d segments
   auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
-  EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // 9d < 10d
+  EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // 9d < 9d + 1d
   EXPECT_EQ(inspector.asked, (std::vector<std::string>{"topic orders", "redis billing"}));
-  inspector.retention_answer = std::make_pair(std::optional<std::string>("-1"), std::nullopt);
+  inspector.retention_answer = TopicRetention{"-1", std::nullopt, std::nullopt};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // infinite
   inspector.retention_answer.reset(); // the mock cluster
@@ -209,20 +208,26 @@ TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
 TEST(CheckLive, RedisSettingsBecomeFindings) {
   auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
   FakeInspector inspector;
-  inspector.redis_answer = LiveInspector::Redis{"allkeys-lru", false, 10, 3};
+  inspector.redis_answer = LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt};
   auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
   ASSERT_EQ(eviction.size(), 1u);
   EXPECT_EQ(eviction[0].severity, Severity::Error);
   EXPECT_EQ(of(report.findings, "persistence-off", "billing").size(), 1u);
   EXPECT_NE(of(report.findings, "no-expiry", "billing")[0].title.find("3 of 10 sampled keys"), std::string::npos);
-  inspector.redis_answer = LiveInspector::Redis{"volatile-lru", true, 10, 0};
+  inspector.redis_answer = LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "eviction-policy-unsafe", "billing")[0].severity, Severity::Warning);
   EXPECT_TRUE(of(report.findings, "persistence-off", "billing").empty());
-  inspector.redis_answer = LiveInspector::Redis{"noeviction", true, 10, 0};
+  inspector.redis_answer = LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_TRUE(report.findings.empty());
+  // A record with more time left than the declared ttl: the declaration is not what the consumer writes.
+  inspector.redis_answer.max_pttl_ms = 30 * 86'400'000LL;
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto mismatch = of(report.findings, "ttl-declaration-mismatch", "billing");
+  ASSERT_EQ(mismatch.size(), 1u);
+  EXPECT_EQ(mismatch[0].line, 7);
   EXPECT_EQ(report.exit_code, 0);
 }
 

@@ -101,6 +101,10 @@ TEST(Retention, FromTopicConfigsAsTheBrokerDescribesThem) {
   EXPECT_EQ(retention_from_configs("86400000", "compact,delete").ms, 86'400'000);
   EXPECT_FALSE(retention_from_configs(std::nullopt, "delete").known());
   EXPECT_FALSE(retention_from_configs("soon", std::nullopt).known());
+  // A segment is deleted only once its newest event is older than retention.ms: events stay
+  // replayable for up to retention.ms + segment.ms.
+  EXPECT_EQ(retention_from_configs("604800000", "delete", "86400000").ms, 8 * 24 * k_hour);
+  EXPECT_EQ(retention_from_configs("604800000", "delete", "garbage").ms, 7 * 24 * k_hour);
   EXPECT_TRUE(parse_retention("infinite").infinite);
   EXPECT_EQ(parse_retention("7d").ms, 7 * 24 * k_hour);
   EXPECT_TRUE(parse_ttl("none").infinite);
