@@ -1,6 +1,6 @@
+#include "commands/pipeline/audit.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
-#include "commands/pipeline/audit.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/redis/redis.hpp"
@@ -74,7 +74,8 @@ int run(const AuditOptions& options, Context& context) {
                              core::format_time(now), snapshot->size()));
     store = std::move(snapshot);
   }
-  OpenedSource opened = open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt);
+  OpenedSource opened =
+      open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
     BrokerTopicConfigs broker(context);

@@ -1,6 +1,6 @@
+#include "commands/pipeline/check.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
-#include "commands/pipeline/check.hpp"
 #include "connectors/file/text.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox.hpp"
@@ -84,7 +84,9 @@ CommandRunner register_check(CLI::App& app, Context& context) {
   auto options = std::make_shared<CheckOptions>();
   auto* sub = app.add_subcommand("check", "CI gate over dedup declarations: TTL vs retention, keys, namespaces, "
                                           "placements (--live: the brokers', Redis' and PostgreSQL's own settings)");
-  sub->add_option("file", options->file, "the TOML file declaring [[consumer]] entries")->required()->type_name("FILE.toml");
+  sub->add_option("file", options->file, "the TOML file declaring [[consumer]] entries")
+      ->required()
+      ->type_name("FILE.toml");
   sub->add_flag("--live", options->live, "also ask the brokers, Redis and PostgreSQL (each under a short timeout)");
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {

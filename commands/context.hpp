@@ -31,10 +31,10 @@ struct GlobalOptions {
 struct Context {
   GlobalOptions global;
   std::atomic<bool> stop{false};
-  std::function<std::int64_t()> now_ms;                 // wall clock, epoch ms
-  std::function<void(std::string_view)> progress;       // a transient status line; empty when not a TTY
-  std::function<void(std::string_view)> note;           // one diagnostic line on stderr (respects -q)
-  std::string command;                                  // the subcommand that ran, for error reports
+  std::function<std::int64_t()> now_ms;           // wall clock, epoch ms
+  std::function<void(std::string_view)> progress; // a transient status line; empty when not a TTY
+  std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
+  std::string command;                            // the subcommand that ran, for error reports
 };
 
 // A subcommand: registers its flags on `app` and returns the function that runs it (after parsing)

@@ -38,7 +38,9 @@ void add_source_options(CLI::App& app, SourceOptions& options) {
       ->type_name("T[:P,...]");
   group->add_option("--input", options.input, "a kcat -J dump (NDJSON) instead of brokers; - for stdin")
       ->type_name("FILE");
-  group->add_option("--from", options.from, "range start (inclusive): earliest, latest, committed, N, -N, @TIME, -DURATION")
+  group
+      ->add_option("--from", options.from,
+                   "range start (inclusive): earliest, latest, committed, N, -N, @TIME, -DURATION")
       ->type_name("SPEC");
   group->add_option("--to", options.to, "range end (exclusive), same SPEC grammar")->type_name("SPEC");
   group->add_option("--group", options.group, "consumer group whose committed offsets split processed from pending")
@@ -49,39 +51,48 @@ void add_source_options(CLI::App& app, SourceOptions& options) {
 void add_identity_options(CLI::App& app, IdentityOptions& options) {
   auto* group = app.add_option_group("Identity", "How an event is identified: header:NAME, json:/pointer, key, offset");
   group->add_option("--id", options.id, "event id; the first spec that yields a value wins")->type_name("SPEC[,...]");
-  group->add_option("--type", options.type, "event type; the first spec that yields a value wins")->type_name("SPEC[,...]");
+  group->add_option("--type", options.type, "event type; the first spec that yields a value wins")
+      ->type_name("SPEC[,...]");
   group->add_option("--entity", options.entity, "business key (order id ...); the first spec that yields a value wins")
       ->type_name("SPEC[,...]");
-  group->add_option("--semantic-key", options.semantic_key,
-                    "what makes two events the same intent, all specs combined (default: type + entity + payload "
-                    "without the id)")
+  group
+      ->add_option("--semantic-key", options.semantic_key,
+                   "what makes two events the same intent, all specs combined (default: type + entity + payload "
+                   "without the id)")
       ->type_name("SPEC[,...]");
 }
 
 void add_placement_options(CLI::App& app, PlacementOptions& options) {
   auto* group = app.add_option_group("Placement", "Where and how the consumer keeps its dedup records");
-  group->add_option("--store", options.store, "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], or file:PATH "
-                                              "(a snapshot)")
+  group
+      ->add_option("--store", options.store,
+                   "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], or file:PATH "
+                   "(a snapshot)")
       ->required()
       ->type_name("URI");
-  group->add_option("--key-template", options.key_template,
-                    "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
-                    "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces")
+  group
+      ->add_option("--key-template", options.key_template,
+                   "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
+                   "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces")
       ->type_name("T");
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
       ->type_name("NAME");
   group->add_option("--ttl", options.ttl, "the TTL the consumer sets, or none; estimated from the records when absent")
       ->type_name("DURATION|none");
-  group->add_option("--retention", options.retention,
-                    "the topic's retention, or infinite; read with DescribeConfigs when absent")
+  group
+      ->add_option("--retention", options.retention,
+                   "the topic's retention, or infinite; read with DescribeConfigs when absent")
       ->type_name("DURATION|infinite");
   group->add_option("--max-lag", options.max_lag, "allowance between an event's timestamp and its processing")
       ->type_name("DURATION");
-  group->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
+  group
+      ->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
       ->type_name("V");
-  group->add_option("--lease", options.lease, "an in-progress claim older than this is orphaned")->type_name("DURATION");
-  group->add_option("--side-effects", options.side_effects,
-                    "TYPE=external|internal|idempotent for replay-risk (repeatable); unknown types are external")
+  group->add_option("--lease", options.lease, "an in-progress claim older than this is orphaned")
+      ->type_name("DURATION");
+  group
+      ->add_option("--side-effects", options.side_effects,
+                   "TYPE=external|internal|idempotent for replay-risk (repeatable); unknown types are external")
       ->type_name("TYPE=CLASS");
 }
 
@@ -194,7 +205,8 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
       throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
     }
     auto plan = core::plan_without_broker(from, to, now);
-    auto file = std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
+    auto file =
+        std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
     opened.file = file.get();
     opened.source = std::move(file);
     opened.info.kind = "file";
@@ -225,7 +237,8 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     // Refuse `committed` before contacting anyone.
     for (const auto* spec : {&request.from, &request.to}) {
       if (spec->kind == core::SpecKind::Committed) {
-        throw UsageError(fmt::format("'{}' needs --group: the committed offset belongs to a consumer group", spec->text));
+        throw UsageError(
+            fmt::format("'{}' needs --group: the committed offset belongs to a consumer group", spec->text));
       }
     }
   }
@@ -283,7 +296,8 @@ reports::Report unreachable_report(const std::string& command, const std::string
   return report;
 }
 
-int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format, const Context& context) {
+int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format,
+                   const Context& context) {
   if (opened.file && report.source) {
     report.source->invalid_lines = opened.file->invalid_lines();
   }

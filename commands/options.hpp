@@ -5,8 +5,8 @@
 #include "connectors/kafka/kafka.hpp"
 #include "core/audit_analyzer.hpp"
 #include "core/identify.hpp"
-#include "core/store_uri.hpp"
 #include "core/source_info.hpp"
+#include "core/store_uri.hpp"
 #include "reports/report.hpp"
 
 #include <memory>

@@ -1,6 +1,6 @@
+#include "commands/pipeline/scan.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
-#include "commands/pipeline/scan.hpp"
 #include "core/errors.hpp"
 #include "core/time.hpp"
 

@@ -162,8 +162,9 @@ void AuditAnalyzer::add_example(Coverage state, std::int32_t partition, const Ex
   m_examples[static_cast<std::size_t>(state)].add(partition, [&] {
     Example ex = example;
     if (state == Coverage::Expiring) {
-      ex.note = gap_ms < 0 ? "the record lapses; the topic keeps events forever"
-                           : fmt::format("the record lapses {} before the event leaves the log", format_duration(gap_ms));
+      ex.note = gap_ms < 0
+                    ? "the record lapses; the topic keeps events forever"
+                    : fmt::format("the record lapses {} before the event leaves the log", format_duration(gap_ms));
     }
     return ex;
   });
@@ -258,8 +259,8 @@ AuditResult AuditAnalyzer::finish() {
   // The deferred absent records, now that the TTL is known (or known to be unknown).
   for (const auto& deferred : m_deferred) {
     PartitionState& partition = *deferred.partition;
-    bool expired = result.ttl.ms && deferred.timestamp_ms + *result.ttl.ms + m_options.policy.max_lag_ms <
-                                        m_options.policy.now_ms;
+    bool expired =
+        result.ttl.ms && deferred.timestamp_ms + *result.ttl.ms + m_options.policy.max_lag_ms < m_options.policy.now_ms;
     Coverage state = expired ? Coverage::Expired : Coverage::Missing;
     bool window = in_window(partition, deferred.offset);
     count(partition, state, deferred.type, deferred.offset, window);
@@ -327,10 +328,10 @@ AuditResult AuditAnalyzer::finish() {
   const Span& ttl = result.ttl;
   const Span& retention = m_options.policy.retention;
   std::string needed = retention.infinite ? "a TTL of none (the topic keeps events forever)"
-                       : retention.ms     ? fmt::format("at least retention + max lag + 1 day ({} + {} + 1d)",
-                                                        format_duration(*retention.ms),
-                                                        format_duration(m_options.policy.max_lag_ms))
-                                          : "at least the topic's retention + max lag";
+                       : retention.ms
+                           ? fmt::format("at least retention + max lag + 1 day ({} + {} + 1d)",
+                                         format_duration(*retention.ms), format_duration(m_options.policy.max_lag_ms))
+                           : "at least the topic's retention + max lag";
   if (ttl.ms && !ttl.infinite && retention.known()) {
     if (retention.infinite || *ttl.ms < *retention.ms) {
       policy_finding("ttl-shorter-than-retention", Severity::Error,
@@ -340,11 +341,11 @@ AuditResult AuditAnalyzer::finish() {
                                  "the TTL to {}.",
                                  needed));
     } else if (*ttl.ms < *retention.ms + m_options.policy.max_lag_ms + k_margin_ms) {
-      policy_finding("ttl-margin-thin", Severity::Warning,
-                     fmt::format("the TTL ({}) barely exceeds the retention ({}) plus max lag ({})", span_text(ttl),
-                                 span_text(retention), format_duration(m_options.policy.max_lag_ms)),
-                     fmt::format("A consumer that falls behind, or a clock skew, opens a gap. Raise the TTL to {}.",
-                                 needed));
+      policy_finding(
+          "ttl-margin-thin", Severity::Warning,
+          fmt::format("the TTL ({}) barely exceeds the retention ({}) plus max lag ({})", span_text(ttl),
+                      span_text(retention), format_duration(m_options.policy.max_lag_ms)),
+          fmt::format("A consumer that falls behind, or a clock skew, opens a gap. Raise the TTL to {}.", needed));
     }
   }
   if (!retention.known()) {
@@ -377,34 +378,35 @@ AuditResult AuditAnalyzer::finish() {
   };
   auto n = [&](Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
   if (n(Coverage::Expired) > 0) {
-    Finding f = *state_builder(Coverage::Expired)
-                     .build("ttl-gap", Severity::Error,
-                            fmt::format("{} events are still replayable but their dedup records expired",
-                                        n(Coverage::Expired)),
-                            fmt::format("A seek into these events re-applies them. Raise the TTL to {}.", needed));
+    Finding f =
+        *state_builder(Coverage::Expired)
+             .build("ttl-gap", Severity::Error,
+                    fmt::format("{} events are still replayable but their dedup records expired", n(Coverage::Expired)),
+                    fmt::format("A seek into these events re-applies them. Raise the TTL to {}.", needed));
     f.count = n(Coverage::Expired);
     findings.push_back(std::move(f));
   }
   if (n(Coverage::Expiring) > 0) {
     push(state_builder(Coverage::Expiring)
-             .build("expiring-before-retention", Severity::Warning,
-                    fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
-                                m_max_gap_ms > 0 ? fmt::format(" (by up to {})", format_duration(m_max_gap_ms)) : ""),
-                    fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
-                                needed)));
+             .build(
+                 "expiring-before-retention", Severity::Warning,
+                 fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
+                             m_max_gap_ms > 0 ? fmt::format(" (by up to {})", format_duration(m_max_gap_ms)) : ""),
+                 fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
+                             needed)));
   }
   if (n(Coverage::Missing) > 0) {
-    Finding f = *state_builder(Coverage::Missing)
-                     .build("missing-record", Severity::Error,
-                            ttl.known()
-                                ? fmt::format("{} dedup records are missing although their events are within the TTL",
+    Finding f =
+        *state_builder(Coverage::Missing)
+             .build("missing-record", Severity::Error,
+                    ttl.known() ? fmt::format("{} dedup records are missing although their events are within the TTL",
                                               n(Coverage::Missing))
                                 : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
                                               "told from a loss)",
                                               n(Coverage::Missing)),
-                            "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
-                            "or never written (check --key-template against the consumer's code). A seek re-applies "
-                            "these events.");
+                    "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
+                    "or never written (check --key-template against the consumer's code). A seek re-applies "
+                    "these events.");
     f.count = n(Coverage::Missing);
     findings.push_back(std::move(f));
   }
@@ -417,11 +419,11 @@ AuditResult AuditAnalyzer::finish() {
                     "keys before seeking."));
   }
   if (result.no_expiry > 0) {
-    Finding f = *state_builder(Coverage::Covered)
-                     .build("no-expiry", Severity::Warning,
-                            fmt::format("{} dedup records never expire", result.no_expiry),
-                            "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
-                            "SET key value NX PX <ttl>.");
+    Finding f =
+        *state_builder(Coverage::Covered)
+             .build("no-expiry", Severity::Warning, fmt::format("{} dedup records never expire", result.no_expiry),
+                    "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
+                    "SET key value NX PX <ttl>.");
     f.count = result.no_expiry;
     findings.push_back(std::move(f));
   }

@@ -22,9 +22,9 @@ std::string_view to_string(SideEffect effect);
 std::pair<std::string, SideEffect> parse_side_effect(std::string_view text);
 
 struct AuditOptions {
-  CoveragePolicy policy; // policy.ttl unknown: estimated from the records
-  std::string ttl_source = "flag";      // flag | estimate | unknown
-  std::string retention_source = "flag"; // flag | broker | unknown
+  CoveragePolicy policy;                          // policy.ttl unknown: estimated from the records
+  std::string ttl_source = "flag";                // flag | estimate | unknown
+  std::string retention_source = "flag";          // flag | broker | unknown
   std::map<std::string, SideEffect> side_effects; // unknown types are external
   KeyTemplate key_template = KeyTemplate::parse("{event_id}");
   std::size_t max_examples = 5;
@@ -75,7 +75,7 @@ struct AuditResult {
   std::int64_t events = 0;
   std::int64_t no_expiry = 0;
   std::int64_t key_collisions = 0;
-  Span ttl;                        // what classified the events
+  Span ttl;                                      // what classified the events
   std::optional<std::int64_t> ttl_low, ttl_high; // the estimate, when records allowed one
   std::vector<PartitionCoverage> partitions;
   ReplaySummary replay;
@@ -101,7 +101,7 @@ private:
   struct PartitionState {
     PartitionCoverage coverage;
     std::optional<std::int64_t> committed;
-    std::optional<std::int64_t> max_bad_offset;     // last external re-application in the window
+    std::optional<std::int64_t> max_bad_offset;                      // last external re-application in the window
     std::vector<std::pair<std::int64_t, std::int64_t>> window_times; // (offset, ts) of window events
   };
   struct Deferred {

@@ -78,8 +78,9 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
         add(consumer, ttl_field, "ttl-shorter-than-retention", Severity::Error,
             fmt::format("the {} ({}) is shorter than the topic's retention ({})", ttl_field, span_text(*ttl),
                         span_text(*retention)),
-            fmt::format("A seek or replay from the log start re-applies every event older than {}. Keep records for {}.",
-                        span_text(*ttl), needed));
+            fmt::format(
+                "A seek or replay from the log start re-applies every event older than {}. Keep records for {}.",
+                span_text(*ttl), needed));
       } else if (*ttl->ms < *retention->ms + consumer.max_lag_ms + k_margin_ms) {
         add(consumer, ttl_field, "ttl-margin-thin", Severity::Warning,
             fmt::format("the {} ({}) barely exceeds the retention ({}) plus max lag ({})", ttl_field, span_text(*ttl),
@@ -137,7 +138,8 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
               "Use noeviction (writes fail loudly instead), or a Redis of its own for dedup keys.");
         } else if (policy.starts_with("volatile-")) {
           add(consumer, "store", "eviction-policy-unsafe", Severity::Warning,
-              fmt::format("Redis maxmemory-policy is {}: keys with a TTL, dedup keys among them, can be evicted", policy),
+              fmt::format("Redis maxmemory-policy is {}: keys with a TTL, dedup keys among them, can be evicted",
+                          policy),
               "Use noeviction for the dedup keyspace, or size maxmemory so that it is never reached.");
         }
       }
@@ -164,7 +166,8 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
         add(consumer, "inbox_table", "inbox-without-unique-constraint", Severity::Error,
             fmt::format("the inbox {} has no primary key or unique index over {}{}", consumer.inbox_table,
                         consumer.inbox_consumer_column.empty() ? "" : "(" + consumer.inbox_consumer_column + ", ",
-                        consumer.inbox_consumer_column.empty() ? consumer.inbox_id_column : consumer.inbox_id_column + ")"),
+                        consumer.inbox_consumer_column.empty() ? consumer.inbox_id_column
+                                                               : consumer.inbox_id_column + ")"),
             "Without one, two deliveries of an event both insert their row and both apply the change. Add a unique "
             "constraint and write the row with INSERT ... ON CONFLICT DO NOTHING in the business transaction.");
       }

@@ -34,11 +34,22 @@ SourcePosition ConsumerDeclaration::position_of(const std::string& field) const 
 
 namespace {
 
-const std::set<std::string, std::less<>> k_keys{
-    "name",           "topic",           "group",           "placement",          "store",
-    "key_template",   "ttl",             "retention",       "max_lag",            "side_effects",
-    "inbox_table",    "inbox_id_column", "inbox_consumer_column", "inbox_time_column", "inbox_status_column",
-    "inbox_retention"};
+const std::set<std::string, std::less<>> k_keys{"name",
+                                                "topic",
+                                                "group",
+                                                "placement",
+                                                "store",
+                                                "key_template",
+                                                "ttl",
+                                                "retention",
+                                                "max_lag",
+                                                "side_effects",
+                                                "inbox_table",
+                                                "inbox_id_column",
+                                                "inbox_consumer_column",
+                                                "inbox_time_column",
+                                                "inbox_status_column",
+                                                "inbox_retention"};
 
 SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -57,8 +68,9 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
   }
   for (auto&& [key, node] : root) {
     if (key.str() != "consumer") {
-      out.errors.push_back({position(key.source()),
-                            fmt::format("unknown top-level key '{}'; declare consumers as [[consumer]] tables", key.str())});
+      out.errors.push_back(
+          {position(key.source()),
+           fmt::format("unknown top-level key '{}'; declare consumers as [[consumer]] tables", key.str())});
     }
   }
   const toml::node* consumers = root.get("consumer");
@@ -103,7 +115,9 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
         error(node, fmt::format("'{}' is \"{}\": expected a duration such as \"90s\", \"15m\", \"6h\", \"7d\", "
                                 "\"1d12h\" or \"PT6H\"{}",
                                 name, text_value,
-                                name == "retention" ? ", or \"infinite\"" : name == "max_lag" ? "" : ", or \"none\""));
+                                name == "retention" ? ", or \"infinite\""
+                                : name == "max_lag" ? ""
+                                                    : ", or \"none\""));
         return std::nullopt;
       }
     };
@@ -159,7 +173,9 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       } else if (name == "inbox_retention") {
         consumer.inbox_retention = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
       } else if (name == "max_lag") {
-        if (auto span = duration_of(name, node, [](const std::string& t) { return Span{parse_duration(t, "max_lag"), false}; })) {
+        if (auto span = duration_of(name, node, [](const std::string& t) {
+              return Span{parse_duration(t, "max_lag"), false};
+            })) {
           consumer.max_lag_ms = span->ms.value_or(0);
         }
       } else if (name == "side_effects") {
@@ -184,13 +200,15 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       }
     }
     auto missing = [&](const char* field, const char* why) {
-      out.errors.push_back({consumer.at, fmt::format("consumer{} has no '{}' ({})",
-                                                     consumer.name.empty() ? "" : " '" + consumer.name + "'", field, why)});
+      out.errors.push_back(
+          {consumer.at, fmt::format("consumer{} has no '{}' ({})",
+                                    consumer.name.empty() ? "" : " '" + consumer.name + "'", field, why)});
     };
     if (!consumer.fields.count("name")) {
       missing("name", "every consumer is named");
     } else if (!consumer.name.empty() && !names.insert(consumer.name).second) {
-      out.errors.push_back({consumer.position_of("name"), fmt::format("consumer '{}' is declared twice", consumer.name)});
+      out.errors.push_back(
+          {consumer.position_of("name"), fmt::format("consumer '{}' is declared twice", consumer.name)});
     }
     if (!consumer.fields.count("topic")) {
       missing("topic", "the topic it consumes");

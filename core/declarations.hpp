@@ -22,7 +22,7 @@ std::string_view to_string(Placement placement);
 
 struct ConsumerDeclaration {
   std::string name;
-  SourcePosition at; // the [[consumer]] header
+  SourcePosition at;                            // the [[consumer]] header
   std::map<std::string, SourcePosition> fields; // where each key was written
   std::string topic;
   std::string group;

@@ -46,9 +46,9 @@ struct EventBatch {
 struct PartitionPosition {
   std::string topic;
   std::int32_t partition = 0;
-  std::int64_t events = 0;                    // events delivered in range
-  std::optional<std::int64_t> first_offset;   // first delivered
-  std::optional<std::int64_t> last_offset;    // last delivered
+  std::int64_t events = 0;                  // events delivered in range
+  std::optional<std::int64_t> first_offset; // first delivered
+  std::optional<std::int64_t> last_offset;  // last delivered
   std::optional<std::int64_t> first_timestamp;
   std::optional<std::int64_t> last_timestamp;
   std::optional<std::int64_t> stopped_at; // where a time-bounded end (--to @TIME) fell

@@ -12,8 +12,8 @@ FieldSpec parse_one(std::string_view item, std::string_view what) {
   FieldSpec spec;
   spec.text = std::string(item);
   auto bad = [&](std::string_view why) -> FieldSpec {
-    throw UsageError(fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key or offset",
-                                 what, item, why));
+    throw UsageError(
+        fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key or offset", what, item, why));
   };
   if (item == "key") {
     spec.kind = FieldKind::Key;

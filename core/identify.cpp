@@ -101,8 +101,8 @@ struct Identifier::Impl {
     }
     if (type == simdjson::ondemand::json_type::number) {
       std::string_view token = value.raw_json_token();
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                                token.back() == '\t')) {
+      while (!token.empty() &&
+             (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
         token.remove_suffix(1);
       }
       out = arena.copy(token);

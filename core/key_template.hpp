@@ -16,7 +16,7 @@ public:
   enum class Part { Literal, EventId, Type, Entity, Topic, Partition, Offset, Key, Consumer, Field };
   struct Segment {
     Part part = Part::Literal;
-    std::string text;  // the literal, or the placeholder as written
+    std::string text;      // the literal, or the placeholder as written
     std::size_t field = 0; // index into fields() for Part::Field
   };
 

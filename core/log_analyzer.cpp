@@ -10,10 +10,9 @@
 namespace dedupctl::core {
 
 LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
-    : m_options(std::move(options)), m_first_payload(m_options.expected_events),
-      m_semantic(m_options.expected_events), m_log_duplicate(m_options.max_examples),
-      m_id_reuse(m_options.max_examples), m_semantic_duplicate(m_options.max_examples),
-      m_missing_id(m_options.max_examples) {}
+    : m_options(std::move(options)), m_first_payload(m_options.expected_events), m_semantic(m_options.expected_events),
+      m_log_duplicate(m_options.max_examples), m_id_reuse(m_options.max_examples),
+      m_semantic_duplicate(m_options.max_examples), m_missing_id(m_options.max_examples) {}
 
 void LogAnalyzer::observe(std::span<const Event> events, std::span<const Identity> identities) {
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -25,7 +24,8 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   ++m_counters.events;
   if (!identity.has_id) {
     ++m_counters.no_id;
-    m_missing_id.add(event.partition, [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
+    m_missing_id.add(event.partition,
+                     [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
     return;
   }
   bool inserted = false;
@@ -35,9 +35,8 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
     first = payload;
   } else {
     auto later = m_reused.find(identity.id_hash);
-    bool same = first == payload ||
-                (later != m_reused.end() && std::find(later->second.begin(), later->second.end(), payload) !=
-                                                later->second.end());
+    bool same = first == payload || (later != m_reused.end() && std::find(later->second.begin(), later->second.end(),
+                                                                          payload) != later->second.end());
     if (same) {
       ++m_counters.log_duplicates;
       m_log_duplicate.add(event.partition, [&] { return example_of(event, identity); });
@@ -46,9 +45,9 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
       m_reused[identity.id_hash].push_back(payload);
       std::uint32_t original = first;
       m_id_reuse.add(event.partition, [&] {
-        return example_of(event, identity, {},
-                       fmt::format("payload {:08x} differs from the first payload {:08x} of this id", payload,
-                                   original));
+        return example_of(
+            event, identity, {},
+            fmt::format("payload {:08x} differs from the first payload {:08x} of this id", payload, original));
       });
     }
     return;
@@ -60,8 +59,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   constexpr std::uint64_t k_id_mask = (1ULL << k_id_bits) - 1;
   // Clamp into 40 bits centred on the first event seen: timestamps more than ±8.7 years away pile
   // up at the edges.
-  std::int64_t relative = std::clamp<std::int64_t>(event.timestamp_ms - *m_time_base + (1LL << 38), 0,
-                                                   (1LL << 40) - 1);
+  std::int64_t relative = std::clamp<std::int64_t>(event.timestamp_ms - *m_time_base + (1LL << 38), 0, (1LL << 40) - 1);
   std::uint64_t id_tag = identity.id_hash & k_id_mask;
   SemanticEntry& entry = m_semantic.find_or_insert(identity.semantic_hash, inserted);
   if (!inserted && (entry & k_id_mask) != id_tag) {
@@ -71,8 +69,8 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
       ++m_counters.semantic_duplicates;
       m_semantic_duplicate.add(event.partition, [&] {
         return example_of(event, identity, {},
-                       fmt::format("same semantic key as an event with another id {} {}",
-                                   format_duration(std::max(gap, -gap)), gap >= 0 ? "earlier" : "later"));
+                          fmt::format("same semantic key as an event with another id {} {}",
+                                      format_duration(std::max(gap, -gap)), gap >= 0 ? "earlier" : "later"));
       });
     }
   }
@@ -100,8 +98,7 @@ std::vector<Finding> LogAnalyzer::findings() const {
       "producer keep the id across retries (generate it once, before the first send), or deduplicate on "
       "a business key (--semantic-key) where the handler allows it."));
   push(m_missing_id.build(
-      "missing-event-id", Severity::Warning,
-      fmt::format("{} events carry no event id", m_missing_id.count()),
+      "missing-event-id", Severity::Warning, fmt::format("{} events carry no event id", m_missing_id.count()),
       fmt::format("These events cannot be deduplicated by id and every redelivery re-applies them. Check "
                   "that --id ({}) names where the producer puts the id, or fix the producer.",
                   m_options.id_specs)));

@@ -6,9 +6,9 @@
 #include "core/identify.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -59,7 +59,7 @@ private:
 
   LogAnalyzerOptions m_options;
   LogCounters m_counters;
-  FlatHashMap<std::uint32_t> m_first_payload;                            // id → first payload
+  FlatHashMap<std::uint32_t> m_first_payload;                             // id → first payload
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;

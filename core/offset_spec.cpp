@@ -81,8 +81,8 @@ std::optional<std::int64_t> spec_timestamp(const OffsetSpec& spec, std::int64_t 
   return std::nullopt;
 }
 
-ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const PartitionFacts& facts,
-                              bool has_group, std::int64_t now_ms) {
+ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const PartitionFacts& facts, bool has_group,
+                              std::int64_t now_ms) {
   ResolvedOffset out;
   auto committed_or_start = [&]() {
     if (facts.committed) {
@@ -111,8 +111,7 @@ ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const Parti
     break;
   case SpecKind::Committed:
     if (!has_group) {
-      throw UsageError(fmt::format("'{}' needs --group: the committed offset belongs to a consumer group",
-                                   spec.text));
+      throw UsageError(fmt::format("'{}' needs --group: the committed offset belongs to a consumer group", spec.text));
     }
     place(committed_or_start());
     break;
@@ -123,8 +122,7 @@ ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const Parti
     std::int64_t base = facts.log_end;
     if (role == SpecRole::Seek) {
       if (!has_group) {
-        throw UsageError(fmt::format("--seek '{}' counts back from the committed offset: it needs --group",
-                                     spec.text));
+        throw UsageError(fmt::format("--seek '{}' counts back from the committed offset: it needs --group", spec.text));
       }
       base = committed_or_start();
     }

@@ -55,7 +55,7 @@ struct ResolvedOffset {
 
 // Resolves a SPEC for one partition. `now_ms` is only used by Ago specs.
 // Throws UsageError for `committed` without a group (committed facts absent and has_group false).
-ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const PartitionFacts& facts,
-                              bool has_group, std::int64_t now_ms);
+ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const PartitionFacts& facts, bool has_group,
+                              std::int64_t now_ms);
 
 } // namespace dedupctl::core

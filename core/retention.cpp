@@ -20,7 +20,8 @@ std::optional<std::int64_t> number(std::optional<std::string_view> text) {
 }
 } // namespace
 
-Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy,
+Span retention_from_configs(std::optional<std::string_view> retention_ms,
+                            std::optional<std::string_view> cleanup_policy,
                             std::optional<std::string_view> segment_ms) {
   Span span;
   if (cleanup_policy && cleanup_policy->find("compact") != std::string_view::npos &&

@@ -20,7 +20,8 @@ struct TopicRetention {
 // "compact,delete" and "delete": retention.ms). A segment is deleted only once its newest event is
 // older than retention.ms, so events stay replayable for up to retention.ms + segment.ms: the
 // segment is added when known. Unknown when retention.ms is absent or garbage.
-Span retention_from_configs(std::optional<std::string_view> retention_ms, std::optional<std::string_view> cleanup_policy,
+Span retention_from_configs(std::optional<std::string_view> retention_ms,
+                            std::optional<std::string_view> cleanup_policy,
                             std::optional<std::string_view> segment_ms = std::nullopt);
 
 // --retention DURATION | infinite. Throws UsageError.

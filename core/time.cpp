@@ -202,8 +202,7 @@ std::int64_t parse_time(std::string_view text, std::string_view what) {
   if (day > k_days_in_month[static_cast<std::size_t>(month - 1)] || (month == 2 && day == 29 && !leap)) {
     return fail();
   }
-  std::int64_t ms =
-      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * k_ms_per_day;
+  std::int64_t ms = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * k_ms_per_day;
   if (text.size() == 10) {
     return ms;
   }
@@ -288,11 +287,8 @@ std::string format_duration(std::int64_t ms) {
     std::int64_t size;
     const char* name;
   };
-  static constexpr std::array<Unit, 5> k_units{{{k_ms_per_day, "d"},
-                                                {k_ms_per_hour, "h"},
-                                                {k_ms_per_minute, "m"},
-                                                {k_ms_per_second, "s"},
-                                                {1, "ms"}}};
+  static constexpr std::array<Unit, 5> k_units{
+      {{k_ms_per_day, "d"}, {k_ms_per_hour, "h"}, {k_ms_per_minute, "m"}, {k_ms_per_second, "s"}, {1, "ms"}}};
   for (const auto& unit : k_units) {
     if (ms >= unit.size) {
       out += fmt::format("{}{}", ms / unit.size, unit.name);

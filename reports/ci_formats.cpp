@@ -120,11 +120,11 @@ void render_sarif(const Report& report, std::FILE* out) {
   }
   Json doc{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
            {"version", "2.1.0"},
-           {"runs", Json::array({Json{{"tool", Json{{"driver", Json{{"name", "dedupctl"},
-                                                                    {"version", DEDUPCTL_VERSION},
-                                                                    {"rules", rules}}}}},
-                                      {"invocations", Json::array({invocation})},
-                                      {"results", results}}})}};
+           {"runs",
+            Json::array({Json{
+                {"tool", Json{{"driver", Json{{"name", "dedupctl"}, {"version", DEDUPCTL_VERSION}, {"rules", rules}}}}},
+                {"invocations", Json::array({invocation})},
+                {"results", results}}})}};
   std::string text = doc.dump(2) + "\n";
   std::fwrite(text.data(), 1, text.size(), out);
 }
@@ -154,7 +154,8 @@ void render_junit(const Report& report, std::FILE* out) {
         continue;
       }
       ++failures;
-      std::string where = finding.file.empty() ? "" : fmt::format("{}:{}:{}: ", finding.file, finding.line, finding.column);
+      std::string where =
+          finding.file.empty() ? "" : fmt::format("{}:{}:{}: ", finding.file, finding.line, finding.column);
       failed += fmt::format("      <failure type=\"{}\" message=\"{}\">{}{}</failure>\n", xml_escape(finding.id),
                             xml_escape(finding.title), xml_escape(where), xml_escape(finding.advice));
     }
@@ -170,9 +171,10 @@ void render_junit(const Report& report, std::FILE* out) {
   }
   std::size_t tests = cases.size() + errors;
   fmt::print(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fmt::print(out, "<testsuites name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n"
-                  "  <testsuite name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n{4}"
-                  "  </testsuite>\n</testsuites>\n",
+  fmt::print(out,
+             "<testsuites name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n"
+             "  <testsuite name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n{4}"
+             "  </testsuite>\n</testsuites>\n",
              xml_escape(report.command), tests, failures, errors, body);
 }
 

@@ -27,7 +27,7 @@ std::string span_text(const core::Span& span);
 
 // The coverage table's columns, in report-v1 order, and their headings.
 inline constexpr core::Coverage k_coverage_columns[] = {
-    core::Coverage::Covered, core::Coverage::Expiring, core::Coverage::Expired,    core::Coverage::Missing,
+    core::Coverage::Covered, core::Coverage::Expiring,   core::Coverage::Expired,  core::Coverage::Missing,
     core::Coverage::Pending, core::Coverage::InProgress, core::Coverage::Orphaned, core::Coverage::NoId};
 
 } // namespace dedupctl::reports::detail

@@ -9,9 +9,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-template <typename T> Json optional_json(const std::optional<T>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
+template <typename T> Json optional_json(const std::optional<T>& value) { return value ? Json(*value) : Json(nullptr); }
 
 Json time_json(const std::optional<std::int64_t>& ms) {
   return ms && *ms >= 0 ? Json(core::format_time(*ms)) : Json(nullptr);
@@ -120,7 +118,9 @@ Json replay_json(const core::ReplaySummary& replay) {
   out["by_type"] = std::move(by_type);
   Json safe = Json::array();
   for (const auto& s : replay.safe_from) {
-    safe.push_back(Json{{"topic", s.topic}, {"partition", s.partition}, {"offset", s.offset},
+    safe.push_back(Json{{"topic", s.topic},
+                        {"partition", s.partition},
+                        {"offset", s.offset},
                         {"timestamp", time_json(s.timestamp_ms)}});
   }
   out["safe_from"] = std::move(safe);

@@ -37,12 +37,13 @@ void render_markdown(const Report& report, std::FILE* out) {
     fmt::print(out, "{} `{}`{}\n\n", source.kind == "file" ? "File" : "Kafka",
                source.kind == "file" ? source.path : source.bootstrap,
                source.group ? fmt::format(", group `{}`", *source.group) : "");
-    fmt::print(out, "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
+    fmt::print(out,
+               "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
     fmt::print(out, "|---|---:|---:|---:|---:|---:|---:|---|---|\n");
     for (const auto& range : source.partitions) {
       fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                 cell(detail::partition_name(range.topic, range.partition)), range.from, range.to,
-                 opt(range.log_start), opt(range.log_end), opt(range.committed), range.events,
+                 cell(detail::partition_name(range.topic, range.partition)), range.from, range.to, opt(range.log_start),
+                 opt(range.log_end), opt(range.committed), range.events,
                  range.first_timestamp ? core::format_time(*range.first_timestamp) : "–",
                  range.last_timestamp ? core::format_time(*range.last_timestamp) : "–");
     }
@@ -75,8 +76,9 @@ void render_markdown(const Report& report, std::FILE* out) {
   }
   if (report.replay) {
     const auto& r = *report.replay;
-    fmt::print(out, "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
-                    "first deliveries.\n\n",
+    fmt::print(out,
+               "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
+               "first deliveries.\n\n",
                r.window, r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
     for (const auto& safe : r.safe_from) {
       fmt::print(out, "- safe from `{}@{}`{}\n", detail::partition_name(safe.topic, safe.partition), safe.offset,

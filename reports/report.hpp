@@ -43,7 +43,7 @@ struct Report {
   std::optional<PlacementInfo> placement;
   std::optional<core::ReplaySummary> replay;
   std::vector<core::PartitionCoverage> coverage; // per partition, audit only
-  std::vector<std::string> subjects;              // what was checked (check: the consumers), for JUnit
+  std::vector<std::string> subjects;             // what was checked (check: the consumers), for JUnit
   // What the run used (id specs, window, fail-on …), for people reading text or markdown.
   std::vector<std::pair<std::string, std::string>> settings;
   std::string fail_on = "error";

@@ -117,8 +117,8 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
         if (group) {
           row.push_back(opt(range.committed));
         }
-        row.insert(row.end(), {std::to_string(range.events), opt_time(range.first_timestamp),
-                               opt_time(range.last_timestamp)});
+        row.insert(row.end(),
+                   {std::to_string(range.events), opt_time(range.first_timestamp), opt_time(range.last_timestamp)});
         rows.push_back(std::move(row));
       }
       fmt::print(out, "\n");
@@ -191,11 +191,13 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
   if (report.replay) {
     const auto& r = *report.replay;
     fmt::print(out, "\nREPLAY WINDOW {}\n", r.window);
-    fmt::print(out, "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
-                    "deliveries\n",
+    fmt::print(out,
+               "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
+               "deliveries\n",
                r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
     for (const auto& [type, risk] : r.by_type) {
-      fmt::print(out, "  {:<24} {:>8} re-applied  ({})\n", type, risk.would_reapply, core::to_string(risk.side_effects));
+      fmt::print(out, "  {:<24} {:>8} re-applied  ({})\n", type, risk.would_reapply,
+                 core::to_string(risk.side_effects));
     }
     for (const auto& safe : r.safe_from) {
       fmt::print(out, "  safe from {}@{}{}\n", partition_name(safe.topic, safe.partition), safe.offset,

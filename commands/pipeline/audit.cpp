@@ -73,9 +73,15 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
       if (!identity.has_id) {
         continue;
       }
-      core::KeyValues values{identity.id,      identity.type,   identity.entity,
-                             event.topic,      event.partition, event.offset,
-                             event.key.value_or(std::string_view{}), request.consumer, identity.extra};
+      core::KeyValues values{identity.id,
+                             identity.type,
+                             identity.entity,
+                             event.topic,
+                             event.partition,
+                             event.offset,
+                             event.key.value_or(std::string_view{}),
+                             request.consumer,
+                             identity.extra};
       core::render_key(audit_options.key_template, values, rendered);
       key_of[i] = keys.size();
       keys.push_back(rendered);

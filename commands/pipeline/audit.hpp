@@ -11,8 +11,8 @@
 
 #include <functional>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 namespace dedupctl::commands {
 

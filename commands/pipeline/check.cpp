@@ -105,13 +105,15 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
                                     "Check inbox_table (schema-qualified if needed) against the consumer's database."));
             continue;
           }
-          std::vector<std::pair<std::string, std::string>> named{{"inbox_id_column", consumer.inbox_id_column},
-                                                                 {"inbox_consumer_column", consumer.inbox_consumer_column},
-                                                                 {"inbox_time_column", consumer.inbox_time_column},
-                                                                 {"inbox_status_column", consumer.inbox_status_column}};
+          std::vector<std::pair<std::string, std::string>> named{
+              {"inbox_id_column", consumer.inbox_id_column},
+              {"inbox_consumer_column", consumer.inbox_consumer_column},
+              {"inbox_time_column", consumer.inbox_time_column},
+              {"inbox_status_column", consumer.inbox_status_column}};
           bool columns_ok = true;
           for (const auto& [field, column] : named) {
-            if (column.empty() || std::find(inbox.columns.begin(), inbox.columns.end(), column) != inbox.columns.end()) {
+            if (column.empty() ||
+                std::find(inbox.columns.begin(), inbox.columns.end(), column) != inbox.columns.end()) {
               continue;
             }
             columns_ok = false;
@@ -119,10 +121,10 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
             for (const auto& c : inbox.columns) {
               existing += (existing.empty() ? "" : ", ") + c;
             }
-            extra.push_back(located(consumer, file, field, "inbox-schema-mismatch", core::Severity::Error,
-                                    fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table,
-                                                column, existing),
-                                    fmt::format("Set {} to the column the consumer writes.", field)));
+            extra.push_back(located(
+                consumer, file, field, "inbox-schema-mismatch", core::Severity::Error,
+                fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table, column, existing),
+                fmt::format("Set {} to the column the consumer writes.", field)));
           }
           if (columns_ok) {
             fact.inbox_unique = inbox.unique_over_id;

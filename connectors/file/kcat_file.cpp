@@ -48,8 +48,8 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
         throw InterruptedError("interrupted"); // the signal broke the blocking read
       }
       if (std::ferror(m_file)) {
-        throw UsageError(fmt::format("cannot read --input {} after line {}: {}", m_path, m_line_number,
-                                     std::strerror(errno)));
+        throw UsageError(
+            fmt::format("cannot read --input {} after line {}: {}", m_path, m_line_number, std::strerror(errno)));
       }
       break;
     }

@@ -170,8 +170,8 @@ std::optional<std::int64_t> list_offset(const rd_kafka_topic_partition_list_t* l
 // Timestamp lookups for one SPEC over all partitions; -1 for every partition the broker could
 // not answer (the mock answers -1 always), so the reader falls back to skipping by time.
 std::map<std::pair<std::string, std::int32_t>, std::int64_t>
-time_lookups(rd_kafka_t* rk, const KafkaSettings& settings, const std::vector<std::pair<std::string, std::int32_t>>& all,
-             std::int64_t timestamp) {
+time_lookups(rd_kafka_t* rk, const KafkaSettings& settings,
+             const std::vector<std::pair<std::string, std::int32_t>>& all, std::int64_t timestamp) {
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> out;
   PartitionList list = make_list(all, timestamp);
   rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list.get(), timeout_of(settings));
@@ -259,8 +259,8 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
     const core::PartitionFacts& f = facts[key];
     auto from = core::resolve_offset(request.from, core::SpecRole::From, with_lookup(f, from_lookups, key), has_group,
                                      request.now_ms);
-    auto to =
-        core::resolve_offset(request.to, core::SpecRole::To, with_lookup(f, to_lookups, key), has_group, request.now_ms);
+    auto to = core::resolve_offset(request.to, core::SpecRole::To, with_lookup(f, to_lookups, key), has_group,
+                                   request.now_ms);
     core::PartitionPlan plan;
     plan.topic = key.first;
     plan.partition = key.second;
@@ -424,7 +424,8 @@ private:
       return;
     }
     if (message->err) {
-      if (message->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || message->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+      if (message->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+          message->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
         throw UnreachableError(fmt::format(
             "{}[{}]: the range start is no longer in the log (retention deleted it while reading: {}); run again",
             topic ? topic : "?", message->partition, rd_kafka_message_errstr(message)));
@@ -507,11 +508,12 @@ private:
 class KafkaProducer final : public Producer {
 public:
   KafkaProducer(const KafkaSettings& settings, bool idempotent) : m_settings(settings) {
-    std::vector<std::pair<std::string, std::string>> defaults{{"acks", "all"},
-                                                              {"linger.ms", "20"},
-                                                              {"batch.size", "1000000"},
-                                                              {"queue.buffering.max.messages", "1000000"},
-                                                              {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
+    std::vector<std::pair<std::string, std::string>> defaults{
+        {"acks", "all"},
+        {"linger.ms", "20"},
+        {"batch.size", "1000000"},
+        {"queue.buffering.max.messages", "1000000"},
+        {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
     if (idempotent) {
       defaults.emplace_back("enable.idempotence", "true");
     }
@@ -540,12 +542,11 @@ public:
     std::size_t value_size = record.payload ? record.payload->size() : 0;
     std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
     while (true) {
-      rd_kafka_resp_err_t err = rd_kafka_producev(
-          m_rk.get(), RD_KAFKA_V_TOPIC(record.topic.c_str()),
-          RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
-          RD_KAFKA_V_VALUE(value, value_size),
-          RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(this),
-          RD_KAFKA_V_END);
+      rd_kafka_resp_err_t err =
+          rd_kafka_producev(m_rk.get(), RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
+                            RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_TIMESTAMP(record.timestamp_ms),
+                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(this), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(m_rk.get(), k_poll_interval_ms);
         continue;

@@ -23,9 +23,9 @@ inline constexpr std::int64_t k_default_timeout_ms = 10'000;
 struct KafkaSettings {
   std::string bootstrap;
   std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
-  std::int64_t timeout_ms = k_default_timeout_ms; // each broker request, and a read that stalls
-  int verbosity = 0;                               // librdkafka's own log lines show from -vv
-  const std::atomic<bool>* stop = nullptr;         // raised by SIGINT/SIGTERM
+  std::int64_t timeout_ms = k_default_timeout_ms;              // each broker request, and a read that stalls
+  int verbosity = 0;                                           // librdkafka's own log lines show from -vv
+  const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
 };
 
 struct TopicRequest {
@@ -43,8 +43,8 @@ struct RangeRequest {
 };
 
 struct ResolvedRange {
-  core::SourceInfo info;                   // as the report's `source`, before reading
-  std::vector<core::PartitionPlan> plans;  // what the reader reads
+  core::SourceInfo info;                  // as the report's `source`, before reading
+  std::vector<core::PartitionPlan> plans; // what the reader reads
 };
 
 // Asks the brokers for partitions, watermarks, committed offsets and timestamp lookups and

@@ -19,7 +19,8 @@ std::string with_timeout(const std::string& conninfo, std::int64_t timeout_ms) {
   }
   auto seconds = std::max<std::int64_t>(1, (timeout_ms + 999) / 1000);
   if (conninfo.find("://") != std::string::npos) {
-    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") + fmt::format("connect_timeout={}", seconds);
+    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") +
+           fmt::format("connect_timeout={}", seconds);
   }
   return conninfo + fmt::format(" connect_timeout={}", seconds);
 }
@@ -44,17 +45,18 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
     }
     facts.table_exists = true;
     auto oid = relation[0][0].as<long long>();
-    for (const auto& row : tx.exec_params("SELECT attname::text FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 "
-                                          "AND NOT attisdropped ORDER BY attnum",
-                                          oid)) {
+    for (const auto& row :
+         tx.exec_params("SELECT attname::text FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 "
+                        "AND NOT attisdropped ORDER BY attnum",
+                        oid)) {
       facts.columns.push_back(row[0].as<std::string>());
     }
     // The sorted column sets of the table's unique, non-partial indexes (primary keys included).
-    for (const auto& row : tx.exec_params(
-             "SELECT (SELECT string_agg(a.attname::text, ',' ORDER BY a.attname) FROM pg_attribute a "
-             "        WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) "
-             "FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indpred IS NULL",
-             oid)) {
+    for (const auto& row :
+         tx.exec_params("SELECT (SELECT string_agg(a.attname::text, ',' ORDER BY a.attname) FROM pg_attribute a "
+                        "        WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) "
+                        "FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indpred IS NULL",
+                        oid)) {
       if (row[0].is_null()) {
         continue;
       }
@@ -72,7 +74,8 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
     throw UnreachableError(fmt::format("PostgreSQL at {} refused the inspection ({})", core::redact_secrets(conninfo),
                                        first_line(e.what())));
   } catch (const pqxx::failure& e) {
-    throw UnreachableError(fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), first_line(e.what())));
+    throw UnreachableError(
+        fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), first_line(e.what())));
   }
   return facts;
 }

@@ -130,8 +130,8 @@ public:
     }
     Reply reply(static_cast<redisReply*>(raw));
     if (reply->type == REDIS_REPLY_ERROR && std::string_view(reply->str, reply->len).starts_with("LOADING")) {
-      throw UnreachableError(fmt::format("Redis at {} is loading its dataset into memory; try again when it is done",
-                                         where()));
+      throw UnreachableError(
+          fmt::format("Redis at {} is loading its dataset into memory; try again when it is done", where()));
     }
     return reply;
   }
@@ -158,8 +158,8 @@ public:
       Reply ttl = read("a lookup");
       Reply value = read("a lookup");
       if (ttl->type == REDIS_REPLY_ERROR) {
-        throw UnreachableError(fmt::format("Redis at {} answered PTTL with an error ({})", where(),
-                                           std::string(ttl->str, ttl->len)));
+        throw UnreachableError(
+            fmt::format("Redis at {} answered PTTL with an error ({})", where(), std::string(ttl->str, ttl->len)));
       }
       long long ms = ttl->type == REDIS_REPLY_INTEGER ? ttl->integer : -2;
       if (ms == -2) {

@@ -29,7 +29,7 @@ std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);
 struct SnapshotRecord {
   std::string key;
   std::optional<std::int64_t> pttl_ms; // nullopt: no expiry
-  std::string value;                    // the first 64 bytes
+  std::string value;                   // the first 64 bytes
 };
 
 // SCAN MATCH pattern COUNT n (never KEYS) with PTTL and the value's first bytes per key; calls

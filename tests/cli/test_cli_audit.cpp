@@ -24,17 +24,18 @@ long long wall_ms() {
 }
 
 std::string envelope(long long offset, long long ts, const std::string& id, const std::string& type) {
-  std::string headers = id.empty() ? fmt::format(R"(["type","{}"])", type)
-                                   : fmt::format(R"(["event_id","{}","type","{}"])", id, type);
-  return fmt::format(R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":{},"key":"k{}","payload":"{{\"n\":{}}}"}})",
-                     offset, ts, headers, offset, offset) +
+  std::string headers =
+      id.empty() ? fmt::format(R"(["type","{}"])", type) : fmt::format(R"(["event_id","{}","type","{}"])", id, type);
+  return fmt::format(
+             R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":{},"key":"k{}","payload":"{{\"n\":{}}}"}})",
+             offset, ts, headers, offset, offset) +
          "\n";
 }
 
 // Ten events, one partition, group "billing" committed at 8; TTL 1h, retention 7d. `now` is the
 // audit's now; `edge` is the timestamp of event 1 (missing while within the TTL).
 std::string planted(long long now, long long edge) {
-  return envelope(0, now - 48 * k_hour, "e-0", "PaymentCharged") +  // absent, past TTL: expired
+  return envelope(0, now - 48 * k_hour, "e-0", "PaymentCharged") +   // absent, past TTL: expired
          envelope(1, edge, "e-1", "PaymentCharged") +                // absent, within TTL: missing
          envelope(2, now - 30 * k_minute, "e-2", "PaymentCharged") + // pttl 30m: expiring
          envelope(3, now - 30 * k_minute, "e-3", "PaymentCharged") + // no expiry: covered, no_expiry
@@ -94,18 +95,19 @@ void expect_planted(const Json& doc) {
   EXPECT_EQ(s.at("pending"), 1);
   EXPECT_EQ(s.at("no_id"), 1);
   long long sum = 0;
-  for (const char* state : {"no_id", "covered", "expiring", "expired", "missing", "pending", "in_progress", "orphaned"}) {
+  for (const char* state :
+       {"no_id", "covered", "expiring", "expired", "missing", "pending", "in_progress", "orphaned"}) {
     sum += s.at(state).get<long long>();
   }
   EXPECT_EQ(sum, 10) << "every event in exactly one state";
   EXPECT_EQ(finding_counts(doc), (std::map<std::string, long long>{{"ttl-shorter-than-retention", 1},
-                                                                  {"ttl-gap", 1},
-                                                                  {"missing-record", 2},
-                                                                  {"expiring-before-retention", 1},
-                                                                  {"orphaned-claim", 1},
-                                                                  {"no-expiry", 1},
-                                                                  {"missing-event-id", 1},
-                                                                  {"replay-risk", 2}}));
+                                                                   {"ttl-gap", 1},
+                                                                   {"missing-record", 2},
+                                                                   {"expiring-before-retention", 1},
+                                                                   {"orphaned-claim", 1},
+                                                                   {"no-expiry", 1},
+                                                                   {"missing-event-id", 1},
+                                                                   {"replay-risk", 2}}));
   const auto& replay = doc.at("replay");
   EXPECT_EQ(replay.at("window"), "[seek, committed)");
   EXPECT_EQ(replay.at("events"), 6); // offsets 2..7
@@ -126,11 +128,26 @@ void expect_planted(const Json& doc) {
 
 std::vector<std::string> audit_args(const std::string& bootstrap, const std::string& store,
                                     std::vector<std::string> extra = {}, const std::string& format = "json") {
-  std::vector<std::string> args{"audit",          "-b",         bootstrap,      "--topic",
-                                "pay",            "--group",    "billing",      "--seek",
-                                "2",              "--store",    store,          "--key-template",
-                                "dedup:pay:{event_id}", "--ttl", "1h",          "--retention",
-                                "7d",             "--side-effects", "EmailSent=idempotent", "-o",
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                bootstrap,
+                                "--topic",
+                                "pay",
+                                "--group",
+                                "billing",
+                                "--seek",
+                                "2",
+                                "--store",
+                                store,
+                                "--key-template",
+                                "dedup:pay:{event_id}",
+                                "--ttl",
+                                "1h",
+                                "--retention",
+                                "7d",
+                                "--side-effects",
+                                "EmailSent=idempotent",
+                                "-o",
                                 format};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
@@ -196,8 +213,8 @@ TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
 
 TEST_F(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
   TempDir dir;
-  auto snap = run_dedupctl({"snapshot", "--store", m_redis.uri(), "--match", "dedup:pay:*", "--output",
-                            dir.file("keys.tsv")});
+  auto snap =
+      run_dedupctl({"snapshot", "--store", m_redis.uri(), "--match", "dedup:pay:*", "--output", dir.file("keys.tsv")});
   ASSERT_EQ(snap.exit_code, 0) << snap.err;
   std::string text = read_file(dir.file("keys.tsv"));
   EXPECT_EQ(text.rfind("# dedupctl-snapshot v1\ttaken_at=", 0), 0u) << text;
@@ -250,7 +267,8 @@ TEST_F(AuditRedis, AWrongPasswordIsExit3AndThePasswordIsNeverPrinted) {
   EXPECT_NE(wrong.err.find("refused the credentials"), std::string::npos) << wrong.err;
   EXPECT_EQ(wrong.err.find("wrong-pw-123"), std::string::npos) << wrong.err;
   EXPECT_EQ(wrong.out.find("wrong-pw-123"), std::string::npos) << wrong.out;
-  auto right = run_dedupctl(audit_args(m_broker.bootstrap(), fmt::format("redis://:s3cret-pw@127.0.0.1:{}", m_redis.port())));
+  auto right =
+      run_dedupctl(audit_args(m_broker.bootstrap(), fmt::format("redis://:s3cret-pw@127.0.0.1:{}", m_redis.port())));
   EXPECT_EQ(right.exit_code, 1) << right.err;
   EXPECT_EQ(right.out.find("s3cret-pw"), std::string::npos);
   EXPECT_NE(right.out.find("redis://:***@127.0.0.1"), std::string::npos);
@@ -291,7 +309,8 @@ TEST(AuditUsage, BadPlacementFlagsAreExit2) {
     std::string message;
   };
   std::vector<Case> cases{
-      {{"audit", "--input", "-", "--store", "redis://h:1", "--key-template", "dedup:{order_id}"}, "unknown placeholder {order_id}"},
+      {{"audit", "--input", "-", "--store", "redis://h:1", "--key-template", "dedup:{order_id}"},
+       "unknown placeholder {order_id}"},
       {{"audit", "--input", "-", "--store", "mongodb://h"}, "invalid --store"},
       {{"audit", "--input", "-", "--store", "redis://h:1", "--ttl", "forever"}, "invalid --ttl 'forever'"},
       {{"audit", "--input", "-", "--store", "redis://h:1", "--side-effects", "Charge=scary"}, "invalid --side-effects"},

@@ -29,8 +29,8 @@ TEST(CliCheck, TheBundledDeclarationsFailOnTheShortInboxRetention) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("summary").at("consumers"), 4);
-  EXPECT_EQ(ids_by_subject(doc), (std::map<std::string, std::string>{
-                                     {"ttl-shorter-than-retention/shipping", "error"}, {"ttl-margin-thin/billing", "warning"}}));
+  EXPECT_EQ(ids_by_subject(doc), (std::map<std::string, std::string>{{"ttl-shorter-than-retention/shipping", "error"},
+                                                                     {"ttl-margin-thin/billing", "warning"}}));
   const auto& location = doc.at("findings")[0].at("location");
   EXPECT_EQ(location.at("file"), k_example);
   EXPECT_EQ(location.at("line"), 30);
@@ -50,9 +50,10 @@ TEST(CliCheck, EveryErrorOfABadFileIsListedWithItsPositionAndExit2) {
   auto result = run_dedupctl({"check", dir.file("bad.toml")});
   EXPECT_EQ(result.exit_code, 2);
   for (const std::string& expected :
-       {dir.file("bad.toml") + ":1:1: error: consumer 'a' has no 'placement'", dir.file("bad.toml") + ":3:9: error: 'topic' must be a string",
-        dir.file("bad.toml") + ":4:1: error: unknown key 'placment'", dir.file("bad.toml") + ":5:7: error: 'ttl' is \"7 days\"",
-        std::string("has 4 errors")}) {
+       {dir.file("bad.toml") + ":1:1: error: consumer 'a' has no 'placement'",
+        dir.file("bad.toml") + ":3:9: error: 'topic' must be a string",
+        dir.file("bad.toml") + ":4:1: error: unknown key 'placment'",
+        dir.file("bad.toml") + ":5:7: error: 'ttl' is \"7 days\"", std::string("has 4 errors")}) {
     EXPECT_NE(result.err.find(expected), std::string::npos) << expected << "\n" << result.err;
   }
   EXPECT_TRUE(result.out.empty());
@@ -67,10 +68,11 @@ TEST(CliCheckLive, RedisEvictionPersistenceAndKeysWithoutTtl) {
   ASSERT_EQ(redis.command("SET dedup:billing:e-2 done PX 600000"), "+OK\r\n");
   ASSERT_EQ(redis.command("SET other:key x"), "+OK\r\n");
   TempDir dir;
-  write_file(dir.file("d.toml"), fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"orders\"\nplacement = \"redis\"\n"
-                                             "store = \"{}\"\nkey_template = \"dedup:billing:{{event_id}}\"\nttl = \"9d\"\n"
-                                             "retention = \"7d\"\n",
-                                             redis.uri()));
+  write_file(dir.file("d.toml"),
+             fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"orders\"\nplacement = \"redis\"\n"
+                         "store = \"{}\"\nkey_template = \"dedup:billing:{{event_id}}\"\nttl = \"9d\"\n"
+                         "retention = \"7d\"\n",
+                         redis.uri()));
   auto result = run_dedupctl({"check", "--live", dir.file("d.toml"), "-o", "json"});
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = Json::parse(result.out);
@@ -103,7 +105,8 @@ TEST(CliCheckLive, PostgresUniqueConstraintAndColumns) {
   };
   declare("inbox", "");
   auto doc = Json::parse(run_dedupctl({"check", "--live", dir.file("d.toml"), "-o", "json"}).out);
-  EXPECT_EQ(ids_by_subject(doc), (std::map<std::string, std::string>{{"inbox-without-unique-constraint/shipping", "error"}}));
+  EXPECT_EQ(ids_by_subject(doc),
+            (std::map<std::string, std::string>{{"inbox-without-unique-constraint/shipping", "error"}}));
   ASSERT_EQ(pg.psql("CREATE UNIQUE INDEX ON inbox (consumer_name, event_id)").exit_code, 0);
   auto fixed = run_dedupctl({"check", "--live", dir.file("d.toml"), "-o", "json"});
   EXPECT_EQ(fixed.exit_code, 0) << fixed.out;
@@ -120,10 +123,11 @@ TEST(CliCheckLive, PostgresUniqueConstraintAndColumns) {
 TEST(CliCheckLive, UnreachableSystemsAreFindingsAndNothingReachableIsExit3) {
   MockBroker broker({"orders:1"});
   TempDir dir;
-  write_file(dir.file("d.toml"), fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"orders\"\nplacement = \"redis\"\n"
-                                             "store = \"redis://127.0.0.1:{}\"\nkey_template = \"dedup:{{event_id}}\"\n"
-                                             "ttl = \"9d\"\n",
-                                             free_port()));
+  write_file(dir.file("d.toml"),
+             fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"orders\"\nplacement = \"redis\"\n"
+                         "store = \"redis://127.0.0.1:{}\"\nkey_template = \"dedup:{{event_id}}\"\n"
+                         "ttl = \"9d\"\n",
+                         free_port()));
   // The mock cannot answer DescribeConfigs and nothing listens for Redis: nothing could be checked.
   auto result = run_dedupctl({"check", "--live", "-b", broker.bootstrap(), dir.file("d.toml"), "-o", "json"});
   EXPECT_EQ(result.exit_code, 3) << result.out;

@@ -30,12 +30,27 @@ Json parse(const CommandResult& result) {
 // Checks a document against the parts of spec/report-v1.md every report carries.
 void expect_report_v1(const Json& doc, const std::string& command) {
   static const std::regex k_time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
-  static const std::set<std::string> k_ids{
-      "ttl-shorter-than-retention", "ttl-margin-thin", "no-expiry", "ttl-gap", "expiring-before-retention",
-      "missing-record", "orphaned-claim", "key-collision", "id-reuse", "log-duplicate", "semantic-duplicate",
-      "missing-event-id", "replay-risk", "range-clamped", "key-template-lacks-event-id", "key-template-uses-offset",
-      "namespace-shared", "memory-placement-for-external-effects", "inbox-without-unique-constraint",
-      "eviction-policy-unsafe", "persistence-off"};
+  static const std::set<std::string> k_ids{"ttl-shorter-than-retention",
+                                           "ttl-margin-thin",
+                                           "no-expiry",
+                                           "ttl-gap",
+                                           "expiring-before-retention",
+                                           "missing-record",
+                                           "orphaned-claim",
+                                           "key-collision",
+                                           "id-reuse",
+                                           "log-duplicate",
+                                           "semantic-duplicate",
+                                           "missing-event-id",
+                                           "replay-risk",
+                                           "range-clamped",
+                                           "key-template-lacks-event-id",
+                                           "key-template-uses-offset",
+                                           "namespace-shared",
+                                           "memory-placement-for-external-effects",
+                                           "inbox-without-unique-constraint",
+                                           "eviction-policy-unsafe",
+                                           "persistence-off"};
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(doc.at("schema"), "dedupctl.report/v1");
   EXPECT_EQ(doc.at("command"), command);
@@ -143,7 +158,8 @@ TEST_F(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
 
 TEST_F(SeededTopic, FailOnDecidesTheExitCodeWhateverTheFormat) {
   for (const std::string format : {"text", "json", "markdown"}) {
-    auto none = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format, "--fail-on", "none"});
+    auto none =
+        run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format, "--fail-on", "none"});
     EXPECT_EQ(none.exit_code, 0) << format;
     auto error = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format});
     EXPECT_EQ(error.exit_code, 1) << format;
@@ -151,7 +167,8 @@ TEST_F(SeededTopic, FailOnDecidesTheExitCodeWhateverTheFormat) {
 }
 
 TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
-  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders:1,3", "--from", "-10", "-o", "json"});
+  auto result =
+      run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders:1,3", "--from", "-10", "-o", "json"});
   auto doc = parse(result);
   ASSERT_EQ(doc.at("source").at("partitions").size(), 2u);
   EXPECT_EQ(doc.at("summary").at("events"), 20);
@@ -171,8 +188,8 @@ TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
 
 TEST_F(SeededTopic, OutputFileIsWrittenWhole) {
   TempDir dir;
-  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", "json", "--output",
-                              dir.file("report.json")});
+  auto result = run_dedupctl(
+      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", "json", "--output", dir.file("report.json")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(result.out.empty());
   auto doc = Json::parse(read_file(dir.file("report.json")));
@@ -313,10 +330,10 @@ TEST(CliHelp, ListsEveryOptionWithItsDefault) {
   }
   auto scan_help = run_dedupctl({"scan", "--help"});
   EXPECT_EQ(scan_help.exit_code, 0);
-  for (const char* expected : {"--topic", "--input", "--from SPEC=earliest", "--to SPEC=latest", "--group",
-                               "--skip-invalid", "--id SPEC[,...]=header:event_id,json:/event_id",
-                               "--type SPEC[,...]=header:type,json:/type", "--entity", "--semantic-key",
-                               "--window DURATION=5m", "--examples N=5"}) {
+  for (const char* expected :
+       {"--topic", "--input", "--from SPEC=earliest", "--to SPEC=latest", "--group", "--skip-invalid",
+        "--id SPEC[,...]=header:event_id,json:/event_id", "--type SPEC[,...]=header:type,json:/type", "--entity",
+        "--semantic-key", "--window DURATION=5m", "--examples N=5"}) {
     EXPECT_NE(scan_help.out.find(expected), std::string::npos) << expected;
   }
 }

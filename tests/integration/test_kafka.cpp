@@ -32,8 +32,9 @@ std::string planted(int partitions, int per_partition) {
   std::string out;
   for (int p = 0; p < partitions; ++p) {
     for (int i = 0; i < per_partition; ++i) {
-      out += fmt::format(R"({{"topic":"t","partition":{},"offset":{},"ts":{},"key":"k{}","payload":"{{\"n\":{}}}","headers":["event_id","e-{}-{}"]}})",
-                         p, i, k_base_ts + i * 60'000, i, i, p, i);
+      out += fmt::format(
+          R"({{"topic":"t","partition":{},"offset":{},"ts":{},"key":"k{}","payload":"{{\"n\":{}}}","headers":["event_id","e-{}-{}"]}})",
+          p, i, k_base_ts + i * 60'000, i, i, p, i);
       out += '\n';
     }
   }
@@ -45,8 +46,13 @@ std::vector<Seen> read_all(core::EventSource& source) {
   core::EventBatch batch;
   while (source.next_batch(batch)) {
     for (const auto& e : batch.events) {
-      Seen s{std::string(e.topic), e.partition, e.offset, e.timestamp_ms, std::string(e.key.value_or("")),
-             std::string(e.payload.value_or("")), ""};
+      Seen s{std::string(e.topic),
+             e.partition,
+             e.offset,
+             e.timestamp_ms,
+             std::string(e.key.value_or("")),
+             std::string(e.payload.value_or("")),
+             ""};
       for (const auto& h : e.headers) {
         if (h.name == "event_id") {
           s.event_id = std::string(h.value.value_or(""));

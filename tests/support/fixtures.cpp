@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <algorithm>
 #include <fstream>
 #include <grp.h>
 #include <netinet/in.h>
@@ -355,17 +355,16 @@ std::string MockBroker::command(const std::string& line) {
 }
 
 void MockBroker::seed(const std::string& topic, const std::string& ndjson) {
-  auto result = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--input", "-",
-                             "--expect-log-start", "0"},
-                            ndjson);
+  auto result = run_command(
+      {DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--input", "-", "--expect-log-start", "0"}, ndjson);
   if (result.exit_code != 0) {
     throw std::runtime_error("seeder failed: " + result.err);
   }
 }
 
 void MockBroker::commit(const std::string& group, const std::string& topic, const std::string& offsets) {
-  auto result = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--commit-group", group, "--commit",
-                             offsets});
+  auto result =
+      run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", topic, "--commit-group", group, "--commit", offsets});
   if (result.exit_code != 0) {
     throw std::runtime_error("commit failed: " + result.err);
   }
@@ -380,8 +379,8 @@ RedisServer::RedisServer() {
   for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
     m_port = free_port();
     auto process = std::make_unique<Process>(std::vector<std::string>{
-        program, "--port", std::to_string(m_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        "--dir", m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"});
+        program, "--port", std::to_string(m_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+        m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"});
     for (int i = 0; i < 100; ++i) {
       if (command("PING").starts_with("+PONG")) {
         m_process = std::move(process);
@@ -482,8 +481,8 @@ PostgresServer::PostgresServer() {
     Process process(argv, as_user);
     return process.wait();
   };
-  if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth=trust", "-E", "UTF8",
-                   "--no-sync", "--locale=C"}) != 0) {
+  if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth=trust", "-E", "UTF8", "--no-sync",
+                   "--locale=C"}) != 0) {
     m_why = "initdb failed";
     return;
   }
@@ -492,8 +491,8 @@ PostgresServer::PostgresServer() {
     std::string options = fmt::format("-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off "
                                       "-c synchronous_commit=off -c full_page_writes=off",
                                       m_dir, m_port);
-    m_running = run_as_user({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options,
-                             "-w", "-t", "60", "start"}) == 0;
+    m_running = run_as_user({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options, "-w",
+                             "-t", "60", "start"}) == 0;
   }
   if (!m_running) {
     m_why = "pg_ctl start failed: " + read_file(m_dir + "/server.log");

@@ -24,7 +24,7 @@ bool servers_required();
   do {                                                                                                                 \
     if (!(available)) {                                                                                                \
       if (::dedupctl::testing::servers_required()) {                                                                   \
-        FAIL() << "required server missing (CI): " << (why);                                                          \
+        FAIL() << "required server missing (CI): " << (why);                                                           \
       } else {                                                                                                         \
         GTEST_SKIP() << (why);                                                                                         \
       }                                                                                                                \
@@ -56,7 +56,7 @@ std::string find_program(const std::string& name, const std::vector<std::string>
 struct SpawnOptions {
   bool pipe_stdin = false;
   bool pipe_stdout = false;
-  bool silence = false; // send stdout and stderr to /dev/null (when not piped)
+  bool silence = false;     // send stdout and stderr to /dev/null (when not piped)
   std::optional<uid_t> uid; // run as this user (servers that refuse root)
   std::optional<gid_t> gid;
   std::map<std::string, std::string> env; // added to the environment

@@ -225,7 +225,8 @@ int main(int argc, char** argv) {
       auto marks = dedupctl::connectors::kafka::watermarks(settings, options.topic);
       for (std::size_t p = 0; p < marks.size(); ++p) {
         if (marks[p].first != options.expect_log_start) {
-          std::fprintf(stderr, "seeder: %s[%zu] starts at %lld, not %lld: the mock evicted batches (5 MiB a partition)\n",
+          std::fprintf(stderr,
+                       "seeder: %s[%zu] starts at %lld, not %lld: the mock evicted batches (5 MiB a partition)\n",
                        options.topic.c_str(), p, static_cast<long long>(marks[p].first), options.expect_log_start);
           return 1;
         }

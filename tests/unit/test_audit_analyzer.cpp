@@ -72,16 +72,16 @@ Harness classic() {
   h.committed = 8;
   h.window = WindowBounds{0, 8};
   h.events = {
-      {0, k_now - 48 * k_hour, "e-0", "PaymentCharged", absent()},              // expired (ttl gap)
-      {1, k_now - 30 * 60'000, "e-1", "PaymentCharged", absent()},              // missing (within TTL)
-      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", present(30 * 60'000)},  // expiring
-      {3, k_now - 30 * 60'000, "e-3", "EmailSent", present(std::nullopt)},       // covered, no expiry
+      {0, k_now - 48 * k_hour, "e-0", "PaymentCharged", absent()},                     // expired (ttl gap)
+      {1, k_now - 30 * 60'000, "e-1", "PaymentCharged", absent()},                     // missing (within TTL)
+      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", present(30 * 60'000)},         // expiring
+      {3, k_now - 30 * 60'000, "e-3", "EmailSent", present(std::nullopt)},             // covered, no expiry
       {4, k_now - 2 * k_hour, "e-4", "PaymentCharged", present(60'000, "processing")}, // orphaned (< committed)
-      {5, k_now - 48 * k_hour, "", "EmailSent", absent()},                       // no id
-      {6, k_now - 48 * k_hour, "e-6", "EmailSent", absent()},                    // expired, idempotent
-      {7, k_now - 60'000, "e-7", "PaymentCharged", present(60'000, "processing")}, // orphaned too (< committed)
-      {8, k_now - 60'000, "e-8", "PaymentCharged", present(60'000, "processing")}, // in progress
-      {9, k_now - 60'000, "e-9", "PaymentCharged", absent()},                    // pending
+      {5, k_now - 48 * k_hour, "", "EmailSent", absent()},                             // no id
+      {6, k_now - 48 * k_hour, "e-6", "EmailSent", absent()},                          // expired, idempotent
+      {7, k_now - 60'000, "e-7", "PaymentCharged", present(60'000, "processing")},     // orphaned too (< committed)
+      {8, k_now - 60'000, "e-8", "PaymentCharged", present(60'000, "processing")},     // in progress
+      {9, k_now - 60'000, "e-9", "PaymentCharged", absent()},                          // pending
   };
   return h;
 }
@@ -125,7 +125,7 @@ TEST(AuditAnalyzer, FindingsFollowTheStates) {
 TEST(AuditAnalyzer, TheReplayWindowCountsSkipsReapplicationsAndSafeFrom) {
   auto r = classic().run();
   const auto& replay = r.replay;
-  EXPECT_EQ(replay.events, 8); // offsets 0..7
+  EXPECT_EQ(replay.events, 8);        // offsets 0..7
   EXPECT_EQ(replay.would_reapply, 4); // e-0, e-1 (payments), offset 5 (no id), e-6 (email)
   EXPECT_EQ(replay.would_skip, 2);    // e-2, e-3
   EXPECT_EQ(replay.would_skip_unfinished, 2);

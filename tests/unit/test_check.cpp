@@ -132,9 +132,10 @@ TEST(Declarations, ParseFieldsDefaultsAndPositions) {
 }
 
 TEST(Declarations, EveryErrorOfAFileInOneRunWithLineAndColumn) {
-  auto d = parse_declarations("[[consumer]]\nname = \"a\"\ntopic = 5\nplacment = \"redis\"\nttl = \"7 days\"\n\n"
-                              "[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"cloud\"\nside_effects = \"scary\"\n",
-                              "bad.toml");
+  auto d =
+      parse_declarations("[[consumer]]\nname = \"a\"\ntopic = 5\nplacment = \"redis\"\nttl = \"7 days\"\n\n"
+                         "[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"cloud\"\nside_effects = \"scary\"\n",
+                         "bad.toml");
   ASSERT_EQ(d.errors.size(), 7u);
   std::vector<std::pair<int, std::string>> seen;
   for (const auto& e : d.errors) {
@@ -180,8 +181,9 @@ TEST(CheckRules, EachFindingPointsAtItsDeclaration) {
 }
 
 TEST(CheckRules, AConsumerPrefixedByItsNameDoesNotShare) {
-  auto d = parse_declarations(std::string(k_redis_only) + "\n[[consumer]]\nname = \"fraud\"\ntopic = \"orders\"\n"
-                                                          "placement = \"redis\"\nkey_template = \"dedup:fraud:{event_id}\"\n",
+  auto d = parse_declarations(std::string(k_redis_only) +
+                                  "\n[[consumer]]\nname = \"fraud\"\ntopic = \"orders\"\n"
+                                  "placement = \"redis\"\nkey_template = \"dedup:fraud:{event_id}\"\n",
                               "d.toml");
   ASSERT_TRUE(d.errors.empty());
   for (const auto& f : check_consumers(d.consumers, "d.toml")) {
@@ -199,7 +201,7 @@ TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
   inspector.retention_answer = TopicRetention{"-1", std::nullopt, std::nullopt};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // infinite
-  inspector.retention_answer.reset(); // the mock cluster
+  inspector.retention_answer.reset();                                                 // the mock cluster
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "check-unavailable", "billing").size(), 1u);
   EXPECT_TRUE(report.complete) << "Redis could be checked";
@@ -248,7 +250,8 @@ TEST(CheckLive, InboxSchemaAndConstraint) {
   EXPECT_NE(mismatch[0].title.find("(it has id, processed_at)"), std::string::npos);
   inspector.inbox_answer.table_exists = false;
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
-  EXPECT_NE(of(report.findings, "inbox-schema-mismatch", "shipping")[0].title.find("does not exist"), std::string::npos);
+  EXPECT_NE(of(report.findings, "inbox-schema-mismatch", "shipping")[0].title.find("does not exist"),
+            std::string::npos);
 }
 
 TEST(CheckLive, NothingReachableIsIncompleteExit3) {

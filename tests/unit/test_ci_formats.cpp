@@ -34,11 +34,11 @@ Report check_report() {
   report.exit_code = 1;
   report.fail_on = "error";
   report.subjects = {"billing", "shipping", "analytics"};
-  report.findings = {
-      located("ttl-shorter-than-retention", core::Severity::Error, "billing: the ttl (1d) is shorter than the topic's retention (7d)",
-              "Keep records for 8d.", "d.toml", 7, 1, "billing"),
-      located("ttl-margin-thin", core::Severity::Warning, "shipping: thin, 50%", "Raise it.\nNow.", "dir,weird:d.toml", 30, 3,
-              "shipping")};
+  report.findings = {located("ttl-shorter-than-retention", core::Severity::Error,
+                             "billing: the ttl (1d) is shorter than the topic's retention (7d)", "Keep records for 8d.",
+                             "d.toml", 7, 1, "billing"),
+                     located("ttl-margin-thin", core::Severity::Warning, "shipping: thin, 50%", "Raise it.\nNow.",
+                             "dir,weird:d.toml", 30, 3, "shipping")};
   return report;
 }
 

@@ -9,7 +9,8 @@ namespace {
 constexpr std::int64_t k_hour = 3'600'000;
 constexpr std::int64_t k_now = 1'000 * k_hour;
 
-CoveragePolicy policy(std::optional<std::int64_t> ttl = k_hour, std::optional<std::int64_t> retention = 7 * 24 * k_hour) {
+CoveragePolicy policy(std::optional<std::int64_t> ttl = k_hour,
+                      std::optional<std::int64_t> retention = 7 * 24 * k_hour) {
   CoveragePolicy p;
   p.now_ms = k_now;
   p.ttl.ms = ttl;

@@ -17,7 +17,8 @@ Finding finding(std::string id, Severity severity) {
 } // namespace
 
 TEST(FailOn, ThresholdsDecideTheExitCode) {
-  std::vector<Finding> warnings{finding("semantic-duplicate", Severity::Warning), finding("log-duplicate", Severity::Info)};
+  std::vector<Finding> warnings{finding("semantic-duplicate", Severity::Warning),
+                                finding("log-duplicate", Severity::Info)};
   EXPECT_EQ(exit_code_for(warnings, parse_fail_on("error")), 0);
   EXPECT_EQ(exit_code_for(warnings, parse_fail_on("warning")), 1);
   EXPECT_EQ(exit_code_for(warnings, parse_fail_on("info")), 1);
@@ -29,7 +30,8 @@ TEST(FailOn, ThresholdsDecideTheExitCode) {
 }
 
 TEST(Findings, SortedBySeverityThenId) {
-  std::vector<Finding> findings{finding("log-duplicate", Severity::Info), finding("semantic-duplicate", Severity::Warning),
+  std::vector<Finding> findings{finding("log-duplicate", Severity::Info),
+                                finding("semantic-duplicate", Severity::Warning),
                                 finding("missing-event-id", Severity::Warning), finding("id-reuse", Severity::Error)};
   sort_findings(findings);
   EXPECT_EQ(findings[0].id, "id-reuse");

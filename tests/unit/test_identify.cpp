@@ -39,11 +39,17 @@ Result identify(Identifier& identifier, const OwnedEvent& owned) {
   std::vector<Header> headers;
   Event e = dedupctl::testing::view(owned, headers);
   Identity id = identifier.identify_one(e);
-  return {id.has_id, std::string(id.id), std::string(id.type), std::string(id.entity), std::string(id.no_id_reason),
-          id.semantic_hash, id.payload_fingerprint};
+  return {id.has_id,
+          std::string(id.id),
+          std::string(id.type),
+          std::string(id.entity),
+          std::string(id.no_id_reason),
+          id.semantic_hash,
+          id.payload_fingerprint};
 }
 
-OwnedEvent event(std::optional<std::string> payload, std::vector<std::pair<std::string, std::optional<std::string>>> headers = {},
+OwnedEvent event(std::optional<std::string> payload,
+                 std::vector<std::pair<std::string, std::optional<std::string>>> headers = {},
                  std::optional<std::string> key = std::nullopt) {
   OwnedEvent e;
   e.partition = 3;

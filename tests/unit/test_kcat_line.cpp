@@ -13,8 +13,8 @@ TEST(KcatLine, ParsesAFullEnvelope) {
       R"("headers":["event_id","e-17","type","PaymentCharged","nullable",null],"key":"o-1","payload":"{\"a\":1}"})",
       batch, error))
       << error;
-  ASSERT_TRUE(parser.parse(R"({"topic":"orders","partition":0,"offset":3,"ts":5,"key":null,"payload":null})", batch,
-                           error))
+  ASSERT_TRUE(
+      parser.parse(R"({"topic":"orders","partition":0,"offset":3,"ts":5,"key":null,"payload":null})", batch, error))
       << error;
   parser.seal(batch);
   ASSERT_EQ(batch.events.size(), 2u);
@@ -51,15 +51,17 @@ TEST(KcatLine, MalformedLinesSayWhatIsWrongAndAddNothing) {
     const char* line;
     const char* error;
   };
-  for (const auto& c : {Case{"not json", "not a JSON object (expected a kcat -J envelope)"}, Case{R"({"partition":0,"offset":1,"key":)", "not JSON"}, Case{"[1,2]", "not a JSON object (expected a kcat -J envelope)"},
-                        Case{R"({"offset":1})", "missing \"partition\""},
-                        Case{R"({"partition":0})", "missing \"offset\""},
-                        Case{R"({"partition":"x","offset":1})", "\"partition\" is not a partition number"},
-                        Case{R"({"partition":0,"offset":-4})", "\"offset\" is not an offset"},
-                        Case{R"({"partition":0,"offset":1,"headers":["a"]})", "\"headers\" has a name without a value"},
-                        Case{R"({"partition":0,"offset":1,"headers":{"a":"b"}})",
-                             "\"headers\" is not kcat's flat [name, value, …] array"},
-                        Case{R"({"partition":0,"offset":1,"payload":5})", "\"payload\" is not a string or null"}}) {
+  for (const auto& c :
+       {Case{"not json", "not a JSON object (expected a kcat -J envelope)"},
+        Case{R"({"partition":0,"offset":1,"key":)", "not JSON"},
+        Case{"[1,2]", "not a JSON object (expected a kcat -J envelope)"},
+        Case{R"({"offset":1})", "missing \"partition\""}, Case{R"({"partition":0})", "missing \"offset\""},
+        Case{R"({"partition":"x","offset":1})", "\"partition\" is not a partition number"},
+        Case{R"({"partition":0,"offset":-4})", "\"offset\" is not an offset"},
+        Case{R"({"partition":0,"offset":1,"headers":["a"]})", "\"headers\" has a name without a value"},
+        Case{R"({"partition":0,"offset":1,"headers":{"a":"b"}})",
+             "\"headers\" is not kcat's flat [name, value, …] array"},
+        Case{R"({"partition":0,"offset":1,"payload":5})", "\"payload\" is not a string or null"}}) {
     KcatLineParser parser;
     EventBatch batch;
     std::string error;

@@ -57,8 +57,8 @@ TEST(StoreUri, ParsesRedisFormsAndNeverShowsThePassword) {
 }
 
 TEST(StoreUri, BadUrisAreUsageErrorsWithoutThePassword) {
-  for (const char* bad : {"redis://u:secret@h:notaport", "redis://u:secret@h:1/x", "mongodb://h", "redis+unix://rel.sock",
-                          "file:", "redis://u:secret@:1"}) {
+  for (const char* bad : {"redis://u:secret@h:notaport", "redis://u:secret@h:1/x", "mongodb://h",
+                          "redis+unix://rel.sock", "file:", "redis://u:secret@:1"}) {
     try {
       parse_store_uri(bad);
       ADD_FAILURE() << "accepted " << bad;

@@ -40,7 +40,8 @@ const Finding* find(const Run& run, const std::string& id) {
   return nullptr;
 }
 
-OwnedEvent ev(std::int64_t offset, std::string id, std::string payload, std::int64_t ts = 0, std::int32_t partition = 0) {
+OwnedEvent ev(std::int64_t offset, std::string id, std::string payload, std::int64_t ts = 0,
+              std::int32_t partition = 0) {
   return with_header_id(partition, offset, ts, std::move(id), std::move(payload));
 }
 
@@ -94,7 +95,9 @@ TEST(LogAnalyzer, ANewIdForTheSameIntentWithinTheWindowIsASemanticDuplicate) {
 TEST(LogAnalyzer, TheWindowBoundaryIsInclusive) {
   LogAnalyzerOptions options;
   options.semantic_window_ms = 5 * k_minute;
-  auto at_edge = analyze({ev(0, "e-1", R"({"event_id":"e-1","v":1})", 0), ev(1, "e-2", R"({"event_id":"e-2","v":1})", 5 * k_minute)}, options);
+  auto at_edge = analyze(
+      {ev(0, "e-1", R"({"event_id":"e-1","v":1})", 0), ev(1, "e-2", R"({"event_id":"e-2","v":1})", 5 * k_minute)},
+      options);
   EXPECT_EQ(at_edge.counters.semantic_duplicates, 1);
   auto past = analyze({ev(0, "e-1", R"({"v":1})", 0), ev(1, "e-2", R"({"v":1})", 5 * k_minute + 1)}, options);
   EXPECT_EQ(past.counters.semantic_duplicates, 0);
@@ -156,5 +159,6 @@ TEST(LogAnalyzer, AMillionDistinctIdsAreAllDistinct) {
     analyzer.observe(e, id);
   }
   EXPECT_EQ(analyzer.counters().events, 1'000'000);
-  EXPECT_EQ(analyzer.counters().log_duplicates + analyzer.counters().id_reuse + analyzer.counters().semantic_duplicates, 0);
+  EXPECT_EQ(analyzer.counters().log_duplicates + analyzer.counters().id_reuse + analyzer.counters().semantic_duplicates,
+            0);
 }

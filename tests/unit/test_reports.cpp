@@ -43,7 +43,8 @@ Report sample() {
   reuse.title = "1 events reuse an event id with a different payload";
   reuse.count = 1;
   reuse.partitions = {0};
-  reuse.examples.push_back(Example{"e-17", "orders", 0, 117, parse_time("2026-11-20T07:30:00Z"), "", "payload differs"});
+  reuse.examples.push_back(
+      Example{"e-17", "orders", 0, 117, parse_time("2026-11-20T07:30:00Z"), "", "payload differs"});
   reuse.advice = "Give every event a fresh id.";
   Finding missing;
   missing.id = "missing-event-id";
@@ -102,12 +103,14 @@ TEST(JsonReport, AnIncompleteReportSaysWhy) {
 
 TEST(TextReport, ShowsTheRangeSummaryFindingsAndVerdict) {
   auto text = rendered(sample(), Format::Text);
-  EXPECT_NE(text.find("dedupctl scan: orders (1 partitions, 900 events) from broker:9092, group billing"), std::string::npos)
+  EXPECT_NE(text.find("dedupctl scan: orders (1 partitions, 900 events) from broker:9092, group billing"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("orders[0]  100   1000  100        1000     900        900"), std::string::npos) << text;
   EXPECT_NE(text.find("without an event id  3"), std::string::npos) << text;
   EXPECT_NE(text.find("error    id-reuse  1 events reuse"), std::string::npos) << text;
-  EXPECT_NE(text.find("orders[0]@117  id e-17  2026-11-20T07:30:00.000Z  (payload differs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("orders[0]@117  id e-17  2026-11-20T07:30:00.000Z  (payload differs)"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("1 error, 1 warning, 0 info (exit 1, --fail-on error)."), std::string::npos) << text;
 }
 

@@ -16,8 +16,8 @@ std::vector<OwnedEvent> planted() {
   // Partition 0: a producer retry of e-1, and e-2 reused with another payload.
   // Partition 1: e-10 and a retry with the new id e-11 a minute later; one event without id.
   std::vector<OwnedEvent> events{
-      with_header_id(0, 0, 1000, "e-1", R"({"amount":1})"), with_header_id(0, 1, 2000, "e-1", R"({"amount":1})"),
-      with_header_id(0, 2, 3000, "e-2", R"({"amount":2})"), with_header_id(0, 3, 4000, "e-2", R"({"amount":3})"),
+      with_header_id(0, 0, 1000, "e-1", R"({"amount":1})"),  with_header_id(0, 1, 2000, "e-1", R"({"amount":1})"),
+      with_header_id(0, 2, 3000, "e-2", R"({"amount":2})"),  with_header_id(0, 3, 4000, "e-2", R"({"amount":3})"),
       with_header_id(1, 0, 1000, "e-10", R"({"amount":9})"), with_header_id(1, 1, 61000, "e-11", R"({"amount":9})")};
   OwnedEvent no_id;
   no_id.partition = 1;
