@@ -3,6 +3,7 @@
 #include "commands/options.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/kafka/kafka.hpp"
+#include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"
@@ -40,6 +41,54 @@ struct AuditOptions {
   std::size_t examples = 5;
 };
 
+// The inbox's TTL is the cleanup job's retention, counted from processed_at: declared, or at least
+// the age of the oldest row. Its schema and contents add findings of their own.
+void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& declared,
+                   const AuditOptions& options, AuditRequest& request, std::int64_t now, Context& context) {
+  core::Span retention;
+  if (declared) {
+    retention = *declared;
+    request.placement.ttl_source = "flag";
+  } else if (auto age = inbox.oldest_row_age_ms(now)) {
+    retention.ms = *age;
+    request.placement.ttl_source = "estimate";
+    context.note(fmt::format("inbox retention estimated from the oldest row: at least {}; pass --inbox-retention",
+                             core::format_duration(*age)));
+  } else {
+    request.placement.ttl_source = "unknown";
+  }
+  inbox.set_clock(retention, now);
+  request.audit.policy.ttl = retention;
+  request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
+  const auto& p = options.placement;
+  if (!inbox.has_unique_constraint()) {
+    core::Finding f;
+    f.id = "inbox-without-unique-constraint";
+    f.severity = core::Severity::Error;
+    f.title = fmt::format("the inbox {} has no primary key or unique index over {}", p.inbox_table,
+                          p.inbox_consumer_column.empty()
+                              ? p.inbox_id_column
+                              : fmt::format("({}, {})", p.inbox_consumer_column, p.inbox_id_column));
+    f.count = 1;
+    f.advice = "Two deliveries of an event can both insert their row and both apply the change. Add the unique "
+               "constraint and write the row with INSERT … ON CONFLICT DO NOTHING in the business transaction.";
+    request.placement_findings.push_back(std::move(f));
+  }
+  if (p.consumer.empty()) {
+    if (auto shared = inbox.ids_under_several_consumers(); shared > 0) {
+      core::Finding f;
+      f.id = "namespace-shared";
+      f.severity = core::Severity::Error;
+      f.title = fmt::format("{} event ids have rows under several consumers, and the audit is not scoped by --consumer",
+                            shared);
+      f.count = shared;
+      f.advice = "A row of one consumer makes the audit (and a consumer that ignores the column) count the event as "
+                 "processed. Pass --consumer NAME.";
+      request.placement_findings.push_back(std::move(f));
+    }
+  }
+}
+
 int run(const AuditOptions& options, Context& context) {
   auto format = parse_output_format(context);
   AuditRequest request;
@@ -59,10 +108,13 @@ int run(const AuditOptions& options, Context& context) {
   request.placement.store = placement.uri.redacted();
   request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
   request.placement.retention_source = placement.audit.policy.retention.known() ? "flag" : "unknown";
-  if (placement.uri.kind != core::StoreUri::Kind::Redis && placement.uri.kind != core::StoreUri::Kind::File) {
-    throw UsageError(fmt::format("--store {}: audit reads redis:// and file: (snapshot) placements; PostgreSQL "
-                                 "inboxes are not supported yet",
-                                 placement.uri.redacted()));
+  if (placement.uri.kind == core::StoreUri::Kind::Memory) {
+    throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
+                     "file:");
+  }
+  std::optional<core::Span> inbox_retention;
+  if (!options.placement.inbox_retention.empty()) {
+    inbox_retention = core::parse_ttl(options.placement.inbox_retention);
   }
   // Everything typed was valid: now contact the systems.
   std::unique_ptr<core::DedupStore> store;
@@ -87,6 +139,23 @@ int run(const AuditOptions& options, Context& context) {
       context.note(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs); pass "
                                "--retention to check the TTL against it",
                                opened.info.topics.front()));
+    }
+  }
+  if (!failure && !store && placement.uri.kind == core::StoreUri::Kind::Postgres) {
+    try {
+      connectors::postgres::InboxSettings settings;
+      settings.conninfo = placement.uri.conninfo;
+      settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+      settings.schema = connectors::postgres::InboxSchema{
+          options.placement.inbox_table, options.placement.inbox_id_column, options.placement.inbox_consumer_column,
+          options.placement.inbox_time_column, options.placement.inbox_status_column};
+      settings.consumer = options.placement.consumer;
+      settings.stop = &context.stop;
+      auto inbox = connectors::postgres::InboxStore::open(settings);
+      prepare_inbox(*inbox, inbox_retention, options, request, now, context);
+      store = std::move(inbox);
+    } catch (const UnreachableError& e) {
+      failure = e.what();
     }
   }
   if (!failure && !store) {

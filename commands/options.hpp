@@ -45,6 +45,13 @@ struct PlacementOptions {
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
   std::string lease = "15m";
   std::vector<std::string> side_effects;
+  // An inbox table (postgres:// stores).
+  std::string inbox_table = "processed_events";
+  std::string inbox_id_column = "event_id";
+  std::string inbox_consumer_column = "consumer_name";
+  std::string inbox_time_column = "processed_at";
+  std::string inbox_status_column;
+  std::string inbox_retention;
 };
 
 struct ParsedPlacement {

@@ -133,6 +133,9 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
                      {"lease", core::format_duration(audit_options.policy.lease_ms)},
                      {"now", core::format_time(now_ms)},
                      {"fail on", request.fail_on_text}};
+  for (const auto& finding : request.placement_findings) {
+    result.findings.push_back(finding);
+  }
   finish_report(report, std::move(info), log, std::move(result.findings), request.max_examples, request.fail_on,
                 source.positions());
   return report;

@@ -26,6 +26,7 @@ struct AuditRequest {
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
   reports::PlacementInfo placement; // kind, store, sources; TTL figures are filled in
+  std::vector<core::Finding> placement_findings; // what the store itself showed (its schema, constraints)
   std::function<void(std::int64_t)> progress;
 };
 

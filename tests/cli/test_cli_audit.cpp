@@ -1,5 +1,6 @@
 // dedupctl audit and snapshot end to end: a real redis-server and the mock cluster, planted data,
 // exact counts for every coverage state and finding, and every way the store can fail.
+#include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -14,38 +15,6 @@ using namespace dedupctl::testing;
 using Json = nlohmann::json;
 
 namespace {
-
-constexpr long long k_minute = 60'000;
-constexpr long long k_hour = 60 * k_minute;
-
-long long wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string envelope(long long offset, long long ts, const std::string& id, const std::string& type) {
-  std::string headers =
-      id.empty() ? fmt::format(R"(["type","{}"])", type) : fmt::format(R"(["event_id","{}","type","{}"])", id, type);
-  return fmt::format(
-             R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":{},"key":"k{}","payload":"{{\"n\":{}}}"}})",
-             offset, ts, headers, offset, offset) +
-         "\n";
-}
-
-// Ten events, one partition, group "billing" committed at 8; TTL 1h, retention 7d. `now` is the
-// audit's now; `edge` is the timestamp of event 1 (missing while within the TTL).
-std::string planted(long long now, long long edge) {
-  return envelope(0, now - 48 * k_hour, "e-0", "PaymentCharged") +   // absent, past TTL: expired
-         envelope(1, edge, "e-1", "PaymentCharged") +                // absent, within TTL: missing
-         envelope(2, now - 30 * k_minute, "e-2", "PaymentCharged") + // pttl 30m: expiring
-         envelope(3, now - 30 * k_minute, "e-3", "PaymentCharged") + // no expiry: covered, no_expiry
-         envelope(4, now - 2 * k_hour, "e-4", "PaymentCharged") +    // processing, below committed: orphaned
-         envelope(5, now - 10 * k_minute, "", "EmailSent") +         // no id
-         envelope(6, now - 10 * k_minute, "e-6", "PaymentCharged") + // pttl 8d: covered
-         envelope(7, now - 40 * k_minute, "e-7", "PaymentCharged") + // absent, within TTL: missing
-         envelope(8, now - 1 * k_minute, "e-8", "PaymentCharged") +  // processing, at committed: in progress
-         envelope(9, now - 1 * k_minute, "e-9", "PaymentCharged");   // absent at/after committed: pending
-}
 
 // Snapshot lines for the records above (remaining TTLs as of the snapshot's time).
 std::string snapshot(long long taken_at) {

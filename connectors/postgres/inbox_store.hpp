@@ -1,0 +1,52 @@
+#pragma once
+
+#include "core/coverage.hpp"
+#include "core/dedup_store.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupctl::connectors::postgres {
+
+// An inbox table: a row per processed event, written in the consumer's business transaction.
+struct InboxSchema {
+  std::string table = "processed_events"; // may be schema-qualified
+  std::string id_column = "event_id";
+  std::string consumer_column = "consumer_name"; // empty: the table has none
+  std::string time_column = "processed_at";
+  std::string status_column; // empty: none
+};
+
+struct InboxSettings {
+  std::string conninfo;
+  std::int64_t timeout_ms = 10'000; // connect_timeout and statement_timeout
+  InboxSchema schema;
+  std::string consumer; // rows of this consumer only (needs a consumer column)
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// The inbox as a DedupStore. The keys looked up are event ids; a present row's remaining TTL is
+// processed_at + the inbox retention - now, and its status (if any) is the value, so the coverage
+// rules apply unchanged. Read-only: the session is default_transaction_read_only.
+class InboxStore : public core::DedupStore {
+public:
+  // Connects and validates the schema: a missing table or column is a UsageError that names it
+  // and lists the table's columns; an unreachable server is an UnreachableError.
+  static std::unique_ptr<InboxStore> open(const InboxSettings& settings);
+  ~InboxStore() override;
+
+  // The inbox retention and now, which turn processed_at into a remaining TTL.
+  virtual void set_clock(core::Span retention, std::int64_t now_ms) = 0;
+  // now - the oldest processed_at of the consumer's rows: what the cleanup job keeps at least.
+  virtual std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) = 0;
+  // Whether a primary key or unique index covers (id) or (consumer, id).
+  virtual bool has_unique_constraint() = 0;
+  // Event ids with rows under several consumers (only meaningful without --consumer).
+  virtual std::int64_t ids_under_several_consumers() = 0;
+};
+
+} // namespace dedupctl::connectors::postgres

@@ -1,0 +1,158 @@
+// dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
+// mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
+#include "tests/cli/planted.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+std::map<std::string, long long> finding_counts(const Json& doc) {
+  std::map<std::string, long long> out;
+  for (const auto& f : doc.at("findings")) {
+    out[f.at("id")] = f.at("count");
+  }
+  return out;
+}
+
+// processed_at of a row written `ago` ms before `now`, as SQL.
+std::string at(long long now, long long ago) { return fmt::format("to_timestamp({} / 1000.0)", now - ago); }
+
+} // namespace
+
+class AuditInbox : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    m_now = wall_ms();
+    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
+    m_broker.commit("billing", "pay", "0=8");
+    // The consumer writes its row when it processes the event; two were left `processing`.
+    std::string sql =
+        "CREATE TABLE processed_events (event_id text NOT NULL, consumer_name text NOT NULL, processed_at timestamptz "
+        "NOT NULL, status text, PRIMARY KEY (consumer_name, event_id));" +
+        fmt::format("INSERT INTO processed_events VALUES ('e-2', 'billing', {}, 'done'), ('e-3', 'billing', {}, "
+                    "'done'), ('e-4', 'billing', {}, 'processing'), ('e-6', 'billing', {}, 'done'), ('e-8', 'billing', "
+                    "{}, 'processing'), ('e-7', 'shipping', {}, 'done');",
+                    at(m_now, 30 * k_minute), at(m_now, 30 * k_minute), at(m_now, 2 * k_hour), at(m_now, 10 * k_minute),
+                    at(m_now, k_minute), at(m_now, 40 * k_minute));
+    auto result = m_pg.psql(sql);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+
+  std::vector<std::string> args(std::vector<std::string> extra = {}) {
+    std::vector<std::string> out{"audit",    "-b",        m_broker.bootstrap(), "--topic",   "pay",
+                                 "--group",  "billing",   "--seek",             "2",         "--store",
+                                 m_pg.conninfo(), "--inbox-status-column", "status", "--retention", "7d",
+                                 "-o",       "json"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+
+  MockBroker m_broker{{"pay:1"}};
+  PostgresServer m_pg;
+  long long m_now = 0;
+};
+
+TEST_F(AuditInbox, EveryCoverageStateWithTheCleanupJobsRetentionAsTtl) {
+  auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("expired"), 1);     // e-0: 48 h old, past the 1 h inbox retention
+  EXPECT_EQ(s.at("missing"), 2);     // e-1, e-7 (e-7's row belongs to shipping)
+  EXPECT_EQ(s.at("expiring"), 3);    // e-2, e-3, e-6: rows deleted by the cleanup long before the log lets go
+  EXPECT_EQ(s.at("covered"), 0);
+  EXPECT_EQ(s.at("orphaned"), 1);    // e-4: processing, below the committed offset
+  EXPECT_EQ(s.at("in_progress"), 1); // e-8
+  EXPECT_EQ(s.at("pending"), 1);     // e-9
+  EXPECT_EQ(s.at("no_id"), 1);
+  EXPECT_EQ(doc.at("placement").at("kind"), "postgres");
+  EXPECT_EQ(doc.at("placement").at("ttl_ms"), k_hour);
+  EXPECT_EQ(doc.at("placement").at("ttl_source"), "flag");
+  auto counts = finding_counts(doc);
+  EXPECT_EQ(counts.count("inbox-without-unique-constraint"), 0u);
+  EXPECT_EQ(counts.count("namespace-shared"), 0u);
+  EXPECT_EQ(counts.at("ttl-gap"), 1);
+  EXPECT_EQ(counts.at("orphaned-claim"), 1);
+}
+
+TEST_F(AuditInbox, RowsKeptForeverAreCoveredAndTheRetentionCanBeEstimated) {
+  auto forever = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "none"})).out);
+  EXPECT_EQ(forever.at("summary").at("covered"), 3);
+  EXPECT_EQ(forever.at("summary").at("missing"), 3); // e-0 too: rows never expire, so its absence is a loss
+  auto estimated = run_dedupctl(args({"--consumer", "billing"}));
+  auto doc = Json::parse(estimated.out);
+  EXPECT_EQ(doc.at("placement").at("ttl_source"), "estimate");
+  // The oldest billing row (e-4) is 2 h old: the cleanup keeps at least that.
+  EXPECT_NEAR(doc.at("placement").at("ttl_ms").get<double>(), 2.0 * k_hour, 60'000.0);
+  EXPECT_NE(estimated.err.find("estimated from the oldest row"), std::string::npos);
+}
+
+TEST_F(AuditInbox, WithoutConsumerScopingSharedIdsAreFlagged) {
+  ASSERT_EQ(m_pg.psql("INSERT INTO processed_events VALUES ('e-2', 'shipping', now(), 'done')").exit_code, 0);
+  auto doc = Json::parse(run_dedupctl(args({"--inbox-retention", "1h"})).out);
+  EXPECT_EQ(finding_counts(doc).at("namespace-shared"), 1);
+  // Unscoped, shipping's row for e-7 counts as a record: e-7 is no longer missing.
+  EXPECT_EQ(doc.at("summary").at("missing"), 1);
+}
+
+TEST_F(AuditInbox, ATableWithoutAUniqueConstraintIsAnError) {
+  ASSERT_EQ(m_pg.psql("ALTER TABLE processed_events DROP CONSTRAINT processed_events_pkey").exit_code, 0);
+  auto doc = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
+  EXPECT_EQ(finding_counts(doc).at("inbox-without-unique-constraint"), 1);
+  ASSERT_EQ(m_pg.psql("CREATE UNIQUE INDEX ON processed_events (event_id, consumer_name)").exit_code, 0);
+  doc = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
+  EXPECT_EQ(finding_counts(doc).count("inbox-without-unique-constraint"), 0u);
+}
+
+TEST_F(AuditInbox, AMissingTableOrColumnIsExit2NamingItAndListingTheColumns) {
+  auto table = run_dedupctl(args({"--inbox-table", "public.nope"}));
+  EXPECT_EQ(table.exit_code, 2);
+  EXPECT_NE(table.err.find("the inbox table public.nope does not exist"), std::string::npos) << table.err;
+  auto column = run_dedupctl(args({"--inbox-time-column", "handled_at"}));
+  EXPECT_EQ(column.exit_code, 2);
+  EXPECT_NE(column.err.find("has no column handled_at (--inbox-time-column); its columns are event_id, consumer_name, "
+                            "processed_at, status"),
+            std::string::npos)
+      << column.err;
+}
+
+TEST_F(AuditInbox, NothingInTheDatabaseIsModified) {
+  auto before = m_pg.psql("SELECT count(*), max(xmin::text) FROM processed_events").out;
+  run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}));
+  EXPECT_EQ(m_pg.psql("SELECT count(*), max(xmin::text) FROM processed_events").out, before);
+}
+
+TEST_F(AuditInbox, TheServerStoppedMidAuditIsExit3AndIncomplete) {
+  // Hold the table so the audit waits on it, then stop the server under it.
+  SpawnOptions hold_options;
+  hold_options.pipe_stdin = true;
+  Process hold({find_program("psql", {"/usr/lib/postgresql/15/bin"}), "-X", "-q", "-d", m_pg.conninfo()}, hold_options);
+  hold.write_line("BEGIN; LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  for (auto& arg : args({"--consumer", "billing", "--inbox-retention", "1h", "-q", "--timeout", "30s"})) {
+    argv.push_back(arg);
+  }
+  Process audit(argv, options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  m_pg.stop();
+  std::string out;
+  while (auto line = audit.read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(audit.wait(), 3);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("PostgreSQL"), std::string::npos);
+}
