@@ -1,6 +1,7 @@
 #include "commands/pipeline/audit.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
@@ -61,14 +62,14 @@ void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<
   request.audit.policy.ttl = retention;
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   const auto& p = options.placement;
-  if (!inbox.has_unique_constraint()) {
+  if (inbox.has_unique_constraint() == false) {
     core::Finding f;
     f.id = "inbox-without-unique-constraint";
     f.severity = core::Severity::Error;
-    f.title = fmt::format("the inbox {} has no primary key or unique index over {}", p.inbox_table,
-                          p.inbox_consumer_column.empty()
-                              ? p.inbox_id_column
-                              : fmt::format("({}, {})", p.inbox_consumer_column, p.inbox_id_column));
+    f.title = fmt::format("the inbox {} has no primary key or unique index over {}", p.inbox.table,
+                          p.inbox.consumer_column.empty()
+                              ? p.inbox.id_column
+                              : fmt::format("({}, {})", p.inbox.consumer_column, p.inbox.id_column));
     f.count = 1;
     f.advice = "Two deliveries of an event can both insert their row and both apply the change. Add the unique "
                "constraint and write the row with INSERT … ON CONFLICT DO NOTHING in the business transaction.";
@@ -119,7 +120,15 @@ int run(const AuditOptions& options, Context& context) {
   // Everything typed was valid: now contact the systems.
   std::unique_ptr<core::DedupStore> store;
   std::int64_t now = context.now_ms();
-  if (placement.uri.kind == core::StoreUri::Kind::File) {
+  bool inbox_snapshot = placement.uri.kind == core::StoreUri::Kind::File &&
+                        connectors::file::InboxSnapshotStore::is_inbox_snapshot(placement.uri.path);
+  if (inbox_snapshot) {
+    auto snapshot = std::make_unique<connectors::file::InboxSnapshotStore>(placement.uri.path, options.placement.consumer);
+    now = snapshot->header().taken_at_ms; // the rows are as they were then
+    context.note(fmt::format("auditing against inbox snapshot {} taken at {}", placement.uri.path, core::format_time(now)));
+    prepare_inbox(*snapshot, inbox_retention, options, request, now, context);
+    store = std::move(snapshot);
+  } else if (placement.uri.kind == core::StoreUri::Kind::File) {
     auto snapshot = std::make_unique<connectors::file::SnapshotStore>(placement.uri.path);
     now = snapshot->header().taken_at_ms; // the records are as they were then
     context.note(fmt::format("auditing against snapshot {} taken at {} ({} records)", placement.uri.path,
@@ -147,8 +156,8 @@ int run(const AuditOptions& options, Context& context) {
       settings.conninfo = placement.uri.conninfo;
       settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
       settings.schema = connectors::postgres::InboxSchema{
-          options.placement.inbox_table, options.placement.inbox_id_column, options.placement.inbox_consumer_column,
-          options.placement.inbox_time_column, options.placement.inbox_status_column};
+          options.placement.inbox.table, options.placement.inbox.id_column, options.placement.inbox.consumer_column,
+          options.placement.inbox.time_column, options.placement.inbox.status_column};
       settings.consumer = options.placement.consumer;
       settings.stop = &context.stop;
       auto inbox = connectors::postgres::InboxStore::open(settings);

@@ -9,6 +9,7 @@
 
 namespace CLI {
 class App;
+class Option_group;
 }
 
 namespace dedupctl::commands {

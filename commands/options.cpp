@@ -62,6 +62,18 @@ void add_identity_options(CLI::App& app, IdentityOptions& options) {
       ->type_name("SPEC[,...]");
 }
 
+void add_inbox_options(CLI::Option_group& group, InboxOptions& options) {
+  group.add_option("--inbox-table", options.table, "the inbox table of a postgres:// store (may be schema-qualified)")
+      ->type_name("TABLE");
+  group.add_option("--inbox-id-column", options.id_column, "the inbox's event id column")->type_name("COLUMN");
+  group.add_option("--inbox-consumer-column", options.consumer_column, "the inbox's consumer column; \"\" when it has none")
+      ->type_name("COLUMN");
+  group.add_option("--inbox-time-column", options.time_column, "when the row was written")->type_name("COLUMN");
+  group.add_option("--inbox-status-column", options.status_column,
+                   "a status column whose in-progress values mark claims (none by default)")
+      ->type_name("COLUMN");
+}
+
 void add_placement_options(CLI::App& app, PlacementOptions& options) {
   auto* group = app.add_option_group("Placement", "Where and how the consumer keeps its dedup records");
   group
@@ -90,16 +102,7 @@ void add_placement_options(CLI::App& app, PlacementOptions& options) {
       ->type_name("V");
   group->add_option("--lease", options.lease, "an in-progress claim older than this is orphaned")
       ->type_name("DURATION");
-  group->add_option("--inbox-table", options.inbox_table, "the inbox table of a postgres:// store (may be schema-qualified)")
-      ->type_name("TABLE");
-  group->add_option("--inbox-id-column", options.inbox_id_column, "the inbox's event id column")->type_name("COLUMN");
-  group->add_option("--inbox-consumer-column", options.inbox_consumer_column,
-                    "the inbox's consumer column; \"\" when it has none")
-      ->type_name("COLUMN");
-  group->add_option("--inbox-time-column", options.inbox_time_column, "when the row was written")->type_name("COLUMN");
-  group->add_option("--inbox-status-column", options.inbox_status_column,
-                    "a status column whose in-progress values mark claims (none by default)")
-      ->type_name("COLUMN");
+  add_inbox_options(*group, options.inbox);
   group->add_option("--inbox-retention", options.inbox_retention,
                     "how long the cleanup job keeps rows; estimated from the oldest row when absent")
       ->type_name("DURATION|none");

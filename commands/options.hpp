@@ -34,6 +34,16 @@ struct IdentityOptions {
   std::string semantic_key;
 };
 
+// An inbox table's schema (postgres:// stores), shared by audit and snapshot.
+struct InboxOptions {
+  std::string table = "processed_events";
+  std::string id_column = "event_id";
+  std::string consumer_column = "consumer_name";
+  std::string time_column = "processed_at";
+  std::string status_column;
+};
+void add_inbox_options(CLI::Option_group& group, InboxOptions& options);
+
 // The dedup placement (spec/cli.md "The placement"), shared by audit, trace and replay.
 struct PlacementOptions {
   std::string store;
@@ -45,12 +55,7 @@ struct PlacementOptions {
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
   std::string lease = "15m";
   std::vector<std::string> side_effects;
-  // An inbox table (postgres:// stores).
-  std::string inbox_table = "processed_events";
-  std::string inbox_id_column = "event_id";
-  std::string inbox_consumer_column = "consumer_name";
-  std::string inbox_time_column = "processed_at";
-  std::string inbox_status_column;
+  InboxOptions inbox;
   std::string inbox_retention;
 };
 

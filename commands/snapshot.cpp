@@ -1,7 +1,9 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/output.hpp"
+#include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
+#include "core/inbox_snapshot.hpp"
 #include "core/errors.hpp"
 #include "core/snapshot_line.hpp"
 #include "core/store_uri.hpp"
@@ -17,12 +19,50 @@ namespace {
 struct SnapshotOptions {
   std::string store;
   std::string match = "*";
+  std::string consumer;
+  InboxOptions inbox;
 };
+
+// COPY of the inbox's rows, behind a header with the time the export started.
+int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Context& context) {
+  connectors::postgres::InboxSettings settings;
+  settings.conninfo = uri.conninfo;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.schema = connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column,
+                                                      options.inbox.consumer_column, options.inbox.time_column,
+                                                      options.inbox.status_column};
+  settings.consumer = options.consumer;
+  settings.stop = &context.stop;
+  std::vector<std::string> lines;
+  std::int64_t taken_at = connectors::postgres::export_inbox(settings, [&](const std::string& line) {
+    lines.push_back(line);
+    if (context.progress && lines.size() % 100'000 == 0) {
+      context.progress(fmt::format("snapshot: {} rows", lines.size()));
+    }
+  });
+  if (context.progress) {
+    context.progress("");
+  }
+  connectors::file::ReportOutput output(context.global.output);
+  fmt::print(output.stream(), "{}\n",
+             core::format_inbox_snapshot_header(core::InboxSnapshotHeader{taken_at, uri.redacted(), options.inbox.table}));
+  for (const auto& line : lines) {
+    fmt::print(output.stream(), "{}\n", line);
+  }
+  output.commit();
+  context.note(fmt::format("snapshot of {} rows of {} from {} taken at {}{}", lines.size(), options.inbox.table,
+                           uri.redacted(), core::format_time(taken_at),
+                           context.global.output.empty() ? "" : " written to " + context.global.output));
+  return k_exit_ok;
+}
 
 int run(const SnapshotOptions& options, Context& context) {
   auto uri = core::parse_store_uri(options.store, "--store");
+  if (uri.kind == core::StoreUri::Kind::Postgres) {
+    return snapshot_inbox(options, uri, context);
+  }
   if (uri.kind != core::StoreUri::Kind::Redis) {
-    throw UsageError(fmt::format("--store {}: snapshot reads redis:// placements", uri.redacted()));
+    throw UsageError(fmt::format("--store {}: snapshot reads redis:// and postgres:// placements", uri.redacted()));
   }
   connectors::redis::RedisSettings settings;
   settings.uri = uri;
@@ -65,10 +105,14 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
   auto options = std::make_shared<SnapshotOptions>();
   auto* sub = app.add_subcommand("snapshot", "Export a placement's records (SCAN, PTTL, value prefix) to a file for "
                                              "offline audits with --store file:PATH");
-  sub->add_option("--store", options->store, "redis://[user:pass@]host:port[/db] or redis+unix:///path")
+  sub->add_option("--store", options->store,
+                  "redis://[user:pass@]host:port[/db], redis+unix:///path, or postgres://… (an inbox table)")
       ->required()
       ->type_name("URI");
-  sub->add_option("--match", options->match, "SCAN MATCH pattern of the dedup keys")->type_name("PATTERN");
+  sub->add_option("--match", options->match, "SCAN MATCH pattern of the dedup keys (Redis)")->type_name("PATTERN");
+  auto* inbox = sub->add_option_group("Inbox", "The inbox table of a postgres:// store");
+  add_inbox_options(*inbox, options->inbox);
+  inbox->add_option("--consumer", options->consumer, "export this consumer's rows only")->type_name("NAME");
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {
       return -1;

@@ -243,9 +243,11 @@ std::int64_t parse_time(std::string_view text, std::string_view what) {
   if ((text[pos] == 'Z' || text[pos] == 'z') && pos + 1 == text.size()) {
     return ms;
   }
-  if ((text[pos] == '+' || text[pos] == '-') && pos + 6 == text.size() && text[pos + 3] == ':') {
+  if ((text[pos] == '+' || text[pos] == '-') &&
+      ((pos + 6 == text.size() && text[pos + 3] == ':') || pos + 3 == text.size() || pos + 5 == text.size())) {
+    // +HH:MM (RFC 3339), and PostgreSQL's +HH and +HHMM.
     std::int64_t oh = fixed(pos + 1, 2);
-    std::int64_t om = fixed(pos + 4, 2);
+    std::int64_t om = pos + 3 == text.size() ? 0 : fixed(pos + (text[pos + 3] == ':' ? 4 : 3), 2);
     if (oh < 0 || oh > 23 || om < 0 || om > 59) {
       return fail();
     }

@@ -110,7 +110,39 @@ public:
     return oldest;
   }
 
-  bool has_unique_constraint() override { return m_facts.unique_over_id; }
+  std::optional<bool> has_unique_constraint() override { return m_facts.unique_over_id; }
+
+  // COPY (SELECT the four columns) TO STDOUT: absent columns come out as NULL, and only the
+  // consumer's rows with --consumer. libpqxx 6 pastes the "table" of a stream_from into
+  // COPY … TO STDOUT as it is, which lets a query through; every identifier in it is quoted.
+  std::int64_t export_rows(const std::function<void(const std::string&)>& line) {
+    std::int64_t started = 0;
+    guard([&] {
+      std::string where;
+      {
+        pqxx::nontransaction setup(*m_connection);
+        setup.exec0("SET TimeZone = 'UTC'");
+        setup.exec0("SET DateStyle = 'ISO'");
+        pqxx::result now = setup.exec("SELECT (extract(epoch FROM clock_timestamp())*1000)::bigint");
+        started = now[0][0].as<std::int64_t>();
+        if (!m_settings.consumer.empty()) {
+          where = " WHERE " + m_consumer + " = " + setup.quote(m_settings.consumer);
+        }
+      }
+      const auto& schema = m_settings.schema;
+      std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
+      std::string status = schema.status_column.empty() ? "NULL::text" : m_connection->quote_name(schema.status_column) + "::text";
+      pqxx::read_transaction tx(*m_connection);
+      pqxx::stream_from stream(tx, fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status,
+                                               m_table, where));
+      std::string raw;
+      while (stream.get_raw_line(raw)) {
+        line(raw);
+      }
+      stream.complete();
+    });
+    return started;
+  }
 
   std::int64_t ids_under_several_consumers() override {
     if (m_settings.schema.consumer_column.empty()) {
@@ -229,6 +261,11 @@ private:
 
 std::unique_ptr<InboxStore> InboxStore::open(const InboxSettings& settings) {
   return std::make_unique<PqxxInboxStore>(settings);
+}
+
+std::int64_t export_inbox(const InboxSettings& settings, const std::function<void(const std::string&)>& line) {
+  PqxxInboxStore store(settings);
+  return store.export_rows(line);
 }
 
 } // namespace dedupctl::connectors::postgres

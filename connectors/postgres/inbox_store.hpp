@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,10 +44,15 @@ public:
   virtual void set_clock(core::Span retention, std::int64_t now_ms) = 0;
   // now - the oldest processed_at of the consumer's rows: what the cleanup job keeps at least.
   virtual std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) = 0;
-  // Whether a primary key or unique index covers (id) or (consumer, id).
-  virtual bool has_unique_constraint() = 0;
+  // Whether a primary key or unique index covers (id) or (consumer, id); nullopt when not known
+  // (a snapshot file).
+  virtual std::optional<bool> has_unique_constraint() = 0;
   // Event ids with rows under several consumers (only meaningful without --consumer).
   virtual std::int64_t ids_under_several_consumers() = 0;
 };
+
+// COPY (event id, consumer, processed_at, status) TO STDOUT of the inbox (the consumer's rows only
+// with settings.consumer), one line at a time; returns the time the export started.
+std::int64_t export_inbox(const InboxSettings& settings, const std::function<void(const std::string&)>& line);
 
 } // namespace dedupctl::connectors::postgres

@@ -156,3 +156,22 @@ TEST_F(AuditInbox, TheServerStoppedMidAuditIsExit3AndIncomplete) {
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_NE(doc.at("error").at("message").get<std::string>().find("PostgreSQL"), std::string::npos);
 }
+
+TEST_F(AuditInbox, AnInboxSnapshotGivesTheSameVerdictsAsTheLiveTable) {
+  TempDir dir;
+  auto snap = run_dedupctl({"snapshot", "--store", m_pg.conninfo(), "--inbox-status-column", "status", "--consumer",
+                            "billing", "--output", dir.file("inbox.tsv")});
+  ASSERT_EQ(snap.exit_code, 0) << snap.err;
+  std::string text = read_file(dir.file("inbox.tsv"));
+  EXPECT_EQ(text.rfind("# dedupctl-inbox-snapshot v1\ttaken_at=", 0), 0u) << text;
+  EXPECT_NE(text.find("e-4\tbilling\t"), std::string::npos) << text;
+  EXPECT_EQ(text.find("shipping"), std::string::npos) << "--consumer scopes the export";
+  auto live = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
+  auto offline = Json::parse(
+      run_dedupctl({"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing", "--seek", "2", "--store",
+                    "file:" + dir.file("inbox.tsv"), "--consumer", "billing", "--inbox-retention", "1h", "--retention", "7d",
+                    "-o", "json"})
+          .out);
+  EXPECT_EQ(offline.at("summary"), live.at("summary"));
+  EXPECT_EQ(finding_counts(offline), finding_counts(live));
+}

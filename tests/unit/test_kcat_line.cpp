@@ -71,3 +71,27 @@ TEST(KcatLine, MalformedLinesSayWhatIsWrongAndAddNothing) {
     EXPECT_TRUE(batch.headers.empty());
   }
 }
+
+#include "core/inbox_snapshot.hpp"
+
+TEST(InboxSnapshot, ParsesCopyTextLinesWithNullsAndEscapes) {
+  InboxRow row;
+  std::string error;
+  ASSERT_TRUE(parse_inbox_row("e-1\tbilling\t2026-11-20 08:00:00.250123+00\tprocessing", row, error)) << error;
+  EXPECT_EQ(row.event_id, "e-1");
+  EXPECT_EQ(row.consumer, "billing");
+  EXPECT_EQ(row.processed_at_ms, 1'795'161'600'250LL);
+  EXPECT_EQ(row.status, "processing");
+  ASSERT_TRUE(parse_inbox_row("tab\\there\t\\N\t\\N\t\\N", row, error)) << error;
+  EXPECT_EQ(row.event_id, "tab\there");
+  EXPECT_FALSE(row.consumer.has_value());
+  EXPECT_FALSE(row.processed_at_ms.has_value());
+  EXPECT_FALSE(parse_inbox_row("\\N\tb\t\\N\t\\N", row, error)); // a NULL id
+  EXPECT_FALSE(parse_inbox_row("a\tb\tc", row, error));
+  EXPECT_NE(error.find("expected 4"), std::string::npos);
+  EXPECT_FALSE(parse_inbox_row("a\tb\tyesterday\t\\N", row, error));
+  InboxSnapshotHeader header;
+  ASSERT_TRUE(parse_inbox_snapshot_header(format_inbox_snapshot_header({42, "postgres://***@db", "inbox"}), header, error));
+  EXPECT_EQ(header.taken_at_ms, 42);
+  EXPECT_EQ(header.table, "inbox");
+}

@@ -49,11 +49,15 @@ TEST(Time, Rfc3339) {
   EXPECT_EQ(parse_time("2026-11-20"), 1'795'132'800'000LL);
   EXPECT_EQ(parse_time("1795161600000"), 1'795'161'600'000LL); // epoch ms
   EXPECT_EQ(parse_time("2024-02-29T00:00:00Z"), 1'709'164'800'000LL);
+  // PostgreSQL's ISO output: a space, microseconds, and a two- or four-digit offset.
+  EXPECT_EQ(parse_time("2026-11-20 08:00:00.250123+00"), 1'795'161'600'250LL);
+  EXPECT_EQ(parse_time("2026-11-20 09:00:00+01"), 1'795'161'600'000LL);
+  EXPECT_EQ(parse_time("2026-11-20 09:30:00+0130"), 1'795'161'600'000LL);
 }
 
 TEST(Time, RejectsBadTimes) {
   for (const char* bad : {"", "yesterday", "2026-13-01", "2026-02-30", "2025-02-29", "2026-11-20T25:00:00Z",
-                          "2026-11-20T08:00:00+0100", "2026-11-20X08:00:00Z", "2026-11-20T08:00:00Zjunk"}) {
+                          "2026-11-20T08:00:00+1", "2026-11-20T08:00:00+01:0", "2026-11-20X08:00:00Z", "2026-11-20T08:00:00Zjunk"}) {
     EXPECT_THROW(parse_time(bad, "--from"), UsageError) << bad;
   }
 }

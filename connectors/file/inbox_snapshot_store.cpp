@@ -1,0 +1,84 @@
+#include "connectors/file/inbox_snapshot_store.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+namespace dedupctl::connectors::file {
+
+bool InboxSnapshotStore::is_inbox_snapshot(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  return in && std::getline(in, line) && line.starts_with(core::k_inbox_snapshot_magic);
+}
+
+InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string consumer) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));
+  }
+  std::string line;
+  std::string error;
+  if (!std::getline(in, line) || !core::parse_inbox_snapshot_header(line, m_header, error)) {
+    throw UsageError(fmt::format("{}:1: {}", path, error.empty() ? "empty file" : error));
+  }
+  std::unordered_map<std::string, std::set<std::string>> consumers_of;
+  core::InboxRow row;
+  for (std::int64_t number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) {
+      continue;
+    }
+    if (!core::parse_inbox_row(line, row, error)) {
+      throw UsageError(fmt::format("{}:{}: {}", path, number, error));
+    }
+    if (row.consumer) {
+      consumers_of[row.event_id].insert(*row.consumer);
+    }
+    if (!consumer.empty() && row.consumer != consumer) {
+      continue; // scoped by --consumer, as the live lookup is
+    }
+    if (row.processed_at_ms) {
+      m_oldest = std::min(m_oldest.value_or(*row.processed_at_ms), *row.processed_at_ms);
+    }
+    m_rows[row.event_id] = Row{row.processed_at_ms, row.status.value_or("")};
+  }
+  for (const auto& [id, consumers] : consumers_of) {
+    m_shared_ids += consumers.size() > 1 ? 1 : 0;
+  }
+}
+
+void InboxSnapshotStore::set_clock(core::Span retention, std::int64_t now_ms) {
+  m_retention = retention;
+  m_now = now_ms;
+}
+
+std::optional<std::int64_t> InboxSnapshotStore::oldest_row_age_ms(std::int64_t now_ms) {
+  if (!m_oldest) {
+    return std::nullopt;
+  }
+  return now_ms - *m_oldest;
+}
+
+void InboxSnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
+  out.assign(keys.size(), core::RecordState{});
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto it = m_rows.find(keys[i]);
+    if (it == m_rows.end()) {
+      continue;
+    }
+    auto& state = out[i];
+    state.kind = core::RecordState::Kind::Present;
+    state.value = it->second.status;
+    if (m_retention.ms && !m_retention.infinite && it->second.processed_at) {
+      state.pttl_ms = std::max<std::int64_t>(0, *it->second.processed_at + *m_retention.ms - m_now);
+    }
+  }
+}
+
+} // namespace dedupctl::connectors::file

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "connectors/postgres/inbox_store.hpp"
+#include "core/inbox_snapshot.hpp"
+
+#include <string>
+#include <unordered_map>
+
+namespace dedupctl::connectors::file {
+
+// An inbox snapshot file as an inbox: the rows as they were when it was taken (audit with
+// header().taken_at_ms as now). Whether the table had a unique constraint is not recorded.
+class InboxSnapshotStore final : public postgres::InboxStore {
+public:
+  // Throws UsageError naming the file and line when it cannot be read or parsed.
+  InboxSnapshotStore(const std::string& path, std::string consumer);
+
+  static bool is_inbox_snapshot(const std::string& path);
+
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override;
+  std::string kind() const override { return "file"; }
+  void set_clock(core::Span retention, std::int64_t now_ms) override;
+  std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override;
+  std::optional<bool> has_unique_constraint() override { return std::nullopt; }
+  std::int64_t ids_under_several_consumers() override { return m_shared_ids; }
+  const core::InboxSnapshotHeader& header() const { return m_header; }
+
+private:
+  struct Row {
+    std::optional<std::int64_t> processed_at;
+    std::string status;
+  };
+  core::InboxSnapshotHeader m_header;
+  std::unordered_map<std::string, Row> m_rows;
+  std::int64_t m_shared_ids = 0;
+  std::optional<std::int64_t> m_oldest;
+  core::Span m_retention;
+  std::int64_t m_now = 0;
+};
+
+} // namespace dedupctl::connectors::file
