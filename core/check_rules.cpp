@@ -37,23 +37,29 @@ std::string literal_prefix(const ConsumerDeclaration& consumer) {
 
 } // namespace
 
+Finding consumer_finding(const ConsumerDeclaration& consumer, const std::string& file, const std::string& field,
+                         std::string id, Severity severity, std::string title, std::string advice) {
+  Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  f.title = fmt::format("{}: {}", consumer.name, title);
+  f.count = 1;
+  f.advice = std::move(advice);
+  f.file = file;
+  SourcePosition at = consumer.position_of(field);
+  f.line = at.line;
+  f.column = at.column;
+  f.subject = consumer.name;
+  return f;
+}
+
 std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
                                      const std::map<std::string, LiveFacts>& live) {
   std::vector<Finding> findings;
   auto add = [&](const ConsumerDeclaration& consumer, const std::string& field, std::string id, Severity severity,
                  std::string title, std::string advice) {
-    Finding f;
-    f.id = std::move(id);
-    f.severity = severity;
-    f.title = fmt::format("{}: {}", consumer.name, title);
-    f.count = 1;
-    f.advice = std::move(advice);
-    f.file = file;
-    SourcePosition at = consumer.position_of(field);
-    f.line = at.line;
-    f.column = at.column;
-    f.subject = consumer.name;
-    findings.push_back(std::move(f));
+    findings.push_back(
+        consumer_finding(consumer, file, field, std::move(id), severity, std::move(title), std::move(advice)));
   };
   for (const auto& consumer : consumers) {
     const LiveFacts* facts = nullptr;

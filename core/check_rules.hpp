@@ -22,6 +22,10 @@ struct LiveFacts {
   std::optional<bool> inbox_unique; // a primary key or unique index over the id (or consumer, id)
 };
 
+// A finding about one consumer, pointing at the line of `field` (or of its [[consumer]] header).
+Finding consumer_finding(const ConsumerDeclaration& consumer, const std::string& file, const std::string& field,
+                         std::string id, Severity severity, std::string title, std::string advice);
+
 // Findings of every rule, each pointing at the line of the declaration it is about. `live`
 // (keyed by consumer name) may override the declared retention and adds the live rules.
 std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,

@@ -9,25 +9,7 @@
 
 namespace dedupctl::commands {
 
-namespace {
-
-core::Finding located(const core::ConsumerDeclaration& consumer, const std::string& file, const std::string& field,
-                      std::string id, core::Severity severity, std::string title, std::string advice) {
-  core::Finding f;
-  f.id = std::move(id);
-  f.severity = severity;
-  f.title = fmt::format("{}: {}", consumer.name, title);
-  f.count = 1;
-  f.advice = std::move(advice);
-  f.file = file;
-  auto at = consumer.position_of(field);
-  f.line = at.line;
-  f.column = at.column;
-  f.subject = consumer.name;
-  return f;
-}
-
-} // namespace
+namespace {} // namespace
 
 std::string key_pattern(const core::ConsumerDeclaration& consumer) {
   std::string pattern;
@@ -55,9 +37,10 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
   int failed = 0;
   auto unavailable = [&](const core::ConsumerDeclaration& consumer, const std::string& field, const std::string& what,
                          const std::string& why) {
-    extra.push_back(located(consumer, file, field, "check-unavailable", core::Severity::Warning,
-                            fmt::format("{} could not be checked: {}", what, why),
-                            "Run again where the system can be reached, or declare the value to check it statically."));
+    extra.push_back(core::consumer_finding(
+        consumer, file, field, "check-unavailable", core::Severity::Warning,
+        fmt::format("{} could not be checked: {}", what, why),
+        "Run again where the system can be reached, or declare the value to check it statically."));
   };
   if (live) {
     for (const auto& consumer : declarations.consumers) {
@@ -100,9 +83,10 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
         } else {
           auto inbox = live->inbox(consumer);
           if (!inbox.table_exists) {
-            extra.push_back(located(consumer, file, "inbox_table", "inbox-schema-mismatch", core::Severity::Error,
-                                    fmt::format("the inbox table {} does not exist", consumer.inbox_table),
-                                    "Check inbox_table (schema-qualified if needed) against the consumer's database."));
+            extra.push_back(core::consumer_finding(
+                consumer, file, "inbox_table", "inbox-schema-mismatch", core::Severity::Error,
+                fmt::format("the inbox table {} does not exist", consumer.inbox_table),
+                "Check inbox_table (schema-qualified if needed) against the consumer's database."));
             continue;
           }
           std::vector<std::pair<std::string, std::string>> named{
@@ -121,7 +105,7 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
             for (const auto& c : inbox.columns) {
               existing += (existing.empty() ? "" : ", ") + c;
             }
-            extra.push_back(located(
+            extra.push_back(core::consumer_finding(
                 consumer, file, field, "inbox-schema-mismatch", core::Severity::Error,
                 fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table, column, existing),
                 fmt::format("Set {} to the column the consumer writes.", field)));

@@ -46,7 +46,7 @@ InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string cons
     if (row.processed_at_ms) {
       m_oldest = std::min(m_oldest.value_or(*row.processed_at_ms), *row.processed_at_ms);
     }
-    m_rows[row.event_id] = Row{row.processed_at_ms, row.status.value_or("")};
+    m_rows[row.event_id] = core::InboxRecord{row.processed_at_ms, row.status.value_or("")};
   }
   for (const auto& [id, consumers] : consumers_of) {
     m_shared_ids += consumers.size() > 1 ? 1 : 0;
@@ -66,19 +66,7 @@ std::optional<std::int64_t> InboxSnapshotStore::oldest_row_age_ms(std::int64_t n
 }
 
 void InboxSnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-  out.assign(keys.size(), core::RecordState{});
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = m_rows.find(keys[i]);
-    if (it == m_rows.end()) {
-      continue;
-    }
-    auto& state = out[i];
-    state.kind = core::RecordState::Kind::Present;
-    state.value = it->second.status;
-    if (m_retention.ms && !m_retention.infinite && it->second.processed_at) {
-      state.pttl_ms = std::max<std::int64_t>(0, *it->second.processed_at + *m_retention.ms - m_now);
-    }
-  }
+  core::inbox_states(keys, m_rows, m_retention, m_now, out);
 }
 
 } // namespace dedupctl::connectors::file

@@ -26,12 +26,8 @@ public:
   const core::InboxSnapshotHeader& header() const { return m_header; }
 
 private:
-  struct Row {
-    std::optional<std::int64_t> processed_at;
-    std::string status;
-  };
   core::InboxSnapshotHeader m_header;
-  std::unordered_map<std::string, Row> m_rows;
+  std::unordered_map<std::string, core::InboxRecord> m_rows;
   std::int64_t m_shared_ids = 0;
   std::optional<std::int64_t> m_oldest;
   core::Span m_retention;

@@ -24,7 +24,8 @@ std::string with_timeout(const std::string& conninfo, std::int64_t timeout_ms) {
   }
   auto seconds = std::max<std::int64_t>(1, (timeout_ms + 999) / 1000);
   if (conninfo.find("://") != std::string::npos) {
-    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") + fmt::format("connect_timeout={}", seconds);
+    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") +
+           fmt::format("connect_timeout={}", seconds);
   }
   return conninfo + fmt::format(" connect_timeout={}", seconds);
 }
@@ -68,7 +69,6 @@ public:
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
-    out.assign(keys.size(), core::RecordState{});
     m_rows.clear();
     guard([&] {
       pqxx::read_transaction tx(*m_connection);
@@ -76,24 +76,13 @@ public:
                               ? tx.exec_prepared("lookup", array_literal(keys))
                               : tx.exec_prepared("lookup", array_literal(keys), m_settings.consumer);
       for (const auto& row : rows) {
-        Row r;
-        r.processed_at = row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>();
+        core::InboxRecord r;
+        r.processed_at_ms = row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>();
         r.status = row[2].is_null() ? std::string() : row[2].as<std::string>();
         m_rows.emplace(row[0].as<std::string>(), std::move(r));
       }
     });
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      auto it = m_rows.find(keys[i]);
-      if (it == m_rows.end()) {
-        continue;
-      }
-      auto& state = out[i];
-      state.kind = core::RecordState::Kind::Present;
-      state.value = it->second.status;
-      if (m_retention.ms && !m_retention.infinite && it->second.processed_at) {
-        state.pttl_ms = std::max<std::int64_t>(0, *it->second.processed_at + *m_retention.ms - m_now);
-      }
-    }
+    core::inbox_states(keys, m_rows, m_retention, m_now, out);
   }
 
   std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
@@ -131,10 +120,11 @@ public:
       }
       const auto& schema = m_settings.schema;
       std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
-      std::string status = schema.status_column.empty() ? "NULL::text" : m_connection->quote_name(schema.status_column) + "::text";
+      std::string status =
+          schema.status_column.empty() ? "NULL::text" : m_connection->quote_name(schema.status_column) + "::text";
       pqxx::read_transaction tx(*m_connection);
-      pqxx::stream_from stream(tx, fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status,
-                                               m_table, where));
+      pqxx::stream_from stream(
+          tx, fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table, where));
       std::string raw;
       while (stream.get_raw_line(raw)) {
         line(raw);
@@ -151,20 +141,16 @@ public:
     std::int64_t count = 0;
     guard([&] {
       pqxx::read_transaction tx(*m_connection);
-      pqxx::result r = tx.exec(fmt::format("SELECT count(*) FROM (SELECT {0} FROM {1} GROUP BY {0} HAVING count(DISTINCT "
-                                           "{2}) > 1) shared",
-                                           m_id, m_table, m_consumer));
+      pqxx::result r =
+          tx.exec(fmt::format("SELECT count(*) FROM (SELECT {0} FROM {1} GROUP BY {0} HAVING count(DISTINCT "
+                              "{2}) > 1) shared",
+                              m_id, m_table, m_consumer));
       count = r[0][0].as<std::int64_t>();
     });
     return count;
   }
 
 private:
-  struct Row {
-    std::optional<std::int64_t> processed_at;
-    std::string status;
-  };
-
   template <typename F> void guard(F&& body) {
     std::string where = core::redact_secrets(m_settings.conninfo);
     try {
@@ -174,8 +160,10 @@ private:
                                          where, first_line(e.what())));
     } catch (const pqxx::sql_error& e) {
       std::string what = first_line(e.what());
-      if (what.find("statement timeout") != std::string::npos || what.find("canceling statement") != std::string::npos) {
-        throw UnreachableError(fmt::format("PostgreSQL at {} timed out after {} ms ({})", where, m_settings.timeout_ms, what));
+      if (what.find("statement timeout") != std::string::npos ||
+          what.find("canceling statement") != std::string::npos) {
+        throw UnreachableError(
+            fmt::format("PostgreSQL at {} timed out after {} ms ({})", where, m_settings.timeout_ms, what));
       }
       if (what.find("terminating connection") != std::string::npos || what.find("server closed") != std::string::npos) {
         throw UnreachableError(fmt::format("PostgreSQL at {} closed the connection ({})", where, what));
@@ -213,14 +201,15 @@ private:
     for (const auto& c : m_facts.columns) {
       columns += (columns.empty() ? "" : ", ") + c;
     }
-    for (const auto& [flag, column] : std::vector<std::pair<std::string, std::string>>{
-             {"--inbox-id-column", schema.id_column},
-             {"--inbox-consumer-column", schema.consumer_column},
-             {"--inbox-time-column", schema.time_column},
-             {"--inbox-status-column", schema.status_column}}) {
-      if (!column.empty() && std::find(m_facts.columns.begin(), m_facts.columns.end(), column) == m_facts.columns.end()) {
-        throw UsageError(fmt::format("the inbox table {} has no column {} ({}); its columns are {}", schema.table, column,
-                                     flag, columns));
+    for (const auto& [flag, column] :
+         std::vector<std::pair<std::string, std::string>>{{"--inbox-id-column", schema.id_column},
+                                                          {"--inbox-consumer-column", schema.consumer_column},
+                                                          {"--inbox-time-column", schema.time_column},
+                                                          {"--inbox-status-column", schema.status_column}}) {
+      if (!column.empty() &&
+          std::find(m_facts.columns.begin(), m_facts.columns.end(), column) == m_facts.columns.end()) {
+        throw UsageError(fmt::format("the inbox table {} has no column {} ({}); its columns are {}", schema.table,
+                                     column, flag, columns));
       }
     }
     if (!m_settings.consumer.empty() && schema.consumer_column.empty()) {
@@ -231,16 +220,18 @@ private:
       m_id = m_connection->quote_name(schema.id_column);
       m_time = m_connection->quote_name(schema.time_column);
       m_consumer = schema.consumer_column.empty() ? "" : m_connection->quote_name(schema.consumer_column);
-      std::string status = schema.status_column.empty() ? "NULL" : m_connection->quote_name(schema.status_column) + "::text";
+      std::string status =
+          schema.status_column.empty() ? "NULL" : m_connection->quote_name(schema.status_column) + "::text";
       // Compare in the id column's own type so that its index is used (text, uuid, varchar …).
       pqxx::nontransaction tx(*m_connection);
       pqxx::result type = tx.exec_params("SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = "
                                          "to_regclass($1) AND attname = $2",
                                          schema.table, schema.id_column);
       std::string id_type = type.empty() ? "text" : type[0][0].as<std::string>();
-      std::string query = fmt::format("SELECT {0}::text, (extract(epoch FROM {1})*1000)::bigint, {2} FROM {3} WHERE {0} "
-                                      "= ANY($1::{4}[])",
-                                      m_id, m_time, status, m_table, id_type);
+      std::string query =
+          fmt::format("SELECT {0}::text, (extract(epoch FROM {1})*1000)::bigint, {2} FROM {3} WHERE {0} "
+                      "= ANY($1::{4}[])",
+                      m_id, m_time, status, m_table, id_type);
       if (!m_settings.consumer.empty()) {
         query += fmt::format(" AND {} = $2", m_consumer);
       }
@@ -254,7 +245,7 @@ private:
   std::string m_table, m_id, m_time, m_consumer;
   core::Span m_retention;
   std::int64_t m_now = 0;
-  std::unordered_map<std::string, Row> m_rows;
+  std::unordered_map<std::string, core::InboxRecord> m_rows;
 };
 
 } // namespace
