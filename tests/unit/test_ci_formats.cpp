@@ -116,3 +116,9 @@ TEST(CiFormats, AnIncompleteRunIsAnErrorInEveryFormat) {
   EXPECT_NE(rendered(report, Format::Junit).find("<error message=\"no live check could run\"/>"), std::string::npos);
   EXPECT_NE(rendered(report, Format::Sarif).find("\"executionSuccessful\": false"), std::string::npos);
 }
+
+TEST(CheckFormats, TextMarkdownAndJsonMatchTheirGoldens) {
+  EXPECT_EQ(rendered(check_report(), Format::Text), golden("check.text.txt"));
+  EXPECT_EQ(rendered(check_report(), Format::Markdown), golden("check.markdown.md"));
+  EXPECT_EQ(rendered(check_report(), Format::Json), golden("check.json"));
+}
