@@ -6,6 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <future>
+#include <memory>
+
 namespace dedupctl::commands {
 
 RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
@@ -33,7 +37,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
 
   core::IdentifyOptions identify = request.identify;
   identify.extra = request.audit.key_template.fields();
-  core::Identifier identifier(identify);
+  std::int64_t audit_events = 0;
   core::LogAnalyzerOptions log_options = request.analyzer;
   log_options.max_examples = request.max_examples;
   log_options.id_specs = core::to_string(request.identify.id);
@@ -57,46 +61,76 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     audit.set_partition(range.topic, range.partition, range.committed, window);
   }
 
-  std::vector<core::Identity> identities;
-  std::vector<std::string> keys;
-  std::vector<std::size_t> key_of; // per event: index into keys, or SIZE_MAX without id
-  std::vector<core::RecordState> states;
+  // Lookups overlap consumption: while the store looks batch N up on a worker thread, the main
+  // thread reads and identifies batch N+1. Each of the two slots owns its batch, identities (and the
+  // identifier whose arena they live in), keys and states; events are observed in order, and the
+  // store is used by one thread at a time.
+  struct Slot {
+    core::EventBatch batch;
+    std::unique_ptr<core::Identifier> identifier;
+    std::vector<core::Identity> identities;
+    std::vector<std::string> keys;
+    std::vector<std::size_t> key_of; // per event: index into keys, or SIZE_MAX without id
+    std::vector<core::RecordState> states;
+    std::future<void> lookup;
+  };
+  std::array<Slot, 2> slots;
+  for (auto& slot : slots) {
+    slot.identifier = std::make_unique<core::Identifier>(identify);
+  }
   std::string rendered;
-  read_source(source, report, [&](const core::EventBatch& batch) {
-    identifier.identify(batch, identities);
-    log.observe(batch.events, identities);
-    keys.clear();
-    key_of.assign(batch.events.size(), SIZE_MAX);
-    for (std::size_t i = 0; i < batch.events.size(); ++i) {
-      const auto& event = batch.events[i];
-      const auto& identity = identities[i];
-      if (!identity.has_id) {
-        continue;
-      }
-      core::KeyValues values{identity.id,
-                             identity.type,
-                             identity.entity,
-                             event.topic,
-                             event.partition,
-                             event.offset,
-                             event.key.value_or(std::string_view{}),
-                             request.consumer,
-                             identity.extra};
-      core::render_key(audit_options.key_template, values, rendered);
-      key_of[i] = keys.size();
-      keys.push_back(rendered);
-    }
-    store.lookup(keys, states); // one round trip for the batch
-    static const core::RecordState k_no_record{};
-    for (std::size_t i = 0; i < batch.events.size(); ++i) {
-      bool has_key = key_of[i] != SIZE_MAX;
-      audit.observe(batch.events[i], identities[i], has_key ? std::string_view(keys[key_of[i]]) : std::string_view{},
-                    has_key ? states[key_of[i]] : k_no_record);
+  static const core::RecordState k_no_record{};
+  auto observe = [&](Slot& slot) {
+    slot.lookup.get(); // rethrows what the lookup threw
+    for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
+      bool has_key = slot.key_of[i] != SIZE_MAX;
+      audit.observe(slot.batch.events[i], slot.identities[i],
+                    has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{},
+                    has_key ? slot.states[slot.key_of[i]] : k_no_record);
     }
     if (request.progress) {
-      request.progress(log.counters().events);
+      request.progress(audit_events += static_cast<std::int64_t>(slot.batch.events.size()));
+    }
+  };
+  incomplete_on_failure(report, [&] {
+    std::size_t current = 0;
+    while (source.next_batch(slots[current].batch)) {
+      Slot& slot = slots[current];
+      slot.identifier->identify(slot.batch, slot.identities);
+      log.observe(slot.batch.events, slot.identities);
+      slot.keys.clear();
+      slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
+      for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
+        const auto& event = slot.batch.events[i];
+        const auto& identity = slot.identities[i];
+        if (!identity.has_id) {
+          continue;
+        }
+        core::KeyValues values{identity.id,      identity.type,   identity.entity,
+                               event.topic,      event.partition, event.offset,
+                               event.key.value_or(std::string_view{}), request.consumer, identity.extra};
+        core::render_key(audit_options.key_template, values, rendered);
+        slot.key_of[i] = slot.keys.size();
+        slot.keys.push_back(rendered);
+      }
+      Slot& previous = slots[1 - current];
+      if (previous.lookup.valid()) {
+        observe(previous);
+      }
+      slot.lookup = std::async(std::launch::async, [&store, &slot] { store.lookup(slot.keys, slot.states); });
+      current = 1 - current;
+    }
+    Slot& last = slots[1 - current];
+    if (last.lookup.valid()) {
+      observe(last);
     }
   });
+  // A failure may leave a lookup running: wait for it before the slots go.
+  for (auto& slot : slots) {
+    if (slot.lookup.valid()) {
+      slot.lookup.wait();
+    }
+  }
 
   core::AuditResult result = audit.finish();
   const auto& c = log.counters();

@@ -14,10 +14,16 @@ constexpr std::int64_t k_max_presized_events = 64 * 1024 * 1024;
 void read_source(core::EventSource& source, reports::Report& report,
                  const std::function<void(const core::EventBatch&)>& on_batch) {
   core::EventBatch batch;
-  try {
+  incomplete_on_failure(report, [&] {
     while (source.next_batch(batch)) {
       on_batch(batch);
     }
+  });
+}
+
+void incomplete_on_failure(reports::Report& report, const std::function<void()>& body) {
+  try {
+    body();
   } catch (const UnreachableError& e) {
     report.complete = false;
     report.error = e.what();

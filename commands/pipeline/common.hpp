@@ -11,6 +11,10 @@
 // incomplete) and folding in what the log alone shows.
 namespace dedupctl::commands {
 
+// Runs `body`; an UnreachableError or InterruptedError in it marks the report incomplete (exit 3
+// or 130) instead of propagating.
+void incomplete_on_failure(reports::Report& report, const std::function<void()>& body);
+
 // Calls `on_batch` for every batch. An UnreachableError or InterruptedError marks the report
 // incomplete (exit 3 or 130) instead of propagating; a UsageError (malformed input) propagates.
 void read_source(core::EventSource& source, reports::Report& report,

@@ -71,7 +71,9 @@ public:
     }
     m_rows.clear();
     guard([&] {
-      pqxx::read_transaction tx(*m_connection);
+      // One statement, one round trip: the session is default_transaction_read_only, so it runs in a
+      // read-only transaction of its own without BEGIN and COMMIT around it.
+      pqxx::nontransaction tx(*m_connection);
       pqxx::result rows = m_settings.consumer.empty()
                               ? tx.exec_prepared("lookup", array_literal(keys))
                               : tx.exec_prepared("lookup", array_literal(keys), m_settings.consumer);
