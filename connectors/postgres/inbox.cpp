@@ -1,5 +1,6 @@
 #include "connectors/postgres/inbox.hpp"
 
+#include "connectors/postgres/libpq_options.hpp"
 #include "core/errors.hpp"
 #include "core/store_uri.hpp"
 
@@ -10,33 +11,11 @@
 
 namespace dedupctl::connectors::postgres {
 
-namespace {
-
-// libpq takes connect_timeout in whole seconds.
-std::string with_timeout(const std::string& conninfo, std::int64_t timeout_ms) {
-  if (conninfo.find("connect_timeout") != std::string::npos) {
-    return conninfo;
-  }
-  auto seconds = std::max<std::int64_t>(1, (timeout_ms + 999) / 1000);
-  if (conninfo.find("://") != std::string::npos) {
-    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") +
-           fmt::format("connect_timeout={}", seconds);
-  }
-  return conninfo + fmt::format(" connect_timeout={}", seconds);
-}
-
-std::string first_line(std::string_view text) {
-  auto newline = text.find('\n');
-  return std::string(text.substr(0, newline));
-}
-
-} // namespace
-
 InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
                          const std::string& id_column, const std::string& consumer_column) {
   InboxFacts facts;
   try {
-    pqxx::connection connection(with_timeout(conninfo, timeout_ms));
+    pqxx::connection connection(detail::with_connect_timeout(conninfo, timeout_ms));
     pqxx::read_transaction tx(connection);
     tx.exec0(fmt::format("SET LOCAL statement_timeout = {}", timeout_ms));
     pqxx::result relation = tx.exec_params("SELECT to_regclass($1)::oid", table);
@@ -69,13 +48,13 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
     }
   } catch (const pqxx::broken_connection& e) {
     throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check the store and that the server is up",
-                                       core::redact_secrets(conninfo), first_line(e.what())));
+                                       core::redact_secrets(conninfo), detail::first_line(e.what())));
   } catch (const pqxx::sql_error& e) {
     throw UnreachableError(fmt::format("PostgreSQL at {} refused the inspection ({})", core::redact_secrets(conninfo),
-                                       first_line(e.what())));
+                                       detail::first_line(e.what())));
   } catch (const pqxx::failure& e) {
     throw UnreachableError(
-        fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), first_line(e.what())));
+        fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), detail::first_line(e.what())));
   }
   return facts;
 }

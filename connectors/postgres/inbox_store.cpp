@@ -1,6 +1,7 @@
 #include "connectors/postgres/inbox_store.hpp"
 
 #include "connectors/postgres/inbox.hpp"
+#include "connectors/postgres/libpq_options.hpp"
 #include "core/errors.hpp"
 #include "core/store_uri.hpp"
 
@@ -15,20 +16,6 @@ namespace dedupctl::connectors::postgres {
 InboxStore::~InboxStore() = default;
 
 namespace {
-
-std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
-
-std::string with_timeout(const std::string& conninfo, std::int64_t timeout_ms) {
-  if (conninfo.find("connect_timeout") != std::string::npos) {
-    return conninfo;
-  }
-  auto seconds = std::max<std::int64_t>(1, (timeout_ms + 999) / 1000);
-  if (conninfo.find("://") != std::string::npos) {
-    return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") +
-           fmt::format("connect_timeout={}", seconds);
-  }
-  return conninfo + fmt::format(" connect_timeout={}", seconds);
-}
 
 // A PostgreSQL array literal of text values: {"a","b\"c"}.
 std::string array_literal(const std::vector<std::string>& values) {
@@ -50,7 +37,8 @@ class PqxxInboxStore final : public InboxStore {
 public:
   explicit PqxxInboxStore(const InboxSettings& settings) : m_settings(settings) {
     guard([&] {
-      m_connection = std::make_unique<pqxx::connection>(with_timeout(settings.conninfo, settings.timeout_ms));
+      m_connection =
+          std::make_unique<pqxx::connection>(detail::with_connect_timeout(settings.conninfo, settings.timeout_ms));
       pqxx::nontransaction setup(*m_connection);
       setup.exec0("SET default_transaction_read_only = on");
       setup.exec0(fmt::format("SET statement_timeout = {}", settings.timeout_ms));
@@ -159,9 +147,9 @@ private:
       body();
     } catch (const pqxx::broken_connection& e) {
       throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check --store and that the server is up",
-                                         where, first_line(e.what())));
+                                         where, detail::first_line(e.what())));
     } catch (const pqxx::sql_error& e) {
-      std::string what = first_line(e.what());
+      std::string what = detail::first_line(e.what());
       if (what.find("statement timeout") != std::string::npos ||
           what.find("canceling statement") != std::string::npos) {
         throw UnreachableError(
@@ -172,7 +160,7 @@ private:
       }
       throw UnreachableError(fmt::format("PostgreSQL at {} refused a query ({})", where, what));
     } catch (const pqxx::failure& e) {
-      throw UnreachableError(fmt::format("PostgreSQL at {} failed ({})", where, first_line(e.what())));
+      throw UnreachableError(fmt::format("PostgreSQL at {} failed ({})", where, detail::first_line(e.what())));
     }
   }
 

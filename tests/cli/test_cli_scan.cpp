@@ -255,7 +255,7 @@ TEST(CliScan, UsageErrorsStillGiveAJsonDocumentWithJsonFormat) {
   EXPECT_NE(doc.at("error").at("message").get<std::string>().find("--from"), std::string::npos);
 }
 
-TEST(CliScan, MalformedInputLinesStopWithFileAndLineOrAreCountedWhenSkipped) {
+TEST(CliScan, MalformedInputLinesStopWithFileAndLineOrAreCountedWithSkipInvalid) {
   TempDir dir;
   std::string lines = read_file(k_orders);
   auto second = lines.find('\n', lines.find('\n') + 1) + 1;
