@@ -1,4 +1,5 @@
 #include "reports/report.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 
 using namespace dedupctl;
 using namespace dedupctl::reports;
+using dedupctl::testing::golden;
+using dedupctl::testing::rendered;
 
 namespace {
 
@@ -40,24 +43,6 @@ Report check_report() {
                      located("ttl-margin-thin", core::Severity::Warning, "shipping: thin, 50%", "Raise it.\nNow.",
                              "dir,weird:d.toml", 30, 3, "shipping")};
   return report;
-}
-
-std::string rendered(const Report& report, Format format) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  render(report, format, out);
-  std::fclose(out);
-  std::string text(buffer, size);
-  std::free(buffer);
-  return text;
-}
-
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(DEDUPCTL_TEST_DATA) + "/" + name);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 } // namespace

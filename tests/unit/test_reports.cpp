@@ -1,6 +1,7 @@
 #include "core/errors.hpp"
 #include "core/time.hpp"
 #include "reports/report.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 using namespace dedupctl;
 using namespace dedupctl::core;
 using namespace dedupctl::reports;
+using dedupctl::testing::golden;
+using dedupctl::testing::rendered;
 
 namespace {
 
@@ -56,33 +59,6 @@ Report sample() {
   missing.advice = "Check --id.";
   report.findings = {reuse, missing};
   return report;
-}
-
-std::string rendered(const Report& report, Format format) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  struct Close {
-    std::FILE* out;
-    char** buffer;
-    ~Close() {
-      std::fclose(out);
-      std::free(*buffer);
-    }
-  };
-  {
-    Close close{out, &buffer};
-    render(report, format, out);
-    std::fflush(out);
-    return std::string(buffer, size);
-  }
-}
-
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(DEDUPCTL_TEST_DATA) + "/" + name);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 } // namespace
