@@ -1,4 +1,5 @@
 #include "commands/pipeline/audit.hpp"
+#include "commands/pipeline/common.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/inbox_snapshot_store.hpp"
@@ -59,6 +60,7 @@ void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<
     request.placement.ttl_source = "unknown";
   }
   inbox.set_clock(retention, now);
+  request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());
   request.audit.policy.ttl = retention;
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   const auto& p = options.placement;
@@ -160,6 +162,11 @@ int run(const AuditOptions& options, Context& context) {
           options.placement.inbox.time_column, options.placement.inbox.status_column};
       settings.consumer = options.placement.consumer;
       settings.stop = &context.stop;
+      const auto& lookup = options.placement.inbox_lookup;
+      settings.lookup = lookup == "load"      ? connectors::postgres::InboxLookup::Load
+                        : lookup == "batches" ? connectors::postgres::InboxLookup::Batches
+                                              : connectors::postgres::InboxLookup::Auto;
+      settings.expected_events = static_cast<std::int64_t>(expected_events(opened.info));
       auto inbox = connectors::postgres::InboxStore::open(settings);
       prepare_inbox(*inbox, inbox_retention, options, request, now, context);
       store = std::move(inbox);

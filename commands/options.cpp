@@ -107,6 +107,11 @@ void add_placement_options(CLI::App& app, PlacementOptions& options) {
                     "how long the cleanup job keeps rows; estimated from the oldest row when absent")
       ->type_name("DURATION|none");
   group
+      ->add_option("--inbox-lookup", options.inbox_lookup,
+                   "batches (= ANY per batch), load (the whole inbox with COPY while the log is read), or auto")
+      ->check(CLI::IsMember({"auto", "batches", "load"}))
+      ->type_name("auto|batches|load");
+  group
       ->add_option("--side-effects", options.side_effects,
                    "TYPE=external|internal|idempotent for replay-risk (repeatable); unknown types are external")
       ->type_name("TYPE=CLASS");

@@ -57,6 +57,7 @@ struct PlacementOptions {
   std::vector<std::string> side_effects;
   InboxOptions inbox;
   std::string inbox_retention;
+  std::string inbox_lookup = "auto";
 };
 
 struct ParsedPlacement {

@@ -73,21 +73,15 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
   return verdict;
 }
 
-void inbox_states(const std::vector<std::string>& ids, const std::unordered_map<std::string, InboxRecord>& rows,
-                  const Span& retention, std::int64_t now_ms, std::vector<RecordState>& out) {
-  out.assign(ids.size(), RecordState{});
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    auto it = rows.find(ids[i]);
-    if (it == rows.end()) {
-      continue;
-    }
-    RecordState& state = out[i];
-    state.kind = RecordState::Kind::Present;
-    state.value = it->second.status;
-    if (retention.ms && !retention.infinite && it->second.processed_at_ms) {
-      state.pttl_ms = std::max<std::int64_t>(0, *it->second.processed_at_ms + *retention.ms - now_ms);
-    }
+RecordState inbox_state(std::optional<std::int64_t> processed_at_ms, std::string_view status, const Span& retention,
+                        std::int64_t now_ms) {
+  RecordState state;
+  state.kind = RecordState::Kind::Present;
+  state.value = status;
+  if (retention.ms && !retention.infinite && processed_at_ms) {
+    state.pttl_ms = std::max<std::int64_t>(0, *processed_at_ms + *retention.ms - now_ms);
   }
+  return state;
 }
 
 void TtlEstimator::observe(std::int64_t pttl_ms, std::int64_t timestamp_ms, std::int64_t now_ms) {

@@ -4,7 +4,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 // The verdict per event (DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
@@ -58,14 +57,10 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
 
 // An inbox row as the coverage rules see it: present, with processed_at + the inbox retention - now
-// as its remaining TTL (none when the rows are kept forever or the retention is unknown), and its
-// status (claim markers) as the value.
-struct InboxRecord {
-  std::optional<std::int64_t> processed_at_ms;
-  std::string status;
-};
-void inbox_states(const std::vector<std::string>& ids, const std::unordered_map<std::string, InboxRecord>& rows,
-                  const Span& retention, std::int64_t now_ms, std::vector<RecordState>& out);
+// as its remaining TTL (none when the retention is unknown or infinite, or processed_at is NULL),
+// and its status (claim markers) as the value.
+RecordState inbox_state(std::optional<std::int64_t> processed_at_ms, std::string_view status, const Span& retention,
+                        std::int64_t now_ms);
 
 // The TTL a consumer configured, bounded by what present records show: a record was written at or
 // after its event's timestamp, so max(pttl) <= TTL <= min(pttl + now - ts).

@@ -44,13 +44,18 @@ bool parse_inbox_snapshot_header(std::string_view line, InboxSnapshotHeader& hea
 
 namespace {
 
-// COPY text format: \N is NULL; \t \n \r \\ and \b \f \v are escapes.
-bool copy_field(std::string_view raw, std::optional<std::string>& out) {
-  if (raw == "\\N") {
-    out.reset();
+// COPY text format: \N is NULL; \t \n \r \\ and \b \f \v are escapes. Fields without a backslash
+// (nearly all) are copied as they are.
+bool copy_field(std::string_view raw, std::string& value, bool& null) {
+  null = raw == "\\N";
+  value.clear();
+  if (null) {
     return true;
   }
-  std::string value;
+  if (raw.find('\\') == std::string_view::npos) {
+    value.assign(raw);
+    return true;
+  }
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] != '\\') {
       value += raw[i];
@@ -82,7 +87,34 @@ bool copy_field(std::string_view raw, std::optional<std::string>& out) {
       value += raw[i];
     }
   }
-  out = std::move(value);
+  return true;
+}
+
+bool copy_field(std::string_view raw, std::optional<std::string>& out) {
+  std::string value;
+  bool null = false;
+  if (!copy_field(raw, value, null)) {
+    return false;
+  }
+  if (null) {
+    out.reset();
+  } else {
+    out = std::move(value);
+  }
+  return true;
+}
+
+// Splits a COPY line at its tabs into exactly n fields.
+bool split_fields(std::string_view line, std::string_view* fields, std::size_t n) {
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto tab = line.find('\t', pos);
+    if ((tab == std::string_view::npos) != (i + 1 == n)) {
+      return false;
+    }
+    fields[i] = line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos);
+    pos = tab + 1;
+  }
   return true;
 }
 
@@ -122,6 +154,28 @@ bool parse_inbox_row(std::string_view line, InboxRow& row, std::string& error) {
     }
   }
   return true;
+}
+
+} // namespace dedupctl::core
+
+namespace dedupctl::core {
+
+bool parse_inbox_load_row(std::string_view line, InboxLoadRow& row) {
+  std::string_view fields[3];
+  bool null = false;
+  if (!split_fields(line, fields, 3) || !copy_field(fields[0], row.event_id, null) || null) {
+    return false;
+  }
+  row.processed_at_ms.reset();
+  if (fields[1] != "\\N") {
+    std::int64_t ms = 0;
+    auto [end, error] = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), ms);
+    if (error != std::errc() || end != fields[1].data() + fields[1].size()) {
+      return false;
+    }
+    row.processed_at_ms = ms;
+  }
+  return copy_field(fields[2], row.status, null);
 }
 
 } // namespace dedupctl::core

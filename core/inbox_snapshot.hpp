@@ -32,4 +32,13 @@ bool parse_inbox_snapshot_header(std::string_view line, InboxSnapshotHeader& hea
 // One COPY text-format line of the four columns.
 bool parse_inbox_row(std::string_view line, InboxRow& row, std::string& error);
 
+// The three columns an audit loads (event id, processed_at as epoch milliseconds, status), without
+// allocating per row once the strings have grown. A NULL status is "". False when malformed.
+struct InboxLoadRow {
+  std::string event_id;
+  std::optional<std::int64_t> processed_at_ms;
+  std::string status;
+};
+bool parse_inbox_load_row(std::string_view line, InboxLoadRow& row);
+
 } // namespace dedupctl::core

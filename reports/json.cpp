@@ -158,6 +158,13 @@ void render_json(const Report& report, std::FILE* out) {
     findings.push_back(finding_json(finding));
   }
   doc["findings"] = std::move(findings);
+  if (!report.settings.empty()) {
+    Json settings = Json::object(); // what the run used, as people read it (additive to v1)
+    for (const auto& [name, value] : report.settings) {
+      settings[name] = value;
+    }
+    doc["settings"] = std::move(settings);
+  }
   std::string text = doc.dump(2);
   text += '\n';
   std::fwrite(text.data(), 1, text.size(), out);

@@ -167,6 +167,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
                      {"lease", core::format_duration(audit_options.policy.lease_ms)},
                      {"now", core::format_time(now_ms)},
                      {"fail on", request.fail_on_text}};
+  report.settings.insert(report.settings.end(), request.store_settings.begin(), request.store_settings.end());
   for (const auto& finding : request.placement_findings) {
     result.findings.push_back(finding);
   }

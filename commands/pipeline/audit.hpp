@@ -27,6 +27,7 @@ struct AuditRequest {
   std::size_t max_examples = 5;
   reports::PlacementInfo placement; // kind, store, sources; TTL figures are filled in
   std::vector<core::Finding> placement_findings; // what the store itself showed (its schema, constraints)
+  std::vector<std::pair<std::string, std::string>> store_settings; // how the store was read
   std::function<void(std::int64_t)> progress;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <unordered_map>
 
 namespace dedupctl::connectors::file {
 
@@ -46,7 +47,7 @@ InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string cons
     if (row.processed_at_ms) {
       m_oldest = std::min(m_oldest.value_or(*row.processed_at_ms), *row.processed_at_ms);
     }
-    m_rows[row.event_id] = core::InboxRecord{row.processed_at_ms, row.status.value_or("")};
+    m_rows.insert(row.event_id, row.processed_at_ms, row.status.value_or(""));
   }
   for (const auto& [id, consumers] : consumers_of) {
     m_shared_ids += consumers.size() > 1 ? 1 : 0;
@@ -66,7 +67,7 @@ std::optional<std::int64_t> InboxSnapshotStore::oldest_row_age_ms(std::int64_t n
 }
 
 void InboxSnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-  core::inbox_states(keys, m_rows, m_retention, m_now, out);
+  m_rows.states(keys, m_retention, m_now, out);
 }
 
 } // namespace dedupctl::connectors::file

@@ -2,9 +2,9 @@
 
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/inbox_snapshot.hpp"
+#include "core/inbox_table.hpp"
 
 #include <string>
-#include <unordered_map>
 
 namespace dedupctl::connectors::file {
 
@@ -23,11 +23,12 @@ public:
   std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override;
   std::optional<bool> has_unique_constraint() override { return std::nullopt; }
   std::int64_t ids_under_several_consumers() override { return m_shared_ids; }
+  std::string lookup_method() const override { return "snapshot file"; }
   const core::InboxSnapshotHeader& header() const { return m_header; }
 
 private:
   core::InboxSnapshotHeader m_header;
-  std::unordered_map<std::string, core::InboxRecord> m_rows;
+  core::InboxTable m_rows;
   std::int64_t m_shared_ids = 0;
   std::optional<std::int64_t> m_oldest;
   core::Span m_retention;

@@ -3,13 +3,20 @@
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/libpq_options.hpp"
 #include "core/errors.hpp"
+#include "core/inbox_snapshot.hpp"
+#include "core/inbox_table.hpp"
 #include "core/store_uri.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
 
 #include <algorithm>
-#include <unordered_map>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdint>
+#include <deque>
+#include <future>
 
 namespace dedupctl::connectors::postgres {
 
@@ -36,15 +43,21 @@ std::string array_literal(const std::vector<std::string>& values) {
 class PqxxInboxStore final : public InboxStore {
 public:
   explicit PqxxInboxStore(const InboxSettings& settings) : m_settings(settings) {
-    guard([&] {
-      m_connection =
-          std::make_unique<pqxx::connection>(detail::with_connect_timeout(settings.conninfo, settings.timeout_ms));
-      pqxx::nontransaction setup(*m_connection);
-      setup.exec0("SET default_transaction_read_only = on");
-      setup.exec0(fmt::format("SET statement_timeout = {}", settings.timeout_ms));
-    });
+    guard([&] { m_connection = connect(); });
     validate();
+    if (m_load_rows) {
+      m_table.reserve(static_cast<std::size_t>(std::max<std::int64_t>(m_estimated_rows, 0)));
+      start_load();
+    }
   }
+
+  ~PqxxInboxStore() override {
+    if (m_load.valid()) {
+      m_load.wait(); // it uses this object; its outcome no longer matters
+    }
+  }
+
+  std::string lookup_method() const override { return m_load_rows ? "COPY into memory" : "batched = ANY"; }
 
   std::string kind() const override { return "postgres"; }
 
@@ -57,29 +70,50 @@ public:
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
-    m_rows.clear();
+    if (m_load_rows) {
+      if (m_load.valid()) {
+        m_load.get(); // the first lookup waits for the load and rethrows what it threw
+      }
+      m_table.states(keys, m_retention, m_now, out);
+      return;
+    }
+    // Keys the id column's type cannot hold (not a uuid, not a number) have no row: asking would
+    // fail the whole batch.
+    m_sent.clear();
+    m_positions.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (castable(keys[i])) {
+        m_sent.push_back(keys[i]);
+        m_positions.push_back(i);
+      }
+    }
+    out.assign(keys.size(), core::RecordState{});
+    m_values.clear();
     guard([&] {
       // One statement, one round trip: the session is default_transaction_read_only, so it runs in a
-      // read-only transaction of its own without BEGIN and COMMIT around it.
+      // read-only transaction of its own without BEGIN and COMMIT around it. Rows come back by the
+      // key's position: the column's equality decides (a uuid matches whatever case it was sent in).
       pqxx::nontransaction tx(*m_connection);
       pqxx::result rows = m_settings.consumer.empty()
-                              ? tx.exec_prepared("lookup", array_literal(keys))
-                              : tx.exec_prepared("lookup", array_literal(keys), m_settings.consumer);
+                              ? tx.exec_prepared("lookup", array_literal(m_sent))
+                              : tx.exec_prepared("lookup", array_literal(m_sent), m_settings.consumer);
       for (const auto& row : rows) {
-        core::InboxRecord r;
-        r.processed_at_ms = row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>();
-        r.status = row[2].is_null() ? std::string() : row[2].as<std::string>();
-        m_rows.emplace(row[0].as<std::string>(), std::move(r));
+        auto& state = out[m_positions[row[0].as<std::size_t>() - 1]];
+        if (state.kind == core::RecordState::Kind::Present) {
+          continue; // the first row wins (several consumers' rows, unscoped)
+        }
+        m_values.emplace_back(row[2].is_null() ? "" : row[2].c_str());
+        state = core::inbox_state(row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>(),
+                                  m_values.back(), m_retention, m_now);
       }
     });
-    core::inbox_states(keys, m_rows, m_retention, m_now, out);
   }
 
   std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
     std::optional<std::int64_t> oldest;
     guard([&] {
       pqxx::read_transaction tx(*m_connection);
-      std::string query = fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_time, m_table,
+      std::string query = fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_time, m_table_name,
                                       m_settings.consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_consumer));
       pqxx::result r = m_settings.consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_settings.consumer);
       if (!r.empty() && !r[0][0].is_null()) {
@@ -91,36 +125,10 @@ public:
 
   std::optional<bool> has_unique_constraint() override { return m_facts.unique_over_id; }
 
-  // COPY (SELECT the four columns) TO STDOUT: absent columns come out as NULL, and only the
-  // consumer's rows with --consumer. libpqxx 6 pastes the "table" of a stream_from into
-  // COPY … TO STDOUT as it is, which lets a query through; every identifier in it is quoted.
+  // COPY (SELECT the four columns) TO STDOUT in the snapshot's format; returns when it started.
   std::int64_t export_rows(const std::function<void(const std::string&)>& line) {
     std::int64_t started = 0;
-    guard([&] {
-      std::string where;
-      {
-        pqxx::nontransaction setup(*m_connection);
-        setup.exec0("SET TimeZone = 'UTC'");
-        setup.exec0("SET DateStyle = 'ISO'");
-        pqxx::result now = setup.exec("SELECT (extract(epoch FROM clock_timestamp())*1000)::bigint");
-        started = now[0][0].as<std::int64_t>();
-        if (!m_settings.consumer.empty()) {
-          where = " WHERE " + m_consumer + " = " + setup.quote(m_settings.consumer);
-        }
-      }
-      const auto& schema = m_settings.schema;
-      std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
-      std::string status =
-          schema.status_column.empty() ? "NULL::text" : m_connection->quote_name(schema.status_column) + "::text";
-      pqxx::read_transaction tx(*m_connection);
-      pqxx::stream_from stream(
-          tx, fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table, where));
-      std::string raw;
-      while (stream.get_raw_line(raw)) {
-        line(raw);
-      }
-      stream.complete();
-    });
+    guard([&] { started = copy_rows(*m_connection, m_copy_query, line); });
     return started;
   }
 
@@ -134,14 +142,72 @@ public:
       pqxx::result r =
           tx.exec(fmt::format("SELECT count(*) FROM (SELECT {0} FROM {1} GROUP BY {0} HAVING count(DISTINCT "
                               "{2}) > 1) shared",
-                              m_id, m_table, m_consumer));
+                              m_id, m_table_name, m_consumer));
       count = r[0][0].as<std::int64_t>();
     });
     return count;
   }
 
 private:
-  template <typename F> void guard(F&& body) {
+  // A read-only session with the statement timeout.
+  std::unique_ptr<pqxx::connection> connect() const {
+    auto connection =
+        std::make_unique<pqxx::connection>(detail::with_connect_timeout(m_settings.conninfo, m_settings.timeout_ms));
+    pqxx::nontransaction setup(*connection);
+    setup.exec0("SET default_transaction_read_only = on");
+    setup.exec0(fmt::format("SET statement_timeout = {}", m_settings.timeout_ms));
+    return connection;
+  }
+
+  // The four columns (id, consumer, processed_at, status) as COPY … TO STDOUT writes them: absent
+  // columns come out as NULL, and only the consumer's rows with --consumer. libpqxx 6 pastes the
+  // "table" of a stream_from into COPY … TO STDOUT as it is, which lets a query through; every
+  // identifier in it is quoted, and the consumer is a quoted literal. Returns when it started.
+  std::int64_t copy_rows(pqxx::connection& connection, const std::string& query,
+                         const std::function<void(const std::string&)>& line) const {
+    std::int64_t started = 0;
+    {
+      pqxx::nontransaction setup(connection);
+      setup.exec0("SET TimeZone = 'UTC'");
+      setup.exec0("SET DateStyle = 'ISO'");
+      pqxx::result now = setup.exec("SELECT (extract(epoch FROM clock_timestamp())*1000)::bigint");
+      started = now[0][0].as<std::int64_t>();
+    }
+    pqxx::read_transaction tx(connection);
+    pqxx::stream_from stream(tx, query);
+    std::string raw;
+    while (stream.get_raw_line(raw)) {
+      if (!raw.empty() && raw.back() == '\n') {
+        raw.pop_back(); // libpqxx 6 hands the line over with COPY's newline
+      }
+      line(raw);
+    }
+    stream.complete();
+    return started;
+  }
+
+  // The whole inbox (the consumer's rows) into m_table, on a connection of its own while the log is
+  // read; the first lookup waits for it.
+  void start_load() {
+    m_load = std::async(std::launch::async, [this] {
+      guard([&] {
+        auto connection = connect();
+        core::InboxLoadRow row;
+        std::int64_t rows = 0;
+        copy_rows(*connection, m_load_query, [&](const std::string& raw) {
+          if (++rows % 65536 == 0 && m_settings.stop && m_settings.stop->load()) {
+            throw InterruptedError("interrupted");
+          }
+          if (!core::parse_inbox_load_row(raw, row)) {
+            throw pqxx::failure(fmt::format("unexpected COPY row {}", rows));
+          }
+          m_table.insert(row.event_id, row.processed_at_ms, row.status);
+        });
+      });
+    });
+  }
+
+  template <typename F> void guard(F&& body) const {
     std::string where = core::redact_secrets(m_settings.conninfo);
     try {
       body();
@@ -206,7 +272,7 @@ private:
       throw UsageError("--consumer needs --inbox-consumer-column: the inbox has no consumer column to scope by");
     }
     guard([&] {
-      m_table = quote_table(schema.table);
+      m_table_name = quote_table(schema.table);
       m_id = m_connection->quote_name(schema.id_column);
       m_time = m_connection->quote_name(schema.time_column);
       m_consumer = schema.consumer_column.empty() ? "" : m_connection->quote_name(schema.consumer_column);
@@ -214,28 +280,106 @@ private:
           schema.status_column.empty() ? "NULL" : m_connection->quote_name(schema.status_column) + "::text";
       // Compare in the id column's own type so that its index is used (text, uuid, varchar …).
       pqxx::nontransaction tx(*m_connection);
-      pqxx::result type = tx.exec_params("SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = "
-                                         "to_regclass($1) AND attname = $2",
-                                         schema.table, schema.id_column);
-      std::string id_type = type.empty() ? "text" : type[0][0].as<std::string>();
-      std::string query =
-          fmt::format("SELECT {0}::text, (extract(epoch FROM {1})*1000)::bigint, {2} FROM {3} WHERE {0} "
-                      "= ANY($1::{4}[])",
-                      m_id, m_time, status, m_table, id_type);
+      pqxx::result column = tx.exec_params(
+          "SELECT format_type(a.atttypid, NULL), coalesce(co.collisdeterministic, true), c.relkind::text, "
+          "CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint ELSE pg_relation_size(c.oid) / 32 END "
+          "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+          "LEFT JOIN pg_collation co ON co.oid = a.attcollation WHERE a.attrelid = to_regclass($1) AND a.attname = $2",
+          schema.table, schema.id_column);
+      std::string id_type = column.empty() ? "text" : column[0][0].as<std::string>();
+      m_estimated_rows = column.empty() ? 0 : column[0][3].as<std::int64_t>();
+      decide_lookup(id_type, !column.empty() && column[0][1].as<bool>(),
+                    column.empty() || column[0][2].as<std::string>() == "p" ? std::nullopt
+                                                                            : std::optional(column[0][3].as<std::int64_t>()));
+      std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
+      std::string where = m_settings.consumer.empty()
+                              ? ""
+                              : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
+      m_copy_query =
+          fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table_name, where);
+      m_load_query = fmt::format("(SELECT {}::text, (extract(epoch FROM {})*1000)::bigint, {} FROM {}{})", m_id, m_time,
+                                 status, m_table_name, where);
+      m_id_type = id_type;
+      std::string query = fmt::format("SELECT k.ord, (extract(epoch FROM t.{1})*1000)::bigint, {2} FROM "
+                                      "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
+                                      m_id, m_time,
+                                      schema.status_column.empty() ? "NULL::text" : "t." + status, m_table_name, id_type);
       if (!m_settings.consumer.empty()) {
-        query += fmt::format(" AND {} = $2", m_consumer);
+        query += fmt::format(" AND t.{} = $2", m_consumer);
       }
       m_connection->prepare("lookup", query);
     });
   }
 
+  // Whether the id column's type can hold the key: a uuid (PostgreSQL's input forms: any case,
+  // optional braces, a hyphen after any group of four digits) or an integer. Other types are asked.
+  bool castable(const std::string& key) const {
+    if (m_id_type == "uuid") {
+      std::string_view v = key;
+      if (v.size() >= 2 && v.front() == '{' && v.back() == '}') {
+        v = v.substr(1, v.size() - 2);
+      }
+      int digits = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (std::isxdigit(static_cast<unsigned char>(v[i]))) {
+          ++digits;
+        } else if (!(v[i] == '-' && digits % 4 == 0 && digits > 0 && i + 1 < v.size() && v[i + 1] != '-')) {
+          return false;
+        }
+      }
+      return digits == 32;
+    }
+    if (m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint") {
+      std::string_view v = key;
+      if (!v.empty() && v.front() == '+') {
+        v.remove_prefix(1);
+      }
+      std::int64_t value = 0;
+      auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+      if (error != std::errc() || end != v.data() + v.size()) {
+        return false;
+      }
+      std::int64_t limit = m_id_type == "bigint" ? INT64_MAX : m_id_type == "integer" ? INT32_MAX : INT16_MAX;
+      return value <= limit && value >= -limit - 1;
+    }
+    return true;
+  }
+
+  // Loading compares ids byte for byte, which is the column's equality only for text-like types with
+  // a deterministic collation (a uuid matches whatever case and hyphens its input had).
+  void decide_lookup(const std::string& id_type, bool deterministic, std::optional<std::int64_t> estimated_rows) {
+    bool text_like = id_type == "text" || id_type == "character varying";
+    if (m_settings.lookup == InboxLookup::Load && !(text_like && deterministic)) {
+      throw UsageError(fmt::format("--inbox-lookup load compares event ids byte for byte, but {}.{} is {}{}; use "
+                                   "--inbox-lookup batches (or auto)",
+                                   m_settings.schema.table, m_settings.schema.id_column, id_type,
+                                   deterministic ? "" : " with a nondeterministic collation"));
+    }
+    if (m_settings.lookup == InboxLookup::Auto) {
+      std::int64_t bound = std::max<std::int64_t>(k_load_rows, 2 * m_settings.expected_events.value_or(0));
+      m_load_rows = text_like && deterministic && estimated_rows && *estimated_rows <= bound;
+    } else {
+      m_load_rows = m_settings.lookup == InboxLookup::Load;
+    }
+  }
+
+  // Auto loads tables up to this many rows (about 60 MB in memory), or twice the audit's events.
+  static constexpr std::int64_t k_load_rows = 2'000'000;
+
   InboxSettings m_settings;
   std::unique_ptr<pqxx::connection> m_connection;
   InboxFacts m_facts;
-  std::string m_table, m_id, m_time, m_consumer;
+  std::string m_table_name, m_id, m_time, m_consumer, m_copy_query, m_load_query;
   core::Span m_retention;
   std::int64_t m_now = 0;
-  std::unordered_map<std::string, core::InboxRecord> m_rows;
+  bool m_load_rows = false;
+  std::int64_t m_estimated_rows = 0;
+  core::InboxTable m_table; // the loaded inbox
+  std::future<void> m_load;
+  std::string m_id_type;
+  std::vector<std::string> m_sent;      // this batch's keys the column can hold …
+  std::vector<std::size_t> m_positions; // … and their positions in the batch
+  std::deque<std::string> m_values;     // this batch's statuses (the states' values)
 };
 
 } // namespace
@@ -245,7 +389,9 @@ std::unique_ptr<InboxStore> InboxStore::open(const InboxSettings& settings) {
 }
 
 std::int64_t export_inbox(const InboxSettings& settings, const std::function<void(const std::string&)>& line) {
-  PqxxInboxStore store(settings);
+  InboxSettings export_settings = settings;
+  export_settings.lookup = InboxLookup::Batches; // an export streams the rows once; nothing to load
+  PqxxInboxStore store(export_settings);
   return store.export_rows(line);
 }
 

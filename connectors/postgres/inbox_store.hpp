@@ -22,8 +22,16 @@ struct InboxSchema {
   std::string status_column; // empty: none
 };
 
+// How an audit looks event ids up: batched `= ANY($1::type[])` statements, or the whole inbox (the
+// consumer's rows) loaded once with COPY … TO STDOUT into memory while the log is read. Auto loads a
+// text-like id column with a deterministic collation (where byte equality is the column's equality)
+// when the table is not much larger than the audit; otherwise it batches.
+enum class InboxLookup { Auto, Batches, Load };
+
 struct InboxSettings {
   std::string conninfo;
+  InboxLookup lookup = InboxLookup::Auto;
+  std::optional<std::int64_t> expected_events; // what the audit will look up, when known (for Auto)
   std::int64_t timeout_ms = 10'000; // connect_timeout and statement_timeout
   InboxSchema schema;
   std::string consumer; // rows of this consumer only (needs a consumer column)
@@ -49,6 +57,8 @@ public:
   virtual std::optional<bool> has_unique_constraint() = 0;
   // Event ids with rows under several consumers (only meaningful without --consumer).
   virtual std::int64_t ids_under_several_consumers() = 0;
+  // How the lookups are done, for the report's settings ("batched = ANY", "COPY into memory", "file").
+  virtual std::string lookup_method() const = 0;
 };
 
 // COPY (event id, consumer, processed_at, status) TO STDOUT of the inbox (the consumer's rows only

@@ -47,11 +47,11 @@ protected:
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
 
-  std::vector<std::string> args(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args(std::vector<std::string> extra = {}, std::string store = "") {
     std::vector<std::string> out{"audit",    "-b",        m_broker.bootstrap(), "--topic",   "pay",
                                  "--group",  "billing",   "--seek",             "2",         "--store",
-                                 m_pg.conninfo(), "--inbox-status-column", "status", "--retention", "7d",
-                                 "-o",       "json"};
+                                 store.empty() ? m_pg.conninfo() : store, "--inbox-status-column", "status",
+                                 "--retention", "7d", "-o", "json"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -166,6 +166,7 @@ TEST_F(AuditInbox, AnInboxSnapshotGivesTheSameVerdictsAsTheLiveTable) {
   EXPECT_EQ(text.rfind("# dedupctl-inbox-snapshot v1\ttaken_at=", 0), 0u) << text;
   EXPECT_NE(text.find("e-4\tbilling\t"), std::string::npos) << text;
   EXPECT_EQ(text.find("shipping"), std::string::npos) << "--consumer scopes the export";
+  EXPECT_EQ(text.find("\n\n"), std::string::npos) << "one line a row";
   auto live = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
   auto offline = Json::parse(
       run_dedupctl({"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing", "--seek", "2", "--store",
@@ -174,4 +175,113 @@ TEST_F(AuditInbox, AnInboxSnapshotGivesTheSameVerdictsAsTheLiveTable) {
           .out);
   EXPECT_EQ(offline.at("summary"), live.at("summary"));
   EXPECT_EQ(finding_counts(offline), finding_counts(live));
+}
+
+// The two lookup paths (batched = ANY, the whole inbox loaded with COPY) are one placement: same
+// verdicts, scoped or not, and the report says which one ran.
+TEST_F(AuditInbox, BatchedAndLoadedLookupsGiveTheSameVerdicts) {
+  ASSERT_EQ(m_pg.psql("INSERT INTO processed_events VALUES ('e-2', 'shipping', now(), 'done')").exit_code, 0);
+  for (std::vector<std::string> scope : {std::vector<std::string>{"--consumer", "billing"}, std::vector<std::string>{}}) {
+    scope.insert(scope.end(), {"--inbox-retention", "1h"});
+    auto with = [&](const std::string& lookup) {
+      auto extra = scope;
+      extra.insert(extra.end(), {"--inbox-lookup", lookup});
+      auto result = run_dedupctl(args(extra));
+      EXPECT_EQ(result.exit_code, 1) << result.err;
+      return Json::parse(result.out);
+    };
+    auto batches = with("batches");
+    auto load = with("load");
+    EXPECT_EQ(batches.at("summary"), load.at("summary")) << scope.size();
+    EXPECT_EQ(finding_counts(batches), finding_counts(load));
+    EXPECT_EQ(batches.at("settings").at("inbox lookup"), "batched = ANY");
+    EXPECT_EQ(load.at("settings").at("inbox lookup"), "COPY into memory");
+  }
+  // A small text-keyed table is loaded by default.
+  auto doc = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
+  EXPECT_EQ(doc.at("settings").at("inbox lookup"), "COPY into memory");
+  EXPECT_EQ(doc.at("summary").at("orphaned"), 1);
+}
+
+// A uuid column's equality is not byte equality: an upper-case id in the log still finds its row,
+// so such a table is looked up in batches, and loading it is refused.
+TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
+  long long now = wall_ms();
+  std::string lines;
+  const char* ids[] = {"0A0B0C0D-0000-4000-8000-000000000001", "0a0b0c0d-0000-4000-8000-000000000002", "e-17"};
+  for (int i = 0; i < 3; ++i) {
+    lines += fmt::format(
+        R"({{"topic":"uu","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],"key":null,"payload":"{{}}"}})",
+        i, now - 60'000, ids[i]) +
+             "\n";
+  }
+  MockBroker broker({"uu:1"});
+  broker.seed("uu", lines);
+  ASSERT_EQ(m_pg.psql("CREATE TABLE uinbox (event_id uuid PRIMARY KEY, processed_at timestamptz NOT NULL);"
+                      "INSERT INTO uinbox VALUES ('0a0b0c0d-0000-4000-8000-000000000001', now())")
+                .exit_code,
+            0);
+  std::vector<std::string> base{"audit", "-b", broker.bootstrap(), "--topic", "uu", "--store", m_pg.conninfo(),
+                                "--inbox-table", "uinbox", "--inbox-consumer-column", "", "--inbox-retention", "1d",
+                                "--retention", "1d", "-o", "json", "--fail-on", "none"};
+  auto result = run_dedupctl(base);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("covered"), 1) << "the upper-case id matches its lower-case uuid row";
+  EXPECT_EQ(doc.at("summary").at("missing"), 2) << "e-17 cannot be a uuid: no row, and no failed batch";
+  EXPECT_EQ(doc.at("settings").at("inbox lookup"), "batched = ANY");
+  base.insert(base.end(), {"--inbox-lookup", "load"});
+  auto refused = run_dedupctl(base);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("uinbox.event_id is uuid; use --inbox-lookup batches"), std::string::npos) << refused.err;
+}
+
+TEST_F(AuditInbox, NoServerListeningIsExit3AndIncomplete) {
+  int port = free_port();
+  auto result = run_dedupctl(
+      args({"--inbox-retention", "1h"}, fmt::format("postgresql://auditor@127.0.0.1:{}/postgres", port)));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("cannot reach PostgreSQL"), std::string::npos)
+      << result.out;
+}
+
+TEST_F(AuditInbox, AWrongPasswordIsExit3AndNeverPrinted) {
+  ASSERT_EQ(m_pg.psql("CREATE ROLE auditor LOGIN PASSWORD 'right-one'; GRANT SELECT ON processed_events TO auditor")
+                .exit_code,
+            0);
+  std::string uri = fmt::format("postgresql://auditor:{}@127.0.0.1:{}/postgres", "s3cr3t-wrong", m_pg.port());
+  auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}, uri));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("password authentication failed"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find("s3cr3t-wrong"), std::string::npos);
+  EXPECT_EQ(result.err.find("s3cr3t-wrong"), std::string::npos);
+  // The right password reads the table over TCP.
+  std::string right = fmt::format("postgresql://auditor:right-one@127.0.0.1:{}/postgres", m_pg.port());
+  auto ok = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}, right));
+  EXPECT_EQ(ok.exit_code, 1) << ok.err;
+}
+
+// A statement that waits past --timeout (here on a lock) is cut by statement_timeout: exit 3, in
+// either lookup path.
+TEST_F(AuditInbox, AStatementPastTheTimeoutIsExit3) {
+  SpawnOptions hold_options;
+  hold_options.pipe_stdin = true;
+  Process hold({find_program("psql", {"/usr/lib/postgresql/15/bin"}), "-X", "-q", "-d", m_pg.conninfo()}, hold_options);
+  hold.write_line("BEGIN; LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (std::string lookup : {"batches", "load"}) {
+    auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h", "--timeout", "1s",
+                                     "--inbox-lookup", lookup}));
+    EXPECT_EQ(result.exit_code, 3) << lookup << ": " << result.err;
+    auto doc = Json::parse(result.out);
+    EXPECT_EQ(doc.at("complete"), false);
+    EXPECT_NE(doc.at("error").at("message").get<std::string>().find("timed out after 1000 ms"), std::string::npos)
+        << result.out;
+  }
 }

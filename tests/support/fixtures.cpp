@@ -481,7 +481,8 @@ PostgresServer::PostgresServer() {
     Process process(argv, as_user);
     return process.wait();
   };
-  if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth=trust", "-E", "UTF8", "--no-sync",
+  if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth-local=trust",
+                   "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync",
                    "--locale=C"}) != 0) {
     m_why = "initdb failed";
     return;

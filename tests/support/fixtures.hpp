@@ -153,7 +153,8 @@ public:
   bool available() const { return m_running; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }
-  // libpq conninfo over the Unix socket, as the superuser, database "postgres".
+  // libpq conninfo over the Unix socket, as the superuser, database "postgres" (trusted). TCP
+  // connections on 127.0.0.1:port() need a password (scram-sha-256).
   std::string conninfo() const;
   // Runs SQL with psql; returns its result.
   CommandResult psql(const std::string& sql) const;

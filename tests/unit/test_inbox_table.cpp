@@ -1,0 +1,99 @@
+#include "core/inbox_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace dedupctl::core {
+namespace {
+
+constexpr std::int64_t k_now = 1'000'000'000;
+
+std::vector<RecordState> states_of(const InboxTable& table, const std::vector<std::string>& ids, Span retention) {
+  std::vector<RecordState> out;
+  table.states(ids, retention, k_now, out);
+  return out;
+}
+
+TEST(InboxTable, PresentRowsGetTheirRemainingRetentionAndStatus) {
+  InboxTable table;
+  table.insert("a", k_now - 60'000, "");
+  table.insert("b", k_now - 10'000, "processing");
+  table.insert("c", std::nullopt, "done");
+  auto out = states_of(table, {"a", "x", "b", "c"}, Span{120'000, false});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].kind, RecordState::Kind::Present);
+  EXPECT_EQ(out[0].pttl_ms, 60'000);
+  EXPECT_EQ(out[1].kind, RecordState::Kind::Absent);
+  EXPECT_EQ(out[2].pttl_ms, 110'000);
+  EXPECT_EQ(out[2].value, "processing");
+  EXPECT_EQ(out[3].kind, RecordState::Kind::Present);
+  EXPECT_FALSE(out[3].pttl_ms) << "no processed_at: no remaining TTL to compute";
+  EXPECT_EQ(out[3].value, "done");
+}
+
+TEST(InboxTable, RowsPastTheirRetentionHaveZeroLeftAndUnknownRetentionMeansNoTtl) {
+  InboxTable table;
+  table.insert("old", k_now - 500'000, "");
+  EXPECT_EQ(states_of(table, {"old"}, Span{120'000, false})[0].pttl_ms, 0);
+  EXPECT_FALSE(states_of(table, {"old"}, Span{})[0].pttl_ms);
+  EXPECT_FALSE(states_of(table, {"old"}, Span{std::nullopt, true})[0].pttl_ms);
+}
+
+TEST(InboxTable, TheFirstRowOfAnIdWins) {
+  InboxTable table;
+  EXPECT_TRUE(table.insert("a", 1, "first"));
+  EXPECT_FALSE(table.insert("a", 2, "second"));
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].value, "first");
+}
+
+TEST(InboxTable, IdsWhoseHashesCollideStayApart) {
+  InboxTable table([](std::string_view) -> std::uint64_t { return 42; });
+  table.insert("a", k_now, "one");
+  table.insert("b", k_now, "two");
+  table.insert("c", k_now, "three");
+  auto out = states_of(table, {"c", "a", "d", "b"}, Span{});
+  EXPECT_EQ(out[0].value, "three");
+  EXPECT_EQ(out[1].value, "one");
+  EXPECT_EQ(out[2].kind, RecordState::Kind::Absent);
+  EXPECT_EQ(out[3].value, "two");
+  EXPECT_EQ(table.size(), 3u);
+}
+
+TEST(InboxTable, IdsAreComparedByteForByte) {
+  InboxTable table;
+  table.insert("Evt-1", k_now, "");
+  table.insert(std::string("a\0b", 3), k_now, "nul");
+  auto out = states_of(table, {"evt-1", "Evt-1 ", "Evt-1", std::string("a\0b", 3), "a"}, Span{});
+  EXPECT_EQ(out[0].kind, RecordState::Kind::Absent);
+  EXPECT_EQ(out[1].kind, RecordState::Kind::Absent);
+  EXPECT_EQ(out[2].kind, RecordState::Kind::Present);
+  EXPECT_EQ(out[3].value, "nul");
+  EXPECT_EQ(out[4].kind, RecordState::Kind::Absent);
+}
+
+TEST(InboxTable, ClearForgetsEveryRow) {
+  InboxTable table;
+  table.insert("a", k_now, "x");
+  table.clear();
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].kind, RecordState::Kind::Absent);
+  table.insert("a", k_now, "y");
+  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].value, "y");
+}
+
+TEST(InboxTable, StatusesStayValidWhileTheTableGrows) {
+  InboxTable table;
+  for (int i = 0; i < 5000; ++i) {
+    table.insert("id-" + std::to_string(i), k_now, "status-" + std::to_string(i % 300));
+  }
+  auto out = states_of(table, {"id-7", "id-4999"}, Span{});
+  EXPECT_EQ(out[0].value, "status-7");
+  EXPECT_EQ(out[1].value, "status-199");
+  EXPECT_EQ(table.size(), 5000u);
+}
+
+} // namespace
+} // namespace dedupctl::core
