@@ -195,6 +195,9 @@ int run(const AuditOptions& options, Context& context) {
   } else {
     note_ranges(opened.info, context);
     report = run_audit(request, *opened.source, *store, opened.info, now);
+    if (auto* inbox = dynamic_cast<connectors::postgres::InboxStore*>(store.get()); inbox && context.global.verbose) {
+      context.note("inbox lookups: " + inbox->lookup_stats());
+    }
   }
   return deliver_report(report, opened, format, context);
 }

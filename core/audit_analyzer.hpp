@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/coverage.hpp"
+#include "core/replay.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/flat_map.hpp"
@@ -68,6 +69,7 @@ struct ReplaySummary {
   std::int64_t first_delivery = 0; // pending events in the window: applied for the first time
   std::map<std::string, TypeRisk> by_type;
   std::vector<SafeFrom> safe_from;
+  std::optional<ReplayRun> run; // replay plans and runs
 };
 
 struct AuditResult {

@@ -11,6 +11,8 @@
 #include <pqxx/pqxx>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -66,13 +68,35 @@ public:
     m_now = now_ms;
   }
 
+  std::string lookup_stats() const override {
+    std::string out;
+    if (m_load_rows) {
+      out = fmt::format("{} rows loaded with COPY in {} ms (the audit waited {} ms for it); ", m_table.size(),
+                        m_load_ms.load(), m_wait_us / 1000);
+    }
+    return out + fmt::format("{} ids looked up in {} ms ({} calls, waiting included)", m_ids_looked_up,
+                             m_lookup_us / 1000, m_lookups);
+  }
+
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    auto started = std::chrono::steady_clock::now();
+    lookup_timed(keys, out);
+    m_lookup_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+                       .count();
+    m_ids_looked_up += static_cast<std::int64_t>(keys.size());
+    ++m_lookups;
+  }
+
+  void lookup_timed(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
     if (m_load_rows) {
       if (m_load.valid()) {
+        auto waiting = std::chrono::steady_clock::now();
         m_load.get(); // the first lookup waits for the load and rethrows what it threw
+        m_wait_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting)
+                        .count();
       }
       m_table.states(keys, m_retention, m_now, out);
       return;
@@ -190,6 +214,7 @@ private:
   // read; the first lookup waits for it.
   void start_load() {
     m_load = std::async(std::launch::async, [this] {
+      auto started = std::chrono::steady_clock::now();
       guard([&] {
         auto connection = connect();
         core::InboxLoadRow row;
@@ -204,6 +229,8 @@ private:
           m_table.insert(row.event_id, row.processed_at_ms, row.status);
         });
       });
+      m_load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+                      .count();
     });
   }
 
@@ -374,6 +401,8 @@ private:
   std::int64_t m_now = 0;
   bool m_load_rows = false;
   std::int64_t m_estimated_rows = 0;
+  std::atomic<std::int64_t> m_load_ms{0};
+  std::int64_t m_lookup_us = 0, m_ids_looked_up = 0, m_lookups = 0, m_wait_us = 0;
   core::InboxTable m_table; // the loaded inbox
   std::future<void> m_load;
   std::string m_id_type;

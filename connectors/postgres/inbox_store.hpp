@@ -59,6 +59,9 @@ public:
   virtual std::int64_t ids_under_several_consumers() = 0;
   // How the lookups are done, for the report's settings ("batched = ANY", "COPY into memory", "file").
   virtual std::string lookup_method() const = 0;
+  // What the lookups cost so far, for -v and the benchmark: rows loaded and ids looked up, with the
+  // wall time of each (the load runs beside the log read; lookups are what the audit waited for).
+  virtual std::string lookup_stats() const { return ""; }
 };
 
 // COPY (event id, consumer, processed_at, status) TO STDOUT of the inbox (the consumer's rows only

@@ -1,0 +1,50 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/finding.hpp"
+#include "core/identify.hpp"
+#include "core/key_template.hpp"
+#include "core/replay.hpp"
+#include "core/source_info.hpp"
+#include "reports/report.hpp"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedupctl::commands {
+
+struct ReplayRequest {
+  core::IdentifyOptions identify = core::default_identify_options();
+  core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
+  std::string consumer;
+  bool execute = false;
+  std::string run_id;
+  std::optional<core::Checkpoint> checkpoint; // resume point
+  core::FailOn fail_on;
+  std::string fail_on_text = "error";
+  std::size_t max_examples = 5;
+  reports::PlacementInfo placement;
+  std::vector<core::Finding> placement_findings; // e.g. what the memory window may miss
+  // Called after each batch: the checkpoint to write (execute), then the events so far (pacing and
+  // progress). Decisions are called per event and flushed before the checkpoint.
+  std::function<void(const core::Checkpoint&)> save_checkpoint;
+  std::function<void(const core::DecisionRecord&)> decide;
+  std::function<void()> flush_decisions;
+  std::function<void(std::int64_t)> after_batch;
+};
+
+// One code path for the plan and the run (DESIGN.md "Replay protocol"). Per batch: identify, render
+// the keys, look at (plan) or claim (execute) them, publish what was claimed, wait for the
+// deliveries, settle the claims (done, or released when delivery failed), log every decision, and
+// write the checkpoint: per partition the next offset, held at the first failed event so that a
+// rerun publishes it. Resuming, what the sink received after the checkpoint is read back first:
+// those events were published by the interrupted run and are settled without publishing again.
+// A failure of the source, the placement or the sink ends the run incomplete (exit 3 or 130) with
+// the checkpoint of the last settled batch.
+reports::Report run_replay(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
+                           core::ReplaySink* sink, core::SourceInfo info, std::int64_t now_ms);
+
+} // namespace dedupctl::commands

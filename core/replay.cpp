@@ -1,0 +1,234 @@
+#include "core/replay.hpp"
+
+#include "core/fingerprint.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace dedupctl::core {
+
+Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_progress_values) {
+  if (record.kind == RecordState::Kind::Absent) {
+    return Claim::Claimed;
+  }
+  return is_in_progress(record.value, in_progress_values) ? Claim::HeldByOther : Claim::Done;
+}
+
+std::string_view to_string(Decision decision) {
+  switch (decision) {
+  case Decision::Replayed:
+    return "replayed";
+  case Decision::SkippedDuplicate:
+    return "skipped-duplicate";
+  case Decision::SkippedClaimed:
+    return "skipped-claimed";
+  case Decision::Failed:
+    return "failed";
+  case Decision::NoId:
+    return "no-id";
+  case Decision::WouldReplay:
+    return "would-replay";
+  case Decision::WouldSkip:
+    return "would-skip";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// A JSON string literal (RFC 8259 escapes; bytes >= 0x80 pass as they are).
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+} // namespace
+
+std::string format_decision(const DecisionRecord& record) {
+  std::string out = "{\"event_id\":";
+  append_json_string(out, record.event_id);
+  out += ",\"topic\":";
+  append_json_string(out, record.topic);
+  out += fmt::format(",\"partition\":{},\"offset\":{},\"decision\":\"{}\",\"reason\":", record.partition, record.offset,
+                     to_string(record.decision));
+  append_json_string(out, record.reason);
+  out += '}';
+  return out;
+}
+
+std::optional<std::int64_t> Checkpoint::next_offset(std::string_view topic, std::int32_t partition) const {
+  for (const auto& p : partitions) {
+    if (p.topic == topic && p.partition == partition) {
+      return p.next_offset;
+    }
+  }
+  return std::nullopt;
+}
+
+void Checkpoint::set(std::string_view topic, std::int32_t partition, std::int64_t next_offset) {
+  for (auto& p : partitions) {
+    if (p.topic == topic && p.partition == partition) {
+      p.next_offset = next_offset;
+      return;
+    }
+  }
+  partitions.push_back({std::string(topic), partition, next_offset});
+}
+
+namespace {
+constexpr std::string_view k_magic = "# dedupctl-replay-checkpoint v1";
+
+} // namespace
+
+// # dedupctl-replay-checkpoint v1
+// run	<id>
+// sink	<description>	<position>
+// <topic>	<partition>	<next offset>
+std::string format_checkpoint(const Checkpoint& checkpoint) {
+  std::string out = fmt::format("{}\nrun\t{}\nsink\t{}\t{}\n", k_magic, checkpoint.run_id, checkpoint.sink,
+                                checkpoint.sink_position);
+  for (const auto& p : checkpoint.partitions) {
+    out += fmt::format("{}\t{}\t{}\n", p.topic, p.partition, p.next_offset);
+  }
+  return out;
+}
+
+bool parse_checkpoint(std::string_view text, Checkpoint& checkpoint, std::string& error) {
+  checkpoint = Checkpoint{};
+  std::size_t pos = 0;
+  int number = 0;
+  bool has_run = false;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    std::string_view line = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    pos = end == std::string_view::npos ? text.size() : end + 1;
+    ++number;
+    if (number == 1) {
+      if (line != k_magic) {
+        error = fmt::format("line 1: not a dedupctl replay checkpoint (expected \"{}\")", k_magic);
+        return false;
+      }
+      continue;
+    }
+    if (line.empty()) {
+      continue;
+    }
+    std::vector<std::string_view> fields;
+    for (std::size_t start = 0;;) {
+      auto tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+      if (tab == std::string_view::npos) {
+        break;
+      }
+      start = tab + 1;
+    }
+    if (fields[0] == "run" && fields.size() == 2 && !fields[1].empty()) {
+      checkpoint.run_id = std::string(fields[1]);
+      has_run = true;
+    } else if (fields[0] == "sink" && fields.size() == 3) {
+      checkpoint.sink = std::string(fields[1]);
+      checkpoint.sink_position = std::string(fields[2]);
+    } else if (fields.size() == 3) {
+      std::int32_t partition = 0;
+      std::int64_t offset = 0;
+      auto p = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), partition);
+      auto o = std::from_chars(fields[2].data(), fields[2].data() + fields[2].size(), offset);
+      if (fields[0].empty() || p.ec != std::errc() || p.ptr != fields[1].data() + fields[1].size() ||
+          o.ec != std::errc() || o.ptr != fields[2].data() + fields[2].size() || partition < 0 || offset < 0) {
+        error = fmt::format("line {}: expected TOPIC<tab>PARTITION<tab>NEXT-OFFSET", number);
+        return false;
+      }
+      checkpoint.set(fields[0], partition, offset);
+    } else {
+      error = fmt::format("line {}: expected run, sink or TOPIC<tab>PARTITION<tab>NEXT-OFFSET", number);
+      return false;
+    }
+  }
+  if (number == 0) {
+    error = "the file is empty";
+    return false;
+  }
+  if (!has_run) {
+    error = "no run line";
+    return false;
+  }
+  return true;
+}
+
+MemoryWindow::MemoryWindow(std::size_t capacity, std::size_t bloom_bits)
+    : m_capacity(capacity ? capacity : 1), m_bits((bloom_bits + 63) / 64 ? (bloom_bits + 63) / 64 : 1, 0) {}
+
+bool MemoryWindow::bloom_has(std::uint64_t hash) const {
+  auto h1 = static_cast<std::uint32_t>(hash);
+  auto h2 = static_cast<std::uint32_t>(hash >> 32) | 1U;
+  std::size_t bits = m_bits.size() * 64;
+  for (int i = 0; i < k_hashes; ++i) {
+    std::size_t bit = (h1 + static_cast<std::uint64_t>(i) * h2) % bits;
+    if (!(m_bits[bit / 64] & (1ULL << (bit % 64)))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void MemoryWindow::bloom_add(std::uint64_t hash) {
+  auto h1 = static_cast<std::uint32_t>(hash);
+  auto h2 = static_cast<std::uint32_t>(hash >> 32) | 1U;
+  std::size_t bits = m_bits.size() * 64;
+  for (int i = 0; i < k_hashes; ++i) {
+    std::size_t bit = (h1 + static_cast<std::uint64_t>(i) * h2) % bits;
+    m_bits[bit / 64] |= 1ULL << (bit % 64);
+  }
+  ++m_bloom_keys;
+}
+
+bool MemoryWindow::seen_or_add(std::string_view key) {
+  auto it = m_index.find(key);
+  if (it != m_index.end()) {
+    m_order.splice(m_order.begin(), m_order, it->second); // recently seen again
+    return true;
+  }
+  if (m_bloom_keys > 0 && bloom_has(hash64(key, 0x5eed))) {
+    return true;
+  }
+  m_order.emplace_front(key);
+  m_index.emplace(m_order.front(), m_order.begin());
+  if (m_order.size() > m_capacity) {
+    const std::string& oldest = m_order.back();
+    bloom_add(hash64(oldest, 0x5eed));
+    m_index.erase(oldest);
+    m_order.pop_back();
+  }
+  return false;
+}
+
+void MemoryWindow::forget(std::string_view key) {
+  auto it = m_index.find(key);
+  if (it == m_index.end()) {
+    return;
+  }
+  auto node = it->second;
+  m_index.erase(it);
+  m_order.erase(node);
+}
+
+double MemoryWindow::false_positive_rate() const {
+  double bits = static_cast<double>(m_bits.size() * 64);
+  double n = static_cast<double>(m_bloom_keys);
+  return std::pow(1.0 - std::exp(-k_hashes * n / bits), k_hashes);
+}
+
+} // namespace dedupctl::core

@@ -1,0 +1,252 @@
+// replay's one code path (plan and run) against in-memory fakes of the placement and the sink.
+#include "commands/pipeline/replay.hpp"
+#include "tests/unit/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace dedupctl::commands {
+namespace {
+
+using testing::FakeEventSource;
+using testing::OwnedEvent;
+using testing::with_header_id;
+
+// A placement as a map key → value: "processing:<run>" while claimed, "done" after delivery.
+class FakePlacement final : public core::ReplayPlacement {
+public:
+  std::map<std::string, std::string> records;
+  int claims = 0;
+  std::optional<int> fail_settle_at; // the settle call that throws (an unreachable store)
+  int settles = 0;
+
+  std::string kind() const override { return "fake"; }
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
+    out.clear();
+    for (const auto& key : keys) {
+      auto it = records.find(key);
+      core::RecordState state;
+      if (it != records.end()) {
+        state.kind = core::RecordState::Kind::Present;
+        state.value = it->second;
+      }
+      out.push_back(core::plan_claim(state, {"processing"}));
+    }
+  }
+  void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    out.clear();
+    for (const auto& key : keys) {
+      ++claims;
+      auto [it, inserted] = records.try_emplace(key, "processing:" + run);
+      out.push_back(inserted                              ? core::Claim::Claimed
+                    : it->second == "processing:" + run   ? core::Claim::OwnStale
+                    : it->second.starts_with("processing") ? core::Claim::HeldByOther
+                                                          : core::Claim::Done);
+    }
+  }
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims_,
+              const std::vector<bool>& delivered) override {
+    if (fail_settle_at && settles++ == *fail_settle_at) {
+      throw UnreachableError("cannot reach the fake store");
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (claims_[i] != core::Claim::Claimed && claims_[i] != core::Claim::OwnStale) {
+        continue;
+      }
+      if (delivered[i]) {
+        records[keys[i]] = "done";
+      } else {
+        records.erase(keys[i]);
+      }
+    }
+  }
+};
+
+// A sink that keeps what it received; `fail_ids` are refused (a delivery report with an error).
+class FakeSink final : public core::ReplaySink {
+public:
+  std::vector<OwnedEvent> received;
+  std::set<std::string> fail_ids;
+
+  std::string describe() const override { return "file:fake"; }
+  void publish(const core::Event& event, std::uint64_t tag) override {
+    std::string id;
+    for (const auto& h : event.headers) {
+      if (h.name == "event_id" && h.value) {
+        id = std::string(*h.value);
+      }
+    }
+    if (fail_ids.contains(id)) {
+      m_failed.push_back(tag);
+      return;
+    }
+    received.push_back(with_header_id(event.partition, event.offset, event.timestamp_ms, id, ""));
+  }
+  std::vector<std::uint64_t> flush(std::string& first_error) override {
+    first_error = m_failed.empty() ? "" : "Broker: Not enough in-sync replicas";
+    return std::exchange(m_failed, {});
+  }
+  std::string position() override { return std::to_string(received.size()); }
+  std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
+    std::vector<OwnedEvent> tail(received.begin() + std::stoll(position), received.end());
+    return std::make_unique<FakeEventSource>(tail, 100);
+  }
+  std::multiset<std::string> ids() const {
+    std::multiset<std::string> out;
+    for (const auto& e : received) {
+      out.insert(*e.headers[0].second);
+    }
+    return out;
+  }
+
+private:
+  std::vector<std::uint64_t> m_failed;
+};
+
+std::vector<OwnedEvent> events(int n, int partitions = 2) {
+  std::vector<OwnedEvent> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(with_header_id(i % partitions, i / partitions, 1000 + i, "e-" + std::to_string(i), "{}"));
+  }
+  return out;
+}
+
+std::int64_t summary(const reports::Report& report, const std::string& name) {
+  for (const auto& [key, value] : report.summary) {
+    if (key == name) {
+      return value;
+    }
+  }
+  ADD_FAILURE() << "no " << name;
+  return -1;
+}
+
+ReplayRequest request(bool execute, std::optional<core::Checkpoint>* saved = nullptr) {
+  ReplayRequest r;
+  r.execute = execute;
+  r.run_id = "run-1";
+  r.key_template = core::KeyTemplate::parse("dedup:{event_id}");
+  if (saved) {
+    r.save_checkpoint = [saved](const core::Checkpoint& c) { *saved = c; };
+  }
+  return r;
+}
+
+TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedAndSkippedAndChangesNothing) {
+  auto log = events(6);
+  log.push_back(with_header_id(0, 3, 2000, "e-0", "{}")); // e-0 again, later in the range
+  OwnedEvent no_id;
+  no_id.offset = 4;
+  log.push_back(no_id);
+  FakeEventSource source(log, 3);
+  FakePlacement placement;
+  placement.records["dedup:e-1"] = "done";
+  placement.records["dedup:e-2"] = "processing:other";
+  std::vector<std::string> decisions;
+  auto r = request(false);
+  r.decide = [&](const core::DecisionRecord& d) { decisions.push_back(std::string(core::to_string(d.decision))); };
+  auto report = run_replay(r, source, placement, nullptr, core::SourceInfo{}, 0);
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(summary(report, "would_replay"), 4); // e-0, e-3, e-4, e-5
+  EXPECT_EQ(summary(report, "would_skip"), 3);   // e-1 done, e-2 claimed, e-0 again
+  EXPECT_EQ(summary(report, "no_id"), 1);
+  EXPECT_EQ(placement.claims, 0);
+  EXPECT_EQ(placement.records.size(), 2u) << "a plan claims nothing";
+  EXPECT_EQ(decisions.size(), 8u);
+  EXPECT_EQ(decisions[0], "would-replay");
+  ASSERT_TRUE(report.replay && report.replay->run);
+  EXPECT_FALSE(report.replay->run->execute);
+}
+
+TEST(ReplayPipeline, ReplayingARangeTwicePublishesEveryEventOnce) {
+  FakePlacement placement;
+  FakeSink sink;
+  for (int round = 0; round < 2; ++round) {
+    FakeEventSource source(events(10), 3);
+    auto report = run_replay(request(true), source, placement, &sink, core::SourceInfo{}, 0);
+    EXPECT_EQ(report.exit_code, 0);
+    EXPECT_EQ(summary(report, "replayed"), round == 0 ? 10 : 0);
+    EXPECT_EQ(summary(report, "skipped_duplicate"), round == 0 ? 0 : 10);
+  }
+  EXPECT_EQ(sink.received.size(), 10u);
+  EXPECT_EQ(placement.records.at("dedup:e-7"), "done");
+}
+
+TEST(ReplayPipeline, FailedDeliveriesReleaseTheirClaimsHoldTheCheckpointAndPublishOnTheRerun) {
+  FakePlacement placement;
+  FakeSink sink;
+  sink.fail_ids = {"e-2", "e-5"}; // partition 0 offset 1, partition 1 offset 2
+  std::optional<core::Checkpoint> saved;
+  FakeEventSource first(events(10), 4);
+  auto report = run_replay(request(true, &saved), first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(report.exit_code, 1) << "replay-failed is an error";
+  EXPECT_EQ(summary(report, "failed"), 2);
+  EXPECT_EQ(summary(report, "released"), 2);
+  EXPECT_EQ(summary(report, "replayed"), 8);
+  EXPECT_FALSE(placement.records.contains("dedup:e-2")) << "released";
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 1) << "held at the first failed offset";
+  EXPECT_EQ(saved->next_offset("orders", 1), 2);
+  sink.fail_ids.clear();
+  FakeEventSource rerun(events(10), 4);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(second, "replayed"), 2);
+  EXPECT_EQ(summary(second, "failed"), 0);
+  auto ids = sink.ids();
+  EXPECT_EQ(ids.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
+  }
+}
+
+// A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
+// reads back what the sink got after the checkpoint and settles those without publishing again.
+TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::optional<core::Checkpoint> saved;
+  placement.fail_settle_at = 1; // the second batch dies after its deliveries
+  FakeEventSource first(events(12), 4);
+  auto report = run_replay(request(true, &saved), first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(sink.received.size(), 8u) << "two batches published";
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->sink_position, "4") << "the checkpoint is the first batch's";
+  EXPECT_EQ(placement.records.at("dedup:e-5"), "processing:run-1");
+  placement.fail_settle_at.reset();
+  FakeEventSource rerun(events(12), 4);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_TRUE(second.complete);
+  EXPECT_EQ(second.replay->run->found_in_sink, 4);
+  auto ids = sink.ids();
+  EXPECT_EQ(ids.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
+  }
+  EXPECT_EQ(placement.records.at("dedup:e-5"), "done");
+}
+
+TEST(ReplayPipeline, OthersClaimsAreSkippedAndReported) {
+  FakePlacement placement;
+  FakeSink sink;
+  placement.records["dedup:e-3"] = "processing:someone-else";
+  FakeEventSource source(events(5), 5);
+  auto report = run_replay(request(true), source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "skipped_claimed"), 1);
+  EXPECT_EQ(summary(report, "replayed"), 4);
+  bool found = false;
+  for (const auto& f : report.findings) {
+    found |= f.id == "replay-skipped-claimed" && f.count == 1;
+  }
+  EXPECT_TRUE(found);
+}
+
+} // namespace
+} // namespace dedupctl::commands
