@@ -74,14 +74,21 @@ void add_inbox_options(CLI::Option_group& group, InboxOptions& options) {
       ->type_name("COLUMN");
 }
 
-void add_placement_options(CLI::App& app, PlacementOptions& options) {
-  auto* group = app.add_option_group("Placement", "Where and how the consumer keeps its dedup records");
-  group
-      ->add_option("--store", options.store,
-                   "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], postgres://… or a libpq "
-                   "conninfo (an inbox table), or file:PATH (a snapshot)")
-      ->required()
-      ->type_name("URI");
+void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUse use) {
+  bool audit = use == PlacementUse::Audit;
+  auto* group = app.add_option_group("Placement", audit ? "Where and how the consumer keeps its dedup records"
+                                                        : "The placement the replay routes every event through");
+  auto* store =
+      group
+          ->add_option(audit ? "--store" : "--via", options.store,
+                       audit ? "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], postgres://… or a libpq "
+                               "conninfo (an inbox table), or file:PATH (a snapshot)"
+                             : "redis://…, postgres://… or a libpq conninfo (an inbox table), or memory: (an LRU of "
+                               "recent ids with a Bloom filter behind it)")
+          ->type_name("URI");
+  if (audit) {
+    store->required();
+  }
   group
       ->add_option("--key-template", options.key_template,
                    "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
@@ -89,20 +96,29 @@ void add_placement_options(CLI::App& app, PlacementOptions& options) {
       ->type_name("T");
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
       ->type_name("NAME");
-  group->add_option("--ttl", options.ttl, "the TTL the consumer sets, or none; estimated from the records when absent")
-      ->type_name("DURATION|none");
   group
-      ->add_option("--retention", options.retention,
-                   "the topic's retention, or infinite; read with DescribeConfigs when absent")
-      ->type_name("DURATION|infinite");
-  group->add_option("--max-lag", options.max_lag, "allowance between an event's timestamp and its processing")
-      ->type_name("DURATION");
+      ->add_option("--ttl", options.ttl,
+                   audit ? "the TTL the consumer sets, or none; estimated from the records when absent"
+                         : "the TTL of the records a replay marks done, or none (needed with --via redis://)")
+      ->type_name("DURATION|none");
+  if (audit) {
+    group
+        ->add_option("--retention", options.retention,
+                     "the topic's retention, or infinite; read with DescribeConfigs when absent")
+        ->type_name("DURATION|infinite");
+    group->add_option("--max-lag", options.max_lag, "allowance between an event's timestamp and its processing")
+        ->type_name("DURATION");
+  }
   group
       ->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
       ->type_name("V");
-  group->add_option("--lease", options.lease, "an in-progress claim older than this is orphaned")
+  group->add_option("--lease", options.lease, audit ? "an in-progress claim older than this is orphaned"
+                                                    : "how long a replay's claim holds before it lapses")
       ->type_name("DURATION");
   add_inbox_options(*group, options.inbox);
+  if (!audit) {
+    return;
+  }
   group->add_option("--inbox-retention", options.inbox_retention,
                     "how long the cleanup job keeps rows; estimated from the oldest row when absent")
       ->type_name("DURATION|none");
@@ -117,9 +133,11 @@ void add_placement_options(CLI::App& app, PlacementOptions& options) {
       ->type_name("TYPE=CLASS");
 }
 
-ParsedPlacement parse_placement(const PlacementOptions& options) {
+ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag) {
   ParsedPlacement out;
-  out.uri = core::parse_store_uri(options.store, "--store");
+  if (!options.store.empty()) {
+    out.uri = core::parse_store_uri(options.store, std::string(store_flag));
+  }
   out.audit.key_template = core::KeyTemplate::parse(options.key_template);
   auto& policy = out.audit.policy;
   if (!options.ttl.empty()) {

@@ -66,9 +66,11 @@ struct ParsedPlacement {
 };
 
 void add_source_options(CLI::App& app, SourceOptions& options);
-void add_placement_options(CLI::App& app, PlacementOptions& options);
+// audit: --store (required) and every flag; replay: --via (optional) and the flags a claim uses.
+enum class PlacementUse { Audit, Replay };
+void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUse use = PlacementUse::Audit);
 // Throws UsageError naming the flag.
-ParsedPlacement parse_placement(const PlacementOptions& options);
+ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityOptions& options);
 

@@ -175,4 +175,56 @@ void KcatLineParser::seal(EventBatch& batch) {
   ranges.clear();
 }
 
+namespace {
+
+void append_json(std::string& out, std::string_view text) {
+  static const char* hex = "0123456789abcdef";
+  out += '"';
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void append_optional(std::string& out, const std::optional<std::string_view>& text) {
+  if (text) {
+    append_json(out, *text);
+  } else {
+    out += "null";
+  }
+}
+
+} // namespace
+
+std::string format_kcat_line(const Event& event) {
+  std::string out = "{\"topic\":";
+  append_json(out, event.topic);
+  out += ",\"partition\":" + std::to_string(event.partition) + ",\"offset\":" + std::to_string(event.offset) +
+         ",\"tstype\":\"create\",\"ts\":" + std::to_string(event.timestamp_ms) + ",\"headers\":[";
+  bool first = true;
+  for (const auto& header : event.headers) {
+    out += first ? "" : ",";
+    first = false;
+    append_json(out, header.name);
+    out += ',';
+    append_optional(out, header.value);
+  }
+  out += "],\"key\":";
+  append_optional(out, event.key);
+  out += ",\"payload\":";
+  append_optional(out, event.payload);
+  out += '}';
+  return out;
+}
+
 } // namespace dedupctl::core

@@ -32,4 +32,8 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
+// One event as a kcat -J envelope (the inverse of KcatLineParser), without the newline. Strings are
+// JSON-escaped byte for byte: bytes below 0x20 as \u00XX, others as they are.
+std::string format_kcat_line(const Event& event);
+
 } // namespace dedupctl::core

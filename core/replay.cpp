@@ -231,4 +231,24 @@ double MemoryWindow::false_positive_rate() const {
   return std::pow(1.0 - std::exp(-k_hashes * n / bits), k_hashes);
 }
 
+void MemoryPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) {
+  claim(keys, "", out);
+}
+
+void MemoryPlacement::claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) {
+  out.clear();
+  for (const auto& key : keys) {
+    out.push_back(m_window.seen_or_add(key) ? Claim::Done : Claim::Claimed);
+  }
+}
+
+void MemoryPlacement::settle(const std::vector<std::string>& keys, const std::vector<Claim>& claims,
+                             const std::vector<bool>& delivered) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (claims[i] == Claim::Claimed && !delivered[i]) {
+      m_window.forget(keys[i]);
+    }
+  }
+}
+
 } // namespace dedupctl::core

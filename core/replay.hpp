@@ -131,6 +131,34 @@ public:
                       const std::vector<bool>& delivered) = 0;
 };
 
+// memory: as a placement. A plan runs the window too (it holds nothing before the run).
+class MemoryPlacement final : public ReplayPlacement {
+public:
+  MemoryPlacement(std::size_t capacity, std::size_t bloom_bits) : m_window(capacity, bloom_bits) {}
+  std::string kind() const override { return "memory"; }
+  void plan(const std::vector<std::string>& keys, std::vector<Claim>& out) override;
+  void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<Claim>& out) override;
+  void settle(const std::vector<std::string>& keys, const std::vector<Claim>& claims,
+              const std::vector<bool>& delivered) override;
+  const MemoryWindow& window() const { return m_window; }
+
+private:
+  MemoryWindow m_window;
+};
+
+// --no-dedup: every event is published; nothing is claimed or remembered.
+class NoDedupPlacement final : public ReplayPlacement {
+public:
+  std::string kind() const override { return "none"; }
+  void plan(const std::vector<std::string>& keys, std::vector<Claim>& out) override {
+    out.assign(keys.size(), Claim::Claimed);
+  }
+  void claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) override {
+    out.assign(keys.size(), Claim::Claimed);
+  }
+  void settle(const std::vector<std::string>&, const std::vector<Claim>&, const std::vector<bool>&) override {}
+};
+
 // Where replayed events go.
 class ReplaySink {
 public:

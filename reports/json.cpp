@@ -124,6 +124,36 @@ Json replay_json(const core::ReplaySummary& replay) {
                         {"timestamp", time_json(s.timestamp_ms)}});
   }
   out["safe_from"] = std::move(safe);
+  if (replay.run) {
+    const auto& run = *replay.run;
+    out["mode"] = run.execute ? "execute" : "plan";
+    out["run_id"] = run.run_id;
+    out["resumed"] = run.resumed;
+    if (!run.sink.empty()) {
+      out["sink"] = run.sink;
+    }
+    if (run.execute) {
+      out["replayed"] = run.replayed;
+      out["skipped_duplicate"] = run.skipped_duplicate;
+      out["skipped_claimed"] = run.skipped_claimed;
+      out["failed"] = run.failed;
+      out["released"] = run.released;
+      out["found_in_sink"] = run.found_in_sink;
+    }
+    out["no_id"] = run.no_id;
+    Json partitions = Json::array();
+    for (const auto& p : run.partitions) {
+      partitions.push_back(Json{{"topic", p.topic},
+                                {"partition", p.partition},
+                                {"from", p.from ? Json(*p.from) : Json()},
+                                {"to", p.to ? Json(*p.to) : Json()},
+                                {"events", p.events},
+                                {run.execute ? "published" : "would_publish", p.publish},
+                                {run.execute ? "skipped" : "would_skip", p.skip},
+                                {"next", p.next ? Json(*p.next) : Json()}});
+    }
+    out["partitions"] = std::move(partitions);
+  }
   return out;
 }
 

@@ -139,8 +139,10 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
         estimate += ": the records disagree, they were not all written with one TTL";
       }
     }
-    fmt::print(out, "  ttl {} ({}{})  retention {} ({})\n", detail::span_text(p.ttl), p.ttl_source, estimate,
-               detail::span_text(p.retention), p.retention_source);
+    std::string retention = p.retention_source.empty() ? "" // replay: not its concern
+                                                       : fmt::format("  retention {} ({})",
+                                                                     detail::span_text(p.retention), p.retention_source);
+    fmt::print(out, "  ttl {} ({}{}){}\n", detail::span_text(p.ttl), p.ttl_source, estimate, retention);
   }
   if (!report.coverage.empty()) {
     std::vector<std::vector<std::string>> rows;
@@ -188,7 +190,22 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     print_wrapped(out, finding.advice, "           ");
   }
 
-  if (report.replay) {
+  if (report.replay && report.replay->run) {
+    // replay: per partition what this run read, published (or would) and skipped, and where a
+    // rerun with the checkpoint would start.
+    const auto& run = *report.replay->run;
+    fmt::print(out, "\n{} {}{}\n", run.execute ? "REPLAY RUN" : "REPLAY PLAN", run.run_id,
+               run.execute ? fmt::format(" into {}", run.sink) : " (nothing published, nothing claimed)");
+    std::vector<std::vector<std::string>> rows{
+        {"PARTITION", "FROM", "TO", "EVENTS", run.execute ? "PUBLISHED" : "WOULD-PUBLISH",
+         run.execute ? "SKIPPED" : "WOULD-SKIP", "NEXT"}};
+    auto offset = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+    for (const auto& p : run.partitions) {
+      rows.push_back({partition_name(p.topic, p.partition), offset(p.from), offset(p.to), std::to_string(p.events),
+                      std::to_string(p.publish), std::to_string(p.skip), offset(p.next)});
+    }
+    print_table(out, rows, "  ");
+  } else if (report.replay) {
     const auto& r = *report.replay;
     fmt::print(out, "\nREPLAY WINDOW {}\n", r.window);
     fmt::print(out,

@@ -81,9 +81,9 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   std::unordered_set<std::string> in_sink;
   core::EventBatch batch;
   std::vector<core::Identity> identities;
-  std::vector<std::string> keys;              // unique keys of the batch
-  std::vector<std::size_t> first_event;       // per key: its first event in the batch
-  std::vector<std::size_t> key_of;            // per event: its key, or SIZE_MAX
+  std::vector<std::string> keys;        // unique keys of the batch
+  std::vector<std::size_t> first_event; // per key: its first event in the batch
+  std::vector<std::size_t> key_of;      // per event: its key, or SIZE_MAX
   std::vector<core::Claim> claims;
   std::vector<bool> delivered;
   std::vector<bool> published;
@@ -105,172 +105,183 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
       }
       identifier.identify(batch, identities);
       log.observe(batch.events, identities);
-      keys.clear();
-      first_event.clear();
-      key_index = core::FlatHashMap<std::uint32_t>(batch.events.size());
       key_of.assign(batch.events.size(), SIZE_MAX);
-      for (std::size_t i = 0; i < batch.events.size(); ++i) {
-        const auto& event = batch.events[i];
-        const auto& identity = identities[i];
-        if (!identity.has_id) {
-          continue;
-        }
-        core::KeyValues values{identity.id,      identity.type,   identity.entity,
-                               event.topic,      event.partition, event.offset,
-                               event.key.value_or(std::string_view{}), request.consumer, identity.extra};
-        core::render_key(request.key_template, values, rendered);
-        // Later events of a key already in the batch are its duplicates.
-        bool inserted = false;
-        std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);
-        if (!inserted && keys[slot - 1] == rendered) {
-          key_of[i] = slot - 1;
-          continue;
-        }
-        if (!inserted) { // two keys of one batch with one 64-bit hash: look them all through
-          auto found = std::find(keys.begin(), keys.end(), rendered);
-          if (found != keys.end()) {
-            key_of[i] = static_cast<std::size_t>(found - keys.begin());
+      // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
+      // checkpoint each.
+      for (std::size_t begin = 0; begin < batch.events.size(); begin += request.batch_size) {
+        std::size_t end = std::min(batch.events.size(), begin + request.batch_size);
+        keys.clear();
+        first_event.clear();
+        key_index = core::FlatHashMap<std::uint32_t>(end - begin);
+        for (std::size_t i = begin; i < end; ++i) {
+          const auto& event = batch.events[i];
+          const auto& identity = identities[i];
+          if (!identity.has_id) {
             continue;
           }
-        } else {
-          slot = static_cast<std::uint32_t>(keys.size() + 1);
-        }
-        key_of[i] = keys.size();
-        keys.push_back(rendered);
-        first_event.push_back(i);
-      }
-      if (request.execute) {
-        placement.claim(keys, request.run_id, claims);
-      } else {
-        placement.plan(keys, claims);
-        for (std::size_t k = 0; k < keys.size(); ++k) {
-          if (claims[k] == core::Claim::Claimed || claims[k] == core::Claim::OwnStale) {
-            bool inserted = false;
-            planned.find_or_insert(core::hash64(keys[k], 0x91), inserted);
-            if (!inserted) {
-              claims[k] = core::Claim::Done; // an earlier event of the range takes the key first
-            }
+          core::KeyValues values{identity.id,
+                                 identity.type,
+                                 identity.entity,
+                                 event.topic,
+                                 event.partition,
+                                 event.offset,
+                                 event.key.value_or(std::string_view{}),
+                                 request.consumer,
+                                 identity.extra};
+          core::render_key(request.key_template, values, rendered);
+          // Later events of a key already in the batch are its duplicates.
+          bool inserted = false;
+          std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);
+          if (!inserted && keys[slot - 1] == rendered) {
+            key_of[i] = slot - 1;
+            continue;
           }
-        }
-      }
-      // Publish what was claimed (the key's first event of the batch), unless an interrupted run
-      // already did.
-      delivered.assign(keys.size(), false);
-      published.assign(keys.size(), false);
-      for (std::size_t k = 0; k < keys.size(); ++k) {
-        bool ours = claims[k] == core::Claim::Claimed || claims[k] == core::Claim::OwnStale;
-        if (!ours || !request.execute) {
-          continue;
-        }
-        const auto& event = batch.events[first_event[k]];
-        if (in_sink.contains(std::string(identities[first_event[k]].id))) {
-          delivered[k] = true; // settled below without publishing again
-          ++run.found_in_sink;
-          continue;
-        }
-        sink->publish(event, k);
-        published[k] = true;
-        delivered[k] = true;
-      }
-      std::string first_error;
-      if (request.execute) {
-        for (auto tag : sink->flush(first_error)) {
-          delivered[tag] = false;
-        }
-        placement.settle(keys, claims, delivered);
-      }
-      // Decisions and counts, in log order.
-      for (std::size_t i = 0; i < batch.events.size(); ++i) {
-        const auto& event = batch.events[i];
-        auto& p = partitions[{std::string(event.topic), event.partition}];
-        if (p.topic.empty()) {
-          p.topic = std::string(event.topic);
-          p.partition = event.partition;
-        }
-        ++p.events;
-        core::DecisionRecord record{identities[i].id, event.topic, event.partition, event.offset,
-                                    core::Decision::SkippedDuplicate, ""};
-        std::string reason;
-        bool publish = false;
-        if (key_of[i] == SIZE_MAX) {
-          record.decision = core::Decision::NoId;
-          record.reason = identities[i].no_id_reason.empty() ? "no event id" : identities[i].no_id_reason;
-          ++run.no_id;
-        } else {
-          std::size_t k = key_of[i];
-          bool first = first_event[k] == i;
-          core::Claim claim = claims[k];
-          bool ours = claim == core::Claim::Claimed || claim == core::Claim::OwnStale;
-          if (!first) {
-            record.decision = request.execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
-            record.reason = "its key came earlier in the range";
-            ++run.skipped_duplicate;
-          } else if (!ours) {
-            bool other = claim == core::Claim::HeldByOther;
-            record.decision = !request.execute ? core::Decision::WouldSkip
-                              : other          ? core::Decision::SkippedClaimed
-                                               : core::Decision::SkippedDuplicate;
-            record.reason = other ? "claimed in progress by another run or the consumer" : "a dedup record exists";
-            if (other) {
-              ++run.skipped_claimed;
-              claimed_examples.add(event.partition, [&] { return core::example_of(event, identities[i], keys[k]); });
-            } else {
-              ++run.skipped_duplicate;
+          if (!inserted) { // two keys of one batch with one 64-bit hash: look them all through
+            auto found = std::find(keys.begin(), keys.end(), rendered);
+            if (found != keys.end()) {
+              key_of[i] = static_cast<std::size_t>(found - keys.begin());
+              continue;
             }
-          } else if (!request.execute) {
-            record.decision = core::Decision::WouldReplay;
-            record.reason = claim == core::Claim::OwnStale ? "this run's unfinished claim" : "no dedup record";
-            ++run.would_replay;
-            publish = true;
-          } else if (delivered[k]) {
-            record.decision = core::Decision::Replayed;
-            record.reason = published[k]                  ? (claim == core::Claim::OwnStale ? "published; this run's "
-                                                                                                  "unfinished claim retried"
-                                                                                                : "published")
-                                                          : "already in the sink from the interrupted run";
-            ++run.replayed;
-            publish = true;
           } else {
-            record.decision = core::Decision::Failed;
-            reason = "delivery failed (" + first_error + "); claim released";
-            record.reason = reason;
-            ++run.failed;
-            ++run.released;
-            failed_examples.add(event.partition, [&] {
-              return core::example_of(event, identities[i], keys[k], first_error);
-            });
-            auto [it, inserted] = held.try_emplace({std::string(event.topic), event.partition}, event.offset);
-            if (!inserted) {
-              it->second = std::min(it->second, event.offset);
+            slot = static_cast<std::uint32_t>(keys.size() + 1);
+          }
+          key_of[i] = keys.size();
+          keys.push_back(rendered);
+          first_event.push_back(i);
+        }
+        if (request.execute) {
+          placement.claim(keys, request.run_id, claims);
+        } else {
+          placement.plan(keys, claims);
+          for (std::size_t k = 0; k < keys.size(); ++k) {
+            if (claims[k] == core::Claim::Claimed || claims[k] == core::Claim::OwnStale) {
+              bool inserted = false;
+              planned.find_or_insert(core::hash64(keys[k], 0x91), inserted);
+              if (!inserted) {
+                claims[k] = core::Claim::Done; // an earlier event of the range takes the key first
+              }
             }
           }
         }
-        (publish ? p.publish : p.skip) += 1;
-        if (request.decide) {
-          request.decide(record);
+        // Publish what was claimed (the key's first event of the batch), unless an interrupted run
+        // already did.
+        delivered.assign(keys.size(), false);
+        published.assign(keys.size(), false);
+        for (std::size_t k = 0; k < keys.size(); ++k) {
+          bool ours = claims[k] == core::Claim::Claimed || claims[k] == core::Claim::OwnStale;
+          if (!ours || !request.execute) {
+            continue;
+          }
+          const auto& event = batch.events[first_event[k]];
+          if (in_sink.contains(std::string(identities[first_event[k]].id))) {
+            delivered[k] = true; // settled below without publishing again
+            ++run.found_in_sink;
+            continue;
+          }
+          sink->publish(event, k);
+          published[k] = true;
+          delivered[k] = true;
         }
-      }
-      if (request.flush_decisions) {
-        request.flush_decisions();
-      }
-      for (const auto& event : batch.events) {
-        auto hold = held.find({std::string(event.topic), event.partition});
-        std::int64_t next = event.offset + 1;
-        if (hold != held.end()) {
-          next = std::min(next, hold->second);
+        std::string first_error;
+        if (request.execute) {
+          for (auto tag : sink->flush(first_error)) {
+            delivered[tag] = false;
+          }
+          placement.settle(keys, claims, delivered);
         }
-        auto current = checkpoint.next_offset(event.topic, event.partition);
-        if (!current || next > *current || hold != held.end()) {
-          checkpoint.set(event.topic, event.partition, next);
+        // Decisions and counts, in log order.
+        for (std::size_t i = begin; i < end; ++i) {
+          const auto& event = batch.events[i];
+          auto& p = partitions[{std::string(event.topic), event.partition}];
+          if (p.topic.empty()) {
+            p.topic = std::string(event.topic);
+            p.partition = event.partition;
+          }
+          ++p.events;
+          core::DecisionRecord record{
+              identities[i].id, event.topic, event.partition, event.offset, core::Decision::SkippedDuplicate, ""};
+          std::string reason;
+          bool publish = false;
+          if (key_of[i] == SIZE_MAX) {
+            record.decision = core::Decision::NoId;
+            record.reason = identities[i].no_id_reason.empty() ? "no event id" : identities[i].no_id_reason;
+            ++run.no_id;
+          } else {
+            std::size_t k = key_of[i];
+            bool first = first_event[k] == i;
+            core::Claim claim = claims[k];
+            bool ours = claim == core::Claim::Claimed || claim == core::Claim::OwnStale;
+            if (!first) {
+              record.decision = request.execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
+              record.reason = "its key came earlier in the range";
+              ++run.skipped_duplicate;
+            } else if (!ours) {
+              bool other = claim == core::Claim::HeldByOther;
+              record.decision = !request.execute ? core::Decision::WouldSkip
+                                : other          ? core::Decision::SkippedClaimed
+                                                 : core::Decision::SkippedDuplicate;
+              record.reason = other ? "claimed in progress by another run or the consumer" : "a dedup record exists";
+              if (other) {
+                ++run.skipped_claimed;
+                claimed_examples.add(event.partition, [&] { return core::example_of(event, identities[i], keys[k]); });
+              } else {
+                ++run.skipped_duplicate;
+              }
+            } else if (!request.execute) {
+              record.decision = core::Decision::WouldReplay;
+              record.reason = claim == core::Claim::OwnStale ? "this run's unfinished claim" : "no dedup record";
+              ++run.would_replay;
+              publish = true;
+            } else if (delivered[k]) {
+              record.decision = core::Decision::Replayed;
+              record.reason = published[k] ? (claim == core::Claim::OwnStale ? "published; this run's "
+                                                                               "unfinished claim retried"
+                                                                             : "published")
+                                           : "already in the sink from the interrupted run";
+              ++run.replayed;
+              publish = true;
+            } else {
+              record.decision = core::Decision::Failed;
+              reason = "delivery failed (" + first_error + "); claim released";
+              record.reason = reason;
+              ++run.failed;
+              ++run.released;
+              failed_examples.add(event.partition,
+                                  [&] { return core::example_of(event, identities[i], keys[k], first_error); });
+              auto [it, inserted] = held.try_emplace({std::string(event.topic), event.partition}, event.offset);
+              if (!inserted) {
+                it->second = std::min(it->second, event.offset);
+              }
+            }
+          }
+          (publish ? p.publish : p.skip) += 1;
+          if (request.decide) {
+            request.decide(record);
+          }
         }
-      }
-      if (request.execute && request.save_checkpoint) {
-        checkpoint.sink_position = sink->position();
-        request.save_checkpoint(checkpoint);
-      }
-      events_total += static_cast<std::int64_t>(batch.events.size());
-      if (request.after_batch) {
-        request.after_batch(events_total);
+        if (request.flush_decisions) {
+          request.flush_decisions();
+        }
+        for (std::size_t i = begin; i < end; ++i) {
+          const auto& event = batch.events[i];
+          auto hold = held.find({std::string(event.topic), event.partition});
+          std::int64_t next = event.offset + 1;
+          if (hold != held.end()) {
+            next = std::min(next, hold->second);
+          }
+          auto current = checkpoint.next_offset(event.topic, event.partition);
+          if (!current || next > *current || hold != held.end()) {
+            checkpoint.set(event.topic, event.partition, next);
+          }
+        }
+        if (request.execute && request.save_checkpoint) {
+          checkpoint.sink_position = sink->position();
+          request.save_checkpoint(checkpoint);
+        }
+        events_total += static_cast<std::int64_t>(end - begin);
+        if (request.after_batch) {
+          request.after_batch(events_total);
+        }
       }
     }
   });

@@ -15,7 +15,7 @@ constexpr std::size_t k_batch_events = 4096;
 }
 
 KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid,
-                               const std::atomic<bool>* stop)
+                               const std::atomic<bool>* stop, long start_byte)
     : m_path(std::move(path)), m_plan(std::move(plan)), m_skip_invalid(skip_invalid), m_stop(stop) {
   if (m_path == "-") {
     m_file = stdin;
@@ -25,6 +25,9 @@ KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool 
       throw UsageError(fmt::format("cannot read --input {}: {}; check the path", m_path, std::strerror(errno)));
     }
     m_owns_file = true;
+    if (start_byte > 0 && std::fseek(m_file, start_byte, SEEK_SET) != 0) {
+      throw UsageError(fmt::format("cannot seek in {} to byte {}: {}", m_path, start_byte, std::strerror(errno)));
+    }
   }
 }
 

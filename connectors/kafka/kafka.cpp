@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <map>
 #include <thread>
@@ -526,7 +527,8 @@ public:
     }
   }
 
-  void send(const OutgoingRecord& record) override {
+  void send(const OutgoingRecord& record, std::uint64_t tag) override {
+    m_tags.push_back(Tagged{this, tag});
     rd_kafka_headers_t* headers = nullptr;
     if (!record.headers.empty()) {
       headers = rd_kafka_headers_new(record.headers.size());
@@ -546,12 +548,13 @@ public:
           rd_kafka_producev(m_rk.get(), RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
                             RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_TIMESTAMP(record.timestamp_ms),
-                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(this), RD_KAFKA_V_END);
+                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(&m_tags.back()), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(m_rk.get(), k_poll_interval_ms);
         continue;
       }
       if (err) {
+        m_tags.pop_back();
         if (headers) {
           rd_kafka_headers_destroy(headers);
         }
@@ -575,20 +578,33 @@ public:
       rd_kafka_flush(m_rk.get(), k_poll_interval_ms);
     }
     first_error = m_first_error;
+    m_tags.clear(); // every report is in: no message points at them any more
     return m_failed;
   }
 
+  std::vector<std::uint64_t> take_failed_tags() override { return std::exchange(m_failed_tags, {}); }
+
 private:
-  // Each record carries its producer as the message opaque.
+  // Each record carries its producer and tag as the message opaque (a deque keeps them in place).
+  struct Tagged {
+    KafkaProducer* producer;
+    std::uint64_t tag;
+  };
+
   static void delivered(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
-    auto* self = static_cast<KafkaProducer*>(message->_private);
-    if (!self || !message->err) {
+    auto* tagged = static_cast<Tagged*>(message->_private);
+    if (!tagged || !message->err) {
       return;
     }
+    KafkaProducer* self = tagged->producer;
+    self->m_failed_tags.push_back(tagged->tag);
     if (self->m_failed++ == 0) {
       self->m_first_error = rd_kafka_err2str(message->err);
     }
   }
+
+  std::deque<Tagged> m_tags;
+  std::vector<std::uint64_t> m_failed_tags;
 
   KafkaSettings m_settings;
   KafkaHandle m_rk;
@@ -596,7 +612,83 @@ private:
   std::string m_first_error;
 };
 
+class KafkaSink final : public core::ReplaySink {
+public:
+  KafkaSink(const KafkaSettings& settings, std::string topic)
+      : m_settings(settings), m_topic(std::move(topic)), m_producer(m_settings, true) {
+    position(); // fails early on a topic that does not exist
+  }
+
+  std::string describe() const override { return "kafka:" + m_topic; }
+
+  void publish(const core::Event& event, std::uint64_t tag) override {
+    OutgoingRecord record;
+    record.topic = m_topic;
+    if (event.key) {
+      record.key = std::string(*event.key);
+    }
+    if (event.payload) {
+      record.payload = std::string(*event.payload);
+    }
+    for (const auto& h : event.headers) {
+      record.headers.emplace_back(std::string(h.name),
+                                  h.value ? std::optional<std::string>(std::string(*h.value)) : std::nullopt);
+    }
+    record.timestamp_ms = event.timestamp_ms;
+    m_producer.send(record, tag);
+  }
+
+  std::vector<std::uint64_t> flush(std::string& first_error) override {
+    m_producer.flush(first_error);
+    return m_producer.take_failed_tags();
+  }
+
+  std::string position() override {
+    std::string out;
+    auto marks = watermarks(m_settings, m_topic);
+    for (std::size_t p = 0; p < marks.size(); ++p) {
+      out += fmt::format("{}{}:{}", out.empty() ? "" : ",", p, marks[p].second);
+    }
+    return out;
+  }
+
+  std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
+    auto marks = watermarks(m_settings, m_topic);
+    std::vector<core::PartitionPlan> plans;
+    std::size_t pos = 0;
+    while (pos < position.size()) {
+      auto comma = position.find(',', pos);
+      std::string item = position.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      pos = comma == std::string::npos ? position.size() : comma + 1;
+      auto colon = item.find(':');
+      if (colon == std::string::npos) {
+        throw UsageError(fmt::format("the checkpoint's sink position {} is not PARTITION:OFFSET,…", position));
+      }
+      auto partition = static_cast<std::size_t>(std::stoll(item.substr(0, colon)));
+      std::int64_t from = std::stoll(item.substr(colon + 1));
+      if (partition < marks.size() && from < marks[partition].second) {
+        core::PartitionPlan plan;
+        plan.topic = m_topic;
+        plan.partition = static_cast<std::int32_t>(partition);
+        plan.start = std::max(from, marks[partition].first);
+        plan.end = marks[partition].second;
+        plans.push_back(plan);
+      }
+    }
+    return open_reader(m_settings, std::move(plans));
+  }
+
+private:
+  KafkaSettings m_settings;
+  std::string m_topic;
+  KafkaProducer m_producer;
+};
+
 } // namespace
+
+std::unique_ptr<core::ReplaySink> open_sink(const KafkaSettings& settings, const std::string& topic) {
+  return std::make_unique<KafkaSink>(settings, topic);
+}
 
 std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans) {
   return std::make_unique<KafkaReader>(settings, std::move(plans));

@@ -3,6 +3,7 @@
 #include "core/event.hpp"
 #include "core/offset_spec.hpp"
 #include "core/range.hpp"
+#include "core/replay.hpp"
 #include "core/retention.hpp"
 #include "core/source_info.hpp"
 
@@ -71,13 +72,21 @@ struct OutgoingRecord {
 class Producer {
 public:
   virtual ~Producer() = default;
-  // Queues a record; waits for queue space when the local queue is full.
-  virtual void send(const OutgoingRecord& record) = 0;
+  // Queues a record; waits for queue space when the local queue is full. `tag` comes back in
+  // failed_tags() when its delivery fails.
+  virtual void send(const OutgoingRecord& record, std::uint64_t tag = 0) = 0;
   // Waits for every queued record's delivery report; returns how many failed, with the first error.
   virtual std::int64_t flush(std::string& first_error) = 0;
+  // The tags of the records whose delivery failed since the last call.
+  virtual std::vector<std::uint64_t> take_failed_tags() = 0;
 };
 
 std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent);
+
+// --sink kafka:TOPIC: an idempotent producer (acks=all) with a delivery report per event; records
+// keep their key, headers and CreateTime, and the partitioner places them by key. Its position is
+// the topic's high watermarks ("0:17,1:4"). Throws UsageError when the topic does not exist.
+std::unique_ptr<core::ReplaySink> open_sink(const KafkaSettings& settings, const std::string& topic);
 
 // A topic's retention.ms and cleanup.policy through DescribeConfigs, within `timeout_ms`. Nullopt
 // when the broker cannot answer (the mock cluster never can; verified against real Kafka only).

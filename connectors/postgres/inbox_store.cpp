@@ -47,7 +47,7 @@ public:
   explicit PqxxInboxStore(const InboxSettings& settings) : m_settings(settings) {
     guard([&] { m_connection = connect(); });
     validate();
-    if (m_load_rows) {
+    if (m_load_rows && !settings.writable) {
       m_table.reserve(static_cast<std::size_t>(std::max<std::int64_t>(m_estimated_rows, 0)));
       start_load();
     }
@@ -149,6 +149,52 @@ public:
 
   std::optional<bool> has_unique_constraint() override { return m_facts.unique_over_id; }
 
+  // Replay: BEGIN and insert the batch's rows; returns per key whether it was inserted, and the
+  // status of the rows that were not (empty without a status column).
+  void claim_rows(const std::vector<std::string>& keys, std::vector<bool>& inserted, std::vector<std::string>& status) {
+    inserted.assign(keys.size(), false);
+    status.assign(keys.size(), std::string());
+    guard([&] {
+      m_work.reset();
+      m_work = std::make_unique<pqxx::work>(*m_connection);
+      pqxx::result rows = m_settings.consumer.empty()
+                              ? m_work->exec_prepared("claim", array_literal(keys))
+                              : m_work->exec_prepared("claim", array_literal(keys), m_settings.consumer);
+      for (const auto& row : rows) {
+        inserted[row[0].as<std::size_t>() - 1] = true;
+      }
+      if (!m_settings.schema.status_column.empty()) {
+        pqxx::result existing = m_settings.consumer.empty()
+                                    ? m_work->exec_prepared("lookup", array_literal(keys))
+                                    : m_work->exec_prepared("lookup", array_literal(keys), m_settings.consumer);
+        for (const auto& row : existing) {
+          auto i = row[0].as<std::size_t>() - 1;
+          if (!inserted[i] && !row[2].is_null()) {
+            status[i] = row[2].c_str();
+          }
+        }
+      }
+    });
+  }
+
+  // Replay: delete the rows of failed deliveries and COMMIT the batch.
+  void settle_rows(const std::vector<std::string>& failed) {
+    guard([&] {
+      if (!m_work) {
+        return;
+      }
+      if (!failed.empty()) {
+        if (m_settings.consumer.empty()) {
+          m_work->exec_prepared("release", array_literal(failed));
+        } else {
+          m_work->exec_prepared("release", array_literal(failed), m_settings.consumer);
+        }
+      }
+      m_work->commit();
+      m_work.reset();
+    });
+  }
+
   // COPY (SELECT the four columns) TO STDOUT in the snapshot's format; returns when it started.
   std::int64_t export_rows(const std::function<void(const std::string&)>& line) {
     std::int64_t started = 0;
@@ -178,7 +224,9 @@ private:
     auto connection =
         std::make_unique<pqxx::connection>(detail::with_connect_timeout(m_settings.conninfo, m_settings.timeout_ms));
     pqxx::nontransaction setup(*connection);
-    setup.exec0("SET default_transaction_read_only = on");
+    if (!m_settings.writable) {
+      setup.exec0("SET default_transaction_read_only = on");
+    }
     setup.exec0(fmt::format("SET statement_timeout = {}", m_settings.timeout_ms));
     return connection;
   }
@@ -335,6 +383,9 @@ private:
         query += fmt::format(" AND t.{} = $2", m_consumer);
       }
       m_connection->prepare("lookup", query);
+      if (m_settings.writable) {
+        prepare_replay(id_type);
+      }
     });
   }
 
@@ -372,6 +423,34 @@ private:
     return true;
   }
 
+  // INSERT the batch's ids (with the consumer, now, and status 'done' where the table has those
+  // columns) returning the positions inserted; DELETE by id for releases.
+  void prepare_replay(const std::string& id_type) {
+    const auto& schema = m_settings.schema;
+    std::string columns = m_id, values = "k.id";
+    if (!m_settings.consumer.empty()) {
+      columns += ", " + m_consumer;
+      values += ", $2";
+    }
+    columns += ", " + m_time;
+    values += ", now()";
+    if (!schema.status_column.empty()) {
+      columns += ", " + m_connection->quote_name(schema.status_column);
+      values += ", 'done'";
+    }
+    // RETURNING cannot name the ordinality of the source: match the ids inserted back to positions.
+    m_connection->prepare(
+        "claim", fmt::format("WITH k AS (SELECT id, ord FROM unnest($1::{0}[]) WITH ORDINALITY AS k(id, ord)), "
+                             "ins AS (INSERT INTO {1} ({2}) SELECT {3} FROM k ON CONFLICT DO NOTHING RETURNING {4}) "
+                             "SELECT k.ord FROM k JOIN ins ON ins.{4} = k.id",
+                             id_type, m_table_name, columns, values, m_id));
+    std::string release = fmt::format("DELETE FROM {} WHERE {} = ANY($1::{}[])", m_table_name, m_id, id_type);
+    if (!m_settings.consumer.empty()) {
+      release += fmt::format(" AND {} = $2", m_consumer);
+    }
+    m_connection->prepare("release", release);
+  }
+
   // Loading compares ids byte for byte, which is the column's equality only for text-like types with
   // a deterministic collation (a uuid matches whatever case and hyphens its input had).
   void decide_lookup(const std::string& id_type, bool deterministic, std::optional<std::int64_t> estimated_rows) {
@@ -405,13 +484,77 @@ private:
   std::int64_t m_lookup_us = 0, m_ids_looked_up = 0, m_lookups = 0, m_wait_us = 0;
   core::InboxTable m_table; // the loaded inbox
   std::future<void> m_load;
+  std::unique_ptr<pqxx::work> m_work; // a replay batch's transaction
   std::string m_id_type;
   std::vector<std::string> m_sent;      // this batch's keys the column can hold …
   std::vector<std::size_t> m_positions; // … and their positions in the batch
   std::deque<std::string> m_values;     // this batch's statuses (the states' values)
 };
 
+class InboxReplayPlacement final : public core::ReplayPlacement {
+public:
+  InboxReplayPlacement(const InboxSettings& settings, std::vector<std::string> markers)
+      : m_store(writable(settings)), m_markers(std::move(markers)) {
+    if (m_store.has_unique_constraint() == false) {
+      throw UsageError(fmt::format("the inbox {} has no primary key or unique index over its id: it cannot refuse a "
+                                   "second insert, so a replay cannot claim through it; add the constraint",
+                                   settings.schema.table));
+    }
+    m_store.set_clock(core::Span{std::nullopt, true}, 0);
+  }
+
+  std::string kind() const override { return "postgres"; }
+
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
+    m_store.lookup(keys, m_states);
+    out.clear();
+    for (const auto& state : m_states) {
+      out.push_back(core::plan_claim(state, m_markers));
+    }
+  }
+
+  void claim(const std::vector<std::string>& keys, const std::string&, std::vector<core::Claim>& out) override {
+    m_store.claim_rows(keys, m_inserted, m_status);
+    out.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      out.push_back(m_inserted[i]                                  ? core::Claim::Claimed
+                    : core::is_in_progress(m_status[i], m_markers) ? core::Claim::HeldByOther
+                                                                   : core::Claim::Done);
+    }
+  }
+
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
+              const std::vector<bool>& delivered) override {
+    m_failed.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (claims[i] == core::Claim::Claimed && !delivered[i]) {
+        m_failed.push_back(keys[i]);
+      }
+    }
+    m_store.settle_rows(m_failed);
+  }
+
+private:
+  static InboxSettings writable(InboxSettings settings) {
+    settings.writable = true;
+    settings.lookup = InboxLookup::Batches;
+    return settings;
+  }
+
+  PqxxInboxStore m_store;
+  std::vector<std::string> m_markers;
+  std::vector<core::RecordState> m_states;
+  std::vector<bool> m_inserted;
+  std::vector<std::string> m_status;
+  std::vector<std::string> m_failed;
+};
+
 } // namespace
+
+std::unique_ptr<core::ReplayPlacement> open_inbox_replay(const InboxSettings& settings,
+                                                         std::vector<std::string> in_progress_values) {
+  return std::make_unique<InboxReplayPlacement>(settings, std::move(in_progress_values));
+}
 
 std::unique_ptr<InboxStore> InboxStore::open(const InboxSettings& settings) {
   return std::make_unique<PqxxInboxStore>(settings);

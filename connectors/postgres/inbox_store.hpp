@@ -2,6 +2,7 @@
 
 #include "core/coverage.hpp"
 #include "core/dedup_store.hpp"
+#include "core/replay.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -36,6 +37,7 @@ struct InboxSettings {
   InboxSchema schema;
   std::string consumer; // rows of this consumer only (needs a consumer column)
   const std::atomic<bool>* stop = nullptr;
+  bool writable = false; // replay claims rows; audits and snapshots never write
 };
 
 // The inbox as a DedupStore. The keys looked up are event ids; a present row's remaining TTL is
@@ -63,6 +65,14 @@ public:
   // wall time of each (the load runs beside the log read; lookups are what the audit waited for).
   virtual std::string lookup_stats() const { return ""; }
 };
+
+// The inbox as the placement a replay routes through: per batch one transaction, BEGIN; INSERT … ON
+// CONFLICT DO NOTHING RETURNING (the ids inserted are claimed; the others exist: done, or in
+// progress by their status); after the deliveries the failed ones' rows are deleted and the batch
+// COMMITs. A failure anywhere rolls the whole batch back. Refuses (UsageError) an inbox without a
+// unique constraint over the id, which could not refuse a second insert.
+std::unique_ptr<core::ReplayPlacement> open_inbox_replay(const InboxSettings& settings,
+                                                         std::vector<std::string> in_progress_values);
 
 // COPY (event id, consumer, processed_at, status) TO STDOUT of the inbox (the consumer's rows only
 // with settings.consumer), one line at a time; returns the time the export started.

@@ -202,7 +202,102 @@ private:
   std::vector<std::string> m_values;
 };
 
+class RedisReplayPlacement final : public core::ReplayPlacement {
+public:
+  RedisReplayPlacement(const RedisSettings& settings, const core::Span& ttl, std::int64_t lease_ms,
+                       std::vector<std::string> markers)
+      : m_settings(settings), m_connection(m_settings), m_ttl(ttl), m_lease(std::to_string(lease_ms)),
+        m_markers(std::move(markers)) {}
+
+  std::string kind() const override { return "redis"; }
+
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
+    check_stop();
+    m_connection.lookup(keys, m_states, m_values);
+    out.clear();
+    for (const auto& state : m_states) {
+      out.push_back(core::plan_claim(state, m_markers));
+    }
+  }
+
+  void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<core::Claim>& out) override {
+    check_stop();
+    std::string mine = "processing:" + run_id;
+    for (const auto& key : keys) {
+      m_connection.append({"SET", key, mine, "NX", "PX", m_lease});
+      m_connection.append({"GET", key});
+    }
+    out.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      Reply set = m_connection.read("a claim");
+      Reply get = m_connection.read("a claim");
+      if (set->type == REDIS_REPLY_ERROR) {
+        throw UnreachableError(fmt::format("Redis at {} refused SET NX ({})", m_connection.where(),
+                                           std::string(set->str, set->len)));
+      }
+      if (set->type == REDIS_REPLY_STATUS) {
+        out.push_back(core::Claim::Claimed);
+        continue;
+      }
+      std::string_view value = get->type == REDIS_REPLY_STRING ? std::string_view(get->str, get->len) : "";
+      if (value == mine) {
+        out.push_back(core::Claim::OwnStale);
+      } else if (core::is_in_progress(value, m_markers)) {
+        out.push_back(core::Claim::HeldByOther);
+      } else {
+        out.push_back(core::Claim::Done);
+      }
+    }
+  }
+
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
+              const std::vector<bool>& delivered) override {
+    std::size_t sent = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (claims[i] != core::Claim::Claimed && claims[i] != core::Claim::OwnStale) {
+        continue;
+      }
+      if (!delivered[i]) {
+        m_connection.append({"DEL", keys[i]});
+      } else if (m_ttl.ms && !m_ttl.infinite) {
+        m_connection.append({"SET", keys[i], "done", "PX", std::to_string(std::max<std::int64_t>(1, *m_ttl.ms))});
+      } else {
+        m_connection.append({"SET", keys[i], "done"});
+      }
+      ++sent;
+    }
+    for (std::size_t i = 0; i < sent; ++i) {
+      Reply reply = m_connection.read("settling claims");
+      if (reply->type == REDIS_REPLY_ERROR) {
+        throw UnreachableError(fmt::format("Redis at {} refused to settle a claim ({})", m_connection.where(),
+                                           std::string(reply->str, reply->len)));
+      }
+    }
+  }
+
+private:
+  void check_stop() const {
+    if (m_settings.stop && m_settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+  }
+
+  RedisSettings m_settings;
+  Connection m_connection;
+  core::Span m_ttl;
+  std::string m_lease;
+  std::vector<std::string> m_markers;
+  std::vector<core::RecordState> m_states;
+  std::vector<std::string> m_values;
+};
+
 } // namespace
+
+std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
+                                                             std::int64_t lease_ms,
+                                                             std::vector<std::string> in_progress_values) {
+  return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values));
+}
 
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {
   return std::make_unique<RedisStore>(settings);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/dedup_store.hpp"
+#include "core/replay.hpp"
 #include "core/store_uri.hpp"
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 // Redis through hiredis, included by connectors/redis/redis.cpp only.
 namespace dedupctl::connectors::redis {
@@ -25,6 +27,13 @@ struct RedisSettings {
 // Connects (AUTH, SELECT) on creation. Every failure is an UnreachableError naming the server
 // (password redacted) and the cause: refused, timed out, closed, wrong password, LOADING.
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);
+
+// The placement a replay routes through: SET key processing:<run> NX PX lease to claim (with a GET
+// in the same round trip to tell an existing record from this run's or another's claim), then
+// SET key done PX ttl (no PX when the TTL is none) after delivery, or DEL after a failed one.
+std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
+                                                             std::int64_t lease_ms,
+                                                             std::vector<std::string> in_progress_values);
 
 struct SnapshotRecord {
   std::string key;

@@ -35,6 +35,34 @@ TEST(KcatLine, ParsesAFullEnvelope) {
   EXPECT_TRUE(batch.events[1].headers.empty());
 }
 
+TEST(KcatLine, FormattedEnvelopesParseBackToTheSameEvent) {
+  KcatLineParser parser;
+  EventBatch first;
+  std::string error;
+  ASSERT_TRUE(parser.parse(
+      R"({"topic":"or\"ders","partition":2,"offset":17,"ts":1795161600000,)"
+      R"("headers":["event_id","e-17","tab","a\tb\u0001","nullable",null],"key":null,"payload":"{\"a\":\"\\\"\"}"})",
+      first, error))
+      << error;
+  parser.seal(first);
+  std::string line = format_kcat_line(first.events[0]);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EventBatch second;
+  ASSERT_TRUE(parser.parse(line, second, error)) << error << "\n" << line;
+  parser.seal(second);
+  const Event& a = first.events[0];
+  const Event& b = second.events[0];
+  EXPECT_EQ(b.topic, a.topic);
+  EXPECT_EQ(b.partition, 2);
+  EXPECT_EQ(b.offset, 17);
+  EXPECT_EQ(b.timestamp_ms, a.timestamp_ms);
+  EXPECT_EQ(b.key, a.key);
+  EXPECT_EQ(b.payload, a.payload);
+  ASSERT_EQ(b.headers.size(), 3u);
+  EXPECT_EQ(b.headers[1].value, "a\tb\x01");
+  EXPECT_FALSE(b.headers[2].value.has_value());
+}
+
 TEST(KcatLine, EmptyStringsAreNotNull) {
   KcatLineParser parser;
   EventBatch batch;

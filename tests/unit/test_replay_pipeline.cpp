@@ -250,3 +250,28 @@ TEST(ReplayPipeline, OthersClaimsAreSkippedAndReported) {
 
 } // namespace
 } // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+TEST(ReplayPipeline, EachChunkOfBatchSizeEventsIsSettledAndCheckpointedOnItsOwn) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::vector<core::Checkpoint> saved;
+  FakeEventSource source(events(10), 10); // one source batch
+  auto r = request(true);
+  r.batch_size = 4;
+  r.save_checkpoint = [&](const core::Checkpoint& c) { saved.push_back(c); };
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "replayed"), 10);
+  ASSERT_EQ(saved.size(), 3u);
+  // Events 0..3 are offsets 0,0,1,1 of partitions 0 and 1: the first checkpoint says 2 and 2.
+  EXPECT_EQ(saved[0].next_offset("orders", 0), 2);
+  EXPECT_EQ(saved[0].next_offset("orders", 1), 2);
+  EXPECT_EQ(saved[0].sink_position, "4");
+  EXPECT_EQ(saved[2].next_offset("orders", 0), 5);
+  EXPECT_EQ(saved[2].sink_position, "10");
+}
+
+} // namespace
+} // namespace dedupctl::commands

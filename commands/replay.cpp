@@ -1,0 +1,330 @@
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "commands/pipeline/common.hpp"
+#include "commands/pipeline/replay.hpp"
+#include "connectors/file/output.hpp"
+#include "connectors/file/replay_sink.hpp"
+#include "connectors/file/text.hpp"
+#include "connectors/kafka/kafka.hpp"
+#include "connectors/postgres/inbox_store.hpp"
+#include "connectors/redis/redis.hpp"
+#include "core/errors.hpp"
+#include "core/retention.hpp"
+#include "core/time.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+#include <unistd.h>
+
+namespace dedupctl::commands {
+
+namespace {
+
+struct ReplayOptions {
+  SourceOptions source;
+  IdentityOptions identity;
+  PlacementOptions placement;
+  std::string sink;
+  bool execute = false;
+  bool dry_run = false;
+  std::string checkpoint;
+  double max_rate = 0;
+  std::string decisions;
+  bool allow_same_topic = false;
+  bool no_dedup = false;
+  std::size_t memory_window = 1'000'000;
+  std::size_t examples = 5;
+  std::size_t batch = 1000;
+};
+
+struct SinkSpec {
+  enum class Kind { None, Kafka, File } kind = Kind::None;
+  std::string target;
+};
+
+SinkSpec parse_sink(const std::string& text) {
+  if (text.empty()) {
+    return {};
+  }
+  if (text.starts_with("kafka:") && text.size() > 6) {
+    return {SinkSpec::Kind::Kafka, text.substr(6)};
+  }
+  if (text.starts_with("file:") && text.size() > 5) {
+    return {SinkSpec::Kind::File, text.substr(5)};
+  }
+  throw UsageError(fmt::format("--sink {}: expected kafka:TOPIC or file:PATH", text));
+}
+
+// Appends the decisions as NDJSON; flushed after each batch, before its checkpoint.
+class DecisionLog {
+public:
+  explicit DecisionLog(const std::string& path) {
+    if (!path.empty()) {
+      m_file = std::fopen(path.c_str(), "a");
+      if (!m_file) {
+        throw UsageError(fmt::format("cannot open --decisions {}: {}", path, std::strerror(errno)));
+      }
+    }
+  }
+  ~DecisionLog() {
+    if (m_file) {
+      std::fclose(m_file);
+    }
+  }
+  DecisionLog(const DecisionLog&) = delete;
+  DecisionLog& operator=(const DecisionLog&) = delete;
+  bool open() const { return m_file != nullptr; }
+  void write(const core::DecisionRecord& record) {
+    std::string line = core::format_decision(record);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), m_file);
+  }
+  void flush() { std::fflush(m_file); }
+
+private:
+  std::FILE* m_file = nullptr;
+};
+
+std::optional<core::Checkpoint> read_checkpoint(const std::string& path) {
+  if (path.empty() || !std::filesystem::exists(path)) {
+    return std::nullopt;
+  }
+  std::string text = connectors::file::read_text_file(path, "--checkpoint");
+  core::Checkpoint checkpoint;
+  std::string error;
+  if (!core::parse_checkpoint(text, checkpoint, error)) {
+    throw UsageError(fmt::format("--checkpoint {}: {}; remove it to start over", path, error));
+  }
+  return checkpoint;
+}
+
+void write_checkpoint(const std::string& path, const core::Checkpoint& checkpoint) {
+  connectors::file::ReportOutput out(path);
+  std::string text = core::format_checkpoint(checkpoint);
+  std::fwrite(text.data(), 1, text.size(), out.stream());
+  out.commit();
+}
+
+int run(const ReplayOptions& options, Context& context) {
+  auto format = parse_output_format(context);
+  // Everything typed is checked before anything is contacted.
+  if (options.execute && options.dry_run) {
+    throw UsageError("--dry-run and --execute are mutually exclusive");
+  }
+  SinkSpec sink_spec = parse_sink(options.sink);
+  ParsedPlacement placement = parse_placement(options.placement, "--via");
+  bool has_via = !options.placement.store.empty();
+  if (has_via && options.no_dedup) {
+    throw UsageError("--via and --no-dedup contradict each other: pick one");
+  }
+  if (options.execute && !has_via && !options.no_dedup) {
+    throw UsageError("--execute without --via would publish every event again, duplicates included; route it "
+                     "through the consumer's placement with --via, or say --no-dedup explicitly");
+  }
+  if (options.execute && sink_spec.kind == SinkSpec::Kind::None) {
+    throw UsageError("--execute needs --sink kafka:TOPIC or --sink file:PATH");
+  }
+  if (!options.execute && !has_via && !options.no_dedup) {
+    throw UsageError("a replay plan needs --via (the placement it would route through) or --no-dedup");
+  }
+  if (has_via && placement.uri.kind == core::StoreUri::Kind::File) {
+    throw UsageError("--via file: is a snapshot and cannot claim events; use the live redis:// or postgres:// store");
+  }
+  if (sink_spec.kind == SinkSpec::Kind::Kafka && !options.allow_same_topic) {
+    for (const auto& topic : options.source.topics) {
+      if (topic == sink_spec.target) {
+        throw UsageError(fmt::format("--sink kafka:{} is the topic being read: the replay would feed on itself and the "
+                                     "consumers would see every event twice; pass --allow-same-topic if you mean it",
+                                     topic));
+      }
+    }
+  }
+  bool redis = has_via && placement.uri.kind == core::StoreUri::Kind::Redis;
+  if (options.execute && redis && !placement.audit.policy.ttl.known()) {
+    throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
+                     "events done");
+  }
+  if (options.max_rate < 0) {
+    throw UsageError("--max-rate must be a positive number of events per second");
+  }
+  ReplayRequest request;
+  request.fail_on = core::parse_fail_on(context.global.fail_on);
+  request.fail_on_text = context.global.fail_on;
+  request.identify = parse_identity(options.identity);
+  request.key_template = placement.audit.key_template;
+  if (has_via && placement.uri.kind == core::StoreUri::Kind::Postgres) {
+    request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
+  }
+  request.consumer = options.placement.consumer;
+  request.execute = options.execute;
+  request.max_examples = options.examples;
+  if (options.batch == 0) {
+    throw UsageError("--batch must be at least 1");
+  }
+  request.batch_size = options.batch;
+  request.checkpoint = read_checkpoint(options.checkpoint);
+  std::string sink_name = sink_spec.kind == SinkSpec::Kind::Kafka  ? "kafka:" + sink_spec.target
+                          : sink_spec.kind == SinkSpec::Kind::File ? "file:" + sink_spec.target
+                                                                   : "";
+  if (request.checkpoint && options.execute && !request.checkpoint->sink.empty() &&
+      request.checkpoint->sink != sink_name) {
+    throw UsageError(fmt::format("--checkpoint {} belongs to a replay into {}, not {}; use that sink or another "
+                                 "checkpoint file",
+                                 options.checkpoint, request.checkpoint->sink, sink_name));
+  }
+  request.run_id = request.checkpoint ? request.checkpoint->run_id
+                                      : fmt::format("r{}-{}", context.now_ms(), static_cast<long>(::getpid()));
+  request.placement.kind = has_via ? kind_name(placement.uri.kind) : "none";
+  request.placement.store = has_via ? placement.uri.redacted() : "";
+  request.placement.key_template = request.key_template.text();
+  request.placement.consumer = request.consumer;
+  request.placement.ttl = placement.audit.policy.ttl;
+  request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
+  DecisionLog decisions(options.decisions);
+
+  OpenedSource opened = open_source(options.source, context);
+  std::optional<std::string> failure = opened.failure;
+  std::unique_ptr<core::ReplayPlacement> via;
+  std::unique_ptr<core::ReplaySink> sink;
+  auto memory_note = [&](const core::MemoryPlacement& memory) {
+    core::Finding f;
+    f.id = "memory-placement";
+    f.severity = core::Severity::Info;
+    f.title = fmt::format("the memory: placement remembers the last {} keys exactly and older ones in a {} MiB "
+                          "Bloom filter",
+                          memory.window().capacity(), memory.window().bloom_bits() / 8 / 1024 / 1024);
+    f.count = 1;
+    f.advice = "An event the filter wrongly thinks it saw is skipped (rare), and nothing is remembered across runs or "
+               "shared with the consumer: a rerun may publish again. Use it for high-volume streams whose consumers "
+               "accept rare duplicates; use the consumer's own placement otherwise.";
+    return f;
+  };
+  if (!failure) {
+    try {
+      std::int64_t timeout = core::parse_duration(context.global.timeout, "--timeout");
+      if (options.no_dedup) {
+        via = std::make_unique<core::NoDedupPlacement>();
+        core::Finding f;
+        f.id = "replay-without-dedup";
+        f.severity = core::Severity::Warning;
+        f.title = "--no-dedup: every event of the range is published, duplicates included";
+        f.count = 1;
+        f.advice = "Consumers downstream see each event as often as the log holds it. Route the replay through the "
+                   "consumer's placement with --via unless every consumer is idempotent by design.";
+        request.placement_findings.push_back(std::move(f));
+      } else if (placement.uri.kind == core::StoreUri::Kind::Memory) {
+        std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
+        auto memory = std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(
+                                                                                         expected * 16, 1 << 20));
+        request.placement_findings.push_back(memory_note(*memory));
+        via = std::move(memory);
+      } else if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
+        connectors::postgres::InboxSettings settings;
+        settings.conninfo = placement.uri.conninfo;
+        settings.timeout_ms = timeout;
+        settings.schema = connectors::postgres::InboxSchema{
+            options.placement.inbox.table, options.placement.inbox.id_column, options.placement.inbox.consumer_column,
+            options.placement.inbox.time_column, options.placement.inbox.status_column};
+        settings.consumer = options.placement.consumer;
+        settings.stop = &context.stop;
+        via = connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
+      } else {
+        connectors::redis::RedisSettings settings;
+        settings.uri = placement.uri;
+        settings.timeout_ms = timeout;
+        settings.stop = &context.stop;
+        via = connectors::redis::open_replay_placement(settings, placement.audit.policy.ttl,
+                                                       placement.audit.policy.lease_ms,
+                                                       placement.audit.policy.in_progress_values);
+      }
+      if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {
+        sink = connectors::kafka::open_sink(kafka_settings(context), sink_spec.target);
+      } else if (options.execute) {
+        sink = connectors::file::open_sink(sink_spec.target);
+      }
+    } catch (const UnreachableError& e) {
+      failure = e.what();
+    }
+  }
+  reports::Report report;
+  if (failure) {
+    report = unreachable_report("replay", *failure, opened.info, context);
+    report.placement = request.placement;
+    return deliver_report(report, opened, format, context);
+  }
+  note_ranges(opened.info, context);
+  if (request.checkpoint) {
+    context.note(fmt::format("resuming run {} from {}", request.run_id, options.checkpoint));
+  }
+  if (options.execute && !options.checkpoint.empty()) {
+    request.save_checkpoint = [&](const core::Checkpoint& c) { write_checkpoint(options.checkpoint, c); };
+  }
+  if (decisions.open()) {
+    request.decide = [&](const core::DecisionRecord& d) { decisions.write(d); };
+    request.flush_decisions = [&] { decisions.flush(); };
+  }
+  auto started = std::chrono::steady_clock::now();
+  std::int64_t total = static_cast<std::int64_t>(expected_events(opened.info));
+  request.after_batch = [&](std::int64_t events) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (options.max_rate > 0) {
+      double due = static_cast<double>(events) / options.max_rate;
+      if (due > elapsed) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(due - elapsed));
+        elapsed = due;
+      }
+    }
+    if (context.progress) {
+      double rate = elapsed > 0 ? static_cast<double>(events) / elapsed : 0;
+      std::string eta = total > events && rate > 0
+                            ? ", ETA " + core::format_duration(static_cast<std::int64_t>(
+                                             static_cast<double>(total - events) / rate * 1000.0))
+                            : "";
+      context.progress(fmt::format("replay: {} events, {:.0f} events/s{}", events, rate, eta));
+    }
+  };
+  report = run_replay(request, *opened.source, *via, sink.get(), opened.info, context.now_ms());
+  return deliver_report(report, opened, format, context);
+}
+
+} // namespace
+
+CommandRunner register_replay(CLI::App& app, Context& context) {
+  auto options = std::make_shared<ReplayOptions>();
+  auto* sub = app.add_subcommand("replay", "Re-publish a range through a dedup placement; a plan unless --execute");
+  add_source_options(*sub, options->source);
+  add_identity_options(*sub, options->identity);
+  add_placement_options(*sub, options->placement, PlacementUse::Replay);
+  auto* replay = sub->add_option_group("Replay");
+  replay->add_option("--sink", options->sink, "where events that pass are published")->type_name("kafka:TOPIC|file:PATH");
+  replay->add_flag("--dry-run", options->dry_run, "print the plan and change nothing (the default)");
+  replay->add_flag("--execute", options->execute, "claim, publish and settle");
+  replay->add_option("--checkpoint", options->checkpoint, "resume point: written after every batch, read on start")
+      ->type_name("FILE");
+  replay->add_option("--max-rate", options->max_rate, "events per second at most")->type_name("N");
+  replay->add_option("--decisions", options->decisions, "append an NDJSON line per event: id, partition, offset, "
+                                                        "decision, reason")
+      ->type_name("FILE");
+  replay->add_flag("--allow-same-topic", options->allow_same_topic, "allow --sink to be the topic being read");
+  replay->add_flag("--no-dedup", options->no_dedup, "publish every event, duplicates included (no --via)");
+  replay->add_option("--memory-window", options->memory_window, "memory: keys remembered exactly (default 1000000)")
+      ->type_name("N");
+  replay->add_option("--batch", options->batch,
+                     "events per claim/publish/settle round: one transaction and one checkpoint each (default 1000)")
+      ->type_name("N");
+  replay->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  return [options, &context, sub]() -> int {
+    if (!sub->parsed()) {
+      return -1;
+    }
+    context.command = "replay";
+    return run(*options, context);
+  };
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,102 @@
+#include "connectors/file/replay_sink.hpp"
+
+#include "connectors/file/kcat_file.hpp"
+#include "core/errors.hpp"
+#include "core/kcat_line.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace dedupctl::connectors::file {
+
+namespace {
+
+class FileSink final : public core::ReplaySink {
+public:
+  explicit FileSink(std::string path) : m_path(std::move(path)) {
+    m_fd = ::open(m_path.c_str(), O_RDWR | O_CREAT, 0644);
+    if (m_fd < 0) {
+      throw UsageError(fmt::format("cannot open --sink file:{}: {}; check the path", m_path, std::strerror(errno)));
+    }
+    // Cut a line the previous run left half-written.
+    off_t size = ::lseek(m_fd, 0, SEEK_END);
+    off_t keep = size;
+    char c = 0;
+    while (keep > 0 && ::pread(m_fd, &c, 1, keep - 1) == 1 && c != '\n') {
+      --keep;
+    }
+    if (keep != size && ::ftruncate(m_fd, keep) != 0) {
+      fail("truncate a partial last line");
+    }
+    ::lseek(m_fd, 0, SEEK_END);
+    m_file = ::fdopen(m_fd, "a");
+    if (!m_file) {
+      fail("open");
+    }
+  }
+
+  ~FileSink() override {
+    if (m_file) {
+      std::fclose(m_file);
+    }
+  }
+
+  std::string describe() const override { return "file:" + m_path; }
+
+  void publish(const core::Event& event, std::uint64_t) override {
+    std::string line = core::format_kcat_line(event);
+    line += '\n';
+    if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size()) {
+      fail("write");
+    }
+  }
+
+  std::vector<std::uint64_t> flush(std::string& first_error) override {
+    first_error.clear();
+    if (std::fflush(m_file) != 0 || ::fsync(::fileno(m_file)) != 0) {
+      fail("flush");
+    }
+    return {};
+  }
+
+  std::string position() override {
+    struct stat st {};
+    if (::fstat(::fileno(m_file), &st) != 0) {
+      fail("stat");
+    }
+    return std::to_string(st.st_size);
+  }
+
+  std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
+    long start = 0;
+    try {
+      start = std::stol(position);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("the checkpoint's sink position {} is not a byte offset of {}", position, m_path));
+    }
+    std::fflush(m_file);
+    core::PartitionPlan everything;
+    return std::make_unique<KcatFileSource>(m_path, everything, false, nullptr, start);
+  }
+
+private:
+  [[noreturn]] void fail(const char* what) {
+    throw UnreachableError(fmt::format("cannot {} the sink {}: {}", what, m_path, std::strerror(errno)));
+  }
+
+  std::string m_path;
+  int m_fd = -1;
+  std::FILE* m_file = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<core::ReplaySink> open_sink(const std::string& path) { return std::make_unique<FileSink>(path); }
+
+} // namespace dedupctl::connectors::file
