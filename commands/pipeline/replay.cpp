@@ -95,6 +95,12 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     if (request.execute && sink && request.checkpoint && !request.checkpoint->sink_position.empty()) {
       in_sink = read_back(*sink, request.checkpoint->sink_position, request.identify);
     }
+    // A fresh run writes its id and the sink's position before it claims anything: killed before its
+    // first batch settles, its rerun still knows its claims and what the sink got since.
+    if (request.execute && sink && !request.checkpoint && request.save_checkpoint) {
+      checkpoint.sink_position = sink->position();
+      request.save_checkpoint(checkpoint);
+    }
     while (source.next_batch(batch)) {
       // A resumed run skips what its checkpoint says is done.
       if (request.checkpoint) {

@@ -226,6 +226,10 @@ private:
     pqxx::nontransaction setup(*connection);
     if (!m_settings.writable) {
       setup.exec0("SET default_transaction_read_only = on");
+    } else {
+      // A replay checkpoints a batch once its COMMIT returns: the rows must be durable by then, even
+      // where the server commits asynchronously.
+      setup.exec0("SET synchronous_commit = on");
     }
     setup.exec0(fmt::format("SET statement_timeout = {}", m_settings.timeout_ms));
     return connection;

@@ -489,15 +489,29 @@ PostgresServer::PostgresServer() {
   }
   for (int attempt = 0; attempt < 3 && !m_running; ++attempt) {
     m_port = free_port();
-    std::string options = fmt::format("-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off "
-                                      "-c synchronous_commit=off -c full_page_writes=off",
-                                      m_dir, m_port);
-    m_running = run_as_user({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options, "-w",
-                             "-t", "60", "start"}) == 0;
+    start();
   }
   if (!m_running) {
     m_why = "pg_ctl start failed: " + read_file(m_dir + "/server.log");
   }
+}
+
+bool PostgresServer::start() {
+  if (m_running) {
+    return true;
+  }
+  SpawnOptions as_user;
+  as_user.uid = m_uid;
+  as_user.gid = m_gid;
+  as_user.silence = true;
+  std::string options = fmt::format("-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off "
+                                    "-c synchronous_commit=off -c full_page_writes=off",
+                                    m_dir, m_port);
+  Process process({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options, "-w", "-t",
+                   "60", "start"},
+                  as_user);
+  m_running = process.wait() == 0;
+  return m_running;
 }
 
 PostgresServer::~PostgresServer() {

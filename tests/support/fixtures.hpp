@@ -159,6 +159,8 @@ public:
   // Runs SQL with psql; returns its result.
   CommandResult psql(const std::string& sql) const;
   void stop();
+  // Starts it again on the same port and data after stop(); false when pg_ctl fails.
+  bool start();
 
 private:
   std::string m_bin;

@@ -205,6 +205,29 @@ TEST(ReplayPipeline, FailedDeliveriesReleaseTheirClaimsHoldTheCheckpointAndPubli
 
 // A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
 // reads back what the sink got after the checkpoint and settles those without publishing again.
+// Killed before its first batch settled, the run's first checkpoint (its id, the sink's start) does
+// the same.
+TEST(ReplayPipeline, ARunKilledBeforeItsFirstBatchSettledIsResumedByItsFirstCheckpoint) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::optional<core::Checkpoint> saved;
+  placement.fail_settle_at = 0;
+  FakeEventSource first(events(6), 3);
+  auto report = run_replay(request(true, &saved), first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  ASSERT_TRUE(saved);
+  EXPECT_TRUE(saved->partitions.empty());
+  EXPECT_EQ(saved->sink_position, "0");
+  EXPECT_EQ(sink.received.size(), 3u);
+  placement.fail_settle_at.reset();
+  FakeEventSource rerun(events(6), 3);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(second.replay->run->found_in_sink, 3);
+  EXPECT_EQ(sink.received.size(), 6u);
+}
+
 TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) {
   FakePlacement placement;
   FakeSink sink;
@@ -264,7 +287,11 @@ TEST(ReplayPipeline, EachChunkOfBatchSizeEventsIsSettledAndCheckpointedOnItsOwn)
   r.save_checkpoint = [&](const core::Checkpoint& c) { saved.push_back(c); };
   auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
   EXPECT_EQ(summary(report, "replayed"), 10);
-  ASSERT_EQ(saved.size(), 3u);
+  ASSERT_EQ(saved.size(), 4u);
+  EXPECT_TRUE(saved[0].partitions.empty()) << "a fresh run saves its id before it claims anything";
+  EXPECT_EQ(saved[0].run_id, "run-1");
+  EXPECT_EQ(saved[0].sink_position, "0");
+  saved.erase(saved.begin());
   // Events 0..3 are offsets 0,0,1,1 of partitions 0 and 1: the first checkpoint says 2 and 2.
   EXPECT_EQ(saved[0].next_offset("orders", 0), 2);
   EXPECT_EQ(saved[0].next_offset("orders", 1), 2);

@@ -1,0 +1,305 @@
+// dedupctl replay end to end: the mock cluster as source and sink, a real Redis and a real
+// PostgreSQL as placements, produce failures injected in the mock, and runs killed with SIGKILL.
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr int k_events = 400;
+
+// k_events events e-0 … in two partitions of "src", each id once.
+std::string source_events() {
+  std::string out;
+  for (int i = 0; i < k_events; ++i) {
+    out += fmt::format(
+        R"({{"topic":"src","partition":{},"offset":{},"ts":{},"headers":["event_id","e-{}","type","PaymentCharged"],)"
+        R"("key":"k{}","payload":"{{\"n\":{}}}"}})"
+        "\n",
+        i % 2, i / 2, 1'795'000'000'000LL + i, i, i, i);
+  }
+  return out;
+}
+
+std::map<std::string, long long> summary_of(const std::string& json) {
+  std::map<std::string, long long> out;
+  Json doc = Json::parse(json); // alive through the loop: items() only views it
+  for (const auto& [name, value] : doc.at("summary").items()) {
+    out[name] = value.get<long long>();
+  }
+  return out;
+}
+
+// Waits until a running replay's checkpoint shows a settled batch (a line of partition "src").
+bool wait_for_progress(const std::string& checkpoint) {
+  for (int i = 0; i < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;
+    if (std::filesystem::exists(checkpoint, ec) && read_file(checkpoint).find("\nsrc\t") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+class Replay : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    m_broker.seed("src", source_events());
+  }
+
+  std::vector<std::string> args(std::vector<std::string> extra) const {
+    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "src", "-o", "json", "-q",
+                                 "--timeout", "5s"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+  std::vector<std::string> via_redis(std::vector<std::string> extra) const {
+    std::vector<std::string> out{"--via", m_redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return args(out);
+  }
+
+  // What the sink topic holds: every id of the source exactly once?
+  void expect_each_event_once_in_sink() {
+    auto scan = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
+    ASSERT_EQ(scan.exit_code, 0) << scan.err;
+    auto s = summary_of(scan.out);
+    EXPECT_EQ(s.at("events"), k_events) << "the sink holds each event once, no more, no fewer";
+    EXPECT_EQ(s.at("log_duplicates"), 0);
+    EXPECT_EQ(s.at("id_reuse"), 0);
+    EXPECT_EQ(s.at("no_id"), 0);
+  }
+
+  MockBroker m_broker{{"src:2", "sink:2"}};
+  RedisServer m_redis;
+};
+
+TEST_F(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
+  m_redis.command("SET dedup:e-4 done");
+  m_redis.command("SET dedup:e-5 processing:someone");
+  auto result = run_dedupctl(via_redis({"--sink", "kafka:sink"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("would_replay"), k_events - 2);
+  EXPECT_EQ(doc.at("summary").at("would_skip"), 2);
+  const auto& replay = doc.at("replay");
+  EXPECT_EQ(replay.at("mode"), "plan");
+  ASSERT_EQ(replay.at("partitions").size(), 2u);
+  EXPECT_EQ(replay.at("partitions")[0].at("would_publish"), k_events / 2 - 1); // e-4 is in partition 0
+  EXPECT_EQ(replay.at("partitions")[0].at("would_skip"), 1);
+  EXPECT_EQ(replay.at("partitions")[0].at("to"), k_events / 2);
+  EXPECT_EQ(m_redis.command("DBSIZE"), ":2\r\n") << "a plan claims nothing";
+  auto sink = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
+  EXPECT_EQ(summary_of(sink.out).at("events"), 0) << "a plan publishes nothing";
+  // The text plan has the per-partition table.
+  auto text = run_dedupctl({"replay", "-b", m_broker.bootstrap(), "--topic", "src", "--via", m_redis.uri(), "--sink",
+                            "kafka:sink"});
+  EXPECT_NE(text.out.find("REPLAY PLAN"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("WOULD-PUBLISH"), std::string::npos) << text.out;
+}
+
+TEST_F(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
+  TempDir dir;
+  auto first = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("d.ndjson")}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(summary_of(first.out).at("replayed"), k_events);
+  auto second = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("d.ndjson")}));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(summary_of(second.out).at("replayed"), 0);
+  EXPECT_EQ(summary_of(second.out).at("skipped_duplicate"), k_events);
+  expect_each_event_once_in_sink();
+  EXPECT_EQ(m_redis.command("GET dedup:e-7"), "$4\r\ndone\r\n");
+  // Every decision of both runs is logged, one JSON object a line.
+  std::string log = read_file(dir.file("d.ndjson"));
+  int lines = 0, skipped = 0;
+  for (std::size_t pos = 0, end; (end = log.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto d = Json::parse(log.substr(pos, end - pos));
+    ++lines;
+    skipped += d.at("decision") == "skipped-duplicate" ? 1 : 0;
+  }
+  EXPECT_EQ(lines, 2 * k_events);
+  EXPECT_EQ(skipped, k_events);
+}
+
+TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
+  TempDir dir;
+  // The next three Produce requests fail with a permanent error (MSG_SIZE_TOO_LARGE).
+  ASSERT_EQ(m_broker.command("error 0 10 3"), "ok");
+  auto first = run_dedupctl(
+      via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+  EXPECT_EQ(first.exit_code, 1) << first.err;
+  auto s = summary_of(first.out);
+  ASSERT_GT(s.at("failed"), 0);
+  EXPECT_EQ(s.at("released"), s.at("failed"));
+  EXPECT_EQ(s.at("replayed") + s.at("failed"), k_events);
+  EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", s.at("replayed"))) << "failed claims are deleted";
+  auto rerun = run_dedupctl(
+      via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(summary_of(rerun.out).at("replayed"), s.at("failed"));
+  expect_each_event_once_in_sink();
+}
+
+TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
+  TempDir dir;
+  SpawnOptions options;
+  options.silence = true;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  for (auto& a : via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
+                            dir.file("cp")})) {
+    argv.push_back(a);
+  }
+  Process run(argv, options);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  run.signal(SIGKILL);
+  EXPECT_EQ(run.wait(), 128 + SIGKILL);
+  auto partial = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
+  long long published = summary_of(partial.out).at("events");
+  EXPECT_GT(published, 0);
+  EXPECT_LT(published, k_events) << "the kill came mid-run";
+  auto rerun = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--checkpoint",
+                                       dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(Json::parse(rerun.out).at("replay").at("resumed"), true);
+  expect_each_event_once_in_sink();
+}
+
+TEST_F(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
+  auto same = run_dedupctl(via_redis({"--execute", "--sink", "kafka:src"}));
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("--allow-same-topic"), std::string::npos) << same.err;
+  auto no_via = run_dedupctl(args({"--execute", "--sink", "kafka:sink"}));
+  EXPECT_EQ(no_via.exit_code, 2);
+  EXPECT_NE(no_via.err.find("--no-dedup"), std::string::npos) << no_via.err;
+  auto both = run_dedupctl(via_redis({"--execute", "--dry-run", "--sink", "kafka:sink"}));
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("mutually exclusive"), std::string::npos) << both.err;
+  auto no_ttl = run_dedupctl(args({"--via", m_redis.uri(), "--execute", "--sink", "kafka:sink"}));
+  EXPECT_EQ(no_ttl.exit_code, 2);
+  EXPECT_NE(no_ttl.err.find("--ttl"), std::string::npos) << no_ttl.err;
+  EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n");
+  // --no-dedup said explicitly publishes everything, with a warning.
+  auto no_dedup = run_dedupctl(args({"--execute", "--no-dedup", "--sink", "kafka:sink", "--fail-on", "error"}));
+  ASSERT_EQ(no_dedup.exit_code, 0) << no_dedup.err;
+  EXPECT_NE(no_dedup.out.find("replay-without-dedup"), std::string::npos);
+  expect_each_event_once_in_sink();
+}
+
+TEST_F(Replay, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {
+  TempDir dir;
+  // e-0 again, as a producer retry would write it.
+  m_broker.seed("src", R"({"topic":"src","partition":0,"offset":0,"ts":1795000009999,"headers":["event_id","e-0",)"
+                       R"("type","PaymentCharged"],"key":"k0","payload":"{\"n\":0}"})"
+                       "\n");
+  auto result = run_dedupctl(args({"--via", "memory:", "--execute", "--sink", "file:" + dir.file("out.ndjson")}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto s = summary_of(result.out);
+  EXPECT_EQ(s.at("replayed"), k_events);
+  EXPECT_EQ(s.at("skipped_duplicate"), 1);
+  EXPECT_NE(result.out.find("memory-placement"), std::string::npos) << "the plan says what memory: may miss";
+  auto sink = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"});
+  ASSERT_EQ(sink.exit_code, 0) << sink.err;
+  EXPECT_EQ(summary_of(sink.out).at("events"), k_events);
+  EXPECT_EQ(summary_of(sink.out).at("log_duplicates"), 0);
+}
+
+// The inbox placement: one transaction per batch.
+class ReplayInbox : public Replay {
+protected:
+  void SetUp() override {
+    Replay::SetUp();
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    ASSERT_EQ(m_pg.psql("CREATE TABLE processed_events (event_id text PRIMARY KEY, consumer_name text, processed_at "
+                        "timestamptz NOT NULL, status text)")
+                  .exit_code,
+              0);
+  }
+  std::vector<std::string> via_inbox(std::vector<std::string> extra) const {
+    std::vector<std::string> out{"--via", m_pg.conninfo(), "--consumer", "billing", "--inbox-status-column", "status"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return args(out);
+  }
+  long long rows() const { return std::stoll(m_pg.psql("SELECT count(*) FROM processed_events").out); }
+
+  PostgresServer m_pg;
+};
+
+TEST_F(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
+  auto first = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(summary_of(first.out).at("replayed"), k_events);
+  auto second = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+  EXPECT_EQ(summary_of(second.out).at("skipped_duplicate"), k_events);
+  EXPECT_EQ(rows(), k_events);
+  EXPECT_EQ(m_pg.psql("SELECT consumer_name, status FROM processed_events WHERE event_id = 'e-3'").out,
+            "billing|done\n");
+  expect_each_event_once_in_sink();
+}
+
+TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
+  TempDir dir;
+  SpawnOptions options;
+  options.silence = true;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  for (auto& a : via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
+                            "--checkpoint", dir.file("cp")})) {
+    argv.push_back(a);
+  }
+  Process run(argv, options);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  run.signal(SIGKILL);
+  run.wait();
+  EXPECT_LT(rows(), k_events);
+  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_each_event_once_in_sink();
+  EXPECT_EQ(rows(), k_events);
+}
+
+TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
+  TempDir dir;
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  for (auto& a : via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
+                            "--checkpoint", dir.file("cp")})) {
+    argv.push_back(a);
+  }
+  Process run(argv, options);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  m_pg.stop();
+  std::string out;
+  while (auto line = run.read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(run.wait(), 3);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  ASSERT_TRUE(m_pg.start());
+  // Every event below the checkpoint has its row; no row lies at or beyond it (the open batch rolled back).
+  std::string checkpoint = read_file(dir.file("cp"));
+  long long below = 0;
+  for (int p = 0; p < 2; ++p) {
+    auto at = checkpoint.find(fmt::format("\nsrc\t{}\t", p));
+    // A partition no settled batch has reached yet is not in the checkpoint: it starts at 0.
+    below += at == std::string::npos ? 0 : std::stoll(checkpoint.substr(at + 6 + std::to_string(p).size()));
+  }
+  EXPECT_EQ(rows(), below) << checkpoint;
+  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_each_event_once_in_sink();
+  EXPECT_EQ(rows(), k_events);
+}
