@@ -39,7 +39,7 @@ struct ReplayOptions {
   bool no_dedup = false;
   std::size_t memory_window = 1'000'000;
   std::size_t examples = 5;
-  std::size_t batch = 1000;
+  std::size_t batch = 5000;
 };
 
 struct SinkSpec {
@@ -315,7 +315,7 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
   replay->add_option("--memory-window", options->memory_window, "memory: keys remembered exactly (default 1000000)")
       ->type_name("N");
   replay->add_option("--batch", options->batch,
-                     "events per claim/publish/settle round: one transaction and one checkpoint each (default 1000)")
+                     "events per claim/publish/settle round: one transaction and one checkpoint each (default 5000)")
       ->type_name("N");
   replay->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
   return [options, &context, sub]() -> int {

@@ -129,6 +129,9 @@ public:
   // where not. Throws UnreachableError (then nothing of the batch is marked done).
   virtual void settle(const std::vector<std::string>& keys, const std::vector<Claim>& claims,
                       const std::vector<bool>& delivered) = 0;
+  // Batches that may be claimed before the earlier ones are settled (a transaction per batch on
+  // one connection: 1).
+  virtual std::size_t max_in_flight() const { return 8; }
 };
 
 // memory: as a placement. A plan runs the window too (it holds nothing before the run).
@@ -159,15 +162,24 @@ public:
   void settle(const std::vector<std::string>&, const std::vector<Claim>&, const std::vector<bool>&) override {}
 };
 
-// Where replayed events go.
+// A delivery report of one published event.
+struct Delivery {
+  std::uint64_t tag = 0;
+  bool ok = true;
+  std::string error; // when not ok
+};
+
+// Where replayed events go. Publishing does not wait: deliveries are reported by poll(), so the
+// next batch is claimed and published while the last one is still on its way.
 class ReplaySink {
 public:
   virtual ~ReplaySink() = default;
   virtual std::string describe() const = 0; // kafka:TOPIC, file:PATH
   virtual void publish(const Event& event, std::uint64_t tag) = 0;
-  // Waits for every delivery; returns the tags that failed and the first error.
-  virtual std::vector<std::uint64_t> flush(std::string& first_error) = 0;
-  // Where the sink ends now (after a flush), for the checkpoint.
+  // Appends the deliveries reported since the last call; waits up to timeout_ms when there are
+  // none yet but publishes are outstanding (0: only what is already there).
+  virtual void poll(std::vector<Delivery>& out, int timeout_ms) = 0;
+  // Where the sink ends after the deliveries reported so far, for the checkpoint.
   virtual std::string position() = 0;
   // What was published after `position`: read back on resume, because an interrupted run may
   // have published events whose claims it never settled.

@@ -26,7 +26,7 @@ struct ReplayRequest {
   core::FailOn fail_on;
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
-  std::size_t batch_size = 1000; // events per claim, delivery and settle round (and transaction)
+  std::size_t batch_size = 5000; // events per claim, delivery and settle round (and transaction)
   reports::PlacementInfo placement;
   std::vector<core::Finding> placement_findings; // e.g. what the memory window may miss
   // Called after each batch: the checkpoint to write (execute), then the events so far (pacing and

@@ -49,20 +49,28 @@ public:
 
   std::string describe() const override { return "file:" + m_path; }
 
-  void publish(const core::Event& event, std::uint64_t) override {
+  void publish(const core::Event& event, std::uint64_t tag) override {
     std::string line = core::format_kcat_line(event);
     line += '\n';
     if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size()) {
       fail("write");
     }
+    m_pending.push_back(tag);
   }
 
-  std::vector<std::uint64_t> flush(std::string& first_error) override {
-    first_error.clear();
+  // A line is delivered once it is on disk: one fsync for everything written since the last, when
+  // the caller is ready to wait or a good amount is pending.
+  void poll(std::vector<core::Delivery>& out, int timeout_ms) override {
+    if (m_pending.empty() || (timeout_ms == 0 && m_pending.size() < k_sync_every)) {
+      return;
+    }
     if (std::fflush(m_file) != 0 || ::fsync(::fileno(m_file)) != 0) {
       fail("flush");
     }
-    return {};
+    for (auto tag : m_pending) {
+      out.push_back(core::Delivery{tag, true, ""});
+    }
+    m_pending.clear();
   }
 
   std::string position() override {
@@ -90,7 +98,9 @@ private:
     throw UnreachableError(fmt::format("cannot {} the sink {}: {}", what, m_path, std::strerror(errno)));
   }
 
+  static constexpr std::size_t k_sync_every = 50'000;
   std::string m_path;
+  std::vector<std::uint64_t> m_pending;
   int m_fd = -1;
   std::FILE* m_file = nullptr;
 };

@@ -10,6 +10,7 @@
 #include <deque>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <thread>
 #include <unistd.h>
 
@@ -506,12 +507,20 @@ private:
   std::chrono::steady_clock::time_point m_last_progress;
 };
 
+} // namespace
+
+// The watermarks through an existing handle (the sink's producer: no new connection per call).
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
+                                                                 const std::string& topic);
+
+namespace {
+
 class KafkaProducer final : public Producer {
 public:
   KafkaProducer(const KafkaSettings& settings, bool idempotent) : m_settings(settings) {
     std::vector<std::pair<std::string, std::string>> defaults{
         {"acks", "all"},
-        {"linger.ms", "20"},
+        {"linger.ms", "5"},
         {"batch.size", "1000000"},
         {"queue.buffering.max.messages", "1000000"},
         {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
@@ -528,7 +537,6 @@ public:
   }
 
   void send(const OutgoingRecord& record, std::uint64_t tag) override {
-    m_tags.push_back(Tagged{this, tag});
     rd_kafka_headers_t* headers = nullptr;
     if (!record.headers.empty()) {
       headers = rd_kafka_headers_new(record.headers.size());
@@ -537,32 +545,24 @@ public:
                             value ? static_cast<ssize_t>(value->size()) : 0);
       }
     }
-    // The V_ macros cast their arguments: compute them first.
-    const void* key = record.key ? record.key->data() : nullptr;
-    std::size_t key_size = record.key ? record.key->size() : 0;
-    void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
-    std::size_t value_size = record.payload ? record.payload->size() : 0;
-    std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
-    while (true) {
-      rd_kafka_resp_err_t err =
-          rd_kafka_producev(m_rk.get(), RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
-                            RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_TIMESTAMP(record.timestamp_ms),
-                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(&m_tags.back()), RD_KAFKA_V_END);
-      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        rd_kafka_poll(m_rk.get(), k_poll_interval_ms);
-        continue;
+    produce(record.topic, record.partition.value_or(RD_KAFKA_PARTITION_UA),
+            record.key ? std::optional<std::string_view>(*record.key) : std::nullopt,
+            record.payload ? std::optional<std::string_view>(*record.payload) : std::nullopt, record.timestamp_ms,
+            headers, tag);
+  }
+
+  // An event as it is (key, payload, headers, CreateTime) to `topic`, placed by the partitioner;
+  // the bytes are copied once, by librdkafka.
+  void send_event(const std::string& topic, const core::Event& event, std::uint64_t tag) {
+    rd_kafka_headers_t* headers = nullptr;
+    if (!event.headers.empty()) {
+      headers = rd_kafka_headers_new(event.headers.size());
+      for (const auto& h : event.headers) {
+        rd_kafka_header_add(headers, h.name.data(), static_cast<ssize_t>(h.name.size()),
+                            h.value ? h.value->data() : nullptr, h.value ? static_cast<ssize_t>(h.value->size()) : 0);
       }
-      if (err) {
-        m_tags.pop_back();
-        if (headers) {
-          rd_kafka_headers_destroy(headers);
-        }
-        throw UsageError(fmt::format("cannot produce to {}: {}", record.topic, rd_kafka_err2str(err)));
-      }
-      break;
     }
-    rd_kafka_poll(m_rk.get(), 0);
+    produce(topic, RD_KAFKA_PARTITION_UA, event.key, event.payload, event.timestamp_ms, headers, tag);
   }
 
   std::int64_t flush(std::string& first_error) override {
@@ -584,7 +584,65 @@ public:
 
   std::vector<std::uint64_t> take_failed_tags() override { return std::exchange(m_failed_tags, {}); }
 
+  // Serves delivery reports for up to timeout_ms and hands over what was reported (all records,
+  // failed or not) since the last call.
+  // From now on every delivery report is kept for poll_reports (a sink's producer).
+  void keep_reports() { m_keep_reports = true; }
+
+  void poll_reports(std::vector<core::Delivery>& out, int timeout_ms) {
+    if (timeout_ms > 0 && m_reports.empty() && rd_kafka_outq_len(m_rk.get()) == 0) {
+      // Asked to wait for reports of records librdkafka no longer holds: they were lost (a bug).
+      throw std::logic_error("waiting for delivery reports that can no longer come");
+    }
+    if (m_settings.stop && m_settings.stop->load() && timeout_ms > 0) {
+      timeout_ms = std::min(timeout_ms, k_poll_interval_ms); // still deliver what is in flight
+    }
+    rd_kafka_poll(m_rk.get(), m_reports.empty() ? timeout_ms : 0);
+    for (auto& report : m_reports) {
+      out.push_back(std::move(report));
+    }
+    m_reports.clear();
+    if (rd_kafka_outq_len(m_rk.get()) == 0) {
+      m_tags.clear(); // every report is in: no message points at them any more
+    }
+  }
+
+  rd_kafka_t* handle() const { return m_rk.get(); }
+  // Per partition, the offset after the last record delivered.
+  const std::map<std::int32_t, std::int64_t>& next_offsets() const { return m_next_offsets; }
+
 private:
+  void produce(const std::string& topic, std::int32_t partition, std::optional<std::string_view> key_view,
+               std::optional<std::string_view> value_view, std::int64_t timestamp_ms, rd_kafka_headers_t* headers,
+               std::uint64_t tag) {
+    m_tags.push_back(Tagged{this, tag});
+    // The V_ macros cast their arguments: compute them first.
+    const void* key = key_view ? key_view->data() : nullptr;
+    std::size_t key_size = key_view ? key_view->size() : 0;
+    void* value = value_view ? const_cast<char*>(value_view->data()) : nullptr;
+    std::size_t value_size = value_view ? value_view->size() : 0;
+    while (true) {
+      rd_kafka_resp_err_t err =
+          rd_kafka_producev(m_rk.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
+                            RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_TIMESTAMP(timestamp_ms),
+                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(&m_tags.back()), RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(m_rk.get(), k_poll_interval_ms);
+        continue;
+      }
+      if (err) {
+        m_tags.pop_back();
+        if (headers) {
+          rd_kafka_headers_destroy(headers);
+        }
+        throw UsageError(fmt::format("cannot produce to {}: {}", topic, rd_kafka_err2str(err)));
+      }
+      break;
+    }
+    rd_kafka_poll(m_rk.get(), 0);
+  }
+
   // Each record carries its producer and tag as the message opaque (a deque keeps them in place).
   struct Tagged {
     KafkaProducer* producer;
@@ -593,10 +651,19 @@ private:
 
   static void delivered(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
     auto* tagged = static_cast<Tagged*>(message->_private);
-    if (!tagged || !message->err) {
+    if (!tagged) {
       return;
     }
     KafkaProducer* self = tagged->producer;
+    if (self->m_keep_reports) {
+      self->m_reports.push_back(core::Delivery{tagged->tag, !message->err,
+                                               message->err ? rd_kafka_err2str(message->err) : std::string()});
+    }
+    if (!message->err) {
+      auto& next = self->m_next_offsets[message->partition];
+      next = std::max(next, message->offset + 1);
+      return;
+    }
     self->m_failed_tags.push_back(tagged->tag);
     if (self->m_failed++ == 0) {
       self->m_first_error = rd_kafka_err2str(message->err);
@@ -605,6 +672,9 @@ private:
 
   std::deque<Tagged> m_tags;
   std::vector<std::uint64_t> m_failed_tags;
+  std::map<std::int32_t, std::int64_t> m_next_offsets;
+  std::vector<core::Delivery> m_reports;
+  bool m_keep_reports = false; // a sink polls its reports; the seeder only counts failures
 
   KafkaSettings m_settings;
   KafkaHandle m_rk;
@@ -616,44 +686,35 @@ class KafkaSink final : public core::ReplaySink {
 public:
   KafkaSink(const KafkaSettings& settings, std::string topic)
       : m_settings(settings), m_topic(std::move(topic)), m_producer(m_settings, true) {
-    position(); // fails early on a topic that does not exist
+    m_producer.keep_reports();
+    // The sink's end now (this also fails early on a topic that does not exist); later, what this
+    // run's deliveries reported: no broker round trip per batch.
+    auto marks = watermarks_of(m_producer.handle(), m_settings, m_topic);
+    for (std::size_t p = 0; p < marks.size(); ++p) {
+      m_start.emplace(static_cast<std::int32_t>(p), marks[p].second);
+    }
   }
 
   std::string describe() const override { return "kafka:" + m_topic; }
 
-  void publish(const core::Event& event, std::uint64_t tag) override {
-    OutgoingRecord record;
-    record.topic = m_topic;
-    if (event.key) {
-      record.key = std::string(*event.key);
-    }
-    if (event.payload) {
-      record.payload = std::string(*event.payload);
-    }
-    for (const auto& h : event.headers) {
-      record.headers.emplace_back(std::string(h.name),
-                                  h.value ? std::optional<std::string>(std::string(*h.value)) : std::nullopt);
-    }
-    record.timestamp_ms = event.timestamp_ms;
-    m_producer.send(record, tag);
-  }
+  void publish(const core::Event& event, std::uint64_t tag) override { m_producer.send_event(m_topic, event, tag); }
 
-  std::vector<std::uint64_t> flush(std::string& first_error) override {
-    m_producer.flush(first_error);
-    return m_producer.take_failed_tags();
-  }
+  void poll(std::vector<core::Delivery>& out, int timeout_ms) override { m_producer.poll_reports(out, timeout_ms); }
 
   std::string position() override {
     std::string out;
-    auto marks = watermarks(m_settings, m_topic);
-    for (std::size_t p = 0; p < marks.size(); ++p) {
-      out += fmt::format("{}{}:{}", out.empty() ? "" : ",", p, marks[p].second);
+    for (auto [partition, next] : m_start) {
+      auto delivered = m_producer.next_offsets().find(partition);
+      if (delivered != m_producer.next_offsets().end()) {
+        next = std::max(next, delivered->second);
+      }
+      out += fmt::format("{}{}:{}", out.empty() ? "" : ",", partition, next);
     }
     return out;
   }
 
   std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
-    auto marks = watermarks(m_settings, m_topic);
+    auto marks = watermarks_of(m_producer.handle(), m_settings, m_topic);
     std::vector<core::PartitionPlan> plans;
     std::size_t pos = 0;
     while (pos < position.size()) {
@@ -682,6 +743,7 @@ private:
   KafkaSettings m_settings;
   std::string m_topic;
   KafkaProducer m_producer;
+  std::map<std::int32_t, std::int64_t> m_start;
 };
 
 } // namespace
@@ -756,12 +818,17 @@ void commit_offsets(const KafkaSettings& settings, const std::string& group, con
 
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic) {
   KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
+  return watermarks_of(rk.get(), settings, topic);
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
+                                                                 const std::string& topic) {
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (auto partition : topic_partitions(rk.get(), settings, topic)) {
+  for (auto partition : topic_partitions(rk, settings, topic)) {
     std::int64_t low = 0;
     std::int64_t high = 0;
     rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high, timeout_of(settings));
+        rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, timeout_of(settings));
     if (err) {
       unreachable(settings, fmt::format("watermarks of {}[{}]", topic, partition), err);
     }

@@ -508,6 +508,8 @@ public:
   }
 
   std::string kind() const override { return "postgres"; }
+  // One connection, one open transaction: a batch is settled before the next is claimed.
+  std::size_t max_in_flight() const override { return 1; }
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     m_store.lookup(keys, m_states);

@@ -224,8 +224,12 @@ public:
     check_stop();
     std::string mine = "processing:" + run_id;
     for (const auto& key : keys) {
-      m_connection.append({"SET", key, mine, "NX", "PX", m_lease});
-      m_connection.append({"GET", key});
+      const char* set[] = {"SET", key.data(), mine.data(), "NX", "PX", m_lease.data()};
+      std::size_t set_len[] = {3, key.size(), mine.size(), 2, 2, m_lease.size()};
+      m_connection.append_argv(6, set, set_len);
+      const char* get[] = {"GET", key.data()};
+      std::size_t get_len[] = {3, key.size()};
+      m_connection.append_argv(2, get, get_len);
     }
     out.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -253,16 +257,21 @@ public:
   void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
               const std::vector<bool>& delivered) override {
     std::size_t sent = 0;
+    bool expires = m_ttl.ms && !m_ttl.infinite;
+    std::string ttl = expires ? std::to_string(std::max<std::int64_t>(1, *m_ttl.ms)) : "";
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (claims[i] != core::Claim::Claimed && claims[i] != core::Claim::OwnStale) {
         continue;
       }
+      const std::string& key = keys[i];
       if (!delivered[i]) {
-        m_connection.append({"DEL", keys[i]});
-      } else if (m_ttl.ms && !m_ttl.infinite) {
-        m_connection.append({"SET", keys[i], "done", "PX", std::to_string(std::max<std::int64_t>(1, *m_ttl.ms))});
+        const char* del[] = {"DEL", key.data()};
+        std::size_t del_len[] = {3, key.size()};
+        m_connection.append_argv(2, del, del_len);
       } else {
-        m_connection.append({"SET", keys[i], "done"});
+        const char* set[] = {"SET", key.data(), "done", "PX", ttl.data()};
+        std::size_t set_len[] = {3, key.size(), 4, 2, ttl.size()};
+        m_connection.append_argv(expires ? 5 : 3, set, set_len);
       }
       ++sent;
     }

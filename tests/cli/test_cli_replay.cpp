@@ -146,6 +146,7 @@ TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   EXPECT_EQ(s.at("released"), s.at("failed"));
   EXPECT_EQ(s.at("replayed") + s.at("failed"), k_events);
   EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", s.at("replayed"))) << "failed claims are deleted";
+  ASSERT_EQ(m_broker.command("clear 0"), "ok"); // the broker is healthy again
   auto rerun = run_dedupctl(
       via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
