@@ -71,7 +71,7 @@ int run(int argc, char** argv) {
   std::vector<commands::CommandRunner> runners{
       commands::register_scan(app, context), commands::register_audit(app, context),
       commands::register_check(app, context), commands::register_snapshot(app, context),
-      commands::register_replay(app, context),
+      commands::register_replay(app, context), commands::register_trace(app, context),
       commands::register_version(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();

@@ -2,6 +2,7 @@
 #include "commands/pipeline/common.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "commands/store.hpp"
 #include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/kafka/kafka.hpp"
@@ -119,23 +120,13 @@ int run(const AuditOptions& options, Context& context) {
   if (!options.placement.inbox_retention.empty()) {
     inbox_retention = core::parse_ttl(options.placement.inbox_retention);
   }
-  // Everything typed was valid: now contact the systems.
-  std::unique_ptr<core::DedupStore> store;
+  // Everything typed was valid: a snapshot file is read before anything is contacted (a bad one is
+  // exit 2), then the systems.
   std::int64_t now = context.now_ms();
-  bool inbox_snapshot = placement.uri.kind == core::StoreUri::Kind::File &&
-                        connectors::file::InboxSnapshotStore::is_inbox_snapshot(placement.uri.path);
-  if (inbox_snapshot) {
-    auto snapshot = std::make_unique<connectors::file::InboxSnapshotStore>(placement.uri.path, options.placement.consumer);
-    now = snapshot->header().taken_at_ms; // the rows are as they were then
-    context.note(fmt::format("auditing against inbox snapshot {} taken at {}", placement.uri.path, core::format_time(now)));
-    prepare_inbox(*snapshot, inbox_retention, options, request, now, context);
-    store = std::move(snapshot);
-  } else if (placement.uri.kind == core::StoreUri::Kind::File) {
-    auto snapshot = std::make_unique<connectors::file::SnapshotStore>(placement.uri.path);
-    now = snapshot->header().taken_at_ms; // the records are as they were then
-    context.note(fmt::format("auditing against snapshot {} taken at {} ({} records)", placement.uri.path,
-                             core::format_time(now), snapshot->size()));
-    store = std::move(snapshot);
+  bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
+  OpenedStore opened_store;
+  if (file_store) {
+    opened_store = open_dedup_store(placement, options.placement, context, std::nullopt);
   }
   OpenedSource opened =
       open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt);
@@ -152,39 +143,22 @@ int run(const AuditOptions& options, Context& context) {
                                opened.info.topics.front()));
     }
   }
-  if (!failure && !store && placement.uri.kind == core::StoreUri::Kind::Postgres) {
-    try {
-      connectors::postgres::InboxSettings settings;
-      settings.conninfo = placement.uri.conninfo;
-      settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-      settings.schema = connectors::postgres::InboxSchema{
-          options.placement.inbox.table, options.placement.inbox.id_column, options.placement.inbox.consumer_column,
-          options.placement.inbox.time_column, options.placement.inbox.status_column};
-      settings.consumer = options.placement.consumer;
-      settings.stop = &context.stop;
-      const auto& lookup = options.placement.inbox_lookup;
-      settings.lookup = lookup == "load"      ? connectors::postgres::InboxLookup::Load
-                        : lookup == "batches" ? connectors::postgres::InboxLookup::Batches
-                                              : connectors::postgres::InboxLookup::Auto;
-      settings.expected_events = static_cast<std::int64_t>(expected_events(opened.info));
-      auto inbox = connectors::postgres::InboxStore::open(settings);
-      prepare_inbox(*inbox, inbox_retention, options, request, now, context);
-      store = std::move(inbox);
-    } catch (const UnreachableError& e) {
-      failure = e.what();
+  if (!failure && !file_store) {
+    opened_store = open_dedup_store(placement, options.placement, context,
+                                    static_cast<std::int64_t>(expected_events(opened.info)));
+    failure = opened_store.failure;
+  }
+  if (!failure) {
+    now = opened_store.snapshot_time.value_or(now);
+    if (opened_store.inbox) {
+      try {
+        prepare_inbox(*opened_store.inbox, inbox_retention, options, request, now, context);
+      } catch (const UnreachableError& e) {
+        failure = e.what();
+      }
     }
   }
-  if (!failure && !store) {
-    try {
-      connectors::redis::RedisSettings settings;
-      settings.uri = placement.uri;
-      settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-      settings.stop = &context.stop;
-      store = connectors::redis::open_store(settings);
-    } catch (const UnreachableError& e) {
-      failure = e.what();
-    }
-  }
+  std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("audit: {} events", events)); };
   }

@@ -48,6 +48,7 @@ CommandRunner register_audit(CLI::App& app, Context& context);
 CommandRunner register_snapshot(CLI::App& app, Context& context);
 CommandRunner register_check(CLI::App& app, Context& context);
 CommandRunner register_replay(CLI::App& app, Context& context);
+CommandRunner register_trace(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
 
 } // namespace dedupctl::commands

@@ -133,7 +133,9 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
     }
     if (any_delivered || !delivery_known) {
       v.id = "exposed";
-      v.text = "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it";
+      v.text = any_delivered
+                   ? "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it"
+                   : "exposed: its record is gone and the log still holds it: a seek or replay re-applies it";
       v.evidence.push_back(record_text(trace));
       v.evidence.push_back(fmt::format("{} is still in the log", where(*newest)));
       if (!delivery_known) {

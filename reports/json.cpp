@@ -1,6 +1,7 @@
 #include "core/time.hpp"
 #include "reports/report.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace dedupctl::reports {
@@ -157,6 +158,38 @@ Json replay_json(const core::ReplaySummary& replay) {
   return out;
 }
 
+Json trace_json(const core::Trace& trace) {
+  Json occurrences = Json::array();
+  for (const auto& o : trace.occurrences) {
+    occurrences.push_back(Json{{"topic", o.topic},
+                               {"partition", o.partition},
+                               {"offset", o.offset},
+                               {"timestamp", o.timestamp_ms >= 0 ? Json(core::format_time(o.timestamp_ms)) : Json()},
+                               {"type", o.type.empty() ? Json() : Json(o.type)},
+                               {"fingerprint", fmt::format("{:016x}", o.fingerprint)},
+                               {"size", o.size},
+                               {"delivered", o.delivered ? Json(*o.delivered) : Json()}});
+  }
+  const auto& r = trace.record;
+  Json record{{"state", core::to_string(r.state)},
+              {"pttl_ms", r.pttl_ms ? Json(*r.pttl_ms) : Json()},
+              {"value", r.value ? Json(*r.value) : Json()},
+              {"processed_at", r.processed_at_ms ? Json(core::format_time(*r.processed_at_ms)) : Json()},
+              {"status", r.status ? Json(*r.status) : Json()}};
+  Json timeline = Json::array();
+  for (const auto& entry : trace.timeline) {
+    timeline.push_back(Json{{"at", core::format_time(entry.at_ms)}, {"what", entry.what}});
+  }
+  return Json{{"event_id", trace.event_id},
+              {"found", !trace.occurrences.empty()},
+              {"occurrences", std::move(occurrences)},
+              {"dedup_keys", trace.dedup_keys},
+              {"record", std::move(record)},
+              {"verdict", Json{{"id", trace.verdict.id}, {"text", trace.verdict.text}, {"evidence", trace.verdict.evidence}}},
+              {"notes", trace.notes},
+              {"timeline", std::move(timeline)}};
+}
+
 } // namespace
 
 void render_json(const Report& report, std::FILE* out) {
@@ -188,6 +221,13 @@ void render_json(const Report& report, std::FILE* out) {
     findings.push_back(finding_json(finding));
   }
   doc["findings"] = std::move(findings);
+  if (report.command == "trace") {
+    Json traces = Json::array();
+    for (const auto& trace : report.traces) {
+      traces.push_back(trace_json(trace));
+    }
+    doc["traces"] = std::move(traces);
+  }
   if (!report.settings.empty()) {
     Json settings = Json::object(); // what the run used, as people read it (additive to v1)
     for (const auto& [name, value] : report.settings) {

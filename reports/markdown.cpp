@@ -74,7 +74,7 @@ void render_markdown(const Report& report, std::FILE* out) {
     }
     fmt::print(out, "\n");
   }
-  if (report.replay) {
+  if (report.replay && !report.replay->run) {
     const auto& r = *report.replay;
     fmt::print(out,
                "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
@@ -83,6 +83,50 @@ void render_markdown(const Report& report, std::FILE* out) {
     for (const auto& safe : r.safe_from) {
       fmt::print(out, "- safe from `{}@{}`{}\n", detail::partition_name(safe.topic, safe.partition), safe.offset,
                  safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
+    }
+    fmt::print(out, "\n");
+  }
+  if (report.replay && report.replay->run) {
+    const auto& run = *report.replay->run;
+    fmt::print(out, "## Replay {} `{}`\n\n", run.execute ? "run" : "plan", run.run_id);
+    fmt::print(out, "{}\n\n", run.execute ? fmt::format("Into `{}`.", cell(run.sink))
+                                            : std::string("Nothing was published or claimed."));
+    fmt::print(out, "| partition | from | to | events | {} | {} | next |\n|---|---:|---:|---:|---:|---:|---:|\n",
+               run.execute ? "published" : "would publish", run.execute ? "skipped" : "would skip");
+    for (const auto& p : run.partitions) {
+      fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} |\n", cell(detail::partition_name(p.topic, p.partition)),
+                 opt(p.from), opt(p.to), p.events, p.publish, p.skip, opt(p.next));
+    }
+    fmt::print(out, "\n");
+  }
+  for (const auto& trace : report.traces) {
+    fmt::print(out, "## Trace `{}`\n\n**{}** ({})\n\n", cell(trace.event_id), cell(trace.verdict.text),
+               trace.verdict.id);
+    for (const auto& line : trace.verdict.evidence) {
+      fmt::print(out, "- {}\n", cell(line));
+    }
+    if (!trace.verdict.evidence.empty()) {
+      fmt::print(out, "\n");
+    }
+    if (trace.occurrences.empty()) {
+      continue;
+    }
+    fmt::print(out, "| partition | offset | timestamp | type | payload | size | consumed |\n"
+                    "|---|---:|---|---|---|---:|---|\n");
+    for (const auto& o : trace.occurrences) {
+      fmt::print(out, "| {} | {} | {} | {} | `{:016x}` | {} | {} |\n", cell(detail::partition_name(o.topic, o.partition)),
+                 o.offset, o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "–",
+                 o.type.empty() ? "–" : cell(o.type), o.fingerprint, o.size,
+                 !o.delivered ? "unknown" : *o.delivered ? "yes" : "no");
+    }
+    fmt::print(out, "\nDedup key{}: ", trace.dedup_keys.size() == 1 ? "" : "s");
+    for (std::size_t k = 0; k < trace.dedup_keys.size(); ++k) {
+      fmt::print(out, "{}`{}`", k ? ", " : "", cell(trace.dedup_keys[k]));
+    }
+    fmt::print(out, ". Record: {}.\n\n", core::to_string(trace.record.state));
+    fmt::print(out, "Timeline:\n\n");
+    for (const auto& entry : trace.timeline) {
+      fmt::print(out, "1. {}: {}\n", core::format_time(entry.at_ms), cell(entry.what));
     }
     fmt::print(out, "\n");
   }

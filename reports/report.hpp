@@ -4,6 +4,7 @@
 #include "core/coverage.hpp"
 #include "core/finding.hpp"
 #include "core/source_info.hpp"
+#include "core/trace.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +45,7 @@ struct Report {
   std::optional<core::ReplaySummary> replay;
   std::vector<core::PartitionCoverage> coverage; // per partition, audit only
   std::vector<std::string> subjects;             // what was checked (check: the consumers), for JUnit
+  std::vector<core::Trace> traces;               // trace: one per requested id, in request order
   // What the run used (id specs, window, fail-on …), for people reading text or markdown.
   std::vector<std::pair<std::string, std::string>> settings;
   std::string fail_on = "error";

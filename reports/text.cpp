@@ -174,6 +174,46 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     print_table(out, rows, "  ");
   }
 
+  for (const auto& trace : report.traces) {
+    // trace: per id the verdict first, then the occurrences, the record, the timeline, the evidence.
+    fmt::print(out, "\nTRACE {}  {}\n", trace.event_id, trace.verdict.text);
+    if (!trace.occurrences.empty()) {
+      std::vector<std::vector<std::string>> rows{
+          {"PARTITION", "OFFSET", "TIMESTAMP", "TYPE", "PAYLOAD", "SIZE", "CONSUMED"}};
+      for (const auto& o : trace.occurrences) {
+        rows.push_back({partition_name(o.topic, o.partition), std::to_string(o.offset),
+                        o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "-", o.type.empty() ? "-" : o.type,
+                        fmt::format("{:016x}", o.fingerprint), std::to_string(o.size),
+                        !o.delivered ? "unknown" : *o.delivered ? "yes" : "no"});
+      }
+      print_table(out, rows, "  ");
+      for (const auto& key : trace.dedup_keys) {
+        fmt::print(out, "  dedup key  {}\n", key);
+      }
+      const auto& r = trace.record;
+      fmt::print(out, "  record     {}{}{}{}\n", core::to_string(r.state),
+                 r.value ? fmt::format(", value '{}'", *r.value) : "",
+                 r.status ? fmt::format(", status '{}'", *r.status) : "",
+                 r.state == core::TraceRecord::State::Present
+                     ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
+                     : "");
+      fmt::print(out, "  TIMELINE\n");
+      for (const auto& entry : trace.timeline) {
+        fmt::print(out, "    {}  {}\n", core::format_time(entry.at_ms), entry.what);
+      }
+    }
+    for (const auto& line : trace.verdict.evidence) {
+      fmt::print(out, "  - {}\n", line);
+    }
+    for (const auto& note : trace.notes) {
+      if (std::find(trace.verdict.evidence.begin(), trace.verdict.evidence.end(), note) ==
+          trace.verdict.evidence.end()) {
+        fmt::print(out, "  note: {}\n", note);
+      }
+    }
+    fmt::print(out, "  verdict: {}\n", trace.verdict.id);
+  }
+
   fmt::print(out, "\nFINDINGS\n");
   if (report.findings.empty()) {
     fmt::print(out, "  none\n");

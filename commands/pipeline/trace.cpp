@@ -1,0 +1,260 @@
+#include "commands/pipeline/trace.hpp"
+
+#include "commands/pipeline/common.hpp"
+#include "core/log_analyzer.hpp"
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace dedupctl::commands {
+
+namespace {
+
+std::string trimmed(const std::string& id) {
+  auto first = id.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) {
+    return "";
+  }
+  return id.substr(first, id.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+struct VerdictFinding {
+  std::string_view id;
+  core::Severity severity;
+  std::string_view advice;
+};
+
+constexpr VerdictFinding k_verdict_findings[] = {
+    {"applied-twice", core::Severity::Error,
+     "Raise the TTL to at least the topic's retention plus the consumer's worst lag, and check the side effect "
+     "(refund or reconcile the second application)."},
+    {"state-lost", core::Severity::Error,
+     "The placement lost records it should hold: check Redis failovers, FLUSHes, eviction (maxmemory-policy) and "
+     "persistence; audit the rest of the range with dedupctl audit."},
+    {"id-reused", core::Severity::Error,
+     "Different events share this id: the consumer dropped the later ones as duplicates. Give every event a fresh "
+     "id; never derive it from a business key."},
+    {"claim-orphaned", core::Severity::Error,
+     "The consumer claimed the event and crashed before completing it; the claim blocks every retry. Complete or "
+     "delete the record, and give claims a lease."},
+    {"exposed", core::Severity::Warning,
+     "A seek or replay over this offset applies the event again: route it through dedupctl replay --via, or keep "
+     "records as long as the log keeps events."},
+    {"not-found", core::Severity::Info, "Check the id (see the notes), the range (--from/--to) and --id."},
+};
+
+} // namespace
+
+reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "trace";
+  report.generated_at_ms = now_ms;
+  report.fail_on = request.fail_on_text;
+  report.placement = request.placement;
+  core::TracePolicy policy = request.policy;
+  policy.now_ms = now_ms;
+
+  std::vector<core::Trace> traces(request.ids.size());
+  std::unordered_map<std::string, std::vector<std::size_t>> wanted; // id (and its trimmed form) → traces
+  for (std::size_t i = 0; i < request.ids.size(); ++i) {
+    traces[i].event_id = request.ids[i];
+    wanted[request.ids[i]].push_back(i);
+    std::string t = trimmed(request.ids[i]);
+    if (t != request.ids[i] && !t.empty()) {
+      wanted[t].push_back(i);
+    }
+  }
+  // Ids in the log that start with a requested id (a truncated paste), a few per id; only asked for
+  // a handful of ids, since every event id is compared with each.
+  constexpr std::size_t k_prefix_ids = 64;
+  constexpr std::size_t k_longer_kept = 3;
+  std::vector<std::vector<std::string>> longer(request.ids.size());
+  std::vector<std::string> prefixes;
+  for (const auto& id : request.ids) {
+    prefixes.push_back(trimmed(id));
+  }
+  std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> committed;
+  for (const auto& range : info.partitions) {
+    committed[{range.topic, range.partition}] = range.committed;
+  }
+  bool has_group = info.group.has_value();
+
+  core::IdentifyOptions identify = request.identify;
+  identify.extra = request.key_template.fields();
+  core::Identifier identifier(identify);
+  core::LogAnalyzer log(core::LogAnalyzerOptions{}); // observes nothing: trace adds no log findings
+  std::int64_t events = 0;
+  core::EventBatch batch;
+  std::vector<core::Identity> identities;
+  std::string rendered;
+  std::vector<std::string> keys;
+  std::vector<core::RecordState> states;
+  incomplete_on_failure(report, [&] {
+    while (source.next_batch(batch)) {
+      identifier.identify(batch, identities);
+      events += static_cast<std::int64_t>(batch.events.size());
+      for (std::size_t i = 0; i < batch.events.size(); ++i) {
+        const auto& identity = identities[i];
+        if (!identity.has_id) {
+          continue;
+        }
+        const auto& event = batch.events[i];
+        if (request.ids.size() <= k_prefix_ids) {
+          for (std::size_t r = 0; r < prefixes.size(); ++r) {
+            if (!prefixes[r].empty() && identity.id.size() > prefixes[r].size() &&
+                identity.id.starts_with(prefixes[r]) && longer[r].size() < k_longer_kept &&
+                std::find(longer[r].begin(), longer[r].end(), identity.id) == longer[r].end()) {
+              longer[r].emplace_back(identity.id);
+            }
+          }
+        }
+        auto it = wanted.find(std::string(identity.id));
+        if (it == wanted.end()) {
+          continue;
+        }
+        core::TraceOccurrence o;
+        o.topic = std::string(event.topic);
+        o.partition = event.partition;
+        o.offset = event.offset;
+        o.timestamp_ms = event.timestamp_ms;
+        o.type = std::string(identity.type);
+        o.fingerprint = identity.payload_fingerprint;
+        o.size = event.payload ? static_cast<std::int64_t>(event.payload->size()) : 0;
+        if (has_group) {
+          auto c = committed.find({o.topic, o.partition});
+          o.delivered = c != committed.end() && c->second && event.offset < *c->second;
+        }
+        core::KeyValues values{identity.id,
+                               identity.type,
+                               identity.entity,
+                               event.topic,
+                               event.partition,
+                               event.offset,
+                               event.key.value_or(std::string_view{}),
+                               request.consumer,
+                               identity.extra};
+        core::render_key(request.key_template, values, rendered);
+        for (std::size_t t : it->second) {
+          traces[t].occurrences.push_back(o);
+          if (std::find(traces[t].dedup_keys.begin(), traces[t].dedup_keys.end(), rendered) ==
+              traces[t].dedup_keys.end()) {
+            traces[t].dedup_keys.push_back(rendered);
+          }
+        }
+      }
+    }
+  });
+  // The records of the first key of every found id, in one lookup.
+  std::vector<std::size_t> looked_up;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    if (!traces[t].dedup_keys.empty()) {
+      keys.push_back(traces[t].dedup_keys.front());
+      looked_up.push_back(t);
+    }
+  }
+  if (report.complete) {
+    incomplete_on_failure(report, [&] {
+      if (!keys.empty()) {
+        store.lookup(keys, states);
+      }
+      for (std::size_t k = 0; k < looked_up.size(); ++k) {
+        core::TraceRecord& record = traces[looked_up[k]].record;
+        const auto& state = states[k];
+        record.state = state.kind == core::RecordState::Kind::Present ? core::TraceRecord::State::Present
+                                                                      : core::TraceRecord::State::Absent;
+        if (state.kind != core::RecordState::Kind::Present) {
+          continue;
+        }
+        record.pttl_ms = state.pttl_ms;
+        if (request.inbox) {
+          record.status = std::string(state.value);
+          if (state.pttl_ms && policy.ttl.ms && !policy.ttl.infinite) {
+            record.processed_at_ms = now_ms + *state.pttl_ms - *policy.ttl.ms;
+          }
+        } else {
+          record.value = std::string(state.value);
+        }
+      }
+    });
+  }
+
+  std::map<std::string, core::FindingBuilder> by_verdict;
+  std::int64_t found = 0, occurrences = 0;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    auto& trace = traces[t];
+    std::sort(trace.occurrences.begin(), trace.occurrences.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.topic, a.partition, a.offset) < std::tie(b.topic, b.partition, b.offset);
+    });
+    if (trace.occurrences.empty()) {
+      trace.notes = core::id_notes(trace.event_id, longer[t]);
+    } else if (trimmed(trace.event_id) != trace.event_id) {
+      trace.notes = core::id_notes(trace.event_id, {});
+    }
+    if (!report.complete && !trace.occurrences.empty()) {
+      trace.record.state = core::TraceRecord::State::Unknown;
+    }
+    trace.verdict = core::decide_trace(trace, policy);
+    trace.timeline = core::timeline(trace, policy);
+    found += trace.occurrences.empty() ? 0 : 1;
+    occurrences += static_cast<std::int64_t>(trace.occurrences.size());
+    if (trace.verdict.id != "protected") {
+      auto [it, inserted] = by_verdict.try_emplace(trace.verdict.id, request.max_examples);
+      const auto& first = trace.occurrences.empty() ? core::TraceOccurrence{} : trace.occurrences.front();
+      it->second.add(first.partition, [&] {
+        core::Example ex;
+        ex.event_id = trace.event_id;
+        ex.topic = first.topic;
+        ex.partition = first.partition;
+        ex.offset = first.offset;
+        ex.timestamp_ms = trace.occurrences.empty() ? -1 : first.timestamp_ms;
+        ex.dedup_key = trace.dedup_keys.empty() ? "" : trace.dedup_keys.front();
+        ex.note = trace.verdict.text;
+        return ex;
+      });
+    }
+  }
+  std::vector<core::Finding> findings;
+  for (const auto& rule : k_verdict_findings) {
+    auto it = by_verdict.find(std::string(rule.id));
+    if (it == by_verdict.end()) {
+      continue;
+    }
+    std::int64_t n = it->second.count();
+    std::string title = rule.id == "not-found"
+                            ? fmt::format("{} of the ids {} not in the range read", n, n == 1 ? "is" : "are")
+                            : fmt::format("{} traced id{}: {}", n, n == 1 ? "" : "s", rule.id);
+    if (auto f = it->second.build(std::string(rule.id), rule.severity, title, std::string(rule.advice))) {
+      if (rule.id == "not-found") {
+        f->partitions.clear();
+        for (auto& ex : f->examples) {
+          ex.topic.clear();
+        }
+      }
+      findings.push_back(std::move(*f));
+    }
+  }
+  report.summary = {{"events", events},
+                    {"ids", static_cast<std::int64_t>(traces.size())},
+                    {"found", found},
+                    {"not_found", static_cast<std::int64_t>(traces.size()) - found},
+                    {"occurrences", occurrences}};
+  report.traces = std::move(traces);
+  report.settings = {
+      {"id", core::to_string(request.identify.id)},
+      {"key template", request.key_template.text()},
+      {"ttl", request.policy.ttl.known()
+                  ? (request.policy.ttl.infinite ? std::string("none") : core::format_duration(*request.policy.ttl.ms))
+                  : std::string("unknown")},
+      {"now", core::format_time(now_ms)},
+      {"fail on", request.fail_on_text}};
+  finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,
+                source.positions());
+  return report;
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,37 @@
+#pragma once
+
+#include "core/dedup_store.hpp"
+#include "core/event.hpp"
+#include "core/finding.hpp"
+#include "core/identify.hpp"
+#include "core/key_template.hpp"
+#include "core/source_info.hpp"
+#include "core/trace.hpp"
+#include "reports/report.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dedupctl::commands {
+
+struct TraceRequest {
+  core::IdentifyOptions identify = core::default_identify_options();
+  core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
+  std::string consumer;
+  std::vector<std::string> ids; // as requested, in order
+  core::TracePolicy policy;     // now_ms is set by run_trace
+  bool inbox = false;           // records are inbox rows: the value is the status, processed_at derived
+  core::FailOn fail_on;
+  std::string fail_on_text = "error";
+  std::size_t max_examples = 5;
+  reports::PlacementInfo placement;
+};
+
+// Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log
+// ids that start with them), looks their dedup keys up in one call, and decides a verdict per id.
+// Findings: one per verdict other than protected (applied-twice, state-lost, id-reused and
+// claim-orphaned are errors, exposed a warning, not-found info).
+reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms);
+
+} // namespace dedupctl::commands

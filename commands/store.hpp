@@ -1,0 +1,27 @@
+#pragma once
+
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "connectors/postgres/inbox_store.hpp"
+#include "core/dedup_store.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dedupctl::commands {
+
+// A placement opened for reading (audit, trace): Redis, a PostgreSQL inbox, or a snapshot file of
+// either. A snapshot's time is the time its records are read at.
+struct OpenedStore {
+  std::unique_ptr<core::DedupStore> store;
+  connectors::postgres::InboxStore* inbox = nullptr; // set when the records are inbox rows
+  std::optional<std::int64_t> snapshot_time;
+  std::optional<std::string> failure; // the store could not be reached (exit 3)
+};
+
+// Throws UsageError for a bad schema or file; an unreachable server is returned in `failure`.
+OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOptions& options, Context& context,
+                             std::optional<std::int64_t> expected_events);
+
+} // namespace dedupctl::commands

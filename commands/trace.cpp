@@ -1,0 +1,142 @@
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "commands/pipeline/common.hpp"
+#include "commands/pipeline/trace.hpp"
+#include "commands/store.hpp"
+#include "connectors/file/text.hpp"
+#include "core/errors.hpp"
+#include "core/retention.hpp"
+#include "core/time.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+namespace {
+
+struct TraceOptions {
+  SourceOptions source;
+  IdentityOptions identity;
+  PlacementOptions placement;
+  std::vector<std::string> event_ids;
+  std::string ids_from;
+  std::size_t examples = 5;
+};
+
+// --event-id values, then --ids-from's lines (one id a line; blank lines and # comments skipped).
+std::vector<std::string> requested_ids(const TraceOptions& options) {
+  std::vector<std::string> ids = options.event_ids;
+  if (!options.ids_from.empty()) {
+    std::string text = connectors::file::read_text_file(options.ids_from, "--ids-from");
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      auto end = text.find('\n', pos);
+      std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      pos = end == std::string::npos ? text.size() : end + 1;
+      if (!line.empty() && line.back() == '\r') {
+        line.pop_back();
+      }
+      if (line.find_first_not_of(" \t") == std::string::npos || line.front() == '#') {
+        continue;
+      }
+      ids.push_back(line);
+    }
+  }
+  if (ids.empty()) {
+    throw UsageError("trace needs at least one --event-id ID or an --ids-from FILE with one id a line");
+  }
+  return ids;
+}
+
+int run(const TraceOptions& options, Context& context) {
+  auto format = parse_output_format(context);
+  TraceRequest request;
+  request.fail_on = core::parse_fail_on(context.global.fail_on);
+  request.fail_on_text = context.global.fail_on;
+  request.identify = parse_identity(options.identity);
+  request.ids = requested_ids(options);
+  request.max_examples = options.examples;
+  ParsedPlacement placement = parse_placement(options.placement);
+  request.key_template = placement.audit.key_template;
+  request.consumer = options.placement.consumer;
+  request.policy.ttl = placement.audit.policy.ttl;
+  request.policy.in_progress_values = placement.audit.policy.in_progress_values;
+  request.placement.kind = kind_name(placement.uri.kind);
+  request.placement.store = placement.uri.redacted();
+  request.placement.consumer = request.consumer;
+  std::optional<core::Span> inbox_retention;
+  if (!options.placement.inbox_retention.empty()) {
+    inbox_retention = core::parse_ttl(options.placement.inbox_retention);
+  }
+  std::int64_t now = context.now_ms();
+  bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
+  OpenedStore store;
+  if (file_store) {
+    store = open_dedup_store(placement, options.placement, context, std::nullopt);
+  }
+  OpenedSource opened = open_source(options.source, context);
+  std::optional<std::string> failure = opened.failure;
+  if (!failure && !file_store) {
+    store = open_dedup_store(placement, options.placement, context, std::nullopt);
+    failure = store.failure;
+  }
+  if (!failure) {
+    now = store.snapshot_time.value_or(now);
+    if (store.inbox) {
+      // An inbox is keyed by the event id; its TTL is the cleanup job's retention.
+      request.inbox = true;
+      request.key_template = core::KeyTemplate::parse("{event_id}");
+      try {
+        core::Span retention;
+        if (inbox_retention) {
+          retention = *inbox_retention;
+        } else if (auto age = store.inbox->oldest_row_age_ms(now)) {
+          retention.ms = *age;
+          context.note(fmt::format("inbox retention estimated from the oldest row: at least {}; pass --inbox-retention",
+                                   core::format_duration(*age)));
+        }
+        store.inbox->set_clock(retention, now);
+        request.policy.ttl = retention;
+      } catch (const UnreachableError& e) {
+        failure = e.what();
+      }
+    }
+  }
+  request.placement.key_template = request.key_template.text();
+  request.placement.ttl = request.policy.ttl;
+  request.placement.ttl_source = request.policy.ttl.known() ? "flag" : "unknown";
+  reports::Report report;
+  if (failure) {
+    report = unreachable_report("trace", *failure, opened.info, context);
+    report.placement = request.placement;
+  } else {
+    note_ranges(opened.info, context);
+    report = run_trace(request, *opened.source, *store.store, opened.info, now);
+  }
+  return deliver_report(report, opened, format, context);
+}
+
+} // namespace
+
+CommandRunner register_trace(CLI::App& app, Context& context) {
+  auto options = std::make_shared<TraceOptions>();
+  auto* sub = app.add_subcommand("trace", "Follow event ids through the log and the placement: a timeline and a "
+                                          "verdict");
+  add_source_options(*sub, options->source);
+  add_identity_options(*sub, options->identity);
+  add_placement_options(*sub, options->placement);
+  auto* trace = sub->add_option_group("Trace");
+  trace->add_option("--event-id", options->event_ids, "an event id to trace (repeatable)")->type_name("ID");
+  trace->add_option("--ids-from", options->ids_from, "a file of event ids, one a line")->type_name("FILE");
+  trace->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  return [options, &context, sub]() -> int {
+    if (!sub->parsed()) {
+      return -1;
+    }
+    context.command = "trace";
+    return run(*options, context);
+  };
+}
+
+} // namespace dedupctl::commands
