@@ -19,7 +19,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
       ->envname("DEDUPCTL_BOOTSTRAP_SERVER");
   group->add_option("-X", global.properties, "librdkafka property prop=value (repeatable), as in kcat")
       ->type_name("PROP=VALUE");
-  group->add_option("-o,--format", global.format, "text, json, markdown (sarif, junit, github, html: later)")
+  group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit or github")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");
   group->add_option("--fail-on", global.fail_on, "exit 1 on findings at or above: error, warning, info, none")
@@ -315,11 +315,7 @@ void note_ranges(const core::SourceInfo& info, const Context& context) {
 }
 
 reports::Format parse_output_format(const Context& context) {
-  auto format = reports::parse_format(context.global.format);
-  if (format == reports::Format::Html) {
-    throw UsageError("--format html is not available yet; use text, json, markdown, sarif, junit or github");
-  }
-  return format;
+  return reports::parse_format(context.global.format);
 }
 
 reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,

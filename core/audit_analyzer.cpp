@@ -119,10 +119,59 @@ bool AuditAnalyzer::in_window(const PartitionState& partition, std::int64_t offs
   return window && offset >= window->from && offset < window->to;
 }
 
+void TimeHistogram::coarsen() {
+  std::int64_t width = m_width * 2;
+  std::int64_t origin = m_origin - ((m_origin % width) + width) % width;
+  std::vector<std::array<std::int64_t, k_coverage_states>> merged;
+  for (std::size_t i = 0; i < m_counts.size(); ++i) {
+    auto j = static_cast<std::size_t>((m_origin + static_cast<std::int64_t>(i) * m_width - origin) / width);
+    if (merged.size() <= j) {
+      merged.resize(j + 1, std::array<std::int64_t, k_coverage_states>{});
+    }
+    for (std::size_t s = 0; s < k_coverage_states; ++s) {
+      merged[j][s] += m_counts[i][s];
+    }
+  }
+  m_counts = std::move(merged);
+  m_origin = origin;
+  m_width = width;
+}
+
+void TimeHistogram::add(std::int64_t timestamp_ms, Coverage state) {
+  if (timestamp_ms < 0) {
+    return; // no timestamp: not on a time axis
+  }
+  if (m_counts.empty()) {
+    m_origin = timestamp_ms - timestamp_ms % m_width;
+    m_counts.resize(1, std::array<std::int64_t, k_coverage_states>{});
+  }
+  while (timestamp_ms < m_origin) {
+    if (m_counts.size() < k_buckets) {
+      m_counts.insert(m_counts.begin(), std::array<std::int64_t, k_coverage_states>{});
+      m_origin -= m_width;
+    } else {
+      coarsen();
+    }
+  }
+  auto index = static_cast<std::size_t>((timestamp_ms - m_origin) / m_width);
+  while (index >= k_buckets) {
+    coarsen();
+    index = static_cast<std::size_t>((timestamp_ms - m_origin) / m_width);
+  }
+  if (m_counts.size() <= index) {
+    m_counts.resize(index + 1, std::array<std::int64_t, k_coverage_states>{});
+  }
+  ++m_counts[index][static_cast<std::size_t>(state)];
+}
+
 void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
-                          bool window) {
+                          std::int64_t timestamp_ms, bool window) {
   auto index = static_cast<std::size_t>(state);
   ++partition.coverage.states[index];
+  partition.coverage.histogram.add(timestamp_ms, state);
+  if (window && partition.coverage.window && offset == partition.coverage.window->from) {
+    partition.coverage.window_start_ms = timestamp_ms;
+  }
   ++m_result.states[index];
   if (!window) {
     return;
@@ -192,7 +241,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     }
   };
   if (!identity.has_id) {
-    count(partition, Coverage::NoId, type, event.offset, window);
+    count(partition, Coverage::NoId, type, event.offset, event.timestamp_ms, window);
     reapplied_example(Coverage::NoId);
     return;
   }
@@ -236,7 +285,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   if (verdict.state == Coverage::Expiring && verdict.gap_ms > m_max_gap_ms) {
     m_max_gap_ms = verdict.gap_ms;
   }
-  count(partition, verdict.state, type, event.offset, window);
+  count(partition, verdict.state, type, event.offset, event.timestamp_ms, window);
   if (verdict.state != Coverage::Covered) {
     add_example(verdict.state, event.partition, example(), verdict.gap_ms);
   }
@@ -263,7 +312,7 @@ AuditResult AuditAnalyzer::finish() {
         result.ttl.ms && deferred.timestamp_ms + *result.ttl.ms + m_options.policy.max_lag_ms < m_options.policy.now_ms;
     Coverage state = expired ? Coverage::Expired : Coverage::Missing;
     bool window = in_window(partition, deferred.offset);
-    count(partition, state, deferred.type, deferred.offset, window);
+    count(partition, state, deferred.type, deferred.offset, deferred.timestamp_ms, window);
     if (deferred.example >= 0) {
       Example ex = m_deferred_examples[static_cast<std::size_t>(deferred.example)];
       std::string type = ex.note;

@@ -41,11 +41,32 @@ struct WindowBounds {
   std::int64_t to = 0;
 };
 
+// Coverage states over event time in at most k_buckets buckets, for charts: buckets start one
+// minute wide and double (merging pairs) whenever an event would not fit, so memory is fixed and
+// every event is counted once.
+class TimeHistogram {
+public:
+  static constexpr std::size_t k_buckets = 48;
+  void add(std::int64_t timestamp_ms, Coverage state);
+  bool empty() const { return m_counts.empty(); }
+  std::int64_t origin_ms() const { return m_origin; }
+  std::int64_t width_ms() const { return m_width; }
+  const std::vector<std::array<std::int64_t, k_coverage_states>>& buckets() const { return m_counts; }
+
+private:
+  void coarsen();
+  std::int64_t m_origin = 0;
+  std::int64_t m_width = 60'000;
+  std::vector<std::array<std::int64_t, k_coverage_states>> m_counts;
+};
+
 struct PartitionCoverage {
   std::string topic;
   std::int32_t partition = 0;
   std::array<std::int64_t, k_coverage_states> states{};
   std::optional<WindowBounds> window;
+  TimeHistogram histogram;
+  std::optional<std::int64_t> window_start_ms; // the timestamp of the window's first event (the seek point)
 };
 
 struct TypeRisk {
@@ -116,7 +137,8 @@ private:
 
   PartitionState& partition_of(const Event& event);
   std::uint16_t type_index(std::string_view type);
-  void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset, bool in_window);
+  void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
+             std::int64_t timestamp_ms, bool in_window);
   void add_example(Coverage state, std::int32_t partition, const Example& example, std::int64_t gap_ms = 0);
   bool in_window(const PartitionState& partition, std::int64_t offset) const;
 

@@ -71,6 +71,9 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
   case Format::Github:
     render_github(report, out);
     return;
+  case Format::Html:
+    render_html(report, out);
+    return;
   default:
     throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json, markdown, sarif, junit "
                                  "or github",

@@ -70,5 +70,6 @@ void render_markdown(const Report& report, std::FILE* out);
 void render_sarif(const Report& report, std::FILE* out);
 void render_junit(const Report& report, std::FILE* out);
 void render_github(const Report& report, std::FILE* out);
+void render_html(const Report& report, std::FILE* out);
 
 } // namespace dedupctl::reports
