@@ -1,7 +1,7 @@
 #include "commands/pipeline/audit.hpp"
-#include "commands/pipeline/common.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "commands/pipeline/common.hpp"
 #include "commands/store.hpp"
 #include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/snapshot_store.hpp"

@@ -10,7 +10,7 @@
 namespace CLI {
 class App;
 class Option_group;
-}
+} // namespace CLI
 
 namespace dedupctl::commands {
 

@@ -66,11 +66,14 @@ void add_inbox_options(CLI::Option_group& group, InboxOptions& options) {
   group.add_option("--inbox-table", options.table, "the inbox table of a postgres:// store (may be schema-qualified)")
       ->type_name("TABLE");
   group.add_option("--inbox-id-column", options.id_column, "the inbox's event id column")->type_name("COLUMN");
-  group.add_option("--inbox-consumer-column", options.consumer_column, "the inbox's consumer column; \"\" when it has none")
+  group
+      .add_option("--inbox-consumer-column", options.consumer_column,
+                  "the inbox's consumer column; \"\" when it has none")
       ->type_name("COLUMN");
   group.add_option("--inbox-time-column", options.time_column, "when the row was written")->type_name("COLUMN");
-  group.add_option("--inbox-status-column", options.status_column,
-                   "a status column whose in-progress values mark claims (none by default)")
+  group
+      .add_option("--inbox-status-column", options.status_column,
+                  "a status column whose in-progress values mark claims (none by default)")
       ->type_name("COLUMN");
 }
 
@@ -112,15 +115,18 @@ void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUs
   group
       ->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
       ->type_name("V");
-  group->add_option("--lease", options.lease, audit ? "an in-progress claim older than this is orphaned"
-                                                    : "how long a replay's claim holds before it lapses")
+  group
+      ->add_option("--lease", options.lease,
+                   audit ? "an in-progress claim older than this is orphaned"
+                         : "how long a replay's claim holds before it lapses")
       ->type_name("DURATION");
   add_inbox_options(*group, options.inbox);
   if (!audit) {
     return;
   }
-  group->add_option("--inbox-retention", options.inbox_retention,
-                    "how long the cleanup job keeps rows; estimated from the oldest row when absent")
+  group
+      ->add_option("--inbox-retention", options.inbox_retention,
+                   "how long the cleanup job keeps rows; estimated from the oldest row when absent")
       ->type_name("DURATION|none");
   group
       ->add_option("--inbox-lookup", options.inbox_lookup,
@@ -314,9 +320,7 @@ void note_ranges(const core::SourceInfo& info, const Context& context) {
   }
 }
 
-reports::Format parse_output_format(const Context& context) {
-  return reports::parse_format(context.global.format);
-}
+reports::Format parse_output_format(const Context& context) { return reports::parse_format(context.global.format); }
 
 reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
                                    const Context& context) {

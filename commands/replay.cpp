@@ -1,7 +1,7 @@
+#include "commands/pipeline/replay.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
-#include "commands/pipeline/replay.hpp"
 #include "connectors/file/output.hpp"
 #include "connectors/file/replay_sink.hpp"
 #include "connectors/file/text.hpp"
@@ -219,8 +219,8 @@ int run(const ReplayOptions& options, Context& context) {
         request.placement_findings.push_back(std::move(f));
       } else if (placement.uri.kind == core::StoreUri::Kind::Memory) {
         std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
-        auto memory = std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(
-                                                                                         expected * 16, 1 << 20));
+        auto memory = std::make_unique<core::MemoryPlacement>(options.memory_window,
+                                                              std::max<std::size_t>(expected * 16, 1 << 20));
         request.placement_findings.push_back(memory_note(*memory));
         via = std::move(memory);
       } else if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
@@ -301,21 +301,25 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
   add_identity_options(*sub, options->identity);
   add_placement_options(*sub, options->placement, PlacementUse::Replay);
   auto* replay = sub->add_option_group("Replay");
-  replay->add_option("--sink", options->sink, "where events that pass are published")->type_name("kafka:TOPIC|file:PATH");
+  replay->add_option("--sink", options->sink, "where events that pass are published")
+      ->type_name("kafka:TOPIC|file:PATH");
   replay->add_flag("--dry-run", options->dry_run, "print the plan and change nothing (the default)");
   replay->add_flag("--execute", options->execute, "claim, publish and settle");
   replay->add_option("--checkpoint", options->checkpoint, "resume point: written after every batch, read on start")
       ->type_name("FILE");
   replay->add_option("--max-rate", options->max_rate, "events per second at most")->type_name("N");
-  replay->add_option("--decisions", options->decisions, "append an NDJSON line per event: id, partition, offset, "
-                                                        "decision, reason")
+  replay
+      ->add_option("--decisions", options->decisions,
+                   "append an NDJSON line per event: id, partition, offset, "
+                   "decision, reason")
       ->type_name("FILE");
   replay->add_flag("--allow-same-topic", options->allow_same_topic, "allow --sink to be the topic being read");
   replay->add_flag("--no-dedup", options->no_dedup, "publish every event, duplicates included (no --via)");
   replay->add_option("--memory-window", options->memory_window, "memory: keys remembered exactly (default 1000000)")
       ->type_name("N");
-  replay->add_option("--batch", options->batch,
-                     "events per claim/publish/settle round: one transaction and one checkpoint each (default 5000)")
+  replay
+      ->add_option("--batch", options->batch,
+                   "events per claim/publish/settle round: one transaction and one checkpoint each (default 5000)")
       ->type_name("N");
   replay->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
   return [options, &context, sub]() -> int {

@@ -3,8 +3,8 @@
 #include "connectors/file/output.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/inbox_snapshot.hpp"
 #include "core/errors.hpp"
+#include "core/inbox_snapshot.hpp"
 #include "core/snapshot_line.hpp"
 #include "core/store_uri.hpp"
 #include "core/time.hpp"
@@ -28,9 +28,9 @@ int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Co
   connectors::postgres::InboxSettings settings;
   settings.conninfo = uri.conninfo;
   settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-  settings.schema = connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column,
-                                                      options.inbox.consumer_column, options.inbox.time_column,
-                                                      options.inbox.status_column};
+  settings.schema =
+      connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column, options.inbox.consumer_column,
+                                        options.inbox.time_column, options.inbox.status_column};
   settings.consumer = options.consumer;
   settings.stop = &context.stop;
   std::vector<std::string> lines;
@@ -44,8 +44,9 @@ int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Co
     context.progress("");
   }
   connectors::file::ReportOutput output(context.global.output);
-  fmt::print(output.stream(), "{}\n",
-             core::format_inbox_snapshot_header(core::InboxSnapshotHeader{taken_at, uri.redacted(), options.inbox.table}));
+  fmt::print(
+      output.stream(), "{}\n",
+      core::format_inbox_snapshot_header(core::InboxSnapshotHeader{taken_at, uri.redacted(), options.inbox.table}));
   for (const auto& line : lines) {
     fmt::print(output.stream(), "{}\n", line);
   }

@@ -22,7 +22,8 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
     if (connectors::file::InboxSnapshotStore::is_inbox_snapshot(uri.path)) {
       auto snapshot = std::make_unique<connectors::file::InboxSnapshotStore>(uri.path, options.consumer);
       out.snapshot_time = snapshot->header().taken_at_ms; // the rows are as they were then
-      context.note(fmt::format("reading inbox snapshot {} taken at {}", uri.path, core::format_time(*out.snapshot_time)));
+      context.note(
+          fmt::format("reading inbox snapshot {} taken at {}", uri.path, core::format_time(*out.snapshot_time)));
       out.inbox = snapshot.get();
       out.store = std::move(snapshot);
     } else {
@@ -40,9 +41,9 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
       connectors::postgres::InboxSettings settings;
       settings.conninfo = uri.conninfo;
       settings.timeout_ms = timeout;
-      settings.schema = connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column,
-                                                          options.inbox.consumer_column, options.inbox.time_column,
-                                                          options.inbox.status_column};
+      settings.schema =
+          connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column, options.inbox.consumer_column,
+                                            options.inbox.time_column, options.inbox.status_column};
       settings.consumer = options.consumer;
       settings.stop = &context.stop;
       const auto& lookup = options.inbox_lookup;

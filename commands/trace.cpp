@@ -1,7 +1,7 @@
+#include "commands/pipeline/trace.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
-#include "commands/pipeline/trace.hpp"
 #include "commands/store.hpp"
 #include "connectors/file/text.hpp"
 #include "core/errors.hpp"

@@ -1,12 +1,12 @@
 #pragma once
 
 #include "core/coverage.hpp"
-#include "core/replay.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/flat_map.hpp"
 #include "core/identify.hpp"
 #include "core/key_template.hpp"
+#include "core/replay.hpp"
 
 #include <array>
 #include <cstdint>

@@ -243,6 +243,20 @@ struct Identifier::Impl {
   }
 };
 
+void render_event_key(const KeyTemplate& tmpl, const Event& event, const Identity& identity, std::string_view consumer,
+                      std::string& out) {
+  KeyValues values{identity.id,
+                   identity.type,
+                   identity.entity,
+                   event.topic,
+                   event.partition,
+                   event.offset,
+                   event.key.value_or(std::string_view{}),
+                   consumer,
+                   identity.extra};
+  render_key(tmpl, values, out);
+}
+
 Example example_of(const Event& event, const Identity& identity, std::string_view dedup_key, std::string note) {
   Example ex;
   ex.event_id = std::string(identity.id);

@@ -3,6 +3,7 @@
 #include "core/event.hpp"
 #include "core/field_spec.hpp"
 #include "core/finding.hpp"
+#include "core/key_template.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,11 @@ struct Identity {
   std::uint64_t semantic_hash = 0;
   const std::string_view* extra = nullptr; // one value per IdentifyOptions::extra
 };
+
+// The event's dedup key as the template renders it (the identity's id, type, entity and template
+// fields, the event's coordinates and key, and the consumer), into `out`.
+void render_event_key(const KeyTemplate& tmpl, const Event& event, const Identity& identity, std::string_view consumer,
+                      std::string& out);
 
 // A finding's example for one event: its id, topic, partition, offset and timestamp.
 Example example_of(const Event& event, const Identity& identity, std::string_view dedup_key = {},

@@ -4,7 +4,6 @@
 
 #include <stdexcept>
 
-
 namespace dedupctl::core {
 
 namespace {

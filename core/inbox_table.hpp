@@ -49,9 +49,9 @@ private:
   Hash m_hash;
   std::string m_ids;
   std::vector<Row> m_rows;
-  FlatHashMap<std::uint32_t> m_index;                      // hash → row index + 1
+  FlatHashMap<std::uint32_t> m_index;                        // hash → row index + 1
   std::unordered_map<std::string, std::uint32_t> m_overflow; // ids whose hash another id took
-  std::deque<std::string> m_statuses;                      // stable addresses for the views
+  std::deque<std::string> m_statuses;                        // stable addresses for the views
   std::unordered_map<std::string_view, std::uint32_t> m_status_index;
 };
 

@@ -175,9 +175,7 @@ void KcatLineParser::seal(EventBatch& batch) {
   ranges.clear();
 }
 
-namespace {
-
-void append_json(std::string& out, std::string_view text) {
+void append_json_string(std::string& out, std::string_view text) {
   static const char* hex = "0123456789abcdef";
   out += '"';
   for (char c : text) {
@@ -196,9 +194,11 @@ void append_json(std::string& out, std::string_view text) {
   out += '"';
 }
 
+namespace {
+
 void append_optional(std::string& out, const std::optional<std::string_view>& text) {
   if (text) {
-    append_json(out, *text);
+    append_json_string(out, *text);
   } else {
     out += "null";
   }
@@ -208,14 +208,14 @@ void append_optional(std::string& out, const std::optional<std::string_view>& te
 
 std::string format_kcat_line(const Event& event) {
   std::string out = "{\"topic\":";
-  append_json(out, event.topic);
+  append_json_string(out, event.topic);
   out += ",\"partition\":" + std::to_string(event.partition) + ",\"offset\":" + std::to_string(event.offset) +
          ",\"tstype\":\"create\",\"ts\":" + std::to_string(event.timestamp_ms) + ",\"headers\":[";
   bool first = true;
   for (const auto& header : event.headers) {
     out += first ? "" : ",";
     first = false;
-    append_json(out, header.name);
+    append_json_string(out, header.name);
     out += ',';
     append_optional(out, header.value);
   }

@@ -1,6 +1,7 @@
 #include "core/replay.hpp"
 
 #include "core/fingerprint.hpp"
+#include "core/kcat_line.hpp"
 
 #include <fmt/format.h>
 
@@ -35,27 +36,6 @@ std::string_view to_string(Decision decision) {
   }
   return "unknown";
 }
-
-namespace {
-
-// A JSON string literal (RFC 8259 escapes; bytes >= 0x80 pass as they are).
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
-} // namespace
 
 std::string format_decision(const DecisionRecord& record) {
   std::string out = "{\"event_id\":";
@@ -98,8 +78,8 @@ constexpr std::string_view k_magic = "# dedupctl-replay-checkpoint v1";
 // sink	<description>	<position>
 // <topic>	<partition>	<next offset>
 std::string format_checkpoint(const Checkpoint& checkpoint) {
-  std::string out = fmt::format("{}\nrun\t{}\nsink\t{}\t{}\n", k_magic, checkpoint.run_id, checkpoint.sink,
-                                checkpoint.sink_position);
+  std::string out =
+      fmt::format("{}\nrun\t{}\nsink\t{}\t{}\n", k_magic, checkpoint.run_id, checkpoint.sink, checkpoint.sink_position);
   for (const auto& p : checkpoint.partitions) {
     out += fmt::format("{}\t{}\t{}\n", p.topic, p.partition, p.next_offset);
   }
@@ -231,9 +211,7 @@ double MemoryWindow::false_positive_rate() const {
   return std::pow(1.0 - std::exp(-k_hashes * n / bits), k_hashes);
 }
 
-void MemoryPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) {
-  claim(keys, "", out);
-}
+void MemoryPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) { claim(keys, "", out); }
 
 void MemoryPlacement::claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) {
   out.clear();

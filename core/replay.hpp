@@ -93,12 +93,12 @@ private:
 struct ReplayPartition {
   std::string topic;
   std::int32_t partition = 0;
-  std::optional<std::int64_t> from;     // where this run started (a resumed run: the checkpoint)
-  std::optional<std::int64_t> to;       // the end of the range
-  std::int64_t events = 0;              // read in this run
-  std::int64_t publish = 0;             // published, or would be
-  std::int64_t skip = 0;                // skipped, or would be
-  std::optional<std::int64_t> next;     // the checkpoint's next offset after the run
+  std::optional<std::int64_t> from; // where this run started (a resumed run: the checkpoint)
+  std::optional<std::int64_t> to;   // the end of the range
+  std::int64_t events = 0;          // read in this run
+  std::int64_t publish = 0;         // published, or would be
+  std::int64_t skip = 0;            // skipped, or would be
+  std::optional<std::int64_t> next; // the checkpoint's next offset after the run
 };
 struct ReplayRun {
   bool execute = false;

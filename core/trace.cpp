@@ -65,8 +65,8 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
                          "deduplicates by it dropped the later ones",
                          occ.size(), payloads.size());
     for (const auto& o : occ) {
-      v.evidence.push_back(fmt::format("{} payload {} ({} bytes, {})", where(o), fingerprint_text(o.fingerprint), o.size,
-                                       o.type.empty() ? "no type" : o.type));
+      v.evidence.push_back(fmt::format("{} payload {} ({} bytes, {})", where(o), fingerprint_text(o.fingerprint),
+                                       o.size, o.type.empty() ? "no type" : o.type));
     }
     return v;
   }
@@ -182,12 +182,12 @@ std::vector<std::string> id_notes(std::string_view requested, const std::vector<
 std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& policy) {
   std::vector<TimelineEntry> out;
   for (const auto& o : trace.occurrences) {
-    out.push_back({o.timestamp_ms,
-                   fmt::format("copy at {}[{}]@{}: {}, payload {} ({} bytes){}", o.topic, o.partition, o.offset,
-                               o.type.empty() ? "no type" : o.type, fingerprint_text(o.fingerprint), o.size,
-                               !o.delivered  ? ""
-                               : *o.delivered ? ", consumed by the group"
-                                              : ", not consumed yet")});
+    out.push_back(
+        {o.timestamp_ms, fmt::format("copy at {}[{}]@{}: {}, payload {} ({} bytes){}", o.topic, o.partition, o.offset,
+                                     o.type.empty() ? "no type" : o.type, fingerprint_text(o.fingerprint), o.size,
+                                     !o.delivered   ? ""
+                                     : *o.delivered ? ", consumed by the group"
+                                                    : ", not consumed yet")});
   }
   const auto& r = trace.record;
   if (r.processed_at_ms) {
@@ -198,8 +198,8 @@ std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& polic
     for (const auto& o : trace.occurrences) {
       if (o.delivered != false && o.timestamp_ms >= 0 && o.timestamp_ms + *policy.ttl.ms < policy.now_ms) {
         out.push_back({o.timestamp_ms + *policy.ttl.ms,
-                       fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic,
-                                   o.partition, o.offset, format_duration(*policy.ttl.ms))});
+                       fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic, o.partition,
+                                   o.offset, format_duration(*policy.ttl.ms))});
       }
     }
   }

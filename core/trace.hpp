@@ -41,7 +41,7 @@ struct TraceVerdict {
 
 struct TracePolicy {
   std::int64_t now_ms = 0;
-  Span ttl;                                // the placement's TTL (an inbox: its retention)
+  Span ttl; // the placement's TTL (an inbox: its retention)
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
 };
 
@@ -52,7 +52,7 @@ struct TimelineEntry {
 };
 
 struct Trace {
-  std::string event_id;                    // as requested
+  std::string event_id;                     // as requested
   std::vector<TraceOccurrence> occurrences; // in log order (partition, offset)
   std::vector<std::string> dedup_keys;      // distinct, as the template renders them
   TraceRecord record;                       // of the first key

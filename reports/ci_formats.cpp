@@ -1,4 +1,5 @@
 // Formats for CI: SARIF 2.1.0 (code scanning), JUnit XML (test reports), GitHub workflow commands.
+#include "reports/common.hpp"
 #include "reports/report.hpp"
 
 #include <fmt/format.h>
@@ -29,32 +30,6 @@ std::string message_of(const core::Finding& finding) { return fmt::format("{}. {
 bool fails(const Report& report, const core::Finding& finding) {
   auto threshold = core::parse_fail_on(report.fail_on).level;
   return threshold && finding.severity >= *threshold;
-}
-
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&apos;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
 }
 
 // GitHub workflow command escaping: data escapes %, CR, LF; properties also ':' and ','.
@@ -156,18 +131,19 @@ void render_junit(const Report& report, std::FILE* out) {
       ++failures;
       std::string where =
           finding.file.empty() ? "" : fmt::format("{}:{}:{}: ", finding.file, finding.line, finding.column);
-      failed += fmt::format("      <failure type=\"{}\" message=\"{}\">{}{}</failure>\n", xml_escape(finding.id),
-                            xml_escape(finding.title), xml_escape(where), xml_escape(finding.advice));
+      failed +=
+          fmt::format("      <failure type=\"{}\" message=\"{}\">{}{}</failure>\n", detail::xml_escape(finding.id),
+                      detail::xml_escape(finding.title), detail::xml_escape(where), detail::xml_escape(finding.advice));
     }
     body += fmt::format("    <testcase classname=\"dedupctl.{}\" name=\"{}\">\n{}    </testcase>\n",
-                        xml_escape(report.command), xml_escape(name), failed);
+                        detail::xml_escape(report.command), detail::xml_escape(name), failed);
   }
   std::size_t errors = 0;
   if (!report.complete) {
     ++errors;
     body += fmt::format("    <testcase classname=\"dedupctl.{}\" name=\"complete\">\n      <error message=\"{}\"/>\n"
                         "    </testcase>\n",
-                        xml_escape(report.command), xml_escape(report.error.value_or("incomplete")));
+                        detail::xml_escape(report.command), detail::xml_escape(report.error.value_or("incomplete")));
   }
   std::size_t tests = cases.size() + errors;
   fmt::print(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -175,7 +151,7 @@ void render_junit(const Report& report, std::FILE* out) {
              "<testsuites name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n"
              "  <testsuite name=\"dedupctl {0}\" tests=\"{1}\" failures=\"{2}\" errors=\"{3}\">\n{4}"
              "  </testsuite>\n</testsuites>\n",
-             xml_escape(report.command), tests, failures, errors, body);
+             detail::xml_escape(report.command), tests, failures, errors, body);
 }
 
 void render_github(const Report& report, std::FILE* out) {

@@ -79,4 +79,31 @@ std::string span_text(const core::Span& span) {
   return span.ms ? core::format_duration(*span.ms) : "unknown";
 }
 
+// XML and HTML text and attribute escaping: & < > " '.
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&apos;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
 } // namespace dedupctl::reports::detail

@@ -30,4 +30,7 @@ inline constexpr core::Coverage k_coverage_columns[] = {
     core::Coverage::Covered, core::Coverage::Expiring,   core::Coverage::Expired,  core::Coverage::Missing,
     core::Coverage::Pending, core::Coverage::InProgress, core::Coverage::Orphaned, core::Coverage::NoId};
 
+// & < > " ' as entities, for XML (JUnit) and HTML text and attributes.
+std::string xml_escape(std::string_view text);
+
 } // namespace dedupctl::reports::detail

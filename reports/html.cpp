@@ -16,32 +16,7 @@ namespace dedupctl::reports {
 
 namespace {
 
-std::string esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
-}
+std::string esc(std::string_view text) { return detail::xml_escape(text); }
 
 constexpr const char* k_style = R"(
 *{box-sizing:border-box}body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;background:#f6f7f9}
@@ -60,7 +35,8 @@ code{font-family:ui-monospace,monospace;overflow-wrap:anywhere}@media (max-width
 )";
 
 // One colour per coverage state, in k_coverage_columns order.
-constexpr const char* k_colors[] = {"#2e7d32", "#9ccc65", "#ef6c00", "#c62828", "#90a4ae", "#42a5f5", "#8e24aa", "#455a64"};
+constexpr const char* k_colors[] = {"#2e7d32", "#9ccc65", "#ef6c00", "#c62828",
+                                    "#90a4ae", "#42a5f5", "#8e24aa", "#455a64"};
 
 std::string severity_class(const Report& report) {
   if (!report.complete) {
@@ -95,13 +71,15 @@ void chart(std::string& out, const core::PartitionCoverage& p, const Report& rep
   std::int64_t start = h.origin_ms();
   std::int64_t end = start + static_cast<std::int64_t>(buckets.size()) * h.width_ms();
   double plot_w = w - left - right, plot_h = ht - top - bottom;
-  auto x_of = [&](std::int64_t ms) { return left + plot_w * static_cast<double>(ms - start) / static_cast<double>(end - start); };
+  auto x_of = [&](std::int64_t ms) {
+    return left + plot_w * static_cast<double>(ms - start) / static_cast<double>(end - start);
+  };
   out += fmt::format("<div class=\"chart\" data-partition=\"{}\"><div><strong>{}</strong> <span class=\"meta\">{} "
                      "buckets of {}</span></div>",
                      p.partition, esc(detail::partition_name(p.topic, p.partition)), buckets.size(),
                      core::format_duration(h.width_ms()));
-  out += fmt::format("<svg viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"coverage states over event time of {}\">",
-                     w, ht, esc(detail::partition_name(p.topic, p.partition)));
+  out += fmt::format("<svg viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"coverage states over event time of {}\">", w,
+                     ht, esc(detail::partition_name(p.topic, p.partition)));
   out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#8c959f\"/>", left, top + plot_h,
                      w - right);
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>", left - 4, top + 8, peak);
@@ -179,13 +157,12 @@ void render_html(const Report& report, std::FILE* out) {
   page += ".</p>";
   if (report.placement) {
     const auto& p = *report.placement;
-    page += fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
-                        esc(p.kind), esc(p.store), esc(p.key_template), esc(detail::span_text(p.ttl)),
-                        esc(p.ttl_source),
-                        p.retention_source.empty()
-                            ? std::string()
-                            : fmt::format(", retention {} ({})", esc(detail::span_text(p.retention)),
-                                          esc(p.retention_source)));
+    page +=
+        fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
+                    esc(p.kind), esc(p.store), esc(p.key_template), esc(detail::span_text(p.ttl)), esc(p.ttl_source),
+                    p.retention_source.empty() ? std::string()
+                                               : fmt::format(", retention {} ({})", esc(detail::span_text(p.retention)),
+                                                             esc(p.retention_source)));
   }
   if (!report.summary.empty()) {
     page += "<h2>Summary</h2><div class=\"cards\">";
@@ -199,8 +176,8 @@ void render_html(const Report& report, std::FILE* out) {
   if (!report.coverage.empty()) {
     page += "<h2>Coverage over event time</h2><div class=\"legend\">";
     for (std::size_t c = 0; c < std::size(detail::k_coverage_columns); ++c) {
-      page += fmt::format("<span style=\"--c:{}\">{}</span>", k_colors[c],
-                          core::to_string(detail::k_coverage_columns[c]));
+      page +=
+          fmt::format("<span style=\"--c:{}\">{}</span>", k_colors[c], core::to_string(detail::k_coverage_columns[c]));
     }
     page += "</div>";
     for (const auto& p : report.coverage) {
@@ -223,15 +200,16 @@ void render_html(const Report& report, std::FILE* out) {
   }
   if (report.replay && !report.replay->run) {
     const auto& r = *report.replay;
-    page += fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
-                        "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
-                        esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished,
-                        r.first_delivery);
+    page +=
+        fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
+                    "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
+                    esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
     if (!r.safe_from.empty()) {
       page += "<ul id=\"safe-from\">";
       for (const auto& s : r.safe_from) {
-        page += fmt::format("<li>safe from <code>{}@{}</code>{}</li>", esc(detail::partition_name(s.topic, s.partition)),
-                            s.offset, s.timestamp_ms ? " (" + core::format_time(*s.timestamp_ms) + ")" : "");
+        page +=
+            fmt::format("<li>safe from <code>{}@{}</code>{}</li>", esc(detail::partition_name(s.topic, s.partition)),
+                        s.offset, s.timestamp_ms ? " (" + core::format_time(*s.timestamp_ms) + ")" : "");
       }
       page += "</ul>";
     }

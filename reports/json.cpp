@@ -180,14 +180,15 @@ Json trace_json(const core::Trace& trace) {
   for (const auto& entry : trace.timeline) {
     timeline.push_back(Json{{"at", core::format_time(entry.at_ms)}, {"what", entry.what}});
   }
-  return Json{{"event_id", trace.event_id},
-              {"found", !trace.occurrences.empty()},
-              {"occurrences", std::move(occurrences)},
-              {"dedup_keys", trace.dedup_keys},
-              {"record", std::move(record)},
-              {"verdict", Json{{"id", trace.verdict.id}, {"text", trace.verdict.text}, {"evidence", trace.verdict.evidence}}},
-              {"notes", trace.notes},
-              {"timeline", std::move(timeline)}};
+  return Json{
+      {"event_id", trace.event_id},
+      {"found", !trace.occurrences.empty()},
+      {"occurrences", std::move(occurrences)},
+      {"dedup_keys", trace.dedup_keys},
+      {"record", std::move(record)},
+      {"verdict", Json{{"id", trace.verdict.id}, {"text", trace.verdict.text}, {"evidence", trace.verdict.evidence}}},
+      {"notes", trace.notes},
+      {"timeline", std::move(timeline)}};
 }
 
 } // namespace

@@ -89,8 +89,9 @@ void render_markdown(const Report& report, std::FILE* out) {
   if (report.replay && report.replay->run) {
     const auto& run = *report.replay->run;
     fmt::print(out, "## Replay {} `{}`\n\n", run.execute ? "run" : "plan", run.run_id);
-    fmt::print(out, "{}\n\n", run.execute ? fmt::format("Into `{}`.", cell(run.sink))
-                                            : std::string("Nothing was published or claimed."));
+    fmt::print(out, "{}\n\n",
+               run.execute ? fmt::format("Into `{}`.", cell(run.sink))
+                           : std::string("Nothing was published or claimed."));
     fmt::print(out, "| partition | from | to | events | {} | {} | next |\n|---|---:|---:|---:|---:|---:|---:|\n",
                run.execute ? "published" : "would publish", run.execute ? "skipped" : "would skip");
     for (const auto& p : run.partitions) {
@@ -114,10 +115,13 @@ void render_markdown(const Report& report, std::FILE* out) {
     fmt::print(out, "| partition | offset | timestamp | type | payload | size | consumed |\n"
                     "|---|---:|---|---|---|---:|---|\n");
     for (const auto& o : trace.occurrences) {
-      fmt::print(out, "| {} | {} | {} | {} | `{:016x}` | {} | {} |\n", cell(detail::partition_name(o.topic, o.partition)),
-                 o.offset, o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "–",
-                 o.type.empty() ? "–" : cell(o.type), o.fingerprint, o.size,
-                 !o.delivered ? "unknown" : *o.delivered ? "yes" : "no");
+      fmt::print(out, "| {} | {} | {} | {} | `{:016x}` | {} | {} |\n",
+                 cell(detail::partition_name(o.topic, o.partition)), o.offset,
+                 o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "–", o.type.empty() ? "–" : cell(o.type),
+                 o.fingerprint, o.size,
+                 !o.delivered   ? "unknown"
+                 : *o.delivered ? "yes"
+                                : "no");
     }
     fmt::print(out, "\nDedup key{}: ", trace.dedup_keys.size() == 1 ? "" : "s");
     for (std::size_t k = 0; k < trace.dedup_keys.size(); ++k) {

@@ -139,9 +139,10 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
         estimate += ": the records disagree, they were not all written with one TTL";
       }
     }
-    std::string retention = p.retention_source.empty() ? "" // replay: not its concern
-                                                       : fmt::format("  retention {} ({})",
-                                                                     detail::span_text(p.retention), p.retention_source);
+    std::string retention =
+        p.retention_source.empty()
+            ? "" // replay: not its concern
+            : fmt::format("  retention {} ({})", detail::span_text(p.retention), p.retention_source);
     fmt::print(out, "  ttl {} ({}{}){}\n", detail::span_text(p.ttl), p.ttl_source, estimate, retention);
   }
   if (!report.coverage.empty()) {
@@ -184,7 +185,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
         rows.push_back({partition_name(o.topic, o.partition), std::to_string(o.offset),
                         o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "-", o.type.empty() ? "-" : o.type,
                         fmt::format("{:016x}", o.fingerprint), std::to_string(o.size),
-                        !o.delivered ? "unknown" : *o.delivered ? "yes" : "no"});
+                        !o.delivered   ? "unknown"
+                        : *o.delivered ? "yes"
+                                       : "no"});
       }
       print_table(out, rows, "  ");
       for (const auto& key : trace.dedup_keys) {
@@ -236,9 +239,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     const auto& run = *report.replay->run;
     fmt::print(out, "\n{} {}{}\n", run.execute ? "REPLAY RUN" : "REPLAY PLAN", run.run_id,
                run.execute ? fmt::format(" into {}", run.sink) : " (nothing published, nothing claimed)");
-    std::vector<std::vector<std::string>> rows{
-        {"PARTITION", "FROM", "TO", "EVENTS", run.execute ? "PUBLISHED" : "WOULD-PUBLISH",
-         run.execute ? "SKIPPED" : "WOULD-SKIP", "NEXT"}};
+    std::vector<std::vector<std::string>> rows{{"PARTITION", "FROM", "TO", "EVENTS",
+                                                run.execute ? "PUBLISHED" : "WOULD-PUBLISH",
+                                                run.execute ? "SKIPPED" : "WOULD-SKIP", "NEXT"}};
     auto offset = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
     for (const auto& p : run.partitions) {
       rows.push_back({partition_name(p.topic, p.partition), offset(p.from), offset(p.to), std::to_string(p.events),

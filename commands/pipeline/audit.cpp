@@ -106,10 +106,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
         if (!identity.has_id) {
           continue;
         }
-        core::KeyValues values{identity.id,      identity.type,   identity.entity,
-                               event.topic,      event.partition, event.offset,
-                               event.key.value_or(std::string_view{}), request.consumer, identity.extra};
-        core::render_key(audit_options.key_template, values, rendered);
+        core::render_event_key(audit_options.key_template, event, identity, request.consumer, rendered);
         slot.key_of[i] = slot.keys.size();
         slot.keys.push_back(rendered);
       }

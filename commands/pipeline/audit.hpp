@@ -25,7 +25,7 @@ struct AuditRequest {
   core::FailOn fail_on;
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
-  reports::PlacementInfo placement; // kind, store, sources; TTL figures are filled in
+  reports::PlacementInfo placement;              // kind, store, sources; TTL figures are filled in
   std::vector<core::Finding> placement_findings; // what the store itself showed (its schema, constraints)
   std::vector<std::pair<std::string, std::string>> store_settings; // how the store was read
   std::function<void(std::int64_t)> progress;

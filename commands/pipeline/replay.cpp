@@ -368,16 +368,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             continue;
           }
           row.id = std::string(identity.id);
-          core::KeyValues values{identity.id,
-                                 identity.type,
-                                 identity.entity,
-                                 event.topic,
-                                 event.partition,
-                                 event.offset,
-                                 event.key.value_or(std::string_view{}),
-                                 request.consumer,
-                                 identity.extra};
-          core::render_key(request.key_template, values, rendered);
+          core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
           // Later events of a key already in the chunk are its duplicates.
           bool inserted = false;
           std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);

@@ -129,16 +129,7 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
           auto c = committed.find({o.topic, o.partition});
           o.delivered = c != committed.end() && c->second && event.offset < *c->second;
         }
-        core::KeyValues values{identity.id,
-                               identity.type,
-                               identity.entity,
-                               event.topic,
-                               event.partition,
-                               event.offset,
-                               event.key.value_or(std::string_view{}),
-                               request.consumer,
-                               identity.extra};
-        core::render_key(request.key_template, values, rendered);
+        core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
         for (std::size_t t : it->second) {
           traces[t].occurrences.push_back(o);
           if (std::find(traces[t].dedup_keys.begin(), traces[t].dedup_keys.end(), rendered) ==

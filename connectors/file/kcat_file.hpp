@@ -18,8 +18,8 @@ namespace dedupctl::connectors::file {
 class KcatFileSource final : public core::EventSource {
 public:
   // Throws UsageError when the file cannot be opened.
-  KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid,
-                 const std::atomic<bool>* stop = nullptr, long start_byte = 0);
+  KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid, const std::atomic<bool>* stop = nullptr,
+                 long start_byte = 0);
   ~KcatFileSource() override;
   KcatFileSource(const KcatFileSource&) = delete;
   KcatFileSource& operator=(const KcatFileSource&) = delete;

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -656,8 +656,8 @@ private:
     }
     KafkaProducer* self = tagged->producer;
     if (self->m_keep_reports) {
-      self->m_reports.push_back(core::Delivery{tagged->tag, !message->err,
-                                               message->err ? rd_kafka_err2str(message->err) : std::string()});
+      self->m_reports.push_back(
+          core::Delivery{tagged->tag, !message->err, message->err ? rd_kafka_err2str(message->err) : std::string()});
     }
     if (!message->err) {
       auto& next = self->m_next_offsets[message->partition];

@@ -12,9 +12,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <deque>
@@ -81,8 +81,8 @@ public:
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
     auto started = std::chrono::steady_clock::now();
     lookup_timed(keys, out);
-    m_lookup_us += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
-                       .count();
+    m_lookup_us +=
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
     m_ids_looked_up += static_cast<std::int64_t>(keys.size());
     ++m_lookups;
   }
@@ -95,8 +95,8 @@ public:
       if (m_load.valid()) {
         auto waiting = std::chrono::steady_clock::now();
         m_load.get(); // the first lookup waits for the load and rethrows what it threw
-        m_wait_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting)
-                        .count();
+        m_wait_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting).count();
       }
       m_table.states(keys, m_retention, m_now, out);
       return;
@@ -137,8 +137,9 @@ public:
     std::optional<std::int64_t> oldest;
     guard([&] {
       pqxx::read_transaction tx(*m_connection);
-      std::string query = fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_time, m_table_name,
-                                      m_settings.consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_consumer));
+      std::string query =
+          fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_time, m_table_name,
+                      m_settings.consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_consumer));
       pqxx::result r = m_settings.consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_settings.consumer);
       if (!r.empty() && !r[0][0].is_null()) {
         oldest = now_ms - r[0][0].as<std::int64_t>();
@@ -281,8 +282,8 @@ private:
           m_table.insert(row.event_id, row.processed_at_ms, row.status);
         });
       });
-      m_load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
-                      .count();
+      m_load_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
     });
   }
 
@@ -368,21 +369,21 @@ private:
       std::string id_type = column.empty() ? "text" : column[0][0].as<std::string>();
       m_estimated_rows = column.empty() ? 0 : column[0][3].as<std::int64_t>();
       decide_lookup(id_type, !column.empty() && column[0][1].as<bool>(),
-                    column.empty() || column[0][2].as<std::string>() == "p" ? std::nullopt
-                                                                            : std::optional(column[0][3].as<std::int64_t>()));
+                    column.empty() || column[0][2].as<std::string>() == "p"
+                        ? std::nullopt
+                        : std::optional(column[0][3].as<std::int64_t>()));
       std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
-      std::string where = m_settings.consumer.empty()
-                              ? ""
-                              : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
+      std::string where =
+          m_settings.consumer.empty() ? "" : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
       m_copy_query =
           fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table_name, where);
       m_load_query = fmt::format("(SELECT {}::text, (extract(epoch FROM {})*1000)::bigint, {} FROM {}{})", m_id, m_time,
                                  status, m_table_name, where);
       m_id_type = id_type;
-      std::string query = fmt::format("SELECT k.ord, (extract(epoch FROM t.{1})*1000)::bigint, {2} FROM "
-                                      "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
-                                      m_id, m_time,
-                                      schema.status_column.empty() ? "NULL::text" : "t." + status, m_table_name, id_type);
+      std::string query =
+          fmt::format("SELECT k.ord, (extract(epoch FROM t.{1})*1000)::bigint, {2} FROM "
+                      "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
+                      m_id, m_time, schema.status_column.empty() ? "NULL::text" : "t." + status, m_table_name, id_type);
       if (!m_settings.consumer.empty()) {
         query += fmt::format(" AND t.{} = $2", m_consumer);
       }

@@ -33,7 +33,7 @@ struct InboxSettings {
   std::string conninfo;
   InboxLookup lookup = InboxLookup::Auto;
   std::optional<std::int64_t> expected_events; // what the audit will look up, when known (for Auto)
-  std::int64_t timeout_ms = 10'000; // connect_timeout and statement_timeout
+  std::int64_t timeout_ms = 10'000;            // connect_timeout and statement_timeout
   InboxSchema schema;
   std::string consumer; // rows of this consumer only (needs a consumer column)
   const std::atomic<bool>* stop = nullptr;

@@ -236,8 +236,8 @@ public:
       Reply set = m_connection.read("a claim");
       Reply get = m_connection.read("a claim");
       if (set->type == REDIS_REPLY_ERROR) {
-        throw UnreachableError(fmt::format("Redis at {} refused SET NX ({})", m_connection.where(),
-                                           std::string(set->str, set->len)));
+        throw UnreachableError(
+            fmt::format("Redis at {} refused SET NX ({})", m_connection.where(), std::string(set->str, set->len)));
       }
       if (set->type == REDIS_REPLY_STATUS) {
         out.push_back(core::Claim::Claimed);

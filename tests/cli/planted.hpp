@@ -3,7 +3,10 @@
 // Ten planted events on topic "pay" (one partition) for the audit tests, one per coverage state
 // once the matching records are written: see each test for the records.
 
+#include "tests/support/fixtures.hpp"
+
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
@@ -40,6 +43,44 @@ inline std::string planted(long long now, long long edge) {
          envelope(7, now - 40 * k_minute, "e-7", "PaymentCharged") + // absent, within TTL: missing
          envelope(8, now - 1 * k_minute, "e-8", "PaymentCharged") +  // processing, at committed: in progress
          envelope(9, now - 1 * k_minute, "e-9", "PaymentCharged");   // absent at/after committed: pending
+}
+
+// The records of the Redis placement the audit tests use (key dedup:pay:{event_id}, TTL 1h).
+inline void plant_records(const RedisServer& redis) {
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET dedup:pay:e-3 done"), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour)), "+OK\r\n");
+  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute)), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET unrelated:key x"), "+OK\r\n");
+}
+
+// An audit of the planted events at seek 2 for group billing against `store` (TTL 1h, retention 7d).
+inline std::vector<std::string> audit_args(const std::string& bootstrap, const std::string& store,
+                                    std::vector<std::string> extra = {}, const std::string& format = "json") {
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                bootstrap,
+                                "--topic",
+                                "pay",
+                                "--group",
+                                "billing",
+                                "--seek",
+                                "2",
+                                "--store",
+                                store,
+                                "--key-template",
+                                "dedup:pay:{event_id}",
+                                "--ttl",
+                                "1h",
+                                "--retention",
+                                "7d",
+                                "--side-effects",
+                                "EmailSent=idempotent",
+                                "-o",
+                                format};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
 }
 
 } // namespace dedupctl::testing

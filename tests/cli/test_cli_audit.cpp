@@ -25,15 +25,6 @@ std::string snapshot(long long taken_at) {
          fmt::format("dedup:pay:e-8\t{}\tprocessing:run-1\n", k_minute);
 }
 
-void plant_records(const RedisServer& redis) {
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET dedup:pay:e-3 done"), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour)), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET unrelated:key x"), "+OK\r\n");
-}
-
 Json parse(const CommandResult& result) {
   try {
     return Json::parse(result.out);
@@ -93,33 +84,6 @@ void expect_planted(const Json& doc) {
   EXPECT_EQ(doc.at("source").at("partitions")[0].at("committed"), 8);
   EXPECT_EQ(doc.at("source").at("partitions")[0].at("seek"), 2);
   EXPECT_EQ(doc.at("exit_code"), 1);
-}
-
-std::vector<std::string> audit_args(const std::string& bootstrap, const std::string& store,
-                                    std::vector<std::string> extra = {}, const std::string& format = "json") {
-  std::vector<std::string> args{"audit",
-                                "-b",
-                                bootstrap,
-                                "--topic",
-                                "pay",
-                                "--group",
-                                "billing",
-                                "--seek",
-                                "2",
-                                "--store",
-                                store,
-                                "--key-template",
-                                "dedup:pay:{event_id}",
-                                "--ttl",
-                                "1h",
-                                "--retention",
-                                "7d",
-                                "--side-effects",
-                                "EmailSent=idempotent",
-                                "-o",
-                                format};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
 }
 
 } // namespace

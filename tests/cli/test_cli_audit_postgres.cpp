@@ -48,10 +48,23 @@ protected:
   }
 
   std::vector<std::string> args(std::vector<std::string> extra = {}, std::string store = "") {
-    std::vector<std::string> out{"audit",    "-b",        m_broker.bootstrap(), "--topic",   "pay",
-                                 "--group",  "billing",   "--seek",             "2",         "--store",
-                                 store.empty() ? m_pg.conninfo() : store, "--inbox-status-column", "status",
-                                 "--retention", "7d", "-o", "json"};
+    std::vector<std::string> out{"audit",
+                                 "-b",
+                                 m_broker.bootstrap(),
+                                 "--topic",
+                                 "pay",
+                                 "--group",
+                                 "billing",
+                                 "--seek",
+                                 "2",
+                                 "--store",
+                                 store.empty() ? m_pg.conninfo() : store,
+                                 "--inbox-status-column",
+                                 "status",
+                                 "--retention",
+                                 "7d",
+                                 "-o",
+                                 "json"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -66,9 +79,9 @@ TEST_F(AuditInbox, EveryCoverageStateWithTheCleanupJobsRetentionAsTtl) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = Json::parse(result.out);
   const auto& s = doc.at("summary");
-  EXPECT_EQ(s.at("expired"), 1);     // e-0: 48 h old, past the 1 h inbox retention
-  EXPECT_EQ(s.at("missing"), 2);     // e-1, e-7 (e-7's row belongs to shipping)
-  EXPECT_EQ(s.at("expiring"), 3);    // e-2, e-3, e-6: rows deleted by the cleanup long before the log lets go
+  EXPECT_EQ(s.at("expired"), 1);  // e-0: 48 h old, past the 1 h inbox retention
+  EXPECT_EQ(s.at("missing"), 2);  // e-1, e-7 (e-7's row belongs to shipping)
+  EXPECT_EQ(s.at("expiring"), 3); // e-2, e-3, e-6: rows deleted by the cleanup long before the log lets go
   EXPECT_EQ(s.at("covered"), 0);
   EXPECT_EQ(s.at("orphaned"), 1);    // e-4: processing, below the committed offset
   EXPECT_EQ(s.at("in_progress"), 1); // e-8
@@ -168,11 +181,10 @@ TEST_F(AuditInbox, AnInboxSnapshotGivesTheSameVerdictsAsTheLiveTable) {
   EXPECT_EQ(text.find("shipping"), std::string::npos) << "--consumer scopes the export";
   EXPECT_EQ(text.find("\n\n"), std::string::npos) << "one line a row";
   auto live = Json::parse(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"})).out);
-  auto offline = Json::parse(
-      run_dedupctl({"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing", "--seek", "2", "--store",
-                    "file:" + dir.file("inbox.tsv"), "--consumer", "billing", "--inbox-retention", "1h", "--retention", "7d",
-                    "-o", "json"})
-          .out);
+  auto offline = Json::parse(run_dedupctl({"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
+                                           "--seek", "2", "--store", "file:" + dir.file("inbox.tsv"), "--consumer",
+                                           "billing", "--inbox-retention", "1h", "--retention", "7d", "-o", "json"})
+                                 .out);
   EXPECT_EQ(offline.at("summary"), live.at("summary"));
   EXPECT_EQ(finding_counts(offline), finding_counts(live));
 }
@@ -181,7 +193,8 @@ TEST_F(AuditInbox, AnInboxSnapshotGivesTheSameVerdictsAsTheLiveTable) {
 // verdicts, scoped or not, and the report says which one ran.
 TEST_F(AuditInbox, BatchedAndLoadedLookupsGiveTheSameVerdicts) {
   ASSERT_EQ(m_pg.psql("INSERT INTO processed_events VALUES ('e-2', 'shipping', now(), 'done')").exit_code, 0);
-  for (std::vector<std::string> scope : {std::vector<std::string>{"--consumer", "billing"}, std::vector<std::string>{}}) {
+  for (std::vector<std::string> scope :
+       {std::vector<std::string>{"--consumer", "billing"}, std::vector<std::string>{}}) {
     scope.insert(scope.end(), {"--inbox-retention", "1h"});
     auto with = [&](const std::string& lookup) {
       auto extra = scope;
@@ -210,10 +223,11 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
   std::string lines;
   const char* ids[] = {"0A0B0C0D-0000-4000-8000-000000000001", "0a0b0c0d-0000-4000-8000-000000000002", "e-17"};
   for (int i = 0; i < 3; ++i) {
-    lines += fmt::format(
-        R"({{"topic":"uu","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],"key":null,"payload":"{{}}"}})",
-        i, now - 60'000, ids[i]) +
-             "\n";
+    lines +=
+        fmt::format(
+            R"({{"topic":"uu","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],"key":null,"payload":"{{}}"}})",
+            i, now - 60'000, ids[i]) +
+        "\n";
   }
   MockBroker broker({"uu:1"});
   broker.seed("uu", lines);
@@ -221,9 +235,25 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
                       "INSERT INTO uinbox VALUES ('0a0b0c0d-0000-4000-8000-000000000001', now())")
                 .exit_code,
             0);
-  std::vector<std::string> base{"audit", "-b", broker.bootstrap(), "--topic", "uu", "--store", m_pg.conninfo(),
-                                "--inbox-table", "uinbox", "--inbox-consumer-column", "", "--inbox-retention", "1d",
-                                "--retention", "1d", "-o", "json", "--fail-on", "none"};
+  std::vector<std::string> base{"audit",
+                                "-b",
+                                broker.bootstrap(),
+                                "--topic",
+                                "uu",
+                                "--store",
+                                m_pg.conninfo(),
+                                "--inbox-table",
+                                "uinbox",
+                                "--inbox-consumer-column",
+                                "",
+                                "--inbox-retention",
+                                "1d",
+                                "--retention",
+                                "1d",
+                                "-o",
+                                "json",
+                                "--fail-on",
+                                "none"};
   auto result = run_dedupctl(base);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
@@ -238,8 +268,8 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
 
 TEST_F(AuditInbox, NoServerListeningIsExit3AndIncomplete) {
   int port = free_port();
-  auto result = run_dedupctl(
-      args({"--inbox-retention", "1h"}, fmt::format("postgresql://auditor@127.0.0.1:{}/postgres", port)));
+  auto result =
+      run_dedupctl(args({"--inbox-retention", "1h"}, fmt::format("postgresql://auditor@127.0.0.1:{}/postgres", port)));
   EXPECT_EQ(result.exit_code, 3) << result.err;
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("complete"), false);
@@ -256,8 +286,7 @@ TEST_F(AuditInbox, AWrongPasswordIsExit3AndNeverPrinted) {
   EXPECT_EQ(result.exit_code, 3) << result.err;
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("complete"), false);
-  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("password authentication failed"),
-            std::string::npos)
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("password authentication failed"), std::string::npos)
       << result.out;
   EXPECT_EQ(result.out.find("s3cr3t-wrong"), std::string::npos);
   EXPECT_EQ(result.err.find("s3cr3t-wrong"), std::string::npos);
@@ -276,8 +305,8 @@ TEST_F(AuditInbox, AStatementPastTheTimeoutIsExit3) {
   hold.write_line("BEGIN; LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   for (std::string lookup : {"batches", "load"}) {
-    auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h", "--timeout", "1s",
-                                     "--inbox-lookup", lookup}));
+    auto result = run_dedupctl(
+        args({"--consumer", "billing", "--inbox-retention", "1h", "--timeout", "1s", "--inbox-lookup", lookup}));
     EXPECT_EQ(result.exit_code, 3) << lookup << ": " << result.err;
     auto doc = Json::parse(result.out);
     EXPECT_EQ(doc.at("complete"), false);

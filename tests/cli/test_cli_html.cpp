@@ -42,17 +42,11 @@ protected:
     m_now = wall_ms();
     m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
     m_broker.commit("billing", "pay", "0=8");
-    m_redis.command(fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute));
-    m_redis.command("SET dedup:pay:e-3 done");
-    m_redis.command(fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute));
-    m_redis.command(fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour));
-    m_redis.command(fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute));
+    plant_records(m_redis);
   }
 
   std::vector<std::string> audit(const std::string& format, const std::string& output) const {
-    return {"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing", "--seek", "2", "--store",
-            m_redis.uri(), "--key-template", "dedup:pay:{event_id}", "--ttl", "1h", "--retention", "7d", "-o", format,
-            "--output", output, "-q"};
+    return audit_args(m_broker.bootstrap(), m_redis.uri(), {"--output", output, "-q"}, format);
   }
 
   MockBroker m_broker{{"pay:1"}};
@@ -88,7 +82,8 @@ TEST_F(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
     EXPECT_TRUE(std::regex_search(d, card)) << name << " = " << value;
   }
   for (const std::string state : {"covered", "expiring", "expired", "missing", "pending", "in_progress", "orphaned"}) {
-    std::regex cell("data-state=\"" + state + "\">" + std::to_string(doc.at("summary").at(state).get<long long>()) + "<");
+    std::regex cell("data-state=\"" + state + "\">" + std::to_string(doc.at("summary").at(state).get<long long>()) +
+                    "<");
     EXPECT_TRUE(std::regex_search(d, cell)) << state;
   }
   // The chart: bars, and the marks now - TTL, now - retention and the seek point.
@@ -98,8 +93,9 @@ TEST_F(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
   EXPECT_NE(d.find("now − retention"), std::string::npos);
   EXPECT_NE(d.find("data-mark=\"seek\""), std::string::npos);
   // The replay window with safe_from, the findings with their counts, the settings.
-  EXPECT_NE(d.find(fmt::format("<strong>{} re-applied</strong>", doc.at("replay").at("would_reapply").get<long long>())),
-            std::string::npos);
+  EXPECT_NE(
+      d.find(fmt::format("<strong>{} re-applied</strong>", doc.at("replay").at("would_reapply").get<long long>())),
+      std::string::npos);
   EXPECT_NE(d.find("id=\"safe-from\""), std::string::npos);
   for (const auto& f : doc.at("findings")) {
     EXPECT_NE(d.find(fmt::format("data-finding=\"{}\" data-count=\"{}\"", f.at("id").get<std::string>(),
@@ -114,7 +110,8 @@ TEST_F(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
   for (auto [name, size] : {std::pair{"audit-desktop.png", "1280,1600"}, std::pair{"audit-phone.png", "390,2400"}}) {
     std::string path = std::string(DEDUPCTL_ARTIFACTS_DIR) + "/" + name;
     std::filesystem::remove(path);
-    auto shot = browse({std::string("--screenshot=") + path, std::string("--window-size=") + size}, dir.file("report.html"));
+    auto shot =
+        browse({std::string("--screenshot=") + path, std::string("--window-size=") + size}, dir.file("report.html"));
     EXPECT_EQ(shot.exit_code, 0) << shot.err;
     ASSERT_TRUE(std::filesystem::exists(path)) << name;
     EXPECT_GT(std::filesystem::file_size(path), 20'000u) << name << " looks empty";

@@ -51,6 +51,16 @@ bool wait_for_progress(const std::string& checkpoint) {
   return false;
 }
 
+// dedupctl with `args`, running in the background (its report on a pipe with `report`).
+std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false) {
+  SpawnOptions options;
+  options.silence = !report;
+  options.pipe_stdout = report;
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<Process>(argv, options);
+}
+
 } // namespace
 
 class Replay : public ::testing::Test {
@@ -61,8 +71,8 @@ protected:
   }
 
   std::vector<std::string> args(std::vector<std::string> extra) const {
-    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "src", "-o", "json", "-q",
-                                 "--timeout", "5s"};
+    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "src", "-o",
+                                 "json",   "-q", "--timeout",          "5s"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -105,8 +115,8 @@ TEST_F(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
   auto sink = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
   EXPECT_EQ(summary_of(sink.out).at("events"), 0) << "a plan publishes nothing";
   // The text plan has the per-partition table.
-  auto text = run_dedupctl({"replay", "-b", m_broker.bootstrap(), "--topic", "src", "--via", m_redis.uri(), "--sink",
-                            "kafka:sink"});
+  auto text = run_dedupctl(
+      {"replay", "-b", m_broker.bootstrap(), "--topic", "src", "--via", m_redis.uri(), "--sink", "kafka:sink"});
   EXPECT_NE(text.out.find("REPLAY PLAN"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("WOULD-PUBLISH"), std::string::npos) << text.out;
 }
@@ -138,8 +148,8 @@ TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   TempDir dir;
   // The next three Produce requests fail with a permanent error (MSG_SIZE_TOO_LARGE).
   ASSERT_EQ(m_broker.command("error 0 10 3"), "ok");
-  auto first = run_dedupctl(
-      via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+  auto first =
+      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
   EXPECT_EQ(first.exit_code, 1) << first.err;
   auto s = summary_of(first.out);
   ASSERT_GT(s.at("failed"), 0);
@@ -147,8 +157,8 @@ TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   EXPECT_EQ(s.at("replayed") + s.at("failed"), k_events);
   EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", s.at("replayed"))) << "failed claims are deleted";
   ASSERT_EQ(m_broker.command("clear 0"), "ok"); // the broker is healthy again
-  auto rerun = run_dedupctl(
-      via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+  auto rerun =
+      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   EXPECT_EQ(summary_of(rerun.out).at("replayed"), s.at("failed"));
   expect_each_event_once_in_sink();
@@ -156,23 +166,17 @@ TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
 
 TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  SpawnOptions options;
-  options.silence = true;
-  std::vector<std::string> argv{DEDUPCTL_BINARY};
-  for (auto& a : via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
-                            dir.file("cp")})) {
-    argv.push_back(a);
-  }
-  Process run(argv, options);
+  auto run = start(via_redis(
+      {"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint", dir.file("cp")}));
   ASSERT_TRUE(wait_for_progress(dir.file("cp")));
-  run.signal(SIGKILL);
-  EXPECT_EQ(run.wait(), 128 + SIGKILL);
+  run->signal(SIGKILL);
+  EXPECT_EQ(run->wait(), 128 + SIGKILL);
   auto partial = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
   long long published = summary_of(partial.out).at("events");
   EXPECT_GT(published, 0);
   EXPECT_LT(published, k_events) << "the kill came mid-run";
-  auto rerun = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--checkpoint",
-                                       dir.file("cp")}));
+  auto rerun =
+      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   EXPECT_EQ(Json::parse(rerun.out).at("replay").at("resumed"), true);
   expect_each_event_once_in_sink();
@@ -252,17 +256,11 @@ TEST_F(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
 
 TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  SpawnOptions options;
-  options.silence = true;
-  std::vector<std::string> argv{DEDUPCTL_BINARY};
-  for (auto& a : via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
-                            "--checkpoint", dir.file("cp")})) {
-    argv.push_back(a);
-  }
-  Process run(argv, options);
+  auto run = start(via_inbox(
+      {"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint", dir.file("cp")}));
   ASSERT_TRUE(wait_for_progress(dir.file("cp")));
-  run.signal(SIGKILL);
-  run.wait();
+  run->signal(SIGKILL);
+  run->wait();
   EXPECT_LT(rows(), k_events);
   auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
@@ -272,21 +270,16 @@ TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnc
 
 TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
   TempDir dir;
-  SpawnOptions options;
-  options.pipe_stdout = true;
-  std::vector<std::string> argv{DEDUPCTL_BINARY};
-  for (auto& a : via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
-                            "--checkpoint", dir.file("cp")})) {
-    argv.push_back(a);
-  }
-  Process run(argv, options);
+  auto run = start(via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
+                              dir.file("cp")}),
+                   true);
   ASSERT_TRUE(wait_for_progress(dir.file("cp")));
   m_pg.stop();
   std::string out;
-  while (auto line = run.read_line(std::chrono::seconds(30))) {
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
     out += *line + "\n";
   }
-  EXPECT_EQ(run.wait(), 3);
+  EXPECT_EQ(run->wait(), 3);
   auto doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), false);
   ASSERT_TRUE(m_pg.start());

@@ -27,8 +27,8 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_now = wall_ms();
-    m_broker.seed("pay", copy(0, m_now - 5 * k_hour, "e-twice", 1) +     // consumed, record long gone …
-                             copy(1, m_now - 2 * k_hour, "e-twice", 1) + // … and again 3h later: applied twice
+    m_broker.seed("pay", copy(0, m_now - 5 * k_hour, "e-twice", 1) +       // consumed, record long gone …
+                             copy(1, m_now - 2 * k_hour, "e-twice", 1) +   // … and again 3h later: applied twice
                              copy(2, m_now - 10 * k_minute, "e-lost", 2) + // within the TTL, no record
                              copy(3, m_now - 3 * k_hour, "e-reuse", 3) + copy(4, m_now - 3 * k_hour, "e-reuse", 4) +
                              copy(5, m_now - 20 * k_minute, "e-orphan", 5) + // left `processing`
@@ -41,9 +41,10 @@ protected:
   }
 
   std::vector<std::string> args(std::vector<std::string> ids, std::string format = "json") const {
-    std::vector<std::string> out{"trace", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
-                                 "--store", m_redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1h",
-                                 "-o", format, "-q"};
+    std::vector<std::string> out{
+        "trace",   "-b",          m_broker.bootstrap(), "--topic",          "pay",   "--group", "billing",
+        "--store", m_redis.uri(), "--key-template",     "dedup:{event_id}", "--ttl", "1h",      "-o",
+        format,    "-q"};
     for (auto& id : ids) {
       out.push_back("--event-id");
       out.push_back(id);
@@ -57,8 +58,8 @@ protected:
 };
 
 TEST_F(Trace, EachPlantedEventGetsItsVerdictWithEvidenceInRequestOrder) {
-  auto result = run_dedupctl(
-      args({"e-twice", "e-lost", "e-reuse", "e-orphan", "e-exposed", "e-safe", "e-ahead", "e-twic"}));
+  auto result =
+      run_dedupctl(args({"e-twice", "e-lost", "e-reuse", "e-orphan", "e-exposed", "e-safe", "e-ahead", "e-twic"}));
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = Json::parse(result.out);
   const auto& traces = doc.at("traces");
@@ -78,14 +79,16 @@ TEST_F(Trace, EachPlantedEventGetsItsVerdictWithEvidenceInRequestOrder) {
   EXPECT_EQ(twice.at("occurrences")[0].at("fingerprint"), twice.at("occurrences")[1].at("fingerprint"));
   EXPECT_EQ(twice.at("dedup_keys"), Json::array({"dedup:e-twice"}));
   EXPECT_EQ(twice.at("record").at("state"), "absent");
-  EXPECT_NE(twice.at("verdict").at("text").get<std::string>().find("the record had expired when the second copy arrived"),
-            std::string::npos);
+  EXPECT_NE(
+      twice.at("verdict").at("text").get<std::string>().find("the record had expired when the second copy arrived"),
+      std::string::npos);
   EXPECT_NE(twice.at("verdict").at("evidence")[0].get<std::string>().find("3h apart"), std::string::npos);
   EXPECT_EQ(traces[3].at("record").at("value"), "processing");
   EXPECT_EQ(traces[5].at("record").at("state"), "present");
   EXPECT_EQ(traces[6].at("occurrences")[0].at("delivered"), false);
   EXPECT_EQ(traces[7].at("found"), false);
-  EXPECT_NE(traces[7].at("notes")[0].get<std::string>().find("looks truncated: the log has e-twice"), std::string::npos);
+  EXPECT_NE(traces[7].at("notes")[0].get<std::string>().find("looks truncated: the log has e-twice"),
+            std::string::npos);
   std::map<std::string, std::string> severity;
   for (const auto& f : doc.at("findings")) {
     severity[f.at("id")] = f.at("severity");

@@ -482,8 +482,7 @@ PostgresServer::PostgresServer() {
     return process.wait();
   };
   if (run_as_user({m_bin + "/initdb", "-D", m_dir + "/data", "-U", m_user, "--auth-local=trust",
-                   "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync",
-                   "--locale=C"}) != 0) {
+                   "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--locale=C"}) != 0) {
     m_why = "initdb failed";
     return;
   }
@@ -507,9 +506,9 @@ bool PostgresServer::start() {
   std::string options = fmt::format("-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off "
                                     "-c synchronous_commit=off -c full_page_writes=off",
                                     m_dir, m_port);
-  Process process({m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options, "-w", "-t",
-                   "60", "start"},
-                  as_user);
+  Process process(
+      {m_bin + "/pg_ctl", "-D", m_dir + "/data", "-l", m_dir + "/server.log", "-o", options, "-w", "-t", "60", "start"},
+      as_user);
   m_running = process.wait() == 0;
   return m_running;
 }

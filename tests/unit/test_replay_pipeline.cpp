@@ -40,10 +40,10 @@ public:
     for (const auto& key : keys) {
       ++claims;
       auto [it, inserted] = records.try_emplace(key, "processing:" + run);
-      out.push_back(inserted                              ? core::Claim::Claimed
-                    : it->second == "processing:" + run   ? core::Claim::OwnStale
+      out.push_back(inserted                               ? core::Claim::Claimed
+                    : it->second == "processing:" + run    ? core::Claim::OwnStale
                     : it->second.starts_with("processing") ? core::Claim::HeldByOther
-                                                          : core::Claim::Done);
+                                                           : core::Claim::Done);
     }
   }
   void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims_,

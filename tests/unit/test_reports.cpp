@@ -112,5 +112,18 @@ TEST(Formats, ParseAndRefuseUnknown) {
   EXPECT_EQ(parse_format("json"), Format::Json);
   EXPECT_EQ(parse_format("markdown"), Format::Markdown);
   EXPECT_THROW(parse_format("yaml"), UsageError);
-  EXPECT_THROW(rendered(sample(), Format::Html), UsageError);
+  EXPECT_THROW(parse_format("pdf"), UsageError);
+  EXPECT_EQ(parse_format("html"), Format::Html);
+}
+
+TEST(Formats, HtmlIsOneSelfContainedPageWithEscapedText) {
+  auto report = sample();
+  report.findings.front().title = "a <script>alert(1)</script> & more";
+  std::string html = rendered(report, Format::Html);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("<script"), std::string::npos) << "text is escaped, and the page has no script";
+  EXPECT_NE(html.find("a &lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos) << "no external request";
+  EXPECT_NE(html.find("id=\"verdict\""), std::string::npos);
+  EXPECT_LT(html.find("id=\"verdict\""), html.find("Findings"));
 }

@@ -60,8 +60,7 @@ TEST(Trace, AMissingRecordWithinTheTtlIsLostState) {
 }
 
 TEST(Trace, DifferentPayloadsUnderOneIdAreIdReuseWhateverTheRecord) {
-  auto t = trace_of({copy(3, 10 * 60'000, true, 1), copy(4, 9 * 60'000, true, 2)}, TraceRecord::State::Present,
-                    "done");
+  auto t = trace_of({copy(3, 10 * 60'000, true, 1), copy(4, 9 * 60'000, true, 2)}, TraceRecord::State::Present, "done");
   auto v = decide_trace(t, policy());
   EXPECT_EQ(v.id, "id-reused");
   EXPECT_EQ(v.evidence.size(), 2u);
@@ -77,8 +76,8 @@ TEST(Trace, AnInProgressClaimBelowTheCommittedOffsetIsOrphaned) {
 TEST(Trace, AConsumedEventWhoseRecordLapsedIsExposedAndAHeldRecordProtects) {
   auto exposed = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
   EXPECT_EQ(decide_trace(exposed, policy()).id, "exposed");
-  auto held = trace_of({copy(3, 5 * k_hour, true), copy(4, 5 * k_hour - 1000, true)}, TraceRecord::State::Present,
-                       "done");
+  auto held =
+      trace_of({copy(3, 5 * k_hour, true), copy(4, 5 * k_hour - 1000, true)}, TraceRecord::State::Present, "done");
   auto v = decide_trace(held, policy());
   EXPECT_EQ(v.id, "protected");
   EXPECT_NE(v.evidence[0].find("dedup:e-1 holds 'done', 10m left"), std::string::npos) << v.evidence[0];
