@@ -62,6 +62,7 @@ struct Chunk {
   std::size_t outstanding = 0; // publishes without a delivery report
   std::string first_error;
   std::string start_position; // the sink's position before this chunk published anything
+  bool ready = false;         // claimed and published: only then may it settle
 };
 
 } // namespace
@@ -330,137 +331,145 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     auto next_batch = [&] {
       try {
         return source.next_batch(batch);
-      } catch (const InterruptedError&) {
-        finish_in_flight();
-        throw;
       } catch (const UnreachableError&) {
         finish_in_flight();
         throw;
       }
     };
-    while (next_batch()) {
-      // A resumed run skips what its checkpoint says is done.
-      if (request.checkpoint) {
-        std::erase_if(batch.events, [&](const core::Event& e) {
-          auto next = request.checkpoint->next_offset(e.topic, e.partition);
-          return next && e.offset < *next;
-        });
-      }
-      identifier.identify(batch, identities);
-      log.observe(batch.events, identities);
-      // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
-      // checkpoint each.
-      for (std::size_t begin = 0; begin < batch.events.size(); begin += request.batch_size) {
-        std::size_t end = std::min(batch.events.size(), begin + request.batch_size);
-        Chunk& chunk = chunks.emplace_back();
-        chunk.seq = next_seq++;
-        key_index = core::FlatHashMap<std::uint32_t>(end - begin);
-        for (std::size_t i = begin; i < end; ++i) {
-          const auto& event = batch.events[i];
-          const auto& identity = identities[i];
-          Chunk::Row& row = chunk.rows.emplace_back();
-          row.topic = topic_index(event.topic);
-          row.partition = event.partition;
-          row.offset = event.offset;
-          row.timestamp_ms = event.timestamp_ms;
-          if (!identity.has_id) {
-            row.no_id_reason = std::string(identity.no_id_reason);
-            continue;
-          }
-          row.id = std::string(identity.id);
-          core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
-          // Later events of a key already in the chunk are its duplicates.
-          bool inserted = false;
-          std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);
-          if (!inserted && chunk.keys[slot - 1] == rendered) {
-            row.key = slot - 1;
-            continue;
-          }
-          if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
-            auto found = std::find(chunk.keys.begin(), chunk.keys.end(), rendered);
-            if (found != chunk.keys.end()) {
-              row.key = static_cast<std::size_t>(found - chunk.keys.begin());
+    try {
+      while (next_batch()) {
+        // A resumed run skips what its checkpoint says is done.
+        if (request.checkpoint) {
+          std::erase_if(batch.events, [&](const core::Event& e) {
+            auto next = request.checkpoint->next_offset(e.topic, e.partition);
+            return next && e.offset < *next;
+          });
+        }
+        identifier.identify(batch, identities);
+        log.observe(batch.events, identities);
+        // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
+        // checkpoint each.
+        for (std::size_t begin = 0; begin < batch.events.size(); begin += request.batch_size) {
+          std::size_t end = std::min(batch.events.size(), begin + request.batch_size);
+          Chunk& chunk = chunks.emplace_back();
+          chunk.seq = next_seq++;
+          key_index = core::FlatHashMap<std::uint32_t>(end - begin);
+          for (std::size_t i = begin; i < end; ++i) {
+            const auto& event = batch.events[i];
+            const auto& identity = identities[i];
+            Chunk::Row& row = chunk.rows.emplace_back();
+            row.topic = topic_index(event.topic);
+            row.partition = event.partition;
+            row.offset = event.offset;
+            row.timestamp_ms = event.timestamp_ms;
+            if (!identity.has_id) {
+              row.no_id_reason = std::string(identity.no_id_reason);
               continue;
             }
-          } else {
-            slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
+            row.id = std::string(identity.id);
+            core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
+            // Later events of a key already in the chunk are its duplicates.
+            bool inserted = false;
+            std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);
+            if (!inserted && chunk.keys[slot - 1] == rendered) {
+              row.key = slot - 1;
+              continue;
+            }
+            if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
+              auto found = std::find(chunk.keys.begin(), chunk.keys.end(), rendered);
+              if (found != chunk.keys.end()) {
+                row.key = static_cast<std::size_t>(found - chunk.keys.begin());
+                continue;
+              }
+            } else {
+              slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
+            }
+            row.key = chunk.keys.size();
+            row.first = true;
+            chunk.keys.push_back(rendered);
           }
-          row.key = chunk.keys.size();
-          row.first = true;
-          chunk.keys.push_back(rendered);
-        }
-        // A key an earlier, unsettled chunk of this run claimed is not asked again: the store
-        // would answer with this run's own claim.
-        std::size_t n = chunk.keys.size();
-        chunk.in_flight_elsewhere.assign(n, false);
-        chunk.claims.assign(n, core::Claim::Done);
-        to_claim.clear();
-        claim_of.clear();
-        for (std::size_t k = 0; k < n; ++k) {
-          if (in_flight_keys.contains(chunk.keys[k])) {
-            chunk.in_flight_elsewhere[k] = true;
-          } else {
-            to_claim.push_back(chunk.keys[k]);
-            claim_of.push_back(k);
-          }
-        }
-        if (request.execute) {
-          placement.claim(to_claim, request.run_id, claimed);
-        } else {
-          placement.plan(to_claim, claimed);
-        }
-        for (std::size_t c = 0; c < claim_of.size(); ++c) {
-          chunk.claims[claim_of[c]] = claimed[c];
-        }
-        if (!request.execute) {
+          // A key an earlier, unsettled chunk of this run claimed is not asked again: the store
+          // would answer with this run's own claim.
+          std::size_t n = chunk.keys.size();
+          chunk.in_flight_elsewhere.assign(n, false);
+          chunk.claims.assign(n, core::Claim::Done);
+          to_claim.clear();
+          claim_of.clear();
           for (std::size_t k = 0; k < n; ++k) {
-            if (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) {
-              bool first_time = false;
-              planned.find_or_insert(core::hash64(chunk.keys[k], 0x91), first_time);
-              if (!first_time) {
-                chunk.claims[k] = core::Claim::Done; // an earlier event of the range takes the key first
+            if (in_flight_keys.contains(chunk.keys[k])) {
+              chunk.in_flight_elsewhere[k] = true;
+            } else {
+              to_claim.push_back(chunk.keys[k]);
+              claim_of.push_back(k);
+            }
+          }
+          if (request.execute) {
+            placement.claim(to_claim, request.run_id, claimed);
+          } else {
+            placement.plan(to_claim, claimed);
+          }
+          for (std::size_t c = 0; c < claim_of.size(); ++c) {
+            chunk.claims[claim_of[c]] = claimed[c];
+          }
+          if (!request.execute) {
+            for (std::size_t k = 0; k < n; ++k) {
+              if (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) {
+                bool first_time = false;
+                planned.find_or_insert(core::hash64(chunk.keys[k], 0x91), first_time);
+                if (!first_time) {
+                  chunk.claims[k] = core::Claim::Done; // an earlier event of the range takes the key first
+                }
               }
             }
           }
-        }
-        // Publish what was claimed (the key's first event of the chunk), unless an interrupted run
-        // already did.
-        if (publishing) {
-          chunk.start_position = sink->position();
-        }
-        chunk.published.assign(n, false);
-        chunk.delivered.assign(n, false);
-        chunk.found_in_sink.assign(n, false);
-        for (std::size_t i = begin; i < end; ++i) {
-          const Chunk::Row& row = chunk.rows[i - begin];
-          if (row.key == SIZE_MAX || !row.first || !request.execute) {
+          // Publish what was claimed (the key's first event of the chunk), unless an interrupted run
+          // already did.
+          if (publishing) {
+            chunk.start_position = sink->position();
+          }
+          chunk.published.assign(n, false);
+          chunk.delivered.assign(n, false);
+          chunk.found_in_sink.assign(n, false);
+          for (std::size_t i = begin; i < end; ++i) {
+            const Chunk::Row& row = chunk.rows[i - begin];
+            if (row.key == SIZE_MAX || !row.first || !request.execute) {
+              continue;
+            }
+            std::size_t k = row.key;
+            bool ours = (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
+                        !chunk.in_flight_elsewhere[k];
+            if (!ours) {
+              continue;
+            }
+            ++in_flight_keys[chunk.keys[k]];
+            chunk.delivered[k] = true;
+            if (in_sink.contains(row.id)) {
+              chunk.found_in_sink[k] = true; // settled below without publishing again
+              continue;
+            }
+            sink->publish(batch.events[i], (chunk.seq << 32) | k);
+            chunk.published[k] = true;
+            ++chunk.outstanding;
+          }
+          chunk.ready = true;
+          if (!publishing) {
+            settle_front();
             continue;
           }
-          std::size_t k = row.key;
-          bool ours = (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
-                      !chunk.in_flight_elsewhere[k];
-          if (!ours) {
-            continue;
+          drain(false);
+          while (chunks.size() >= max_in_flight) {
+            drain(true);
           }
-          ++in_flight_keys[chunk.keys[k]];
-          chunk.delivered[k] = true;
-          if (in_sink.contains(row.id)) {
-            chunk.found_in_sink[k] = true; // settled below without publishing again
-            continue;
-          }
-          sink->publish(batch.events[i], (chunk.seq << 32) | k);
-          chunk.published[k] = true;
-          ++chunk.outstanding;
-        }
-        if (!publishing) {
-          settle_front();
-          continue;
-        }
-        drain(false);
-        while (chunks.size() >= max_in_flight) {
-          drain(true);
         }
       }
+    } catch (const InterruptedError&) {
+      // Wherever SIGINT/SIGTERM caught the run: a chunk still being built claimed nothing and is
+      // dropped (its events stay beyond the checkpoint); the rest is delivered and settled.
+      while (!chunks.empty() && !chunks.back().ready) {
+        chunks.pop_back();
+      }
+      finish_in_flight();
+      throw;
     }
     finish_in_flight();
   });

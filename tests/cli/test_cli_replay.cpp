@@ -182,6 +182,30 @@ TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   expect_each_event_once_in_sink();
 }
 
+TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
+  TempDir dir;
+  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
+                              "--checkpoint", dir.file("cp")}),
+                   true);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  run->signal(SIGINT);
+  std::string out;
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(run->wait(), 130);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  // Everything published was settled: no claim of this run is left in progress.
+  long long replayed = doc.at("summary").at("replayed");
+  EXPECT_GT(replayed, 0);
+  EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", replayed));
+  auto rerun = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(Json::parse(rerun.out).at("replay").at("found_in_sink"), 0) << "nothing was left unsettled";
+  expect_each_event_once_in_sink();
+}
+
 TEST_F(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
   auto same = run_dedupctl(via_redis({"--execute", "--sink", "kafka:src"}));
   EXPECT_EQ(same.exit_code, 2);

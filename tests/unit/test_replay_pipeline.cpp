@@ -35,7 +35,13 @@ public:
       out.push_back(core::plan_claim(state, {"processing"}));
     }
   }
+  std::optional<int> interrupt_claim_at; // the claim call that sees SIGINT
+  int claim_calls = 0;
+
   void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    if (interrupt_claim_at && claim_calls++ == *interrupt_claim_at) {
+      throw InterruptedError("interrupted");
+    }
     out.clear();
     for (const auto& key : keys) {
       ++claims;
@@ -340,6 +346,44 @@ TEST(ReplayPipeline, AKeyStillInFlightInAnEarlierChunkIsNotPublishedAgain) {
   EXPECT_EQ(sink.ids().count("e-1"), 1u);
   EXPECT_GT(sink.polls, 0);
   EXPECT_EQ(placement.records.at("dedup:e-1"), "done");
+}
+
+} // namespace
+} // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// SIGINT while the next chunk is being claimed: the chunks in flight are delivered and settled, the
+// one being built is dropped, and the rerun publishes the rest, each event once.
+TEST(ReplayPipeline, AnInterruptSettlesWhatIsInFlightAndDropsTheChunkBeingBuilt) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::optional<core::Checkpoint> saved;
+  placement.interrupt_claim_at = 2;
+  FakeEventSource first(events(10), 10);
+  auto r = request(true, &saved);
+  r.batch_size = 2;
+  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 130);
+  EXPECT_EQ(summary(report, "replayed"), 4) << "the two chunks in flight were settled";
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "done") << key << " left in progress";
+  }
+  ASSERT_TRUE(saved);
+  placement.interrupt_claim_at.reset();
+  FakeEventSource rerun(events(10), 10);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(second, "replayed"), 6);
+  EXPECT_EQ(second.replay->run->found_in_sink, 0);
+  auto ids = sink.ids();
+  EXPECT_EQ(ids.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
+  }
 }
 
 } // namespace
