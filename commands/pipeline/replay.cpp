@@ -138,8 +138,28 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   core::FlatHashMap<std::uint8_t> planned; // a plan: keys already planned for publishing in this range
 
   std::unordered_set<std::string> in_sink;
-  std::unordered_map<std::string, std::size_t> in_flight_keys; // claimed keys of unsettled chunks → count
+  // Claimed keys of unsettled chunks, as hash → count; a hit is confirmed against the chunks' keys.
+  core::FlatHashMap<std::uint32_t> in_flight_keys;
+  auto key_hash = [](const std::string& key) { return core::hash64(key, 0x1f); };
   std::deque<Chunk> chunks;
+  // Whether an unsettled chunk (not the one being built) claimed `key` for this run.
+  auto in_flight = [&](const std::string& key) {
+    const std::uint32_t* count = in_flight_keys.find(key_hash(key));
+    if (!count || *count == 0) {
+      return false;
+    }
+    for (std::size_t c = 0; c + 1 < chunks.size(); ++c) {
+      const Chunk& other = chunks[c];
+      for (std::size_t k = 0; k < other.keys.size(); ++k) {
+        bool ours = (other.claims[k] == core::Claim::Claimed || other.claims[k] == core::Claim::OwnStale) &&
+                    !other.in_flight_elsewhere[k];
+        if (ours && other.keys[k] == key) {
+          return true;
+        }
+      }
+    }
+    return false; // another key with the same hash
+  };
   std::uint64_t next_seq = 0;
   std::int64_t events_total = 0;
   std::vector<core::Delivery> deliveries;
@@ -167,10 +187,9 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     for (std::size_t k = 0; k < chunk.keys.size(); ++k) {
       bool ours = chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale;
       if (ours && !chunk.in_flight_elsewhere[k]) {
-        auto it = in_flight_keys.find(chunk.keys[k]);
-        if (it != in_flight_keys.end() && --it->second == 0) {
-          in_flight_keys.erase(it);
-        }
+        bool inserted = false;
+        std::uint32_t& count = in_flight_keys.find_or_insert(key_hash(chunk.keys[k]), inserted);
+        count = count > 0 ? count - 1 : 0;
       }
     }
     for (const auto& row : chunk.rows) {
@@ -393,23 +412,30 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
           std::size_t n = chunk.keys.size();
           chunk.in_flight_elsewhere.assign(n, false);
           chunk.claims.assign(n, core::Claim::Done);
+          bool any_in_flight = false;
+          for (std::size_t k = 0; k < n; ++k) {
+            chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k]);
+            any_in_flight |= chunk.in_flight_elsewhere[k];
+          }
+          // Usually no key is: the chunk's keys are asked as they are, without a copy.
           to_claim.clear();
           claim_of.clear();
-          for (std::size_t k = 0; k < n; ++k) {
-            if (in_flight_keys.contains(chunk.keys[k])) {
-              chunk.in_flight_elsewhere[k] = true;
-            } else {
-              to_claim.push_back(chunk.keys[k]);
-              claim_of.push_back(k);
+          if (any_in_flight) {
+            for (std::size_t k = 0; k < n; ++k) {
+              if (!chunk.in_flight_elsewhere[k]) {
+                to_claim.push_back(chunk.keys[k]);
+                claim_of.push_back(k);
+              }
             }
           }
+          const std::vector<std::string>& asked = any_in_flight ? to_claim : chunk.keys;
           if (request.execute) {
-            placement.claim(to_claim, request.run_id, claimed);
+            placement.claim(asked, request.run_id, claimed);
           } else {
-            placement.plan(to_claim, claimed);
+            placement.plan(asked, claimed);
           }
-          for (std::size_t c = 0; c < claim_of.size(); ++c) {
-            chunk.claims[claim_of[c]] = claimed[c];
+          for (std::size_t c = 0; c < asked.size(); ++c) {
+            chunk.claims[any_in_flight ? claim_of[c] : c] = claimed[c];
           }
           if (!request.execute) {
             for (std::size_t k = 0; k < n; ++k) {
@@ -441,7 +467,8 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             if (!ours) {
               continue;
             }
-            ++in_flight_keys[chunk.keys[k]];
+            bool inserted = false;
+            ++in_flight_keys.find_or_insert(key_hash(chunk.keys[k]), inserted);
             chunk.delivered[k] = true;
             if (in_sink.contains(row.id)) {
               chunk.found_in_sink[k] = true; // settled below without publishing again
