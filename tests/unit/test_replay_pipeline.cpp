@@ -151,7 +151,7 @@ ReplayRequest request(bool execute, std::optional<core::Checkpoint>* saved = nul
   return r;
 }
 
-TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedAndSkippedAndChangesNothing) {
+TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedOrPassedOverAndChangesNothing) {
   auto log = events(6);
   log.push_back(with_header_id(0, 3, 2000, "e-0", "{}")); // e-0 again, later in the range
   OwnedEvent no_id;
@@ -280,7 +280,7 @@ TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) 
   EXPECT_EQ(placement.records.at("dedup:e-5"), "done");
 }
 
-TEST(ReplayPipeline, OthersClaimsAreSkippedAndReported) {
+TEST(ReplayPipeline, OthersClaimsArePassedOverAndReported) {
   FakePlacement placement;
   FakeSink sink;
   placement.records["dedup:e-3"] = "processing:someone-else";
