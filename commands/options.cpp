@@ -240,7 +240,8 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
 
 } // namespace
 
-OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek) {
+OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek,
+                         const core::Checkpoint* resume) {
   auto from = core::parse_offset_spec(options.from, "--from");
   auto to = core::parse_offset_spec(options.to, "--to");
   std::int64_t now = context.now_ms();
@@ -290,6 +291,13 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
   try {
     auto resolved = connectors::kafka::resolve_range(settings, request);
     opened.info = resolved.info;
+    if (resume) {
+      for (auto& plan : resolved.plans) {
+        if (auto next = resume->next_offset(plan.topic, plan.partition); next && *next > plan.start) {
+          plan.start = std::min(*next, plan.end);
+        }
+      }
+    }
     opened.source = connectors::kafka::open_reader(settings, std::move(resolved.plans));
   } catch (const UnreachableError& e) {
     opened.failure = e.what();

@@ -5,6 +5,7 @@
 #include "connectors/kafka/kafka.hpp"
 #include "core/audit_analyzer.hpp"
 #include "core/identify.hpp"
+#include "core/replay.hpp"
 #include "core/source_info.hpp"
 #include "core/store_uri.hpp"
 #include "reports/report.hpp"
@@ -91,8 +92,11 @@ struct OpenedSource {
 // Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens
 // the kcat dump. Brokers that cannot be reached are reported in `failure`, not thrown, so that the
 // command can still write its incomplete report.
+// With `resume` (a replay's checkpoint), each Kafka partition is read from its checkpointed offset
+// instead of the range's start.
 OpenedSource open_source(const SourceOptions& options, const Context& context,
-                         const std::optional<std::string>& seek = std::nullopt);
+                         const std::optional<std::string>& seek = std::nullopt,
+                         const core::Checkpoint* resume = nullptr);
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
 void note_ranges(const core::SourceInfo& info, const Context& context);

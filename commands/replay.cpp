@@ -187,7 +187,8 @@ int run(const ReplayOptions& options, Context& context) {
   request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
   DecisionLog decisions(options.decisions);
 
-  OpenedSource opened = open_source(options.source, context);
+  OpenedSource opened = open_source(options.source, context, std::nullopt,
+                                    request.checkpoint ? &*request.checkpoint : nullptr);
   std::optional<std::string> failure = opened.failure;
   std::unique_ptr<core::ReplayPlacement> via;
   std::unique_ptr<core::ReplaySink> sink;
