@@ -3,11 +3,8 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/store.hpp"
-#include "connectors/file/inbox_snapshot_store.hpp"
-#include "connectors/file/snapshot_store.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
-#include "connectors/redis/redis.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"
 #include "core/store_uri.hpp"
@@ -169,8 +166,8 @@ int run(const AuditOptions& options, Context& context) {
   } else {
     note_ranges(opened.info, context);
     report = run_audit(request, *opened.source, *store, opened.info, now);
-    if (auto* inbox = dynamic_cast<connectors::postgres::InboxStore*>(store.get()); inbox && context.global.verbose) {
-      context.note("inbox lookups: " + inbox->lookup_stats());
+    if (opened_store.inbox && context.global.verbose) {
+      context.note("inbox lookups: " + opened_store.inbox->lookup_stats());
     }
   }
   return deliver_report(report, opened, format, context);

@@ -188,6 +188,26 @@ core::IdentifyOptions parse_identity(const IdentityOptions& options) {
   return out;
 }
 
+connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context) {
+  connectors::redis::RedisSettings settings;
+  settings.uri = uri;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.stop = &context.stop;
+  return settings;
+}
+
+connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
+                                                   const std::string& consumer, const Context& context) {
+  connectors::postgres::InboxSettings settings;
+  settings.conninfo = uri.conninfo;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.schema = connectors::postgres::InboxSchema{inbox.table, inbox.id_column, inbox.consumer_column,
+                                                      inbox.time_column, inbox.status_column};
+  settings.consumer = consumer;
+  settings.stop = &context.stop;
+  return settings;
+}
+
 connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
   connectors::kafka::KafkaSettings settings;
   settings.bootstrap = context.global.bootstrap;

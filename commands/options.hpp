@@ -3,6 +3,8 @@
 #include "commands/context.hpp"
 #include "connectors/file/kcat_file.hpp"
 #include "connectors/kafka/kafka.hpp"
+#include "connectors/postgres/inbox_store.hpp"
+#include "connectors/redis/redis.hpp"
 #include "core/audit_analyzer.hpp"
 #include "core/identify.hpp"
 #include "core/replay.hpp"
@@ -79,6 +81,11 @@ void add_identity_options(CLI::App& app, IdentityOptions& options);
 core::IdentifyOptions parse_identity(const IdentityOptions& options);
 
 connectors::kafka::KafkaSettings kafka_settings(const Context& context);
+// A redis:// store's settings with --timeout and the stop flag.
+connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context);
+// A postgres:// store's settings: the inbox schema flags, --consumer, --timeout and the stop flag.
+connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
+                                                   const std::string& consumer, const Context& context);
 
 // An opened source with the ranges it will read.
 struct OpenedSource {

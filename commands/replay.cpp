@@ -187,8 +187,8 @@ int run(const ReplayOptions& options, Context& context) {
   request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
   DecisionLog decisions(options.decisions);
 
-  OpenedSource opened = open_source(options.source, context, std::nullopt,
-                                    request.checkpoint ? &*request.checkpoint : nullptr);
+  OpenedSource opened =
+      open_source(options.source, context, std::nullopt, request.checkpoint ? &*request.checkpoint : nullptr);
   std::optional<std::string> failure = opened.failure;
   std::unique_ptr<core::ReplayPlacement> via;
   std::unique_ptr<core::ReplaySink> sink;
@@ -207,7 +207,6 @@ int run(const ReplayOptions& options, Context& context) {
   };
   if (!failure) {
     try {
-      std::int64_t timeout = core::parse_duration(context.global.timeout, "--timeout");
       if (options.no_dedup) {
         via = std::make_unique<core::NoDedupPlacement>();
         core::Finding f;
@@ -225,22 +224,11 @@ int run(const ReplayOptions& options, Context& context) {
         request.placement_findings.push_back(memory_note(*memory));
         via = std::move(memory);
       } else if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
-        connectors::postgres::InboxSettings settings;
-        settings.conninfo = placement.uri.conninfo;
-        settings.timeout_ms = timeout;
-        settings.schema = connectors::postgres::InboxSchema{
-            options.placement.inbox.table, options.placement.inbox.id_column, options.placement.inbox.consumer_column,
-            options.placement.inbox.time_column, options.placement.inbox.status_column};
-        settings.consumer = options.placement.consumer;
-        settings.stop = &context.stop;
+        auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
         via = connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
       } else {
-        connectors::redis::RedisSettings settings;
-        settings.uri = placement.uri;
-        settings.timeout_ms = timeout;
-        settings.stop = &context.stop;
-        via = connectors::redis::open_replay_placement(settings, placement.audit.policy.ttl,
-                                                       placement.audit.policy.lease_ms,
+        via = connectors::redis::open_replay_placement(redis_settings(placement.uri, context),
+                                                       placement.audit.policy.ttl, placement.audit.policy.lease_ms,
                                                        placement.audit.policy.in_progress_values);
       }
       if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {

@@ -25,14 +25,7 @@ struct SnapshotOptions {
 
 // COPY of the inbox's rows, behind a header with the time the export started.
 int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Context& context) {
-  connectors::postgres::InboxSettings settings;
-  settings.conninfo = uri.conninfo;
-  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-  settings.schema =
-      connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column, options.inbox.consumer_column,
-                                        options.inbox.time_column, options.inbox.status_column};
-  settings.consumer = options.consumer;
-  settings.stop = &context.stop;
+  auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
   std::vector<std::string> lines;
   std::int64_t taken_at = connectors::postgres::export_inbox(settings, [&](const std::string& line) {
     lines.push_back(line);
@@ -65,10 +58,7 @@ int run(const SnapshotOptions& options, Context& context) {
   if (uri.kind != core::StoreUri::Kind::Redis) {
     throw UsageError(fmt::format("--store {}: snapshot reads redis:// and postgres:// placements", uri.redacted()));
   }
-  connectors::redis::RedisSettings settings;
-  settings.uri = uri;
-  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-  settings.stop = &context.stop;
+  auto settings = redis_settings(uri, context);
   // The file appears whole or not at all: records go to a temporary sibling first. The header
   // needs the snapshot's time, known only once the scan starts, so records are kept until then.
   std::vector<std::string> lines;

@@ -36,16 +36,8 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
     return out;
   }
   try {
-    std::int64_t timeout = core::parse_duration(context.global.timeout, "--timeout");
     if (uri.kind == core::StoreUri::Kind::Postgres) {
-      connectors::postgres::InboxSettings settings;
-      settings.conninfo = uri.conninfo;
-      settings.timeout_ms = timeout;
-      settings.schema =
-          connectors::postgres::InboxSchema{options.inbox.table, options.inbox.id_column, options.inbox.consumer_column,
-                                            options.inbox.time_column, options.inbox.status_column};
-      settings.consumer = options.consumer;
-      settings.stop = &context.stop;
+      auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
       const auto& lookup = options.inbox_lookup;
       settings.lookup = lookup == "load"      ? connectors::postgres::InboxLookup::Load
                         : lookup == "batches" ? connectors::postgres::InboxLookup::Batches
@@ -55,11 +47,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
       out.inbox = inbox.get();
       out.store = std::move(inbox);
     } else {
-      connectors::redis::RedisSettings settings;
-      settings.uri = uri;
-      settings.timeout_ms = timeout;
-      settings.stop = &context.stop;
-      out.store = connectors::redis::open_store(settings);
+      out.store = connectors::redis::open_store(redis_settings(uri, context));
     }
   } catch (const UnreachableError& e) {
     out.failure = e.what();
