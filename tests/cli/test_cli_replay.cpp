@@ -190,8 +190,8 @@ TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
 
 TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
   TempDir dir;
-  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200",
-                              "--checkpoint", dir.file("cp")}),
+  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
+                              dir.file("cp")}),
                    true);
   ASSERT_TRUE(wait_for_progress(dir.file("cp")));
   run->signal(SIGINT);
@@ -231,6 +231,30 @@ TEST_F(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
   ASSERT_EQ(no_dedup.exit_code, 0) << no_dedup.err;
   EXPECT_NE(no_dedup.out.find("replay-without-dedup"), std::string::npos);
   expect_each_event_once_in_sink();
+}
+
+TEST_F(Replay, ContradictoryFlagsAndForeignCheckpointsAreUsageErrors) {
+  TempDir dir;
+  auto expect_usage = [](const CommandResult& result, const std::string& says) {
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  };
+  expect_usage(run_dedupctl(args({"--via", "file:" + dir.file("keys.tsv"), "--sink", "kafka:sink"})),
+               "cannot claim events");
+  expect_usage(run_dedupctl(via_redis({"--no-dedup", "--sink", "kafka:sink"})), "contradict each other");
+  expect_usage(run_dedupctl(args({"--sink", "kafka:sink"})), "needs --via");
+  expect_usage(run_dedupctl(via_redis({"--execute"})), "--execute needs --sink");
+  expect_usage(run_dedupctl(via_redis({"--sink", "s3:bucket"})), "expected kafka:TOPIC or file:PATH");
+  expect_usage(run_dedupctl(via_redis({"--sink", "kafka:sink", "--batch", "0"})), "--batch must be at least 1");
+  write_file(dir.file("bad.ckpt"), "{\"offsets\": {}}\n");
+  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("bad.ckpt")})),
+               "not a dedupctl replay checkpoint");
+  // A checkpoint written for a file sink is refused for a Kafka one.
+  auto first = run_dedupctl(
+      via_redis({"--execute", "--sink", "file:" + dir.file("out.ndjson"), "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")})),
+               "belongs to a replay into file:");
 }
 
 TEST_F(Replay, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {
@@ -282,6 +306,14 @@ TEST_F(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
   EXPECT_EQ(m_pg.psql("SELECT consumer_name, status FROM processed_events WHERE event_id = 'e-3'").out,
             "billing|done\n");
   expect_each_event_once_in_sink();
+}
+
+TEST_F(ReplayInbox, AnInboxWithoutAUniqueConstraintCannotBeClaimedThrough) {
+  ASSERT_EQ(m_pg.psql("ALTER TABLE processed_events DROP CONSTRAINT processed_events_pkey").exit_code, 0);
+  auto result = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("processed_events has no primary key or unique index"), std::string::npos) << result.err;
+  EXPECT_EQ(rows(), 0);
 }
 
 TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {

@@ -134,6 +134,11 @@ TEST_F(Trace, IdsFromAFileAndNoIdAtAllIsAUsageError) {
   auto doc = Json::parse(result.out);
   ASSERT_EQ(doc.at("traces").size(), 2u);
   EXPECT_EQ(doc.at("traces")[1].at("verdict").at("id"), "state-lost");
+  auto missing = args({});
+  missing.insert(missing.end(), {"--ids-from", dir.file("nope.txt")});
+  auto unreadable = run_dedupctl(missing);
+  EXPECT_EQ(unreadable.exit_code, 2);
+  EXPECT_NE(unreadable.err.find("nope.txt"), std::string::npos) << unreadable.err;
   auto none = run_dedupctl(args({}));
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("--event-id"), std::string::npos) << none.err;
