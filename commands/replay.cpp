@@ -277,7 +277,14 @@ int run(const ReplayOptions& options, Context& context) {
       context.progress(fmt::format("replay: {} events, {:.0f} events/s{}", events, rate, eta));
     }
   };
+  ReplayStageTimes times;
+  if (context.global.verbose) {
+    request.times = &times;
+  }
   report = run_replay(request, *opened.source, *via, sink.get(), opened.info, context.now_ms());
+  if (request.times) {
+    context.note("replay stages: " + times.describe());
+  }
   return deliver_report(report, opened, format, context);
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -65,7 +66,34 @@ struct Chunk {
   bool ready = false;         // claimed and published: only then may it settle
 };
 
+// Adds the time until it goes out of scope to one stage of ReplayStageTimes (none when not asked).
+class StageTimer {
+public:
+  explicit StageTimer(double* slot) : m_slot(slot) {
+    if (m_slot) {
+      m_start = std::chrono::steady_clock::now();
+    }
+  }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+  ~StageTimer() {
+    if (m_slot) {
+      *m_slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    }
+  }
+
+private:
+  double* m_slot;
+  std::chrono::steady_clock::time_point m_start;
+};
+
 } // namespace
+
+std::string ReplayStageTimes::describe() const {
+  return fmt::format("read {:.2f} s, prepare {:.2f} s, claim {:.2f} s, publish {:.2f} s, wait for deliveries {:.2f} s, "
+                     "settle {:.2f} s, decisions and checkpoints {:.2f} s",
+                     read, prepare, claim, publish, wait, settle, checkpoint);
+}
 
 reports::Report run_replay(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
                            core::ReplaySink* sink, core::SourceInfo info, std::int64_t now_ms) {
@@ -127,6 +155,8 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     return *it->second;
   };
 
+  auto stage_slot = [&](double ReplayStageTimes::*member) { return request.times ? &(request.times->*member) : nullptr; };
+  auto stage = [&](double ReplayStageTimes::*member) { return StageTimer(stage_slot(member)); };
   core::IdentifyOptions identify = request.identify;
   identify.extra = request.key_template.fields();
   core::LogAnalyzerOptions log_options;
@@ -182,8 +212,10 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   auto settle_front = [&] {
     Chunk& chunk = chunks.front();
     if (request.execute) {
+      auto timer = stage(&ReplayStageTimes::settle);
       placement.settle(chunk.keys, chunk.claims, chunk.delivered);
     }
+    auto timer = stage(&ReplayStageTimes::checkpoint);
     for (std::size_t k = 0; k < chunk.keys.size(); ++k) {
       bool ours = chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale;
       if (ours && !chunk.in_flight_elsewhere[k]) {
@@ -300,7 +332,10 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
         continue;
       }
       deliveries.clear();
-      sink->poll(deliveries, wait ? 100 : 0);
+      {
+        auto timer = stage(wait ? &ReplayStageTimes::wait : &ReplayStageTimes::publish);
+        sink->poll(deliveries, wait ? 100 : 0);
+      }
       for (const auto& d : deliveries) {
         std::uint64_t seq = d.tag >> 32;
         auto k = static_cast<std::size_t>(d.tag & 0xffffffffULL);
@@ -349,6 +384,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     };
     auto next_batch = [&] {
       try {
+        auto timer = stage(&ReplayStageTimes::read);
         return source.next_batch(batch);
       } catch (const UnreachableError&) {
         finish_in_flight();
@@ -364,12 +400,15 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             return next && e.offset < *next;
           });
         }
+        std::optional<StageTimer> timer;
+        timer.emplace(stage_slot(&ReplayStageTimes::prepare));
         identifier.identify(batch, identities);
         log.observe(batch.events, identities);
         // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
         // checkpoint each.
         for (std::size_t begin = 0; begin < batch.events.size(); begin += request.batch_size) {
           std::size_t end = std::min(batch.events.size(), begin + request.batch_size);
+          timer.emplace(stage_slot(&ReplayStageTimes::prepare));
           Chunk& chunk = chunks.emplace_back();
           chunk.seq = next_seq++;
           key_index = core::FlatHashMap<std::uint32_t>(end - begin);
@@ -429,6 +468,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             }
           }
           const std::vector<std::string>& asked = any_in_flight ? to_claim : chunk.keys;
+          timer.emplace(stage_slot(&ReplayStageTimes::claim));
           if (request.execute) {
             placement.claim(asked, request.run_id, claimed);
           } else {
@@ -450,6 +490,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
           }
           // Publish what was claimed (the key's first event of the chunk), unless an interrupted run
           // already did.
+          timer.emplace(stage_slot(&ReplayStageTimes::publish));
           if (publishing) {
             chunk.start_position = sink->position();
           }
@@ -479,6 +520,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             ++chunk.outstanding;
           }
           chunk.ready = true;
+          timer.reset();
           if (!publishing) {
             settle_front();
             continue;

@@ -16,6 +16,18 @@
 
 namespace dedupctl::commands {
 
+// Where a run's wall time went, per stage, in seconds (printed with -v).
+struct ReplayStageTimes {
+  double read = 0;       // the source's next batch
+  double prepare = 0;    // identify, render keys, build the batch
+  double claim = 0;      // the placement's claims (or the plan's lookups)
+  double publish = 0;    // handing events to the sink
+  double wait = 0;       // waiting for delivery reports
+  double settle = 0;     // the placement's settling
+  double checkpoint = 0; // decisions and checkpoint files
+  std::string describe() const;
+};
+
 struct ReplayRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
@@ -35,6 +47,7 @@ struct ReplayRequest {
   std::function<void(const core::DecisionRecord&)> decide;
   std::function<void()> flush_decisions;
   std::function<void(std::int64_t)> after_batch;
+  ReplayStageTimes* times = nullptr; // filled when given
 };
 
 // One code path for the plan and the run (DESIGN.md "Replay protocol"). Per batch: identify, render
