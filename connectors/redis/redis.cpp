@@ -6,8 +6,11 @@
 #include <hiredis/hiredis.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
+#include <string_view>
 #include <sys/time.h>
 
 namespace dedupctl::connectors::redis {
@@ -39,6 +42,46 @@ timeval to_timeval(std::int64_t ms) {
   tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
   return tv;
 }
+
+// Commands in the Redis protocol, written straight into one buffer: a batch goes to hiredis as one
+// preformatted append, not a formatted command (with its allocations) a key.
+class CommandBuffer {
+public:
+  void clear() {
+    m_text.clear();
+    m_count = 0;
+  }
+  void add(std::initializer_list<std::string_view> args) { add(args.begin(), args.end(), args.size()); }
+  void add(const std::vector<std::string>& args) { add(args.begin(), args.end(), args.size()); }
+  const std::string& text() const { return m_text; }
+  std::size_t count() const { return m_count; }
+
+private:
+  template <typename It> void add(It begin, It end, std::size_t n) {
+    m_text += '*';
+    number(n);
+    for (It it = begin; it != end; ++it) {
+      std::string_view arg = *it;
+      m_text += '$';
+      number(arg.size());
+      m_text.append(arg);
+      m_text += "\r\n";
+    }
+    ++m_count;
+  }
+
+  void number(std::size_t n) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    m_text.append(digits, end);
+    m_text += "\r\n";
+  }
+
+  std::string m_text;
+  std::size_t m_count = 0;
+};
+
+std::string_view text_of(const redisReply& reply) { return {reply.str, reply.len}; }
 
 class Connection {
 public:
@@ -103,22 +146,15 @@ public:
   }
 
   Reply command(const std::vector<std::string>& args) {
-    append(args);
+    CommandBuffer one;
+    one.add(args);
+    send(one);
     return read("command");
   }
 
-  void append(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (const auto& arg : args) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
-    }
-    append_argv(static_cast<int>(argv.size()), argv.data(), lengths.data());
-  }
-
-  void append_argv(int argc, const char** argv, const std::size_t* lengths) {
-    if (redisAppendCommandArgv(m_ctx.get(), argc, argv, lengths) != REDIS_OK) {
+  // Queues a batch; its replies are read in order with read().
+  void send(const CommandBuffer& commands) {
+    if (redisAppendFormattedCommand(m_ctx.get(), commands.text().data(), commands.text().size()) != REDIS_OK) {
       fail("a pipelined write");
     }
   }
@@ -139,19 +175,12 @@ public:
   // PTTL and GETRANGE for each key in one round trip.
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
               std::vector<std::string>& values) {
-    static const char* pttl = "PTTL";
-    static const char* getrange = "GETRANGE";
-    static const char* zero = "0";
-    static const std::size_t pttl_len = 4;
-    static const std::size_t getrange_len = 8;
+    m_buffer.clear();
     for (const auto& key : keys) {
-      const char* a[] = {pttl, key.data()};
-      std::size_t al[] = {pttl_len, key.size()};
-      append_argv(2, a, al);
-      const char* b[] = {getrange, key.data(), zero, k_value_prefix_end};
-      std::size_t bl[] = {getrange_len, key.size(), 1, 2};
-      append_argv(4, b, bl);
+      m_buffer.add({"PTTL", key});
+      m_buffer.add({"GETRANGE", key, "0", k_value_prefix_end});
     }
+    send(m_buffer);
     out.assign(keys.size(), core::RecordState{});
     values.assign(keys.size(), std::string());
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -181,6 +210,7 @@ public:
 private:
   const RedisSettings& m_settings;
   Context m_ctx;
+  CommandBuffer m_buffer;
 };
 
 class RedisStore final : public core::DedupStore {
@@ -205,9 +235,9 @@ private:
 class RedisReplayPlacement final : public core::ReplayPlacement {
 public:
   RedisReplayPlacement(const RedisSettings& settings, const core::Span& ttl, std::int64_t lease_ms,
-                       std::vector<std::string> markers)
+                       std::vector<std::string> markers, ClaimForm form)
       : m_settings(settings), m_connection(m_settings), m_ttl(ttl), m_lease(std::to_string(lease_ms)),
-        m_markers(std::move(markers)) {}
+        m_markers(std::move(markers)), m_set_get(form == ClaimForm::Auto) {}
 
   std::string kind() const override { return "redis"; }
 
@@ -223,68 +253,114 @@ public:
   void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<core::Claim>& out) override {
     check_stop();
     std::string mine = "processing:" + run_id;
-    for (const auto& key : keys) {
-      const char* set[] = {"SET", key.data(), mine.data(), "NX", "PX", m_lease.data()};
-      std::size_t set_len[] = {3, key.size(), mine.size(), 2, 2, m_lease.size()};
-      m_connection.append_argv(6, set, set_len);
-      const char* get[] = {"GET", key.data()};
-      std::size_t get_len[] = {3, key.size()};
-      m_connection.append_argv(2, get, get_len);
+    if (m_set_get && claim_with_set_get(keys, mine, out)) {
+      return;
     }
+    m_set_get = false;
+    m_buffer.clear();
+    for (const auto& key : keys) {
+      m_buffer.add({"SET", key, mine, "NX", "PX", m_lease});
+      m_buffer.add({"GET", key});
+    }
+    m_connection.send(m_buffer);
     out.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       Reply set = m_connection.read("a claim");
       Reply get = m_connection.read("a claim");
       if (set->type == REDIS_REPLY_ERROR) {
-        throw UnreachableError(
-            fmt::format("Redis at {} refused SET NX ({})", m_connection.where(), std::string(set->str, set->len)));
+        refused("SET NX", *set);
       }
       if (set->type == REDIS_REPLY_STATUS) {
         out.push_back(core::Claim::Claimed);
-        continue;
-      }
-      std::string_view value = get->type == REDIS_REPLY_STRING ? std::string_view(get->str, get->len) : "";
-      if (value == mine) {
-        out.push_back(core::Claim::OwnStale);
-      } else if (core::is_in_progress(value, m_markers)) {
-        out.push_back(core::Claim::HeldByOther);
       } else {
-        out.push_back(core::Claim::Done);
+        out.push_back(held(*get, mine, "GET"));
       }
     }
   }
 
   void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
               const std::vector<bool>& delivered) override {
-    std::size_t sent = 0;
     bool expires = m_ttl.ms && !m_ttl.infinite;
     std::string ttl = expires ? std::to_string(std::max<std::int64_t>(1, *m_ttl.ms)) : "";
+    m_buffer.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (claims[i] != core::Claim::Claimed && claims[i] != core::Claim::OwnStale) {
         continue;
       }
-      const std::string& key = keys[i];
       if (!delivered[i]) {
-        const char* del[] = {"DEL", key.data()};
-        std::size_t del_len[] = {3, key.size()};
-        m_connection.append_argv(2, del, del_len);
+        m_buffer.add({"DEL", keys[i]});
+      } else if (expires) {
+        m_buffer.add({"SET", keys[i], "done", "PX", ttl});
       } else {
-        const char* set[] = {"SET", key.data(), "done", "PX", ttl.data()};
-        std::size_t set_len[] = {3, key.size(), 4, 2, ttl.size()};
-        m_connection.append_argv(expires ? 5 : 3, set, set_len);
+        m_buffer.add({"SET", keys[i], "done"});
       }
-      ++sent;
     }
-    for (std::size_t i = 0; i < sent; ++i) {
+    if (m_buffer.count() == 0) {
+      return;
+    }
+    m_connection.send(m_buffer);
+    for (std::size_t i = 0; i < m_buffer.count(); ++i) {
       Reply reply = m_connection.read("settling claims");
       if (reply->type == REDIS_REPLY_ERROR) {
         throw UnreachableError(fmt::format("Redis at {} refused to settle a claim ({})", m_connection.where(),
-                                           std::string(reply->str, reply->len)));
+                                           text_of(*reply)));
       }
     }
   }
 
 private:
+  // SET key mine NX PX lease GET per key. False when the server refuses the form (before Redis 7:
+  // a syntax error, and none of the batch ran); `out` is then to be filled by the pair.
+  bool claim_with_set_get(const std::vector<std::string>& keys, const std::string& mine,
+                          std::vector<core::Claim>& out) {
+    m_buffer.clear();
+    for (const auto& key : keys) {
+      m_buffer.add({"SET", key, mine, "NX", "PX", m_lease, "GET"});
+    }
+    m_connection.send(m_buffer);
+    out.clear();
+    std::size_t syntax_errors = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      Reply reply = m_connection.read("a claim");
+      if (reply->type == REDIS_REPLY_ERROR && text_of(*reply).find("syntax error") != std::string_view::npos) {
+        ++syntax_errors;
+        continue;
+      }
+      if (syntax_errors > 0) {
+        continue; // read to the end; refused below
+      }
+      out.push_back(reply->type == REDIS_REPLY_NIL ? core::Claim::Claimed : held(*reply, mine, "SET NX GET"));
+    }
+    if (syntax_errors == 0) {
+      return true;
+    }
+    if (syntax_errors != keys.size()) {
+      throw UnreachableError(fmt::format("Redis at {} refused only some of a batch of SET … NX … GET as a syntax error",
+                                         m_connection.where()));
+    }
+    return false;
+  }
+
+  // What a key that was there holds: this run's claim, another's, or a record (a value that is not
+  // a claim, or a key of another type).
+  core::Claim held(const redisReply& value, std::string_view mine, std::string_view command) const {
+    if (value.type == REDIS_REPLY_ERROR) {
+      if (text_of(value).starts_with("WRONGTYPE")) {
+        return core::Claim::Done;
+      }
+      refused(command, value);
+    }
+    std::string_view text = value.type == REDIS_REPLY_STRING ? text_of(value) : std::string_view();
+    if (text == mine) {
+      return core::Claim::OwnStale;
+    }
+    return core::is_in_progress(text, m_markers) ? core::Claim::HeldByOther : core::Claim::Done;
+  }
+
+  [[noreturn]] void refused(std::string_view command, const redisReply& reply) const {
+    throw UnreachableError(fmt::format("Redis at {} refused {} ({})", m_connection.where(), command, text_of(reply)));
+  }
+
   void check_stop() const {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
@@ -296,6 +372,8 @@ private:
   core::Span m_ttl;
   std::string m_lease;
   std::vector<std::string> m_markers;
+  bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
+  CommandBuffer m_buffer;
   std::vector<core::RecordState> m_states;
   std::vector<std::string> m_values;
 };
@@ -304,8 +382,8 @@ private:
 
 std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
                                                              std::int64_t lease_ms,
-                                                             std::vector<std::string> in_progress_values) {
-  return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values));
+                                                             std::vector<std::string> in_progress_values, ClaimForm form) {
+  return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values), form);
 }
 
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {

@@ -28,12 +28,19 @@ struct RedisSettings {
 // (password redacted) and the cause: refused, timed out, closed, wrong password, LOADING.
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);
 
-// The placement a replay routes through: SET key processing:<run> NX PX lease to claim (with a GET
-// in the same round trip to tell an existing record from this run's or another's claim), then
-// SET key done PX ttl (no PX when the TTL is none) after delivery, or DEL after a failed one.
+// How a replay's claim asks. Auto sends SET key processing:<run> NX PX lease GET, one command a key
+// that also answers what the key held (Redis 7 and later), and falls back to the pair below for
+// good when the server refuses that form with a syntax error (which runs none of the batch).
+// SetThenGet always sends SET … NX PX … and then GET key.
+enum class ClaimForm { Auto, SetThenGet };
+
+// The placement a replay routes through: a claim per key as above, a batch in one round trip; then
+// SET key done PX ttl (no PX when the TTL is none) after delivery, or DEL after a failed one. A key
+// holding another type than a string is a record that exists (Done).
 std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
                                                              std::int64_t lease_ms,
-                                                             std::vector<std::string> in_progress_values);
+                                                             std::vector<std::string> in_progress_values,
+                                                             ClaimForm form = ClaimForm::Auto);
 
 struct SnapshotRecord {
   std::string key;

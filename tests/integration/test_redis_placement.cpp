@@ -1,0 +1,123 @@
+// The Redis placement a replay routes through, against a real Redis: what a claim says of each
+// kind of record, what it leaves behind, and how settling ends it. Both claim forms run: SET … NX
+// PX … GET in one command (Redis 7), and SET NX then GET (older servers).
+#include "connectors/redis/redis.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace dedupctl;
+using namespace dedupctl::testing;
+using connectors::redis::ClaimForm;
+using core::Claim;
+
+namespace {
+
+std::string form_name(const ::testing::TestParamInfo<ClaimForm>& info) {
+  return info.param == ClaimForm::Auto ? "SetNxGetWhereTheServerHasIt" : "SetNxThenGet";
+}
+
+// The integer a reply such as ":42\r\n" carries.
+long long integer_of(const std::string& reply) {
+  EXPECT_EQ(reply.substr(0, 1), ":") << reply;
+  return std::stoll(reply.substr(1));
+}
+
+// How often the server ran `command`, from INFO commandstats (0 when never).
+long long calls_of(const RedisServer& redis, const std::string& command) {
+  std::string stats = redis.command("INFO commandstats");
+  std::string tag = "cmdstat_" + command + ":calls=";
+  auto at = stats.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
+}
+
+} // namespace
+
+class RedisPlacement : public ::testing::TestWithParam<ClaimForm> {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    m_settings.uri = core::parse_store_uri(m_redis.uri());
+    m_ttl.ms = 86'400'000;
+    m_placement = connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"},
+                                                           GetParam());
+    ASSERT_EQ(m_redis.command("SET d:done done"), "+OK\r\n");
+    ASSERT_EQ(m_redis.command("SET d:mine processing:run-1"), "+OK\r\n");
+    ASSERT_EQ(m_redis.command("SET d:other processing:run-2"), "+OK\r\n");
+    ASSERT_EQ(m_redis.command("SET d:consumer INPROGRESS"), "+OK\r\n");
+    ASSERT_EQ(m_redis.command("HSET d:hash field 1"), ":1\r\n");
+  }
+
+  RedisServer m_redis;
+  connectors::redis::RedisSettings m_settings;
+  core::Span m_ttl;
+  std::unique_ptr<core::ReplayPlacement> m_placement;
+  const std::vector<std::string> m_keys{"d:done", "d:mine", "d:other", "d:consumer", "d:hash", "d:new", "d:new2"};
+};
+
+TEST_P(RedisPlacement, AClaimTellsEachKindOfRecordApartAndTakesOnlyAbsentKeys) {
+  std::vector<Claim> claims;
+  m_placement->claim(m_keys, "run-1", claims);
+  EXPECT_EQ(claims, (std::vector<Claim>{Claim::Done, Claim::OwnStale, Claim::HeldByOther, Claim::HeldByOther,
+                                        Claim::Done, Claim::Claimed, Claim::Claimed}))
+      << "a key of another type (a hash) is a record that exists";
+  EXPECT_EQ(m_redis.command("GET d:new"), "$16\r\nprocessing:run-1\r\n");
+  long long lease_left = integer_of(m_redis.command("PTTL d:new"));
+  EXPECT_GT(lease_left, 50'000) << "the claim holds for the lease";
+  EXPECT_LE(lease_left, 60'000);
+  EXPECT_EQ(m_redis.command("GET d:done"), "$4\r\ndone\r\n") << "an existing record is left as it is";
+  EXPECT_EQ(m_redis.command("GET d:other"), "$16\r\nprocessing:run-2\r\n");
+  EXPECT_EQ(integer_of(m_redis.command("PTTL d:other")), -1) << "another's claim gets no expiry from us";
+  // The same keys again: now the new ones are this run's own claims.
+  m_placement->claim({"d:new", "d:new2"}, "run-1", claims);
+  EXPECT_EQ(claims, (std::vector<Claim>{Claim::OwnStale, Claim::OwnStale}));
+  m_placement->claim({"d:new"}, "run-3", claims);
+  EXPECT_EQ(claims, (std::vector<Claim>{Claim::HeldByOther}));
+}
+
+TEST_P(RedisPlacement, SettlingMarksDeliveredClaimsDoneWithTheTtlAndReleasesTheRest) {
+  std::vector<Claim> claims;
+  m_placement->claim(m_keys, "run-1", claims);
+  // d:mine (own, stale) and d:new were delivered; d:new2 was not.
+  std::vector<bool> delivered{false, true, false, false, false, true, false};
+  m_placement->settle(m_keys, claims, delivered);
+  EXPECT_EQ(m_redis.command("GET d:new"), "$4\r\ndone\r\n");
+  long long ttl_left = integer_of(m_redis.command("PTTL d:new"));
+  EXPECT_GT(ttl_left, 86'000'000);
+  EXPECT_LE(ttl_left, 86'400'000);
+  EXPECT_EQ(m_redis.command("GET d:mine"), "$4\r\ndone\r\n");
+  EXPECT_EQ(m_redis.command("EXISTS d:new2"), ":0\r\n") << "an undelivered claim is released";
+  EXPECT_EQ(m_redis.command("GET d:other"), "$16\r\nprocessing:run-2\r\n") << "others' claims are not touched";
+  EXPECT_EQ(m_redis.command("GET d:consumer"), "$10\r\nINPROGRESS\r\n");
+  EXPECT_EQ(m_redis.command("GET d:done"), "$4\r\ndone\r\n");
+  EXPECT_EQ(integer_of(m_redis.command("PTTL d:done")), -1) << "a record that was there keeps its expiry";
+  EXPECT_EQ(m_redis.command("TYPE d:hash"), "+hash\r\n");
+}
+
+TEST_P(RedisPlacement, WithoutATtlTheDoneRecordsDoNotExpire) {
+  core::Span forever;
+  forever.infinite = true;
+  auto placement = connectors::redis::open_replay_placement(m_settings, forever, 60'000, {"processing"}, GetParam());
+  std::vector<Claim> claims;
+  placement->claim({"d:new"}, "run-1", claims);
+  placement->settle({"d:new"}, claims, {true});
+  EXPECT_EQ(m_redis.command("GET d:new"), "$4\r\ndone\r\n");
+  EXPECT_EQ(integer_of(m_redis.command("PTTL d:new")), -1);
+}
+
+TEST_P(RedisPlacement, OneCommandAKeyToClaimWhereTheServerTakesSetWithGet) {
+  std::vector<Claim> claims;
+  long long gets_before = calls_of(m_redis, "get");
+  m_placement->claim(m_keys, "run-1", claims);
+  long long gets = calls_of(m_redis, "get") - gets_before;
+  if (GetParam() == ClaimForm::Auto) {
+    EXPECT_EQ(gets, 0) << "Redis 7 takes SET … NX … GET: no separate GET";
+  } else {
+    EXPECT_EQ(gets, static_cast<long long>(m_keys.size())) << "SET NX, then GET, a key each";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, RedisPlacement, ::testing::Values(ClaimForm::Auto, ClaimForm::SetThenGet), form_name);
