@@ -1,6 +1,7 @@
 #include "commands/pipeline/replay.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "commands/pipeline/serial_worker.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 #include "core/flat_map.hpp"
@@ -42,6 +43,10 @@ std::unordered_set<std::string> read_back(core::ReplaySink& sink, const std::str
 // One chunk of --batch events from claim to settle. It outlives its source batch, so it keeps
 // what the decisions and examples need.
 struct Chunk {
+  // Building → Claiming (sent to the placement) → Published (its claims back, its events handed
+  // to the sink) → Settling (every delivery reported, settle sent) → finished and dropped.
+  enum class Stage { Building, Claiming, Published, Settling };
+  Stage stage = Stage::Building;
   std::uint64_t seq = 0;
   struct Row {
     std::string id;
@@ -55,16 +60,32 @@ struct Chunk {
   };
   std::vector<Row> rows;
   std::vector<std::string> keys;
+  std::vector<std::uint64_t> hashes;    // per key, its hash in `index`
+  core::FlatHashMap<std::uint32_t> index; // a key's hash → its index + 1 (the first key of that hash)
   std::vector<core::Claim> claims;
   std::vector<bool> in_flight_elsewhere; // the key belongs to an earlier unsettled chunk
+  // What goes to the placement: the keys not in flight elsewhere (all of `keys` when asked_all), and
+  // its answers, in that order.
+  bool asked_all = true;
+  std::vector<std::string> asked;
+  std::vector<std::size_t> asked_of;
+  std::vector<core::Claim> answers;
+  std::future<void> claim_done;
+  std::future<void> settle_done;
+  bool claimed_nothing = false; // its claim was interrupted before it sent anything
   std::vector<bool> published;
   std::vector<bool> delivered;
   std::vector<bool> found_in_sink;
   std::size_t outstanding = 0; // publishes without a delivery report
   std::string first_error;
   std::string start_position; // the sink's position before this chunk published anything
-  bool ready = false;         // claimed and published: only then may it settle
+  std::shared_ptr<core::EventBatch> batch; // the source batch its events are in, until published
+  std::size_t begin = 0;                   // rows[j] is batch->events[begin + j]
 };
+
+bool is_ready(const std::future<void>& done) {
+  return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
 
 // Adds the time until it goes out of scope to one stage of ReplayStageTimes (none when not asked).
 class StageTimer {
@@ -168,27 +189,20 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   core::FlatHashMap<std::uint8_t> planned; // a plan: keys already planned for publishing in this range
 
   std::unordered_set<std::string> in_sink;
-  // Claimed keys of unsettled chunks, as hash → count; a hit is confirmed against the chunks' keys.
-  core::FlatHashMap<std::uint32_t> in_flight_keys;
-  auto key_hash = [](const std::string& key) { return core::hash64(key, 0x1f); };
   std::deque<Chunk> chunks;
-  // Whether an unsettled chunk (not the one being built) claimed `key` for this run.
-  auto in_flight = [&](const std::string& key) {
-    const std::uint32_t* count = in_flight_keys.find(key_hash(key));
-    if (!count || *count == 0) {
-      return false;
-    }
+  // Whether an earlier chunk still in flight (not the one being built, at the back) has `key`. Its
+  // event came earlier in the range, so this one is its duplicate whatever the earlier claim found;
+  // asking the store again would only meet this run's own claim.
+  auto in_flight = [&](const std::string& key, std::uint64_t hash) {
     for (std::size_t c = 0; c + 1 < chunks.size(); ++c) {
       const Chunk& other = chunks[c];
-      for (std::size_t k = 0; k < other.keys.size(); ++k) {
-        bool ours = (other.claims[k] == core::Claim::Claimed || other.claims[k] == core::Claim::OwnStale) &&
-                    !other.in_flight_elsewhere[k];
-        if (ours && other.keys[k] == key) {
-          return true;
-        }
+      const std::uint32_t* slot = other.index.find(hash);
+      if (slot && (other.keys[*slot - 1] == key ||
+                   std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
+        return true;
       }
     }
-    return false; // another key with the same hash
+    return false;
   };
   std::uint64_t next_seq = 0;
   std::int64_t events_total = 0;
@@ -207,23 +221,11 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     return ex;
   };
 
-  // The front chunk, once every publish of it has a report: settle its claims, log its decisions,
-  // count, and checkpoint. Chunks settle in order, so checkpoints only move forward.
-  auto settle_front = [&] {
+  // The front chunk, once its claims are settled (or looked at, in a plan): log its decisions, count,
+  // and checkpoint. Chunks finish in order, so checkpoints only move forward.
+  auto finish_front = [&] {
     Chunk& chunk = chunks.front();
-    if (request.execute) {
-      auto timer = stage(&ReplayStageTimes::settle);
-      placement.settle(chunk.keys, chunk.claims, chunk.delivered);
-    }
     auto timer = stage(&ReplayStageTimes::checkpoint);
-    for (std::size_t k = 0; k < chunk.keys.size(); ++k) {
-      bool ours = chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale;
-      if (ours && !chunk.in_flight_elsewhere[k]) {
-        bool inserted = false;
-        std::uint32_t& count = in_flight_keys.find_or_insert(key_hash(chunk.keys[k]), inserted);
-        count = count > 0 ? count - 1 : 0;
-      }
-    }
     for (const auto& row : chunk.rows) {
       core::ReplayPartition& p = partition_of(row);
       ++p.events;
@@ -312,8 +314,10 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     }
     if (request.execute && request.save_checkpoint) {
       // Where a resumed run reads the sink back from: before anything a later, unsettled chunk
-      // published (whose offsets come after what was delivered before it began).
-      checkpoint.sink_position = chunks.size() > 1 ? chunks[1].start_position : sink->position();
+      // published (whose offsets come after what was delivered before it began). Chunks publish in
+      // order, so when the next one has not, none after it has.
+      bool next_published = chunks.size() > 1 && chunks[1].stage >= Chunk::Stage::Published;
+      checkpoint.sink_position = next_published ? chunks[1].start_position : sink->position();
       request.save_checkpoint(checkpoint);
     }
     events_total += static_cast<std::int64_t>(chunk.rows.size());
@@ -323,46 +327,177 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     }
   };
 
-  // Takes the delivery reports in and settles the chunks that are complete; with `wait`, blocks
-  // until at least the front chunk is.
-  auto drain = [&](bool wait) {
-    while (!chunks.empty()) {
-      if (chunks.front().outstanding == 0) {
-        settle_front();
-        continue;
+  // The placement's calls run on a worker of their own, in order, so that its round trips overlap
+  // reading, preparing and publishing; inline when batches must not overlap (one transaction per
+  // batch on one connection) and in a plan. Declared after `chunks`: it goes first, so no job
+  // outlives the chunk it works on.
+  // Once a claim is interrupted, the later ones claim nothing either (a placement sees the stop flag
+  // itself; this holds it for any placement), so the chunks that claimed nothing are the last. Once
+  // a call fails, the later ones do nothing: the run ends at the first failure, in order, and what
+  // was queued behind it stays as a rerun expects to find it (claimed by this run, unsettled).
+  std::atomic<bool> claims_interrupted{false};
+  std::atomic<bool> placement_failed{false};
+  SerialWorker worker(publishing && max_in_flight > 1);
+  auto placement_call = [&](std::function<void()> call, bool is_claim) {
+    return worker.submit([&, call = std::move(call), is_claim] {
+      if (placement_failed) {
+        throw UnreachableError("not run: an earlier call to the placement failed");
       }
-      deliveries.clear();
-      {
-        auto timer = stage(wait ? &ReplayStageTimes::wait : &ReplayStageTimes::publish);
-        sink->poll(deliveries, wait ? 100 : 0);
+      if (is_claim && claims_interrupted) {
+        throw InterruptedError("interrupted");
       }
-      for (const auto& d : deliveries) {
-        std::uint64_t seq = d.tag >> 32;
-        auto k = static_cast<std::size_t>(d.tag & 0xffffffffULL);
-        if (seq < chunks.front().seq || seq - chunks.front().seq >= chunks.size()) {
-          continue; // not ours (cannot happen)
+      try {
+        call();
+      } catch (const InterruptedError&) {
+        claims_interrupted = claims_interrupted || is_claim;
+        throw;
+      } catch (...) {
+        placement_failed = true;
+        throw;
+      }
+    });
+  };
+
+  // Takes delivery reports in, waiting up to `timeout_ms` for the first.
+  auto take_deliveries = [&](int timeout_ms) {
+    deliveries.clear();
+    {
+      auto timer = stage(timeout_ms > 0 ? &ReplayStageTimes::wait : &ReplayStageTimes::publish);
+      sink->poll(deliveries, timeout_ms);
+    }
+    for (const auto& d : deliveries) {
+      std::uint64_t seq = d.tag >> 32;
+      auto k = static_cast<std::size_t>(d.tag & 0xffffffffULL);
+      if (chunks.empty() || seq < chunks.front().seq || seq - chunks.front().seq >= chunks.size()) {
+        continue; // not ours (cannot happen)
+      }
+      Chunk& chunk = chunks[seq - chunks.front().seq];
+      --chunk.outstanding;
+      if (!d.ok) {
+        chunk.delivered[k] = false;
+        if (chunk.first_error.empty()) {
+          chunk.first_error = d.error;
         }
-        Chunk& chunk = chunks[seq - chunks.front().seq];
-        --chunk.outstanding;
-        if (!d.ok) {
-          chunk.delivered[k] = false;
-          if (chunk.first_error.empty()) {
-            chunk.first_error = d.error;
-          }
-        }
-      }
-      if (!wait && chunks.front().outstanding > 0) {
-        return;
       }
     }
   };
 
-  core::EventBatch batch;
+  // A chunk whose claims are back: publish what was claimed (the key's first event of the chunk),
+  // unless an interrupted run already did.
+  auto publish_chunk = [&](Chunk& chunk) {
+    auto timer = stage(&ReplayStageTimes::publish);
+    std::size_t n = chunk.keys.size();
+    for (std::size_t c = 0; c < chunk.answers.size(); ++c) {
+      chunk.claims[chunk.asked_all ? c : chunk.asked_of[c]] = chunk.answers[c];
+    }
+    chunk.start_position = sink->position();
+    chunk.published.assign(n, false);
+    chunk.delivered.assign(n, false);
+    chunk.found_in_sink.assign(n, false);
+    for (std::size_t j = 0; j < chunk.rows.size(); ++j) {
+      const Chunk::Row& row = chunk.rows[j];
+      if (row.key == SIZE_MAX || !row.first) {
+        continue;
+      }
+      std::size_t k = row.key;
+      bool ours = (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
+                  !chunk.in_flight_elsewhere[k];
+      if (!ours) {
+        continue;
+      }
+      chunk.delivered[k] = true;
+      if (in_sink.contains(row.id)) {
+        chunk.found_in_sink[k] = true; // settled without publishing again
+        continue;
+      }
+      sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
+      chunk.published[k] = true;
+      ++chunk.outstanding;
+    }
+    chunk.batch.reset(); // its events are in the sink's hands now
+    chunk.stage = Chunk::Stage::Published;
+  };
+
+  // Moves every chunk as far as it can go without waiting: claims back → published (in order),
+  // deliveries in, fully delivered → settle sent (in order), settled front → finished.
+  auto advance = [&] {
+    for (auto& chunk : chunks) {
+      if (chunk.stage != Chunk::Stage::Claiming) {
+        continue;
+      }
+      if (!is_ready(chunk.claim_done)) {
+        break;
+      }
+      try {
+        chunk.claim_done.get(); // rethrows what the claim threw
+      } catch (const InterruptedError&) {
+        chunk.claimed_nothing = true;
+        throw;
+      }
+      publish_chunk(chunk);
+    }
+    take_deliveries(0);
+    for (auto& chunk : chunks) {
+      if (chunk.stage == Chunk::Stage::Settling) {
+        continue;
+      }
+      if (chunk.stage != Chunk::Stage::Published || chunk.outstanding > 0) {
+        break;
+      }
+      chunk.settle_done = placement_call(
+          [&placement, &chunk] { placement.settle(chunk.keys, chunk.claims, chunk.delivered); }, false);
+      chunk.stage = Chunk::Stage::Settling;
+    }
+    while (!chunks.empty() && chunks.front().stage == Chunk::Stage::Settling && is_ready(chunks.front().settle_done)) {
+      chunks.front().settle_done.get(); // rethrows what settling threw
+      finish_front();
+    }
+  };
+  // Blocks until the front chunk can move on: its claims, its deliveries, or its settling.
+  auto wait_for_front = [&] {
+    Chunk& front = chunks.front();
+    if (front.stage == Chunk::Stage::Claiming) {
+      auto timer = stage(&ReplayStageTimes::claim);
+      front.claim_done.wait();
+    } else if (front.stage == Chunk::Stage::Settling) {
+      auto timer = stage(&ReplayStageTimes::settle);
+      front.settle_done.wait();
+    } else if (front.outstanding > 0) {
+      take_deliveries(100);
+    }
+  };
+  // Interrupted: the claims still out are waited for. A chunk whose claim went through is
+  // published and settled like any; one whose claim was interrupted claimed nothing and is dropped
+  // with its events (they stay beyond the checkpoint), as is a chunk still being built.
+  auto resolve_claims = [&] {
+    for (auto& chunk : chunks) {
+      if (chunk.stage != Chunk::Stage::Claiming || chunk.claimed_nothing) {
+        continue;
+      }
+      try {
+        chunk.claim_done.get();
+        publish_chunk(chunk);
+      } catch (const InterruptedError&) {
+        chunk.claimed_nothing = true;
+      }
+    }
+    while (!chunks.empty() && (chunks.back().stage == Chunk::Stage::Building || chunks.back().claimed_nothing)) {
+      chunks.pop_back();
+    }
+  };
+
+  // Source batches stay alive until every chunk cut from them is published: a pool of them, one
+  // read into while chunks of the others wait for their claims.
+  std::vector<std::shared_ptr<core::EventBatch>> batches;
+  auto free_batch = [&] {
+    for (const auto& b : batches) {
+      if (b.use_count() == 1) {
+        return b;
+      }
+    }
+    return batches.emplace_back(std::make_shared<core::EventBatch>());
+  };
   std::vector<core::Identity> identities;
-  core::FlatHashMap<std::uint32_t> key_index; // hash of a key → its index + 1, this chunk
-  std::vector<std::string> to_claim;
-  std::vector<std::size_t> claim_of;
-  std::vector<core::Claim> claimed;
   std::string rendered;
 
   incomplete_on_failure(report, [&] {
@@ -379,41 +514,51 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     // settled and checkpointed before the run ends incomplete.
     auto finish_in_flight = [&] {
       while (publishing && !chunks.empty()) {
-        drain(true);
+        advance();
+        if (!chunks.empty()) {
+          wait_for_front();
+        }
       }
     };
-    auto next_batch = [&] {
+    auto next_batch = [&](core::EventBatch& batch) {
       try {
         auto timer = stage(&ReplayStageTimes::read);
         return source.next_batch(batch);
       } catch (const UnreachableError&) {
+        resolve_claims();
         finish_in_flight();
         throw;
       }
     };
     try {
-      while (next_batch()) {
+      for (;;) {
+        std::shared_ptr<core::EventBatch> batch = free_batch();
+        if (!next_batch(*batch)) {
+          break;
+        }
         // A resumed run skips what its checkpoint says is done.
         if (request.checkpoint) {
-          std::erase_if(batch.events, [&](const core::Event& e) {
+          std::erase_if(batch->events, [&](const core::Event& e) {
             auto next = request.checkpoint->next_offset(e.topic, e.partition);
             return next && e.offset < *next;
           });
         }
         std::optional<StageTimer> timer;
         timer.emplace(stage_slot(&ReplayStageTimes::prepare));
-        identifier.identify(batch, identities);
-        log.observe(batch.events, identities);
+        identifier.identify(*batch, identities);
+        log.observe(batch->events, identities);
         // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
         // checkpoint each.
-        for (std::size_t begin = 0; begin < batch.events.size(); begin += request.batch_size) {
-          std::size_t end = std::min(batch.events.size(), begin + request.batch_size);
+        for (std::size_t begin = 0; begin < batch->events.size(); begin += request.batch_size) {
+          std::size_t end = std::min(batch->events.size(), begin + request.batch_size);
           timer.emplace(stage_slot(&ReplayStageTimes::prepare));
           Chunk& chunk = chunks.emplace_back();
           chunk.seq = next_seq++;
-          key_index = core::FlatHashMap<std::uint32_t>(end - begin);
+          chunk.batch = batch;
+          chunk.begin = begin;
+          chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
           for (std::size_t i = begin; i < end; ++i) {
-            const auto& event = batch.events[i];
+            const auto& event = batch->events[i];
             const auto& identity = identities[i];
             Chunk::Row& row = chunk.rows.emplace_back();
             row.topic = topic_index(event.topic);
@@ -427,8 +572,9 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             row.id = std::string(identity.id);
             core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
             // Later events of a key already in the chunk are its duplicates.
+            std::uint64_t hash = core::hash64(rendered, 0x4b);
             bool inserted = false;
-            std::uint32_t& slot = key_index.find_or_insert(core::hash64(rendered, 0x4b), inserted);
+            std::uint32_t& slot = chunk.index.find_or_insert(hash, inserted);
             if (!inserted && chunk.keys[slot - 1] == rendered) {
               row.key = slot - 1;
               continue;
@@ -445,39 +591,33 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
             row.key = chunk.keys.size();
             row.first = true;
             chunk.keys.push_back(rendered);
+            chunk.hashes.push_back(hash);
           }
-          // A key an earlier, unsettled chunk of this run claimed is not asked again: the store
-          // would answer with this run's own claim.
+          // A key an earlier chunk still in flight has is not asked again.
           std::size_t n = chunk.keys.size();
           chunk.in_flight_elsewhere.assign(n, false);
           chunk.claims.assign(n, core::Claim::Done);
-          bool any_in_flight = false;
+          chunk.asked_all = true;
           for (std::size_t k = 0; k < n; ++k) {
-            chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k]);
-            any_in_flight |= chunk.in_flight_elsewhere[k];
+            chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k], chunk.hashes[k]);
+            chunk.asked_all = chunk.asked_all && !chunk.in_flight_elsewhere[k];
           }
-          // Usually no key is: the chunk's keys are asked as they are, without a copy.
-          to_claim.clear();
-          claim_of.clear();
-          if (any_in_flight) {
+          // Usually none is: the chunk's keys are asked as they are, without a copy.
+          if (!chunk.asked_all) {
             for (std::size_t k = 0; k < n; ++k) {
               if (!chunk.in_flight_elsewhere[k]) {
-                to_claim.push_back(chunk.keys[k]);
-                claim_of.push_back(k);
+                chunk.asked.push_back(chunk.keys[k]);
+                chunk.asked_of.push_back(k);
               }
             }
           }
-          const std::vector<std::string>& asked = any_in_flight ? to_claim : chunk.keys;
-          timer.emplace(stage_slot(&ReplayStageTimes::claim));
-          if (request.execute) {
-            placement.claim(asked, request.run_id, claimed);
-          } else {
-            placement.plan(asked, claimed);
-          }
-          for (std::size_t c = 0; c < asked.size(); ++c) {
-            chunk.claims[any_in_flight ? claim_of[c] : c] = claimed[c];
-          }
+          const std::vector<std::string>& asked = chunk.asked_all ? chunk.keys : chunk.asked;
           if (!request.execute) {
+            timer.emplace(stage_slot(&ReplayStageTimes::claim));
+            placement.plan(asked, chunk.answers);
+            for (std::size_t c = 0; c < asked.size(); ++c) {
+              chunk.claims[chunk.asked_all ? c : chunk.asked_of[c]] = chunk.answers[c];
+            }
             for (std::size_t k = 0; k < n; ++k) {
               if (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) {
                 bool first_time = false;
@@ -487,60 +627,33 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
                 }
               }
             }
-          }
-          // Publish what was claimed (the key's first event of the chunk), unless an interrupted run
-          // already did.
-          timer.emplace(stage_slot(&ReplayStageTimes::publish));
-          if (publishing) {
-            chunk.start_position = sink->position();
-          }
-          chunk.published.assign(n, false);
-          chunk.delivered.assign(n, false);
-          chunk.found_in_sink.assign(n, false);
-          for (std::size_t i = begin; i < end; ++i) {
-            const Chunk::Row& row = chunk.rows[i - begin];
-            if (row.key == SIZE_MAX || !row.first || !request.execute) {
-              continue;
-            }
-            std::size_t k = row.key;
-            bool ours = (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
-                        !chunk.in_flight_elsewhere[k];
-            if (!ours) {
-              continue;
-            }
-            bool inserted = false;
-            ++in_flight_keys.find_or_insert(key_hash(chunk.keys[k]), inserted);
-            chunk.delivered[k] = true;
-            if (in_sink.contains(row.id)) {
-              chunk.found_in_sink[k] = true; // settled below without publishing again
-              continue;
-            }
-            sink->publish(batch.events[i], (chunk.seq << 32) | k);
-            chunk.published[k] = true;
-            ++chunk.outstanding;
-          }
-          chunk.ready = true;
-          timer.reset();
-          if (!publishing) {
-            settle_front();
+            chunk.batch.reset();
+            timer.reset();
+            finish_front();
             continue;
           }
-          drain(false);
+          timer.reset();
+          chunk.claim_done = placement_call(
+              [&placement, &chunk, &request] {
+                placement.claim(chunk.asked_all ? chunk.keys : chunk.asked, request.run_id, chunk.answers);
+              },
+              true);
+          chunk.stage = Chunk::Stage::Claiming;
+          advance();
           while (chunks.size() >= max_in_flight) {
-            drain(true);
+            wait_for_front();
+            advance();
           }
         }
       }
+      finish_in_flight();
     } catch (const InterruptedError&) {
-      // Wherever SIGINT/SIGTERM caught the run: a chunk still being built claimed nothing and is
-      // dropped (its events stay beyond the checkpoint); the rest is delivered and settled.
-      while (!chunks.empty() && !chunks.back().ready) {
-        chunks.pop_back();
-      }
+      // Wherever SIGINT/SIGTERM caught the run, the claims that went through are delivered and
+      // settled; nothing claimed is left behind.
+      resolve_claims();
       finish_in_flight();
       throw;
     }
-    finish_in_flight();
   });
   // A failure leaves chunks unsettled: their claims stay this run's (a rerun with the checkpoint
   // retries them), their publishes are read back from the sink on resume.

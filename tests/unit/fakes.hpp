@@ -6,6 +6,7 @@
 #include "core/event.hpp"
 #include "core/range.hpp"
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,7 +67,7 @@ public:
 
   std::optional<std::size_t> fail_after_batches;
   bool fail_with_interrupt = false;
-  int batches_served = 0;
+  std::atomic<int> batches_served{0}; // read by other threads in some tests
 
   bool next_batch(core::EventBatch& batch) override {
     batch.clear();

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <set>
 
 namespace dedupctl::commands {
@@ -384,6 +387,71 @@ TEST(ReplayPipeline, AnInterruptSettlesWhatIsInFlightAndDropsTheChunkBeingBuilt)
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
   }
+}
+
+} // namespace
+} // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// The placement works on a thread of its own: while it claims one batch, the next is read.
+class SlowFirstClaim final : public core::ReplayPlacement {
+public:
+  explicit SlowFirstClaim(const FakeEventSource& source) : m_source(source) {}
+  FakePlacement inner;
+  std::atomic<bool> saw_next_batch{false};
+  std::atomic<int> calls{0};
+
+  std::string kind() const override { return "slow"; }
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override { inner.plan(keys, out); }
+  void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    if (calls++ == 0) {
+      auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (std::chrono::steady_clock::now() < give_up && !saw_next_batch) {
+        saw_next_batch = m_source.batches_served >= 2;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    inner.claim(keys, run, out);
+  }
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
+              const std::vector<bool>& delivered) override {
+    inner.settle(keys, claims, delivered);
+  }
+
+private:
+  const FakeEventSource& m_source;
+};
+
+TEST(ReplayPipeline, TheNextBatchIsReadWhileThePlacementStillClaimsThePrevious) {
+  FakeSink sink;
+  FakeEventSource source(events(9), 3);
+  SlowFirstClaim placement(source);
+  auto report = run_replay(request(true), source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_TRUE(placement.saw_next_batch) << "the first claim held up the reading of the next batch";
+  EXPECT_EQ(summary(report, "replayed"), 9);
+  EXPECT_EQ(sink.ids().size(), 9u);
+}
+
+// A key another run holds, again in a later chunk while the first is still in flight: the first is
+// passed over as claimed, the later one as a duplicate of it, as within one chunk; the store is
+// asked once.
+TEST(ReplayPipeline, AKeyAnEarlierChunkInFlightHasIsItsDuplicateWhateverItsClaimFound) {
+  FakePlacement placement;
+  FakeSink sink;
+  placement.records["dedup:e-1"] = "processing:someone-else";
+  auto log = events(4, 1);
+  log.push_back(with_header_id(0, 4, 2000, "e-1", "{}"));
+  FakeEventSource source(log, 5);
+  auto r = request(true);
+  r.batch_size = 2;
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "replayed"), 3);
+  EXPECT_EQ(summary(report, "skipped_claimed"), 1);
+  EXPECT_EQ(summary(report, "skipped_duplicate"), 1);
+  EXPECT_EQ(placement.claims, 4) << "e-1 asked once";
+  EXPECT_EQ(sink.ids().count("e-1"), 0u);
 }
 
 } // namespace
