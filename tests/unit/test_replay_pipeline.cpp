@@ -333,17 +333,23 @@ TEST(ReplayPipeline, EachChunkOfBatchSizeEventsIsSettledAndCheckpointedOnItsOwn)
 namespace dedupctl::commands {
 namespace {
 
-// Chunks are claimed while earlier ones still wait for their deliveries: a key an unsettled chunk
-// holds is a duplicate for the later chunk, not this run's own claim to publish again.
-TEST(ReplayPipeline, AKeyStillInFlightInAnEarlierChunkIsNotPublishedAgain) {
-  FakePlacement placement;
-  FakeSink sink;
+// e-0 … e-3 in one partition, then e-1 again, in chunks of two: the second e-1 comes while the
+// chunk with the first may still be in flight.
+reports::Report replay_with_e1_again_in_a_later_chunk(FakePlacement& placement, FakeSink& sink) {
   auto log = events(4, 1);
   log.push_back(with_header_id(0, 4, 2000, "e-1", "{}"));
   FakeEventSource source(log, 5);
   auto r = request(true);
   r.batch_size = 2;
-  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  return run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+}
+
+// Chunks are claimed while earlier ones still wait for their deliveries: a key an unsettled chunk
+// holds is a duplicate for the later chunk, not this run's own claim to publish again.
+TEST(ReplayPipeline, AKeyStillInFlightInAnEarlierChunkIsNotPublishedAgain) {
+  FakePlacement placement;
+  FakeSink sink;
+  auto report = replay_with_e1_again_in_a_later_chunk(placement, sink);
   EXPECT_EQ(summary(report, "replayed"), 4);
   EXPECT_EQ(summary(report, "skipped_duplicate"), 1);
   EXPECT_EQ(sink.ids().count("e-1"), 1u);
@@ -441,12 +447,7 @@ TEST(ReplayPipeline, AKeyAnEarlierChunkInFlightHasIsItsDuplicateWhateverItsClaim
   FakePlacement placement;
   FakeSink sink;
   placement.records["dedup:e-1"] = "processing:someone-else";
-  auto log = events(4, 1);
-  log.push_back(with_header_id(0, 4, 2000, "e-1", "{}"));
-  FakeEventSource source(log, 5);
-  auto r = request(true);
-  r.batch_size = 2;
-  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  auto report = replay_with_e1_again_in_a_later_chunk(placement, sink);
   EXPECT_EQ(summary(report, "replayed"), 3);
   EXPECT_EQ(summary(report, "skipped_claimed"), 1);
   EXPECT_EQ(summary(report, "skipped_duplicate"), 1);
