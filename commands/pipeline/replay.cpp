@@ -327,16 +327,16 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     }
   };
 
-  // The placement's calls run on a worker of their own, in order, so that its round trips overlap
-  // reading, preparing and publishing; inline when batches must not overlap (one transaction per
-  // batch on one connection) and in a plan. Declared after `chunks`: it goes first, so no job
-  // outlives the chunk it works on.
   // Once a claim is interrupted, the later ones claim nothing either (a placement sees the stop flag
   // itself; this holds it for any placement), so the chunks that claimed nothing are the last. Once
   // a call fails, the later ones do nothing: the run ends at the first failure, in order, and what
   // was queued behind it stays as a rerun expects to find it (claimed by this run, unsettled).
   std::atomic<bool> claims_interrupted{false};
   std::atomic<bool> placement_failed{false};
+  // The placement's calls run on a worker of their own, in order, so that its round trips overlap
+  // reading, preparing and publishing; inline when batches must not overlap (one transaction per
+  // batch on one connection) and in a plan. Declared after `chunks` and the flags above: it goes
+  // first, so no job outlives what it works on.
   SerialWorker worker(publishing && max_in_flight > 1);
   auto placement_call = [&](std::function<void()> call, bool is_claim) {
     return worker.submit([&, call = std::move(call), is_claim] {
