@@ -29,6 +29,8 @@ std::string_view to_string(Decision decision) {
     return "failed";
   case Decision::NoId:
     return "no-id";
+  case Decision::IdUnfit:
+    return "id-unfit";
   case Decision::WouldReplay:
     return "would-replay";
   case Decision::WouldSkip:

@@ -24,12 +24,14 @@ enum class Claim {
   Done,        // a record exists: a duplicate, skip
   HeldByOther, // another run's or the consumer's in-progress claim: skip and report
   OwnStale,    // this run's claim from before an interruption: ours again (retried)
+  Unfit,       // the placement cannot hold the key (an inbox's uuid column, an id that is not one): never
+               // published, as the consumer could not record it either
 };
 
 // An in-progress value from the consumer or another replay run.
 Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_progress_values);
 
-enum class Decision { Replayed, SkippedDuplicate, SkippedClaimed, Failed, NoId, WouldReplay, WouldSkip };
+enum class Decision { Replayed, SkippedDuplicate, SkippedClaimed, Failed, NoId, IdUnfit, WouldReplay, WouldSkip };
 std::string_view to_string(Decision decision); // replayed, skipped-duplicate, …
 
 // One line of --decisions.
@@ -112,6 +114,7 @@ struct ReplayRun {
   std::int64_t failed = 0;            // delivery failed (claims released)
   std::int64_t released = 0;          // claims released after a failed delivery
   std::int64_t no_id = 0;             // no event id: never published
+  std::int64_t id_unfit = 0;          // an id the placement cannot hold (Claim::Unfit): never published
   std::int64_t found_in_sink = 0;     // published by an interrupted run, settled on resume
   std::vector<ReplayPartition> partitions;
 };
@@ -132,6 +135,9 @@ public:
   // Batches that may be claimed before the earlier ones are settled (a transaction per batch on
   // one connection: 1).
   virtual std::size_t max_in_flight() const { return 8; }
+  // What keys it answers Claim::Unfit for cannot be ("the inbox's id column is uuid"); empty when
+  // it holds any key.
+  virtual std::string unfit_keys() const { return ""; }
 };
 
 // memory: as a placement. A plan runs the window too (it holds nothing before the run).

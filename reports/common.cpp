@@ -14,6 +14,9 @@ std::string counter_label(const std::string& name) {
   if (name == "no_id") {
     return "without an event id";
   }
+  if (name == "id_unfit") {
+    return "with an id the placement cannot hold";
+  }
   std::string out = name;
   for (char& c : out) {
     if (c == '_') {

@@ -142,6 +142,7 @@ Json replay_json(const core::ReplaySummary& replay) {
       out["found_in_sink"] = run.found_in_sink;
     }
     out["no_id"] = run.no_id;
+    out["id_unfit"] = run.id_unfit;
     Json partitions = Json::array();
     for (const auto& p : run.partitions) {
       partitions.push_back(Json{{"topic", p.topic},

@@ -185,7 +185,9 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   log_options.id_specs = core::to_string(request.identify.id);
   core::LogAnalyzer log(log_options);
   core::Identifier identifier(identify);
-  core::FindingBuilder failed_examples(request.max_examples), claimed_examples(request.max_examples);
+  core::FindingBuilder failed_examples(request.max_examples), claimed_examples(request.max_examples),
+      unfit_examples(request.max_examples);
+  const std::string unfit_reason = "the placement cannot hold this id (" + placement.unfit_keys() + ")";
   core::FlatHashMap<std::uint8_t> planned; // a plan: keys already planned for publishing in this range
 
   std::unordered_set<std::string> in_sink;
@@ -245,6 +247,11 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
           record.decision = request.execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
           record.reason = "its key came earlier in the range";
           ++run.skipped_duplicate;
+        } else if (claim == core::Claim::Unfit) {
+          record.decision = core::Decision::IdUnfit;
+          record.reason = unfit_reason;
+          ++run.id_unfit;
+          unfit_examples.add(row.partition, [&] { return example(chunk, row, ""); });
         } else if (!ours) {
           bool other = claim == core::Claim::HeldByOther;
           record.decision = !request.execute ? core::Decision::WouldSkip
@@ -662,7 +669,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
     p.next = checkpoint.next_offset(p.topic, p.partition);
     run.partitions.push_back(p);
   }
-  report.summary = {{"events", log.counters().events}, {"no_id", run.no_id}};
+  report.summary = {{"events", log.counters().events}, {"no_id", run.no_id}, {"id_unfit", run.id_unfit}};
   if (request.execute) {
     report.summary.insert(report.summary.end(), {{"replayed", run.replayed},
                                                  {"skipped_duplicate", run.skipped_duplicate},
@@ -687,6 +694,14 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
           fmt::format("{} events could not be delivered to {}; their claims were released", run.failed, run.sink),
           "Rerun with the same --checkpoint: it resumes at the first failed offset of each partition and publishes "
           "the failed events then; events delivered meanwhile are skipped as duplicates.")) {
+    findings.push_back(std::move(*f));
+  }
+  if (auto f = unfit_examples.build(
+          "replay-id-unfit", core::Severity::Warning,
+          fmt::format("{} events have ids the placement cannot hold ({}); they were not published", run.id_unfit,
+                      placement.unfit_keys()),
+          "The consumer could not record these ids either: find what produces them. Replay them with --no-dedup "
+          "only after checking them by hand.")) {
     findings.push_back(std::move(*f));
   }
   if (auto f = claimed_examples.build(

@@ -150,6 +150,14 @@ public:
 
   std::optional<bool> has_unique_constraint() override { return m_facts.unique_over_id; }
 
+  // Whether the id column can hold `key` (any key unless it is a uuid or an integer column), and what
+  // it cannot hold otherwise.
+  bool can_hold(const std::string& key) const { return castable(key); }
+  std::string holds_only() const {
+    bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
+    return restrictive ? fmt::format("the inbox's id column {} is {}", m_settings.schema.id_column, m_id_type) : "";
+  }
+
   // Replay: BEGIN and insert the batch's rows; returns per key whether it was inserted, and the
   // status of the rows that were not (empty without a status column).
   void claim_rows(const std::vector<std::string>& keys, std::vector<bool>& inserted, std::vector<std::string>& status) {
@@ -512,21 +520,23 @@ public:
   // One connection, one open transaction: a batch is settled before the next is claimed.
   std::size_t max_in_flight() const override { return 1; }
 
+  std::string unfit_keys() const override { return m_store.holds_only(); }
+
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
-    m_store.lookup(keys, m_states);
-    out.clear();
-    for (const auto& state : m_states) {
-      out.push_back(core::plan_claim(state, m_markers));
+    const auto& fit = fitting(keys, out);
+    m_store.lookup(fit, m_states);
+    for (std::size_t i = 0; i < fit.size(); ++i) {
+      out[m_positions[i]] = core::plan_claim(m_states[i], m_markers);
     }
   }
 
   void claim(const std::vector<std::string>& keys, const std::string&, std::vector<core::Claim>& out) override {
-    m_store.claim_rows(keys, m_inserted, m_status);
-    out.clear();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      out.push_back(m_inserted[i]                                  ? core::Claim::Claimed
-                    : core::is_in_progress(m_status[i], m_markers) ? core::Claim::HeldByOther
-                                                                   : core::Claim::Done);
+    const auto& fit = fitting(keys, out);
+    m_store.claim_rows(fit, m_inserted, m_status);
+    for (std::size_t i = 0; i < fit.size(); ++i) {
+      out[m_positions[i]] = m_inserted[i]                                  ? core::Claim::Claimed
+                            : core::is_in_progress(m_status[i], m_markers) ? core::Claim::HeldByOther
+                                                                           : core::Claim::Done;
     }
   }
 
@@ -542,6 +552,21 @@ public:
   }
 
 private:
+  // The keys the id column can hold (their positions in m_positions); `out` is Unfit for the rest.
+  // Asking for a key the column's type cannot hold would fail the whole batch.
+  const std::vector<std::string>& fitting(const std::vector<std::string>& keys, std::vector<core::Claim>& out) {
+    out.assign(keys.size(), core::Claim::Unfit);
+    m_fit.clear();
+    m_positions.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (m_store.can_hold(keys[i])) {
+        m_fit.push_back(keys[i]);
+        m_positions.push_back(i);
+      }
+    }
+    return m_fit;
+  }
+
   static InboxSettings writable(InboxSettings settings) {
     settings.writable = true;
     settings.lookup = InboxLookup::Batches;
@@ -554,6 +579,8 @@ private:
   std::vector<bool> m_inserted;
   std::vector<std::string> m_status;
   std::vector<std::string> m_failed;
+  std::vector<std::string> m_fit;
+  std::vector<std::size_t> m_positions;
 };
 
 } // namespace

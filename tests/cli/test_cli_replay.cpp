@@ -359,3 +359,57 @@ TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHold
   expect_each_event_once_in_sink();
   EXPECT_EQ(rows(), k_events);
 }
+
+// An inbox keyed by uuid cannot hold an id that is not one, and neither could the consumer: such an
+// event is not published, is counted and logged as id-unfit, and is reported with an example; the
+// rest of the batch goes through. The plan says the same.
+TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
+  ASSERT_EQ(m_pg.psql("DROP TABLE processed_events").exit_code, 0);
+  ASSERT_EQ(m_pg.psql("CREATE TABLE processed_events (event_id uuid PRIMARY KEY, consumer_name text, processed_at "
+                      "timestamptz NOT NULL, status text)")
+                .exit_code,
+            0);
+  ASSERT_EQ(m_broker.command("topic mixed 1"), "ok");
+  std::string log;
+  const char* ids[] = {"6f1c2a9e-3b4d-4e5f-8a7b-1c2d3e4f5a6b", "order-7", "6F1C2A9E-3B4D-4E5F-8A7B-1C2D3E4F5A6C"};
+  for (int i = 0; i < 3; ++i) {
+    log += fmt::format(R"({{"topic":"mixed","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],)"
+                       R"("key":"k","payload":"{{}}"}})"
+                       "\n",
+                       i, 1'795'000'000'000LL + i, ids[i]);
+  }
+  m_broker.seed("mixed", log);
+  TempDir dir;
+  auto mixed = [&](std::vector<std::string> extra) {
+    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "mixed", "-o", "json", "-q",
+                                 "--via", m_pg.conninfo(), "--consumer", "billing"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  };
+  auto plan = run_dedupctl(mixed({}));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err << plan.out;
+  EXPECT_EQ(summary_of(plan.out).at("would_replay"), 2);
+  EXPECT_EQ(summary_of(plan.out).at("id_unfit"), 1);
+  auto run = run_dedupctl(mixed({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("decisions")}));
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  auto s = summary_of(run.out);
+  EXPECT_EQ(s.at("replayed"), 2);
+  EXPECT_EQ(s.at("id_unfit"), 1);
+  auto doc = Json::parse(run.out);
+  bool reported = false;
+  for (const auto& f : doc.at("findings")) {
+    if (f.at("id") == "replay-id-unfit") {
+      reported = true;
+      EXPECT_EQ(f.at("severity"), "warning");
+      EXPECT_EQ(f.at("count"), 1);
+      EXPECT_EQ(f.at("examples").at(0).at("event_id"), "order-7");
+      EXPECT_NE(f.at("title").get<std::string>().find("uuid"), std::string::npos) << f.dump();
+    }
+  }
+  EXPECT_TRUE(reported) << run.out;
+  EXPECT_NE(read_file(dir.file("decisions")).find(R"("event_id":"order-7","topic":"mixed","partition":0,"offset":1,)"
+                                                   R"("decision":"id-unfit")"),
+            std::string::npos)
+      << read_file(dir.file("decisions"));
+  EXPECT_EQ(rows(), 2);
+}

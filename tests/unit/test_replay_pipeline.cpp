@@ -25,10 +25,18 @@ public:
   std::optional<int> fail_settle_at; // the settle call that throws (an unreachable store)
   int settles = 0;
 
+  std::string unfit; // keys containing it cannot be held (as a uuid column cannot hold "order-7")
+
   std::string kind() const override { return "fake"; }
+  std::string unfit_keys() const override { return unfit.empty() ? "" : "no key with " + unfit; }
+  bool is_unfit(const std::string& key) const { return !unfit.empty() && key.find(unfit) != std::string::npos; }
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     out.clear();
     for (const auto& key : keys) {
+      if (is_unfit(key)) {
+        out.push_back(core::Claim::Unfit);
+        continue;
+      }
       auto it = records.find(key);
       core::RecordState state;
       if (it != records.end()) {
@@ -47,6 +55,10 @@ public:
     }
     out.clear();
     for (const auto& key : keys) {
+      if (is_unfit(key)) {
+        out.push_back(core::Claim::Unfit);
+        continue;
+      }
       ++claims;
       auto [it, inserted] = records.try_emplace(key, "processing:" + run);
       out.push_back(inserted                               ? core::Claim::Claimed
@@ -453,6 +465,44 @@ TEST(ReplayPipeline, AKeyAnEarlierChunkInFlightHasIsItsDuplicateWhateverItsClaim
   EXPECT_EQ(summary(report, "skipped_duplicate"), 1);
   EXPECT_EQ(placement.claims, 4) << "e-1 asked once";
   EXPECT_EQ(sink.ids().count("e-1"), 0u);
+}
+
+} // namespace
+} // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// An id the placement cannot hold is never published nor settled, in a plan as in a run; it is
+// counted, logged with its reason, and reported with an example; the rest of its chunk goes on.
+TEST(ReplayPipeline, AnIdThePlacementCannotHoldIsNotPublishedAndIsReported) {
+  for (bool execute : {false, true}) {
+    FakePlacement placement;
+    placement.unfit = "e-3";
+    FakeSink sink;
+    FakeEventSource source(events(5), 5);
+    auto r = request(execute);
+    std::vector<std::string> decisions;
+    r.decide = [&](const core::DecisionRecord& d) { decisions.push_back(core::format_decision(d)); };
+    auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+    EXPECT_EQ(summary(report, "id_unfit"), 1) << execute;
+    EXPECT_EQ(summary(report, execute ? "replayed" : "would_replay"), 4);
+    EXPECT_EQ(sink.ids().count("e-3"), 0u);
+    EXPECT_EQ(placement.records.count("dedup:e-3"), 0u) << "nothing claimed or settled for it";
+    ASSERT_EQ(decisions.size(), 5u);
+    EXPECT_NE(decisions[3].find(R"x("decision":"id-unfit","reason":"the placement cannot hold this id (no key with e-3)")x"),
+              std::string::npos)
+        << decisions[3];
+    const core::Finding* finding = nullptr;
+    for (const auto& f : report.findings) {
+      finding = f.id == "replay-id-unfit" ? &f : finding;
+    }
+    ASSERT_NE(finding, nullptr);
+    EXPECT_EQ(finding->severity, core::Severity::Warning);
+    EXPECT_EQ(finding->count, 1);
+    ASSERT_EQ(finding->examples.size(), 1u);
+    EXPECT_EQ(finding->examples[0].event_id, "e-3");
+  }
 }
 
 } // namespace
