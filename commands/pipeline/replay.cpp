@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -339,7 +340,8 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   // a call fails, the later ones do nothing: the run ends at the first failure, in order, and what
   // was queued behind it stays as a rerun expects to find it (claimed by this run, unsettled).
   std::atomic<bool> claims_interrupted{false};
-  std::atomic<bool> placement_failed{false};
+  std::exception_ptr placement_failure; // the first; only the worker's jobs touch it
+
   // The placement's calls run on a worker of their own, in order, so that its round trips overlap
   // reading, preparing and publishing; inline when batches must not overlap (one transaction per
   // batch on one connection) and in a plan. Declared after `chunks` and the flags above: it goes
@@ -347,8 +349,8 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   SerialWorker worker(publishing && max_in_flight > 1);
   auto placement_call = [&](std::function<void()> call, bool is_claim) {
     return worker.submit([&, call = std::move(call), is_claim] {
-      if (placement_failed) {
-        throw UnreachableError("not run: an earlier call to the placement failed");
+      if (placement_failure) {
+        std::rethrow_exception(placement_failure); // whichever future is read first says why
       }
       if (is_claim && claims_interrupted) {
         throw InterruptedError("interrupted");
@@ -359,7 +361,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
         claims_interrupted = claims_interrupted || is_claim;
         throw;
       } catch (...) {
-        placement_failed = true;
+        placement_failure = std::current_exception();
         throw;
       }
     });

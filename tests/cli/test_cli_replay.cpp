@@ -212,6 +212,32 @@ TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
   expect_each_event_once_in_sink();
 }
 
+// Redis dies mid-run (its keyspace with it): the run ends incomplete with exit 3 and the checkpoint of
+// its last settled batch; a rerun through another (empty) Redis resumes there and reads back what was
+// published since, so the sink still holds each event once.
+TEST_F(Replay, RedisKilledMidRunExits3AndTheRerunThroughAnotherRedisPublishesEachEventOnce) {
+  TempDir dir;
+  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
+                              dir.file("cp")}),
+                   true);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  m_redis.kill();
+  std::string out;
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(run->wait(), 3);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_LT(doc.at("summary").at("replayed").get<long long>(), k_events);
+  RedisServer other;
+  ASSERT_TRUE(other.available()) << other.why_unavailable();
+  auto rerun = run_dedupctl(args({"--via", other.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d",
+                                  "--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_each_event_once_in_sink();
+}
+
 TEST_F(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
   auto same = run_dedupctl(via_redis({"--execute", "--sink", "kafka:src"}));
   EXPECT_EQ(same.exit_code, 2);

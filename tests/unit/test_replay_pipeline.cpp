@@ -507,3 +507,28 @@ TEST(ReplayPipeline, AnIdThePlacementCannotHoldIsNotPublishedAndIsReported) {
 
 } // namespace
 } // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// A placement call that fails stops the calls queued behind it (they rethrow its failure, so whichever
+// the run reads first, the report gives that cause), and their batches stay claimed for the rerun.
+TEST(ReplayPipeline, AfterAPlacementFailureNothingElseRunsAndTheReportGivesTheFirstCause) {
+  FakePlacement placement;
+  FakeSink sink;
+  placement.fail_settle_at = 0;
+  FakeEventSource source(events(12), 12);
+  auto r = request(true);
+  r.batch_size = 2;
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.error, "cannot reach the fake store");
+  EXPECT_EQ(placement.settles, 1) << "nothing is settled after the failure";
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "processing:run-1") << key << ": left for the rerun to find as this run's claim";
+  }
+}
+
+} // namespace
+} // namespace dedupctl::commands
