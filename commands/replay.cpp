@@ -259,15 +259,19 @@ int run(const ReplayOptions& options, Context& context) {
   }
   auto started = std::chrono::steady_clock::now();
   std::int64_t total = static_cast<std::int64_t>(expected_events(opened.info));
-  request.after_batch = [&](std::int64_t events) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (options.max_rate > 0) {
-      double due = static_cast<double>(events) / options.max_rate;
+  // --max-rate holds the sink to N events a second from the start: each publish waits for its turn,
+  // so a batch is spread out rather than let through at once.
+  if (options.max_rate > 0) {
+    request.pace = [&](std::int64_t published) {
+      double due = static_cast<double>(published - 1) / options.max_rate;
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (due > elapsed) {
         std::this_thread::sleep_for(std::chrono::duration<double>(due - elapsed));
-        elapsed = due;
       }
-    }
+    };
+  }
+  request.after_batch = [&](std::int64_t events) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (context.progress) {
       double rate = elapsed > 0 ? static_cast<double>(events) / elapsed : 0;
       std::string eta = total > events && rate > 0

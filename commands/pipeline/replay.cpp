@@ -209,6 +209,7 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   };
   std::uint64_t next_seq = 0;
   std::int64_t events_total = 0;
+  std::int64_t published_total = 0; // handed to the sink by this run
   std::vector<core::Delivery> deliveries;
   std::size_t max_in_flight = publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1;
 
@@ -418,6 +419,9 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
       if (in_sink.contains(row.id)) {
         chunk.found_in_sink[k] = true; // settled without publishing again
         continue;
+      }
+      if (request.pace) {
+        request.pace(++published_total);
       }
       sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
       chunk.published[k] = true;

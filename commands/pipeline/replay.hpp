@@ -47,6 +47,9 @@ struct ReplayRequest {
   std::function<void(const core::DecisionRecord&)> decide;
   std::function<void()> flush_decisions;
   std::function<void(std::int64_t)> after_batch;
+  // Called before each publish with the number of events published once it is made (--max-rate
+  // sleeps here).
+  std::function<void(std::int64_t)> pace;
   ReplayStageTimes* times = nullptr; // filled when given
 };
 

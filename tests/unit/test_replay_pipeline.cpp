@@ -532,3 +532,28 @@ TEST(ReplayPipeline, AfterAPlacementFailureNothingElseRunsAndTheReportGivesTheFi
 
 } // namespace
 } // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// --max-rate paces what reaches the sink: asked before each publish (not once a batch, which would
+// let a whole batch through at once), with the count that publish makes; skipped events cost nothing.
+TEST(ReplayPipeline, PacingIsAskedBeforeEveryPublishNotOnceABatch) {
+  FakePlacement placement;
+  placement.records["dedup:e-2"] = "done";
+  FakeSink sink;
+  FakeEventSource source(events(10), 10);
+  auto r = request(true);
+  std::vector<std::pair<std::int64_t, int>> paced; // (count asked for, publishes before it)
+  r.pace = [&](std::int64_t count) { paced.emplace_back(count, sink.published); };
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "replayed"), 9);
+  ASSERT_EQ(paced.size(), 9u);
+  for (std::size_t i = 0; i < paced.size(); ++i) {
+    EXPECT_EQ(paced[i].first, static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(paced[i].second, static_cast<int>(i)) << "asked before the publish it paces";
+  }
+}
+
+} // namespace
+} // namespace dedupctl::commands
