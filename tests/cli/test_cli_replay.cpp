@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -59,6 +60,25 @@ std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report
   std::vector<std::string> argv{DEDUPCTL_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<Process>(argv, options);
+}
+
+// A slow run (--batch 20 --max-rate 200) with `args` and its checkpoint: once a batch has settled,
+// `interrupt` (stop its store, signal it); then its exit code and its report, which says incomplete.
+std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const std::string& checkpoint,
+                                     const std::function<void(Process&)>& interrupt) {
+  std::vector<std::string> slow = args;
+  slow.insert(slow.end(), {"--batch", "20", "--max-rate", "200", "--checkpoint", checkpoint});
+  auto run = start(slow, true);
+  EXPECT_TRUE(wait_for_progress(checkpoint));
+  interrupt(*run);
+  std::string out;
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  int code = run->wait();
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  return {code, doc};
 }
 
 } // namespace
@@ -190,18 +210,9 @@ TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
 
 TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
   TempDir dir;
-  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
-                              dir.file("cp")}),
-                   true);
-  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
-  run->signal(SIGINT);
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
-  EXPECT_EQ(run->wait(), 130);
-  auto doc = Json::parse(out);
-  EXPECT_EQ(doc.at("complete"), false);
+  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
+                                     [](Process& run) { run.signal(SIGINT); });
+  EXPECT_EQ(code, 130);
   // Everything published was settled: no claim of this run is left in progress.
   long long replayed = doc.at("summary").at("replayed");
   EXPECT_GT(replayed, 0);
@@ -217,18 +228,9 @@ TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
 // published since, so the sink still holds each event once.
 TEST_F(Replay, RedisKilledMidRunExits3AndTheRerunThroughAnotherRedisPublishesEachEventOnce) {
   TempDir dir;
-  auto run = start(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
-                              dir.file("cp")}),
-                   true);
-  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
-  m_redis.kill();
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
-  EXPECT_EQ(run->wait(), 3);
-  auto doc = Json::parse(out);
-  EXPECT_EQ(doc.at("complete"), false);
+  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
+                                     [&](Process&) { m_redis.kill(); });
+  EXPECT_EQ(code, 3);
   EXPECT_LT(doc.at("summary").at("replayed").get<long long>(), k_events);
   RedisServer other;
   ASSERT_TRUE(other.available()) << other.why_unavailable();
@@ -358,18 +360,9 @@ TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnc
 
 TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
   TempDir dir;
-  auto run = start(via_inbox({"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint",
-                              dir.file("cp")}),
-                   true);
-  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
-  m_pg.stop();
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
-  EXPECT_EQ(run->wait(), 3);
-  auto doc = Json::parse(out);
-  EXPECT_EQ(doc.at("complete"), false);
+  auto [code, doc] = run_interrupted(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
+                                     [&](Process&) { m_pg.stop(); });
+  EXPECT_EQ(code, 3);
   ASSERT_TRUE(m_pg.start());
   // Every event below the checkpoint has its row; no row lies at or beyond it (the open batch rolled back).
   std::string checkpoint = read_file(dir.file("cp"));
