@@ -62,14 +62,22 @@ std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report
   return std::make_unique<Process>(argv, options);
 }
 
-// A slow run (--batch 20 --max-rate 200) with `args` and its checkpoint: once a batch has settled,
-// `interrupt` (stop its store, signal it); then its exit code and its report, which says incomplete.
-std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const std::string& checkpoint,
-                                     const std::function<void(Process&)>& interrupt) {
+// A slow run (--batch 20 --max-rate 200) with `args` and its checkpoint, in the background, once a
+// batch has settled.
+std::unique_ptr<Process> start_slow(const std::vector<std::string>& args, const std::string& checkpoint,
+                                    bool report = false) {
   std::vector<std::string> slow = args;
   slow.insert(slow.end(), {"--batch", "20", "--max-rate", "200", "--checkpoint", checkpoint});
-  auto run = start(slow, true);
+  auto run = start(slow, report);
   EXPECT_TRUE(wait_for_progress(checkpoint));
+  return run;
+}
+
+// A slow run interrupted by `interrupt` (stop its store, signal it) once a batch has settled; then its
+// exit code and its report, which says incomplete.
+std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const std::string& checkpoint,
+                                     const std::function<void(Process&)>& interrupt) {
+  auto run = start_slow(args, checkpoint, true);
   interrupt(*run);
   std::string out;
   while (auto line = run->read_line(std::chrono::seconds(30))) {
@@ -186,9 +194,7 @@ TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
 
 TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  auto run = start(via_redis(
-      {"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint", dir.file("cp")}));
-  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  auto run = start_slow(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"));
   run->signal(SIGKILL);
   EXPECT_EQ(run->wait(), 128 + SIGKILL);
   auto partial = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
@@ -346,9 +352,7 @@ TEST_F(ReplayInbox, AnInboxWithoutAUniqueConstraintCannotBeClaimedThrough) {
 
 TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  auto run = start(via_inbox(
-      {"--execute", "--sink", "kafka:sink", "--batch", "20", "--max-rate", "200", "--checkpoint", dir.file("cp")}));
-  ASSERT_TRUE(wait_for_progress(dir.file("cp")));
+  auto run = start_slow(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"));
   run->signal(SIGKILL);
   run->wait();
   EXPECT_LT(rows(), k_events);

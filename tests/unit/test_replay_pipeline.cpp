@@ -166,6 +166,24 @@ ReplayRequest request(bool execute, std::optional<core::Checkpoint>* saved = nul
   return r;
 }
 
+// A rerun of `n` events (source batches of `batch_events`) resumed from the saved checkpoint.
+reports::Report resume(std::optional<core::Checkpoint>& saved, int n, std::size_t batch_events,
+                       FakePlacement& placement, FakeSink& sink) {
+  FakeEventSource rerun(events(n), batch_events);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  return run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+}
+
+// The sink holds e-0 … e-(n-1), each exactly once.
+void expect_each_id_once(const FakeSink& sink, int n) {
+  auto ids = sink.ids();
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
+  }
+}
+
 TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedOrPassedOverAndChangesNothing) {
   auto log = events(6);
   log.push_back(with_header_id(0, 3, 2000, "e-0", "{}")); // e-0 again, later in the range
@@ -222,17 +240,10 @@ TEST(ReplayPipeline, FailedDeliveriesReleaseTheirClaimsHoldTheCheckpointAndPubli
   EXPECT_EQ(saved->next_offset("orders", 0), 1) << "held at the first failed offset";
   EXPECT_EQ(saved->next_offset("orders", 1), 2);
   sink.fail_ids.clear();
-  FakeEventSource rerun(events(10), 4);
-  auto again = request(true, &saved);
-  again.checkpoint = saved;
-  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  auto second = resume(saved, 10, 4, placement, sink);
   EXPECT_EQ(summary(second, "replayed"), 2);
   EXPECT_EQ(summary(second, "failed"), 0);
-  auto ids = sink.ids();
-  EXPECT_EQ(ids.size(), 10u);
-  for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
-  }
+  expect_each_id_once(sink, 10);
 }
 
 // A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
@@ -253,16 +264,9 @@ TEST(ReplayPipeline, ARunKilledBeforeItsFirstBatchSettledIsResumedByItsFirstChec
   std::size_t published = sink.received.size();
   EXPECT_GE(published, 3u) << "the first chunk was published before its settle failed";
   placement.fail_settle_at.reset();
-  FakeEventSource rerun(events(6), 3);
-  auto again = request(true, &saved);
-  again.checkpoint = saved;
-  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  auto second = resume(saved, 6, 3, placement, sink);
   EXPECT_EQ(second.replay->run->found_in_sink, static_cast<std::int64_t>(published));
-  auto ids = sink.ids();
-  EXPECT_EQ(ids.size(), 6u);
-  for (int i = 0; i < 6; ++i) {
-    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
-  }
+  expect_each_id_once(sink, 6);
 }
 
 TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) {
@@ -280,18 +284,11 @@ TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) 
   EXPECT_EQ(saved->sink_position, "4") << "the checkpoint is the first batch's";
   EXPECT_EQ(placement.records.at("dedup:e-5"), "processing:run-1");
   placement.fail_settle_at.reset();
-  FakeEventSource rerun(events(12), 4);
-  auto again = request(true, &saved);
-  again.checkpoint = saved;
-  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  auto second = resume(saved, 12, 4, placement, sink);
   EXPECT_TRUE(second.complete);
   EXPECT_EQ(second.replay->run->found_in_sink, static_cast<std::int64_t>(published) - 4)
       << "everything published after the checkpoint's position is settled without publishing again";
-  auto ids = sink.ids();
-  EXPECT_EQ(ids.size(), 12u);
-  for (int i = 0; i < 12; ++i) {
-    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
-  }
+  expect_each_id_once(sink, 12);
   EXPECT_EQ(placement.records.at("dedup:e-5"), "done");
 }
 
@@ -394,17 +391,10 @@ TEST(ReplayPipeline, AnInterruptSettlesWhatIsInFlightAndDropsTheChunkBeingBuilt)
   }
   ASSERT_TRUE(saved);
   placement.interrupt_claim_at.reset();
-  FakeEventSource rerun(events(10), 10);
-  auto again = request(true, &saved);
-  again.checkpoint = saved;
-  auto second = run_replay(again, rerun, placement, &sink, core::SourceInfo{}, 0);
+  auto second = resume(saved, 10, 10, placement, sink);
   EXPECT_EQ(summary(second, "replayed"), 6);
   EXPECT_EQ(second.replay->run->found_in_sink, 0);
-  auto ids = sink.ids();
-  EXPECT_EQ(ids.size(), 10u);
-  for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(ids.count("e-" + std::to_string(i)), 1u) << i;
-  }
+  expect_each_id_once(sink, 10);
 }
 
 } // namespace
