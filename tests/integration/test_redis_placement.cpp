@@ -2,6 +2,7 @@
 // kind of record, what it leaves behind, and how settling ends it. Both claim forms run: SET … NX
 // PX … GET in one command (Redis 7), and SET NX then GET (older servers).
 #include "connectors/redis/redis.hpp"
+#include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <gtest/gtest.h>
@@ -121,3 +122,28 @@ TEST_P(RedisPlacement, OneCommandAKeyToClaimWhereTheServerTakesSetWithGet) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, RedisPlacement, ::testing::Values(ClaimForm::Auto, ClaimForm::SetThenGet), form_name);
+
+// A Redis that refuses writes (over its maxmemory with noeviction) refuses the claim and the settling:
+// each is an error naming the command and Redis's own answer, and the claim leaves nothing behind.
+TEST_P(RedisPlacement, ARedisThatRefusesWritesFailsTheClaimAndTheSettlingWithItsAnswer) {
+  std::vector<Claim> claims;
+  m_placement->claim({"d:new"}, "run-1", claims);
+  ASSERT_EQ(m_redis.command("CONFIG SET maxmemory-policy noeviction"), "+OK\r\n");
+  ASSERT_EQ(m_redis.command("CONFIG SET maxmemory 1"), "+OK\r\n");
+  try {
+    m_placement->claim({"d:new2"}, "run-1", claims);
+    ADD_FAILURE() << "the claim must fail";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused SET NX"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("OOM"), std::string::npos) << e.what();
+  }
+  try {
+    m_placement->settle({"d:new"}, {Claim::Claimed}, {true});
+    ADD_FAILURE() << "settling must fail";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused to settle a claim (OOM"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(m_redis.command("CONFIG SET maxmemory 0"), "+OK\r\n");
+  EXPECT_EQ(m_redis.command("EXISTS d:new2"), ":0\r\n");
+  EXPECT_EQ(m_redis.command("GET d:new"), "$16\r\nprocessing:run-1\r\n") << "still this run's claim, for the rerun";
+}
