@@ -41,25 +41,12 @@ struct AuditOptions {
   std::size_t examples = 5;
 };
 
-// The inbox's TTL is the cleanup job's retention, counted from processed_at: declared, or at least
-// the age of the oldest row. Its schema and contents add findings of their own.
+// The inbox's TTL is the cleanup job's retention, counted from processed_at. Its schema and contents
+// add findings of their own.
 void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& declared,
                    const AuditOptions& options, AuditRequest& request, std::int64_t now, Context& context) {
-  core::Span retention;
-  if (declared) {
-    retention = *declared;
-    request.placement.ttl_source = "flag";
-  } else if (auto age = inbox.oldest_row_age_ms(now)) {
-    retention.ms = *age;
-    request.placement.ttl_source = "estimate";
-    context.note(fmt::format("inbox retention estimated from the oldest row: at least {}; pass --inbox-retention",
-                             core::format_duration(*age)));
-  } else {
-    request.placement.ttl_source = "unknown";
-  }
-  inbox.set_clock(retention, now);
+  request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
   request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());
-  request.audit.policy.ttl = retention;
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   const auto& p = options.placement;
   if (inbox.has_unique_constraint() == false) {
@@ -107,15 +94,10 @@ int run(const AuditOptions& options, Context& context) {
   request.consumer = options.placement.consumer;
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
-  request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
-  request.placement.retention_source = placement.audit.policy.retention.known() ? "flag" : "unknown";
+  request.placement.retention = decide_retention(placement.audit.policy.retention, {}, nullptr); // until asked
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
                      "file:");
-  }
-  std::optional<core::Span> inbox_retention;
-  if (!options.placement.inbox_retention.empty()) {
-    inbox_retention = core::parse_ttl(options.placement.inbox_retention);
   }
   // Everything typed was valid: a snapshot file is read before anything is contacted (a bad one is
   // exit 2), then the systems.
@@ -132,9 +114,9 @@ int run(const AuditOptions& options, Context& context) {
     BrokerTopicConfigs broker(context);
     auto decision = decide_retention(request.audit.policy.retention, opened.info.topics,
                                      opened.info.kind == "kafka" ? &broker : nullptr);
-    request.audit.policy.retention = decision.retention;
-    request.placement.retention_source = decision.source;
-    if (decision.source == "unknown" && !opened.info.topics.empty()) {
+    request.audit.policy.retention = decision.span;
+    request.placement.retention = decision;
+    if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {
       context.note(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs); pass "
                                "--retention to check the TTL against it",
                                opened.info.topics.front()));
@@ -149,7 +131,7 @@ int run(const AuditOptions& options, Context& context) {
     now = opened_store.snapshot_time.value_or(now);
     if (opened_store.inbox) {
       try {
-        prepare_inbox(*opened_store.inbox, inbox_retention, options, request, now, context);
+        prepare_inbox(*opened_store.inbox, placement.inbox_retention, options, request, now, context);
       } catch (const UnreachableError& e) {
         failure = e.what();
       }

@@ -147,7 +147,10 @@ ParsedPlacement parse_placement(const PlacementOptions& options, std::string_vie
   out.audit.key_template = core::KeyTemplate::parse(options.key_template);
   auto& policy = out.audit.policy;
   if (!options.ttl.empty()) {
-    policy.ttl = core::parse_ttl(options.ttl);
+    out.audit.ttl = core::declared_ttl(core::parse_ttl(options.ttl));
+  }
+  if (!options.inbox_retention.empty()) {
+    out.inbox_retention = core::parse_ttl(options.inbox_retention, "--inbox-retention");
   }
   if (!options.retention.empty()) {
     policy.retention = core::parse_retention(options.retention);

@@ -65,7 +65,8 @@ struct PlacementOptions {
 
 struct ParsedPlacement {
   core::StoreUri uri;
-  core::AuditOptions audit; // policy (ttl, retention, lag, lease, markers), side effects, template
+  core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
+  std::optional<core::Span> inbox_retention; // --inbox-retention
 };
 
 void add_source_options(CLI::App& app, SourceOptions& options);

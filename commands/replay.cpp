@@ -145,7 +145,7 @@ int run(const ReplayOptions& options, Context& context) {
     }
   }
   bool redis = has_via && placement.uri.kind == core::StoreUri::Kind::Redis;
-  if (options.execute && redis && !placement.audit.policy.ttl.known()) {
+  if (options.execute && redis && !placement.audit.ttl.span.known()) {
     throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
                      "events done");
   }
@@ -183,8 +183,7 @@ int run(const ReplayOptions& options, Context& context) {
   request.placement.store = has_via ? placement.uri.redacted() : "";
   request.placement.key_template = request.key_template.text();
   request.placement.consumer = request.consumer;
-  request.placement.ttl = placement.audit.policy.ttl;
-  request.placement.ttl_source = placement.audit.policy.ttl.known() ? "flag" : "unknown";
+  request.placement.ttl = placement.audit.ttl;
   DecisionLog decisions(options.decisions);
 
   OpenedSource opened =
@@ -228,7 +227,7 @@ int run(const ReplayOptions& options, Context& context) {
         via = connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
       } else {
         via = connectors::redis::open_replay_placement(redis_settings(placement.uri, context),
-                                                       placement.audit.policy.ttl, placement.audit.policy.lease_ms,
+                                                       placement.audit.ttl.span, placement.audit.policy.lease_ms,
                                                        placement.audit.policy.in_progress_values);
       }
       if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {

@@ -4,6 +4,7 @@
 #include "commands/options.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/dedup_store.hpp"
+#include "core/ttl.hpp"
 
 #include <memory>
 #include <optional>
@@ -23,5 +24,10 @@ struct OpenedStore {
 // Throws UsageError for a bad schema or file; an unreachable server is returned in `failure`.
 OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOptions& options, Context& context,
                              std::optional<std::int64_t> expected_events);
+
+// An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest
+// row (said on stderr), else unknown. Throws UnreachableError when the inbox cannot be asked.
+core::TtlDecision decide_inbox_ttl(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& flag,
+                                   std::int64_t now_ms, Context& context);
 
 } // namespace dedupctl::commands

@@ -60,15 +60,11 @@ int run(const TraceOptions& options, Context& context) {
   ParsedPlacement placement = parse_placement(options.placement);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
-  request.policy.ttl = placement.audit.policy.ttl;
-  request.policy.in_progress_values = placement.audit.policy.in_progress_values;
+  request.placement.ttl = placement.audit.ttl;
+  request.in_progress_values = placement.audit.policy.in_progress_values;
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
   request.placement.consumer = request.consumer;
-  std::optional<core::Span> inbox_retention;
-  if (!options.placement.inbox_retention.empty()) {
-    inbox_retention = core::parse_ttl(options.placement.inbox_retention);
-  }
   std::int64_t now = context.now_ms();
   bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
   OpenedStore store;
@@ -88,24 +84,13 @@ int run(const TraceOptions& options, Context& context) {
       request.inbox = true;
       request.key_template = core::KeyTemplate::parse("{event_id}");
       try {
-        core::Span retention;
-        if (inbox_retention) {
-          retention = *inbox_retention;
-        } else if (auto age = store.inbox->oldest_row_age_ms(now)) {
-          retention.ms = *age;
-          context.note(fmt::format("inbox retention estimated from the oldest row: at least {}; pass --inbox-retention",
-                                   core::format_duration(*age)));
-        }
-        store.inbox->set_clock(retention, now);
-        request.policy.ttl = retention;
+        request.placement.ttl = decide_inbox_ttl(*store.inbox, placement.inbox_retention, now, context);
       } catch (const UnreachableError& e) {
         failure = e.what();
       }
     }
   }
   request.placement.key_template = request.key_template.text();
-  request.placement.ttl = request.policy.ttl;
-  request.placement.ttl_source = request.policy.ttl.known() ? "flag" : "unknown";
   reports::Report report;
   if (failure) {
     report = unreachable_report("trace", *failure, opened.info, context);

@@ -49,25 +49,18 @@ std::pair<std::string, SideEffect> parse_side_effect(std::string_view text) {
 
 namespace {
 
-constexpr std::int64_t k_margin_ms = k_ms_per_day;
 constexpr std::size_t k_deferred_examples = 256;
-
-std::string span_text(const Span& span) {
-  if (span.infinite) {
-    return "infinite";
-  }
-  return span.ms ? format_duration(*span.ms) : "unknown";
-}
 
 } // namespace
 
 AuditAnalyzer::AuditAnalyzer(AuditOptions options)
-    : m_options(std::move(options)), m_defer(!m_options.policy.ttl.known()), m_collisions(m_options.max_examples),
+    : m_options(std::move(options)), m_defer(!m_options.ttl.span.known()), m_collisions(m_options.max_examples),
       m_reapplied(m_options.max_examples), m_check_collisions(!m_options.key_template.uses(KeyTemplate::Part::EventId)),
       m_key_owner(m_check_collisions ? m_options.expected_events : 16) {
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);
   }
+  m_options.policy.ttl = m_options.ttl.span;
 }
 
 void AuditAnalyzer::set_partition(const std::string& topic, std::int32_t partition,
@@ -294,22 +287,12 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
 
 AuditResult AuditAnalyzer::finish() {
   AuditResult& result = m_result;
-  result.ttl = m_options.policy.ttl;
-  if (!m_estimator.empty()) {
-    result.ttl_low = m_estimator.low();
-    result.ttl_high = m_estimator.high();
-  }
-  if (m_defer && !m_estimator.empty()) {
-    result.ttl.ms = m_estimator.high(); // classify with the upper bound (DESIGN.md)
-    m_options.ttl_source = "estimate";
-  } else if (m_defer) {
-    m_options.ttl_source = "unknown";
-  }
+  result.ttl = with_estimate(m_options.ttl, m_estimator);
+  auto ttl_ms = result.ttl.span.finite_ms();
   // The deferred absent records, now that the TTL is known (or known to be unknown).
   for (const auto& deferred : m_deferred) {
     PartitionState& partition = *deferred.partition;
-    bool expired =
-        result.ttl.ms && deferred.timestamp_ms + *result.ttl.ms + m_options.policy.max_lag_ms < m_options.policy.now_ms;
+    bool expired = ttl_ms && deferred.timestamp_ms + *ttl_ms + m_options.policy.max_lag_ms < m_options.policy.now_ms;
     Coverage state = expired ? Coverage::Expired : Coverage::Missing;
     bool window = in_window(partition, deferred.offset);
     count(partition, state, deferred.type, deferred.offset, deferred.timestamp_ms, window);
@@ -374,29 +357,11 @@ AuditResult AuditAnalyzer::finish() {
     f.advice = std::move(advice);
     findings.push_back(std::move(f));
   };
-  const Span& ttl = result.ttl;
+  const Span& ttl = result.ttl.span;
   const Span& retention = m_options.policy.retention;
-  std::string needed = retention.infinite ? "a TTL of none (the topic keeps events forever)"
-                       : retention.ms
-                           ? fmt::format("at least retention + max lag + 1 day ({} + {} + 1d)",
-                                         format_duration(*retention.ms), format_duration(m_options.policy.max_lag_ms))
-                           : "at least the topic's retention + max lag";
-  if (ttl.ms && !ttl.infinite && retention.known()) {
-    if (retention.infinite || *ttl.ms < *retention.ms) {
-      policy_finding("ttl-shorter-than-retention", Severity::Error,
-                     fmt::format("the TTL ({}, {}) is shorter than the topic's retention ({})", span_text(ttl),
-                                 m_options.ttl_source, span_text(retention)),
-                     fmt::format("A replay from the log start re-applies every event older than the TTL. Raise "
-                                 "the TTL to {}.",
-                                 needed));
-    } else if (*ttl.ms < *retention.ms + m_options.policy.max_lag_ms + k_margin_ms) {
-      policy_finding(
-          "ttl-margin-thin", Severity::Warning,
-          fmt::format("the TTL ({}) barely exceeds the retention ({}) plus max lag ({})", span_text(ttl),
-                      span_text(retention), format_duration(m_options.policy.max_lag_ms)),
-          fmt::format("A consumer that falls behind, or a clock skew, opens a gap. Raise the TTL to {}.", needed));
-    }
-  }
+  std::string needed = ttl_needed(retention, m_options.policy.max_lag_ms);
+  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl.source)), ttl, retention,
+                        m_options.policy.max_lag_ms));
   if (!retention.known()) {
     policy_finding("retention-unknown", Severity::Info,
                    "the topic's retention is unknown: TTL-vs-retention checks and expiring records were skipped",

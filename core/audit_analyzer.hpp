@@ -7,6 +7,7 @@
 #include "core/identify.hpp"
 #include "core/key_template.hpp"
 #include "core/replay.hpp"
+#include "core/ttl.hpp"
 
 #include <array>
 #include <cstdint>
@@ -23,9 +24,8 @@ std::string_view to_string(SideEffect effect);
 std::pair<std::string, SideEffect> parse_side_effect(std::string_view text);
 
 struct AuditOptions {
-  CoveragePolicy policy;                          // policy.ttl unknown: estimated from the records
-  std::string ttl_source = "flag";                // flag | estimate | unknown
-  std::string retention_source = "flag";          // flag | broker | unknown
+  CoveragePolicy policy;                          // policy.ttl is ignored: ttl decides
+  TtlDecision ttl;                                // source None: estimated from the records
   std::map<std::string, SideEffect> side_effects; // unknown types are external
   KeyTemplate key_template = KeyTemplate::parse("{event_id}");
   std::size_t max_examples = 5;
@@ -98,8 +98,7 @@ struct AuditResult {
   std::int64_t events = 0;
   std::int64_t no_expiry = 0;
   std::int64_t key_collisions = 0;
-  Span ttl;                                      // what classified the events
-  std::optional<std::int64_t> ttl_low, ttl_high; // the estimate, when records allowed one
+  TtlDecision ttl; // what classified the events, with the records' estimate when they allowed one
   std::vector<PartitionCoverage> partitions;
   ReplaySummary replay;
   std::vector<Finding> findings;

@@ -2,18 +2,13 @@
 
 #include "core/key_template.hpp"
 #include "core/time.hpp"
+#include "core/ttl.hpp"
 
 #include <fmt/format.h>
 
 namespace dedupctl::core {
 
 namespace {
-
-constexpr std::int64_t k_margin_ms = k_ms_per_day;
-
-std::string span_text(const Span& span) {
-  return span.infinite ? "none/infinite" : span.ms ? format_duration(*span.ms) : "unknown";
-}
 
 // The literal start of a template's keys, with {consumer} filled in: two consumers whose starts
 // are prefixes of one another can write the same keys.
@@ -73,26 +68,11 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
     if (facts && facts->retention) {
       retention = facts->retention;
     }
-    std::string needed = retention && retention->infinite ? "no expiry at all (the topic keeps events forever)"
-                         : retention && retention->ms
-                             ? fmt::format("at least {} (retention {} + max lag {} + 1 day)",
-                                           format_duration(*retention->ms + consumer.max_lag_ms + k_margin_ms),
-                                           format_duration(*retention->ms), format_duration(consumer.max_lag_ms))
-                             : "at least the topic's retention + max lag + 1 day";
-    if (durable && ttl && ttl->ms && !ttl->infinite && retention && retention->known()) {
-      if (retention->infinite || *ttl->ms < *retention->ms) {
-        add(consumer, ttl_field, "ttl-shorter-than-retention", Severity::Error,
-            fmt::format("the {} ({}) is shorter than the topic's retention ({})", ttl_field, span_text(*ttl),
-                        span_text(*retention)),
-            fmt::format(
-                "A seek or replay from the log start re-applies every event older than {}. Keep records for {}.",
-                span_text(*ttl), needed));
-      } else if (*ttl->ms < *retention->ms + consumer.max_lag_ms + k_margin_ms) {
-        add(consumer, ttl_field, "ttl-margin-thin", Severity::Warning,
-            fmt::format("the {} ({}) barely exceeds the retention ({}) plus max lag ({})", ttl_field, span_text(*ttl),
-                        span_text(*retention), format_duration(consumer.max_lag_ms)),
-            fmt::format("A lagging consumer or a clock skew opens a gap at the edge of the log. Keep records for {}.",
-                        needed));
+    std::string needed = ttl_needed(retention.value_or(Span::unknown()), consumer.max_lag_ms);
+    if (durable && ttl && retention) {
+      if (auto f = ttl_vs_retention(fmt::format("{} ({})", ttl_field, to_text(*ttl)), *ttl, *retention,
+                                    consumer.max_lag_ms)) {
+        add(consumer, ttl_field, std::move(f->id), f->severity, std::move(f->title), std::move(f->advice));
       }
     }
     if (durable && !retention) {
@@ -105,7 +85,7 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
       add(consumer, "placement", "ttl-unknown", Severity::Info, "no ttl is declared",
           "Declare the TTL the consumer sets (ttl = \"8d\", or \"none\") so that it can be checked.");
     }
-    if (consumer.placement == Placement::Redis && ttl && ttl->infinite) {
+    if (consumer.placement == Placement::Redis && ttl && ttl->is_infinite()) {
       add(consumer, "ttl", "no-expiry", Severity::Warning, "dedup records never expire (ttl = \"none\")",
           "The keyspace grows without bound and, under memory pressure, evictions pick dedup keys. Set a TTL of " +
               needed + ".");
@@ -160,11 +140,11 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
                         facts->sampled_keys.value_or(0)),
             "Records written without PX/EX never expire; check the consumer's SET call against the declared ttl.");
       }
-      if (ttl && ttl->ms && !ttl->infinite && facts->sampled_max_pttl_ms &&
-          *facts->sampled_max_pttl_ms > *ttl->ms + k_ms_per_second) {
+      if (auto ttl_ms = ttl ? ttl->finite_ms() : std::nullopt;
+          ttl_ms && facts->sampled_max_pttl_ms && *facts->sampled_max_pttl_ms > *ttl_ms + k_ms_per_second) {
         add(consumer, "ttl", "ttl-declaration-mismatch", Severity::Warning,
             fmt::format("sampled keys have up to {} left, more than the declared ttl ({})",
-                        format_duration(*facts->sampled_max_pttl_ms), span_text(*ttl)),
+                        format_duration(*facts->sampled_max_pttl_ms), to_text(*ttl)),
             "The declaration does not describe what the consumer writes, so the other checks judged the wrong TTL. "
             "Declare the TTL of the consumer's SET call.");
       }

@@ -40,8 +40,7 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
   if (record.kind == RecordState::Kind::Absent) {
     if (event.committed && event.offset >= *event.committed) {
       verdict.state = Coverage::Pending; // not consumed yet: nothing is wrong
-    } else if (policy.ttl.ms && !policy.ttl.infinite &&
-               event.timestamp_ms + *policy.ttl.ms + policy.max_lag_ms < policy.now_ms) {
+    } else if (auto ttl = policy.ttl.finite_ms(); ttl && event.timestamp_ms + *ttl + policy.max_lag_ms < policy.now_ms) {
       verdict.state = Coverage::Expired;
     } else {
       verdict.state = Coverage::Missing; // within its TTL, never expiring, or the TTL is unknown
@@ -55,16 +54,17 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
     return verdict;
   }
   verdict.state = Coverage::Covered;
-  if (!record.pttl_ms) {
+  auto remaining = remaining_ms(record, policy);
+  if (!remaining) {
     verdict.no_expiry = true;
     return verdict;
   }
-  if (policy.retention.infinite) {
+  if (policy.retention.is_infinite()) {
     verdict.state = Coverage::Expiring; // every TTL lapses while the event stays replayable
     verdict.gap_ms = -1;
-  } else if (policy.retention.ms) {
-    std::int64_t lapses = policy.now_ms + *record.pttl_ms;
-    std::int64_t replayable_until = event.timestamp_ms + *policy.retention.ms;
+  } else if (auto retention = policy.retention.finite_ms()) {
+    std::int64_t lapses = policy.now_ms + *remaining;
+    std::int64_t replayable_until = event.timestamp_ms + *retention;
     if (lapses < replayable_until) {
       verdict.state = Coverage::Expiring;
       verdict.gap_ms = replayable_until - lapses;
@@ -73,15 +73,23 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
   return verdict;
 }
 
-RecordState inbox_state(std::optional<std::int64_t> processed_at_ms, std::string_view status, const Span& retention,
-                        std::int64_t now_ms) {
+RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status) {
   RecordState state;
   state.kind = RecordState::Kind::Present;
   state.value = status;
-  if (retention.ms && !retention.infinite && processed_at_ms) {
-    state.pttl_ms = std::max<std::int64_t>(0, *processed_at_ms + *retention.ms - now_ms);
-  }
+  state.processed_at_ms = processed_at_ms;
   return state;
+}
+
+std::optional<std::int64_t> remaining_ms(const RecordState& record, const CoveragePolicy& policy) {
+  if (!record.processed_at_ms) {
+    return record.pttl_ms;
+  }
+  auto retention = policy.ttl.finite_ms();
+  if (!retention) {
+    return std::nullopt;
+  }
+  return std::max<std::int64_t>(0, *record.processed_at_ms + *retention - policy.now_ms);
 }
 
 void TtlEstimator::observe(std::int64_t pttl_ms, std::int64_t timestamp_ms, std::int64_t now_ms) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/span.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,18 +17,14 @@ struct RecordState {
   Kind kind = Kind::Absent;
   std::optional<std::int64_t> pttl_ms; // present: remaining TTL; nullopt: no expiry
   std::string_view value;              // the first bytes of the value (claim markers)
+  // An inbox row: when it was processed. Its remaining TTL is the policy's (the cleanup job's
+  // retention) counted from here, decided by remaining_ms(), not by the store.
+  std::optional<std::int64_t> processed_at_ms;
 };
 
 enum class Coverage { NoId, Pending, InProgress, Orphaned, Covered, Expiring, Expired, Missing };
 inline constexpr int k_coverage_states = 8;
 std::string_view to_string(Coverage state); // the report-v1 summary name: "no_id", "in_progress", …
-
-// A duration that may be unknown or infinite (a TTL of `none`, a retention of -1 or compaction).
-struct Span {
-  std::optional<std::int64_t> ms;
-  bool infinite = false;
-  bool known() const { return infinite || ms.has_value(); }
-};
 
 struct CoveragePolicy {
   std::int64_t now_ms = 0;
@@ -56,11 +54,13 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
 // Rules 2–7 of DESIGN.md in order (rule 1, no id, is decided before a lookup).
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
 
-// An inbox row as the coverage rules see it: present, with processed_at + the inbox retention - now
-// as its remaining TTL (none when the retention is unknown or infinite, or processed_at is NULL),
-// and its status (claim markers) as the value.
-RecordState inbox_state(std::optional<std::int64_t> processed_at_ms, std::string_view status, const Span& retention,
-                        std::int64_t now_ms);
+// An inbox row as the coverage rules see it: present, its status (claim markers) as the value, and
+// processed_at (NULL: the row never expires).
+RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status);
+
+// How long a present record has left: its pttl, or for an inbox row processed_at + the policy's TTL
+// (the inbox retention) - now, never below zero (none when that TTL is unknown or infinite).
+std::optional<std::int64_t> remaining_ms(const RecordState& record, const CoveragePolicy& policy);
 
 // The TTL a consumer configured, bounded by what present records show: a record was written at or
 // after its event's timestamp, so max(pttl) <= TTL <= min(pttl + now - ts).

@@ -74,16 +74,14 @@ const InboxTable::Row* InboxTable::find(std::string_view id) const {
   return it == m_overflow.end() ? nullptr : &m_rows[it->second - 1];
 }
 
-void InboxTable::states(const std::vector<std::string>& ids, const Span& retention, std::int64_t now_ms,
-                        std::vector<RecordState>& out) const {
+void InboxTable::states(const std::vector<std::string>& ids, std::vector<RecordState>& out) const {
   out.assign(ids.size(), RecordState{});
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const Row* row = find(ids[i]);
     if (!row) {
       continue;
     }
-    out[i] = inbox_state(row->has_time ? std::optional(row->processed_at_ms) : std::nullopt, m_statuses[row->status],
-                         retention, now_ms);
+    out[i] = inbox_row(row->has_time ? std::optional(row->processed_at_ms) : std::nullopt, m_statuses[row->status]);
   }
 }
 

@@ -28,11 +28,9 @@ public:
   void reserve(std::size_t rows);
   std::size_t size() const { return m_rows.size(); }
 
-  // The record state of every id, in order: present rows carry processed_at + retention - now as
-  // their remaining TTL (none when the retention is unknown or infinite, or processed_at is NULL)
-  // and their status as the value, which stays valid as long as the table.
-  void states(const std::vector<std::string>& ids, const Span& retention, std::int64_t now_ms,
-              std::vector<RecordState>& out) const;
+  // The record state of every id, in order: present rows carry their processed_at (the coverage
+  // rules apply the retention) and their status as the value, which stays valid as long as the table.
+  void states(const std::vector<std::string>& ids, std::vector<RecordState>& out) const;
 
 private:
   struct Row { // 24 bytes

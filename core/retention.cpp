@@ -23,23 +23,19 @@ std::optional<std::int64_t> number(std::optional<std::string_view> text) {
 Span retention_from_configs(std::optional<std::string_view> retention_ms,
                             std::optional<std::string_view> cleanup_policy,
                             std::optional<std::string_view> segment_ms) {
-  Span span;
   if (cleanup_policy && cleanup_policy->find("compact") != std::string_view::npos &&
       cleanup_policy->find("delete") == std::string_view::npos) {
-    span.infinite = true;
-    return span;
+    return Span::infinite();
   }
   auto ms = number(retention_ms);
   if (!ms) {
-    return span;
+    return Span::unknown();
   }
   if (*ms < 0) {
-    span.infinite = true;
-  } else {
-    auto segment = number(segment_ms);
-    span.ms = *ms + (segment && *segment > 0 ? *segment : 0);
+    return Span::infinite();
   }
-  return span;
+  auto segment = number(segment_ms);
+  return Span::finite(*ms + (segment && *segment > 0 ? *segment : 0));
 }
 
 Span retention_from_configs(const TopicRetention& configs) {
@@ -50,23 +46,17 @@ Span retention_from_configs(const TopicRetention& configs) {
 }
 
 Span parse_retention(std::string_view text) {
-  Span span;
   if (text == "infinite" || text == "forever" || text == "-1") {
-    span.infinite = true;
-  } else {
-    span.ms = parse_duration(text, "--retention");
+    return Span::infinite();
   }
-  return span;
+  return Span::finite(parse_duration(text, "--retention"));
 }
 
-Span parse_ttl(std::string_view text) {
-  Span span;
+Span parse_ttl(std::string_view text, std::string_view flag) {
   if (text == "none") {
-    span.infinite = true;
-  } else {
-    span.ms = parse_duration(text, "--ttl");
+    return Span::infinite();
   }
-  return span;
+  return Span::finite(parse_duration(text, flag));
 }
 
 } // namespace dedupctl::core

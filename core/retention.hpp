@@ -27,7 +27,7 @@ Span retention_from_configs(std::optional<std::string_view> retention_ms,
 // --retention DURATION | infinite. Throws UsageError.
 Span parse_retention(std::string_view text);
 Span retention_from_configs(const TopicRetention& configs);
-// --ttl DURATION | none. Throws UsageError.
-Span parse_ttl(std::string_view text);
+// --ttl DURATION | none (or another flag of that form, named in the error). Throws UsageError.
+Span parse_ttl(std::string_view text, std::string_view flag = "--ttl");
 
 } // namespace dedupctl::core

@@ -86,7 +86,7 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
     }
     return v;
   }
-  bool ttl_finite = policy.ttl.ms && !policy.ttl.infinite;
+  auto ttl = policy.ttl.finite_ms();
   std::vector<const TraceOccurrence*> delivered;
   for (const auto& o : occ) {
     if (o.delivered == true && o.timestamp_ms >= 0) {
@@ -95,16 +95,16 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
   }
   std::sort(delivered.begin(), delivered.end(),
             [](const auto* a, const auto* b) { return a->timestamp_ms < b->timestamp_ms; });
-  if (ttl_finite) {
+  if (ttl) {
     for (std::size_t i = 1; i < delivered.size(); ++i) {
       std::int64_t gap = delivered[i]->timestamp_ms - delivered[i - 1]->timestamp_ms;
-      if (gap > *policy.ttl.ms) {
+      if (gap > *ttl) {
         v.id = "applied-twice";
         v.text = "likely applied twice: the record had expired when the second copy arrived";
         v.evidence.push_back(fmt::format("copies at {} and {}, {} apart", where(*delivered[i - 1]),
                                          where(*delivered[i]), format_duration(gap)));
         v.evidence.push_back(fmt::format("the TTL is {}: the first copy's record lapsed {} before the second arrived",
-                                         format_duration(*policy.ttl.ms), format_duration(gap - *policy.ttl.ms)));
+                                         format_duration(*ttl), format_duration(gap - *ttl)));
         v.evidence.push_back("both lie below the group's committed offset: both were consumed");
         return v;
       }
@@ -119,12 +119,12 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
     }
     bool consumed = newest->delivered != false;
     std::int64_t age = policy.now_ms - newest->timestamp_ms;
-    if (ttl_finite && consumed && newest->timestamp_ms >= 0 && age < *policy.ttl.ms) {
+    if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl) {
       v.id = "state-lost";
       v.text = "dedup state lost (flush, failover or eviction): the record is missing although the event is within "
                "its TTL";
       v.evidence.push_back(fmt::format("the newest copy, {}, is {} old; the TTL is {}", where(*newest),
-                                       format_duration(age), format_duration(*policy.ttl.ms)));
+                                       format_duration(age), format_duration(*ttl)));
       v.evidence.push_back(record_text(trace));
       if (!delivery_known) {
         v.evidence.push_back("without --group, whether it was consumed is not known");
@@ -193,13 +193,13 @@ std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& polic
   if (r.processed_at_ms) {
     out.push_back({*r.processed_at_ms, "inbox row written (processed_at)"});
   }
-  bool ttl_finite = policy.ttl.ms && !policy.ttl.infinite;
-  if (r.state == TraceRecord::State::Absent && ttl_finite) {
+  auto ttl = policy.ttl.finite_ms();
+  if (r.state == TraceRecord::State::Absent && ttl) {
     for (const auto& o : trace.occurrences) {
-      if (o.delivered != false && o.timestamp_ms >= 0 && o.timestamp_ms + *policy.ttl.ms < policy.now_ms) {
-        out.push_back({o.timestamp_ms + *policy.ttl.ms,
+      if (o.delivered != false && o.timestamp_ms >= 0 && o.timestamp_ms + *ttl < policy.now_ms) {
+        out.push_back({o.timestamp_ms + *ttl,
                        fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic, o.partition,
-                                   o.offset, format_duration(*policy.ttl.ms))});
+                                   o.offset, format_duration(*ttl))});
       }
     }
   }

@@ -75,13 +75,6 @@ std::string example_line(const core::Example& example) {
   return line;
 }
 
-std::string span_text(const core::Span& span) {
-  if (span.infinite) {
-    return "infinite";
-  }
-  return span.ms ? core::format_duration(*span.ms) : "unknown";
-}
-
 // XML and HTML text and attribute escaping: & < > " '.
 std::string xml_escape(std::string_view text) {
   std::string out;

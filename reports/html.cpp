@@ -118,11 +118,11 @@ void chart(std::string& out, const core::PartitionCoverage& p, const Report& rep
   std::int64_t now = report.generated_at_ms;
   if (report.placement) {
     const auto& pl = *report.placement;
-    if (pl.ttl.ms && !pl.ttl.infinite) {
-      mark(now - *pl.ttl.ms, "now − TTL", "#c62828");
+    if (auto ttl = pl.ttl.span.finite_ms()) {
+      mark(now - *ttl, "now − TTL", "#c62828");
     }
-    if (pl.retention.ms && !pl.retention.infinite) {
-      mark(now - *pl.retention.ms, "now − retention", "#1565c0");
+    if (auto retention = pl.retention ? pl.retention->span.finite_ms() : std::nullopt) {
+      mark(now - *retention, "now − retention", "#1565c0");
     }
   }
   if (p.window_start_ms) {
@@ -159,10 +159,11 @@ void render_html(const Report& report, std::FILE* out) {
     const auto& p = *report.placement;
     page +=
         fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
-                    esc(p.kind), esc(p.store), esc(p.key_template), esc(detail::span_text(p.ttl)), esc(p.ttl_source),
-                    p.retention_source.empty() ? std::string()
-                                               : fmt::format(", retention {} ({})", esc(detail::span_text(p.retention)),
-                                                             esc(p.retention_source)));
+                    esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
+                    esc(std::string(core::describe(p.ttl.source))),
+                    p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
+                                              esc(std::string(core::report_name(p.retention->source))))
+                                : std::string());
   }
   if (!report.summary.empty()) {
     page += "<h2>Summary</h2><div class=\"cards\">";

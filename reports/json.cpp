@@ -82,7 +82,10 @@ Json finding_json(const core::Finding& finding) {
   return out;
 }
 
-Json span_json(const core::Span& span) { return span.ms && !span.infinite ? Json(*span.ms) : Json(nullptr); }
+Json span_json(const core::Span& span) {
+  auto ms = span.finite_ms();
+  return ms ? Json(*ms) : Json(nullptr);
+}
 
 Json placement_json(const PlacementInfo& placement) {
   Json out;
@@ -90,17 +93,19 @@ Json placement_json(const PlacementInfo& placement) {
   out["store"] = placement.store;
   out["key_template"] = placement.key_template;
   out["consumer"] = placement.consumer.empty() ? Json(nullptr) : Json(placement.consumer);
-  out["ttl_ms"] = span_json(placement.ttl);
-  out["ttl_infinite"] = placement.ttl.infinite;
-  out["ttl_source"] = placement.ttl_source;
-  if (placement.ttl_estimate_low && placement.ttl_estimate_high) {
-    out["ttl_estimate_ms"] = Json{{"low", *placement.ttl_estimate_low}, {"high", *placement.ttl_estimate_high}};
+  const auto& ttl = placement.ttl;
+  out["ttl_ms"] = span_json(ttl.span);
+  out["ttl_infinite"] = ttl.span.is_infinite();
+  out["ttl_source"] = core::report_name(ttl.source);
+  if (ttl.estimate_low && ttl.estimate_high) {
+    out["ttl_estimate_ms"] = Json{{"low", *ttl.estimate_low}, {"high", *ttl.estimate_high}};
   } else {
     out["ttl_estimate_ms"] = nullptr;
   }
-  out["retention_ms"] = span_json(placement.retention);
-  out["retention_infinite"] = placement.retention.infinite;
-  out["retention_source"] = placement.retention_source;
+  core::Span retention = placement.retention ? placement.retention->span : core::Span::unknown();
+  out["retention_ms"] = span_json(retention);
+  out["retention_infinite"] = retention.is_infinite();
+  out["retention_source"] = placement.retention ? core::report_name(placement.retention->source) : "";
   return out;
 }
 

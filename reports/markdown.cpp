@@ -51,9 +51,11 @@ void render_markdown(const Report& report, std::FILE* out) {
   }
   if (report.placement) {
     const auto& p = *report.placement;
-    fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}), retention {} ({}).\n\n", p.kind,
-               cell(p.store), cell(p.key_template), detail::span_text(p.ttl), p.ttl_source,
-               detail::span_text(p.retention), p.retention_source);
+    fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}){}.\n\n", p.kind, cell(p.store),
+               cell(p.key_template), core::to_text(p.ttl.span), core::describe(p.ttl.source),
+               p.retention ? fmt::format(", retention {} ({})", core::to_text(p.retention->span),
+                                         core::report_name(p.retention->source))
+                           : std::string());
   }
   if (!report.coverage.empty()) {
     fmt::print(out, "## Coverage\n\n| partition |");

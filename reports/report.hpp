@@ -5,6 +5,7 @@
 #include "core/finding.hpp"
 #include "core/source_info.hpp"
 #include "core/trace.hpp"
+#include "core/ttl.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -22,12 +23,8 @@ struct PlacementInfo {
   std::string store; // the URI, password redacted
   std::string key_template;
   std::string consumer;
-  core::Span ttl;
-  std::string ttl_source; // flag, estimate, unknown
-  std::optional<std::int64_t> ttl_estimate_low;
-  std::optional<std::int64_t> ttl_estimate_high;
-  core::Span retention;
-  std::string retention_source; // flag, broker, unknown
+  core::TtlDecision ttl;
+  std::optional<core::RetentionDecision> retention; // nullopt where it is not the command's concern (replay)
 };
 
 // One invocation's result, whatever the format: the model every renderer reads.

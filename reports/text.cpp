@@ -132,18 +132,19 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     const auto& p = *report.placement;
     fmt::print(out, "\nPLACEMENT  {} {}  key {}\n", p.kind, p.store, p.key_template);
     std::string estimate;
-    if (p.ttl_estimate_low && p.ttl_estimate_high) {
-      estimate = fmt::format(", records say {}..{}", core::format_duration(*p.ttl_estimate_low),
-                             core::format_duration(*p.ttl_estimate_high));
-      if (*p.ttl_estimate_low > *p.ttl_estimate_high) {
+    if (p.ttl.estimate_low && p.ttl.estimate_high) {
+      estimate = fmt::format(", records say {}..{}", core::format_duration(*p.ttl.estimate_low),
+                             core::format_duration(*p.ttl.estimate_high));
+      if (*p.ttl.estimate_low > *p.ttl.estimate_high) {
         estimate += ": the records disagree, they were not all written with one TTL";
       }
     }
     std::string retention =
-        p.retention_source.empty()
-            ? "" // replay: not its concern
-            : fmt::format("  retention {} ({})", detail::span_text(p.retention), p.retention_source);
-    fmt::print(out, "  ttl {} ({}{}){}\n", detail::span_text(p.ttl), p.ttl_source, estimate, retention);
+        p.retention ? fmt::format("  retention {} ({})", core::to_text(p.retention->span),
+                                  core::report_name(p.retention->source))
+                    : ""; // replay: not its concern
+    fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl.source), estimate,
+               retention);
   }
   if (!report.coverage.empty()) {
     std::vector<std::vector<std::string>> rows;

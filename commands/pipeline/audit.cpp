@@ -12,20 +12,20 @@
 
 namespace dedupctl::commands {
 
-RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                   TopicConfigs* configs) {
+core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
+                                         TopicConfigs* configs) {
   if (flag.known()) {
-    return {flag, "flag"};
+    return {flag, core::RetentionSource::Flag};
   }
   if (configs && !topics.empty()) {
     if (auto described = configs->retention(topics.front())) {
       auto span = core::retention_from_configs(*described);
       if (span.known()) {
-        return {span, "broker"};
+        return {span, core::RetentionSource::Broker};
       }
     }
   }
-  return {core::Span{}, "unknown"};
+  return {core::Span::unknown(), core::RetentionSource::Unknown};
 }
 
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
@@ -150,12 +150,6 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   placement.key_template = audit_options.key_template.text();
   placement.consumer = request.consumer;
   placement.ttl = result.ttl;
-  placement.ttl_estimate_low = result.ttl_low;
-  placement.ttl_estimate_high = result.ttl_high;
-  if (!request.audit.policy.ttl.known()) {
-    placement.ttl_source = result.ttl.known() ? "estimate" : "unknown";
-  }
-  placement.retention = audit_options.policy.retention;
   report.placement = placement;
   report.replay = result.replay;
   report.coverage = result.partitions;

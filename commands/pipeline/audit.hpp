@@ -40,13 +40,8 @@ public:
   virtual std::optional<core::TopicRetention> retention(const std::string& topic) = 0;
 };
 
-struct RetentionDecision {
-  core::Span retention;
-  std::string source; // flag, broker, unknown
-};
-
 // --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
-RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
+core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
                                    TopicConfigs* configs);
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch

@@ -50,7 +50,7 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
         ++attempted;
         try {
           auto configs = live->topic_retention(consumer.topic);
-          auto span = configs ? core::retention_from_configs(*configs) : core::Span{};
+          auto span = configs ? core::retention_from_configs(*configs) : core::Span::unknown();
           if (span.known()) {
             fact.retention = span;
           } else {

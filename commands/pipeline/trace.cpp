@@ -56,8 +56,13 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
   report.generated_at_ms = now_ms;
   report.fail_on = request.fail_on_text;
   report.placement = request.placement;
-  core::TracePolicy policy = request.policy;
+  core::TracePolicy policy;
   policy.now_ms = now_ms;
+  policy.ttl = request.placement.ttl.span;
+  policy.in_progress_values = request.in_progress_values;
+  core::CoveragePolicy coverage; // how long a record has left: its pttl, or an inbox row's retention
+  coverage.now_ms = now_ms;
+  coverage.ttl = policy.ttl;
 
   std::vector<core::Trace> traces(request.ids.size());
   std::unordered_map<std::string, std::vector<std::size_t>> wanted; // id (and its trimmed form) → traces
@@ -161,12 +166,10 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
         if (state.kind != core::RecordState::Kind::Present) {
           continue;
         }
-        record.pttl_ms = state.pttl_ms;
+        record.pttl_ms = core::remaining_ms(state, coverage);
         if (request.inbox) {
           record.status = std::string(state.value);
-          if (state.pttl_ms && policy.ttl.ms && !policy.ttl.infinite) {
-            record.processed_at_ms = now_ms + *state.pttl_ms - *policy.ttl.ms;
-          }
+          record.processed_at_ms = state.processed_at_ms;
         } else {
           record.value = std::string(state.value);
         }
@@ -238,9 +241,7 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
   report.settings = {
       {"id", core::to_string(request.identify.id)},
       {"key template", request.key_template.text()},
-      {"ttl", request.policy.ttl.known()
-                  ? (request.policy.ttl.infinite ? std::string("none") : core::format_duration(*request.policy.ttl.ms))
-                  : std::string("unknown")},
+      {"ttl", policy.ttl.is_infinite() ? std::string("none") : core::to_text(policy.ttl)},
       {"now", core::format_time(now_ms)},
       {"fail on", request.fail_on_text}};
   finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,

@@ -19,12 +19,12 @@ struct TraceRequest {
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
   std::string consumer;
   std::vector<std::string> ids; // as requested, in order
-  core::TracePolicy policy;     // now_ms is set by run_trace
-  bool inbox = false;           // records are inbox rows: the value is the status, processed_at derived
+  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+  bool inbox = false; // records are inbox rows: the value is the status, with processed_at
   core::FailOn fail_on;
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
-  reports::PlacementInfo placement;
+  reports::PlacementInfo placement; // its ttl decides the verdicts (an inbox: its retention)
 };
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log

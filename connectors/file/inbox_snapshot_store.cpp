@@ -54,11 +54,6 @@ InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string cons
   }
 }
 
-void InboxSnapshotStore::set_clock(core::Span retention, std::int64_t now_ms) {
-  m_retention = retention;
-  m_now = now_ms;
-}
-
 std::optional<std::int64_t> InboxSnapshotStore::oldest_row_age_ms(std::int64_t now_ms) {
   if (!m_oldest) {
     return std::nullopt;
@@ -67,7 +62,7 @@ std::optional<std::int64_t> InboxSnapshotStore::oldest_row_age_ms(std::int64_t n
 }
 
 void InboxSnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-  m_rows.states(keys, m_retention, m_now, out);
+  m_rows.states(keys, out);
 }
 
 } // namespace dedupctl::connectors::file

@@ -19,7 +19,6 @@ public:
 
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override;
   std::string kind() const override { return "file"; }
-  void set_clock(core::Span retention, std::int64_t now_ms) override;
   std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override;
   std::optional<bool> has_unique_constraint() override { return std::nullopt; }
   std::int64_t ids_under_several_consumers() override { return m_shared_ids; }
@@ -31,8 +30,6 @@ private:
   core::InboxTable m_rows;
   std::int64_t m_shared_ids = 0;
   std::optional<std::int64_t> m_oldest;
-  core::Span m_retention;
-  std::int64_t m_now = 0;
 };
 
 } // namespace dedupctl::connectors::file

@@ -63,11 +63,6 @@ public:
 
   std::string kind() const override { return "postgres"; }
 
-  void set_clock(core::Span retention, std::int64_t now_ms) override {
-    m_retention = retention;
-    m_now = now_ms;
-  }
-
   std::string lookup_stats() const override {
     std::string out;
     if (m_load_rows) {
@@ -98,7 +93,7 @@ public:
         m_wait_us =
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting).count();
       }
-      m_table.states(keys, m_retention, m_now, out);
+      m_table.states(keys, out);
       return;
     }
     // Keys the id column's type cannot hold (not a uuid, not a number) have no row: asking would
@@ -127,8 +122,8 @@ public:
           continue; // the first row wins (several consumers' rows, unscoped)
         }
         m_values.emplace_back(row[2].is_null() ? "" : row[2].c_str());
-        state = core::inbox_state(row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>(),
-                                  m_values.back(), m_retention, m_now);
+        state = core::inbox_row(row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>(),
+                                m_values.back());
       }
     });
   }
@@ -489,8 +484,6 @@ private:
   std::unique_ptr<pqxx::connection> m_connection;
   InboxFacts m_facts;
   std::string m_table_name, m_id, m_time, m_consumer, m_copy_query, m_load_query;
-  core::Span m_retention;
-  std::int64_t m_now = 0;
   bool m_load_rows = false;
   std::int64_t m_estimated_rows = 0;
   std::atomic<std::int64_t> m_load_ms{0};
@@ -513,7 +506,6 @@ public:
                                    "second insert, so a replay cannot claim through it; add the constraint",
                                    settings.schema.table));
     }
-    m_store.set_clock(core::Span{std::nullopt, true}, 0);
   }
 
   std::string kind() const override { return "postgres"; }

@@ -40,9 +40,9 @@ struct InboxSettings {
   bool writable = false; // replay claims rows; audits and snapshots never write
 };
 
-// The inbox as a DedupStore. The keys looked up are event ids; a present row's remaining TTL is
-// processed_at + the inbox retention - now, and its status (if any) is the value, so the coverage
-// rules apply unchanged. Read-only: the session is default_transaction_read_only.
+// The inbox as a DedupStore. The keys looked up are event ids; a present row carries its
+// processed_at (the coverage rules count the inbox retention from it) and its status (if any) as
+// the value. Read-only: the session is default_transaction_read_only.
 class InboxStore : public core::DedupStore {
 public:
   // Connects and validates the schema: a missing table or column is a UsageError that names it
@@ -50,8 +50,6 @@ public:
   static std::unique_ptr<InboxStore> open(const InboxSettings& settings);
   ~InboxStore() override;
 
-  // The inbox retention and now, which turn processed_at into a remaining TTL.
-  virtual void set_clock(core::Span retention, std::int64_t now_ms) = 0;
   // now - the oldest processed_at of the consumer's rows: what the cleanup job keeps at least.
   virtual std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) = 0;
   // Whether a primary key or unique index covers (id) or (consumer, id); nullopt when not known

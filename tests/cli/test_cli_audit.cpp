@@ -144,6 +144,52 @@ TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
   EXPECT_NE(text.out.find("records disagree"), std::string::npos) << text.out;
 }
 
+// Every ttl_source a Redis audit can report, in JSON (report-v1's name) and in text (where it came
+// from), and the ttl-shorter-than-retention title naming the same source.
+TEST_F(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
+  auto without_ttl = [&](const std::string& format, const std::string& store) {
+    auto a = audit_args(m_broker.bootstrap(), store, {}, format);
+    a.erase(std::find(a.begin(), a.end(), "--ttl"), std::find(a.begin(), a.end(), "--ttl") + 2);
+    return a;
+  };
+  auto title_of = [](const Json& doc, const std::string& id) -> std::string {
+    for (const auto& f : doc.at("findings")) {
+      if (f.at("id") == id) {
+        return f.at("title");
+      }
+    }
+    return "";
+  };
+  auto flag = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri())));
+  EXPECT_EQ(flag.at("placement").at("ttl_source"), "flag");
+  EXPECT_EQ(title_of(flag, "ttl-shorter-than-retention"),
+            "the TTL (1h, flag) is shorter than the topic's retention (7d)");
+  auto flag_text = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text"));
+  EXPECT_NE(flag_text.out.find("  ttl 1h (flag, records say"), std::string::npos) << flag_text.out;
+
+  auto estimate = parse(run_dedupctl(without_ttl("json", m_redis.uri())));
+  EXPECT_EQ(estimate.at("placement").at("ttl_source"), "estimate");
+  EXPECT_NE(title_of(estimate, "ttl-shorter-than-retention").find(", estimated from the records) is shorter"),
+            std::string::npos)
+      << title_of(estimate, "ttl-shorter-than-retention");
+  auto estimate_text = run_dedupctl(without_ttl("text", m_redis.uri()));
+  EXPECT_NE(estimate_text.out.find("(estimated from the records, records say"), std::string::npos)
+      << estimate_text.out;
+
+  // No record carries a TTL: nothing to estimate from.
+  ASSERT_EQ(m_redis.command("FLUSHALL"), "+OK\r\n");
+  auto unknown = run_dedupctl(without_ttl("json", m_redis.uri()));
+  auto unknown_doc = parse(unknown);
+  EXPECT_EQ(unknown_doc.at("placement").at("ttl_source"), "unknown");
+  EXPECT_TRUE(unknown_doc.at("placement").at("ttl_ms").is_null());
+  EXPECT_EQ(finding_counts(unknown_doc).count("ttl-unknown"), 1u);
+  auto unknown_text = run_dedupctl(without_ttl("text", m_redis.uri()));
+  EXPECT_NE(unknown_text.out.find("  ttl unknown (unknown)"), std::string::npos) << unknown_text.out;
+  auto unknown_markdown = run_dedupctl(without_ttl("markdown", m_redis.uri()));
+  EXPECT_NE(unknown_markdown.out.find("TTL unknown (unknown), retention 7d (flag)"), std::string::npos)
+      << unknown_markdown.out;
+}
+
 TEST_F(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
   TempDir dir;
   auto snap =

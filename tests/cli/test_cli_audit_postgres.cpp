@@ -1,6 +1,7 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
 #include "tests/cli/planted.hpp"
+#include "core/time.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -107,6 +108,73 @@ TEST_F(AuditInbox, RowsKeptForeverAreCoveredAndTheRetentionCanBeEstimated) {
   // The oldest billing row (e-4) is 2 h old: the cleanup keeps at least that.
   EXPECT_NEAR(doc.at("placement").at("ttl_ms").get<double>(), 2.0 * k_hour, 60'000.0);
   EXPECT_NE(estimated.err.find("estimated from the oldest row"), std::string::npos);
+}
+
+// The inbox's TTL is its cleanup retention: declared (--inbox-retention) or estimated from the oldest
+// row. JSON keeps report-v1's names; text and the finding's title say which of the two it was.
+TEST_F(AuditInbox, TheInboxRetentionSourceIsNamedInTextJsonAndTheTitle) {
+  auto text_args = [&](std::vector<std::string> extra) {
+    auto a = args(std::move(extra));
+    *(std::find(a.begin(), a.end(), "-o") + 1) = "text";
+    return a;
+  };
+  auto declared = run_dedupctl(text_args({"--consumer", "billing", "--inbox-retention", "1h"}));
+  EXPECT_NE(declared.out.find("ttl 1h (--inbox-retention)"), std::string::npos) << declared.out;
+  EXPECT_NE(declared.out.find("the TTL (1h, --inbox-retention) is shorter than the topic's retention (7d)"),
+            std::string::npos)
+      << declared.out;
+  auto estimated = run_dedupctl(text_args({"--consumer", "billing"}));
+  EXPECT_NE(estimated.out.find("(estimated from the oldest row)  retention 7d (flag)"), std::string::npos)
+      << estimated.out;
+  EXPECT_NE(estimated.out.find(", estimated from the oldest row) is shorter than the topic's retention (7d)"),
+            std::string::npos)
+      << estimated.out;
+  EXPECT_EQ(estimated.out.find(", flag) is shorter"), std::string::npos) << "an estimate is not a flag";
+  auto doc = Json::parse(run_dedupctl(args({"--consumer", "billing"})).out);
+  for (const auto& f : doc.at("findings")) {
+    if (f.at("id") == "ttl-shorter-than-retention") {
+      EXPECT_NE(f.at("title").get<std::string>().find("estimated from the oldest row"), std::string::npos);
+    }
+  }
+}
+
+// trace over an inbox: the row's processed_at and status as stored, its remaining retention, and the
+// retention's source, declared or estimated.
+TEST_F(AuditInbox, TraceShowsTheInboxRowAndWhereItsRetentionCameFrom) {
+  auto trace_args = [&](std::vector<std::string> extra, const std::string& format) {
+    std::vector<std::string> out{"trace", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
+                                 "--store", m_pg.conninfo(), "--inbox-status-column", "status", "--consumer",
+                                 "billing", "--event-id", "e-2", "--event-id", "e-7", "-o", format};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  };
+  auto declared = run_dedupctl(trace_args({"--inbox-retention", "1h"}, "json"));
+  ASSERT_LE(declared.exit_code, 1) << declared.err;
+  auto doc = Json::parse(declared.out);
+  EXPECT_EQ(doc.at("placement").at("ttl_source"), "flag");
+  EXPECT_EQ(doc.at("placement").at("ttl_ms"), k_hour);
+  const auto& row = doc.at("traces")[0].at("record");
+  EXPECT_EQ(row.at("state"), "present");
+  EXPECT_EQ(row.at("status"), "done");
+  // processed_at is the row's own, to the millisecond PostgreSQL keeps, not derived from a TTL.
+  EXPECT_NEAR(static_cast<double>(dedupctl::core::parse_time(row.at("processed_at").get<std::string>())),
+              static_cast<double>(m_now - 30 * k_minute), 1.0);
+  EXPECT_NEAR(row.at("pttl_ms").get<double>(), static_cast<double>(30 * k_minute), 120'000.0);
+  EXPECT_EQ(doc.at("traces")[1].at("record").at("state"), "absent") << "e-7's row is shipping's";
+  auto declared_text = run_dedupctl(trace_args({"--inbox-retention", "1h"}, "text"));
+  EXPECT_NE(declared_text.out.find("ttl 1h (--inbox-retention)"), std::string::npos) << declared_text.out;
+
+  auto estimated = run_dedupctl(trace_args({}, "json"));
+  auto est = Json::parse(estimated.out);
+  EXPECT_EQ(est.at("placement").at("ttl_source"), "estimate");
+  EXPECT_NEAR(est.at("placement").at("ttl_ms").get<double>(), 2.0 * k_hour, 60'000.0); // e-4's row, 2 h old
+  EXPECT_NEAR(static_cast<double>(
+                  dedupctl::core::parse_time(est.at("traces")[0].at("record").at("processed_at").get<std::string>())),
+              static_cast<double>(m_now - 30 * k_minute), 1.0);
+  EXPECT_NE(estimated.err.find("estimated from the oldest row"), std::string::npos) << estimated.err;
+  auto estimated_text = run_dedupctl(trace_args({}, "text"));
+  EXPECT_NE(estimated_text.out.find("(estimated from the oldest row)"), std::string::npos) << estimated_text.out;
+  EXPECT_EQ(estimated_text.out.find("(flag"), std::string::npos) << estimated_text.out;
 }
 
 TEST_F(AuditInbox, WithoutConsumerScopingSharedIdsAreFlagged) {

@@ -42,7 +42,7 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_settings.uri = core::parse_store_uri(m_redis.uri());
-    m_ttl.ms = 86'400'000;
+    m_ttl = core::Span::finite(86'400'000);
     m_placement = connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"},
                                                            GetParam());
     ASSERT_EQ(m_redis.command("SET d:done done"), "+OK\r\n");
@@ -99,8 +99,7 @@ TEST_P(RedisPlacement, SettlingMarksDeliveredClaimsDoneWithTheTtlAndReleasesTheR
 }
 
 TEST_P(RedisPlacement, WithoutATtlTheDoneRecordsDoNotExpire) {
-  core::Span forever;
-  forever.infinite = true;
+  core::Span forever = core::Span::infinite();
   auto placement = connectors::redis::open_replay_placement(m_settings, forever, 60'000, {"processing"}, GetParam());
   std::vector<Claim> claims;
   placement->claim({"d:new"}, "run-1", claims);

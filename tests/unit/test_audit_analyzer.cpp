@@ -48,7 +48,7 @@ struct Harness {
 
 RecordState absent() { return RecordState{}; }
 RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "1") {
-  return RecordState{RecordState::Kind::Present, pttl, value};
+  return RecordState{RecordState::Kind::Present, pttl, value, std::nullopt};
 }
 
 std::int64_t state(const AuditResult& r, Coverage c) { return r.states[static_cast<std::size_t>(c)]; }
@@ -66,8 +66,8 @@ Harness classic() {
   // 1h TTL on a topic kept 7 days, a group committed at 8; one event of each state.
   Harness h;
   h.options.policy.now_ms = k_now;
-  h.options.policy.ttl.ms = k_hour;
-  h.options.policy.retention.ms = 7 * 24 * k_hour;
+  h.options.ttl = declared_ttl(Span::finite(k_hour));
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
   h.options.side_effects = {{"EmailSent", SideEffect::Idempotent}};
   h.committed = 8;
   h.window = WindowBounds{0, 8};
@@ -154,8 +154,7 @@ TEST(AuditAnalyzer, OnlyIdempotentReapplicationsAreInfo) {
 TEST(AuditAnalyzer, WithoutATtlTheEstimateClassifiesAbsentRecords) {
   Harness h;
   h.options.policy.now_ms = k_now;
-  h.options.policy.retention.ms = 7 * 24 * k_hour;
-  h.options.ttl_source = "unknown";
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
   h.events = {
       // Records written at the event's time with a 1h TTL: pttl = 1h - age.
       {0, k_now - 10 * 60'000, "a", "T", present(50 * 60'000)},
@@ -164,9 +163,14 @@ TEST(AuditAnalyzer, WithoutATtlTheEstimateClassifiesAbsentRecords) {
       {3, k_now - 30 * 60'000, "d", "T", absent()}, // within 1h: missing
   };
   auto r = h.run();
-  EXPECT_EQ(r.ttl_low, 50 * 60'000);
-  EXPECT_EQ(r.ttl_high, 60 * 60'000);
-  EXPECT_EQ(r.ttl.ms, 60 * 60'000);
+  EXPECT_EQ(r.ttl.estimate_low, 50 * 60'000);
+  EXPECT_EQ(r.ttl.estimate_high, 60 * 60'000);
+  EXPECT_EQ(r.ttl.span, Span::finite(60 * 60'000));
+  EXPECT_EQ(r.ttl.source, TtlSource::Estimated);
+  // The title says where the TTL came from.
+  EXPECT_NE(finding(r, "ttl-shorter-than-retention")->title.find("(1h, estimated from the records)"),
+            std::string::npos)
+      << finding(r, "ttl-shorter-than-retention")->title;
   EXPECT_EQ(state(r, Coverage::Expired), 1);
   EXPECT_EQ(state(r, Coverage::Missing), 1);
   EXPECT_EQ(finding(r, "ttl-gap")->examples[0].event_id, "c");
@@ -187,7 +191,7 @@ TEST(AuditAnalyzer, NoTtlAndNoRecordsSaysSoAndCountsMissing) {
 TEST(AuditAnalyzer, KeysFromABusinessIdCollideAndAreFlagged) {
   Harness h;
   h.options.policy.now_ms = k_now;
-  h.options.policy.ttl.ms = k_hour;
+  h.options.ttl = declared_ttl(Span::finite(k_hour));
   h.options.key_template = KeyTemplate::parse("dedup:{type}");
   h.events = {{0, k_now, "a", "Refund", present(k_hour)},
               {1, k_now, "b", "Refund", present(k_hour)},
@@ -203,14 +207,14 @@ TEST(AuditAnalyzer, KeysFromABusinessIdCollideAndAreFlagged) {
 TEST(AuditAnalyzer, TtlMarginAndOffsetTemplates) {
   Harness h;
   h.options.policy.now_ms = k_now;
-  h.options.policy.ttl.ms = 7 * 24 * k_hour + k_hour;
-  h.options.policy.retention.ms = 7 * 24 * k_hour;
+  h.options.ttl = declared_ttl(Span::finite(7 * 24 * k_hour + k_hour));
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
   h.options.key_template = KeyTemplate::parse("dedup:{partition}:{offset}:{event_id}");
   auto r = h.run();
   EXPECT_NE(finding(r, "ttl-margin-thin"), nullptr);
   EXPECT_EQ(finding(r, "ttl-shorter-than-retention"), nullptr);
   EXPECT_NE(finding(r, "key-template-uses-offset"), nullptr);
-  h.options.policy.ttl.ms = 9 * 24 * k_hour;
+  h.options.ttl = declared_ttl(Span::finite(9 * 24 * k_hour));
   EXPECT_EQ(finding(h.run(), "ttl-margin-thin"), nullptr);
 }
 

@@ -43,7 +43,7 @@ public:
     for (std::size_t i = 0; i < keys.size(); ++i) {
       auto it = records.find(keys[i]);
       if (it != records.end()) {
-        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second};
+        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second, std::nullopt};
       }
     }
   }
@@ -64,20 +64,20 @@ std::int64_t summary(const reports::Report& report, const std::string& name) {
 TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
   FakeTopicConfigs broker;
   broker.answer = core::TopicRetention{"86400000", "delete", std::nullopt};
-  auto flag = decide_retention(core::Span{7 * 24 * k_hour, false}, {"orders"}, &broker);
-  EXPECT_EQ(flag.source, "flag");
+  auto flag = decide_retention(core::Span::finite(7 * 24 * k_hour), {"orders"}, &broker);
+  EXPECT_EQ(flag.source, core::RetentionSource::Flag);
   EXPECT_TRUE(broker.asked.empty()) << "a flag means the broker is not asked";
-  auto described = decide_retention(core::Span{}, {"orders", "other"}, &broker);
-  EXPECT_EQ(described.source, "broker");
-  EXPECT_EQ(described.retention.ms, 24 * k_hour);
+  auto described = decide_retention(core::Span::unknown(), {"orders", "other"}, &broker);
+  EXPECT_EQ(described.source, core::RetentionSource::Broker);
+  EXPECT_EQ(described.span, core::Span::finite(24 * k_hour));
   EXPECT_EQ(broker.asked, std::vector<std::string>{"orders"});
   broker.answer = core::TopicRetention{"604800000", "compact", std::nullopt};
-  EXPECT_TRUE(decide_retention(core::Span{}, {"orders"}, &broker).retention.infinite);
+  EXPECT_TRUE(decide_retention(core::Span::unknown(), {"orders"}, &broker).span.is_infinite());
   broker.answer.reset(); // the mock cluster: no answer
-  auto unknown = decide_retention(core::Span{}, {"orders"}, &broker);
-  EXPECT_EQ(unknown.source, "unknown");
-  EXPECT_FALSE(unknown.retention.known());
-  EXPECT_EQ(decide_retention(core::Span{}, {"orders"}, nullptr).source, "unknown");
+  auto unknown = decide_retention(core::Span::unknown(), {"orders"}, &broker);
+  EXPECT_EQ(unknown.source, core::RetentionSource::Unknown);
+  EXPECT_FALSE(unknown.span.known());
+  EXPECT_EQ(decide_retention(core::Span::unknown(), {"orders"}, nullptr).source, core::RetentionSource::Unknown);
 }
 
 TEST(AuditPipeline, LooksUpOneBatchAtATimeAndClassifies) {
@@ -89,8 +89,8 @@ TEST(AuditPipeline, LooksUpOneBatchAtATimeAndClassifies) {
   store.records["dedup:c"] = {50 * 60'000, "done"};
   AuditRequest request;
   request.audit.key_template = core::KeyTemplate::parse("dedup:{event_id}");
-  request.audit.policy.ttl.ms = k_hour;
-  request.audit.policy.retention.ms = 7 * 24 * k_hour;
+  request.audit.ttl = core::declared_ttl(core::Span::finite(k_hour));
+  request.audit.policy.retention = core::Span::finite(7 * 24 * k_hour);
   auto report = run_audit(request, source, store, core::SourceInfo{}, k_now);
   EXPECT_TRUE(report.complete);
   EXPECT_EQ(store.batch_sizes, (std::vector<std::size_t>{2, 1}));
@@ -109,7 +109,7 @@ TEST(AuditPipeline, AStoreThatFailsMidwayGivesAnIncompleteReport) {
   FakeDedupStore store;
   store.fail_on_batch = 1;
   AuditRequest request;
-  request.audit.policy.ttl.ms = k_hour;
+  request.audit.ttl = core::declared_ttl(core::Span::finite(k_hour));
   auto report = run_audit(request, source, store, core::SourceInfo{}, k_now);
   EXPECT_FALSE(report.complete);
   EXPECT_EQ(report.exit_code, 3);

@@ -120,10 +120,10 @@ TEST(Declarations, ParseFieldsDefaultsAndPositions) {
   ASSERT_EQ(d.consumers.size(), 6u);
   const auto& billing = d.consumers[0];
   EXPECT_EQ(billing.placement, Placement::Redis);
-  EXPECT_EQ(billing.ttl->ms, 86'400'000);
+  EXPECT_EQ(billing.ttl->finite_ms(), 86'400'000);
   EXPECT_EQ(billing.at.line, 1);
   EXPECT_EQ(billing.position_of("ttl").line, 7);
-  EXPECT_TRUE(d.consumers[1].ttl->infinite);
+  EXPECT_TRUE(d.consumers[1].ttl->is_infinite());
   EXPECT_EQ(d.consumers[2].inbox_table, "processed_events");
   EXPECT_EQ(d.consumers[2].inbox_consumer_column, ""); // declared as none
   EXPECT_EQ(d.consumers[3].inbox_consumer_column, "consumer_name");

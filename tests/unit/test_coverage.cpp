@@ -13,14 +13,14 @@ CoveragePolicy policy(std::optional<std::int64_t> ttl = k_hour,
                       std::optional<std::int64_t> retention = 7 * 24 * k_hour) {
   CoveragePolicy p;
   p.now_ms = k_now;
-  p.ttl.ms = ttl;
-  p.retention.ms = retention;
+  p.ttl = ttl ? Span::finite(*ttl) : Span::unknown();
+  p.retention = retention ? Span::finite(*retention) : Span::unknown();
   return p;
 }
 
 RecordState absent() { return RecordState{}; }
 RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "done") {
-  return RecordState{RecordState::Kind::Present, pttl, value};
+  return RecordState{RecordState::Kind::Present, pttl, value, std::nullopt};
 }
 EventFacts at(std::int64_t ts, std::int64_t offset = 10, std::optional<std::int64_t> committed = std::nullopt) {
   return EventFacts{ts, offset, committed};
@@ -48,7 +48,7 @@ TEST(Coverage, AbsentAtOrPastTheCommittedOffsetIsPending) {
 TEST(Coverage, UnknownOrInfiniteTtlMakesAbsentRecordsMissing) {
   EXPECT_EQ(classify(absent(), at(0), policy(std::nullopt)).state, Coverage::Missing);
   auto none = policy(std::nullopt);
-  none.ttl.infinite = true;
+  none.ttl = Span::infinite();
   EXPECT_EQ(classify(absent(), at(0), none).state, Coverage::Missing);
 }
 
@@ -66,7 +66,7 @@ TEST(Coverage, PresentRecordsAreCoveredOrExpiringBeforeRetentionEnds) {
   // Unknown retention: nothing is expiring. Infinite: every TTL'd record is.
   EXPECT_EQ(classify(present(1), at(ts), policy(k_hour, std::nullopt)).state, Coverage::Covered);
   auto forever = policy();
-  forever.retention = Span{std::nullopt, true};
+  forever.retention = Span::infinite();
   EXPECT_EQ(classify(present(k_hour), at(ts), forever).state, Coverage::Expiring);
 }
 
@@ -96,18 +96,18 @@ TEST(TtlEstimator, BoundsTheConfiguredTtl) {
 
 TEST(Retention, FromTopicConfigsAsTheBrokerDescribesThem) {
   // The admin path's parsing, tested without a broker (the mock cannot answer DescribeConfigs).
-  EXPECT_EQ(retention_from_configs("604800000", "delete").ms, 604'800'000);
-  EXPECT_TRUE(retention_from_configs("-1", "delete").infinite);
-  EXPECT_TRUE(retention_from_configs("604800000", "compact").infinite);
-  EXPECT_EQ(retention_from_configs("86400000", "compact,delete").ms, 86'400'000);
+  EXPECT_EQ(retention_from_configs("604800000", "delete").finite_ms(), 604'800'000);
+  EXPECT_TRUE(retention_from_configs("-1", "delete").is_infinite());
+  EXPECT_TRUE(retention_from_configs("604800000", "compact").is_infinite());
+  EXPECT_EQ(retention_from_configs("86400000", "compact,delete").finite_ms(), 86'400'000);
   EXPECT_FALSE(retention_from_configs(std::nullopt, "delete").known());
   EXPECT_FALSE(retention_from_configs("soon", std::nullopt).known());
   // A segment is deleted only once its newest event is older than retention.ms: events stay
   // replayable for up to retention.ms + segment.ms.
-  EXPECT_EQ(retention_from_configs("604800000", "delete", "86400000").ms, 8 * 24 * k_hour);
-  EXPECT_EQ(retention_from_configs("604800000", "delete", "garbage").ms, 7 * 24 * k_hour);
-  EXPECT_TRUE(parse_retention("infinite").infinite);
-  EXPECT_EQ(parse_retention("7d").ms, 7 * 24 * k_hour);
-  EXPECT_TRUE(parse_ttl("none").infinite);
+  EXPECT_EQ(retention_from_configs("604800000", "delete", "86400000").finite_ms(), 8 * 24 * k_hour);
+  EXPECT_EQ(retention_from_configs("604800000", "delete", "garbage").finite_ms(), 7 * 24 * k_hour);
+  EXPECT_TRUE(parse_retention("infinite").is_infinite());
+  EXPECT_EQ(parse_retention("7d").finite_ms(), 7 * 24 * k_hour);
+  EXPECT_TRUE(parse_ttl("none").is_infinite());
   EXPECT_THROW(parse_ttl("forever"), dedupctl::UsageError);
 }

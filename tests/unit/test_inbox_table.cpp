@@ -10,9 +10,20 @@ namespace {
 
 constexpr std::int64_t k_now = 1'000'000'000;
 
+// The rows' states as the coverage rules see them: processed_at from the table, the remaining TTL
+// from the inbox retention (remaining_ms), so `pttl_ms` below is what classify() uses.
 std::vector<RecordState> states_of(const InboxTable& table, const std::vector<std::string>& ids, Span retention) {
   std::vector<RecordState> out;
-  table.states(ids, retention, k_now, out);
+  table.states(ids, out);
+  CoveragePolicy policy;
+  policy.now_ms = k_now;
+  policy.ttl = retention;
+  for (auto& state : out) {
+    if (state.kind == RecordState::Kind::Present) {
+      EXPECT_FALSE(state.pttl_ms) << "an inbox row has no remaining TTL of its own";
+      state.pttl_ms = remaining_ms(state, policy);
+    }
+  }
   return out;
 }
 
@@ -21,7 +32,7 @@ TEST(InboxTable, PresentRowsGetTheirRemainingRetentionAndStatus) {
   table.insert("a", k_now - 60'000, "");
   table.insert("b", k_now - 10'000, "processing");
   table.insert("c", std::nullopt, "done");
-  auto out = states_of(table, {"a", "x", "b", "c"}, Span{120'000, false});
+  auto out = states_of(table, {"a", "x", "b", "c"}, Span::finite(120'000));
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0].kind, RecordState::Kind::Present);
   EXPECT_EQ(out[0].pttl_ms, 60'000);
@@ -36,9 +47,9 @@ TEST(InboxTable, PresentRowsGetTheirRemainingRetentionAndStatus) {
 TEST(InboxTable, RowsPastTheirRetentionHaveZeroLeftAndUnknownRetentionMeansNoTtl) {
   InboxTable table;
   table.insert("old", k_now - 500'000, "");
-  EXPECT_EQ(states_of(table, {"old"}, Span{120'000, false})[0].pttl_ms, 0);
-  EXPECT_FALSE(states_of(table, {"old"}, Span{})[0].pttl_ms);
-  EXPECT_FALSE(states_of(table, {"old"}, Span{std::nullopt, true})[0].pttl_ms);
+  EXPECT_EQ(states_of(table, {"old"}, Span::finite(120'000))[0].pttl_ms, 0);
+  EXPECT_FALSE(states_of(table, {"old"}, Span::unknown())[0].pttl_ms);
+  EXPECT_FALSE(states_of(table, {"old"}, Span::infinite())[0].pttl_ms);
 }
 
 TEST(InboxTable, TheFirstRowOfAnIdWins) {
@@ -46,7 +57,7 @@ TEST(InboxTable, TheFirstRowOfAnIdWins) {
   EXPECT_TRUE(table.insert("a", 1, "first"));
   EXPECT_FALSE(table.insert("a", 2, "second"));
   EXPECT_EQ(table.size(), 1u);
-  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].value, "first");
+  EXPECT_EQ(states_of(table, {"a"}, Span::unknown())[0].value, "first");
 }
 
 TEST(InboxTable, IdsWhoseHashesCollideStayApart) {
@@ -54,7 +65,7 @@ TEST(InboxTable, IdsWhoseHashesCollideStayApart) {
   table.insert("a", k_now, "one");
   table.insert("b", k_now, "two");
   table.insert("c", k_now, "three");
-  auto out = states_of(table, {"c", "a", "d", "b"}, Span{});
+  auto out = states_of(table, {"c", "a", "d", "b"}, Span::unknown());
   EXPECT_EQ(out[0].value, "three");
   EXPECT_EQ(out[1].value, "one");
   EXPECT_EQ(out[2].kind, RecordState::Kind::Absent);
@@ -66,7 +77,7 @@ TEST(InboxTable, IdsAreComparedByteForByte) {
   InboxTable table;
   table.insert("Evt-1", k_now, "");
   table.insert(std::string("a\0b", 3), k_now, "nul");
-  auto out = states_of(table, {"evt-1", "Evt-1 ", "Evt-1", std::string("a\0b", 3), "a"}, Span{});
+  auto out = states_of(table, {"evt-1", "Evt-1 ", "Evt-1", std::string("a\0b", 3), "a"}, Span::unknown());
   EXPECT_EQ(out[0].kind, RecordState::Kind::Absent);
   EXPECT_EQ(out[1].kind, RecordState::Kind::Absent);
   EXPECT_EQ(out[2].kind, RecordState::Kind::Present);
@@ -79,9 +90,9 @@ TEST(InboxTable, ClearForgetsEveryRow) {
   table.insert("a", k_now, "x");
   table.clear();
   EXPECT_EQ(table.size(), 0u);
-  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].kind, RecordState::Kind::Absent);
+  EXPECT_EQ(states_of(table, {"a"}, Span::unknown())[0].kind, RecordState::Kind::Absent);
   table.insert("a", k_now, "y");
-  EXPECT_EQ(states_of(table, {"a"}, Span{})[0].value, "y");
+  EXPECT_EQ(states_of(table, {"a"}, Span::unknown())[0].value, "y");
 }
 
 TEST(InboxTable, StatusesStayValidWhileTheTableGrows) {
@@ -89,7 +100,7 @@ TEST(InboxTable, StatusesStayValidWhileTheTableGrows) {
   for (int i = 0; i < 5000; ++i) {
     table.insert("id-" + std::to_string(i), k_now, "status-" + std::to_string(i % 300));
   }
-  auto out = states_of(table, {"id-7", "id-4999"}, Span{});
+  auto out = states_of(table, {"id-7", "id-4999"}, Span::unknown());
   EXPECT_EQ(out[0].value, "status-7");
   EXPECT_EQ(out[1].value, "status-199");
   EXPECT_EQ(table.size(), 5000u);

@@ -23,7 +23,7 @@ TraceOccurrence copy(std::int64_t offset, std::int64_t age, std::optional<bool> 
 TracePolicy policy(std::int64_t ttl = k_hour) {
   TracePolicy p;
   p.now_ms = k_now;
-  p.ttl = Span{ttl, false};
+  p.ttl = Span::finite(ttl);
   return p;
 }
 
