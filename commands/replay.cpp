@@ -191,36 +191,17 @@ int run(const ReplayOptions& options, Context& context) {
   std::optional<std::string> failure = opened.failure;
   std::unique_ptr<core::ReplayPlacement> via;
   std::unique_ptr<core::ReplaySink> sink;
-  auto memory_note = [&](const core::MemoryPlacement& memory) {
-    core::Finding f;
-    f.id = "memory-placement";
-    f.severity = core::Severity::Info;
-    f.title = fmt::format("the memory: placement remembers the last {} keys exactly and older ones in a {} MiB "
-                          "Bloom filter",
-                          memory.window().capacity(), memory.window().bloom_bits() / 8 / 1024 / 1024);
-    f.count = 1;
-    f.advice = "An event the filter wrongly thinks it saw is skipped (rare), and nothing is remembered across runs or "
-               "shared with the consumer: a rerun may publish again. Use it for high-volume streams whose consumers "
-               "accept rare duplicates; use the consumer's own placement otherwise.";
-    return f;
-  };
   if (!failure) {
     try {
       if (options.no_dedup) {
         via = std::make_unique<core::NoDedupPlacement>();
-        core::Finding f;
-        f.id = "replay-without-dedup";
-        f.severity = core::Severity::Warning;
-        f.title = "--no-dedup: every event of the range is published, duplicates included";
-        f.count = 1;
-        f.advice = "Consumers downstream see each event as often as the log holds it. Route the replay through the "
-                   "consumer's placement with --via unless every consumer is idempotent by design.";
-        request.placement_findings.push_back(std::move(f));
+        request.placement_findings.push_back(core::no_dedup_finding());
       } else if (placement.uri.kind == core::StoreUri::Kind::Memory) {
         std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
         auto memory = std::make_unique<core::MemoryPlacement>(options.memory_window,
                                                               std::max<std::size_t>(expected * 16, 1 << 20));
-        request.placement_findings.push_back(memory_note(*memory));
+        request.placement_findings.push_back(
+            core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
         via = std::move(memory);
       } else if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
         auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);

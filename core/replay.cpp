@@ -231,4 +231,58 @@ void MemoryPlacement::settle(const std::vector<std::string>& keys, const std::ve
   }
 }
 
+std::vector<Finding> replay_findings(const ReplayRun& run, std::string_view unfit_keys, const FindingBuilder& failed,
+                                     const FindingBuilder& unfit, const FindingBuilder& claimed) {
+  std::vector<Finding> findings;
+  if (auto f = failed.build(
+          "replay-failed", Severity::Error,
+          fmt::format("{} events could not be delivered to {}; their claims were released", run.failed, run.sink),
+          "Rerun with the same --checkpoint: it resumes at the first failed offset of each partition and publishes "
+          "the failed events then; events delivered meanwhile are skipped as duplicates.")) {
+    findings.push_back(std::move(*f));
+  }
+  if (auto f = unfit.build(
+          "replay-id-unfit", Severity::Warning,
+          fmt::format("{} events have ids the placement cannot hold ({}); they were not published", run.id_unfit,
+                      unfit_keys),
+          "The consumer could not record these ids either: find what produces them. Replay them with --no-dedup "
+          "only after checking them by hand.")) {
+    findings.push_back(std::move(*f));
+  }
+  if (auto f = claimed.build(
+          "replay-skipped-claimed", Severity::Warning,
+          fmt::format("{} events were skipped because another run or the consumer holds their claim",
+                      run.skipped_claimed),
+          "If that claim is stale (its process died), it stays until its lease expires; rerun after the lease, or "
+          "check the consumer.")) {
+    findings.push_back(std::move(*f));
+  }
+  return findings;
+}
+
+Finding no_dedup_finding() {
+  Finding f;
+  f.id = "replay-without-dedup";
+  f.severity = Severity::Warning;
+  f.title = "--no-dedup: every event of the range is published, duplicates included";
+  f.count = 1;
+  f.advice = "Consumers downstream see each event as often as the log holds it. Route the replay through the "
+             "consumer's placement with --via unless every consumer is idempotent by design.";
+  return f;
+}
+
+Finding memory_placement_finding(std::size_t capacity, std::size_t bloom_bits) {
+  Finding f;
+  f.id = "memory-placement";
+  f.severity = Severity::Info;
+  f.title = fmt::format("the memory: placement remembers the last {} keys exactly and older ones in a {} MiB Bloom "
+                        "filter",
+                        capacity, bloom_bits / 8 / 1024 / 1024);
+  f.count = 1;
+  f.advice = "An event the filter wrongly thinks it saw is skipped (rare), and nothing is remembered across runs or "
+             "shared with the consumer: a rerun may publish again. Use it for high-volume streams whose consumers "
+             "accept rare duplicates; use the consumer's own placement otherwise.";
+  return f;
+}
+
 } // namespace dedupctl::core

@@ -2,6 +2,7 @@
 
 #include "core/coverage.hpp"
 #include "core/event.hpp"
+#include "core/finding.hpp"
 
 #include <cstdint>
 #include <list>
@@ -118,6 +119,17 @@ struct ReplayRun {
   std::int64_t found_in_sink = 0;     // published by an interrupted run, settled on resume
   std::vector<ReplayPartition> partitions;
 };
+
+// The findings of a replay: `replay-failed` (error), `replay-id-unfit` and `replay-skipped-claimed`
+// (warnings), from the run's counts and the examples kept of each. `unfit_keys` says what the
+// placement cannot hold.
+std::vector<Finding> replay_findings(const ReplayRun& run, std::string_view unfit_keys, const FindingBuilder& failed,
+                                     const FindingBuilder& unfit, const FindingBuilder& claimed);
+
+// Notes on the placement a replay routes through: `replay-without-dedup` (--no-dedup, a warning),
+// and `memory-placement` (info: what the window remembers, exactly and in its Bloom filter).
+Finding no_dedup_finding();
+Finding memory_placement_finding(std::size_t capacity, std::size_t bloom_bits);
 
 // A placement as replay uses it: look (plan) or claim, then settle after delivery.
 class ReplayPlacement {

@@ -117,566 +117,686 @@ std::string ReplayStageTimes::describe() const {
                      read, prepare, claim, publish, wait, settle, checkpoint);
 }
 
-reports::Report run_replay(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
-                           core::ReplaySink* sink, core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "replay";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
-  report.placement = request.placement;
+namespace {
 
-  core::ReplayRun run;
-  run.execute = request.execute;
-  run.run_id = request.run_id;
-  run.sink = sink ? sink->describe() : "";
-  run.resumed = request.checkpoint.has_value();
-  core::Checkpoint checkpoint = request.checkpoint.value_or(core::Checkpoint{});
-  checkpoint.run_id = request.run_id;
-  checkpoint.sink = run.sink;
-  bool publishing = request.execute && sink;
+// One run of run_replay: the protocol of DESIGN.md "Replay protocol" as named steps over a queue of
+// chunks. Reading cuts source batches into chunks (prepare); each chunk moves Building → Claiming →
+// Published → Settling → finished, in order: `advance` moves every chunk as far as it can without
+// waiting, `wait_for_front` blocks until the oldest one can move, `finish_front` decides, counts and
+// checkpoints it. A plan looks instead of claiming and finishes each chunk at once.
+class ReplayRunner {
+public:
+  ReplayRunner(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
+               core::ReplaySink* sink, const core::SourceInfo& info);
 
-  std::vector<std::string> topics;
-  auto topic_index = [&](std::string_view topic) {
-    for (std::size_t t = 0; t < topics.size(); ++t) {
-      if (topics[t] == topic) {
-        return static_cast<std::uint32_t>(t);
-      }
-    }
-    topics.emplace_back(topic);
-    return static_cast<std::uint32_t>(topics.size() - 1);
-  };
-  std::map<std::pair<std::string, std::int32_t>, core::ReplayPartition> partitions;
-  for (const auto& range : info.partitions) {
-    auto& p = partitions[{range.topic, range.partition}];
-    p.topic = range.topic;
-    p.partition = range.partition;
-    p.from = range.from;
-    p.to = range.to;
-    if (auto next = checkpoint.next_offset(range.topic, range.partition)) {
-      p.from = std::max(range.from, *next);
-    }
+  // Reads the whole range (or up to a failure or SIGINT, which it rethrows after settling what is
+  // in flight).
+  void run();
+  // The summary, replay section, findings and settings of what was done.
+  void fill(reports::Report& report, core::SourceInfo info);
+
+private:
+  // Where each stage's time goes, when -v asked (request.times).
+  double* stage_slot(double ReplayStageTimes::*member) const {
+    return m_request.times ? &(m_request.times->*member) : nullptr;
   }
+  StageTimer stage(double ReplayStageTimes::*member) const { return StageTimer(stage_slot(member)); }
+
+  // Reading.
+  std::shared_ptr<core::EventBatch> free_batch();
+  bool read(core::EventBatch& batch);
+  void drop_checkpointed(core::EventBatch& batch) const;
+  // Preparing.
+  std::uint32_t topic_index(std::string_view topic);
+  void cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end);
+  void add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity);
+  void mark_in_flight(Chunk& chunk);
+  bool in_flight(const std::string& key, std::uint64_t hash) const;
+  // Claiming (or, in a plan, looking).
+  void plan(Chunk& chunk);
+  void claim(Chunk& chunk);
+  std::future<void> placement_call(std::function<void()> call, bool is_claim);
+  void take_answers(Chunk& chunk);
+  // Publishing and deliveries.
+  bool ours(const Chunk& chunk, std::size_t k) const;
+  void publish(Chunk& chunk);
+  void take_deliveries(int timeout_ms);
+  // Settling: moving chunks on.
+  void advance();
+  void wait_for_front();
+  void resolve_claims();
+  void finish_in_flight();
+  // Checkpointing: deciding, counting and saving the front chunk.
+  void finish_front();
+  core::DecisionRecord decide(const Chunk& chunk, const Chunk::Row& row, bool& publish);
+  void checkpoint(const Chunk& chunk);
+  core::ReplayPartition& partition_of(const Chunk::Row& row);
+  core::Example example(const Chunk& chunk, const Chunk::Row& row, std::string note) const;
   // A partition as (topic index << 32 | partition).
-  auto pack = [](const auto& row) {
+  static std::uint64_t pack(const Chunk::Row& row) {
     return (static_cast<std::uint64_t>(row.topic) << 32) | static_cast<std::uint32_t>(row.partition);
-  };
-  std::unordered_map<std::uint64_t, std::int64_t> held;       // partition → first failed offset
-  std::unordered_map<std::uint64_t, std::int64_t> chunk_next; // partition → next offset, this chunk
-  std::unordered_map<std::uint64_t, core::ReplayPartition*> partition_cache;
+  }
 
-  auto partition_of = [&](const auto& row) -> core::ReplayPartition& {
-    auto [it, inserted] = partition_cache.try_emplace(pack(row), nullptr);
-    if (inserted) {
-      auto& p = partitions[{topics[row.topic], row.partition}]; // map nodes stay put
-      if (p.topic.empty()) {
-        p.topic = topics[row.topic];
-        p.partition = row.partition;
-      }
-      it->second = &p;
-    }
-    return *it->second;
-  };
+  const ReplayRequest& m_request;
+  core::EventSource& m_source;
+  core::ReplayPlacement& m_placement;
+  core::ReplaySink* m_sink;
+  bool m_publishing;
+  std::size_t m_max_in_flight;
+  core::ReplayRun m_run;
+  core::Checkpoint m_checkpoint;
 
-  auto stage_slot = [&](double ReplayStageTimes::*member) { return request.times ? &(request.times->*member) : nullptr; };
-  auto stage = [&](double ReplayStageTimes::*member) { return StageTimer(stage_slot(member)); };
-  core::IdentifyOptions identify = request.identify;
-  identify.extra = request.key_template.fields();
-  core::LogAnalyzerOptions log_options;
-  log_options.max_examples = request.max_examples;
-  log_options.id_specs = core::to_string(request.identify.id);
-  core::LogAnalyzer log(log_options);
-  core::Identifier identifier(identify);
-  core::FindingBuilder failed_examples(request.max_examples), claimed_examples(request.max_examples),
-      unfit_examples(request.max_examples);
-  const std::string unfit_reason = "the placement cannot hold this id (" + placement.unfit_keys() + ")";
-  core::FlatHashMap<std::uint8_t> planned; // a plan: keys already planned for publishing in this range
+  std::vector<std::string> m_topics;
+  std::map<std::pair<std::string, std::int32_t>, core::ReplayPartition> m_partitions;
+  std::unordered_map<std::uint64_t, core::ReplayPartition*> m_partition_cache;
+  std::unordered_map<std::uint64_t, std::int64_t> m_held; // partition → first failed offset
 
-  std::unordered_set<std::string> in_sink;
-  std::deque<Chunk> chunks;
-  // Whether an earlier chunk still in flight (not the one being built, at the back) has `key`. Its
-  // event came earlier in the range, so this one is its duplicate whatever the earlier claim found;
-  // asking the store again would only meet this run's own claim.
-  auto in_flight = [&](const std::string& key, std::uint64_t hash) {
-    for (std::size_t c = 0; c + 1 < chunks.size(); ++c) {
-      const Chunk& other = chunks[c];
-      const std::uint32_t* slot = other.index.find(hash);
-      if (slot && (other.keys[*slot - 1] == key ||
-                   std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
-        return true;
-      }
-    }
-    return false;
-  };
-  std::uint64_t next_seq = 0;
-  std::int64_t events_total = 0;
-  std::int64_t published_total = 0; // handed to the sink by this run
-  std::vector<core::Delivery> deliveries;
-  std::size_t max_in_flight = publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1;
+  core::IdentifyOptions m_identify;
+  core::LogAnalyzer m_log;
+  core::Identifier m_identifier;
+  std::vector<core::Identity> m_identities;
+  std::string m_rendered;
+  core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples;
+  std::string m_unfit_reason;
+  core::FlatHashMap<std::uint8_t> m_planned; // a plan: keys already planned for publishing in this range
+  std::unordered_set<std::string> m_in_sink; // ids an interrupted run published after its checkpoint
 
-  auto example = [&](const Chunk& chunk, const Chunk::Row& row, std::string note) {
-    core::Example ex;
-    ex.event_id = row.id;
-    ex.topic = topics[row.topic];
-    ex.partition = row.partition;
-    ex.offset = row.offset;
-    ex.timestamp_ms = row.timestamp_ms;
-    ex.dedup_key = row.key == SIZE_MAX ? "" : chunk.keys[row.key];
-    ex.note = std::move(note);
-    return ex;
-  };
-
-  // The front chunk, once its claims are settled (or looked at, in a plan): log its decisions, count,
-  // and checkpoint. Chunks finish in order, so checkpoints only move forward.
-  auto finish_front = [&] {
-    Chunk& chunk = chunks.front();
-    auto timer = stage(&ReplayStageTimes::checkpoint);
-    for (const auto& row : chunk.rows) {
-      core::ReplayPartition& p = partition_of(row);
-      ++p.events;
-      core::DecisionRecord record{
-          row.id, topics[row.topic], row.partition, row.offset, core::Decision::SkippedDuplicate, ""};
-      std::string reason;
-      bool publish = false;
-      if (row.key == SIZE_MAX) {
-        record.decision = core::Decision::NoId;
-        record.reason = row.no_id_reason.empty() ? "no event id" : row.no_id_reason;
-        ++run.no_id;
-      } else {
-        std::size_t k = row.key;
-        core::Claim claim = chunk.claims[k];
-        bool ours = (claim == core::Claim::Claimed || claim == core::Claim::OwnStale) && !chunk.in_flight_elsewhere[k];
-        if (!row.first || chunk.in_flight_elsewhere[k]) {
-          record.decision = request.execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
-          record.reason = "its key came earlier in the range";
-          ++run.skipped_duplicate;
-        } else if (claim == core::Claim::Unfit) {
-          record.decision = core::Decision::IdUnfit;
-          record.reason = unfit_reason;
-          ++run.id_unfit;
-          unfit_examples.add(row.partition, [&] { return example(chunk, row, ""); });
-        } else if (!ours) {
-          bool other = claim == core::Claim::HeldByOther;
-          record.decision = !request.execute ? core::Decision::WouldSkip
-                            : other          ? core::Decision::SkippedClaimed
-                                             : core::Decision::SkippedDuplicate;
-          record.reason = other ? "claimed in progress by another run or the consumer" : "a dedup record exists";
-          if (other) {
-            ++run.skipped_claimed;
-            claimed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
-          } else {
-            ++run.skipped_duplicate;
-          }
-        } else if (!request.execute) {
-          record.decision = core::Decision::WouldReplay;
-          record.reason = claim == core::Claim::OwnStale ? "this run's unfinished claim" : "no dedup record";
-          ++run.would_replay;
-          publish = true;
-        } else if (chunk.delivered[k]) {
-          record.decision = core::Decision::Replayed;
-          record.reason = chunk.found_in_sink[k]           ? "already in the sink from the interrupted run"
-                          : claim == core::Claim::OwnStale ? "published; this run's unfinished claim retried"
-                                                           : "published";
-          run.found_in_sink += chunk.found_in_sink[k] ? 1 : 0;
-          ++run.replayed;
-          publish = true;
-        } else {
-          record.decision = core::Decision::Failed;
-          reason = "delivery failed (" + chunk.first_error + "); claim released";
-          record.reason = reason;
-          ++run.failed;
-          ++run.released;
-          failed_examples.add(row.partition, [&] { return example(chunk, row, chunk.first_error); });
-          auto [it, inserted] = held.try_emplace(pack(row), row.offset);
-          if (!inserted) {
-            it->second = std::min(it->second, row.offset);
-          }
-        }
-      }
-      (publish ? p.publish : p.skip) += 1;
-      if (request.decide) {
-        request.decide(record);
-      }
-    }
-    if (request.flush_decisions) {
-      request.flush_decisions();
-    }
-    // Per partition of the chunk, the next offset: after its last event, or held at its first
-    // failed one.
-    chunk_next.clear();
-    for (const auto& row : chunk.rows) {
-      auto [it, inserted] = chunk_next.try_emplace(pack(row), row.offset + 1);
-      if (!inserted) {
-        it->second = std::max(it->second, row.offset + 1);
-      }
-    }
-    for (auto [packed, next] : chunk_next) {
-      const std::string& topic = topics[packed >> 32];
-      auto partition = static_cast<std::int32_t>(packed & 0xffffffffU);
-      auto hold = held.find(packed);
-      if (hold != held.end()) {
-        next = std::min(next, hold->second);
-      }
-      auto current = checkpoint.next_offset(topic, partition);
-      if (!current || next > *current || hold != held.end()) {
-        checkpoint.set(topic, partition, next);
-      }
-    }
-    if (request.execute && request.save_checkpoint) {
-      // Where a resumed run reads the sink back from: before anything a later, unsettled chunk
-      // published (whose offsets come after what was delivered before it began). Chunks publish in
-      // order, so when the next one has not, none after it has.
-      bool next_published = chunks.size() > 1 && chunks[1].stage >= Chunk::Stage::Published;
-      checkpoint.sink_position = next_published ? chunks[1].start_position : sink->position();
-      request.save_checkpoint(checkpoint);
-    }
-    events_total += static_cast<std::int64_t>(chunk.rows.size());
-    chunks.pop_front();
-    if (request.after_batch) {
-      request.after_batch(events_total);
-    }
-  };
+  // Source batches stay alive until every chunk cut from them is published: a pool of them, one
+  // read into while chunks of the others wait for their claims.
+  std::vector<std::shared_ptr<core::EventBatch>> m_batches;
+  std::deque<Chunk> m_chunks;
+  std::uint64_t m_next_seq = 0;
+  std::int64_t m_events_total = 0;
+  std::int64_t m_published_total = 0; // handed to the sink by this run
+  std::vector<core::Delivery> m_deliveries;
 
   // Once a claim is interrupted, the later ones claim nothing either (a placement sees the stop flag
   // itself; this holds it for any placement), so the chunks that claimed nothing are the last. Once
   // a call fails, the later ones do nothing: the run ends at the first failure, in order, and what
   // was queued behind it stays as a rerun expects to find it (claimed by this run, unsettled).
-  std::atomic<bool> claims_interrupted{false};
-  std::exception_ptr placement_failure; // the first; only the worker's jobs touch it
-
+  std::atomic<bool> m_claims_interrupted{false};
+  std::exception_ptr m_placement_failure; // the first; only the worker's jobs touch it
   // The placement's calls run on a worker of their own, in order, so that its round trips overlap
   // reading, preparing and publishing; inline when batches must not overlap (one transaction per
-  // batch on one connection) and in a plan. Declared after `chunks` and the flags above: it goes
-  // first, so no job outlives what it works on.
-  SerialWorker worker(publishing && max_in_flight > 1);
-  auto placement_call = [&](std::function<void()> call, bool is_claim) {
-    return worker.submit([&, call = std::move(call), is_claim] {
-      if (placement_failure) {
-        std::rethrow_exception(placement_failure); // whichever future is read first says why
-      }
-      if (is_claim && claims_interrupted) {
-        throw InterruptedError("interrupted");
-      }
-      try {
-        call();
-      } catch (const InterruptedError&) {
-        claims_interrupted = claims_interrupted || is_claim;
-        throw;
-      } catch (...) {
-        placement_failure = std::current_exception();
-        throw;
-      }
-    });
-  };
+  // batch on one connection) and in a plan. Declared last: it goes first, so no job outlives what
+  // it works on.
+  SerialWorker m_worker;
+};
 
-  // Takes delivery reports in, waiting up to `timeout_ms` for the first.
-  auto take_deliveries = [&](int timeout_ms) {
-    deliveries.clear();
-    {
-      auto timer = stage(timeout_ms > 0 ? &ReplayStageTimes::wait : &ReplayStageTimes::publish);
-      sink->poll(deliveries, timeout_ms);
+ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
+                           core::ReplaySink* sink, const core::SourceInfo& info)
+    : m_request(request), m_source(source), m_placement(placement), m_sink(sink),
+      m_publishing(request.execute && sink),
+      m_max_in_flight(m_publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1),
+      m_checkpoint(request.checkpoint.value_or(core::Checkpoint{})), m_identify([&] {
+        core::IdentifyOptions identify = request.identify;
+        identify.extra = request.key_template.fields();
+        return identify;
+      }()),
+      m_log([&] {
+        core::LogAnalyzerOptions options;
+        options.max_examples = request.max_examples;
+        options.id_specs = core::to_string(request.identify.id);
+        return options;
+      }()),
+      m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),
+      m_unfit_examples(request.max_examples),
+      m_unfit_reason("the placement cannot hold this id (" + placement.unfit_keys() + ")"),
+      m_worker(m_publishing && m_max_in_flight > 1) {
+  m_run.execute = request.execute;
+  m_run.run_id = request.run_id;
+  m_run.sink = sink ? sink->describe() : "";
+  m_run.resumed = request.checkpoint.has_value();
+  m_checkpoint.run_id = request.run_id;
+  m_checkpoint.sink = m_run.sink;
+  for (const auto& range : info.partitions) {
+    auto& p = m_partitions[{range.topic, range.partition}];
+    p.topic = range.topic;
+    p.partition = range.partition;
+    p.from = range.from;
+    p.to = range.to;
+    if (auto next = m_checkpoint.next_offset(range.topic, range.partition)) {
+      p.from = std::max(range.from, *next);
     }
-    for (const auto& d : deliveries) {
-      std::uint64_t seq = d.tag >> 32;
-      auto k = static_cast<std::size_t>(d.tag & 0xffffffffULL);
-      if (chunks.empty() || seq < chunks.front().seq || seq - chunks.front().seq >= chunks.size()) {
-        continue; // not ours (cannot happen)
+  }
+}
+
+void ReplayRunner::run() {
+  if (m_publishing && m_request.checkpoint && !m_request.checkpoint->sink_position.empty()) {
+    m_in_sink = read_back(*m_sink, m_request.checkpoint->sink_position, m_request.identify);
+  }
+  // A fresh run writes its id and the sink's position before it claims anything: killed before its
+  // first batch settles, its rerun still knows its claims and what the sink got since.
+  if (m_publishing && !m_request.checkpoint && m_request.save_checkpoint) {
+    m_checkpoint.sink_position = m_sink->position();
+    m_request.save_checkpoint(m_checkpoint);
+  }
+  try {
+    for (;;) {
+      std::shared_ptr<core::EventBatch> batch = free_batch();
+      if (!read(*batch)) {
+        break;
       }
-      Chunk& chunk = chunks[seq - chunks.front().seq];
-      --chunk.outstanding;
-      if (!d.ok) {
-        chunk.delivered[k] = false;
-        if (chunk.first_error.empty()) {
-          chunk.first_error = d.error;
+      drop_checkpointed(*batch);
+      {
+        auto timer = stage(&ReplayStageTimes::prepare);
+        m_identifier.identify(*batch, m_identities);
+        m_log.observe(batch->events, m_identities);
+      }
+      // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
+      // checkpoint each.
+      for (std::size_t begin = 0; begin < batch->events.size(); begin += m_request.batch_size) {
+        cut_chunk(batch, begin, std::min(batch->events.size(), begin + m_request.batch_size));
+        Chunk& chunk = m_chunks.back();
+        if (!m_request.execute) {
+          plan(chunk);
+          continue;
         }
-      }
-    }
-  };
-
-  // A chunk whose claims are back: publish what was claimed (the key's first event of the chunk),
-  // unless an interrupted run already did.
-  auto publish_chunk = [&](Chunk& chunk) {
-    auto timer = stage(&ReplayStageTimes::publish);
-    std::size_t n = chunk.keys.size();
-    for (std::size_t c = 0; c < chunk.answers.size(); ++c) {
-      chunk.claims[chunk.asked_all ? c : chunk.asked_of[c]] = chunk.answers[c];
-    }
-    chunk.start_position = sink->position();
-    chunk.published.assign(n, false);
-    chunk.delivered.assign(n, false);
-    chunk.found_in_sink.assign(n, false);
-    for (std::size_t j = 0; j < chunk.rows.size(); ++j) {
-      const Chunk::Row& row = chunk.rows[j];
-      if (row.key == SIZE_MAX || !row.first) {
-        continue;
-      }
-      std::size_t k = row.key;
-      bool ours = (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
-                  !chunk.in_flight_elsewhere[k];
-      if (!ours) {
-        continue;
-      }
-      chunk.delivered[k] = true;
-      if (in_sink.contains(row.id)) {
-        chunk.found_in_sink[k] = true; // settled without publishing again
-        continue;
-      }
-      if (request.pace) {
-        request.pace(++published_total);
-      }
-      sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
-      chunk.published[k] = true;
-      ++chunk.outstanding;
-    }
-    chunk.batch.reset(); // its events are in the sink's hands now
-    chunk.stage = Chunk::Stage::Published;
-  };
-
-  // Moves every chunk as far as it can go without waiting: claims back → published (in order),
-  // deliveries in, fully delivered → settle sent (in order), settled front → finished.
-  auto advance = [&] {
-    for (auto& chunk : chunks) {
-      if (chunk.stage != Chunk::Stage::Claiming) {
-        continue;
-      }
-      if (!is_ready(chunk.claim_done)) {
-        break;
-      }
-      try {
-        chunk.claim_done.get(); // rethrows what the claim threw
-      } catch (const InterruptedError&) {
-        chunk.claimed_nothing = true;
-        throw;
-      }
-      publish_chunk(chunk);
-    }
-    take_deliveries(0);
-    for (auto& chunk : chunks) {
-      if (chunk.stage == Chunk::Stage::Settling) {
-        continue;
-      }
-      if (chunk.stage != Chunk::Stage::Published || chunk.outstanding > 0) {
-        break;
-      }
-      chunk.settle_done = placement_call(
-          [&placement, &chunk] { placement.settle(chunk.keys, chunk.claims, chunk.delivered); }, false);
-      chunk.stage = Chunk::Stage::Settling;
-    }
-    while (!chunks.empty() && chunks.front().stage == Chunk::Stage::Settling && is_ready(chunks.front().settle_done)) {
-      chunks.front().settle_done.get(); // rethrows what settling threw
-      finish_front();
-    }
-  };
-  // Blocks until the front chunk can move on: its claims, its deliveries, or its settling.
-  auto wait_for_front = [&] {
-    Chunk& front = chunks.front();
-    if (front.stage == Chunk::Stage::Claiming) {
-      auto timer = stage(&ReplayStageTimes::claim);
-      front.claim_done.wait();
-    } else if (front.stage == Chunk::Stage::Settling) {
-      auto timer = stage(&ReplayStageTimes::settle);
-      front.settle_done.wait();
-    } else if (front.outstanding > 0) {
-      take_deliveries(100);
-    }
-  };
-  // Interrupted: the claims still out are waited for. A chunk whose claim went through is
-  // published and settled like any; one whose claim was interrupted claimed nothing and is dropped
-  // with its events (they stay beyond the checkpoint), as is a chunk still being built.
-  auto resolve_claims = [&] {
-    for (auto& chunk : chunks) {
-      if (chunk.stage != Chunk::Stage::Claiming || chunk.claimed_nothing) {
-        continue;
-      }
-      try {
-        chunk.claim_done.get();
-        publish_chunk(chunk);
-      } catch (const InterruptedError&) {
-        chunk.claimed_nothing = true;
-      }
-    }
-    while (!chunks.empty() && (chunks.back().stage == Chunk::Stage::Building || chunks.back().claimed_nothing)) {
-      chunks.pop_back();
-    }
-  };
-
-  // Source batches stay alive until every chunk cut from them is published: a pool of them, one
-  // read into while chunks of the others wait for their claims.
-  std::vector<std::shared_ptr<core::EventBatch>> batches;
-  auto free_batch = [&] {
-    for (const auto& b : batches) {
-      if (b.use_count() == 1) {
-        return b;
-      }
-    }
-    return batches.emplace_back(std::make_shared<core::EventBatch>());
-  };
-  std::vector<core::Identity> identities;
-  std::string rendered;
-
-  incomplete_on_failure(report, [&] {
-    if (publishing && request.checkpoint && !request.checkpoint->sink_position.empty()) {
-      in_sink = read_back(*sink, request.checkpoint->sink_position, request.identify);
-    }
-    // A fresh run writes its id and the sink's position before it claims anything: killed before its
-    // first batch settles, its rerun still knows its claims and what the sink got since.
-    if (publishing && !request.checkpoint && request.save_checkpoint) {
-      checkpoint.sink_position = sink->position();
-      request.save_checkpoint(checkpoint);
-    }
-    // Interrupted (SIGINT/SIGTERM) or with the source gone, what is in flight is still delivered,
-    // settled and checkpointed before the run ends incomplete.
-    auto finish_in_flight = [&] {
-      while (publishing && !chunks.empty()) {
+        claim(chunk);
         advance();
-        if (!chunks.empty()) {
+        while (m_chunks.size() >= m_max_in_flight) {
           wait_for_front();
-        }
-      }
-    };
-    auto next_batch = [&](core::EventBatch& batch) {
-      try {
-        auto timer = stage(&ReplayStageTimes::read);
-        return source.next_batch(batch);
-      } catch (const UnreachableError&) {
-        resolve_claims();
-        finish_in_flight();
-        throw;
-      }
-    };
-    try {
-      for (;;) {
-        std::shared_ptr<core::EventBatch> batch = free_batch();
-        if (!next_batch(*batch)) {
-          break;
-        }
-        // A resumed run skips what its checkpoint says is done.
-        if (request.checkpoint) {
-          std::erase_if(batch->events, [&](const core::Event& e) {
-            auto next = request.checkpoint->next_offset(e.topic, e.partition);
-            return next && e.offset < *next;
-          });
-        }
-        std::optional<StageTimer> timer;
-        timer.emplace(stage_slot(&ReplayStageTimes::prepare));
-        identifier.identify(*batch, identities);
-        log.observe(batch->events, identities);
-        // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
-        // checkpoint each.
-        for (std::size_t begin = 0; begin < batch->events.size(); begin += request.batch_size) {
-          std::size_t end = std::min(batch->events.size(), begin + request.batch_size);
-          timer.emplace(stage_slot(&ReplayStageTimes::prepare));
-          Chunk& chunk = chunks.emplace_back();
-          chunk.seq = next_seq++;
-          chunk.batch = batch;
-          chunk.begin = begin;
-          chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
-          for (std::size_t i = begin; i < end; ++i) {
-            const auto& event = batch->events[i];
-            const auto& identity = identities[i];
-            Chunk::Row& row = chunk.rows.emplace_back();
-            row.topic = topic_index(event.topic);
-            row.partition = event.partition;
-            row.offset = event.offset;
-            row.timestamp_ms = event.timestamp_ms;
-            if (!identity.has_id) {
-              row.no_id_reason = std::string(identity.no_id_reason);
-              continue;
-            }
-            row.id = std::string(identity.id);
-            core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
-            // Later events of a key already in the chunk are its duplicates.
-            std::uint64_t hash = core::hash64(rendered, 0x4b);
-            bool inserted = false;
-            std::uint32_t& slot = chunk.index.find_or_insert(hash, inserted);
-            if (!inserted && chunk.keys[slot - 1] == rendered) {
-              row.key = slot - 1;
-              continue;
-            }
-            if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
-              auto found = std::find(chunk.keys.begin(), chunk.keys.end(), rendered);
-              if (found != chunk.keys.end()) {
-                row.key = static_cast<std::size_t>(found - chunk.keys.begin());
-                continue;
-              }
-            } else {
-              slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
-            }
-            row.key = chunk.keys.size();
-            row.first = true;
-            chunk.keys.push_back(rendered);
-            chunk.hashes.push_back(hash);
-          }
-          // A key an earlier chunk still in flight has is not asked again.
-          std::size_t n = chunk.keys.size();
-          chunk.in_flight_elsewhere.assign(n, false);
-          chunk.claims.assign(n, core::Claim::Done);
-          chunk.asked_all = true;
-          for (std::size_t k = 0; k < n; ++k) {
-            chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k], chunk.hashes[k]);
-            chunk.asked_all = chunk.asked_all && !chunk.in_flight_elsewhere[k];
-          }
-          // Usually none is: the chunk's keys are asked as they are, without a copy.
-          if (!chunk.asked_all) {
-            for (std::size_t k = 0; k < n; ++k) {
-              if (!chunk.in_flight_elsewhere[k]) {
-                chunk.asked.push_back(chunk.keys[k]);
-                chunk.asked_of.push_back(k);
-              }
-            }
-          }
-          const std::vector<std::string>& asked = chunk.asked_all ? chunk.keys : chunk.asked;
-          if (!request.execute) {
-            timer.emplace(stage_slot(&ReplayStageTimes::claim));
-            placement.plan(asked, chunk.answers);
-            for (std::size_t c = 0; c < asked.size(); ++c) {
-              chunk.claims[chunk.asked_all ? c : chunk.asked_of[c]] = chunk.answers[c];
-            }
-            for (std::size_t k = 0; k < n; ++k) {
-              if (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) {
-                bool first_time = false;
-                planned.find_or_insert(core::hash64(chunk.keys[k], 0x91), first_time);
-                if (!first_time) {
-                  chunk.claims[k] = core::Claim::Done; // an earlier event of the range takes the key first
-                }
-              }
-            }
-            chunk.batch.reset();
-            timer.reset();
-            finish_front();
-            continue;
-          }
-          timer.reset();
-          chunk.claim_done = placement_call(
-              [&placement, &chunk, &request] {
-                placement.claim(chunk.asked_all ? chunk.keys : chunk.asked, request.run_id, chunk.answers);
-              },
-              true);
-          chunk.stage = Chunk::Stage::Claiming;
           advance();
-          while (chunks.size() >= max_in_flight) {
-            wait_for_front();
-            advance();
-          }
         }
       }
-      finish_in_flight();
+    }
+    finish_in_flight();
+  } catch (const InterruptedError&) {
+    // Wherever SIGINT/SIGTERM caught the run, the claims that went through are delivered and
+    // settled; nothing claimed is left behind.
+    resolve_claims();
+    finish_in_flight();
+    throw;
+  }
+  // A failure leaves chunks unsettled: their claims stay this run's (a rerun with the checkpoint
+  // retries them), their publishes are read back from the sink on resume.
+}
+
+std::shared_ptr<core::EventBatch> ReplayRunner::free_batch() {
+  for (const auto& b : m_batches) {
+    if (b.use_count() == 1) {
+      return b;
+    }
+  }
+  return m_batches.emplace_back(std::make_shared<core::EventBatch>());
+}
+
+// The next source batch. With the source gone, what is in flight is still delivered, settled and
+// checkpointed before the run ends incomplete.
+bool ReplayRunner::read(core::EventBatch& batch) {
+  try {
+    auto timer = stage(&ReplayStageTimes::read);
+    return m_source.next_batch(batch);
+  } catch (const UnreachableError&) {
+    resolve_claims();
+    finish_in_flight();
+    throw;
+  }
+}
+
+// A resumed run skips what its checkpoint says is done.
+void ReplayRunner::drop_checkpointed(core::EventBatch& batch) const {
+  if (!m_request.checkpoint) {
+    return;
+  }
+  std::erase_if(batch.events, [&](const core::Event& e) {
+    auto next = m_request.checkpoint->next_offset(e.topic, e.partition);
+    return next && e.offset < *next;
+  });
+}
+
+std::uint32_t ReplayRunner::topic_index(std::string_view topic) {
+  for (std::size_t t = 0; t < m_topics.size(); ++t) {
+    if (m_topics[t] == topic) {
+      return static_cast<std::uint32_t>(t);
+    }
+  }
+  m_topics.emplace_back(topic);
+  return static_cast<std::uint32_t>(m_topics.size() - 1);
+}
+
+// A new chunk at the back of the queue: events [begin, end) of `batch`, their keys, and which of
+// them an earlier chunk in flight already has.
+void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end) {
+  auto timer = stage(&ReplayStageTimes::prepare);
+  Chunk& chunk = m_chunks.emplace_back();
+  chunk.seq = m_next_seq++;
+  chunk.batch = batch;
+  chunk.begin = begin;
+  chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
+  for (std::size_t i = begin; i < end; ++i) {
+    add_row(chunk, batch->events[i], m_identities[i]);
+  }
+  mark_in_flight(chunk);
+}
+
+// One event as a row of the chunk. Later events of a key already in the chunk are its duplicates.
+void ReplayRunner::add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity) {
+  Chunk::Row& row = chunk.rows.emplace_back();
+  row.topic = topic_index(event.topic);
+  row.partition = event.partition;
+  row.offset = event.offset;
+  row.timestamp_ms = event.timestamp_ms;
+  if (!identity.has_id) {
+    row.no_id_reason = std::string(identity.no_id_reason);
+    return;
+  }
+  row.id = std::string(identity.id);
+  core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
+  std::uint64_t hash = core::hash64(m_rendered, 0x4b);
+  bool inserted = false;
+  std::uint32_t& slot = chunk.index.find_or_insert(hash, inserted);
+  if (!inserted && chunk.keys[slot - 1] == m_rendered) {
+    row.key = slot - 1;
+    return;
+  }
+  if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
+    auto found = std::find(chunk.keys.begin(), chunk.keys.end(), m_rendered);
+    if (found != chunk.keys.end()) {
+      row.key = static_cast<std::size_t>(found - chunk.keys.begin());
+      return;
+    }
+  } else {
+    slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
+  }
+  row.key = chunk.keys.size();
+  row.first = true;
+  chunk.keys.push_back(m_rendered);
+  chunk.hashes.push_back(hash);
+}
+
+// A key an earlier chunk still in flight has is not asked again. Usually none is: the chunk's keys
+// are then asked as they are, without a copy.
+void ReplayRunner::mark_in_flight(Chunk& chunk) {
+  std::size_t n = chunk.keys.size();
+  chunk.in_flight_elsewhere.assign(n, false);
+  chunk.claims.assign(n, core::Claim::Done);
+  chunk.asked_all = true;
+  for (std::size_t k = 0; k < n; ++k) {
+    chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k], chunk.hashes[k]);
+    chunk.asked_all = chunk.asked_all && !chunk.in_flight_elsewhere[k];
+  }
+  if (!chunk.asked_all) {
+    for (std::size_t k = 0; k < n; ++k) {
+      if (!chunk.in_flight_elsewhere[k]) {
+        chunk.asked.push_back(chunk.keys[k]);
+        chunk.asked_of.push_back(k);
+      }
+    }
+  }
+}
+
+// Whether an earlier chunk still in flight (not the one being built, at the back) has `key`. Its
+// event came earlier in the range, so this one is its duplicate whatever the earlier claim found;
+// asking the store again would only meet this run's own claim.
+bool ReplayRunner::in_flight(const std::string& key, std::uint64_t hash) const {
+  for (std::size_t c = 0; c + 1 < m_chunks.size(); ++c) {
+    const Chunk& other = m_chunks[c];
+    const std::uint32_t* slot = other.index.find(hash);
+    if (slot && (other.keys[*slot - 1] == key ||
+                 std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A plan looks at the chunk's keys and finishes it at once. A key an earlier event of the range
+// would take first is that event's.
+void ReplayRunner::plan(Chunk& chunk) {
+  {
+    auto timer = stage(&ReplayStageTimes::claim);
+    m_placement.plan(chunk.asked_all ? chunk.keys : chunk.asked, chunk.answers);
+    take_answers(chunk);
+    for (std::size_t k = 0; k < chunk.keys.size(); ++k) {
+      if (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) {
+        bool first_time = false;
+        m_planned.find_or_insert(core::hash64(chunk.keys[k], 0x91), first_time);
+        if (!first_time) {
+          chunk.claims[k] = core::Claim::Done;
+        }
+      }
+    }
+    chunk.batch.reset();
+  }
+  finish_front();
+}
+
+// A run sends the chunk's claims to the placement's worker.
+void ReplayRunner::claim(Chunk& chunk) {
+  chunk.claim_done = placement_call(
+      [this, &chunk] {
+        m_placement.claim(chunk.asked_all ? chunk.keys : chunk.asked, m_request.run_id, chunk.answers);
+      },
+      true);
+  chunk.stage = Chunk::Stage::Claiming;
+}
+
+std::future<void> ReplayRunner::placement_call(std::function<void()> call, bool is_claim) {
+  return m_worker.submit([this, call = std::move(call), is_claim] {
+    if (m_placement_failure) {
+      std::rethrow_exception(m_placement_failure); // whichever future is read first says why
+    }
+    if (is_claim && m_claims_interrupted) {
+      throw InterruptedError("interrupted");
+    }
+    try {
+      call();
     } catch (const InterruptedError&) {
-      // Wherever SIGINT/SIGTERM caught the run, the claims that went through are delivered and
-      // settled; nothing claimed is left behind.
-      resolve_claims();
-      finish_in_flight();
+      m_claims_interrupted = m_claims_interrupted || is_claim;
+      throw;
+    } catch (...) {
+      m_placement_failure = std::current_exception();
       throw;
     }
   });
-  // A failure leaves chunks unsettled: their claims stay this run's (a rerun with the checkpoint
-  // retries them), their publishes are read back from the sink on resume.
+}
 
-  for (auto& [key, p] : partitions) {
-    p.next = checkpoint.next_offset(p.topic, p.partition);
-    run.partitions.push_back(p);
+// The placement's answers, in the order asked, as the claims of the chunk's keys.
+void ReplayRunner::take_answers(Chunk& chunk) {
+  for (std::size_t c = 0; c < chunk.answers.size(); ++c) {
+    chunk.claims[chunk.asked_all ? c : chunk.asked_of[c]] = chunk.answers[c];
   }
-  report.summary = {{"events", log.counters().events}, {"no_id", run.no_id}, {"id_unfit", run.id_unfit}};
-  if (request.execute) {
+}
+
+// Whether this run holds the key's claim: it claimed it now, or an interrupted run of it did.
+bool ReplayRunner::ours(const Chunk& chunk, std::size_t k) const {
+  return (chunk.claims[k] == core::Claim::Claimed || chunk.claims[k] == core::Claim::OwnStale) &&
+         !chunk.in_flight_elsewhere[k];
+}
+
+// A chunk whose claims are back: publish what was claimed (the key's first event of the chunk),
+// unless an interrupted run already did.
+void ReplayRunner::publish(Chunk& chunk) {
+  auto timer = stage(&ReplayStageTimes::publish);
+  std::size_t n = chunk.keys.size();
+  take_answers(chunk);
+  chunk.start_position = m_sink->position();
+  chunk.published.assign(n, false);
+  chunk.delivered.assign(n, false);
+  chunk.found_in_sink.assign(n, false);
+  for (std::size_t j = 0; j < chunk.rows.size(); ++j) {
+    const Chunk::Row& row = chunk.rows[j];
+    if (row.key == SIZE_MAX || !row.first || !ours(chunk, row.key)) {
+      continue;
+    }
+    std::size_t k = row.key;
+    chunk.delivered[k] = true;
+    if (m_in_sink.contains(row.id)) {
+      chunk.found_in_sink[k] = true; // settled without publishing again
+      continue;
+    }
+    if (m_request.pace) {
+      m_request.pace(++m_published_total);
+    }
+    m_sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
+    chunk.published[k] = true;
+    ++chunk.outstanding;
+  }
+  chunk.batch.reset(); // its events are in the sink's hands now
+  chunk.stage = Chunk::Stage::Published;
+}
+
+// Takes delivery reports in, waiting up to `timeout_ms` for the first.
+void ReplayRunner::take_deliveries(int timeout_ms) {
+  m_deliveries.clear();
+  {
+    auto timer = stage(timeout_ms > 0 ? &ReplayStageTimes::wait : &ReplayStageTimes::publish);
+    m_sink->poll(m_deliveries, timeout_ms);
+  }
+  for (const auto& d : m_deliveries) {
+    std::uint64_t seq = d.tag >> 32;
+    auto k = static_cast<std::size_t>(d.tag & 0xffffffffULL);
+    if (m_chunks.empty() || seq < m_chunks.front().seq || seq - m_chunks.front().seq >= m_chunks.size()) {
+      continue; // not ours (cannot happen)
+    }
+    Chunk& chunk = m_chunks[seq - m_chunks.front().seq];
+    --chunk.outstanding;
+    if (!d.ok) {
+      chunk.delivered[k] = false;
+      if (chunk.first_error.empty()) {
+        chunk.first_error = d.error;
+      }
+    }
+  }
+}
+
+// Moves every chunk as far as it can go without waiting: claims back → published (in order),
+// deliveries in, fully delivered → settle sent (in order), settled front → finished.
+void ReplayRunner::advance() {
+  for (auto& chunk : m_chunks) {
+    if (chunk.stage != Chunk::Stage::Claiming) {
+      continue;
+    }
+    if (!is_ready(chunk.claim_done)) {
+      break;
+    }
+    try {
+      chunk.claim_done.get(); // rethrows what the claim threw
+    } catch (const InterruptedError&) {
+      chunk.claimed_nothing = true;
+      throw;
+    }
+    publish(chunk);
+  }
+  take_deliveries(0);
+  for (auto& chunk : m_chunks) {
+    if (chunk.stage == Chunk::Stage::Settling) {
+      continue;
+    }
+    if (chunk.stage != Chunk::Stage::Published || chunk.outstanding > 0) {
+      break;
+    }
+    chunk.settle_done = placement_call(
+        [this, &chunk] { m_placement.settle(chunk.keys, chunk.claims, chunk.delivered); }, false);
+    chunk.stage = Chunk::Stage::Settling;
+  }
+  while (!m_chunks.empty() && m_chunks.front().stage == Chunk::Stage::Settling &&
+         is_ready(m_chunks.front().settle_done)) {
+    m_chunks.front().settle_done.get(); // rethrows what settling threw
+    finish_front();
+  }
+}
+
+// Blocks until the front chunk can move on: its claims, its deliveries, or its settling.
+void ReplayRunner::wait_for_front() {
+  Chunk& front = m_chunks.front();
+  if (front.stage == Chunk::Stage::Claiming) {
+    auto timer = stage(&ReplayStageTimes::claim);
+    front.claim_done.wait();
+  } else if (front.stage == Chunk::Stage::Settling) {
+    auto timer = stage(&ReplayStageTimes::settle);
+    front.settle_done.wait();
+  } else if (front.outstanding > 0) {
+    take_deliveries(100);
+  }
+}
+
+// Interrupted: the claims still out are waited for. A chunk whose claim went through is published
+// and settled like any; one whose claim was interrupted claimed nothing and is dropped with its
+// events (they stay beyond the checkpoint), as is a chunk still being built.
+void ReplayRunner::resolve_claims() {
+  for (auto& chunk : m_chunks) {
+    if (chunk.stage != Chunk::Stage::Claiming || chunk.claimed_nothing) {
+      continue;
+    }
+    try {
+      chunk.claim_done.get();
+      publish(chunk);
+    } catch (const InterruptedError&) {
+      chunk.claimed_nothing = true;
+    }
+  }
+  while (!m_chunks.empty() &&
+         (m_chunks.back().stage == Chunk::Stage::Building || m_chunks.back().claimed_nothing)) {
+    m_chunks.pop_back();
+  }
+}
+
+// Every chunk in flight delivered, settled and checkpointed.
+void ReplayRunner::finish_in_flight() {
+  while (m_publishing && !m_chunks.empty()) {
+    advance();
+    if (!m_chunks.empty()) {
+      wait_for_front();
+    }
+  }
+}
+
+// The front chunk, once its claims are settled (or looked at, in a plan): log its decisions, count,
+// and checkpoint. Chunks finish in order, so checkpoints only move forward.
+void ReplayRunner::finish_front() {
+  Chunk& chunk = m_chunks.front();
+  auto timer = stage(&ReplayStageTimes::checkpoint);
+  for (const auto& row : chunk.rows) {
+    core::ReplayPartition& p = partition_of(row);
+    ++p.events;
+    bool publish = false;
+    core::DecisionRecord record = decide(chunk, row, publish);
+    (publish ? p.publish : p.skip) += 1;
+    if (m_request.decide) {
+      m_request.decide(record);
+    }
+  }
+  if (m_request.flush_decisions) {
+    m_request.flush_decisions();
+  }
+  checkpoint(chunk);
+  m_events_total += static_cast<std::int64_t>(chunk.rows.size());
+  m_chunks.pop_front();
+  if (m_request.after_batch) {
+    m_request.after_batch(m_events_total);
+  }
+}
+
+// One event's decision, counted in the run and its findings' examples; `publish` says whether it
+// was (or would be) published.
+core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& row, bool& publish) {
+  core::DecisionRecord record{row.id, m_topics[row.topic], row.partition, row.offset, core::Decision::SkippedDuplicate,
+                              ""};
+  bool execute = m_request.execute;
+  if (row.key == SIZE_MAX) {
+    record.decision = core::Decision::NoId;
+    record.reason = row.no_id_reason.empty() ? "no event id" : row.no_id_reason;
+    ++m_run.no_id;
+    return record;
+  }
+  std::size_t k = row.key;
+  core::Claim claim = chunk.claims[k];
+  if (!row.first || chunk.in_flight_elsewhere[k]) {
+    record.decision = execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
+    record.reason = "its key came earlier in the range";
+    ++m_run.skipped_duplicate;
+  } else if (claim == core::Claim::Unfit) {
+    record.decision = core::Decision::IdUnfit;
+    record.reason = m_unfit_reason;
+    ++m_run.id_unfit;
+    m_unfit_examples.add(row.partition, [&] { return example(chunk, row, ""); });
+  } else if (!ours(chunk, k)) {
+    bool other = claim == core::Claim::HeldByOther;
+    record.decision = !execute ? core::Decision::WouldSkip
+                      : other  ? core::Decision::SkippedClaimed
+                               : core::Decision::SkippedDuplicate;
+    record.reason = other ? "claimed in progress by another run or the consumer" : "a dedup record exists";
+    if (other) {
+      ++m_run.skipped_claimed;
+      m_claimed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
+    } else {
+      ++m_run.skipped_duplicate;
+    }
+  } else if (!execute) {
+    record.decision = core::Decision::WouldReplay;
+    record.reason = claim == core::Claim::OwnStale ? "this run's unfinished claim" : "no dedup record";
+    ++m_run.would_replay;
+    publish = true;
+  } else if (chunk.delivered[k]) {
+    record.decision = core::Decision::Replayed;
+    record.reason = chunk.found_in_sink[k]           ? "already in the sink from the interrupted run"
+                    : claim == core::Claim::OwnStale ? "published; this run's unfinished claim retried"
+                                                     : "published";
+    m_run.found_in_sink += chunk.found_in_sink[k] ? 1 : 0;
+    ++m_run.replayed;
+    publish = true;
+  } else {
+    record.decision = core::Decision::Failed;
+    record.reason = "delivery failed (" + chunk.first_error + "); claim released";
+    ++m_run.failed;
+    ++m_run.released;
+    m_failed_examples.add(row.partition, [&] { return example(chunk, row, chunk.first_error); });
+    auto [it, inserted] = m_held.try_emplace(pack(row), row.offset);
+    if (!inserted) {
+      it->second = std::min(it->second, row.offset);
+    }
+  }
+  return record;
+}
+
+// Per partition of the chunk, the next offset: after its last event, or held at its first failed
+// one; then the checkpoint file (a run).
+void ReplayRunner::checkpoint(const Chunk& chunk) {
+  std::unordered_map<std::uint64_t, std::int64_t> chunk_next; // partition → next offset, this chunk
+  for (const auto& row : chunk.rows) {
+    auto [it, inserted] = chunk_next.try_emplace(pack(row), row.offset + 1);
+    if (!inserted) {
+      it->second = std::max(it->second, row.offset + 1);
+    }
+  }
+  for (auto [packed, next] : chunk_next) {
+    const std::string& topic = m_topics[packed >> 32];
+    auto partition = static_cast<std::int32_t>(packed & 0xffffffffU);
+    auto hold = m_held.find(packed);
+    if (hold != m_held.end()) {
+      next = std::min(next, hold->second);
+    }
+    auto current = m_checkpoint.next_offset(topic, partition);
+    if (!current || next > *current || hold != m_held.end()) {
+      m_checkpoint.set(topic, partition, next);
+    }
+  }
+  if (m_request.execute && m_request.save_checkpoint) {
+    // Where a resumed run reads the sink back from: before anything a later, unsettled chunk
+    // published (whose offsets come after what was delivered before it began). Chunks publish in
+    // order, so when the next one has not, none after it has.
+    bool next_published = m_chunks.size() > 1 && m_chunks[1].stage >= Chunk::Stage::Published;
+    m_checkpoint.sink_position = next_published ? m_chunks[1].start_position : m_sink->position();
+    m_request.save_checkpoint(m_checkpoint);
+  }
+}
+
+core::ReplayPartition& ReplayRunner::partition_of(const Chunk::Row& row) {
+  auto [it, inserted] = m_partition_cache.try_emplace(pack(row), nullptr);
+  if (inserted) {
+    auto& p = m_partitions[{m_topics[row.topic], row.partition}]; // map nodes stay put
+    if (p.topic.empty()) {
+      p.topic = m_topics[row.topic];
+      p.partition = row.partition;
+    }
+    it->second = &p;
+  }
+  return *it->second;
+}
+
+core::Example ReplayRunner::example(const Chunk& chunk, const Chunk::Row& row, std::string note) const {
+  core::Example ex;
+  ex.event_id = row.id;
+  ex.topic = m_topics[row.topic];
+  ex.partition = row.partition;
+  ex.offset = row.offset;
+  ex.timestamp_ms = row.timestamp_ms;
+  ex.dedup_key = row.key == SIZE_MAX ? "" : chunk.keys[row.key];
+  ex.note = std::move(note);
+  return ex;
+}
+
+void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
+  for (auto& [key, p] : m_partitions) {
+    p.next = m_checkpoint.next_offset(p.topic, p.partition);
+    m_run.partitions.push_back(p);
+  }
+  const auto& run = m_run;
+  std::int64_t events = m_log.counters().events;
+  report.summary = {{"events", events}, {"no_id", run.no_id}, {"id_unfit", run.id_unfit}};
+  if (m_request.execute) {
     report.summary.insert(report.summary.end(), {{"replayed", run.replayed},
                                                  {"skipped_duplicate", run.skipped_duplicate},
                                                  {"skipped_claimed", run.skipped_claimed},
@@ -688,47 +808,41 @@ reports::Report run_replay(const ReplayRequest& request, core::EventSource& sour
   }
   core::ReplaySummary summary;
   summary.window = "[from, to)";
-  summary.events = log.counters().events;
-  summary.would_reapply = request.execute ? run.replayed : run.would_replay;
+  summary.events = events;
+  summary.would_reapply = m_request.execute ? run.replayed : run.would_replay;
   summary.would_skip = run.skipped_duplicate + run.skipped_claimed;
   summary.run = run;
   report.replay = summary;
-
-  std::vector<core::Finding> findings = request.placement_findings;
-  if (auto f = failed_examples.build(
-          "replay-failed", core::Severity::Error,
-          fmt::format("{} events could not be delivered to {}; their claims were released", run.failed, run.sink),
-          "Rerun with the same --checkpoint: it resumes at the first failed offset of each partition and publishes "
-          "the failed events then; events delivered meanwhile are skipped as duplicates.")) {
-    findings.push_back(std::move(*f));
-  }
-  if (auto f = unfit_examples.build(
-          "replay-id-unfit", core::Severity::Warning,
-          fmt::format("{} events have ids the placement cannot hold ({}); they were not published", run.id_unfit,
-                      placement.unfit_keys()),
-          "The consumer could not record these ids either: find what produces them. Replay them with --no-dedup "
-          "only after checking them by hand.")) {
-    findings.push_back(std::move(*f));
-  }
-  if (auto f = claimed_examples.build(
-          "replay-skipped-claimed", core::Severity::Warning,
-          fmt::format("{} events were skipped because another run or the consumer holds their claim",
-                      run.skipped_claimed),
-          "If that claim is stale (its process died), it stays until its lease expires; rerun after the lease, or "
-          "check the consumer.")) {
-    findings.push_back(std::move(*f));
-  }
-  report.settings = {{"mode", request.execute ? "execute" : "plan (nothing was published or claimed)"},
-                     {"run", request.run_id},
-                     {"id", core::to_string(request.identify.id)},
-                     {"key template", request.key_template.text()},
-                     {"batch", std::to_string(request.batch_size)},
-                     {"fail on", request.fail_on_text}};
+  report.settings = {{"mode", m_request.execute ? "execute" : "plan (nothing was published or claimed)"},
+                     {"run", m_request.run_id},
+                     {"id", core::to_string(m_request.identify.id)},
+                     {"key template", m_request.key_template.text()},
+                     {"batch", std::to_string(m_request.batch_size)},
+                     {"fail on", m_request.fail_on_text}};
   if (!run.sink.empty()) {
     report.settings.emplace_back("sink", run.sink);
   }
-  finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,
-                source.positions());
+  std::vector<core::Finding> findings = m_request.placement_findings;
+  for (auto& f : core::replay_findings(run, m_placement.unfit_keys(), m_failed_examples, m_unfit_examples,
+                                       m_claimed_examples)) {
+    findings.push_back(std::move(f));
+  }
+  finish_report(report, std::move(info), m_log, std::move(findings), m_request.max_examples,
+                m_request.fail_on, m_source.positions());
+}
+
+} // namespace
+
+reports::Report run_replay(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
+                           core::ReplaySink* sink, core::SourceInfo info, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "replay";
+  report.generated_at_ms = now_ms;
+  report.fail_on = request.fail_on_text;
+  report.placement = request.placement;
+  ReplayRunner runner(request, source, placement, sink, info);
+  incomplete_on_failure(report, [&] { runner.run(); });
+  runner.fill(report, std::move(info));
   return report;
 }
 

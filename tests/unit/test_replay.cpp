@@ -93,3 +93,45 @@ TEST(Replay, AForgottenKeyIsNewAgainAndTheFilterErrsOnlyTowardsSkipping) {
 
 } // namespace
 } // namespace dedupctl::core
+
+namespace dedupctl::core {
+namespace {
+
+TEST(ReplayFindings, OneFindingPerKindOfTroubleWithItsCountAndExamples) {
+  ReplayRun run;
+  run.sink = "kafka:out";
+  run.failed = 2;
+  run.id_unfit = 1;
+  FindingBuilder failed(5), unfit(5), claimed(5);
+  EXPECT_TRUE(replay_findings(run, "uuid", failed, unfit, claimed).empty()) << "nothing counted, nothing found";
+  auto example = [](std::string id) {
+    Example ex;
+    ex.event_id = std::move(id);
+    return ex;
+  };
+  failed.add(0, [&] { return example("a"); });
+  failed.add(1, [&] { return example("b"); });
+  unfit.add(0, [&] { return example("not-a-uuid"); });
+  auto findings = replay_findings(run, "the inbox's id column is uuid", failed, unfit, claimed);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].id, "replay-failed");
+  EXPECT_EQ(findings[0].severity, Severity::Error);
+  EXPECT_EQ(findings[0].count, 2);
+  EXPECT_EQ(findings[0].title, "2 events could not be delivered to kafka:out; their claims were released");
+  EXPECT_EQ(findings[1].id, "replay-id-unfit");
+  EXPECT_EQ(findings[1].severity, Severity::Warning);
+  EXPECT_NE(findings[1].title.find("(the inbox's id column is uuid)"), std::string::npos);
+  EXPECT_EQ(findings[1].examples[0].event_id, "not-a-uuid");
+}
+
+TEST(ReplayFindings, ThePlacementNotesSayWhatTheyMiss) {
+  EXPECT_EQ(no_dedup_finding().id, "replay-without-dedup");
+  EXPECT_EQ(no_dedup_finding().severity, Severity::Warning);
+  auto memory = memory_placement_finding(1000, 16u * 8 * 1024 * 1024);
+  EXPECT_EQ(memory.id, "memory-placement");
+  EXPECT_EQ(memory.title,
+            "the memory: placement remembers the last 1000 keys exactly and older ones in a 16 MiB Bloom filter");
+}
+
+} // namespace
+} // namespace dedupctl::core
