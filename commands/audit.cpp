@@ -3,9 +3,13 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/store.hpp"
+#include "commands/settings.hpp"
+#include "commands/source.hpp"
+#include "commands/delivery.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/errors.hpp"
+#include "core/inbox_rules.hpp"
 #include "core/retention.hpp"
 #include "core/store_uri.hpp"
 #include "core/time.hpp"
@@ -50,29 +54,12 @@ void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   const auto& p = options.placement;
   if (inbox.has_unique_constraint() == false) {
-    core::Finding f;
-    f.id = "inbox-without-unique-constraint";
-    f.severity = core::Severity::Error;
-    f.title = fmt::format("the inbox {} has no primary key or unique index over {}", p.inbox.table,
-                          p.inbox.consumer_column.empty()
-                              ? p.inbox.id_column
-                              : fmt::format("({}, {})", p.inbox.consumer_column, p.inbox.id_column));
-    f.count = 1;
-    f.advice = "Two deliveries of an event can both insert their row and both apply the change. Add the unique "
-               "constraint and write the row with INSERT … ON CONFLICT DO NOTHING in the business transaction.";
-    request.placement_findings.push_back(std::move(f));
+    request.placement_findings.push_back(
+        core::inbox_without_unique_constraint(p.inbox.table, p.inbox.id_column, p.inbox.consumer_column));
   }
   if (p.consumer.empty()) {
-    if (auto shared = inbox.ids_under_several_consumers(); shared > 0) {
-      core::Finding f;
-      f.id = "namespace-shared";
-      f.severity = core::Severity::Error;
-      f.title = fmt::format("{} event ids have rows under several consumers, and the audit is not scoped by --consumer",
-                            shared);
-      f.count = shared;
-      f.advice = "A row of one consumer makes the audit (and a consumer that ignores the column) count the event as "
-                 "processed. Pass --consumer NAME.";
-      request.placement_findings.push_back(std::move(f));
+    if (auto f = core::inbox_ids_shared(inbox.ids_under_several_consumers())) {
+      request.placement_findings.push_back(std::move(*f));
     }
   }
 }

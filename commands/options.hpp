@@ -1,10 +1,6 @@
 #pragma once
 
 #include "commands/context.hpp"
-#include "connectors/file/kcat_file.hpp"
-#include "connectors/kafka/kafka.hpp"
-#include "connectors/postgres/inbox_store.hpp"
-#include "connectors/redis/redis.hpp"
 #include "core/audit_analyzer.hpp"
 #include "core/identify.hpp"
 #include "core/replay.hpp"
@@ -81,46 +77,7 @@ void add_identity_options(CLI::App& app, IdentityOptions& options);
 // Parses the identity flags; throws UsageError naming the flag.
 core::IdentifyOptions parse_identity(const IdentityOptions& options);
 
-connectors::kafka::KafkaSettings kafka_settings(const Context& context);
-// A redis:// store's settings with --timeout and the stop flag.
-connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context);
-// A postgres:// store's settings: the inbox schema flags, --consumer, --timeout and the stop flag.
-connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
-                                                   const std::string& consumer, const Context& context);
-
-// An opened source with the ranges it will read.
-struct OpenedSource {
-  std::unique_ptr<core::EventSource> source;
-  connectors::file::KcatFileSource* file = nullptr; // set for --input sources
-  core::SourceInfo info;
-  // Set (and `source` null) when the brokers could not be reached while resolving the range.
-  std::optional<std::string> failure;
-};
-
-// Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens
-// the kcat dump. Brokers that cannot be reached are reported in `failure`, not thrown, so that the
-// command can still write its incomplete report.
-// With `resume` (a replay's checkpoint), each Kafka partition is read from its checkpointed offset
-// instead of the range's start.
-OpenedSource open_source(const SourceOptions& options, const Context& context,
-                         const std::optional<std::string>& seek = std::nullopt,
-                         const core::Checkpoint* resume = nullptr);
-
-// Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
-void note_ranges(const core::SourceInfo& info, const Context& context);
-
-// The report of a run that could not reach its systems before reading anything: exit 3.
-reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
-                                   const Context& context);
-
-// The end every command shares: counts skipped input lines, clears the progress line, says the
-// error on stderr, writes the report in --format and returns its exit code.
-int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format, const Context& context);
-
 // --format, refusing before anything is contacted a format no command renders yet (html).
 reports::Format parse_output_format(const Context& context);
-
-// Renders the report to --output (or stdout) in --format.
-void write_report(const reports::Report& report, reports::Format format, const Context& context);
 
 } // namespace dedupctl::commands

@@ -2,9 +2,11 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
-#include "connectors/file/output.hpp"
+#include "commands/settings.hpp"
+#include "commands/source.hpp"
+#include "commands/delivery.hpp"
+#include "connectors/file/replay_files.hpp"
 #include "connectors/file/replay_sink.hpp"
-#include "connectors/file/text.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
@@ -17,7 +19,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 #include <unistd.h>
 
@@ -58,56 +59,6 @@ SinkSpec parse_sink(const std::string& text) {
     return {SinkSpec::Kind::File, text.substr(5)};
   }
   throw UsageError(fmt::format("--sink {}: expected kafka:TOPIC or file:PATH", text));
-}
-
-// Appends the decisions as NDJSON; flushed after each batch, before its checkpoint.
-class DecisionLog {
-public:
-  explicit DecisionLog(const std::string& path) {
-    if (!path.empty()) {
-      m_file = std::fopen(path.c_str(), "a");
-      if (!m_file) {
-        throw UsageError(fmt::format("cannot open --decisions {}: {}", path, std::strerror(errno)));
-      }
-    }
-  }
-  ~DecisionLog() {
-    if (m_file) {
-      std::fclose(m_file);
-    }
-  }
-  DecisionLog(const DecisionLog&) = delete;
-  DecisionLog& operator=(const DecisionLog&) = delete;
-  bool open() const { return m_file != nullptr; }
-  void write(const core::DecisionRecord& record) {
-    std::string line = core::format_decision(record);
-    line += '\n';
-    std::fwrite(line.data(), 1, line.size(), m_file);
-  }
-  void flush() { std::fflush(m_file); }
-
-private:
-  std::FILE* m_file = nullptr;
-};
-
-std::optional<core::Checkpoint> read_checkpoint(const std::string& path) {
-  if (path.empty() || !std::filesystem::exists(path)) {
-    return std::nullopt;
-  }
-  std::string text = connectors::file::read_text_file(path, "--checkpoint");
-  core::Checkpoint checkpoint;
-  std::string error;
-  if (!core::parse_checkpoint(text, checkpoint, error)) {
-    throw UsageError(fmt::format("--checkpoint {}: {}; remove it to start over", path, error));
-  }
-  return checkpoint;
-}
-
-void write_checkpoint(const std::string& path, const core::Checkpoint& checkpoint) {
-  connectors::file::ReportOutput out(path);
-  std::string text = core::format_checkpoint(checkpoint);
-  std::fwrite(text.data(), 1, text.size(), out.stream());
-  out.commit();
 }
 
 int run(const ReplayOptions& options, Context& context) {
@@ -167,7 +118,7 @@ int run(const ReplayOptions& options, Context& context) {
     throw UsageError("--batch must be at least 1");
   }
   request.batch_size = options.batch;
-  request.checkpoint = read_checkpoint(options.checkpoint);
+  request.checkpoint = connectors::file::read_checkpoint(options.checkpoint);
   std::string sink_name = sink_spec.kind == SinkSpec::Kind::Kafka  ? "kafka:" + sink_spec.target
                           : sink_spec.kind == SinkSpec::Kind::File ? "file:" + sink_spec.target
                                                                    : "";
@@ -184,7 +135,7 @@ int run(const ReplayOptions& options, Context& context) {
   request.placement.key_template = request.key_template.text();
   request.placement.consumer = request.consumer;
   request.placement.ttl = placement.audit.ttl;
-  DecisionLog decisions(options.decisions);
+  connectors::file::DecisionLog decisions(options.decisions);
 
   OpenedSource opened =
       open_source(options.source, context, std::nullopt, request.checkpoint ? &*request.checkpoint : nullptr);
@@ -231,7 +182,7 @@ int run(const ReplayOptions& options, Context& context) {
     context.note(fmt::format("resuming run {} from {}", request.run_id, options.checkpoint));
   }
   if (options.execute && !options.checkpoint.empty()) {
-    request.save_checkpoint = [&](const core::Checkpoint& c) { write_checkpoint(options.checkpoint, c); };
+    request.save_checkpoint = [&](const core::Checkpoint& c) { connectors::file::write_checkpoint(options.checkpoint, c); };
   }
   if (decisions.open()) {
     request.decide = [&](const core::DecisionRecord& d) { decisions.write(d); };

@@ -1,5 +1,6 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "commands/settings.hpp"
 #include "connectors/file/output.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"

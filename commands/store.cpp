@@ -1,4 +1,5 @@
 #include "commands/store.hpp"
+#include "commands/settings.hpp"
 
 #include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/snapshot_store.hpp"

@@ -3,6 +3,8 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/store.hpp"
+#include "commands/source.hpp"
+#include "commands/delivery.hpp"
 #include "connectors/file/text.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"

@@ -1,5 +1,6 @@
 #include "core/check_rules.hpp"
 
+#include "core/inbox_rules.hpp"
 #include "core/key_template.hpp"
 #include "core/time.hpp"
 #include "core/ttl.hpp"
@@ -149,13 +150,9 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
             "Declare the TTL of the consumer's SET call.");
       }
       if (facts->inbox_unique && !*facts->inbox_unique) {
-        add(consumer, "inbox_table", "inbox-without-unique-constraint", Severity::Error,
-            fmt::format("the inbox {} has no primary key or unique index over {}{}", consumer.inbox_table,
-                        consumer.inbox_consumer_column.empty() ? "" : "(" + consumer.inbox_consumer_column + ", ",
-                        consumer.inbox_consumer_column.empty() ? consumer.inbox_id_column
-                                                               : consumer.inbox_id_column + ")"),
-            "Without one, two deliveries of an event both insert their row and both apply the change. Add a unique "
-            "constraint and write the row with INSERT ... ON CONFLICT DO NOTHING in the business transaction.");
+        auto f = inbox_without_unique_constraint(consumer.inbox_table, consumer.inbox_id_column,
+                                                 consumer.inbox_consumer_column);
+        add(consumer, "inbox_table", std::move(f.id), f.severity, std::move(f.title), std::move(f.advice));
       }
     }
   }

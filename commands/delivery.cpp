@@ -1,0 +1,46 @@
+#include "commands/delivery.hpp"
+
+#include "connectors/file/output.hpp"
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
+                                   const Context& context) {
+  reports::Report report;
+  report.command = command;
+  report.generated_at_ms = context.now_ms();
+  report.complete = false;
+  report.error = error;
+  report.exit_code = k_exit_unreachable;
+  report.fail_on = context.global.fail_on;
+  report.source = info;
+  return report;
+}
+
+int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format,
+                   const Context& context) {
+  if (opened.file && report.source) {
+    report.source->invalid_lines = opened.file->invalid_lines();
+  }
+  if (context.progress) {
+    context.progress("");
+  }
+  if (report.error) {
+    context.note(fmt::format("error: {}", *report.error));
+  }
+  write_report(report, format, context);
+  return report.exit_code;
+}
+
+void write_report(const reports::Report& report, reports::Format format, const Context& context) {
+  connectors::file::ReportOutput output(context.global.output);
+  reports::RenderOptions render_options;
+  render_options.color = !context.global.no_color && output.is_terminal();
+  reports::render(report, format, output.stream(), render_options);
+  output.commit();
+}
+
+} // namespace dedupctl::commands

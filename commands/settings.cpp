@@ -1,0 +1,49 @@
+#include "commands/settings.hpp"
+
+#include "core/errors.hpp"
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context) {
+  connectors::redis::RedisSettings settings;
+  settings.uri = uri;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.stop = &context.stop;
+  return settings;
+}
+
+connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
+                                                   const std::string& consumer, const Context& context) {
+  connectors::postgres::InboxSettings settings;
+  settings.conninfo = uri.conninfo;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.schema = connectors::postgres::InboxSchema{inbox.table, inbox.id_column, inbox.consumer_column,
+                                                      inbox.time_column, inbox.status_column};
+  settings.consumer = consumer;
+  settings.stop = &context.stop;
+  return settings;
+}
+
+connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
+  connectors::kafka::KafkaSettings settings;
+  settings.bootstrap = context.global.bootstrap;
+  for (const auto& property : context.global.properties) {
+    auto eq = property.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(fmt::format("invalid -X '{}': expected prop=value", property));
+    }
+    settings.properties.emplace_back(property.substr(0, eq), property.substr(eq + 1));
+  }
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  if (settings.timeout_ms <= 0) {
+    throw UsageError("invalid --timeout: it must be longer than 0");
+  }
+  settings.verbosity = context.global.verbose;
+  settings.stop = &context.stop;
+  return settings;
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,135 @@
+#include "commands/source.hpp"
+
+#include "commands/settings.hpp"
+#include "core/errors.hpp"
+#include "core/offset_spec.hpp"
+#include "core/time.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace dedupctl::commands {
+
+namespace {
+
+connectors::kafka::TopicRequest parse_topic(const std::string& text) {
+  connectors::kafka::TopicRequest request;
+  auto colon = text.find(':');
+  request.topic = text.substr(0, colon);
+  if (request.topic.empty()) {
+    throw UsageError(fmt::format("invalid --topic '{}': expected T or T:0,1,5", text));
+  }
+  if (colon == std::string::npos) {
+    return request;
+  }
+  std::string_view rest(text);
+  rest.remove_prefix(colon + 1);
+  while (true) {
+    auto comma = rest.find(',');
+    auto item = rest.substr(0, comma);
+    std::int32_t partition = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), partition);
+    if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size() || partition < 0) {
+      throw UsageError(fmt::format("invalid --topic '{}': '{}' is not a partition number", text, item));
+    }
+    request.partitions.push_back(partition);
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(comma + 1);
+  }
+  return request;
+}
+
+} // namespace
+
+OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek,
+                         const core::Checkpoint* resume) {
+  auto from = core::parse_offset_spec(options.from, "--from");
+  auto to = core::parse_offset_spec(options.to, "--to");
+  std::int64_t now = context.now_ms();
+  OpenedSource opened;
+  if (!options.input.empty()) {
+    if (!options.topics.empty()) {
+      throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
+    }
+    auto plan = core::plan_without_broker(from, to, now);
+    auto file =
+        std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
+    opened.file = file.get();
+    opened.source = std::move(file);
+    opened.info.kind = "file";
+    opened.info.path = options.input == "-" ? "<stdin>" : options.input;
+    if (!options.group.empty()) {
+      opened.info.group = options.group;
+    }
+    return opened;
+  }
+  if (options.topics.empty()) {
+    throw UsageError("no events to read: give --topic T (with --bootstrap-server) or --input FILE");
+  }
+  auto settings = kafka_settings(context);
+  connectors::kafka::RangeRequest request;
+  for (const auto& topic : options.topics) {
+    request.topics.push_back(parse_topic(topic));
+  }
+  request.from = from;
+  request.to = to;
+  if (!options.group.empty()) {
+    request.group = options.group;
+  }
+  if (seek) {
+    request.seek = core::parse_offset_spec(*seek, "--seek");
+  }
+  request.now_ms = now;
+  if (!request.group) {
+    // Refuse `committed` before contacting anyone.
+    for (const auto* spec : {&request.from, &request.to}) {
+      if (spec->kind == core::SpecKind::Committed) {
+        throw UsageError(
+            fmt::format("'{}' needs --group: the committed offset belongs to a consumer group", spec->text));
+      }
+    }
+  }
+  try {
+    auto resolved = connectors::kafka::resolve_range(settings, request);
+    opened.info = resolved.info;
+    if (resume) {
+      for (auto& plan : resolved.plans) {
+        if (auto next = resume->next_offset(plan.topic, plan.partition); next && *next > plan.start) {
+          plan.start = std::min(*next, plan.end);
+        }
+      }
+    }
+    opened.source = connectors::kafka::open_reader(settings, std::move(resolved.plans));
+  } catch (const UnreachableError& e) {
+    opened.failure = e.what();
+    opened.info.kind = "kafka";
+    opened.info.bootstrap = settings.bootstrap;
+    opened.info.group = request.group;
+    for (const auto& topic : request.topics) {
+      opened.info.topics.push_back(topic.topic);
+    }
+  }
+  return opened;
+}
+
+void note_ranges(const core::SourceInfo& info, const Context& context) {
+  if (context.global.quiet > 0 || info.kind != "kafka") {
+    return;
+  }
+  for (const auto& range : info.partitions) {
+    std::string extra;
+    if (range.from_timestamp) {
+      extra = fmt::format(", from the first event at or after {}", core::format_time(*range.from_timestamp));
+    }
+    if (range.committed) {
+      extra += fmt::format(", committed {}", *range.committed);
+    }
+    context.note(fmt::format("{}[{}] {}..{} (log {}..{}{})", range.topic, range.partition, range.from, range.to,
+                             range.log_start.value_or(0), range.log_end.value_or(0), extra));
+  }
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,37 @@
+#pragma once
+
+// Opening the events a command reads: a Kafka range (resumed at a replay's checkpoint) or a kcat dump.
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "connectors/file/kcat_file.hpp"
+#include "core/replay.hpp"
+#include "core/source_info.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dedupctl::commands {
+
+// An opened source with the ranges it will read.
+struct OpenedSource {
+  std::unique_ptr<core::EventSource> source;
+  connectors::file::KcatFileSource* file = nullptr; // set for --input sources
+  core::SourceInfo info;
+  // Set (and `source` null) when the brokers could not be reached while resolving the range.
+  std::optional<std::string> failure;
+};
+
+// Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens
+// the kcat dump. Brokers that cannot be reached are reported in `failure`, not thrown, so that the
+// command can still write its incomplete report.
+// With `resume` (a replay's checkpoint), each Kafka partition is read from its checkpointed offset
+// instead of the range's start.
+OpenedSource open_source(const SourceOptions& options, const Context& context,
+                         const std::optional<std::string>& seek = std::nullopt,
+                         const core::Checkpoint* resume = nullptr);
+
+// Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
+void note_ranges(const core::SourceInfo& info, const Context& context);
+
+} // namespace dedupctl::commands

@@ -1,0 +1,40 @@
+#pragma once
+
+#include "core/replay.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+// The files a replay keeps beside its sink: the checkpoint it resumes from, and the log of its
+// decisions.
+namespace dedupctl::connectors::file {
+
+// The checkpoint at `path`; nullopt when none is given or the file does not exist yet (a fresh
+// run). Throws UsageError naming the file when it cannot be read or parsed.
+std::optional<core::Checkpoint> read_checkpoint(const std::string& path);
+
+// Writes the checkpoint whole or not at all (a temporary sibling renamed into place).
+void write_checkpoint(const std::string& path, const core::Checkpoint& checkpoint);
+
+// Appends the decisions as NDJSON (--decisions); flushed after each batch, before its checkpoint.
+// Without a path it writes nothing.
+class DecisionLog {
+public:
+  // Throws UsageError when the file cannot be opened for appending.
+  explicit DecisionLog(const std::string& path);
+  ~DecisionLog();
+  DecisionLog(const DecisionLog&) = delete;
+  DecisionLog& operator=(const DecisionLog&) = delete;
+
+  bool open() const { return m_file != nullptr; }
+  void write(const core::DecisionRecord& record);
+  // Throws UnreachableError naming the file when a write failed (a full disk).
+  void flush();
+
+private:
+  std::string m_path;
+  std::FILE* m_file = nullptr;
+};
+
+} // namespace dedupctl::connectors::file
