@@ -28,43 +28,68 @@ core::RetentionDecision decide_retention(const core::Span& flag, const std::vect
   return {core::Span::unknown(), core::RetentionSource::Unknown};
 }
 
-reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
-                          core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "audit";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
+namespace {
 
-  core::IdentifyOptions identify = request.identify;
-  identify.extra = request.audit.key_template.fields();
-  std::int64_t audit_events = 0;
-  core::LogAnalyzerOptions log_options = request.analyzer;
-  log_options.max_examples = request.max_examples;
-  log_options.id_specs = core::to_string(request.identify.id);
-  core::AuditOptions audit_options = request.audit;
-  audit_options.policy.now_ms = now_ms;
-  audit_options.max_examples = request.max_examples;
+// The analyzers' options for this run: its time, window label and expected size.
+core::AuditOptions audit_options_for(const AuditRequest& request, const core::SourceInfo& info, std::int64_t now_ms) {
+  core::AuditOptions options = request.audit;
+  options.policy.now_ms = now_ms;
+  options.max_examples = request.max_examples;
   // A file source's partitions are not known up front: its window is everything read.
-  audit_options.default_window = info.partitions.empty();
-  audit_options.window_label = request.has_seek ? "[seek, committed)" : "[from, to)";
+  options.default_window = info.partitions.empty();
+  options.window_label = request.has_seek ? "[seek, committed)" : "[from, to)";
   if (auto expected = expected_events(info)) {
-    log_options.expected_events = expected;
-    audit_options.expected_events = expected;
+    options.expected_events = expected;
   }
-  core::LogAnalyzer log(log_options);
-  core::AuditAnalyzer audit(audit_options);
-  for (const auto& range : info.partitions) {
-    core::WindowBounds window{range.from, range.to};
-    if (request.has_seek && range.seek) {
-      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to)};
+  return options;
+}
+
+// Lookups overlap consumption: while the store looks batch N up on a worker thread, the main thread
+// reads and identifies batch N+1. Each of the two slots owns its batch, identities (and the
+// identifier whose arena they live in), keys and states; events are observed in order, and the
+// store is used by one thread at a time.
+class AuditReader {
+public:
+  AuditReader(const AuditRequest& request, const core::AuditOptions& options, core::DedupStore& store,
+              core::LogAnalyzer& log, core::AuditAnalyzer& audit)
+      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit) {
+    core::IdentifyOptions identify = request.identify;
+    identify.extra = options.key_template.fields();
+    for (auto& slot : m_slots) {
+      slot.identifier = std::make_unique<core::Identifier>(identify);
     }
-    audit.set_partition(range.topic, range.partition, range.committed, window);
+  }
+  // A failure may leave a lookup running: it is waited for before the slots go.
+  ~AuditReader() {
+    for (auto& slot : m_slots) {
+      if (slot.lookup.valid()) {
+        slot.lookup.wait();
+      }
+    }
+  }
+  AuditReader(const AuditReader&) = delete;
+  AuditReader& operator=(const AuditReader&) = delete;
+
+  // Reads the whole source; throws what the source or the store threw.
+  void read(core::EventSource& source) {
+    std::size_t current = 0;
+    while (source.next_batch(m_slots[current].batch)) {
+      Slot& slot = m_slots[current];
+      prepare(slot);
+      Slot& previous = m_slots[1 - current];
+      if (previous.lookup.valid()) {
+        observe(previous);
+      }
+      slot.lookup = std::async(std::launch::async, [this, &slot] { m_store.lookup(slot.keys, slot.states); });
+      current = 1 - current;
+    }
+    Slot& last = m_slots[1 - current];
+    if (last.lookup.valid()) {
+      observe(last);
+    }
   }
 
-  // Lookups overlap consumption: while the store looks batch N up on a worker thread, the main
-  // thread reads and identifies batch N+1. Each of the two slots owns its batch, identities (and the
-  // identifier whose arena they live in), keys and states; events are observed in order, and the
-  // store is used by one thread at a time.
+private:
   struct Slot {
     core::EventBatch batch;
     std::unique_ptr<core::Identifier> identifier;
@@ -74,59 +99,77 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     std::vector<core::RecordState> states;
     std::future<void> lookup;
   };
-  std::array<Slot, 2> slots;
-  for (auto& slot : slots) {
-    slot.identifier = std::make_unique<core::Identifier>(identify);
+
+  // Identifies the batch, feeds the log analyzer and renders each event's dedup key.
+  void prepare(Slot& slot) {
+    slot.identifier->identify(slot.batch, slot.identities);
+    m_log.observe(slot.batch.events, slot.identities);
+    slot.keys.clear();
+    slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
+    for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
+      const auto& identity = slot.identities[i];
+      if (!identity.has_id) {
+        continue;
+      }
+      core::render_event_key(m_options.key_template, slot.batch.events[i], identity, m_request.consumer, m_rendered);
+      slot.key_of[i] = slot.keys.size();
+      slot.keys.push_back(m_rendered);
+    }
   }
-  std::string rendered;
-  static const core::RecordState k_no_record{};
-  auto observe = [&](Slot& slot) {
-    slot.lookup.get(); // rethrows what the lookup threw
+
+  // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
+  void observe(Slot& slot) {
+    static const core::RecordState k_no_record{};
+    slot.lookup.get();
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = slot.key_of[i] != SIZE_MAX;
-      audit.observe(slot.batch.events[i], slot.identities[i],
-                    has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{},
-                    has_key ? slot.states[slot.key_of[i]] : k_no_record);
+      m_audit.observe(slot.batch.events[i], slot.identities[i],
+                      has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{},
+                      has_key ? slot.states[slot.key_of[i]] : k_no_record);
     }
-    if (request.progress) {
-      request.progress(audit_events += static_cast<std::int64_t>(slot.batch.events.size()));
+    if (m_request.progress) {
+      m_request.progress(m_events += static_cast<std::int64_t>(slot.batch.events.size()));
     }
-  };
-  incomplete_on_failure(report, [&] {
-    std::size_t current = 0;
-    while (source.next_batch(slots[current].batch)) {
-      Slot& slot = slots[current];
-      slot.identifier->identify(slot.batch, slot.identities);
-      log.observe(slot.batch.events, slot.identities);
-      slot.keys.clear();
-      slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
-      for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
-        const auto& event = slot.batch.events[i];
-        const auto& identity = slot.identities[i];
-        if (!identity.has_id) {
-          continue;
-        }
-        core::render_event_key(audit_options.key_template, event, identity, request.consumer, rendered);
-        slot.key_of[i] = slot.keys.size();
-        slot.keys.push_back(rendered);
-      }
-      Slot& previous = slots[1 - current];
-      if (previous.lookup.valid()) {
-        observe(previous);
-      }
-      slot.lookup = std::async(std::launch::async, [&store, &slot] { store.lookup(slot.keys, slot.states); });
-      current = 1 - current;
+  }
+
+  const AuditRequest& m_request;
+  const core::AuditOptions& m_options;
+  core::DedupStore& m_store;
+  core::LogAnalyzer& m_log;
+  core::AuditAnalyzer& m_audit;
+  std::array<Slot, 2> m_slots;
+  std::string m_rendered;
+  std::int64_t m_events = 0;
+};
+
+} // namespace
+
+reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "audit";
+  report.generated_at_ms = now_ms;
+  report.fail_on = request.fail_on_text;
+
+  core::LogAnalyzerOptions log_options = request.analyzer;
+  log_options.max_examples = request.max_examples;
+  log_options.id_specs = core::to_string(request.identify.id);
+  if (auto expected = expected_events(info)) {
+    log_options.expected_events = expected;
+  }
+  core::AuditOptions audit_options = audit_options_for(request, info, now_ms);
+  core::LogAnalyzer log(log_options);
+  core::AuditAnalyzer audit(audit_options);
+  for (const auto& range : info.partitions) {
+    core::WindowBounds window{range.from, range.to};
+    if (request.has_seek && range.seek) {
+      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to)};
     }
-    Slot& last = slots[1 - current];
-    if (last.lookup.valid()) {
-      observe(last);
-    }
-  });
-  // A failure may leave a lookup running: wait for it before the slots go.
-  for (auto& slot : slots) {
-    if (slot.lookup.valid()) {
-      slot.lookup.wait();
-    }
+    audit.set_partition(range.topic, range.partition, range.committed, window);
+  }
+  {
+    AuditReader reader(request, audit_options, store, log, audit);
+    incomplete_on_failure(report, [&] { reader.read(source); });
   }
 
   core::AuditResult result = audit.finish();

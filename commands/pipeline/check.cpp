@@ -9,8 +9,6 @@
 
 namespace dedupctl::commands {
 
-namespace {} // namespace
-
 std::string key_pattern(const core::ConsumerDeclaration& consumer) {
   std::string pattern;
   for (char c : consumer.key_template) {
@@ -25,6 +23,124 @@ std::string key_pattern(const core::ConsumerDeclaration& consumer) {
   return pattern + "*";
 }
 
+namespace {
+
+// Asks the live systems for the facts the check rules need, consumer by consumer; what cannot be
+// asked becomes a check-unavailable finding, and what the schema contradicts an
+// inbox-schema-mismatch.
+class LiveChecks {
+public:
+  LiveChecks(LiveInspector& live, const std::string& file) : m_live(live), m_file(file) {}
+
+  void check(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
+    bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres;
+    if (durable && !consumer.retention && !consumer.topic.empty()) {
+      retention(consumer, fact);
+    }
+    if (!durable) {
+      return;
+    }
+    if (consumer.store.empty()) {
+      unavailable(consumer, "placement", fmt::format("the {} placement", core::to_string(consumer.placement)),
+                  "no store is declared");
+      return;
+    }
+    ++attempted;
+    try {
+      if (consumer.placement == core::Placement::Redis) {
+        redis(consumer, fact);
+      } else {
+        inbox(consumer, fact);
+      }
+    } catch (const UnreachableError& e) {
+      ++failed;
+      unavailable(consumer, "store", fmt::format("the {} store", core::to_string(consumer.placement)), e.what());
+    }
+  }
+
+  int attempted = 0;
+  int failed = 0;
+  std::vector<core::Finding> findings;
+
+private:
+  void retention(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
+    ++attempted;
+    std::string what = fmt::format("the retention of topic '{}'", consumer.topic);
+    try {
+      auto configs = m_live.topic_retention(consumer.topic);
+      auto span = configs ? core::retention_from_configs(*configs) : core::Span::unknown();
+      if (span.known()) {
+        fact.retention = span;
+        return;
+      }
+      ++failed;
+      unavailable(consumer, "topic", what, "the broker did not answer DescribeConfigs");
+    } catch (const UnreachableError& e) {
+      ++failed;
+      unavailable(consumer, "topic", what, e.what());
+    }
+  }
+
+  void redis(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
+    auto redis = m_live.redis(consumer);
+    fact.maxmemory_policy = redis.maxmemory_policy;
+    fact.persistence = redis.persistence;
+    fact.sampled_keys = redis.sampled_keys;
+    fact.sampled_without_expiry = redis.sampled_without_expiry;
+    fact.sampled_max_pttl_ms = redis.max_pttl_ms;
+  }
+
+  // The table and the declared columns must exist before its constraint means anything.
+  void inbox(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
+    auto inbox = m_live.inbox(consumer);
+    if (!inbox.table_exists) {
+      mismatch(consumer, "inbox_table", fmt::format("the inbox table {} does not exist", consumer.inbox_table),
+               "Check inbox_table (schema-qualified if needed) against the consumer's database.");
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> named{{"inbox_id_column", consumer.inbox_id_column},
+                                                           {"inbox_consumer_column", consumer.inbox_consumer_column},
+                                                           {"inbox_time_column", consumer.inbox_time_column},
+                                                           {"inbox_status_column", consumer.inbox_status_column}};
+    std::string existing;
+    for (const auto& c : inbox.columns) {
+      existing += (existing.empty() ? "" : ", ") + c;
+    }
+    bool columns_ok = true;
+    for (const auto& [field, column] : named) {
+      if (column.empty() || std::find(inbox.columns.begin(), inbox.columns.end(), column) != inbox.columns.end()) {
+        continue;
+      }
+      columns_ok = false;
+      mismatch(consumer, field,
+               fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table, column, existing),
+               fmt::format("Set {} to the column the consumer writes.", field));
+    }
+    if (columns_ok) {
+      fact.inbox_unique = inbox.unique_over_id;
+    }
+  }
+
+  void mismatch(const core::ConsumerDeclaration& consumer, const std::string& field, std::string title,
+                std::string advice) {
+    findings.push_back(core::consumer_finding(consumer, m_file, field, "inbox-schema-mismatch", core::Severity::Error,
+                                              std::move(title), std::move(advice)));
+  }
+
+  void unavailable(const core::ConsumerDeclaration& consumer, const std::string& field, const std::string& what,
+                   const std::string& why) {
+    findings.push_back(core::consumer_finding(
+        consumer, m_file, field, "check-unavailable", core::Severity::Warning,
+        fmt::format("{} could not be checked: {}", what, why),
+        "Run again where the system can be reached, or declare the value to check it statically."));
+  }
+
+  LiveInspector& m_live;
+  const std::string& m_file;
+};
+
+} // namespace
+
 reports::Report run_check(const core::Declarations& declarations, const std::string& file, LiveInspector* live,
                           const core::FailOn& fail_on, const std::string& fail_on_text, std::int64_t now_ms) {
   reports::Report report;
@@ -32,102 +148,25 @@ reports::Report run_check(const core::Declarations& declarations, const std::str
   report.generated_at_ms = now_ms;
   report.fail_on = fail_on_text;
   std::map<std::string, core::LiveFacts> facts;
-  std::vector<core::Finding> extra;
-  int attempted = 0;
-  int failed = 0;
-  auto unavailable = [&](const core::ConsumerDeclaration& consumer, const std::string& field, const std::string& what,
-                         const std::string& why) {
-    extra.push_back(core::consumer_finding(
-        consumer, file, field, "check-unavailable", core::Severity::Warning,
-        fmt::format("{} could not be checked: {}", what, why),
-        "Run again where the system can be reached, or declare the value to check it statically."));
-  };
+  std::optional<LiveChecks> checks;
   if (live) {
+    checks.emplace(*live, file);
     for (const auto& consumer : declarations.consumers) {
-      auto& fact = facts[consumer.name];
-      bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres;
-      if (durable && !consumer.retention && !consumer.topic.empty()) {
-        ++attempted;
-        try {
-          auto configs = live->topic_retention(consumer.topic);
-          auto span = configs ? core::retention_from_configs(*configs) : core::Span::unknown();
-          if (span.known()) {
-            fact.retention = span;
-          } else {
-            ++failed;
-            unavailable(consumer, "topic", fmt::format("the retention of topic '{}'", consumer.topic),
-                        "the broker did not answer DescribeConfigs");
-          }
-        } catch (const UnreachableError& e) {
-          ++failed;
-          unavailable(consumer, "topic", fmt::format("the retention of topic '{}'", consumer.topic), e.what());
-        }
-      }
-      if (!durable) {
-        continue;
-      }
-      if (consumer.store.empty()) {
-        unavailable(consumer, "placement", fmt::format("the {} placement", core::to_string(consumer.placement)),
-                    "no store is declared");
-        continue;
-      }
-      ++attempted;
-      try {
-        if (consumer.placement == core::Placement::Redis) {
-          auto redis = live->redis(consumer);
-          fact.maxmemory_policy = redis.maxmemory_policy;
-          fact.persistence = redis.persistence;
-          fact.sampled_keys = redis.sampled_keys;
-          fact.sampled_without_expiry = redis.sampled_without_expiry;
-          fact.sampled_max_pttl_ms = redis.max_pttl_ms;
-        } else {
-          auto inbox = live->inbox(consumer);
-          if (!inbox.table_exists) {
-            extra.push_back(core::consumer_finding(
-                consumer, file, "inbox_table", "inbox-schema-mismatch", core::Severity::Error,
-                fmt::format("the inbox table {} does not exist", consumer.inbox_table),
-                "Check inbox_table (schema-qualified if needed) against the consumer's database."));
-            continue;
-          }
-          std::vector<std::pair<std::string, std::string>> named{
-              {"inbox_id_column", consumer.inbox_id_column},
-              {"inbox_consumer_column", consumer.inbox_consumer_column},
-              {"inbox_time_column", consumer.inbox_time_column},
-              {"inbox_status_column", consumer.inbox_status_column}};
-          bool columns_ok = true;
-          for (const auto& [field, column] : named) {
-            if (column.empty() ||
-                std::find(inbox.columns.begin(), inbox.columns.end(), column) != inbox.columns.end()) {
-              continue;
-            }
-            columns_ok = false;
-            std::string existing;
-            for (const auto& c : inbox.columns) {
-              existing += (existing.empty() ? "" : ", ") + c;
-            }
-            extra.push_back(core::consumer_finding(
-                consumer, file, field, "inbox-schema-mismatch", core::Severity::Error,
-                fmt::format("the inbox {} has no column {} (it has {})", consumer.inbox_table, column, existing),
-                fmt::format("Set {} to the column the consumer writes.", field)));
-          }
-          if (columns_ok) {
-            fact.inbox_unique = inbox.unique_over_id;
-          }
-        }
-      } catch (const UnreachableError& e) {
-        ++failed;
-        unavailable(consumer, "store", fmt::format("the {} store", core::to_string(consumer.placement)), e.what());
-      }
+      checks->check(consumer, facts[consumer.name]);
     }
   }
   report.findings = core::check_consumers(declarations.consumers, file, facts);
-  for (auto& finding : extra) {
-    report.findings.push_back(std::move(finding));
+  if (checks) {
+    for (auto& finding : checks->findings) {
+      report.findings.push_back(std::move(finding));
+    }
   }
   core::sort_findings(report.findings);
   for (const auto& consumer : declarations.consumers) {
     report.subjects.push_back(consumer.name);
   }
+  int attempted = checks ? checks->attempted : 0;
+  int failed = checks ? checks->failed : 0;
   report.summary = {{"consumers", static_cast<std::int64_t>(declarations.consumers.size())},
                     {"live_checks", attempted},
                     {"live_checks_failed", failed}};

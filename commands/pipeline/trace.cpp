@@ -47,171 +47,9 @@ constexpr VerdictFinding k_verdict_findings[] = {
     {"not-found", core::Severity::Info, "Check the id (see the notes), the range (--from/--to) and --id."},
 };
 
-} // namespace
-
-reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
-                          core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "trace";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
-  report.placement = request.placement;
-  core::TracePolicy policy;
-  policy.now_ms = now_ms;
-  policy.ttl = request.placement.ttl.span;
-  policy.in_progress_values = request.in_progress_values;
-  core::CoveragePolicy coverage; // how long a record has left: its pttl, or an inbox row's retention
-  coverage.now_ms = now_ms;
-  coverage.ttl = policy.ttl;
-
-  std::vector<core::Trace> traces(request.ids.size());
-  std::unordered_map<std::string, std::vector<std::size_t>> wanted; // id (and its trimmed form) → traces
-  for (std::size_t i = 0; i < request.ids.size(); ++i) {
-    traces[i].event_id = request.ids[i];
-    wanted[request.ids[i]].push_back(i);
-    std::string t = trimmed(request.ids[i]);
-    if (t != request.ids[i] && !t.empty()) {
-      wanted[t].push_back(i);
-    }
-  }
-  // Ids in the log that start with a requested id (a truncated paste), a few per id; only asked for
-  // a handful of ids, since every event id is compared with each.
-  constexpr std::size_t k_prefix_ids = 64;
-  constexpr std::size_t k_longer_kept = 3;
-  std::vector<std::vector<std::string>> longer(request.ids.size());
-  std::vector<std::string> prefixes;
-  for (const auto& id : request.ids) {
-    prefixes.push_back(trimmed(id));
-  }
-  std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> committed;
-  for (const auto& range : info.partitions) {
-    committed[{range.topic, range.partition}] = range.committed;
-  }
-  bool has_group = info.group.has_value();
-
-  core::IdentifyOptions identify = request.identify;
-  identify.extra = request.key_template.fields();
-  core::Identifier identifier(identify);
-  core::LogAnalyzer log(core::LogAnalyzerOptions{}); // observes nothing: trace adds no log findings
-  std::int64_t events = 0;
-  core::EventBatch batch;
-  std::vector<core::Identity> identities;
-  std::string rendered;
-  std::vector<std::string> keys;
-  std::vector<core::RecordState> states;
-  incomplete_on_failure(report, [&] {
-    while (source.next_batch(batch)) {
-      identifier.identify(batch, identities);
-      events += static_cast<std::int64_t>(batch.events.size());
-      for (std::size_t i = 0; i < batch.events.size(); ++i) {
-        const auto& identity = identities[i];
-        if (!identity.has_id) {
-          continue;
-        }
-        const auto& event = batch.events[i];
-        if (request.ids.size() <= k_prefix_ids) {
-          for (std::size_t r = 0; r < prefixes.size(); ++r) {
-            if (!prefixes[r].empty() && identity.id.size() > prefixes[r].size() &&
-                identity.id.starts_with(prefixes[r]) && longer[r].size() < k_longer_kept &&
-                std::find(longer[r].begin(), longer[r].end(), identity.id) == longer[r].end()) {
-              longer[r].emplace_back(identity.id);
-            }
-          }
-        }
-        auto it = wanted.find(std::string(identity.id));
-        if (it == wanted.end()) {
-          continue;
-        }
-        core::TraceOccurrence o;
-        o.topic = std::string(event.topic);
-        o.partition = event.partition;
-        o.offset = event.offset;
-        o.timestamp_ms = event.timestamp_ms;
-        o.type = std::string(identity.type);
-        o.fingerprint = identity.payload_fingerprint;
-        o.size = event.payload ? static_cast<std::int64_t>(event.payload->size()) : 0;
-        if (has_group) {
-          auto c = committed.find({o.topic, o.partition});
-          o.delivered = c != committed.end() && c->second && event.offset < *c->second;
-        }
-        core::render_event_key(request.key_template, event, identity, request.consumer, rendered);
-        for (std::size_t t : it->second) {
-          traces[t].occurrences.push_back(o);
-          if (std::find(traces[t].dedup_keys.begin(), traces[t].dedup_keys.end(), rendered) ==
-              traces[t].dedup_keys.end()) {
-            traces[t].dedup_keys.push_back(rendered);
-          }
-        }
-      }
-    }
-  });
-  // The records of the first key of every found id, in one lookup.
-  std::vector<std::size_t> looked_up;
-  for (std::size_t t = 0; t < traces.size(); ++t) {
-    if (!traces[t].dedup_keys.empty()) {
-      keys.push_back(traces[t].dedup_keys.front());
-      looked_up.push_back(t);
-    }
-  }
-  if (report.complete) {
-    incomplete_on_failure(report, [&] {
-      if (!keys.empty()) {
-        store.lookup(keys, states);
-      }
-      for (std::size_t k = 0; k < looked_up.size(); ++k) {
-        core::TraceRecord& record = traces[looked_up[k]].record;
-        const auto& state = states[k];
-        record.state = state.kind == core::RecordState::Kind::Present ? core::TraceRecord::State::Present
-                                                                      : core::TraceRecord::State::Absent;
-        if (state.kind != core::RecordState::Kind::Present) {
-          continue;
-        }
-        record.pttl_ms = core::remaining_ms(state, coverage);
-        if (request.inbox) {
-          record.status = std::string(state.value);
-          record.processed_at_ms = state.processed_at_ms;
-        } else {
-          record.value = std::string(state.value);
-        }
-      }
-    });
-  }
-
-  std::map<std::string, core::FindingBuilder> by_verdict;
-  std::int64_t found = 0, occurrences = 0;
-  for (std::size_t t = 0; t < traces.size(); ++t) {
-    auto& trace = traces[t];
-    std::sort(trace.occurrences.begin(), trace.occurrences.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.topic, a.partition, a.offset) < std::tie(b.topic, b.partition, b.offset);
-    });
-    if (trace.occurrences.empty()) {
-      trace.notes = core::id_notes(trace.event_id, longer[t]);
-    } else if (trimmed(trace.event_id) != trace.event_id) {
-      trace.notes = core::id_notes(trace.event_id, {});
-    }
-    if (!report.complete && !trace.occurrences.empty()) {
-      trace.record.state = core::TraceRecord::State::Unknown;
-    }
-    trace.verdict = core::decide_trace(trace, policy);
-    trace.timeline = core::timeline(trace, policy);
-    found += trace.occurrences.empty() ? 0 : 1;
-    occurrences += static_cast<std::int64_t>(trace.occurrences.size());
-    if (trace.verdict.id != "protected") {
-      auto [it, inserted] = by_verdict.try_emplace(trace.verdict.id, request.max_examples);
-      const auto& first = trace.occurrences.empty() ? core::TraceOccurrence{} : trace.occurrences.front();
-      it->second.add(first.partition, [&] {
-        core::Example ex;
-        ex.event_id = trace.event_id;
-        ex.topic = first.topic;
-        ex.partition = first.partition;
-        ex.offset = first.offset;
-        ex.timestamp_ms = trace.occurrences.empty() ? -1 : first.timestamp_ms;
-        ex.dedup_key = trace.dedup_keys.empty() ? "" : trace.dedup_keys.front();
-        ex.note = trace.verdict.text;
-        return ex;
-      });
-    }
-  }
+// One finding per verdict, in k_verdict_findings' order: "N traced ids: VERDICT", or how many
+// ids are not in the range read.
+std::vector<core::Finding> verdict_findings(const std::map<std::string, core::FindingBuilder>& by_verdict) {
   std::vector<core::Finding> findings;
   for (const auto& rule : k_verdict_findings) {
     auto it = by_verdict.find(std::string(rule.id));
@@ -232,18 +70,224 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
       findings.push_back(std::move(*f));
     }
   }
+  return findings;
+}
+
+// Reads the range once and keeps every occurrence of the requested ids, and for ids not found,
+// log ids that start with them (a truncated paste).
+class OccurrenceCollector {
+public:
+  OccurrenceCollector(const TraceRequest& request, const core::SourceInfo& info, std::vector<core::Trace>& traces)
+      : m_request(request), m_traces(traces), m_longer(request.ids.size()), m_has_group(info.group.has_value()) {
+    for (std::size_t i = 0; i < request.ids.size(); ++i) {
+      traces[i].event_id = request.ids[i];
+      m_wanted[request.ids[i]].push_back(i);
+      std::string t = trimmed(request.ids[i]);
+      if (t != request.ids[i] && !t.empty()) {
+        m_wanted[t].push_back(i);
+      }
+      m_prefixes.push_back(t);
+    }
+    for (const auto& range : info.partitions) {
+      m_committed[{range.topic, range.partition}] = range.committed;
+    }
+  }
+
+  void observe(const core::Event& event, const core::Identity& identity) {
+    if (!identity.has_id) {
+      return;
+    }
+    // Only asked for a handful of ids, since every event id is compared with each.
+    if (m_request.ids.size() <= k_prefix_ids) {
+      note_longer(identity.id);
+    }
+    auto it = m_wanted.find(std::string(identity.id));
+    if (it == m_wanted.end()) {
+      return;
+    }
+    core::TraceOccurrence o = occurrence(event, identity);
+    core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
+    for (std::size_t t : it->second) {
+      auto& trace = m_traces[t];
+      trace.occurrences.push_back(o);
+      if (std::find(trace.dedup_keys.begin(), trace.dedup_keys.end(), m_rendered) == trace.dedup_keys.end()) {
+        trace.dedup_keys.push_back(m_rendered);
+      }
+    }
+  }
+
+  // Ids in the log that start with each requested id, a few per id.
+  const std::vector<std::vector<std::string>>& longer() const { return m_longer; }
+
+private:
+  static constexpr std::size_t k_prefix_ids = 64;
+  static constexpr std::size_t k_longer_kept = 3;
+
+  void note_longer(std::string_view id) {
+    for (std::size_t r = 0; r < m_prefixes.size(); ++r) {
+      auto& longer = m_longer[r];
+      if (!m_prefixes[r].empty() && id.size() > m_prefixes[r].size() && id.starts_with(m_prefixes[r]) &&
+          longer.size() < k_longer_kept && std::find(longer.begin(), longer.end(), id) == longer.end()) {
+        longer.emplace_back(id);
+      }
+    }
+  }
+
+  core::TraceOccurrence occurrence(const core::Event& event, const core::Identity& identity) const {
+    core::TraceOccurrence o;
+    o.topic = std::string(event.topic);
+    o.partition = event.partition;
+    o.offset = event.offset;
+    o.timestamp_ms = event.timestamp_ms;
+    o.type = std::string(identity.type);
+    o.fingerprint = identity.payload_fingerprint;
+    o.size = event.payload ? static_cast<std::int64_t>(event.payload->size()) : 0;
+    if (m_has_group) {
+      auto c = m_committed.find({o.topic, o.partition});
+      o.delivered = c != m_committed.end() && c->second && event.offset < *c->second;
+    }
+    return o;
+  }
+
+  const TraceRequest& m_request;
+  std::vector<core::Trace>& m_traces;
+  std::unordered_map<std::string, std::vector<std::size_t>> m_wanted; // id (and its trimmed form) → traces
+  std::vector<std::string> m_prefixes;
+  std::vector<std::vector<std::string>> m_longer;
+  std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> m_committed;
+  bool m_has_group;
+  std::string m_rendered;
+};
+
+// The records of the first key of every found id, in one lookup. An inbox row's value is its
+// status; its remaining TTL is counted from its processed_at.
+void look_up_records(const TraceRequest& request, core::DedupStore& store, const core::CoveragePolicy& coverage,
+                     std::vector<core::Trace>& traces) {
+  std::vector<std::string> keys;
+  std::vector<std::size_t> looked_up;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    if (!traces[t].dedup_keys.empty()) {
+      keys.push_back(traces[t].dedup_keys.front());
+      looked_up.push_back(t);
+    }
+  }
+  std::vector<core::RecordState> states;
+  if (!keys.empty()) {
+    store.lookup(keys, states);
+  }
+  for (std::size_t k = 0; k < looked_up.size(); ++k) {
+    core::TraceRecord& record = traces[looked_up[k]].record;
+    const auto& state = states[k];
+    record.state = state.kind == core::RecordState::Kind::Present ? core::TraceRecord::State::Present
+                                                                  : core::TraceRecord::State::Absent;
+    if (state.kind != core::RecordState::Kind::Present) {
+      continue;
+    }
+    record.pttl_ms = core::remaining_ms(state, coverage);
+    if (request.inbox) {
+      record.status = std::string(state.value);
+      record.processed_at_ms = state.processed_at_ms;
+    } else {
+      record.value = std::string(state.value);
+    }
+  }
+}
+
+// Each trace's notes, verdict and timeline; one finding per verdict other than protected.
+std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
+                                         const std::vector<std::vector<std::string>>& longer,
+                                         const core::TracePolicy& policy, bool complete, std::size_t max_examples) {
+  std::map<std::string, core::FindingBuilder> by_verdict;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    auto& trace = traces[t];
+    std::sort(trace.occurrences.begin(), trace.occurrences.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.topic, a.partition, a.offset) < std::tie(b.topic, b.partition, b.offset);
+    });
+    if (trace.occurrences.empty()) {
+      trace.notes = core::id_notes(trace.event_id, longer[t]);
+    } else if (trimmed(trace.event_id) != trace.event_id) {
+      trace.notes = core::id_notes(trace.event_id, {});
+    }
+    if (!complete && !trace.occurrences.empty()) {
+      trace.record.state = core::TraceRecord::State::Unknown;
+    }
+    trace.verdict = core::decide_trace(trace, policy);
+    trace.timeline = core::timeline(trace, policy);
+    if (trace.verdict.id == "protected") {
+      continue;
+    }
+    auto [it, inserted] = by_verdict.try_emplace(trace.verdict.id, max_examples);
+    const auto& first = trace.occurrences.empty() ? core::TraceOccurrence{} : trace.occurrences.front();
+    it->second.add(first.partition, [&] {
+      core::Example ex;
+      ex.event_id = trace.event_id;
+      ex.topic = first.topic;
+      ex.partition = first.partition;
+      ex.offset = first.offset;
+      ex.timestamp_ms = trace.occurrences.empty() ? -1 : first.timestamp_ms;
+      ex.dedup_key = trace.dedup_keys.empty() ? "" : trace.dedup_keys.front();
+      ex.note = trace.verdict.text;
+      return ex;
+    });
+  }
+  return verdict_findings(by_verdict);
+}
+
+} // namespace
+
+reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
+                          core::SourceInfo info, std::int64_t now_ms) {
+  reports::Report report;
+  report.command = "trace";
+  report.generated_at_ms = now_ms;
+  report.fail_on = request.fail_on_text;
+  report.placement = request.placement;
+  core::TracePolicy policy;
+  policy.now_ms = now_ms;
+  policy.ttl = request.placement.ttl.span;
+  policy.in_progress_values = request.in_progress_values;
+  core::CoveragePolicy coverage; // how long a record has left: its pttl, or an inbox row's retention
+  coverage.now_ms = now_ms;
+  coverage.ttl = policy.ttl;
+
+  std::vector<core::Trace> traces(request.ids.size());
+  OccurrenceCollector collector(request, info, traces);
+  core::IdentifyOptions identify = request.identify;
+  identify.extra = request.key_template.fields();
+  core::Identifier identifier(identify);
+  core::LogAnalyzer log(core::LogAnalyzerOptions{}); // observes nothing: trace adds no log findings
+  std::int64_t events = 0;
+  incomplete_on_failure(report, [&] {
+    core::EventBatch batch;
+    std::vector<core::Identity> identities;
+    while (source.next_batch(batch)) {
+      identifier.identify(batch, identities);
+      events += static_cast<std::int64_t>(batch.events.size());
+      for (std::size_t i = 0; i < batch.events.size(); ++i) {
+        collector.observe(batch.events[i], identities[i]);
+      }
+    }
+  });
+  if (report.complete) {
+    incomplete_on_failure(report, [&] { look_up_records(request, store, coverage, traces); });
+  }
+  auto findings = decide_traces(traces, collector.longer(), policy, report.complete, request.max_examples);
+  std::int64_t found = 0, occurrences = 0;
+  for (const auto& trace : traces) {
+    found += trace.occurrences.empty() ? 0 : 1;
+    occurrences += static_cast<std::int64_t>(trace.occurrences.size());
+  }
   report.summary = {{"events", events},
                     {"ids", static_cast<std::int64_t>(traces.size())},
                     {"found", found},
                     {"not_found", static_cast<std::int64_t>(traces.size()) - found},
                     {"occurrences", occurrences}};
   report.traces = std::move(traces);
-  report.settings = {
-      {"id", core::to_string(request.identify.id)},
-      {"key template", request.key_template.text()},
-      {"ttl", policy.ttl.is_infinite() ? std::string("none") : core::to_text(policy.ttl)},
-      {"now", core::format_time(now_ms)},
-      {"fail on", request.fail_on_text}};
+  report.settings = {{"id", core::to_string(request.identify.id)},
+                     {"key template", request.key_template.text()},
+                     {"ttl", policy.ttl.is_infinite() ? std::string("none") : core::to_text(policy.ttl)},
+                     {"now", core::format_time(now_ms)},
+                     {"fail on", request.fail_on_text}};
   finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,
                 source.positions());
   return report;
