@@ -25,7 +25,7 @@ namespace {
 constexpr std::int64_t k_describe_timeout_ms = 3000;
 
 // The admin path: DescribeConfigs through the Kafka connector.
-class BrokerTopicConfigs final : public TopicConfigs {
+class BrokerTopicConfigs final : public core::TopicConfigs {
 public:
   explicit BrokerTopicConfigs(const Context& context) : m_context(context) {}
   std::optional<core::TopicRetention> retention(const std::string& topic) override {
@@ -47,7 +47,7 @@ struct AuditOptions {
 
 // The inbox's TTL is the cleanup job's retention, counted from processed_at. Its schema and contents
 // add findings of their own.
-void prepare_inbox(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& declared,
+void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared,
                    const AuditOptions& options, AuditRequest& request, std::int64_t now, Context& context) {
   request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
   request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());

@@ -29,7 +29,7 @@ struct CheckOptions {
 };
 
 // The real systems, through the connectors.
-class ConnectorInspector final : public LiveInspector {
+class ConnectorInspector final : public core::LiveInspector {
 public:
   explicit ConnectorInspector(const Context& context) : m_context(context) {}
 

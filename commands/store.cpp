@@ -44,7 +44,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
                         : lookup == "batches" ? connectors::postgres::InboxLookup::Batches
                                               : connectors::postgres::InboxLookup::Auto;
       settings.expected_events = expected_events;
-      auto inbox = connectors::postgres::InboxStore::open(settings);
+      auto inbox = connectors::postgres::open_inbox_store(settings);
       out.inbox = inbox.get();
       out.store = std::move(inbox);
     } else {
@@ -56,7 +56,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
   return out;
 }
 
-core::TtlDecision decide_inbox_ttl(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& flag,
+core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag,
                                    std::int64_t now_ms, Context& context) {
   auto decision = core::inbox_ttl(flag, flag ? std::nullopt : inbox.oldest_row_age_ms(now_ms));
   if (decision.source == core::TtlSource::InboxRetentionEstimated) {

@@ -16,7 +16,7 @@ namespace dedupctl::commands {
 // either. A snapshot's time is the time its records are read at.
 struct OpenedStore {
   std::unique_ptr<core::DedupStore> store;
-  connectors::postgres::InboxStore* inbox = nullptr; // set when the records are inbox rows
+  core::InboxStore* inbox = nullptr; // set when the records are inbox rows
   std::optional<std::int64_t> snapshot_time;
   std::optional<std::string> failure; // the store could not be reached (exit 3)
 };
@@ -27,7 +27,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest
 // row (said on stderr), else unknown. Throws UnreachableError when the inbox cannot be asked.
-core::TtlDecision decide_inbox_ttl(connectors::postgres::InboxStore& inbox, const std::optional<core::Span>& flag,
+core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag,
                                    std::int64_t now_ms, Context& context);
 
 } // namespace dedupctl::commands

@@ -2,6 +2,7 @@
 
 #include "core/declarations.hpp"
 #include "core/finding.hpp"
+#include "core/retention.hpp"
 
 #include <map>
 #include <optional>
@@ -30,5 +31,30 @@ Finding consumer_finding(const ConsumerDeclaration& consumer, const std::string&
 // (keyed by consumer name) may override the declared retention and adds the live rules.
 std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
                                      const std::map<std::string, LiveFacts>& live = {});
+
+// What `check --live` asks the real systems. Abstract so that every path, Kafka's DescribeConfigs
+// above all (the mock cluster cannot answer it), is unit-tested with FakeInspector
+// (tests/unit/fakes.hpp); commands/check.cpp asks the connectors. Each call may throw
+// UnreachableError; that check then becomes a `check-unavailable` finding.
+class LiveInspector {
+public:
+  struct Redis {
+    std::optional<std::string> maxmemory_policy;
+    std::optional<bool> persistence;
+    std::int64_t sampled_keys = 0;
+    std::int64_t sampled_without_expiry = 0;
+    std::optional<std::int64_t> max_pttl_ms; // the longest remaining TTL among the sampled keys
+  };
+  struct Inbox {
+    bool table_exists = false;
+    std::vector<std::string> columns;
+    bool unique_over_id = false;
+  };
+  virtual ~LiveInspector() = default;
+  // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
+  virtual std::optional<TopicRetention> topic_retention(const std::string& topic) = 0;
+  virtual Redis redis(const ConsumerDeclaration& consumer) = 0;
+  virtual Inbox inbox(const ConsumerDeclaration& consumer) = 0;
+};
 
 } // namespace dedupctl::core

@@ -54,8 +54,9 @@ struct PartitionPosition {
   std::optional<std::int64_t> stopped_at; // where a time-bounded end (--to @TIME) fell
 };
 
-// The events of a range, batch by batch. Abstract so that commands run against a Kafka range, a
-// kcat -J dump, or an in-memory fake in unit tests.
+// The events of a range, batch by batch. Abstract because every command reads a Kafka range
+// (connectors/kafka) or a kcat -J dump (connectors/file) the same way, and a sink reads back what
+// it got; in unit tests FakeEventSource (tests/unit/fakes.hpp) stands in.
 class EventSource {
 public:
   virtual ~EventSource() = default;

@@ -2,6 +2,10 @@
 
 #include "core/fingerprint.hpp"
 
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdint>
 #include <stdexcept>
 
 namespace dedupctl::core {
@@ -83,6 +87,38 @@ void InboxTable::states(const std::vector<std::string>& ids, std::vector<RecordS
     }
     out[i] = inbox_row(row->has_time ? std::optional(row->processed_at_ms) : std::nullopt, m_statuses[row->status]);
   }
+}
+
+bool inbox_id_fits(std::string_view column_type, std::string_view key) {
+  if (column_type == "uuid") {
+    std::string_view v = key;
+    if (v.size() >= 2 && v.front() == '{' && v.back() == '}') {
+      v = v.substr(1, v.size() - 2);
+    }
+    int digits = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (std::isxdigit(static_cast<unsigned char>(v[i]))) {
+        ++digits;
+      } else if (!(v[i] == '-' && digits % 4 == 0 && digits > 0 && i + 1 < v.size() && v[i + 1] != '-')) {
+        return false;
+      }
+    }
+    return digits == 32;
+  }
+  if (column_type == "bigint" || column_type == "integer" || column_type == "smallint") {
+    std::string_view v = key;
+    if (!v.empty() && v.front() == '+') {
+      v.remove_prefix(1);
+    }
+    std::int64_t value = 0;
+    auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (error != std::errc() || end != v.data() + v.size()) {
+      return false;
+    }
+    std::int64_t limit = column_type == "bigint" ? INT64_MAX : column_type == "integer" ? INT32_MAX : INT16_MAX;
+    return value <= limit && value >= -limit - 1;
+  }
+  return true;
 }
 
 } // namespace dedupctl::core

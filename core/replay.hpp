@@ -131,7 +131,9 @@ std::vector<Finding> replay_findings(const ReplayRun& run, std::string_view unfi
 Finding no_dedup_finding();
 Finding memory_placement_finding(std::size_t capacity, std::size_t bloom_bits);
 
-// A placement as replay uses it: look (plan) or claim, then settle after delivery.
+// A placement as replay uses it: look (plan) or claim, then settle after delivery. Abstract because
+// a replay routes through Redis (connectors/redis), an inbox (connectors/postgres), the memory window
+// or no dedup at all (below); in unit tests FakePlacement (tests/unit/fakes.hpp) stands in.
 class ReplayPlacement {
 public:
   virtual ~ReplayPlacement() = default;
@@ -188,7 +190,9 @@ struct Delivery {
 };
 
 // Where replayed events go. Publishing does not wait: deliveries are reported by poll(), so the
-// next batch is claimed and published while the last one is still on its way.
+// next batch is claimed and published while the last one is still on its way. Abstract because a
+// replay writes to a topic (connectors/kafka) or a file (connectors/file); in unit tests FakeSink
+// (tests/unit/fakes.hpp) stands in.
 class ReplaySink {
 public:
   virtual ~ReplaySink() = default;

@@ -24,6 +24,16 @@ Span retention_from_configs(std::optional<std::string_view> retention_ms,
                             std::optional<std::string_view> cleanup_policy,
                             std::optional<std::string_view> segment_ms = std::nullopt);
 
+// A topic's retention configs as the broker describes them (DescribeConfigs). Abstract because
+// librdkafka's mock cluster cannot answer DescribeConfigs: the audit's admin path is unit-tested
+// with FakeTopicConfigs (tests/unit/fakes.hpp); commands/audit.cpp asks the real broker.
+class TopicConfigs {
+public:
+  virtual ~TopicConfigs() = default;
+  // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
+  virtual std::optional<TopicRetention> retention(const std::string& topic) = 0;
+};
+
 // --retention DURATION | infinite. Throws UsageError.
 Span parse_retention(std::string_view text);
 Span retention_from_configs(const TopicRetention& configs);

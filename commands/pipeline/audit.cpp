@@ -13,7 +13,7 @@
 namespace dedupctl::commands {
 
 core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                         TopicConfigs* configs) {
+                                         core::TopicConfigs* configs) {
   if (flag.known()) {
     return {flag, core::RetentionSource::Flag};
   }

@@ -31,18 +31,9 @@ struct AuditRequest {
   std::function<void(std::int64_t)> progress;
 };
 
-// A topic's retention configs as the broker describes them. Abstract so that the admin path is
-// tested with a fake: librdkafka's mock cluster cannot answer DescribeConfigs.
-class TopicConfigs {
-public:
-  virtual ~TopicConfigs() = default;
-  // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
-  virtual std::optional<core::TopicRetention> retention(const std::string& topic) = 0;
-};
-
 // --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
 core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                   TopicConfigs* configs);
+                                   core::TopicConfigs* configs);
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
 // and classifies every event (DESIGN.md "Coverage"). A source or store that fails midway gives an

@@ -30,7 +30,7 @@ namespace {
 // inbox-schema-mismatch.
 class LiveChecks {
 public:
-  LiveChecks(LiveInspector& live, const std::string& file) : m_live(live), m_file(file) {}
+  LiveChecks(core::LiveInspector& live, const std::string& file) : m_live(live), m_file(file) {}
 
   void check(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
     bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres;
@@ -135,13 +135,13 @@ private:
         "Run again where the system can be reached, or declare the value to check it statically."));
   }
 
-  LiveInspector& m_live;
+  core::LiveInspector& m_live;
   const std::string& m_file;
 };
 
 } // namespace
 
-reports::Report run_check(const core::Declarations& declarations, const std::string& file, LiveInspector* live,
+reports::Report run_check(const core::Declarations& declarations, const std::string& file, core::LiveInspector* live,
                           const core::FailOn& fail_on, const std::string& fail_on_text, std::int64_t now_ms) {
   reports::Report report;
   report.command = "check";

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "connectors/postgres/inbox_store.hpp"
+#include "core/dedup_store.hpp"
 #include "core/inbox_snapshot.hpp"
 #include "core/inbox_table.hpp"
 
@@ -10,7 +10,7 @@ namespace dedupctl::connectors::file {
 
 // An inbox snapshot file as an inbox: the rows as they were when it was taken (audit with
 // header().taken_at_ms as now). Whether the table had a unique constraint is not recorded.
-class InboxSnapshotStore final : public postgres::InboxStore {
+class InboxSnapshotStore final : public core::InboxStore {
 public:
   // Throws UsageError naming the file and line when it cannot be read or parsed.
   InboxSnapshotStore(const std::string& path, std::string consumer);

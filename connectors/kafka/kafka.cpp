@@ -515,40 +515,25 @@ std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk,
 
 namespace {
 
-class KafkaProducer final : public Producer {
+// The replay sink's producer: idempotent, acks=all, a delivery report per record kept for the sink,
+// and per partition the offset after the last delivered record.
+class KafkaProducer final {
 public:
-  KafkaProducer(const KafkaSettings& settings, bool idempotent) : m_settings(settings) {
+  explicit KafkaProducer(const KafkaSettings& settings) : m_settings(settings) {
     std::vector<std::pair<std::string, std::string>> defaults{
         {"acks", "all"},
+        {"enable.idempotence", "true"},
         {"linger.ms", "5"},
         {"batch.size", "1000000"},
         {"queue.buffering.max.messages", "1000000"},
         {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
-    if (idempotent) {
-      defaults.emplace_back("enable.idempotence", "true");
-    }
     m_rk = make_handle(RD_KAFKA_PRODUCER, m_settings, defaults, &KafkaProducer::delivered);
   }
 
-  ~KafkaProducer() override {
+  ~KafkaProducer() {
     if (m_rk) {
       rd_kafka_flush(m_rk.get(), timeout_of(m_settings));
     }
-  }
-
-  void send(const OutgoingRecord& record, std::uint64_t tag) override {
-    rd_kafka_headers_t* headers = nullptr;
-    if (!record.headers.empty()) {
-      headers = rd_kafka_headers_new(record.headers.size());
-      for (const auto& [name, value] : record.headers) {
-        rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value ? value->data() : nullptr,
-                            value ? static_cast<ssize_t>(value->size()) : 0);
-      }
-    }
-    produce(record.topic, record.partition.value_or(RD_KAFKA_PARTITION_UA),
-            record.key ? std::optional<std::string_view>(*record.key) : std::nullopt,
-            record.payload ? std::optional<std::string_view>(*record.payload) : std::nullopt, record.timestamp_ms,
-            headers, tag);
   }
 
   // An event as it is (key, payload, headers, CreateTime) to `topic`, placed by the partitioner;
@@ -565,30 +550,8 @@ public:
     produce(topic, RD_KAFKA_PARTITION_UA, event.key, event.payload, event.timestamp_ms, headers, tag);
   }
 
-  std::int64_t flush(std::string& first_error) override {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(m_settings.timeout_ms * 6);
-    while (rd_kafka_outq_len(m_rk.get()) > 0) {
-      if (m_settings.stop && m_settings.stop->load()) {
-        throw InterruptedError("interrupted");
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw UnreachableError(fmt::format("Kafka at {} did not acknowledge {} records; check the brokers",
-                                           m_settings.bootstrap, rd_kafka_outq_len(m_rk.get())));
-      }
-      rd_kafka_flush(m_rk.get(), k_poll_interval_ms);
-    }
-    first_error = m_first_error;
-    m_tags.clear(); // every report is in: no message points at them any more
-    return m_failed;
-  }
-
-  std::vector<std::uint64_t> take_failed_tags() override { return std::exchange(m_failed_tags, {}); }
-
   // Serves delivery reports for up to timeout_ms and hands over what was reported (all records,
   // failed or not) since the last call.
-  // From now on every delivery report is kept for poll_reports (a sink's producer).
-  void keep_reports() { m_keep_reports = true; }
-
   void poll_reports(std::vector<core::Delivery>& out, int timeout_ms) {
     if (timeout_ms > 0 && m_reports.empty() && rd_kafka_outq_len(m_rk.get()) == 0) {
       // Asked to wait for reports of records librdkafka no longer holds: they were lost (a bug).
@@ -655,38 +618,26 @@ private:
       return;
     }
     KafkaProducer* self = tagged->producer;
-    if (self->m_keep_reports) {
-      self->m_reports.push_back(
-          core::Delivery{tagged->tag, !message->err, message->err ? rd_kafka_err2str(message->err) : std::string()});
-    }
+    self->m_reports.push_back(
+        core::Delivery{tagged->tag, !message->err, message->err ? rd_kafka_err2str(message->err) : std::string()});
     if (!message->err) {
       auto& next = self->m_next_offsets[message->partition];
       next = std::max(next, message->offset + 1);
-      return;
-    }
-    self->m_failed_tags.push_back(tagged->tag);
-    if (self->m_failed++ == 0) {
-      self->m_first_error = rd_kafka_err2str(message->err);
     }
   }
 
   std::deque<Tagged> m_tags;
-  std::vector<std::uint64_t> m_failed_tags;
   std::map<std::int32_t, std::int64_t> m_next_offsets;
   std::vector<core::Delivery> m_reports;
-  bool m_keep_reports = false; // a sink polls its reports; the seeder only counts failures
 
   KafkaSettings m_settings;
   KafkaHandle m_rk;
-  std::int64_t m_failed = 0;
-  std::string m_first_error;
 };
 
 class KafkaSink final : public core::ReplaySink {
 public:
   KafkaSink(const KafkaSettings& settings, std::string topic)
-      : m_settings(settings), m_topic(std::move(topic)), m_producer(m_settings, true) {
-    m_producer.keep_reports();
+      : m_settings(settings), m_topic(std::move(topic)), m_producer(m_settings) {
     // The sink's end now (this also fails early on a topic that does not exist); later, what this
     // run's deliveries reported: no broker round trip per batch.
     auto marks = watermarks_of(m_producer.handle(), m_settings, m_topic);
@@ -756,10 +707,6 @@ std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, st
   return std::make_unique<KafkaReader>(settings, std::move(plans));
 }
 
-std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent) {
-  return std::make_unique<KafkaProducer>(settings, idempotent);
-}
-
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms) {
   KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
@@ -800,25 +747,6 @@ std::optional<core::TopicRetention> describe_retention(const KafkaSettings& sett
     }
   }
   return config;
-}
-
-void commit_offsets(const KafkaSettings& settings, const std::string& group, const std::string& topic,
-                    const std::vector<std::pair<std::int32_t, std::int64_t>>& offsets) {
-  KafkaHandle rk = make_handle(RD_KAFKA_CONSUMER, settings, {{"group.id", group}, {"enable.auto.commit", "false"}});
-  PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const auto& [partition, offset] : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = offset;
-  }
-  rd_kafka_resp_err_t err = rd_kafka_commit(rk.get(), list.get(), 0);
-  rd_kafka_consumer_close(rk.get());
-  if (err) {
-    unreachable(settings, fmt::format("commit for group '{}'", group), err);
-  }
-}
-
-std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic) {
-  KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
-  return watermarks_of(rk.get(), settings, topic);
 }
 
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,

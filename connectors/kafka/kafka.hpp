@@ -58,31 +58,6 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
 // an UnreachableError.
 std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans);
 
-// A record to produce, with an explicit CreateTime.
-struct OutgoingRecord {
-  std::string topic;
-  std::optional<std::int32_t> partition; // nullopt: the partitioner picks by key
-  std::optional<std::string> key;
-  std::optional<std::string> payload;
-  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-  std::int64_t timestamp_ms = 0;
-};
-
-// A producer with delivery reports (acks=all). Abstract so that replay can be tested with a fake.
-class Producer {
-public:
-  virtual ~Producer() = default;
-  // Queues a record; waits for queue space when the local queue is full. `tag` comes back in
-  // failed_tags() when its delivery fails.
-  virtual void send(const OutgoingRecord& record, std::uint64_t tag = 0) = 0;
-  // Waits for every queued record's delivery report; returns how many failed, with the first error.
-  virtual std::int64_t flush(std::string& first_error) = 0;
-  // The tags of the records whose delivery failed since the last call.
-  virtual std::vector<std::uint64_t> take_failed_tags() = 0;
-};
-
-std::unique_ptr<Producer> open_producer(const KafkaSettings& settings, bool idempotent);
-
 // --sink kafka:TOPIC: an idempotent producer (acks=all) with a delivery report per event; records
 // keep their key, headers and CreateTime, and the partitioner places them by key. Its position is
 // the topic's high watermarks ("0:17,1:4"). Throws UsageError when the topic does not exist.
@@ -92,12 +67,5 @@ std::unique_ptr<core::ReplaySink> open_sink(const KafkaSettings& settings, const
 // when the broker cannot answer (the mock cluster never can; verified against real Kafka only).
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms);
-
-// Commits offsets for a consumer group without joining it (tests, demos, replay checkpoints).
-void commit_offsets(const KafkaSettings& settings, const std::string& group, const std::string& topic,
-                    const std::vector<std::pair<std::int32_t, std::int64_t>>& offsets);
-
-// The low and high watermarks of every partition of a topic (for seeders and checks).
-std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const KafkaSettings& settings, const std::string& topic);
 
 } // namespace dedupctl::connectors::kafka

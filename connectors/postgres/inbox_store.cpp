@@ -22,8 +22,6 @@
 
 namespace dedupctl::connectors::postgres {
 
-InboxStore::~InboxStore() = default;
-
 namespace {
 
 // A PostgreSQL array literal of text values: {"a","b\"c"}.
@@ -42,76 +40,55 @@ std::string array_literal(const std::vector<std::string>& values) {
   return out + "}";
 }
 
-class PqxxInboxStore final : public InboxStore {
+// One connection to the inbox with its schema validated: the table and the named columns exist,
+// their names quoted, the id column's type known, and the "lookup" statement prepared (one round
+// trip a batch, = ANY by position). Read-only, or writable for a replay. Every libpq failure comes
+// out of guard() as an UnreachableError naming the server, password redacted.
+class InboxSession {
 public:
-  explicit PqxxInboxStore(const InboxSettings& settings) : m_settings(settings) {
+  explicit InboxSession(const InboxSettings& settings) : m_settings(settings) {
     guard([&] { m_connection = connect(); });
     validate();
-    if (m_load_rows && !settings.writable) {
-      m_table.reserve(static_cast<std::size_t>(std::max<std::int64_t>(m_estimated_rows, 0)));
-      start_load();
-    }
   }
 
-  ~PqxxInboxStore() override {
-    if (m_load.valid()) {
-      m_load.wait(); // it uses this object; its outcome no longer matters
-    }
+  const InboxSettings& settings() const { return m_settings; }
+  pqxx::connection& connection() { return *m_connection; }
+  const InboxFacts& facts() const { return m_facts; }
+  const std::string& id_type() const { return m_id_type; }
+  bool id_deterministic() const { return m_id_deterministic; }
+  // Rows the planner expects; nullopt for a partitioned table, whose estimate is not kept.
+  std::optional<std::int64_t> estimated_rows() const { return m_estimated_rows; }
+  const std::string& copy_query() const { return m_copy_query; }
+  const std::string& load_query() const { return m_load_query; }
+  const std::string& quoted_table() const { return m_table_name; }
+  const std::string& quoted_id() const { return m_id; }
+  const std::string& quoted_time() const { return m_time; }
+  const std::string& quoted_consumer() const { return m_consumer; }
+
+  // Whether the id column can hold `key`, and what it cannot hold otherwise (empty: any key).
+  bool can_hold(const std::string& key) const { return core::inbox_id_fits(m_id_type, key); }
+  std::string holds_only() const {
+    bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
+    return restrictive ? fmt::format("the inbox's id column {} is {}", m_settings.schema.id_column, m_id_type) : "";
   }
 
-  std::string lookup_method() const override { return m_load_rows ? "COPY into memory" : "batched = ANY"; }
-
-  std::string kind() const override { return "postgres"; }
-
-  std::string lookup_stats() const override {
-    std::string out;
-    if (m_load_rows) {
-      out = fmt::format("{} rows loaded with COPY in {} ms (the audit waited {} ms for it); ", m_table.size(),
-                        m_load_ms.load(), m_wait_us / 1000);
-    }
-    return out + fmt::format("{} ids looked up in {} ms ({} calls, waiting included)", m_ids_looked_up,
-                             m_lookup_us / 1000, m_lookups);
-  }
-
-  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
-    auto started = std::chrono::steady_clock::now();
-    lookup_timed(keys, out);
-    m_lookup_us +=
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
-    m_ids_looked_up += static_cast<std::int64_t>(keys.size());
-    ++m_lookups;
-  }
-
-  void lookup_timed(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-    if (m_settings.stop && m_settings.stop->load()) {
-      throw InterruptedError("interrupted");
-    }
-    if (m_load_rows) {
-      if (m_load.valid()) {
-        auto waiting = std::chrono::steady_clock::now();
-        m_load.get(); // the first lookup waits for the load and rethrows what it threw
-        m_wait_us =
-            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting).count();
-      }
-      m_table.states(keys, out);
-      return;
-    }
-    // Keys the id column's type cannot hold (not a uuid, not a number) have no row: asking would
-    // fail the whole batch.
+  // The rows of `keys` (a key the column cannot hold has none: asking would fail the whole batch),
+  // in one statement: the session is default_transaction_read_only, so it runs in a read-only
+  // transaction of its own. Rows come back by the key's position: the column's equality decides (a
+  // uuid matches whatever case it was sent in). The states' values point into `values`.
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
+              std::deque<std::string>& values) {
     m_sent.clear();
     m_positions.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (castable(keys[i])) {
+      if (can_hold(keys[i])) {
         m_sent.push_back(keys[i]);
         m_positions.push_back(i);
       }
     }
     out.assign(keys.size(), core::RecordState{});
-    m_values.clear();
+    values.clear();
     guard([&] {
-      // One statement, one round trip: the session is default_transaction_read_only, so it runs in a
-      // read-only transaction of its own without BEGIN and COMMIT around it. Rows come back by the
-      // key's position: the column's equality decides (a uuid matches whatever case it was sent in).
       pqxx::nontransaction tx(*m_connection);
       pqxx::result rows = m_settings.consumer.empty()
                               ? tx.exec_prepared("lookup", array_literal(m_sent))
@@ -121,122 +98,11 @@ public:
         if (state.kind == core::RecordState::Kind::Present) {
           continue; // the first row wins (several consumers' rows, unscoped)
         }
-        m_values.emplace_back(row[2].is_null() ? "" : row[2].c_str());
+        values.emplace_back(row[2].is_null() ? "" : row[2].c_str());
         state = core::inbox_row(row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>(),
-                                m_values.back());
+                                values.back());
       }
     });
-  }
-
-  std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
-    std::optional<std::int64_t> oldest;
-    guard([&] {
-      pqxx::read_transaction tx(*m_connection);
-      std::string query =
-          fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_time, m_table_name,
-                      m_settings.consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_consumer));
-      pqxx::result r = m_settings.consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_settings.consumer);
-      if (!r.empty() && !r[0][0].is_null()) {
-        oldest = now_ms - r[0][0].as<std::int64_t>();
-      }
-    });
-    return oldest;
-  }
-
-  std::optional<bool> has_unique_constraint() override { return m_facts.unique_over_id; }
-
-  // Whether the id column can hold `key` (any key unless it is a uuid or an integer column), and what
-  // it cannot hold otherwise.
-  bool can_hold(const std::string& key) const { return castable(key); }
-  std::string holds_only() const {
-    bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
-    return restrictive ? fmt::format("the inbox's id column {} is {}", m_settings.schema.id_column, m_id_type) : "";
-  }
-
-  // Replay: BEGIN and insert the batch's rows; returns per key whether it was inserted, and the
-  // status of the rows that were not (empty without a status column).
-  void claim_rows(const std::vector<std::string>& keys, std::vector<bool>& inserted, std::vector<std::string>& status) {
-    inserted.assign(keys.size(), false);
-    status.assign(keys.size(), std::string());
-    guard([&] {
-      m_work.reset();
-      m_work = std::make_unique<pqxx::work>(*m_connection);
-      pqxx::result rows = m_settings.consumer.empty()
-                              ? m_work->exec_prepared("claim", array_literal(keys))
-                              : m_work->exec_prepared("claim", array_literal(keys), m_settings.consumer);
-      for (const auto& row : rows) {
-        inserted[row[0].as<std::size_t>() - 1] = true;
-      }
-      if (!m_settings.schema.status_column.empty()) {
-        pqxx::result existing = m_settings.consumer.empty()
-                                    ? m_work->exec_prepared("lookup", array_literal(keys))
-                                    : m_work->exec_prepared("lookup", array_literal(keys), m_settings.consumer);
-        for (const auto& row : existing) {
-          auto i = row[0].as<std::size_t>() - 1;
-          if (!inserted[i] && !row[2].is_null()) {
-            status[i] = row[2].c_str();
-          }
-        }
-      }
-    });
-  }
-
-  // Replay: delete the rows of failed deliveries and COMMIT the batch.
-  void settle_rows(const std::vector<std::string>& failed) {
-    guard([&] {
-      if (!m_work) {
-        return;
-      }
-      if (!failed.empty()) {
-        if (m_settings.consumer.empty()) {
-          m_work->exec_prepared("release", array_literal(failed));
-        } else {
-          m_work->exec_prepared("release", array_literal(failed), m_settings.consumer);
-        }
-      }
-      m_work->commit();
-      m_work.reset();
-    });
-  }
-
-  // COPY (SELECT the four columns) TO STDOUT in the snapshot's format; returns when it started.
-  std::int64_t export_rows(const std::function<void(const std::string&)>& line) {
-    std::int64_t started = 0;
-    guard([&] { started = copy_rows(*m_connection, m_copy_query, line); });
-    return started;
-  }
-
-  std::int64_t ids_under_several_consumers() override {
-    if (m_settings.schema.consumer_column.empty()) {
-      return 0;
-    }
-    std::int64_t count = 0;
-    guard([&] {
-      pqxx::read_transaction tx(*m_connection);
-      pqxx::result r =
-          tx.exec(fmt::format("SELECT count(*) FROM (SELECT {0} FROM {1} GROUP BY {0} HAVING count(DISTINCT "
-                              "{2}) > 1) shared",
-                              m_id, m_table_name, m_consumer));
-      count = r[0][0].as<std::int64_t>();
-    });
-    return count;
-  }
-
-private:
-  // A read-only session with the statement timeout.
-  std::unique_ptr<pqxx::connection> connect() const {
-    auto connection =
-        std::make_unique<pqxx::connection>(detail::with_connect_timeout(m_settings.conninfo, m_settings.timeout_ms));
-    pqxx::nontransaction setup(*connection);
-    if (!m_settings.writable) {
-      setup.exec0("SET default_transaction_read_only = on");
-    } else {
-      // A replay checkpoints a batch once its COMMIT returns: the rows must be durable by then, even
-      // where the server commits asynchronously.
-      setup.exec0("SET synchronous_commit = on");
-    }
-    setup.exec0(fmt::format("SET statement_timeout = {}", m_settings.timeout_ms));
-    return connection;
   }
 
   // The four columns (id, consumer, processed_at, status) as COPY … TO STDOUT writes them: absent
@@ -266,30 +132,6 @@ private:
     return started;
   }
 
-  // The whole inbox (the consumer's rows) into m_table, on a connection of its own while the log is
-  // read; the first lookup waits for it.
-  void start_load() {
-    m_load = std::async(std::launch::async, [this] {
-      auto started = std::chrono::steady_clock::now();
-      guard([&] {
-        auto connection = connect();
-        core::InboxLoadRow row;
-        std::int64_t rows = 0;
-        copy_rows(*connection, m_load_query, [&](const std::string& raw) {
-          if (++rows % 65536 == 0 && m_settings.stop && m_settings.stop->load()) {
-            throw InterruptedError("interrupted");
-          }
-          if (!core::parse_inbox_load_row(raw, row)) {
-            throw pqxx::failure(fmt::format("unexpected COPY row {}", rows));
-          }
-          m_table.insert(row.event_id, row.processed_at_ms, row.status);
-        });
-      });
-      m_load_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-    });
-  }
-
   template <typename F> void guard(F&& body) const {
     std::string where = core::redact_secrets(m_settings.conninfo);
     try {
@@ -313,6 +155,25 @@ private:
     }
   }
 
+  // Rows the table holds by the planner's count (what the COPY load reserves).
+  std::int64_t reltuples() const { return m_reltuples; }
+  // A new connection with the session's settings (the COPY load runs on one of its own).
+  std::unique_ptr<pqxx::connection> connect() const {
+    auto connection =
+        std::make_unique<pqxx::connection>(detail::with_connect_timeout(m_settings.conninfo, m_settings.timeout_ms));
+    pqxx::nontransaction setup(*connection);
+    if (!m_settings.writable) {
+      setup.exec0("SET default_transaction_read_only = on");
+    } else {
+      // A replay checkpoints a batch once its COMMIT returns: the rows must be durable by then, even
+      // where the server commits asynchronously.
+      setup.exec0("SET synchronous_commit = on");
+    }
+    setup.exec0(fmt::format("SET statement_timeout = {}", m_settings.timeout_ms));
+    return connection;
+  }
+
+private:
   std::string quote_table(const std::string& table) {
     std::string out;
     std::size_t pos = 0;
@@ -370,11 +231,11 @@ private:
           "LEFT JOIN pg_collation co ON co.oid = a.attcollation WHERE a.attrelid = to_regclass($1) AND a.attname = $2",
           schema.table, schema.id_column);
       std::string id_type = column.empty() ? "text" : column[0][0].as<std::string>();
-      m_estimated_rows = column.empty() ? 0 : column[0][3].as<std::int64_t>();
-      decide_lookup(id_type, !column.empty() && column[0][1].as<bool>(),
-                    column.empty() || column[0][2].as<std::string>() == "p"
-                        ? std::nullopt
-                        : std::optional(column[0][3].as<std::int64_t>()));
+      m_id_deterministic = !column.empty() && column[0][1].as<bool>();
+      m_reltuples = column.empty() ? 0 : column[0][3].as<std::int64_t>();
+      m_estimated_rows = column.empty() || column[0][2].as<std::string>() == "p"
+                             ? std::nullopt
+                             : std::optional(column[0][3].as<std::int64_t>());
       std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
       std::string where =
           m_settings.consumer.empty() ? "" : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
@@ -391,77 +252,156 @@ private:
         query += fmt::format(" AND t.{} = $2", m_consumer);
       }
       m_connection->prepare("lookup", query);
-      if (m_settings.writable) {
-        prepare_replay(id_type);
-      }
     });
   }
 
-  // Whether the id column's type can hold the key: a uuid (PostgreSQL's input forms: any case,
-  // optional braces, a hyphen after any group of four digits) or an integer. Other types are asked.
-  bool castable(const std::string& key) const {
-    if (m_id_type == "uuid") {
-      std::string_view v = key;
-      if (v.size() >= 2 && v.front() == '{' && v.back() == '}') {
-        v = v.substr(1, v.size() - 2);
-      }
-      int digits = 0;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        if (std::isxdigit(static_cast<unsigned char>(v[i]))) {
-          ++digits;
-        } else if (!(v[i] == '-' && digits % 4 == 0 && digits > 0 && i + 1 < v.size() && v[i + 1] != '-')) {
-          return false;
+  InboxSettings m_settings;
+  std::unique_ptr<pqxx::connection> m_connection;
+  InboxFacts m_facts;
+  std::string m_table_name, m_id, m_time, m_consumer, m_copy_query, m_load_query;
+  std::string m_id_type;
+  bool m_id_deterministic = false;
+  std::int64_t m_reltuples = 0;
+  std::optional<std::int64_t> m_estimated_rows;
+  std::vector<std::string> m_sent;      // this batch's keys the column can hold …
+  std::vector<std::size_t> m_positions; // … and their positions in the batch
+};
+
+// The whole inbox (the consumer's rows) in memory: COPY … TO STDOUT on a connection of its own,
+// started while the log is read; the first lookup waits for it and rethrows what it threw.
+class InboxLoader {
+public:
+  explicit InboxLoader(InboxSession& session) : m_session(session) {
+    m_table.reserve(static_cast<std::size_t>(std::max<std::int64_t>(session.reltuples(), 0)));
+    m_load = std::async(std::launch::async, [this] { load(); });
+  }
+  ~InboxLoader() {
+    if (m_load.valid()) {
+      m_load.wait(); // it uses this object; its outcome no longer matters
+    }
+  }
+  InboxLoader(const InboxLoader&) = delete;
+  InboxLoader& operator=(const InboxLoader&) = delete;
+
+  const core::InboxTable& table() {
+    if (m_load.valid()) {
+      auto waiting = std::chrono::steady_clock::now();
+      m_load.get();
+      m_wait_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waiting).count();
+    }
+    return m_table;
+  }
+  std::string stats() const {
+    return fmt::format("{} rows loaded with COPY in {} ms (the audit waited {} ms for it); ", m_table.size(),
+                       m_load_ms.load(), m_wait_us / 1000);
+  }
+
+private:
+  void load() {
+    auto started = std::chrono::steady_clock::now();
+    const auto& settings = m_session.settings();
+    m_session.guard([&] {
+      auto connection = m_session.connect();
+      core::InboxLoadRow row;
+      std::int64_t rows = 0;
+      m_session.copy_rows(*connection, m_session.load_query(), [&](const std::string& raw) {
+        if (++rows % 65536 == 0 && settings.stop && settings.stop->load()) {
+          throw InterruptedError("interrupted");
         }
-      }
-      return digits == 32;
-    }
-    if (m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint") {
-      std::string_view v = key;
-      if (!v.empty() && v.front() == '+') {
-        v.remove_prefix(1);
-      }
-      std::int64_t value = 0;
-      auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
-      if (error != std::errc() || end != v.data() + v.size()) {
-        return false;
-      }
-      std::int64_t limit = m_id_type == "bigint" ? INT64_MAX : m_id_type == "integer" ? INT32_MAX : INT16_MAX;
-      return value <= limit && value >= -limit - 1;
-    }
-    return true;
+        if (!core::parse_inbox_load_row(raw, row)) {
+          throw pqxx::failure(fmt::format("unexpected COPY row {}", rows));
+        }
+        m_table.insert(row.event_id, row.processed_at_ms, row.status);
+      });
+    });
+    m_load_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   }
 
-  // INSERT the batch's ids (with the consumer, now, and status 'done' where the table has those
-  // columns) returning the positions inserted; DELETE by id for releases.
-  void prepare_replay(const std::string& id_type) {
-    const auto& schema = m_settings.schema;
-    std::string columns = m_id, values = "k.id";
-    if (!m_settings.consumer.empty()) {
-      columns += ", " + m_consumer;
-      values += ", $2";
+  InboxSession& m_session;
+  core::InboxTable m_table;
+  std::future<void> m_load;
+  std::atomic<std::int64_t> m_load_ms{0};
+  std::int64_t m_wait_us = 0;
+};
+
+// The inbox as an audit reads it: batched lookups, or the whole inbox loaded beside the log read
+// (decided by --inbox-lookup and the table's size), and the facts its findings need.
+class PqxxInboxStore final : public core::InboxStore {
+public:
+  explicit PqxxInboxStore(const InboxSettings& settings) : m_session(settings) {
+    if (decide_load()) {
+      m_loader.emplace(m_session);
     }
-    columns += ", " + m_time;
-    values += ", now()";
-    if (!schema.status_column.empty()) {
-      columns += ", " + m_connection->quote_name(schema.status_column);
-      values += ", 'done'";
-    }
-    // RETURNING cannot name the ordinality of the source: match the ids inserted back to positions.
-    m_connection->prepare(
-        "claim", fmt::format("WITH k AS (SELECT id, ord FROM unnest($1::{0}[]) WITH ORDINALITY AS k(id, ord)), "
-                             "ins AS (INSERT INTO {1} ({2}) SELECT {3} FROM k ON CONFLICT DO NOTHING RETURNING {4}) "
-                             "SELECT k.ord FROM k JOIN ins ON ins.{4} = k.id",
-                             id_type, m_table_name, columns, values, m_id));
-    std::string release = fmt::format("DELETE FROM {} WHERE {} = ANY($1::{}[])", m_table_name, m_id, id_type);
-    if (!m_settings.consumer.empty()) {
-      release += fmt::format(" AND {} = $2", m_consumer);
-    }
-    m_connection->prepare("release", release);
   }
 
+  std::string kind() const override { return "postgres"; }
+  std::string lookup_method() const override { return m_loader ? "COPY into memory" : "batched = ANY"; }
+  std::optional<bool> has_unique_constraint() override { return m_session.facts().unique_over_id; }
+
+  std::string lookup_stats() const override {
+    return (m_loader ? m_loader->stats() : std::string()) +
+           fmt::format("{} ids looked up in {} ms ({} calls, waiting included)", m_ids_looked_up, m_lookup_us / 1000,
+                       m_lookups);
+  }
+
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    auto started = std::chrono::steady_clock::now();
+    const auto& settings = m_session.settings();
+    if (settings.stop && settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    if (m_loader) {
+      m_loader->table().states(keys, out);
+    } else {
+      m_session.lookup(keys, out, m_values);
+    }
+    m_lookup_us +=
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+    m_ids_looked_up += static_cast<std::int64_t>(keys.size());
+    ++m_lookups;
+  }
+
+  std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
+    std::optional<std::int64_t> oldest;
+    m_session.guard([&] {
+      pqxx::read_transaction tx(m_session.connection());
+      std::string query =
+          fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_session.quoted_time(), m_session.quoted_table(),
+                      m_session.settings().consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_session.quoted_consumer()));
+      pqxx::result r = m_session.settings().consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_session.settings().consumer);
+      if (!r.empty() && !r[0][0].is_null()) {
+        oldest = now_ms - r[0][0].as<std::int64_t>();
+      }
+    });
+    return oldest;
+  }
+
+  std::int64_t ids_under_several_consumers() override {
+    if (m_session.settings().schema.consumer_column.empty()) {
+      return 0;
+    }
+    std::int64_t count = 0;
+    m_session.guard([&] {
+      pqxx::read_transaction tx(m_session.connection());
+      pqxx::result r =
+          tx.exec(fmt::format("SELECT count(*) FROM (SELECT {0} FROM {1} GROUP BY {0} HAVING count(DISTINCT "
+                              "{2}) > 1) shared",
+                              m_session.quoted_id(), m_session.quoted_table(), m_session.quoted_consumer()));
+      count = r[0][0].as<std::int64_t>();
+    });
+    return count;
+  }
+
+private:
   // Loading compares ids byte for byte, which is the column's equality only for text-like types with
   // a deterministic collation (a uuid matches whatever case and hyphens its input had).
-  void decide_lookup(const std::string& id_type, bool deterministic, std::optional<std::int64_t> estimated_rows) {
+  bool decide_load() const {
+    const auto& m_settings = m_session.settings();
+    const std::string& id_type = m_session.id_type();
+    bool deterministic = m_session.id_deterministic();
+    auto estimated_rows = m_session.estimated_rows();
     bool text_like = id_type == "text" || id_type == "character varying";
     if (m_settings.lookup == InboxLookup::Load && !(text_like && deterministic)) {
       throw UsageError(fmt::format("--inbox-lookup load compares event ids byte for byte, but {}.{} is {}{}; use "
@@ -471,52 +411,43 @@ private:
     }
     if (m_settings.lookup == InboxLookup::Auto) {
       std::int64_t bound = std::max<std::int64_t>(k_load_rows, 2 * m_settings.expected_events.value_or(0));
-      m_load_rows = text_like && deterministic && estimated_rows && *estimated_rows <= bound;
-    } else {
-      m_load_rows = m_settings.lookup == InboxLookup::Load;
+      return text_like && deterministic && estimated_rows && *estimated_rows <= bound;
     }
+    return m_settings.lookup == InboxLookup::Load;
   }
 
   // Auto loads tables up to this many rows (about 60 MB in memory), or twice the audit's events.
   static constexpr std::int64_t k_load_rows = 2'000'000;
 
-  InboxSettings m_settings;
-  std::unique_ptr<pqxx::connection> m_connection;
-  InboxFacts m_facts;
-  std::string m_table_name, m_id, m_time, m_consumer, m_copy_query, m_load_query;
-  bool m_load_rows = false;
-  std::int64_t m_estimated_rows = 0;
-  std::atomic<std::int64_t> m_load_ms{0};
-  std::int64_t m_lookup_us = 0, m_ids_looked_up = 0, m_lookups = 0, m_wait_us = 0;
-  core::InboxTable m_table; // the loaded inbox
-  std::future<void> m_load;
-  std::unique_ptr<pqxx::work> m_work; // a replay batch's transaction
-  std::string m_id_type;
-  std::vector<std::string> m_sent;      // this batch's keys the column can hold …
-  std::vector<std::size_t> m_positions; // … and their positions in the batch
-  std::deque<std::string> m_values;     // this batch's statuses (the states' values)
+  InboxSession m_session;
+  std::optional<InboxLoader> m_loader; // after the session it uses, so it goes first
+  std::deque<std::string> m_values;    // this batch's statuses (the states' values)
+  std::int64_t m_lookup_us = 0, m_ids_looked_up = 0, m_lookups = 0;
 };
 
+// The inbox as the placement a replay routes through: its own writable session, a transaction per
+// batch (INSERT … ON CONFLICT DO NOTHING, then DELETE of the failed deliveries and COMMIT).
 class InboxReplayPlacement final : public core::ReplayPlacement {
 public:
   InboxReplayPlacement(const InboxSettings& settings, std::vector<std::string> markers)
-      : m_store(writable(settings)), m_markers(std::move(markers)) {
-    if (m_store.has_unique_constraint() == false) {
+      : m_session(writable(settings)), m_markers(std::move(markers)) {
+    if (!m_session.facts().unique_over_id) {
       throw UsageError(fmt::format("the inbox {} has no primary key or unique index over its id: it cannot refuse a "
                                    "second insert, so a replay cannot claim through it; add the constraint",
                                    settings.schema.table));
     }
+    m_session.guard([&] { prepare_replay(); });
   }
 
   std::string kind() const override { return "postgres"; }
   // One connection, one open transaction: a batch is settled before the next is claimed.
   std::size_t max_in_flight() const override { return 1; }
 
-  std::string unfit_keys() const override { return m_store.holds_only(); }
+  std::string unfit_keys() const override { return m_session.holds_only(); }
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     const auto& fit = fitting(keys, out);
-    m_store.lookup(fit, m_states);
+    m_session.lookup(fit, m_states, m_values);
     for (std::size_t i = 0; i < fit.size(); ++i) {
       out[m_positions[i]] = core::plan_claim(m_states[i], m_markers);
     }
@@ -524,7 +455,7 @@ public:
 
   void claim(const std::vector<std::string>& keys, const std::string&, std::vector<core::Claim>& out) override {
     const auto& fit = fitting(keys, out);
-    m_store.claim_rows(fit, m_inserted, m_status);
+    claim_rows(fit, m_inserted, m_status);
     for (std::size_t i = 0; i < fit.size(); ++i) {
       out[m_positions[i]] = m_inserted[i]                                  ? core::Claim::Claimed
                             : core::is_in_progress(m_status[i], m_markers) ? core::Claim::HeldByOther
@@ -540,10 +471,89 @@ public:
         m_failed.push_back(keys[i]);
       }
     }
-    m_store.settle_rows(m_failed);
+    settle_rows(m_failed);
   }
 
 private:
+  // Replay: BEGIN and insert the batch's rows; returns per key whether it was inserted, and the
+  // status of the rows that were not (empty without a status column).
+  void claim_rows(const std::vector<std::string>& keys, std::vector<bool>& inserted, std::vector<std::string>& status) {
+    inserted.assign(keys.size(), false);
+    status.assign(keys.size(), std::string());
+    m_session.guard([&] {
+      m_work.reset();
+      m_work = std::make_unique<pqxx::work>(m_session.connection());
+      pqxx::result rows = m_session.settings().consumer.empty()
+                              ? m_work->exec_prepared("claim", array_literal(keys))
+                              : m_work->exec_prepared("claim", array_literal(keys), m_session.settings().consumer);
+      for (const auto& row : rows) {
+        inserted[row[0].as<std::size_t>() - 1] = true;
+      }
+      if (!m_session.settings().schema.status_column.empty()) {
+        pqxx::result existing = m_session.settings().consumer.empty()
+                                    ? m_work->exec_prepared("lookup", array_literal(keys))
+                                    : m_work->exec_prepared("lookup", array_literal(keys), m_session.settings().consumer);
+        for (const auto& row : existing) {
+          auto i = row[0].as<std::size_t>() - 1;
+          if (!inserted[i] && !row[2].is_null()) {
+            status[i] = row[2].c_str();
+          }
+        }
+      }
+    });
+  }
+
+  // Replay: delete the rows of failed deliveries and COMMIT the batch.
+  void settle_rows(const std::vector<std::string>& failed) {
+    m_session.guard([&] {
+      if (!m_work) {
+        return;
+      }
+      if (!failed.empty()) {
+        if (m_session.settings().consumer.empty()) {
+          m_work->exec_prepared("release", array_literal(failed));
+        } else {
+          m_work->exec_prepared("release", array_literal(failed), m_session.settings().consumer);
+        }
+      }
+      m_work->commit();
+      m_work.reset();
+    });
+  }
+
+  // INSERT the batch's ids (with the consumer, now, and status 'done' where the table has those
+  // columns) returning the positions inserted; DELETE by id for releases.
+  void prepare_replay() {
+    const auto& settings = m_session.settings();
+    const auto& schema = settings.schema;
+    const std::string& id_type = m_session.id_type();
+    const std::string& m_id = m_session.quoted_id();
+    const std::string& m_table_name = m_session.quoted_table();
+    auto& connection = m_session.connection();
+    std::string columns = m_id, values = "k.id";
+    if (!settings.consumer.empty()) {
+      columns += ", " + m_session.quoted_consumer();
+      values += ", $2";
+    }
+    columns += ", " + m_session.quoted_time();
+    values += ", now()";
+    if (!schema.status_column.empty()) {
+      columns += ", " + connection.quote_name(schema.status_column);
+      values += ", 'done'";
+    }
+    // RETURNING cannot name the ordinality of the source: match the ids inserted back to positions.
+    connection.prepare(
+        "claim", fmt::format("WITH k AS (SELECT id, ord FROM unnest($1::{0}[]) WITH ORDINALITY AS k(id, ord)), "
+                             "ins AS (INSERT INTO {1} ({2}) SELECT {3} FROM k ON CONFLICT DO NOTHING RETURNING {4}) "
+                             "SELECT k.ord FROM k JOIN ins ON ins.{4} = k.id",
+                             id_type, m_table_name, columns, values, m_id));
+    std::string release = fmt::format("DELETE FROM {} WHERE {} = ANY($1::{}[])", m_table_name, m_id, id_type);
+    if (!settings.consumer.empty()) {
+      release += fmt::format(" AND {} = $2", m_session.quoted_consumer());
+    }
+    connection.prepare("release", release);
+  }
+
   // The keys the id column can hold (their positions in m_positions); `out` is Unfit for the rest.
   // Asking for a key the column's type cannot hold would fail the whole batch.
   const std::vector<std::string>& fitting(const std::vector<std::string>& keys, std::vector<core::Claim>& out) {
@@ -551,7 +561,7 @@ private:
     m_fit.clear();
     m_positions.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (m_store.can_hold(keys[i])) {
+      if (m_session.can_hold(keys[i])) {
         m_fit.push_back(keys[i]);
         m_positions.push_back(i);
       }
@@ -565,8 +575,10 @@ private:
     return settings;
   }
 
-  PqxxInboxStore m_store;
+  InboxSession m_session;
+  std::unique_ptr<pqxx::work> m_work; // a batch's transaction, from its claim to its settling
   std::vector<std::string> m_markers;
+  std::deque<std::string> m_values; // a plan's statuses (the states' values)
   std::vector<core::RecordState> m_states;
   std::vector<bool> m_inserted;
   std::vector<std::string> m_status;
@@ -582,15 +594,15 @@ std::unique_ptr<core::ReplayPlacement> open_inbox_replay(const InboxSettings& se
   return std::make_unique<InboxReplayPlacement>(settings, std::move(in_progress_values));
 }
 
-std::unique_ptr<InboxStore> InboxStore::open(const InboxSettings& settings) {
+std::unique_ptr<core::InboxStore> open_inbox_store(const InboxSettings& settings) {
   return std::make_unique<PqxxInboxStore>(settings);
 }
 
 std::int64_t export_inbox(const InboxSettings& settings, const std::function<void(const std::string&)>& line) {
-  InboxSettings export_settings = settings;
-  export_settings.lookup = InboxLookup::Batches; // an export streams the rows once; nothing to load
-  PqxxInboxStore store(export_settings);
-  return store.export_rows(line);
+  InboxSession session(settings); // an export streams the rows once: nothing to load
+  std::int64_t started = 0;
+  session.guard([&] { started = session.copy_rows(session.connection(), session.copy_query(), line); });
+  return started;
 }
 
 } // namespace dedupctl::connectors::postgres

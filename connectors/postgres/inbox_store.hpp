@@ -40,29 +40,10 @@ struct InboxSettings {
   bool writable = false; // replay claims rows; audits and snapshots never write
 };
 
-// The inbox as a DedupStore. The keys looked up are event ids; a present row carries its
-// processed_at (the coverage rules count the inbox retention from it) and its status (if any) as
-// the value. Read-only: the session is default_transaction_read_only.
-class InboxStore : public core::DedupStore {
-public:
-  // Connects and validates the schema: a missing table or column is a UsageError that names it
-  // and lists the table's columns; an unreachable server is an UnreachableError.
-  static std::unique_ptr<InboxStore> open(const InboxSettings& settings);
-  ~InboxStore() override;
-
-  // now - the oldest processed_at of the consumer's rows: what the cleanup job keeps at least.
-  virtual std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) = 0;
-  // Whether a primary key or unique index covers (id) or (consumer, id); nullopt when not known
-  // (a snapshot file).
-  virtual std::optional<bool> has_unique_constraint() = 0;
-  // Event ids with rows under several consumers (only meaningful without --consumer).
-  virtual std::int64_t ids_under_several_consumers() = 0;
-  // How the lookups are done, for the report's settings ("batched = ANY", "COPY into memory", "file").
-  virtual std::string lookup_method() const = 0;
-  // What the lookups cost so far, for -v and the benchmark: rows loaded and ids looked up, with the
-  // wall time of each (the load runs beside the log read; lookups are what the audit waited for).
-  virtual std::string lookup_stats() const { return ""; }
-};
+// Connects and validates the schema: a missing table or column is a UsageError that names it and
+// lists the table's columns; an unreachable server is an UnreachableError. Read-only: the session
+// is default_transaction_read_only.
+std::unique_ptr<core::InboxStore> open_inbox_store(const InboxSettings& settings);
 
 // The inbox as the placement a replay routes through: per batch one transaction, BEGIN; INSERT … ON
 // CONFLICT DO NOTHING RETURNING (the ids inserted are claimed; the others exist: done, or in

@@ -2,6 +2,7 @@
 #include "connectors/kafka/kafka.hpp"
 #include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -264,10 +265,10 @@ TEST(KafkaEviction, AStartBeforeTheLogStartIsClamped) {
   // The mock keeps 5 MiB of batches a partition and evicts older ones: a real log start > 0.
   MockBroker broker({"big:1"});
   auto settings = settings_for(broker);
-  auto producer = kafka::open_producer(settings, false);
+  auto producer = std::make_unique<dedupctl::testing::TestProducer>(settings.bootstrap, settings.timeout_ms);
   std::string payload(2000, 'x');
   for (int i = 0; i < 4000; ++i) {
-    kafka::OutgoingRecord record;
+    dedupctl::testing::OutgoingRecord record;
     record.topic = "big";
     record.partition = 0;
     record.payload = payload;
@@ -277,7 +278,7 @@ TEST(KafkaEviction, AStartBeforeTheLogStartIsClamped) {
   }
   std::string error;
   ASSERT_EQ(producer->flush(error), 0) << error;
-  auto marks = kafka::watermarks(settings, "big");
+  auto marks = dedupctl::testing::watermarks(settings.bootstrap, "big");
   ASSERT_GT(marks[0].first, 0) << "the mock did not evict; this test needs a log start > 0";
   auto resolved = kafka::resolve_range(settings, request_for("big", "0"));
   ASSERT_EQ(resolved.info.partitions.size(), 1u);

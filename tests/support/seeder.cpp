@@ -10,7 +10,7 @@
 // is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
 // minute old: bundled data keeps realistic ages. --expect-log-start checks after seeding that no
 // partition's log start moved (the mock silently evicts beyond 5 MiB a partition).
-#include "connectors/kafka/kafka.hpp"
+#include "tests/support/kafka_tools.hpp"
 #include "core/kcat_line.hpp"
 
 #include <fmt/format.h>
@@ -20,9 +20,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 
-using dedupctl::connectors::kafka::OutgoingRecord;
+using dedupctl::testing::OutgoingRecord;
 
 namespace {
 
@@ -185,9 +186,7 @@ int main(int argc, char** argv) {
       pos = comma == std::string::npos ? spec.size() : comma + 1;
     }
     try {
-      dedupctl::connectors::kafka::KafkaSettings settings;
-      settings.bootstrap = options.bootstrap;
-      dedupctl::connectors::kafka::commit_offsets(settings, options.commit_group, options.topic, offsets);
+      dedupctl::testing::commit_offsets(options.bootstrap, options.commit_group, options.topic, offsets);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "seeder: %s\n", e.what());
       return 1;
@@ -198,10 +197,7 @@ int main(int argc, char** argv) {
     usage("need -b, --topic and --input or --generate");
   }
   try {
-    dedupctl::connectors::kafka::KafkaSettings settings;
-    settings.bootstrap = options.bootstrap;
-    settings.timeout_ms = 30'000;
-    auto producer = dedupctl::connectors::kafka::open_producer(settings, false);
+    auto producer = std::make_unique<dedupctl::testing::TestProducer>(options.bootstrap, 30'000);
     long long count = 0;
     if (options.generate >= 0) {
       for (long long i = 0; i < options.generate; ++i) {
@@ -222,7 +218,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (options.expect_log_start >= 0) {
-      auto marks = dedupctl::connectors::kafka::watermarks(settings, options.topic);
+      auto marks = dedupctl::testing::watermarks(options.bootstrap, options.topic);
       for (std::size_t p = 0; p < marks.size(); ++p) {
         if (marks[p].first != options.expect_log_start) {
           std::fprintf(stderr,

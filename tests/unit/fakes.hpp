@@ -1,14 +1,24 @@
 #pragma once
 
-// In-memory fakes of our own interfaces, for unit tests of the pipeline (never of a client library).
+// In-memory fakes of our own interfaces (core/), for unit tests of the pipeline (never of a client
+// library): one place for every fake, each named for the interface it stands in for.
 
+#include "core/check_rules.hpp"
+#include "core/dedup_store.hpp"
 #include "core/errors.hpp"
 #include "core/event.hpp"
 #include "core/range.hpp"
+#include "core/replay.hpp"
+#include "core/retention.hpp"
 
 #include <atomic>
 #include <map>
+#include <mutex>
+#include <memory>
+#include <functional>
+#include <deque>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +137,193 @@ private:
   std::size_t m_batch_size;
   std::size_t m_next = 0;
   std::map<std::pair<std::string, std::int32_t>, core::PartitionCursor> m_cursors;
+};
+
+// The admin path's fake: answers what the test says, and records what was asked.
+class FakeTopicConfigs final : public core::TopicConfigs {
+public:
+  std::optional<core::TopicRetention> answer;
+  std::vector<std::string> asked;
+  std::optional<core::TopicRetention> retention(const std::string& topic) override {
+    asked.push_back(topic);
+    return answer;
+  }
+};
+
+// A dedup store in memory that records the batches it was asked, and can fail on the Nth.
+class FakeDedupStore final : public core::DedupStore {
+public:
+  std::map<std::string, std::pair<std::optional<std::int64_t>, std::string>> records;
+  std::vector<std::size_t> batch_sizes;
+  std::optional<std::size_t> fail_on_batch;
+
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    if (fail_on_batch && batch_sizes.size() == *fail_on_batch) {
+      throw UnreachableError("cannot reach Redis at fake:6379 during a lookup (the server closed the connection)");
+    }
+    batch_sizes.push_back(keys.size());
+    out.assign(keys.size(), core::RecordState{});
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = records.find(keys[i]);
+      if (it != records.end()) {
+        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second, std::nullopt};
+      }
+    }
+  }
+  std::string kind() const override { return "fake"; }
+};
+
+class FakeInspector final : public core::LiveInspector {
+public:
+  std::optional<core::TopicRetention> retention_answer;
+  bool topic_unreachable = false;
+  Redis redis_answer;
+  bool redis_unreachable = false;
+  Inbox inbox_answer;
+  bool inbox_unreachable = false;
+  std::vector<std::string> asked;
+
+  std::optional<core::TopicRetention> topic_retention(const std::string& topic) override {
+    asked.push_back("topic " + topic);
+    if (topic_unreachable) {
+      throw UnreachableError("cannot reach Kafka at fake:9092");
+    }
+    return retention_answer;
+  }
+  Redis redis(const core::ConsumerDeclaration& consumer) override {
+    asked.push_back("redis " + consumer.name);
+    if (redis_unreachable) {
+      throw UnreachableError("cannot reach Redis at fake:6379");
+    }
+    return redis_answer;
+  }
+  Inbox inbox(const core::ConsumerDeclaration& consumer) override {
+    asked.push_back("inbox " + consumer.name);
+    if (inbox_unreachable) {
+      throw UnreachableError("cannot reach PostgreSQL at fake");
+    }
+    return inbox_answer;
+  }
+};
+
+// A placement as a map key → value: "processing:<run>" while claimed, "done" after delivery.
+class FakePlacement final : public core::ReplayPlacement {
+public:
+  std::map<std::string, std::string> records;
+  int claims = 0;
+  std::optional<int> fail_settle_at; // the settle call that throws (an unreachable store)
+  int settles = 0;
+
+  std::string unfit; // keys containing it cannot be held (as a uuid column cannot hold "order-7")
+
+  std::string kind() const override { return "fake"; }
+  std::string unfit_keys() const override { return unfit.empty() ? "" : "no key with " + unfit; }
+  bool is_unfit(const std::string& key) const { return !unfit.empty() && key.find(unfit) != std::string::npos; }
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
+    out.clear();
+    for (const auto& key : keys) {
+      if (is_unfit(key)) {
+        out.push_back(core::Claim::Unfit);
+        continue;
+      }
+      auto it = records.find(key);
+      core::RecordState state;
+      if (it != records.end()) {
+        state.kind = core::RecordState::Kind::Present;
+        state.value = it->second;
+      }
+      out.push_back(core::plan_claim(state, {"processing"}));
+    }
+  }
+  std::optional<int> interrupt_claim_at; // the claim call that sees SIGINT
+  int claim_calls = 0;
+
+  void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    if (interrupt_claim_at && claim_calls++ == *interrupt_claim_at) {
+      throw InterruptedError("interrupted");
+    }
+    out.clear();
+    for (const auto& key : keys) {
+      if (is_unfit(key)) {
+        out.push_back(core::Claim::Unfit);
+        continue;
+      }
+      ++claims;
+      auto [it, inserted] = records.try_emplace(key, "processing:" + run);
+      out.push_back(inserted                               ? core::Claim::Claimed
+                    : it->second == "processing:" + run    ? core::Claim::OwnStale
+                    : it->second.starts_with("processing") ? core::Claim::HeldByOther
+                                                           : core::Claim::Done);
+    }
+  }
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims_,
+              const std::vector<bool>& delivered) override {
+    if (fail_settle_at && settles++ == *fail_settle_at) {
+      throw UnreachableError("cannot reach the fake store");
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (claims_[i] != core::Claim::Claimed && claims_[i] != core::Claim::OwnStale) {
+        continue;
+      }
+      if (delivered[i]) {
+        records[keys[i]] = "done";
+      } else {
+        records.erase(keys[i]);
+      }
+    }
+  }
+};
+
+// A sink that keeps what it received; `fail_ids` are refused (a delivery report with an error).
+class FakeSink final : public core::ReplaySink {
+public:
+  std::vector<OwnedEvent> received;
+  std::set<std::string> fail_ids;
+
+  std::string describe() const override { return "file:fake"; }
+  void publish(const core::Event& event, std::uint64_t tag) override {
+    std::string id;
+    for (const auto& h : event.headers) {
+      if (h.name == "event_id" && h.value) {
+        id = std::string(*h.value);
+      }
+    }
+    ++published;
+    if (fail_ids.contains(id)) {
+      m_reports.push_back(core::Delivery{tag, false, "Broker: Not enough in-sync replicas"});
+      return;
+    }
+    received.push_back(with_header_id(event.partition, event.offset, event.timestamp_ms, id, ""));
+    m_reports.push_back(core::Delivery{tag, true, ""});
+  }
+  // Reports arrive only to a caller that waits, so that chunks really are in flight together.
+  void poll(std::vector<core::Delivery>& out, int timeout_ms) override {
+    ++polls;
+    if (timeout_ms == 0) {
+      return;
+    }
+    for (auto& d : m_reports) {
+      out.push_back(d);
+    }
+    m_reports.clear();
+  }
+  int published = 0;
+  int polls = 0;
+  std::string position() override { return std::to_string(received.size()); }
+  std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
+    std::vector<OwnedEvent> tail(received.begin() + std::stoll(position), received.end());
+    return std::make_unique<FakeEventSource>(tail, 100);
+  }
+  std::multiset<std::string> ids() const {
+    std::multiset<std::string> out;
+    for (const auto& e : received) {
+      out.insert(*e.headers[0].second);
+    }
+    return out;
+  }
+
+private:
+  std::vector<core::Delivery> m_reports;
 };
 
 } // namespace dedupctl::testing

@@ -8,47 +8,15 @@
 
 using namespace dedupctl;
 using namespace dedupctl::commands;
+using dedupctl::testing::FakeDedupStore;
 using dedupctl::testing::FakeEventSource;
+using dedupctl::testing::FakeTopicConfigs;
 using dedupctl::testing::with_header_id;
 
 namespace {
 
 constexpr std::int64_t k_hour = 3'600'000;
 constexpr std::int64_t k_now = 1000 * k_hour;
-
-// The admin path's fake: answers what the test says, and records what was asked.
-class FakeTopicConfigs final : public TopicConfigs {
-public:
-  std::optional<core::TopicRetention> answer;
-  std::vector<std::string> asked;
-  std::optional<core::TopicRetention> retention(const std::string& topic) override {
-    asked.push_back(topic);
-    return answer;
-  }
-};
-
-// A dedup store in memory that records the batches it was asked, and can fail on the Nth.
-class FakeDedupStore final : public core::DedupStore {
-public:
-  std::map<std::string, std::pair<std::optional<std::int64_t>, std::string>> records;
-  std::vector<std::size_t> batch_sizes;
-  std::optional<std::size_t> fail_on_batch;
-
-  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
-    if (fail_on_batch && batch_sizes.size() == *fail_on_batch) {
-      throw UnreachableError("cannot reach Redis at fake:6379 during a lookup (the server closed the connection)");
-    }
-    batch_sizes.push_back(keys.size());
-    out.assign(keys.size(), core::RecordState{});
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      auto it = records.find(keys[i]);
-      if (it != records.end()) {
-        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second, std::nullopt};
-      }
-    }
-  }
-  std::string kind() const override { return "fake"; }
-};
 
 std::int64_t summary(const reports::Report& report, const std::string& name) {
   for (const auto& [key, value] : report.summary) {

@@ -2,12 +2,13 @@
 #include "core/check_rules.hpp"
 #include "core/declarations.hpp"
 #include "core/errors.hpp"
+#include "tests/unit/fakes.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace dedupctl;
 using namespace dedupctl::core;
-using dedupctl::commands::LiveInspector;
+using dedupctl::testing::FakeInspector;
 using dedupctl::commands::run_check;
 
 namespace {
@@ -69,39 +70,6 @@ std::vector<Finding> of(const std::vector<Finding>& findings, const std::string&
   }
   return out;
 }
-
-class FakeInspector final : public LiveInspector {
-public:
-  std::optional<TopicRetention> retention_answer;
-  bool topic_unreachable = false;
-  Redis redis_answer;
-  bool redis_unreachable = false;
-  Inbox inbox_answer;
-  bool inbox_unreachable = false;
-  std::vector<std::string> asked;
-
-  std::optional<TopicRetention> topic_retention(const std::string& topic) override {
-    asked.push_back("topic " + topic);
-    if (topic_unreachable) {
-      throw UnreachableError("cannot reach Kafka at fake:9092");
-    }
-    return retention_answer;
-  }
-  Redis redis(const ConsumerDeclaration& consumer) override {
-    asked.push_back("redis " + consumer.name);
-    if (redis_unreachable) {
-      throw UnreachableError("cannot reach Redis at fake:6379");
-    }
-    return redis_answer;
-  }
-  Inbox inbox(const ConsumerDeclaration& consumer) override {
-    asked.push_back("inbox " + consumer.name);
-    if (inbox_unreachable) {
-      throw UnreachableError("cannot reach PostgreSQL at fake");
-    }
-    return inbox_answer;
-  }
-};
 
 const char* k_redis_only = R"([[consumer]]
 name = "billing"
@@ -210,18 +178,18 @@ TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
 TEST(CheckLive, RedisSettingsBecomeFindings) {
   auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
   FakeInspector inspector;
-  inspector.redis_answer = LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt};
+  inspector.redis_answer = core::LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt};
   auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
   ASSERT_EQ(eviction.size(), 1u);
   EXPECT_EQ(eviction[0].severity, Severity::Error);
   EXPECT_EQ(of(report.findings, "persistence-off", "billing").size(), 1u);
   EXPECT_NE(of(report.findings, "no-expiry", "billing")[0].title.find("3 of 10 sampled keys"), std::string::npos);
-  inspector.redis_answer = LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt};
+  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "eviction-policy-unsafe", "billing")[0].severity, Severity::Warning);
   EXPECT_TRUE(of(report.findings, "persistence-off", "billing").empty());
-  inspector.redis_answer = LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL};
+  inspector.redis_answer = core::LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_TRUE(report.findings.empty());
   // A record with more time left than the declared ttl: the declaration is not what the consumer writes.
@@ -238,7 +206,7 @@ TEST(CheckLive, InboxSchemaAndConstraint) {
                               "store = \"postgres://db/x\"\ninbox_retention = \"9d\"\nretention = \"7d\"\n",
                               "d.toml");
   FakeInspector inspector;
-  inspector.inbox_answer = LiveInspector::Inbox{true, {"event_id", "consumer_name", "processed_at"}, false};
+  inspector.inbox_answer = core::LiveInspector::Inbox{true, {"event_id", "consumer_name", "processed_at"}, false};
   auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "inbox-without-unique-constraint", "shipping").size(), 1u);
   inspector.inbox_answer.unique_over_id = true;

@@ -108,3 +108,26 @@ TEST(InboxTable, StatusesStayValidWhileTheTableGrows) {
 
 } // namespace
 } // namespace dedupctl::core
+
+namespace dedupctl::core {
+namespace {
+
+TEST(InboxIdFits, UuidsInEveryFormPostgresAcceptsAndIntegersInTheirRange) {
+  EXPECT_TRUE(inbox_id_fits("uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"));
+  EXPECT_TRUE(inbox_id_fits("uuid", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"));
+  EXPECT_TRUE(inbox_id_fits("uuid", "{a0eebc999c0b4ef8bb6d6bb9bd380a11}"));
+  EXPECT_TRUE(inbox_id_fits("uuid", "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11"));
+  EXPECT_FALSE(inbox_id_fits("uuid", "order-42"));
+  EXPECT_FALSE(inbox_id_fits("uuid", "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11"));
+  EXPECT_FALSE(inbox_id_fits("uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1")); // 31 digits
+  EXPECT_TRUE(inbox_id_fits("integer", "2147483647"));
+  EXPECT_FALSE(inbox_id_fits("integer", "2147483648"));
+  EXPECT_TRUE(inbox_id_fits("smallint", "-32768"));
+  EXPECT_FALSE(inbox_id_fits("smallint", "32768"));
+  EXPECT_TRUE(inbox_id_fits("bigint", "+42"));
+  EXPECT_FALSE(inbox_id_fits("bigint", "42x"));
+  EXPECT_TRUE(inbox_id_fits("text", "anything at all"));
+}
+
+} // namespace
+} // namespace dedupctl::core

@@ -1,0 +1,52 @@
+#pragma once
+
+// What tests, the seeder and the benches do to a Kafka cluster that the product never does: produce
+// records with chosen partitions and CreateTimes, commit a group's offsets without joining it, and
+// read watermarks. librdkafka directly, not the product's connector: these are test tools.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dedupctl::testing {
+
+// A record to produce, with an explicit CreateTime.
+struct OutgoingRecord {
+  std::string topic;
+  std::optional<std::int32_t> partition; // nullopt: the partitioner picks by key
+  std::optional<std::string> key;
+  std::optional<std::string> payload;
+  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+  std::int64_t timestamp_ms = 0;
+};
+
+// A producer (acks=all) that counts failed deliveries. Throws std::runtime_error.
+class TestProducer {
+public:
+  TestProducer(const std::string& bootstrap, std::int64_t timeout_ms);
+  ~TestProducer();
+  TestProducer(const TestProducer&) = delete;
+  TestProducer& operator=(const TestProducer&) = delete;
+
+  // Queues a record; waits for queue space when the local queue is full.
+  void send(const OutgoingRecord& record);
+  // Waits for every delivery report; returns how many failed, with the first error.
+  std::int64_t flush(std::string& first_error);
+
+private:
+  struct State;
+  std::unique_ptr<State> m_state;
+};
+
+// Commits offsets (partition, offset) for `group` without joining it. Throws std::runtime_error.
+void commit_offsets(const std::string& bootstrap, const std::string& group, const std::string& topic,
+                    const std::vector<std::pair<std::int32_t, std::int64_t>>& offsets);
+
+// The (low, high) watermarks of every partition of a topic. Throws std::runtime_error.
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap, const std::string& topic,
+                                                              std::int64_t timeout_ms = 10'000);
+
+} // namespace dedupctl::testing
