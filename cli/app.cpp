@@ -3,6 +3,7 @@
 #include "cli/signals.hpp"
 #include "commands/context.hpp"
 #include "core/errors.hpp"
+#include "core/secrets.hpp"
 #include "reports/report.hpp"
 
 #include <CLI/CLI.hpp>
@@ -22,7 +23,22 @@ std::int64_t wall_clock_ms() {
       .count();
 }
 
-void error_line(std::string_view message) { fmt::print(stderr, "dedupctl: error: {}\n", message); }
+// Every secret typed on the command line, to scrub from whatever is printed.
+std::vector<std::string> secrets_of(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    for (auto& secret : core::secrets_in(argv[i])) {
+      out.push_back(std::move(secret));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> g_secrets; // set once, before anything is printed
+
+void error_line(std::string_view message) {
+  fmt::print(stderr, "dedupctl: error: {}\n", core::scrub_secrets(message, g_secrets));
+}
 
 // With --format json every invocation prints one report-v1 document, usage errors included.
 void json_error_report(const commands::Context& context, std::string_view message, int exit_code) {
@@ -34,7 +50,7 @@ void json_error_report(const commands::Context& context, std::string_view messag
   report.generated_at_ms = wall_clock_ms();
   report.complete = false;
   report.exit_code = exit_code;
-  report.error = std::string(message);
+  report.error = core::scrub_secrets(message, context.secrets);
   try {
     reports::render_json(report, stdout);
   } catch (...) {
@@ -47,6 +63,7 @@ void json_error_report(const commands::Context& context, std::string_view messag
 int run(int argc, char** argv) {
   commands::Context context;
   context.now_ms = wall_clock_ms;
+  g_secrets = context.secrets = secrets_of(argc, argv);
   install_stop_handlers(context.stop);
 
   CLI::App app{"dedupctl: audit Kafka consumers' dedup placements before a seek or replay", "dedupctl"};
@@ -100,7 +117,7 @@ int run(int argc, char** argv) {
   bool tty = ::isatty(STDERR_FILENO) == 1;
   context.note = [&context](std::string_view line) {
     if (context.global.quiet == 0) {
-      fmt::print(stderr, "dedupctl: {}\n", line);
+      fmt::print(stderr, "dedupctl: {}\n", core::scrub_secrets(line, context.secrets));
     }
   };
   if (tty && !context.global.no_progress && context.global.quiet == 0) {

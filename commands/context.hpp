@@ -36,6 +36,9 @@ struct Context {
   std::function<void(std::string_view)> progress; // a transient status line; empty when not a TTY
   std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
   std::string command;                            // the subcommand that ran, for error reports
+  // The secrets on the command line (passwords in --store/--via URIs and conninfo, -X *.password):
+  // nothing written to stdout or stderr may contain one, in any spelling (core/secrets.hpp).
+  std::vector<std::string> secrets;
 };
 
 // A subcommand: registers its flags on `app` and returns the function that runs it (after parsing)

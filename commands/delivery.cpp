@@ -2,6 +2,9 @@
 
 #include "connectors/file/output.hpp"
 #include "core/errors.hpp"
+#include "core/secrets.hpp"
+
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -39,7 +42,9 @@ void write_report(const reports::Report& report, reports::Format format, const C
   connectors::file::ReportOutput output(context.global.output);
   reports::RenderOptions render_options;
   render_options.color = !context.global.no_color && output.is_terminal();
-  reports::render(report, format, output.stream(), render_options);
+  // The last line of defence for secrets: whatever a message echoed, in any spelling typed.
+  std::string text = core::scrub_secrets(reports::render_to_string(report, format, render_options), context.secrets);
+  std::fwrite(text.data(), 1, text.size(), output.stream());
   output.commit();
 }
 

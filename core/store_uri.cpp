@@ -1,5 +1,7 @@
 #include "core/store_uri.hpp"
 
+#include "core/secrets.hpp"
+
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
@@ -113,27 +115,5 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
 }
 
 std::string StoreUri::redacted() const { return redact_secrets(text); }
-
-std::string redact_secrets(std::string_view text) {
-  std::string out(text);
-  // scheme://user:secret@host or scheme://secret@host
-  auto scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    auto at = out.find('@', scheme + 3);
-    auto slash = out.find('/', scheme + 3);
-    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
-      auto colon = out.find(':', scheme + 3);
-      std::size_t start = colon != std::string::npos && colon < at ? colon + 1 : scheme + 3;
-      out.replace(start, at - start, "***");
-    }
-  }
-  // conninfo: password=secret
-  for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 12)) {
-    std::size_t start = pos + 9;
-    std::size_t end = out.find_first_of(" &", start);
-    out.replace(start, (end == std::string::npos ? out.size() : end) - start, "***");
-  }
-  return out;
-}
 
 } // namespace dedupctl::core

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/secrets.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,7 +31,5 @@ struct StoreUri {
 // Throws UsageError naming the flag.
 StoreUri parse_store_uri(std::string_view text, std::string_view what = "--store");
 
-// Replaces a password in any redis://, postgres:// or conninfo text by "***".
-std::string redact_secrets(std::string_view text);
 
 } // namespace dedupctl::core

@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+
 namespace dedupctl::reports {
 
 Format parse_format(std::string_view name) {
@@ -79,6 +84,26 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
                                  "or github",
                                  to_string(format), report.command));
   }
+}
+
+std::string render_to_string(const Report& report, Format format, const RenderOptions& options) {
+  char* data = nullptr;
+  std::size_t size = 0;
+  std::FILE* memory = ::open_memstream(&data, &size);
+  if (!memory) {
+    throw std::bad_alloc();
+  }
+  try {
+    render(report, format, memory, options);
+  } catch (...) {
+    std::fclose(memory);
+    std::free(data);
+    throw;
+  }
+  std::fclose(memory);
+  std::string out(data, size);
+  std::free(data);
+  return out;
 }
 
 } // namespace dedupctl::reports

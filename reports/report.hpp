@@ -60,6 +60,8 @@ struct RenderOptions {
 
 // Writes the report to `out`. Throws UsageError for a format the command does not offer.
 void render(const Report& report, Format format, std::FILE* out, const RenderOptions& options = {});
+// The same, as a string (rendered into memory).
+std::string render_to_string(const Report& report, Format format, const RenderOptions& options = {});
 
 void render_json(const Report& report, std::FILE* out);
 void render_text(const Report& report, std::FILE* out, const RenderOptions& options);

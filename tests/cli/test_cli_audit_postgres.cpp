@@ -208,7 +208,9 @@ TEST_F(AuditInbox, AMissingTableOrColumnIsExit2NamingItAndListingTheColumns) {
 
 TEST_F(AuditInbox, NothingInTheDatabaseIsModified) {
   auto before = m_pg.psql("SELECT count(*), max(xmin::text) FROM processed_events").out;
-  run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}));
+  auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}));
+  ASSERT_EQ(result.exit_code, 1) << "the audit must have run to its findings: " << result.err;
+  EXPECT_EQ(Json::parse(result.out).at("complete"), true);
   EXPECT_EQ(m_pg.psql("SELECT count(*), max(xmin::text) FROM processed_events").out, before);
 }
 

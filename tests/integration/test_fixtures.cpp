@@ -53,10 +53,30 @@ TEST(Fixtures, RunCommandCapturesBothStreamsAndTheExitCode) {
   EXPECT_EQ(result.err, "err\n");
 }
 
+// A test whose server is missing, for the test below: disabled, so it runs only when asked for.
+TEST(FixturesProbe, DISABLED_AMissingServer) {
+  DEDUPCTL_REQUIRE_SERVER(false, "the probe's server is missing on purpose");
+}
+
+// The contract CI depends on: with CI=true a test whose server is missing fails; elsewhere it is
+// skipped. Runs this very binary on the probe above, as CI and as a developer.
 TEST(Fixtures, ServersAreRequiredInCi) {
-  // The contract of DEDUPCTL_REQUIRE_SERVER: in CI a missing server is a failure, not a skip.
-  const char* ci = std::getenv("CI");
-  const char* require = std::getenv("DEDUPCTL_REQUIRE_SERVERS");
-  bool expected = (ci && std::string(ci) == "true") || (require && std::string(require) == "1");
-  EXPECT_EQ(servers_required(), expected);
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> probe{self, "--gtest_filter=FixturesProbe.DISABLED_AMissingServer",
+                                 "--gtest_also_run_disabled_tests"};
+  auto with_env = [&](std::vector<std::string> env) {
+    env.insert(env.begin(), "env");
+    env.insert(env.end(), probe.begin(), probe.end());
+    return run_command(env);
+  };
+  auto in_ci = with_env({"-u", "DEDUPCTL_REQUIRE_SERVERS", "CI=true"});
+  EXPECT_NE(in_ci.exit_code, 0) << in_ci.out;
+  EXPECT_NE(in_ci.out.find("required server missing (CI): the probe's server is missing on purpose"),
+            std::string::npos)
+      << in_ci.out;
+  auto required = with_env({"-u", "CI", "DEDUPCTL_REQUIRE_SERVERS=1"});
+  EXPECT_NE(required.exit_code, 0) << required.out;
+  auto locally = with_env({"-u", "CI", "-u", "DEDUPCTL_REQUIRE_SERVERS"});
+  EXPECT_EQ(locally.exit_code, 0) << locally.out;
+  EXPECT_NE(locally.out.find("[  SKIPPED ] FixturesProbe.DISABLED_AMissingServer"), std::string::npos) << locally.out;
 }

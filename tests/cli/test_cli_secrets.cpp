@@ -1,0 +1,58 @@
+// A secret never appears in any output, in any spelling the user may have typed it: every form
+// of core/secrets.hpp, against every renderer, on stdout and stderr, with the store unreachable
+// (the error messages name the store) and with a bad URI (the usage error names it).
+#include "tests/cli/planted.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+using namespace dedupctl::testing;
+
+namespace {
+
+struct Typed {
+  std::string store;  // --store as typed
+  std::string secret; // what must never be printed
+};
+
+} // namespace
+
+TEST(Secrets, NoFormatEverPrintsAPasswordInAnySpelling) {
+  MockBroker broker{{"pay:1"}};
+  long long now = wall_ms();
+  broker.seed("pay", planted(now, now - 30 * k_minute));
+  int port = free_port();
+  const std::vector<Typed> typed{
+      {fmt::format("redis://app:Red1sPw@127.0.0.1:{}", port), "Red1sPw"},
+      {fmt::format("redis://Red1sAlone@127.0.0.1:{}", port), "Red1sAlone"},
+      {fmt::format("postgresql://app:Pg%40Uri@127.0.0.1:{}/db", port), "Pg@Uri"},
+      {fmt::format("postgresql://app@127.0.0.1:{}/db?password=PgQuery", port), "PgQuery"},
+      {fmt::format("host=127.0.0.1 port={} user=app password = S3cr3tSp", port), "S3cr3tSp"},
+      {fmt::format("host=127.0.0.1 port={} user=app password='s3 cr3t q'", port), "s3 cr3t q"},
+  };
+  TempDir dir;
+  for (const auto& t : typed) {
+    for (std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "html"}) {
+      std::vector<std::string> args{"audit",   "-b",      broker.bootstrap(), "--topic", "pay", "--store", t.store,
+                                    "--ttl",   "1h",      "--retention",      "7d",      "-o",  format,    "--timeout",
+                                    "2s",      "-X",      "sasl.password=K4fk4Pw"};
+      if (format == "html") {
+        args.insert(args.end(), {"--output", dir.file("report.html")});
+      }
+      auto result = run_dedupctl(args);
+      EXPECT_EQ(result.exit_code, 3) << t.store << " " << format << ": " << result.err;
+      std::string out = result.out + (format == "html" ? read_file(dir.file("report.html")) : "");
+      for (const std::string& secret : {t.secret, std::string("K4fk4Pw")}) {
+        EXPECT_EQ(out.find(secret), std::string::npos) << format << " stdout shows " << secret << ":\n" << out;
+        EXPECT_EQ(result.err.find(secret), std::string::npos) << format << " stderr shows " << secret << ":\n"
+                                                              << result.err;
+      }
+    }
+  }
+  // A URI that does not parse is a usage error that names it, without its password.
+  auto bad = run_dedupctl({"audit", "--input", "-", "--store", "redis://app:BadUr1Pw@host:notaport", "-o", "json"}, "");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(bad.out.find("BadUr1Pw"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.err.find("BadUr1Pw"), std::string::npos) << bad.err;
+}

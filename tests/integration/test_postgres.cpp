@@ -1,0 +1,88 @@
+// The PostgreSQL connector against a real server: what an operator meets when the inbox cannot be
+// read. Every failure is an UnreachableError (exit 3 once it reaches the command) whose message
+// names the server and the cause, and never the password.
+#include "connectors/postgres/inbox_store.hpp"
+#include "core/errors.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace dedupctl;
+using namespace dedupctl::testing;
+
+namespace {
+
+connectors::postgres::InboxSettings inbox_at(const std::string& conninfo, std::int64_t timeout_ms = 5000) {
+  connectors::postgres::InboxSettings settings;
+  settings.conninfo = conninfo;
+  settings.timeout_ms = timeout_ms;
+  settings.lookup = connectors::postgres::InboxLookup::Batches;
+  settings.schema.consumer_column.clear();
+  return settings;
+}
+
+// The UnreachableError's message when opening and reading the inbox fails; "" when nothing failed.
+std::string failure_of(const connectors::postgres::InboxSettings& settings) {
+  try {
+    auto store = connectors::postgres::open_inbox_store(settings);
+    std::vector<core::RecordState> out;
+    store->lookup({"e-1"}, out);
+  } catch (const UnreachableError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class PostgresConnector : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    ASSERT_EQ(m_pg.psql("CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL);"
+                        "INSERT INTO processed_events VALUES ('e-1', now());"
+                        "CREATE ROLE auditor LOGIN PASSWORD 'right-one'; GRANT SELECT ON processed_events TO auditor")
+                  .exit_code,
+              0);
+  }
+  PostgresServer m_pg;
+};
+
+} // namespace
+
+TEST_F(PostgresConnector, TheRightPasswordReadsTheInbox) {
+  auto uri = fmt::format("postgresql://auditor:right-one@127.0.0.1:{}/postgres", m_pg.port());
+  EXPECT_EQ(failure_of(inbox_at(uri)), "");
+}
+
+TEST_F(PostgresConnector, NoServerListeningIsUnreachable) {
+  auto uri = fmt::format("postgresql://auditor:right-one@127.0.0.1:{}/postgres", free_port());
+  auto why = failure_of(inbox_at(uri));
+  EXPECT_NE(why.find("cannot reach PostgreSQL at"), std::string::npos) << why;
+  EXPECT_NE(why.find("check --store"), std::string::npos) << why;
+  EXPECT_EQ(why.find("right-one"), std::string::npos) << why;
+}
+
+TEST_F(PostgresConnector, AWrongPasswordIsUnreachableAndNeverPrinted) {
+  for (const auto& conninfo :
+       {fmt::format("postgresql://auditor:s3cr3t-wrong@127.0.0.1:{}/postgres", m_pg.port()),
+        fmt::format("host=127.0.0.1 port={} dbname=postgres user=auditor password = 's3cr3t-wrong'", m_pg.port())}) {
+    auto why = failure_of(inbox_at(conninfo));
+    EXPECT_NE(why.find("password authentication failed"), std::string::npos) << why;
+    EXPECT_EQ(why.find("s3cr3t-wrong"), std::string::npos) << why;
+  }
+}
+
+TEST_F(PostgresConnector, AStatementPastTheTimeoutIsUnreachable) {
+  SpawnOptions hold_options;
+  hold_options.pipe_stdin = true;
+  Process hold({find_program("psql", {"/usr/lib/postgresql/15/bin"}), "-X", "-q", "-d", m_pg.conninfo()}, hold_options);
+  hold.write_line("BEGIN; LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto started = std::chrono::steady_clock::now();
+  auto why = failure_of(inbox_at(m_pg.conninfo(), 1000));
+  EXPECT_NE(why.find("timed out after 1000 ms"), std::string::npos) << why;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+}
