@@ -1,11 +1,11 @@
 #include "commands/pipeline/audit.hpp"
 #include "commands/context.hpp"
+#include "commands/delivery.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
-#include "commands/store.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
-#include "commands/delivery.hpp"
+#include "commands/store.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/errors.hpp"
@@ -47,8 +47,8 @@ struct AuditOptions {
 
 // The inbox's TTL is the cleanup job's retention, counted from processed_at. Its schema and contents
 // add findings of their own.
-void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared,
-                   const AuditOptions& options, AuditRequest& request, std::int64_t now, Context& context) {
+void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const AuditOptions& options,
+                   AuditRequest& request, std::int64_t now, Context& context) {
   request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
   request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id

@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-
 namespace dedupctl::commands {
 
 void add_global_options(CLI::App& app, GlobalOptions& global) {

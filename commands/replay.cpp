@@ -1,10 +1,10 @@
 #include "commands/pipeline/replay.hpp"
 #include "commands/context.hpp"
+#include "commands/delivery.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
-#include "commands/delivery.hpp"
 #include "connectors/file/replay_files.hpp"
 #include "connectors/file/replay_sink.hpp"
 #include "connectors/kafka/kafka.hpp"
@@ -158,8 +158,8 @@ int run(const ReplayOptions& options, Context& context) {
         auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
         via = connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
       } else {
-        via = connectors::redis::open_replay_placement(redis_settings(placement.uri, context),
-                                                       placement.audit.ttl.span, placement.audit.policy.lease_ms,
+        via = connectors::redis::open_replay_placement(redis_settings(placement.uri, context), placement.audit.ttl.span,
+                                                       placement.audit.policy.lease_ms,
                                                        placement.audit.policy.in_progress_values);
       }
       if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {
@@ -182,7 +182,9 @@ int run(const ReplayOptions& options, Context& context) {
     context.note(fmt::format("resuming run {} from {}", request.run_id, options.checkpoint));
   }
   if (options.execute && !options.checkpoint.empty()) {
-    request.save_checkpoint = [&](const core::Checkpoint& c) { connectors::file::write_checkpoint(options.checkpoint, c); };
+    request.save_checkpoint = [&](const core::Checkpoint& c) {
+      connectors::file::write_checkpoint(options.checkpoint, c);
+    };
   }
   if (decisions.open()) {
     request.decide = [&](const core::DecisionRecord& d) { decisions.write(d); };

@@ -1,8 +1,8 @@
 #include "commands/pipeline/scan.hpp"
 #include "commands/context.hpp"
+#include "commands/delivery.hpp"
 #include "commands/options.hpp"
 #include "commands/source.hpp"
-#include "commands/delivery.hpp"
 #include "core/errors.hpp"
 #include "core/time.hpp"
 

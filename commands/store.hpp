@@ -27,7 +27,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest
 // row (said on stderr), else unknown. Throws UnreachableError when the inbox cannot be asked.
-core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag,
-                                   std::int64_t now_ms, Context& context);
+core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag, std::int64_t now_ms,
+                                   Context& context);
 
 } // namespace dedupctl::commands

@@ -40,7 +40,8 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
   if (record.kind == RecordState::Kind::Absent) {
     if (event.committed && event.offset >= *event.committed) {
       verdict.state = Coverage::Pending; // not consumed yet: nothing is wrong
-    } else if (auto ttl = policy.ttl.finite_ms(); ttl && event.timestamp_ms + *ttl + policy.max_lag_ms < policy.now_ms) {
+    } else if (auto ttl = policy.ttl.finite_ms();
+               ttl && event.timestamp_ms + *ttl + policy.max_lag_ms < policy.now_ms) {
       verdict.state = Coverage::Expired;
     } else {
       verdict.state = Coverage::Missing; // within its TTL, never expiring, or the TTL is unknown

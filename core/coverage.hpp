@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-// The verdict per event (DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
+// The verdict per event (../shared/DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
 namespace dedupctl::core {
 
 // What the placement holds for one dedup key now.
@@ -51,7 +51,7 @@ struct Verdict {
 // ("processing:<run>", as replay writes it).
 bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
 
-// Rules 2–7 of DESIGN.md in order (rule 1, no id, is decided before a lookup).
+// Rules 2–7 of ../shared/DESIGN.md in order (rule 1, no id, is decided before a lookup).
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
 
 // An inbox row as the coverage rules see it: present, its status (claim markers) as the value, and

@@ -173,9 +173,8 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       } else if (name == "inbox_retention") {
         consumer.inbox_retention = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
       } else if (name == "max_lag") {
-        if (auto span = duration_of(name, node, [](const std::string& t) {
-              return Span::finite(parse_duration(t, "max_lag"));
-            })) {
+        if (auto span = duration_of(name, node,
+                                    [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
           consumer.max_lag_ms = span->finite_ms().value_or(0);
         }
       } else if (name == "side_effects") {

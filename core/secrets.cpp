@@ -24,8 +24,7 @@ std::string lower(std::string_view text) {
 
 // scheme://user:secret@host or, for Redis (whose AUTH takes a password alone), scheme://secret@host.
 void uri_userinfo(std::string_view text, std::vector<Secret>& out) {
-  for (std::size_t scheme = text.find("://"); scheme != std::string_view::npos;
-       scheme = text.find("://", scheme + 3)) {
+  for (std::size_t scheme = text.find("://"); scheme != std::string_view::npos; scheme = text.find("://", scheme + 3)) {
     std::size_t start = scheme + 3;
     std::size_t stop = text.find_first_of(" \t\r\n?#", start);
     std::string_view authority = text.substr(start, stop == std::string_view::npos ? text.npos : stop - start);

@@ -31,5 +31,4 @@ struct StoreUri {
 // Throws UsageError naming the flag.
 StoreUri parse_store_uri(std::string_view text, std::string_view what = "--store");
 
-
 } // namespace dedupctl::core

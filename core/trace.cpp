@@ -197,9 +197,9 @@ std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& polic
   if (r.state == TraceRecord::State::Absent && ttl) {
     for (const auto& o : trace.occurrences) {
       if (o.delivered != false && o.timestamp_ms >= 0 && o.timestamp_ms + *ttl < policy.now_ms) {
-        out.push_back({o.timestamp_ms + *ttl,
-                       fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic, o.partition,
-                                   o.offset, format_duration(*ttl))});
+        out.push_back(
+            {o.timestamp_ms + *ttl, fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic,
+                                                o.partition, o.offset, format_duration(*ttl))});
       }
     }
   }

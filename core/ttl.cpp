@@ -71,7 +71,7 @@ TtlDecision with_estimate(TtlDecision decision, const TtlEstimator& estimator) {
   decision.estimate_low = estimator.low();
   decision.estimate_high = estimator.high();
   if (decision.source == TtlSource::None) {
-    decision.span = Span::finite(*estimator.high()); // classify with the upper bound (DESIGN.md)
+    decision.span = Span::finite(*estimator.high()); // classify with the upper bound (../shared/DESIGN.md)
     decision.source = TtlSource::Estimated;
   }
   return decision;
@@ -94,8 +94,9 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms) {
     return "no expiry at all (the topic keeps events forever)";
   }
   if (auto ms = retention.finite_ms()) {
-    return fmt::format("at least {} (retention {} + max lag {} + 1 day)", format_duration(*ms + max_lag_ms + k_margin_ms),
-                       format_duration(*ms), format_duration(max_lag_ms));
+    return fmt::format("at least {} (retention {} + max lag {} + 1 day)",
+                       format_duration(*ms + max_lag_ms + k_margin_ms), format_duration(*ms),
+                       format_duration(max_lag_ms));
   }
   return "at least the topic's retention + max lag + 1 day";
 }
@@ -123,8 +124,9 @@ std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& tt
     f.severity = Severity::Warning;
     f.title = fmt::format("the {} barely exceeds the retention ({}) plus max lag ({})", subject, to_text(retention),
                           format_duration(max_lag_ms));
-    f.advice = fmt::format("A lagging consumer or a clock skew opens a gap at the edge of the log. Keep records for {}.",
-                           ttl_needed(retention, max_lag_ms));
+    f.advice =
+        fmt::format("A lagging consumer or a clock skew opens a gap at the edge of the log. Keep records for {}.",
+                    ttl_needed(retention, max_lag_ms));
     return f;
   }
   return std::nullopt;

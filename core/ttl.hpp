@@ -15,7 +15,7 @@ namespace dedupctl::core {
 
 enum class TtlSource {
   Flag,                    // --ttl (or a declaration's ttl)
-  Estimated,               // bounded by the records' remaining TTLs (DESIGN.md "TTL estimate")
+  Estimated,               // bounded by the records' remaining TTLs (../shared/DESIGN.md "TTL estimate")
   InboxRetentionFlag,      // an inbox: --inbox-retention
   InboxRetentionEstimated, // an inbox: at least the age of its oldest row
   None,                    // not declared and not estimable

@@ -22,7 +22,6 @@ std::string verdict_sentence(const Report& report);
 // "e-17 orders[0]@17 2026-11-20T02:00:00.000Z" and the note, for one example.
 std::string example_line(const core::Example& example);
 
-
 // The coverage table's columns, in report-v1 order, and their headings.
 inline constexpr core::Coverage k_coverage_columns[] = {
     core::Coverage::Covered, core::Coverage::Expiring,   core::Coverage::Expired,  core::Coverage::Missing,

@@ -157,13 +157,12 @@ void render_html(const Report& report, std::FILE* out) {
   page += ".</p>";
   if (report.placement) {
     const auto& p = *report.placement;
-    page +=
-        fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
-                    esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
-                    esc(std::string(core::describe(p.ttl.source))),
-                    p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
-                                              esc(std::string(core::report_name(p.retention->source))))
-                                : std::string());
+    page += fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
+                        esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
+                        esc(std::string(core::describe(p.ttl.source))),
+                        p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
+                                                  esc(std::string(core::report_name(p.retention->source))))
+                                    : std::string());
   }
   if (!report.summary.empty()) {
     page += "<h2>Summary</h2><div class=\"cards\">";

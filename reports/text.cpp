@@ -139,10 +139,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
         estimate += ": the records disagree, they were not all written with one TTL";
       }
     }
-    std::string retention =
-        p.retention ? fmt::format("  retention {} ({})", core::to_text(p.retention->span),
-                                  core::report_name(p.retention->source))
-                    : ""; // replay: not its concern
+    std::string retention = p.retention ? fmt::format("  retention {} ({})", core::to_text(p.retention->span),
+                                                      core::report_name(p.retention->source))
+                                        : ""; // replay: not its concern
     fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl.source), estimate,
                retention);
   }

@@ -61,7 +61,7 @@ struct Chunk {
   };
   std::vector<Row> rows;
   std::vector<std::string> keys;
-  std::vector<std::uint64_t> hashes;    // per key, its hash in `index`
+  std::vector<std::uint64_t> hashes;      // per key, its hash in `index`
   core::FlatHashMap<std::uint32_t> index; // a key's hash → its index + 1 (the first key of that hash)
   std::vector<core::Claim> claims;
   std::vector<bool> in_flight_elsewhere; // the key belongs to an earlier unsettled chunk
@@ -79,7 +79,7 @@ struct Chunk {
   std::vector<bool> found_in_sink;
   std::size_t outstanding = 0; // publishes without a delivery report
   std::string first_error;
-  std::string start_position; // the sink's position before this chunk published anything
+  std::string start_position;              // the sink's position before this chunk published anything
   std::shared_ptr<core::EventBatch> batch; // the source batch its events are in, until published
   std::size_t begin = 0;                   // rows[j] is batch->events[begin + j]
 };
@@ -119,7 +119,7 @@ std::string ReplayStageTimes::describe() const {
 
 namespace {
 
-// One run of run_replay: the protocol of DESIGN.md "Replay protocol" as named steps over a queue of
+// One run of run_replay: the protocol of ../shared/DESIGN.md "Replay protocol" as named steps over a queue of
 // chunks. Reading cuts source batches into chunks (prepare); each chunk moves Building → Claiming →
 // Published → Settling → finished, in order: `advance` moves every chunk as far as it can without
 // waiting, `wait_for_front` blocks until the oldest one can move, `finish_front` decides, counts and
@@ -225,8 +225,7 @@ private:
 
 ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
                            core::ReplaySink* sink, const core::SourceInfo& info)
-    : m_request(request), m_source(source), m_placement(placement), m_sink(sink),
-      m_publishing(request.execute && sink),
+    : m_request(request), m_source(source), m_placement(placement), m_sink(sink), m_publishing(request.execute && sink),
       m_max_in_flight(m_publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1),
       m_checkpoint(request.checkpoint.value_or(core::Checkpoint{})), m_identify([&] {
         core::IdentifyOptions identify = request.identify;
@@ -433,8 +432,8 @@ bool ReplayRunner::in_flight(const std::string& key, std::uint64_t hash) const {
   for (std::size_t c = 0; c + 1 < m_chunks.size(); ++c) {
     const Chunk& other = m_chunks[c];
     const std::uint32_t* slot = other.index.find(hash);
-    if (slot && (other.keys[*slot - 1] == key ||
-                 std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
+    if (slot &&
+        (other.keys[*slot - 1] == key || std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
       return true;
     }
   }
@@ -587,8 +586,8 @@ void ReplayRunner::advance() {
     if (chunk.stage != Chunk::Stage::Published || chunk.outstanding > 0) {
       break;
     }
-    chunk.settle_done = placement_call(
-        [this, &chunk] { m_placement.settle(chunk.keys, chunk.claims, chunk.delivered); }, false);
+    chunk.settle_done =
+        placement_call([this, &chunk] { m_placement.settle(chunk.keys, chunk.claims, chunk.delivered); }, false);
     chunk.stage = Chunk::Stage::Settling;
   }
   while (!m_chunks.empty() && m_chunks.front().stage == Chunk::Stage::Settling &&
@@ -627,8 +626,7 @@ void ReplayRunner::resolve_claims() {
       chunk.claimed_nothing = true;
     }
   }
-  while (!m_chunks.empty() &&
-         (m_chunks.back().stage == Chunk::Stage::Building || m_chunks.back().claimed_nothing)) {
+  while (!m_chunks.empty() && (m_chunks.back().stage == Chunk::Stage::Building || m_chunks.back().claimed_nothing)) {
     m_chunks.pop_back();
   }
 }
@@ -823,12 +821,12 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
     report.settings.emplace_back("sink", run.sink);
   }
   std::vector<core::Finding> findings = m_request.placement_findings;
-  for (auto& f : core::replay_findings(run, m_placement.unfit_keys(), m_failed_examples, m_unfit_examples,
-                                       m_claimed_examples)) {
+  for (auto& f :
+       core::replay_findings(run, m_placement.unfit_keys(), m_failed_examples, m_unfit_examples, m_claimed_examples)) {
     findings.push_back(std::move(f));
   }
-  finish_report(report, std::move(info), m_log, std::move(findings), m_request.max_examples,
-                m_request.fail_on, m_source.positions());
+  finish_report(report, std::move(info), m_log, std::move(findings), m_request.max_examples, m_request.fail_on,
+                m_source.positions());
 }
 
 } // namespace

@@ -68,7 +68,8 @@ public:
   // Whether the id column can hold `key`, and what it cannot hold otherwise (empty: any key).
   bool can_hold(const std::string& key) const { return core::inbox_id_fits(m_id_type, key); }
   std::string holds_only() const {
-    bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
+    bool restrictive =
+        m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
     return restrictive ? fmt::format("the inbox's id column {} is {}", m_settings.schema.id_column, m_id_type) : "";
   }
 
@@ -367,10 +368,12 @@ public:
     std::optional<std::int64_t> oldest;
     m_session.guard([&] {
       pqxx::read_transaction tx(m_session.connection());
-      std::string query =
-          fmt::format("SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_session.quoted_time(), m_session.quoted_table(),
-                      m_session.settings().consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_session.quoted_consumer()));
-      pqxx::result r = m_session.settings().consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_session.settings().consumer);
+      std::string query = fmt::format(
+          "SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_session.quoted_time(),
+          m_session.quoted_table(),
+          m_session.settings().consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_session.quoted_consumer()));
+      pqxx::result r =
+          m_session.settings().consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_session.settings().consumer);
       if (!r.empty() && !r[0][0].is_null()) {
         oldest = now_ms - r[0][0].as<std::int64_t>();
       }
@@ -490,9 +493,10 @@ private:
         inserted[row[0].as<std::size_t>() - 1] = true;
       }
       if (!m_session.settings().schema.status_column.empty()) {
-        pqxx::result existing = m_session.settings().consumer.empty()
-                                    ? m_work->exec_prepared("lookup", array_literal(keys))
-                                    : m_work->exec_prepared("lookup", array_literal(keys), m_session.settings().consumer);
+        pqxx::result existing =
+            m_session.settings().consumer.empty()
+                ? m_work->exec_prepared("lookup", array_literal(keys))
+                : m_work->exec_prepared("lookup", array_literal(keys), m_session.settings().consumer);
         for (const auto& row : existing) {
           auto i = row[0].as<std::size_t>() - 1;
           if (!inserted[i] && !row[2].is_null()) {

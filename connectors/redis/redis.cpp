@@ -306,8 +306,8 @@ public:
     for (std::size_t i = 0; i < m_buffer.count(); ++i) {
       Reply reply = m_connection.read("settling claims");
       if (reply->type == REDIS_REPLY_ERROR) {
-        throw UnreachableError(fmt::format("Redis at {} refused to settle a claim ({})", m_connection.where(),
-                                           text_of(*reply)));
+        throw UnreachableError(
+            fmt::format("Redis at {} refused to settle a claim ({})", m_connection.where(), text_of(*reply)));
       }
     }
   }
@@ -386,7 +386,8 @@ private:
 
 std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
                                                              std::int64_t lease_ms,
-                                                             std::vector<std::string> in_progress_values, ClaimForm form) {
+                                                             std::vector<std::string> in_progress_values,
+                                                             ClaimForm form) {
   return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values), form);
 }
 

@@ -173,8 +173,7 @@ TEST_F(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
             std::string::npos)
       << title_of(estimate, "ttl-shorter-than-retention");
   auto estimate_text = run_dedupctl(without_ttl("text", m_redis.uri()));
-  EXPECT_NE(estimate_text.out.find("(estimated from the records, records say"), std::string::npos)
-      << estimate_text.out;
+  EXPECT_NE(estimate_text.out.find("(estimated from the records, records say"), std::string::npos) << estimate_text.out;
 
   // No record carries a TTL: nothing to estimate from.
   ASSERT_EQ(m_redis.command("FLUSHALL"), "+OK\r\n");

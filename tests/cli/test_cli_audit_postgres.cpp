@@ -1,7 +1,7 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
-#include "tests/cli/planted.hpp"
 #include "core/time.hpp"
+#include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -142,9 +142,25 @@ TEST_F(AuditInbox, TheInboxRetentionSourceIsNamedInTextJsonAndTheTitle) {
 // retention's source, declared or estimated.
 TEST_F(AuditInbox, TraceShowsTheInboxRowAndWhereItsRetentionCameFrom) {
   auto trace_args = [&](std::vector<std::string> extra, const std::string& format) {
-    std::vector<std::string> out{"trace", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
-                                 "--store", m_pg.conninfo(), "--inbox-status-column", "status", "--consumer",
-                                 "billing", "--event-id", "e-2", "--event-id", "e-7", "-o", format};
+    std::vector<std::string> out{"trace",
+                                 "-b",
+                                 m_broker.bootstrap(),
+                                 "--topic",
+                                 "pay",
+                                 "--group",
+                                 "billing",
+                                 "--store",
+                                 m_pg.conninfo(),
+                                 "--inbox-status-column",
+                                 "status",
+                                 "--consumer",
+                                 "billing",
+                                 "--event-id",
+                                 "e-2",
+                                 "--event-id",
+                                 "e-7",
+                                 "-o",
+                                 format};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   };

@@ -34,9 +34,9 @@ TEST(Secrets, NoFormatEverPrintsAPasswordInAnySpelling) {
   TempDir dir;
   for (const auto& t : typed) {
     for (std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "html"}) {
-      std::vector<std::string> args{"audit",   "-b",      broker.bootstrap(), "--topic", "pay", "--store", t.store,
-                                    "--ttl",   "1h",      "--retention",      "7d",      "-o",  format,    "--timeout",
-                                    "2s",      "-X",      "sasl.password=K4fk4Pw"};
+      std::vector<std::string> args{"audit", "-b", broker.bootstrap(),     "--topic", "pay", "--store", t.store,
+                                    "--ttl", "1h", "--retention",          "7d",      "-o",  format,    "--timeout",
+                                    "2s",    "-X", "sasl.password=K4fk4Pw"};
       if (format == "html") {
         args.insert(args.end(), {"--output", dir.file("report.html")});
       }

@@ -71,8 +71,7 @@ TEST(Fixtures, ServersAreRequiredInCi) {
   };
   auto in_ci = with_env({"-u", "DEDUPCTL_REQUIRE_SERVERS", "CI=true"});
   EXPECT_NE(in_ci.exit_code, 0) << in_ci.out;
-  EXPECT_NE(in_ci.out.find("required server missing (CI): the probe's server is missing on purpose"),
-            std::string::npos)
+  EXPECT_NE(in_ci.out.find("required server missing (CI): the probe's server is missing on purpose"), std::string::npos)
       << in_ci.out;
   auto required = with_env({"-u", "CI", "DEDUPCTL_REQUIRE_SERVERS=1"});
   EXPECT_NE(required.exit_code, 0) << required.out;

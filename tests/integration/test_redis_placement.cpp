@@ -43,8 +43,8 @@ protected:
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_settings.uri = core::parse_store_uri(m_redis.uri());
     m_ttl = core::Span::finite(86'400'000);
-    m_placement = connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"},
-                                                           GetParam());
+    m_placement =
+        connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"}, GetParam());
     ASSERT_EQ(m_redis.command("SET d:done done"), "+OK\r\n");
     ASSERT_EQ(m_redis.command("SET d:mine processing:run-1"), "+OK\r\n");
     ASSERT_EQ(m_redis.command("SET d:other processing:run-2"), "+OK\r\n");

@@ -12,8 +12,7 @@ namespace {
 
 rd_kafka_t* make(rd_kafka_type_t type, const std::string& bootstrap,
                  const std::vector<std::pair<std::string, std::string>>& properties,
-                 void (*on_delivery)(rd_kafka_t*, const rd_kafka_message_t*, void*) = nullptr,
-                 void* opaque = nullptr) {
+                 void (*on_delivery)(rd_kafka_t*, const rd_kafka_message_t*, void*) = nullptr, void* opaque = nullptr) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   auto set = [&](const std::string& name, const std::string& value) {
@@ -143,7 +142,9 @@ std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string&
   }
   if (err || !found || found->err) {
     error = fmt::format("metadata of {}: {}", topic,
-                        err ? rd_kafka_err2str(err) : found ? rd_kafka_err2str(found->err) : "no such topic");
+                        err     ? rd_kafka_err2str(err)
+                        : found ? rd_kafka_err2str(found->err)
+                                : "no such topic");
   } else {
     for (int p = 0; p < found->partition_cnt && error.empty(); ++p) {
       std::int64_t low = 0, high = 0;

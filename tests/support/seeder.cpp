@@ -10,8 +10,8 @@
 // is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
 // minute old: bundled data keeps realistic ages. --expect-log-start checks after seeding that no
 // partition's log start moved (the mock silently evicts beyond 5 MiB a partition).
-#include "tests/support/kafka_tools.hpp"
 #include "core/kcat_line.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 

@@ -12,11 +12,11 @@
 #include "core/retention.hpp"
 
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <memory>
-#include <functional>
 #include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>

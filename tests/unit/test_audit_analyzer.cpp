@@ -168,8 +168,7 @@ TEST(AuditAnalyzer, WithoutATtlTheEstimateClassifiesAbsentRecords) {
   EXPECT_EQ(r.ttl.span, Span::finite(60 * 60'000));
   EXPECT_EQ(r.ttl.source, TtlSource::Estimated);
   // The title says where the TTL came from.
-  EXPECT_NE(finding(r, "ttl-shorter-than-retention")->title.find("(1h, estimated from the records)"),
-            std::string::npos)
+  EXPECT_NE(finding(r, "ttl-shorter-than-retention")->title.find("(1h, estimated from the records)"), std::string::npos)
       << finding(r, "ttl-shorter-than-retention")->title;
   EXPECT_EQ(state(r, Coverage::Expired), 1);
   EXPECT_EQ(state(r, Coverage::Missing), 1);

@@ -8,8 +8,8 @@
 
 using namespace dedupctl;
 using namespace dedupctl::core;
-using dedupctl::testing::FakeInspector;
 using dedupctl::commands::run_check;
+using dedupctl::testing::FakeInspector;
 
 namespace {
 

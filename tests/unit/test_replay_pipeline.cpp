@@ -7,8 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <thread>
 #include <set>
+#include <thread>
 
 namespace dedupctl::commands {
 namespace {
@@ -362,8 +362,9 @@ TEST(ReplayPipeline, AnIdThePlacementCannotHoldIsNotPublishedAndIsReported) {
     EXPECT_EQ(sink.ids().count("e-3"), 0u);
     EXPECT_EQ(placement.records.count("dedup:e-3"), 0u) << "nothing claimed or settled for it";
     ASSERT_EQ(decisions.size(), 5u);
-    EXPECT_NE(decisions[3].find(R"x("decision":"id-unfit","reason":"the placement cannot hold this id (no key with e-3)")x"),
-              std::string::npos)
+    EXPECT_NE(
+        decisions[3].find(R"x("decision":"id-unfit","reason":"the placement cannot hold this id (no key with e-3)")x"),
+        std::string::npos)
         << decisions[3];
     const core::Finding* finding = nullptr;
     for (const auto& f : report.findings) {

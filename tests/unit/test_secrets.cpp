@@ -19,7 +19,8 @@ TEST(Secrets, EveryFormIsRedactedAndItsValueFound) {
       {"postgresql://app:p%40ss@db:5432/x", "postgresql://app:***@db:5432/x", {"p%40ss", "p@ss"}},
       {"postgres://app:a@b@db/x", "postgres://app:***@db/x", {"a@b"}},
       {"postgres://app@db/x", "postgres://app@db/x", {}},
-      {"postgresql://db/x?user=app&password=S3cr3t&sslmode=off", "postgresql://db/x?user=app&password=***&sslmode=off",
+      {"postgresql://db/x?user=app&password=S3cr3t&sslmode=off",
+       "postgresql://db/x?user=app&password=***&sslmode=off",
        {"S3cr3t"}},
       {"host=db password=S3cr3t user=u", "host=db password=*** user=u", {"S3cr3t"}},
       {"host=db password = S3cr3t user=u", "host=db password = *** user=u", {"S3cr3t"}},
@@ -39,8 +40,7 @@ TEST(Secrets, EveryFormIsRedactedAndItsValueFound) {
 
 TEST(Secrets, ScrubbingRemovesAKnownSecretInAnySpelling) {
   std::vector<std::string> known = secrets_in("host=db password='s3 cr3t'");
-  EXPECT_EQ(scrub_secrets("connection to db failed: s3 cr3t rejected", known),
-            "connection to db failed: *** rejected");
+  EXPECT_EQ(scrub_secrets("connection to db failed: s3 cr3t rejected", known), "connection to db failed: *** rejected");
   EXPECT_EQ(scrub_secrets("twice: s3 cr3t and s3 cr3t", known), "twice: *** and ***");
   EXPECT_EQ(scrub_secrets("nothing here", known), "nothing here");
 }

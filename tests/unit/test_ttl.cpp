@@ -29,11 +29,11 @@ TEST(TtlDecision, EverySourceHasItsReportNameAndItsWords) {
     TtlSource source;
     std::string_view report, words;
   };
-  for (const auto& row : {Row{TtlSource::Flag, "flag", "flag"},
-                          Row{TtlSource::Estimated, "estimate", "estimated from the records"},
-                          Row{TtlSource::InboxRetentionFlag, "flag", "--inbox-retention"},
-                          Row{TtlSource::InboxRetentionEstimated, "estimate", "estimated from the oldest row"},
-                          Row{TtlSource::None, "unknown", "unknown"}}) {
+  for (const auto& row :
+       {Row{TtlSource::Flag, "flag", "flag"}, Row{TtlSource::Estimated, "estimate", "estimated from the records"},
+        Row{TtlSource::InboxRetentionFlag, "flag", "--inbox-retention"},
+        Row{TtlSource::InboxRetentionEstimated, "estimate", "estimated from the oldest row"},
+        Row{TtlSource::None, "unknown", "unknown"}}) {
     EXPECT_EQ(report_name(row.source), row.report);
     EXPECT_EQ(describe(row.source), row.words);
   }
