@@ -146,10 +146,7 @@ private:
 
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "audit";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
+  reports::Report report = start_report("audit", now_ms, request.fail_on_text);
 
   core::LogAnalyzerOptions log_options = request.analyzer;
   log_options.max_examples = request.max_examples;

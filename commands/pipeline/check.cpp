@@ -1,5 +1,6 @@
 #include "commands/pipeline/check.hpp"
 
+#include "commands/pipeline/common.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"
 
@@ -143,10 +144,7 @@ private:
 
 reports::Report run_check(const core::Declarations& declarations, const std::string& file, core::LiveInspector* live,
                           const core::FailOn& fail_on, const std::string& fail_on_text, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "check";
-  report.generated_at_ms = now_ms;
-  report.fail_on = fail_on_text;
+  reports::Report report = start_report("check", now_ms, fail_on_text);
   std::map<std::string, core::LiveFacts> facts;
   std::optional<LiveChecks> checks;
   if (live) {

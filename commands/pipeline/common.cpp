@@ -21,6 +21,14 @@ void read_source(core::EventSource& source, reports::Report& report,
   });
 }
 
+reports::Report start_report(std::string command, std::int64_t now_ms, std::string fail_on_text) {
+  reports::Report report;
+  report.command = std::move(command);
+  report.generated_at_ms = now_ms;
+  report.fail_on = std::move(fail_on_text);
+  return report;
+}
+
 void incomplete_on_failure(reports::Report& report, const std::function<void()>& body) {
   try {
     body();

@@ -833,10 +833,7 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
 
 reports::Report run_replay(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
                            core::ReplaySink* sink, core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "replay";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
+  reports::Report report = start_report("replay", now_ms, request.fail_on_text);
   report.placement = request.placement;
   ReplayRunner runner(request, source, placement, sink, info);
   incomplete_on_failure(report, [&] { runner.run(); });

@@ -7,10 +7,7 @@ namespace dedupctl::commands {
 
 reports::Report run_scan(const ScanRequest& request, core::EventSource& source, core::SourceInfo info,
                          std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "scan";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
+  reports::Report report = start_report("scan", now_ms, request.fail_on_text);
 
   core::Identifier identifier(request.identify);
   core::LogAnalyzerOptions analyzer_options = request.analyzer;

@@ -237,10 +237,7 @@ std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
 
 reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms) {
-  reports::Report report;
-  report.command = "trace";
-  report.generated_at_ms = now_ms;
-  report.fail_on = request.fail_on_text;
+  reports::Report report = start_report("trace", now_ms, request.fail_on_text);
   report.placement = request.placement;
   core::TracePolicy policy;
   policy.now_ms = now_ms;

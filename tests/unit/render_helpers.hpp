@@ -1,8 +1,10 @@
 #pragma once
 
-// What the renderer tests share: a report rendered to a string, and a golden file's text.
+// What the report tests share: a report rendered to a string, a golden file's text, a summary count.
 
 #include "reports/report.hpp"
+
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,22 +14,8 @@
 
 namespace dedupctl::testing {
 
-// Renders into memory; the stream is closed and freed even when render() throws.
 inline std::string rendered(const reports::Report& report, reports::Format format) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  struct Close {
-    std::FILE* out;
-    char** buffer;
-    ~Close() {
-      std::fclose(out);
-      std::free(*buffer);
-    }
-  } close{out, &buffer};
-  reports::render(report, format, out);
-  std::fflush(out);
-  return std::string(buffer, size);
+  return reports::render_to_string(report, format);
 }
 
 inline std::string golden(const std::string& name) {
@@ -35,6 +23,17 @@ inline std::string golden(const std::string& name) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// A summary counter of the report; a test failure (and -1) when it has none of that name.
+inline std::int64_t summary(const reports::Report& report, const std::string& name) {
+  for (const auto& [key, value] : report.summary) {
+    if (key == name) {
+      return value;
+    }
+  }
+  ADD_FAILURE() << "no summary field " << name;
+  return -1;
 }
 
 } // namespace dedupctl::testing

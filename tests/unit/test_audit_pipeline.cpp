@@ -1,6 +1,7 @@
 #include "commands/pipeline/audit.hpp"
 #include "core/errors.hpp"
 #include "tests/unit/fakes.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,14 +19,7 @@ namespace {
 constexpr std::int64_t k_hour = 3'600'000;
 constexpr std::int64_t k_now = 1000 * k_hour;
 
-std::int64_t summary(const reports::Report& report, const std::string& name) {
-  for (const auto& [key, value] : report.summary) {
-    if (key == name) {
-      return value;
-    }
-  }
-  return -1;
-}
+using dedupctl::testing::summary;
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // replay's one code path (plan and run) against in-memory fakes of the placement and the sink.
 #include "commands/pipeline/replay.hpp"
 #include "tests/unit/fakes.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,15 +28,7 @@ std::vector<OwnedEvent> events(int n, int partitions = 2) {
   return out;
 }
 
-std::int64_t summary(const reports::Report& report, const std::string& name) {
-  for (const auto& [key, value] : report.summary) {
-    if (key == name) {
-      return value;
-    }
-  }
-  ADD_FAILURE() << "no " << name;
-  return -1;
-}
+using dedupctl::testing::summary;
 
 ReplayRequest request(bool execute, std::optional<core::Checkpoint>* saved = nullptr) {
   ReplayRequest r;

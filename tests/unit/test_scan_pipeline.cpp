@@ -1,6 +1,7 @@
 #include "commands/pipeline/scan.hpp"
 #include "core/errors.hpp"
 #include "tests/unit/fakes.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,15 +29,7 @@ std::vector<OwnedEvent> planted() {
   return events;
 }
 
-std::int64_t summary(const reports::Report& report, const std::string& name) {
-  for (const auto& [key, value] : report.summary) {
-    if (key == name) {
-      return value;
-    }
-  }
-  ADD_FAILURE() << "no summary field " << name;
-  return -1;
-}
+using dedupctl::testing::summary;
 
 } // namespace
 

@@ -2,6 +2,7 @@
 // verdicts and their findings, and a store or source that fails.
 #include "commands/pipeline/trace.hpp"
 #include "tests/unit/fakes.hpp"
+#include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,14 +16,7 @@ using testing::with_header_id;
 constexpr std::int64_t k_hour = 3'600'000;
 constexpr std::int64_t k_now = 1000 * k_hour;
 
-std::int64_t summary(const reports::Report& report, const std::string& name) {
-  for (const auto& [key, value] : report.summary) {
-    if (key == name) {
-      return value;
-    }
-  }
-  return -1;
-}
+using dedupctl::testing::summary;
 
 const core::Finding* finding(const reports::Report& report, const std::string& id) {
   for (const auto& f : report.findings) {
