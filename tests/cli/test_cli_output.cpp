@@ -1,0 +1,70 @@
+// Output that never destroys or silently loses: a device or FIFO is written in place, a directory
+// is refused, and a write that fails (a full disk) is an error with a non-zero exit, never exit 0.
+#include "tests/support/fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/stat.h>
+#include <thread>
+
+using namespace dedupctl::testing;
+
+namespace {
+
+const std::string k_orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
+
+std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
+
+} // namespace
+
+TEST(Output, AFailedWriteToStdoutIsAnErrorNotASuccess) {
+  for (std::string format : {"text", "json"}) {
+    auto result = run_command({"sh", "-c",
+                               shell_quote(DEDUPCTL_BINARY) + " scan --input " + shell_quote(k_orders) + " -o " +
+                                   format + " > /dev/full"});
+    EXPECT_EQ(result.exit_code, 3) << format << ": " << result.err;
+    EXPECT_NE(result.err.find("cannot write the report to standard output: No space left on device"),
+              std::string::npos)
+        << result.err;
+  }
+}
+
+TEST(Output, ADeviceIsWrittenInPlaceNeverReplaced) {
+  struct stat before {};
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  auto result = run_dedupctl({"scan", "--input", k_orders, "--output", "/dev/null"});
+  EXPECT_EQ(result.exit_code, 1) << result.err; // the example's findings
+  struct stat after {};
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode)) << "/dev/null must stay a character device";
+  EXPECT_EQ(after.st_rdev, before.st_rdev);
+  auto full = run_dedupctl({"scan", "--input", k_orders, "--output", "/dev/full"});
+  EXPECT_EQ(full.exit_code, 3) << full.err;
+  EXPECT_NE(full.err.find("cannot write the report to --output /dev/full"), std::string::npos) << full.err;
+}
+
+TEST(Output, AFifoGetsTheWholeReport) {
+  TempDir dir;
+  std::string fifo = dir.file("report.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    received.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  auto result = run_dedupctl({"scan", "--input", k_orders, "-o", "json", "--output", fifo});
+  reader.join();
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(received.find("\"schema\": \"dedupctl.report/v1\""), std::string::npos) << received;
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO must stay a FIFO";
+}
+
+TEST(Output, ADirectoryIsAUsageErrorNamingIt) {
+  TempDir dir;
+  auto result = run_dedupctl({"scan", "--input", k_orders, "--output", dir.path()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("it is a directory"), std::string::npos) << result.err;
+}
