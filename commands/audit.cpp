@@ -50,6 +50,7 @@ struct AuditOptions {
 void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const AuditOptions& options,
                    AuditRequest& request, std::int64_t now, Context& context) {
   request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
+  request.placement.ttl = request.audit.ttl;
   request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());
   request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   const auto& p = options.placement;
@@ -82,6 +83,7 @@ int run(const AuditOptions& options, Context& context) {
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
   request.placement.retention = decide_retention(placement.audit.policy.retention, {}, nullptr); // until asked
+  request.placement.ttl = placement.audit.ttl;
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
                      "file:");

@@ -1,6 +1,9 @@
 #include "core/retention.hpp"
 
+#include "core/errors.hpp"
 #include "core/time.hpp"
+
+#include <fmt/format.h>
 
 #include <charconv>
 
@@ -35,7 +38,7 @@ Span retention_from_configs(std::optional<std::string_view> retention_ms,
     return Span::infinite();
   }
   auto segment = number(segment_ms);
-  return Span::finite(*ms + (segment && *segment > 0 ? *segment : 0));
+  return Span::finite(saturating_add(*ms, segment && *segment > 0 ? *segment : 0));
 }
 
 Span retention_from_configs(const TopicRetention& configs) {
@@ -56,7 +59,13 @@ Span parse_ttl(std::string_view text, std::string_view flag) {
   if (text == "none") {
     return Span::infinite();
   }
-  return Span::finite(parse_duration(text, flag));
+  auto ms = parse_duration(text, flag);
+  if (ms <= 0) {
+    throw UsageError(fmt::format("invalid {} '{}': a TTL must be longer than 0 (a record that lapses at once protects "
+                                 "nothing); say none for records that never expire",
+                                 flag, text));
+  }
+  return Span::finite(ms);
 }
 
 } // namespace dedupctl::core

@@ -15,6 +15,12 @@ inline constexpr std::int64_t k_ms_per_day = 24 * k_ms_per_hour;
 
 // Parses "90s", "15m", "6h", "7d", "1d12h", "500ms", "2w" or ISO 8601 "PT6H", "P7D", "P1DT2H30M".
 // Throws UsageError naming `what` (the flag) when the text is not a duration.
+// a + b for durations, at most INT64_MAX: a retention near the limit plus a lag must not wrap
+// around into a short one.
+constexpr std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 std::int64_t parse_duration(std::string_view text, std::string_view what = "duration");
 
 // Parses RFC 3339 ("2026-11-20T08:00:00Z", "…+01:00", fractional seconds), a zoneless time

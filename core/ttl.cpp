@@ -95,7 +95,7 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms) {
   }
   if (auto ms = retention.finite_ms()) {
     return fmt::format("at least {} (retention {} + max lag {} + 1 day)",
-                       format_duration(*ms + max_lag_ms + k_margin_ms), format_duration(*ms),
+                       format_duration(saturating_add(saturating_add(*ms, max_lag_ms), k_margin_ms)), format_duration(*ms),
                        format_duration(max_lag_ms));
   }
   return "at least the topic's retention + max lag + 1 day";
@@ -119,7 +119,7 @@ std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& tt
                            to_text(ttl), ttl_needed(retention, max_lag_ms));
     return f;
   }
-  if (*ttl_ms < *retention_ms + max_lag_ms + k_margin_ms) {
+  if (*ttl_ms < saturating_add(saturating_add(*retention_ms, max_lag_ms), k_margin_ms)) {
     f.id = "ttl-margin-thin";
     f.severity = Severity::Warning;
     f.title = fmt::format("the {} barely exceeds the retention ({}) plus max lag ({})", subject, to_text(retention),

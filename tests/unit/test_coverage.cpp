@@ -110,4 +110,10 @@ TEST(Retention, FromTopicConfigsAsTheBrokerDescribesThem) {
   EXPECT_EQ(parse_retention("7d").finite_ms(), 7 * 24 * k_hour);
   EXPECT_TRUE(parse_ttl("none").is_infinite());
   EXPECT_THROW(parse_ttl("forever"), dedupctl::UsageError);
+  // Zero is no TTL at all (Redis refuses PX 0): none is how to say "never expires".
+  EXPECT_THROW(parse_ttl("0s"), dedupctl::UsageError);
+  EXPECT_THROW(parse_ttl("PT0S", "--inbox-retention"), dedupctl::UsageError);
+  EXPECT_EQ(parse_ttl("1ms").finite_ms(), 1);
+  // Saturated, not wrapped: a segment on a retention near the limit.
+  EXPECT_EQ(retention_from_configs("9223372036854775000", "delete", "86400000").finite_ms(), INT64_MAX);
 }

@@ -107,3 +107,21 @@ TEST(TtlVsRetention, InfiniteAndUnknownFigures) {
 
 } // namespace
 } // namespace dedupctl::core
+
+namespace dedupctl::core {
+namespace {
+
+TEST(TtlVsRetention, FiguresNearTheLimitSaturateInsteadOfWrapping) {
+  // retention = "106751991167d" once wrapped past INT64_MAX into "9h34m8s384ms" and hid the margin.
+  std::int64_t huge = 106'751'991'167LL * 24 * 3'600'000LL;
+  auto thin = ttl_vs_retention("ttl (x)", Span::finite(huge + 1000), Span::finite(huge), 3'600'000);
+  ASSERT_TRUE(thin);
+  EXPECT_EQ(thin->id, "ttl-margin-thin");
+  EXPECT_EQ(ttl_needed(Span::finite(huge), 3'600'000).find("at least 9h"), std::string::npos);
+  auto shorter = ttl_vs_retention("ttl (x)", Span::finite(1000), Span::finite(huge), INT64_MAX);
+  ASSERT_TRUE(shorter);
+  EXPECT_EQ(shorter->id, "ttl-shorter-than-retention");
+}
+
+} // namespace
+} // namespace dedupctl::core
