@@ -156,7 +156,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   auto* audit = sub->add_option_group("Audit");
   audit->add_option("--seek", options->seek, "the reset being considered for --group: the window is [seek, committed)")
       ->type_name("SPEC");
-  audit->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  add_examples_option(*audit, options->examples);
   audit->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
   return [options, &context, sub]() -> int {

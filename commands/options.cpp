@@ -135,6 +135,30 @@ void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUs
       ->type_name("TYPE=CLASS");
 }
 
+void add_examples_option(CLI::Option_group& group, std::size_t& examples) {
+  auto bounded = CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::size_t pos = 0;
+        long long n = -1;
+        try {
+          n = std::stoll(text, &pos);
+        } catch (const std::exception&) {
+          pos = 0;
+        }
+        if (pos != text.size() || n < 0) {
+          return fmt::format("'{}' is not a number of examples: give 0 (none) to {}", text, k_max_examples);
+        }
+        if (static_cast<std::size_t>(n) > k_max_examples) {
+          return fmt::format("{} examples a finding is more than the {} a report keeps (each is held in memory and "
+                             "printed); give at most {}",
+                             n, k_max_examples, k_max_examples);
+        }
+        return "";
+      },
+      "0.." + std::to_string(k_max_examples));
+  group.add_option("--examples", examples, "examples kept per finding")->type_name("N")->check(bounded);
+}
+
 ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag) {
   ParsedPlacement out;
   if (!options.store.empty()) {

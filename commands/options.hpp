@@ -73,6 +73,9 @@ void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUs
 ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityOptions& options);
+// --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).
+inline constexpr std::size_t k_max_examples = 1000;
+void add_examples_option(CLI::Option_group& group, std::size_t& examples);
 
 // Parses the identity flags; throws UsageError naming the flag.
 core::IdentifyOptions parse_identity(const IdentityOptions& options);

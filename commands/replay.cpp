@@ -254,7 +254,7 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
       ->add_option("--batch", options->batch,
                    "events per claim/publish/settle round: one transaction and one checkpoint each (default 5000)")
       ->type_name("N");
-  replay->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  add_examples_option(*replay, options->examples);
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {
       return -1;

@@ -55,7 +55,7 @@ CommandRunner register_scan(CLI::App& app, Context& context) {
   auto* analysis = sub->add_option_group("Analysis");
   analysis->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
-  analysis->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  add_examples_option(*analysis, options->examples);
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {
       return -1;

@@ -116,7 +116,7 @@ CommandRunner register_trace(CLI::App& app, Context& context) {
   auto* trace = sub->add_option_group("Trace");
   trace->add_option("--event-id", options->event_ids, "an event id to trace (repeatable)")->type_name("ID");
   trace->add_option("--ids-from", options->ids_from, "a file of event ids, one a line")->type_name("FILE");
-  trace->add_option("--examples", options->examples, "examples kept per finding")->type_name("N");
+  add_examples_option(*trace, options->examples);
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {
       return -1;

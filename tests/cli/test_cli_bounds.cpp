@@ -1,0 +1,36 @@
+// Inputs that would change a verdict or exhaust the machine without a word: each is exit 2 with a
+// message naming the input and what to give instead, before anything is contacted.
+#include "tests/support/fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl::testing;
+
+namespace {
+const std::string k_orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
+} // namespace
+
+TEST(Bounds, ExamplesAreANumberFromZeroToTheCap) {
+  for (std::string command : {"scan", "audit", "trace", "replay"}) {
+    for (std::string n : {"-1", "1000000", "many"}) {
+      auto result = run_dedupctl({command, "--input", k_orders, "--examples", n});
+      EXPECT_EQ(result.exit_code, 2) << command << " --examples " << n << ": " << result.err;
+      EXPECT_NE(result.err.find("--examples"), std::string::npos) << result.err;
+      EXPECT_NE(result.err.find("1000"), std::string::npos) << "says the bound: " << result.err;
+    }
+  }
+  EXPECT_EQ(run_dedupctl({"scan", "--input", k_orders, "--examples", "0"}).exit_code, 1);
+}
+
+TEST(Bounds, ATtlOfZeroIsRefusedWithTheWayToSayNoExpiry) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"replay", "--input", k_orders, "--via", "redis://127.0.0.1:1", "--ttl", "0s"},
+        std::vector<std::string>{"audit", "--input", k_orders, "--store", "redis://127.0.0.1:1", "--ttl", "0ms"},
+        std::vector<std::string>{"audit", "--input", k_orders, "--store", "postgres://u@127.0.0.1:1/db",
+                                 "--inbox-retention", "PT0S"}}) {
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find("say none"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("cannot reach"), std::string::npos) << "nothing is contacted: " << result.err;
+  }
+}
