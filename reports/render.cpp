@@ -1,4 +1,5 @@
 #include "core/errors.hpp"
+#include "reports/printable.hpp"
 #include "reports/report.hpp"
 
 #include <fmt/format.h>
@@ -59,13 +60,13 @@ std::string_view to_string(Format format) {
 void render(const Report& report, Format format, std::FILE* out, const RenderOptions& options) {
   switch (format) {
   case Format::Text:
-    render_text(report, out, options);
+    render_text(printable(report), out, options);
     return;
   case Format::Json:
     render_json(report, out);
     return;
   case Format::Markdown:
-    render_markdown(report, out);
+    render_markdown(printable(report), out);
     return;
   case Format::Sarif:
     render_sarif(report, out);
@@ -74,7 +75,7 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
     render_junit(report, out);
     return;
   case Format::Github:
-    render_github(report, out);
+    render_github(printable(report), out);
     return;
   case Format::Html:
     render_html(report, out);
