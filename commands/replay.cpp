@@ -118,6 +118,14 @@ int run(const ReplayOptions& options, Context& context) {
     throw UsageError("--batch must be at least 1");
   }
   request.batch_size = options.batch;
+  // One run at a time per checkpoint and per file sink, held until this process ends.
+  std::optional<connectors::file::RunLock> checkpoint_lock, sink_lock;
+  if (options.execute && !options.checkpoint.empty()) {
+    checkpoint_lock.emplace(options.checkpoint, "--checkpoint " + options.checkpoint);
+  }
+  if (options.execute && sink_spec.kind == SinkSpec::Kind::File) {
+    sink_lock.emplace(sink_spec.target, "--sink file:" + sink_spec.target);
+  }
   request.checkpoint = connectors::file::read_checkpoint(options.checkpoint);
   std::string sink_name = sink_spec.kind == SinkSpec::Kind::Kafka  ? "kafka:" + sink_spec.target
                           : sink_spec.kind == SinkSpec::Kind::File ? "file:" + sink_spec.target

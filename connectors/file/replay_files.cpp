@@ -8,7 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace dedupctl::connectors::file {
 
@@ -57,6 +60,42 @@ void DecisionLog::write(const core::DecisionRecord& record) {
 void DecisionLog::flush() {
   if (std::fflush(m_file) != 0 || std::ferror(m_file)) {
     throw UnreachableError(fmt::format("cannot write --decisions {}: {}", m_path, std::strerror(errno)));
+  }
+}
+
+RunLock::RunLock(const std::string& path, std::string_view what) {
+  std::string lock = path + ".lock";
+  m_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (m_fd < 0) {
+    throw UsageError(fmt::format("cannot lock {} ({}: {}); check the directory", what, lock,
+                                 std::strerror(errno)));
+  }
+  if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+    int saved = errno;
+    char holder[64] = {};
+    ssize_t n = ::pread(m_fd, holder, sizeof holder - 1, 0);
+    std::string who = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string("another process");
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) {
+      who.pop_back();
+    }
+    ::close(m_fd);
+    m_fd = -1;
+    if (saved == EWOULDBLOCK) {
+      throw UsageError(fmt::format("{} is in use by another replay ({}): two runs at once would corrupt it; wait "
+                                   "for that run to end, or stop it",
+                                   what, who));
+    }
+    throw UsageError(fmt::format("cannot lock {}: {}", what, std::strerror(saved)));
+  }
+  std::string me = fmt::format("pid {}\n", ::getpid());
+  if (::ftruncate(m_fd, 0) != 0 || ::pwrite(m_fd, me.data(), me.size(), 0) < 0) {
+    // The lock holds without the note of who holds it.
+  }
+}
+
+RunLock::~RunLock() {
+  if (m_fd >= 0) {
+    ::close(m_fd); // releases the flock
   }
 }
 

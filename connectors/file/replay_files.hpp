@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 
 // The files a replay keeps beside its sink: the checkpoint it resumes from, and the log of its
 // decisions.
@@ -35,6 +36,22 @@ public:
 private:
   std::string m_path;
   std::FILE* m_file = nullptr;
+};
+
+// An exclusive hold on a file a running replay writes (its checkpoint, a file sink): flock(2) on
+// PATH.lock, which records the holder's pid. The kernel lets go when the process ends, SIGKILL
+// included, so a killed run never wedges the next one. A second run finds it held: UsageError
+// naming the file and the holder.
+class RunLock {
+public:
+  // `what` names the file as the user gave it ("--checkpoint ck.json").
+  RunLock(const std::string& path, std::string_view what);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+private:
+  int m_fd = -1;
 };
 
 } // namespace dedupctl::connectors::file

@@ -35,6 +35,7 @@ public:
       fail("truncate a partial last line");
     }
     ::lseek(m_fd, 0, SEEK_END);
+    m_end = keep;
     m_file = ::fdopen(m_fd, "a");
     if (!m_file) {
       fail("open");
@@ -55,6 +56,7 @@ public:
     if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size()) {
       fail("write");
     }
+    m_end += static_cast<off_t>(line.size());
     m_pending.push_back(tag);
   }
 
@@ -73,13 +75,10 @@ public:
     m_pending.clear();
   }
 
-  std::string position() override {
-    struct stat st {};
-    if (::fstat(::fileno(m_file), &st) != 0) {
-      fail("stat");
-    }
-    return std::to_string(st.st_size);
-  }
+  // The end of the last whole line handed to the file, never the file's size: stdio writes its
+  // buffer out in blocks, so the size may end inside a line, and a resume reading back from there
+  // would start mid-line.
+  std::string position() override { return std::to_string(m_end); }
 
   std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
     long start = 0;
@@ -88,7 +87,16 @@ public:
     } catch (const std::exception&) {
       throw UsageError(fmt::format("the checkpoint's sink position {} is not a byte offset of {}", position, m_path));
     }
-    std::fflush(m_file);
+    if (std::fflush(m_file) != 0) {
+      fail("flush");
+    }
+    // Killed before its buffer reached the file, the interrupted run left less than its position
+    // says: what was lost was never delivered, so there is nothing to read back past the end.
+    struct stat st {};
+    if (::fstat(::fileno(m_file), &st) != 0) {
+      fail("stat");
+    }
+    start = std::min<long>(start, static_cast<long>(st.st_size));
     core::PartitionPlan everything;
     return std::make_unique<KcatFileSource>(m_path, everything, false, nullptr, start);
   }
@@ -102,6 +110,7 @@ private:
   std::string m_path;
   std::vector<std::uint64_t> m_pending;
   int m_fd = -1;
+  off_t m_end = 0; // the end of the last whole line written
   std::FILE* m_file = nullptr;
 };
 

@@ -436,3 +436,76 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
       << read_file(dir.file("decisions"));
   EXPECT_EQ(rows(), 2);
 }
+
+// The kill loop: a run SIGKILLed at 20 points spread over its whole life (before its first
+// checkpoint, mid-claim, mid-publish, mid-settle, after it ended), then the same command again
+// until it completes: every id is in the sink exactly once, for a file sink and a Kafka sink. Each
+// point gets its own keys, sink and checkpoint. Bounded: 400 events at 1000 a second.
+TEST_F(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
+  constexpr int k_points = 20;
+  constexpr int k_run_ms = 500; // 400 events at --max-rate 1000, and the start
+  for (std::string kind : {"file", "kafka"}) {
+    for (int point = 0; point < k_points; ++point) {
+      SCOPED_TRACE(fmt::format("{} sink, killed after {} ms", kind, point * k_run_ms / k_points));
+      TempDir dir;
+      std::string topic = fmt::format("sink-{}", point);
+      if (kind == "kafka") {
+        ASSERT_EQ(m_broker.command("topic " + topic + " 2"), "ok");
+      }
+      std::string sink = kind == "file" ? "file:" + dir.file("out.ndjson") : "kafka:" + topic;
+      std::vector<std::string> command{"--via",      m_redis.uri(), "--key-template",
+                                       fmt::format("dedup:{}:{}:{{event_id}}", kind, point),
+                                       "--ttl",      "1d",          "--execute",
+                                       "--sink",     sink,          "--batch",
+                                       "20",         "--checkpoint", dir.file("cp")};
+      auto slow = command;
+      slow.insert(slow.end(), {"--max-rate", "1000"});
+      auto run = start(args(slow));
+      std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
+      run->signal(SIGKILL);
+      int killed = run->wait();
+      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed;
+      auto rerun = run_dedupctl(args(command));
+      ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+      auto scan = kind == "file"
+                      ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})
+                      : run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", topic, "-o", "json", "-q"});
+      ASSERT_EQ(scan.exit_code, 0) << scan.err;
+      auto s = summary_of(scan.out);
+      EXPECT_EQ(s.at("events"), k_events) << "each id once, no more, no fewer";
+      EXPECT_EQ(s.at("log_duplicates"), 0);
+      EXPECT_EQ(Json::parse(scan.out).at("source").value("invalid_lines", 0), 0) << "no torn line";
+    }
+  }
+}
+
+// Two runs at once on one checkpoint and one file sink: the second is refused, naming the holder,
+// and the first completes with every id once.
+TEST_F(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {
+  TempDir dir;
+  std::vector<std::string> command = via_redis({"--execute", "--sink", "file:" + dir.file("out.ndjson")});
+  auto first = start_slow(command, dir.file("cp"), true);
+  auto second = command;
+  second.insert(second.end(), {"--checkpoint", dir.file("cp")});
+  auto refused = run_dedupctl(second);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--checkpoint " + dir.file("cp") + " is in use by another replay (pid "),
+            std::string::npos)
+      << refused.err;
+  // Another checkpoint, the same file sink: refused too.
+  auto other = command;
+  other.insert(other.end(), {"--checkpoint", dir.file("cp2")});
+  auto sink_refused = run_dedupctl(other);
+  EXPECT_EQ(sink_refused.exit_code, 2) << sink_refused.err;
+  EXPECT_NE(sink_refused.err.find("--sink file:" + dir.file("out.ndjson") + " is in use"), std::string::npos)
+      << sink_refused.err;
+  std::string out;
+  while (auto line = first->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(first->wait(), 0);
+  auto scan = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"});
+  auto s = summary_of(scan.out);
+  EXPECT_EQ(s.at("events"), k_events);
+  EXPECT_EQ(s.at("log_duplicates"), 0);
+}

@@ -27,7 +27,8 @@ TEST(SnapshotLine, AHeaderWithoutItsMagicOrTimeIsRefusedWithAReason) {
 }
 
 TEST(SnapshotLine, AnyBinaryKeyAndValueSurviveTheRoundTrip) {
-  std::string binary("k\t\n\r\\\x01\x7f\xff end", 14);
+  const char raw[] = "k\t\n\r\\\x01\x7f\xff end";
+  std::string binary(raw, sizeof raw - 1);
   for (const auto& entry : {SnapshotEntry{"dedup:e-1", 3'600'000, "done"}, SnapshotEntry{"dedup:e-2", std::nullopt, ""},
                             SnapshotEntry{binary, 0, binary}}) {
     std::string line = format_snapshot_entry(entry);
