@@ -2,6 +2,8 @@
 
 #include "cli/signals.hpp"
 #include "commands/context.hpp"
+#include "connectors/file/text.hpp"
+#include "core/config_check.hpp"
 #include "core/errors.hpp"
 #include "core/secrets.hpp"
 #include "reports/report.hpp"
@@ -12,6 +14,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 namespace dedupctl::cli {
@@ -58,6 +63,56 @@ void json_error_report(const commands::Context& context, std::string_view messag
   }
 }
 
+// The option names a config file may set: per subcommand (its section), and at the top level.
+std::map<std::string, std::set<std::string>> config_keys(CLI::App& app) {
+  std::map<std::string, std::set<std::string>> known;
+  // An app's options and those of its option groups (nameless sub-apps in CLI11).
+  std::function<void(CLI::App&, std::set<std::string>&)> names = [&](CLI::App& of, std::set<std::string>& into) {
+    for (const auto* option : of.get_options()) {
+      for (const auto& name : option->get_lnames()) {
+        into.insert(name);
+      }
+    }
+    for (auto* group : of.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
+      names(*group, into);
+    }
+  };
+  names(app, known[""]);
+  for (auto* sub : app.get_subcommands([](CLI::App* sub) { return !sub->get_name().empty(); })) {
+    names(*sub, known[sub->get_name()]);
+  }
+  return known;
+}
+
+// --config FILE (or DEDUPCTL_CONFIG) checked before CLI11 reads it, which ignores what it cannot
+// parse and keys it does not know: every problem is FILE:LINE:COL and exit 2.
+int check_config_file(CLI::App& app, int argc, char** argv, const std::string& config_default) {
+  std::string path = config_default;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) {
+      path = argv[i + 1];
+    } else if (arg.starts_with("--config=")) {
+      path = std::string(arg.substr(9));
+    }
+  }
+  if (path.empty()) {
+    return 0;
+  }
+  std::string text;
+  try {
+    text = connectors::file::read_text_file(path, "--config");
+  } catch (const UsageError& e) {
+    error_line(e.what());
+    return k_exit_usage;
+  }
+  auto problems = core::check_config(text, config_keys(app));
+  for (const auto& p : problems) {
+    error_line(fmt::format("{}:{}:{}: {}", path, p.line, p.column, p.message));
+  }
+  return problems.empty() ? 0 : k_exit_usage;
+}
+
 } // namespace
 
 int run(int argc, char** argv) {
@@ -94,6 +149,9 @@ int run(int argc, char** argv) {
     sub->fallthrough();
   }
 
+  if (int code = check_config_file(app, argc, argv, config_default); code != 0) {
+    return code;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -95,8 +95,8 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms) {
   }
   if (auto ms = retention.finite_ms()) {
     return fmt::format("at least {} (retention {} + max lag {} + 1 day)",
-                       format_duration(saturating_add(saturating_add(*ms, max_lag_ms), k_margin_ms)), format_duration(*ms),
-                       format_duration(max_lag_ms));
+                       format_duration(saturating_add(saturating_add(*ms, max_lag_ms), k_margin_ms)),
+                       format_duration(*ms), format_duration(max_lag_ms));
   }
   return "at least the topic's retention + max lag + 1 day";
 }

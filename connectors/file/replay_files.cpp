@@ -67,8 +67,7 @@ RunLock::RunLock(const std::string& path, std::string_view what) {
   std::string lock = path + ".lock";
   m_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (m_fd < 0) {
-    throw UsageError(fmt::format("cannot lock {} ({}: {}); check the directory", what, lock,
-                                 std::strerror(errno)));
+    throw UsageError(fmt::format("cannot lock {} ({}: {}); check the directory", what, lock, std::strerror(errno)));
   }
   if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
     int saved = errno;

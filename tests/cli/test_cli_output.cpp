@@ -20,12 +20,11 @@ std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
 TEST(Output, AFailedWriteToStdoutIsAnErrorNotASuccess) {
   for (std::string format : {"text", "json"}) {
-    auto result = run_command({"sh", "-c",
-                               shell_quote(DEDUPCTL_BINARY) + " scan --input " + shell_quote(k_orders) + " -o " +
-                                   format + " > /dev/full"});
+    auto result = run_command(
+        {"sh", "-c",
+         shell_quote(DEDUPCTL_BINARY) + " scan --input " + shell_quote(k_orders) + " -o " + format + " > /dev/full"});
     EXPECT_EQ(result.exit_code, 3) << format << ": " << result.err;
-    EXPECT_NE(result.err.find("cannot write the report to standard output: No space left on device"),
-              std::string::npos)
+    EXPECT_NE(result.err.find("cannot write the report to standard output: No space left on device"), std::string::npos)
         << result.err;
   }
 }

@@ -364,8 +364,8 @@ TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnc
 
 TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
   TempDir dir;
-  auto [code, doc] = run_interrupted(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
-                                     [&](Process&) { m_pg.stop(); });
+  auto [code, doc] =
+      run_interrupted(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"), [&](Process&) { m_pg.stop(); });
   EXPECT_EQ(code, 3);
   ASSERT_TRUE(m_pg.start());
   // Every event below the checkpoint has its row; no row lies at or beyond it (the open batch rolled back).
@@ -404,8 +404,8 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
   m_broker.seed("mixed", log);
   TempDir dir;
   auto mixed = [&](std::vector<std::string> extra) {
-    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "mixed", "-o", "json", "-q",
-                                 "--via", m_pg.conninfo(), "--consumer", "billing"};
+    std::vector<std::string> out{"replay", "-b",    m_broker.bootstrap(), "--topic",    "mixed",  "-o", "json",
+                                 "-q",     "--via", m_pg.conninfo(),      "--consumer", "billing"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   };
@@ -430,8 +430,9 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
     }
   }
   EXPECT_TRUE(reported) << run.out;
-  EXPECT_NE(read_file(dir.file("decisions")).find(R"("event_id":"order-7","topic":"mixed","partition":0,"offset":1,)"
-                                                   R"("decision":"id-unfit")"),
+  EXPECT_NE(read_file(dir.file("decisions"))
+                .find(R"("event_id":"order-7","topic":"mixed","partition":0,"offset":1,)"
+                      R"("decision":"id-unfit")"),
             std::string::npos)
       << read_file(dir.file("decisions"));
   EXPECT_EQ(rows(), 2);
@@ -453,11 +454,19 @@ TEST_F(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
         ASSERT_EQ(m_broker.command("topic " + topic + " 2"), "ok");
       }
       std::string sink = kind == "file" ? "file:" + dir.file("out.ndjson") : "kafka:" + topic;
-      std::vector<std::string> command{"--via",      m_redis.uri(), "--key-template",
+      std::vector<std::string> command{"--via",
+                                       m_redis.uri(),
+                                       "--key-template",
                                        fmt::format("dedup:{}:{}:{{event_id}}", kind, point),
-                                       "--ttl",      "1d",          "--execute",
-                                       "--sink",     sink,          "--batch",
-                                       "20",         "--checkpoint", dir.file("cp")};
+                                       "--ttl",
+                                       "1d",
+                                       "--execute",
+                                       "--sink",
+                                       sink,
+                                       "--batch",
+                                       "20",
+                                       "--checkpoint",
+                                       dir.file("cp")};
       auto slow = command;
       slow.insert(slow.end(), {"--max-rate", "1000"});
       auto run = start(args(slow));

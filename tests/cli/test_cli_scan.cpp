@@ -354,3 +354,23 @@ TEST(CliConfig, FlagBeatsConfigFileWhichBeatsTheDefault) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("DEDUPCTL_CONFIG"), std::string::npos);
 }
+
+// A config file that would change a verdict without a word is refused at its line: a typo, a
+// syntax error, binary garbage, through --config or DEDUPCTL_CONFIG.
+TEST(CliConfig, BadConfigFilesAreUsageErrorsNamingFileAndLine) {
+  TempDir dir;
+  write_file(dir.file("typo.toml"), "[audit]\ntll = \"1h\"\n");
+  write_file(dir.file("syntax.toml"), "fail-on = \"none\n");
+  write_file(dir.file("garbage.toml"), std::string("\x7f" "ELF\x02\x01\x01\0\0\xff", 10));
+  for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
+           {"typo.toml", ":2:1: unknown key 'tll' in [audit]; did you mean 'ttl'?"},
+           {"syntax.toml", ":1:"},
+           {"garbage.toml", ": not valid TOML"}}) {
+    auto flag = run_dedupctl({"--config", dir.file(file), "scan", "--input", k_orders});
+    EXPECT_EQ(flag.exit_code, 2) << file;
+    EXPECT_NE(flag.err.find(dir.file(file)), std::string::npos) << flag.err;
+    EXPECT_NE(flag.err.find(says), std::string::npos) << flag.err;
+    auto env = run_dedupctl({"scan", "--input", k_orders}, "", {{"DEDUPCTL_CONFIG", dir.file(file)}});
+    EXPECT_EQ(env.exit_code, 2) << file;
+  }
+}

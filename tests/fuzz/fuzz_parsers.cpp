@@ -1,14 +1,20 @@
 // libFuzzer targets for the parsers that read user input: offset/time SPECs, durations, id specs,
-// kcat -J lines (and identification over what they yield). Build with clang and
+// kcat -J lines (and identification over what they yield), the --config file and the snapshot and
+// checkpoint files a run reads back. Build with clang and
 // -DDEDUPCTL_FUZZ=ON; run e.g. build-fuzz/tests/fuzz/fuzz_kcat_line -max_total_time=60.
+#include "core/config_check.hpp"
 #include "core/errors.hpp"
 #include "core/field_spec.hpp"
 #include "core/identify.hpp"
 #include "core/kcat_line.hpp"
 #include "core/offset_spec.hpp"
+#include "core/replay.hpp"
+#include "core/snapshot_line.hpp"
 #include "core/time.hpp"
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -47,6 +53,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     parser.seal(batch);
     std::vector<core::Identity> identities;
     identifier.identify(batch, identities);
+  }
+#elif defined(DEDUPCTL_FUZZ_FILES)
+  static const std::map<std::string, std::set<std::string>> known{{"", {"fail-on", "timeout"}}, {"audit", {"ttl"}}};
+  core::check_config(text, known);
+  core::SnapshotHeader header;
+  core::SnapshotEntry entry;
+  std::string error;
+  if (core::parse_snapshot_entry(text, entry, error)) {
+    core::format_snapshot_entry(entry);
+  }
+  core::parse_snapshot_header(text, header, error);
+  core::Checkpoint checkpoint;
+  if (core::parse_checkpoint(text, checkpoint, error)) {
+    core::format_checkpoint(checkpoint);
   }
 #endif
   return 0;
