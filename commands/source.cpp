@@ -49,10 +49,20 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
   auto from = core::parse_offset_spec(options.from, "--from");
   auto to = core::parse_offset_spec(options.to, "--to");
   std::int64_t now = context.now_ms();
+  if (auto why = core::inverted_range(from, to, now)) {
+    throw UsageError(*why);
+  }
   OpenedSource opened;
   if (!options.input.empty()) {
     if (!options.topics.empty()) {
       throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
+    }
+    if (seek) {
+      throw UsageError("--seek needs the group's committed offsets, which a kcat dump does not have: read the topic "
+                       "with --topic and -b instead of --input");
+    }
+    if (!context.global.bootstrap.empty()) {
+      context.note("--input reads the dump: --bootstrap-server is not used");
     }
     auto plan = core::plan_without_broker(from, to, now);
     auto file =

@@ -149,4 +149,20 @@ ResolvedOffset resolve_offset(const OffsetSpec& spec, SpecRole role, const Parti
   return out;
 }
 
+std::optional<std::string> inverted_range(const OffsetSpec& from, const OffsetSpec& to, std::int64_t now_ms) {
+  bool inverted = false;
+  if (from.kind == SpecKind::Absolute && to.kind == SpecKind::Absolute) {
+    inverted = from.value > to.value;
+  } else if (from.kind == SpecKind::Relative && to.kind == SpecKind::Relative) {
+    inverted = from.value < to.value; // -10 is after -50
+  } else if (auto a = spec_timestamp(from, now_ms), b = spec_timestamp(to, now_ms); a && b) {
+    inverted = *a > *b;
+  }
+  if (!inverted) {
+    return std::nullopt;
+  }
+  return fmt::format("--from {} comes after --to {}: the range is empty and nothing would be read; swap them",
+                     from.text, to.text);
+}
+
 } // namespace dedupctl::core

@@ -31,6 +31,10 @@ OffsetSpec parse_offset_spec(std::string_view text, std::string_view what);
 // The timestamp a SPEC asks for, if it asks for one (Ago is resolved against now).
 std::optional<std::int64_t> spec_timestamp(const OffsetSpec& spec, std::int64_t now_ms);
 
+// Why [from, to) is empty whatever the log holds (from after to, both offsets, both counts from the
+// end, or both times), for a usage error; nullopt when only the broker can tell.
+std::optional<std::string> inverted_range(const OffsetSpec& from, const OffsetSpec& to, std::int64_t now_ms);
+
 enum class SpecRole { From, To, Seek };
 
 // What the broker told us about one partition.

@@ -34,3 +34,26 @@ TEST(Bounds, ATtlOfZeroIsRefusedWithTheWayToSayNoExpiry) {
     EXPECT_EQ(result.err.find("cannot reach"), std::string::npos) << "nothing is contacted: " << result.err;
   }
 }
+
+TEST(Bounds, ARangeThatIsEmptyWhateverTheLogHoldsIsRefusedNotReportedClean) {
+  for (std::vector<std::string> range :
+       {std::vector<std::string>{"--from", "50", "--to", "10"},
+        std::vector<std::string>{"--from", "-10", "--to", "-50"},
+        std::vector<std::string>{"--from", "@2026-11-22T00:00:00Z", "--to", "@2026-11-21T00:00:00Z"}}) {
+    std::vector<std::string> args{"scan", "--input", k_orders};
+    args.insert(args.end(), range.begin(), range.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << range[1] << " " << range[3] << ": " << result.out;
+    EXPECT_NE(result.err.find("comes after --to " + range[3]), std::string::npos) << result.err;
+  }
+}
+
+TEST(Bounds, ADumpHasNoCommittedOffsetsToSeekFromAndNoBroker) {
+  auto seek = run_dedupctl(
+      {"audit", "--input", k_orders, "--group", "g", "--seek", "-5", "--store", "redis://127.0.0.1:1", "--ttl", "1h"});
+  EXPECT_EQ(seek.exit_code, 2);
+  EXPECT_NE(seek.err.find("--seek needs the group's committed offsets"), std::string::npos) << seek.err;
+  auto broker = run_dedupctl({"scan", "--input", k_orders, "-b", "127.0.0.1:1"});
+  EXPECT_EQ(broker.exit_code, 1) << broker.err;
+  EXPECT_NE(broker.err.find("--bootstrap-server is not used"), std::string::npos) << broker.err;
+}
