@@ -53,6 +53,32 @@ std::string gh_escape(std::string_view text, bool property) {
   return out;
 }
 
+// Every result has a location (GitHub's upload-sarif refuses one without): the declaration a
+// check finding points at; else what was read, the kcat dump or kafka:TOPIC, with the first
+// example's partition and offset as a logical location.
+Json sarif_location(const Report& report, const core::Finding& finding) {
+  Json region{{"startLine", std::max(1, finding.line)}};
+  if (!finding.file.empty()) {
+    if (finding.column > 0) {
+      region["startColumn"] = finding.column;
+    }
+    return Json{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", finding.file}}}, {"region", region}}}};
+  }
+  std::string uri = "dedupctl";
+  if (report.source && report.source->kind == "file" && !report.source->path.empty()) {
+    uri = report.source->path;
+  } else if (report.source && !report.source->topics.empty()) {
+    uri = "kafka:" + report.source->topics.front();
+  }
+  Json location{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", uri}}}, {"region", region}}}};
+  if (!finding.examples.empty() && !finding.examples.front().topic.empty()) {
+    const auto& ex = finding.examples.front();
+    location["logicalLocations"] = Json::array(
+        {Json{{"fullyQualifiedName", fmt::format("{}[{}]@{}", ex.topic, ex.partition, ex.offset)}, {"kind", "offset"}}});
+  }
+  return location;
+}
+
 } // namespace
 
 void render_sarif(const Report& report, std::FILE* out) {
@@ -75,14 +101,7 @@ void render_sarif(const Report& report, std::FILE* out) {
                 {"ruleIndex", rule_index[finding.id]},
                 {"level", sarif_level(finding.severity)},
                 {"message", Json{{"text", message_of(finding)}}}};
-    if (!finding.file.empty()) {
-      Json region{{"startLine", std::max(1, finding.line)}};
-      if (finding.column > 0) {
-        region["startColumn"] = finding.column;
-      }
-      result["locations"] = Json::array(
-          {Json{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", finding.file}}}, {"region", region}}}}});
-    }
+    result["locations"] = Json::array({sarif_location(report, finding)});
     if (finding.count > 1) {
       result["properties"] = Json{{"count", finding.count}};
     }

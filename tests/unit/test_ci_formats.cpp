@@ -107,3 +107,49 @@ TEST(CheckFormats, TextMarkdownAndJsonMatchTheirGoldens) {
   EXPECT_EQ(rendered(check_report(), Format::Markdown), golden("check.markdown.md"));
   EXPECT_EQ(rendered(check_report(), Format::Json), golden("check.json"));
 }
+
+namespace {
+
+// GitHub's upload-sarif refuses a result without a location ("expected at least one location"):
+// scan and audit findings, which point at no file, get what was read as theirs.
+TEST(SarifFormat, EveryResultHasALocationAsGithubRequires) {
+  for (std::string kind : {"kafka", "file"}) {
+    Report report;
+    report.command = "audit";
+    core::SourceInfo source;
+    source.kind = kind;
+    source.topics = {"orders"};
+    source.path = "dump.ndjson";
+    report.source = source;
+    core::Finding gap;
+    gap.id = "ttl-gap";
+    gap.severity = core::Severity::Error;
+    gap.title = "2 events are still replayable but their dedup records expired";
+    gap.count = 2;
+    core::Example ex;
+    ex.topic = "orders";
+    ex.partition = 3;
+    ex.offset = 17;
+    gap.examples.push_back(ex);
+    core::Finding policy;
+    policy.id = "ttl-shorter-than-retention";
+    policy.severity = core::Severity::Error;
+    policy.title = "the TTL (1h, flag) is shorter than the topic's retention (7d)";
+    policy.count = 1;
+    report.findings = {gap, policy};
+    auto doc = nlohmann::json::parse(rendered(report, Format::Sarif));
+    const auto& results = doc.at("runs")[0].at("results");
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& result : results) {
+      ASSERT_TRUE(result.contains("locations")) << result.dump();
+      ASSERT_GE(result.at("locations").size(), 1u);
+      const auto& physical = result.at("locations")[0].at("physicalLocation");
+      EXPECT_EQ(physical.at("artifactLocation").at("uri"), kind == "file" ? "dump.ndjson" : "kafka:orders");
+      EXPECT_GE(physical.at("region").at("startLine").get<int>(), 1);
+      EXPECT_FALSE(result.at("message").at("text").get<std::string>().empty());
+    }
+    EXPECT_EQ(results[0].at("locations")[0].at("logicalLocations")[0].at("fullyQualifiedName"), "orders[3]@17");
+  }
+}
+
+} // namespace
