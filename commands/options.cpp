@@ -1,5 +1,6 @@
 #include "commands/options.hpp"
 
+#include "connectors/postgres/inbox.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"
 #include "core/time.hpp"
@@ -163,6 +164,9 @@ ParsedPlacement parse_placement(const PlacementOptions& options, std::string_vie
   ParsedPlacement out;
   if (!options.store.empty()) {
     out.uri = core::parse_store_uri(options.store, std::string(store_flag));
+    if (out.uri.kind == core::StoreUri::Kind::Postgres) {
+      connectors::postgres::check_conninfo(out.uri.conninfo, store_flag); // before anything is contacted
+    }
   }
   out.audit.key_template = core::KeyTemplate::parse(options.key_template);
   auto& policy = out.audit.policy;

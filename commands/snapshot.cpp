@@ -2,6 +2,7 @@
 #include "commands/options.hpp"
 #include "commands/settings.hpp"
 #include "connectors/file/output.hpp"
+#include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/errors.hpp"
@@ -54,6 +55,7 @@ int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Co
 int run(const SnapshotOptions& options, Context& context) {
   auto uri = core::parse_store_uri(options.store, "--store");
   if (uri.kind == core::StoreUri::Kind::Postgres) {
+    connectors::postgres::check_conninfo(uri.conninfo, "--store");
     return snapshot_inbox(options, uri, context);
   }
   if (uri.kind != core::StoreUri::Kind::Redis) {

@@ -73,8 +73,8 @@ Json sarif_location(const Report& report, const core::Finding& finding) {
   Json location{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", uri}}}, {"region", region}}}};
   if (!finding.examples.empty() && !finding.examples.front().topic.empty()) {
     const auto& ex = finding.examples.front();
-    location["logicalLocations"] = Json::array(
-        {Json{{"fullyQualifiedName", fmt::format("{}[{}]@{}", ex.topic, ex.partition, ex.offset)}, {"kind", "offset"}}});
+    location["logicalLocations"] = Json::array({Json{
+        {"fullyQualifiedName", fmt::format("{}[{}]@{}", ex.topic, ex.partition, ex.offset)}, {"kind", "offset"}}});
   }
   return location;
 }

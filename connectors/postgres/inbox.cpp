@@ -5,6 +5,7 @@
 #include "core/store_uri.hpp"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <pqxx/pqxx>
 
 #include <algorithm>
@@ -57,6 +58,39 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
         fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), detail::first_line(e.what())));
   }
   return facts;
+}
+
+void check_conninfo(const std::string& conninfo, std::string_view flag) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  std::string shown = core::redact_secrets(conninfo);
+  if (!options) {
+    std::string why = error ? detail::first_line(error) : "out of memory";
+    PQfreemem(error);
+    throw UsageError(fmt::format("{} '{}': {}; write postgresql://USER@HOST:PORT/DB or host=… port=… dbname=…", flag,
+                                 shown, core::scrub_secrets(why, core::secrets_in(conninfo))));
+  }
+  std::string bad_port;
+  for (const PQconninfoOption* o = options; o->keyword; ++o) {
+    if (std::string_view(o->keyword) == "port" && o->val) {
+      std::string_view ports = o->val;
+      for (std::size_t start = 0; start <= ports.size();) {
+        auto comma = ports.find(',', start);
+        auto port = ports.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+        if (!port.empty() && port.find_first_not_of("0123456789") != std::string_view::npos) {
+          bad_port = std::string(port);
+        }
+        if (comma == std::string_view::npos) {
+          break;
+        }
+        start = comma + 1;
+      }
+    }
+  }
+  PQconninfoFree(options);
+  if (!bad_port.empty()) {
+    throw UsageError(fmt::format("{} '{}': the port '{}' is not a number", flag, shown, bad_port));
+  }
 }
 
 } // namespace dedupctl::connectors::postgres

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // PostgreSQL through libpqxx, included by connectors/postgres/*.cpp only.
@@ -21,5 +22,10 @@ struct InboxFacts {
 // server cannot be reached, refuses us or times out.
 InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
                          const std::string& id_column, const std::string& consumer_column);
+
+// Checks a --store/--via conninfo as libpq will read it, before anything is contacted: its
+// syntax (a URI or key=value pairs), its keywords, and its port. Throws UsageError naming it
+// (password redacted) and what is wrong.
+void check_conninfo(const std::string& conninfo, std::string_view flag);
 
 } // namespace dedupctl::connectors::postgres

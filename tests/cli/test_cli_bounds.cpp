@@ -57,3 +57,20 @@ TEST(Bounds, ADumpHasNoCommittedOffsetsToSeekFromAndNoBroker) {
   EXPECT_EQ(broker.exit_code, 1) << broker.err;
   EXPECT_NE(broker.err.find("--bootstrap-server is not used"), std::string::npos) << broker.err;
 }
+
+// A PostgreSQL store that libpq cannot read is exit 2 before anything is contacted (it was 3, as if
+// a server had refused), without its password.
+TEST(Bounds, AConninfoLibpqCannotReadIsAUsageError) {
+  for (const auto& [store, says] : std::vector<std::pair<std::string, std::string>>{
+           {"postgresql://u:S3cPw@127.0.0.1:notaport/db", "the port 'notaport' is not a number"},
+           {"host=127.0.0.1 bogus=1 password=S3cPw", "invalid connection option \"bogus\""},
+           {"postgresql://u:S3cPw@127.0.0.1:5432/db?nonsense=1", "invalid URI query parameter"}}) {
+    for (std::vector<std::string> args : {std::vector<std::string>{"audit", "--input", k_orders, "--store", store},
+                                          std::vector<std::string>{"snapshot", "--store", store}}) {
+      auto result = run_dedupctl(args);
+      EXPECT_EQ(result.exit_code, 2) << args[0] << " " << store << ": " << result.err;
+      EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+      EXPECT_EQ(result.err.find("S3cPw"), std::string::npos) << result.err;
+    }
+  }
+}
