@@ -49,7 +49,14 @@ OffsetSpec parse_offset_spec(std::string_view text, std::string_view what) {
     spec.value = *ms;
   } else if (text.starts_with("@")) {
     spec.kind = SpecKind::Timestamp;
-    spec.value = parse_time(text.substr(1), what);
+    try {
+      spec.value = parse_time(text.substr(1), what);
+    } catch (const UsageError&) {
+      // The message quotes the SPEC as typed, @ included.
+      throw UsageError(fmt::format("invalid {} '{}': @ takes an RFC 3339 time such as @2026-11-20T08:00:00Z or "
+                                   "@2026-11-20T09:00:00+01:00 (a real date and time)",
+                                   what, text));
+    }
   } else if (text.starts_with("-")) {
     if (auto count = parse_count(text.substr(1))) {
       spec.kind = SpecKind::Relative;

@@ -1,5 +1,6 @@
 #include "connectors/file/inbox_snapshot_store.hpp"
 
+#include "connectors/file/text.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@ bool InboxSnapshotStore::is_inbox_snapshot(const std::string& path) {
 }
 
 InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string consumer) {
+  refuse_directory(path, "--store file:");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));

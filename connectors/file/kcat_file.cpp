@@ -1,5 +1,6 @@
 #include "connectors/file/kcat_file.hpp"
 
+#include "connectors/file/text.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@ KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool 
   if (m_path == "-") {
     m_file = stdin;
   } else {
+    refuse_directory(m_path, "--input");
     m_file = std::fopen(m_path.c_str(), "rb");
     if (!m_file) {
       throw UsageError(fmt::format("cannot read --input {}: {}; check the path", m_path, std::strerror(errno)));

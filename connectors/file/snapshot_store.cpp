@@ -1,5 +1,6 @@
 #include "connectors/file/snapshot_store.hpp"
 
+#include "connectors/file/text.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 namespace dedupctl::connectors::file {
 
 SnapshotStore::SnapshotStore(const std::string& path) {
+  refuse_directory(path, "--store file:");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));

@@ -74,3 +74,19 @@ TEST(Bounds, AConninfoLibpqCannotReadIsAUsageError) {
     }
   }
 }
+
+// Messages that said the wrong thing: a directory read as an empty file, a time quoted without
+// its @.
+TEST(Bounds, MessagesNameTheInputAndWhatIsWrongWithIt) {
+  TempDir dir;
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"audit", "--input", k_orders, "--store", "file:" + dir.path(), "--ttl", "1h"},
+        std::vector<std::string>{"check", dir.path()}, std::vector<std::string>{"scan", "--input", dir.path()}}) {
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << args[0];
+    EXPECT_NE(result.err.find(dir.path() + ": it is a directory"), std::string::npos) << result.err;
+  }
+  auto time = run_dedupctl({"scan", "--input", k_orders, "--from", "@2026-13-40T00:00:00Z"});
+  EXPECT_EQ(time.exit_code, 2);
+  EXPECT_NE(time.err.find("invalid --from '@2026-13-40T00:00:00Z'"), std::string::npos) << time.err;
+}
