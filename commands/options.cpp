@@ -156,8 +156,10 @@ void add_examples_option(CLI::Option_group& group, std::size_t& examples) {
         }
         return "";
       },
-      "0.." + std::to_string(k_max_examples));
-  group.add_option("--examples", examples, "examples kept per finding")->type_name("N")->check(bounded);
+      "");
+  group.add_option("--examples", examples, fmt::format("examples kept per finding (0 to {})", k_max_examples))
+      ->type_name("N")
+      ->check(bounded);
 }
 
 ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag) {
