@@ -223,7 +223,7 @@ TEST(CliScan, BadInputIsExit2NamingIt) {
   };
   std::vector<Case> cases{
       {{"scan", "--input", k_orders, "--from", "soon"}, "invalid --from 'soon'"},
-      {{"scan", "--input", k_orders, "--to", "@yesterday"}, "invalid --to 'yesterday'"},
+      {{"scan", "--input", k_orders, "--to", "@yesterday"}, "invalid --to '@yesterday'"},
       {{"scan", "--input", k_orders, "--id", "body:/id"}, "invalid --id spec 'body:/id'"},
       {{"scan", "--input", k_orders, "--window", "5 minutes"}, "invalid --window '5 minutes'"},
       {{"scan", "--input", k_orders, "--fail-on", "fatal"}, "invalid --fail-on 'fatal'"},
