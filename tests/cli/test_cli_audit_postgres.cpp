@@ -48,24 +48,24 @@ protected:
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
 
+  // `command` over the planted topic for group billing, against the inbox (or `store`).
+  std::vector<std::string> over_inbox(const std::string& command, const std::string& store = "") const {
+    return {command,
+            "-b",
+            m_broker.bootstrap(),
+            "--topic",
+            "pay",
+            "--group",
+            "billing",
+            "--store",
+            store.empty() ? m_pg.conninfo() : store,
+            "--inbox-status-column",
+            "status"};
+  }
+
   std::vector<std::string> args(std::vector<std::string> extra = {}, std::string store = "") {
-    std::vector<std::string> out{"audit",
-                                 "-b",
-                                 m_broker.bootstrap(),
-                                 "--topic",
-                                 "pay",
-                                 "--group",
-                                 "billing",
-                                 "--seek",
-                                 "2",
-                                 "--store",
-                                 store.empty() ? m_pg.conninfo() : store,
-                                 "--inbox-status-column",
-                                 "status",
-                                 "--retention",
-                                 "7d",
-                                 "-o",
-                                 "json"};
+    std::vector<std::string> out = over_inbox("audit", store);
+    out.insert(out.end(), {"--seek", "2", "--retention", "7d", "-o", "json"});
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -142,25 +142,8 @@ TEST_F(AuditInbox, TheInboxRetentionSourceIsNamedInTextJsonAndTheTitle) {
 // retention's source, declared or estimated.
 TEST_F(AuditInbox, TraceShowsTheInboxRowAndWhereItsRetentionCameFrom) {
   auto trace_args = [&](std::vector<std::string> extra, const std::string& format) {
-    std::vector<std::string> out{"trace",
-                                 "-b",
-                                 m_broker.bootstrap(),
-                                 "--topic",
-                                 "pay",
-                                 "--group",
-                                 "billing",
-                                 "--store",
-                                 m_pg.conninfo(),
-                                 "--inbox-status-column",
-                                 "status",
-                                 "--consumer",
-                                 "billing",
-                                 "--event-id",
-                                 "e-2",
-                                 "--event-id",
-                                 "e-7",
-                                 "-o",
-                                 format};
+    std::vector<std::string> out = over_inbox("trace");
+    out.insert(out.end(), {"--consumer", "billing", "--event-id", "e-2", "--event-id", "e-7", "-o", format});
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   };
