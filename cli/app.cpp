@@ -39,11 +39,17 @@ std::vector<std::string> secrets_of(int argc, char** argv) {
   return out;
 }
 
-std::vector<std::string> g_secrets; // set once, before anything is printed
+// One error line on stderr, without the secrets typed on the command line.
+class ErrorLine {
+public:
+  explicit ErrorLine(const std::vector<std::string>& secrets) : m_secrets(secrets) {}
+  void operator()(std::string_view message) const {
+    fmt::print(stderr, "dedupctl: error: {}\n", core::scrub_secrets(message, m_secrets));
+  }
 
-void error_line(std::string_view message) {
-  fmt::print(stderr, "dedupctl: error: {}\n", core::scrub_secrets(message, g_secrets));
-}
+private:
+  const std::vector<std::string>& m_secrets;
+};
 
 // With --format json every invocation prints one report-v1 document, usage errors included.
 void json_error_report(const commands::Context& context, std::string_view message, int exit_code) {
@@ -86,7 +92,8 @@ std::map<std::string, std::set<std::string>> config_keys(CLI::App& app) {
 
 // --config FILE (or DEDUPCTL_CONFIG) checked before CLI11 reads it, which ignores what it cannot
 // parse and keys it does not know: every problem is FILE:LINE:COL and exit 2.
-int check_config_file(CLI::App& app, int argc, char** argv, const std::string& config_default) {
+int check_config_file(CLI::App& app, int argc, char** argv, const std::string& config_default,
+                      const ErrorLine& error_line) {
   std::string path = config_default;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -118,7 +125,8 @@ int check_config_file(CLI::App& app, int argc, char** argv, const std::string& c
 int run(int argc, char** argv) {
   commands::Context context;
   context.now_ms = wall_clock_ms;
-  g_secrets = context.secrets = secrets_of(argc, argv);
+  context.secrets = secrets_of(argc, argv);
+  const ErrorLine error_line(context.secrets);
   install_stop_handlers(context.stop);
 
   CLI::App app{"dedupctl: audit Kafka consumers' dedup placements before a seek or replay", "dedupctl"};
@@ -149,7 +157,7 @@ int run(int argc, char** argv) {
     sub->fallthrough();
   }
 
-  if (int code = check_config_file(app, argc, argv, config_default); code != 0) {
+  if (int code = check_config_file(app, argc, argv, config_default, error_line); code != 0) {
     return code;
   }
   try {

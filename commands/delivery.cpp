@@ -3,6 +3,7 @@
 #include "connectors/file/output.hpp"
 #include "core/errors.hpp"
 #include "core/secrets.hpp"
+#include "reports/printable.hpp"
 
 #include <cstdio>
 
@@ -42,8 +43,11 @@ void write_report(const reports::Report& report, reports::Format format, const C
   connectors::file::ReportOutput output(context.global.output);
   reports::RenderOptions render_options;
   render_options.color = !context.global.no_color && output.is_terminal();
-  // The last line of defence for secrets: whatever a message echoed, in any spelling typed.
-  std::string text = core::scrub_secrets(reports::render_to_string(report, format, render_options), context.secrets);
+  // The last line of defence for secrets: whatever a message echoed, in any spelling typed. The
+  // report's strings are scrubbed, not the rendered text, whose syntax a secret could match.
+  auto scrubbed =
+      reports::with_strings_fixed(report, [&](std::string& s, bool) { s = core::scrub_secrets(s, context.secrets); });
+  std::string text = reports::render_to_string(scrubbed, format, render_options);
   std::fwrite(text.data(), 1, text.size(), output.stream());
   output.commit();
 }

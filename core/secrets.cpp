@@ -7,6 +7,9 @@ namespace dedupctl::core {
 
 namespace {
 
+// Literal secrets shorter than this are left to the pattern redaction.
+constexpr std::size_t k_min_scrubbed = 4;
+
 struct Secret {
   std::size_t begin = 0; // the value's bytes in the text, quotes excluded
   std::size_t end = 0;
@@ -150,8 +153,8 @@ std::vector<std::string> secrets_in(std::string_view text) {
 std::string scrub_secrets(std::string_view text, const std::vector<std::string>& known) {
   std::string out = redact_secrets(text);
   for (const auto& secret : known) {
-    if (secret.empty() || secret == "***") {
-      continue;
+    if (secret.size() < k_min_scrubbed || secret == "***") {
+      continue; // "1" or "pw" would also take ids and words apart; the typed forms are redacted above
     }
     for (std::size_t pos = out.find(secret); pos != std::string::npos; pos = out.find(secret, pos + 3)) {
       out.replace(pos, secret.size(), "***");

@@ -17,7 +17,8 @@ std::string redact_secrets(std::string_view text);
 // percent-decoded), to scrub them from messages that echo them in another spelling.
 std::vector<std::string> secrets_in(std::string_view text);
 
-// redact_secrets, then every literal occurrence of a `known` secret replaced by "***".
+// redact_secrets, then every literal occurrence of a `known` secret of 4 bytes or more replaced by
+// "***" (a shorter one would also take ids and words apart).
 std::string scrub_secrets(std::string_view text, const std::vector<std::string>& known);
 
 } // namespace dedupctl::core

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
+#include <vector>
+
 namespace dedupctl::reports {
 
 std::string printable(std::string_view text, bool keep_newlines) {
@@ -26,106 +30,122 @@ std::string printable(std::string_view text, bool keep_newlines) {
 
 namespace {
 
-void clean(std::string& s) { s = printable(s, false); }
-void clean(std::optional<std::string>& s) {
-  if (s) {
-    clean(*s);
-  }
-}
-void clean(std::vector<std::string>& v) {
-  for (auto& s : v) {
-    clean(s);
-  }
-}
-void clean(core::Example& e) {
-  clean(e.event_id);
-  clean(e.topic);
-  clean(e.dedup_key);
-  clean(e.note);
-}
+// Calls `fix` on every string of the report that came from outside or may echo it; `multiline`
+// marks a finding's own words (title, advice), which may run over lines.
+class StringVisitor {
+public:
+  explicit StringVisitor(const StringFix& fix) : m_fix(fix) {}
 
-void clean(core::SourceInfo& source) {
-  clean(source.topics);
-  clean(source.path);
-  clean(source.bootstrap);
-  clean(source.group);
-  for (auto& range : source.partitions) {
-    clean(range.topic);
-  }
-}
-
-void clean(core::ReplaySummary& replay) {
-  std::map<std::string, core::TypeRisk> by_type;
-  for (auto& [type, risk] : replay.by_type) {
-    by_type[printable(type, false)] = risk;
-  }
-  replay.by_type = std::move(by_type);
-  for (auto& safe : replay.safe_from) {
-    clean(safe.topic);
-  }
-  if (replay.run) {
-    clean(replay.run->sink);
-    clean(replay.run->run_id);
-    for (auto& p : replay.run->partitions) {
-      clean(p.topic);
+  void report(Report& report) {
+    one(report.error);
+    if (report.source) {
+      source(*report.source);
+    }
+    for (auto& f : report.findings) {
+      m_fix(f.title, true);
+      m_fix(f.advice, true);
+      one(f.file);
+      one(f.subject);
+      for (auto& e : f.examples) {
+        example(e);
+      }
+    }
+    if (report.placement) {
+      one(report.placement->store);
+      one(report.placement->key_template);
+      one(report.placement->consumer);
+    }
+    if (report.replay) {
+      replay(*report.replay);
+    }
+    for (auto& c : report.coverage) {
+      one(c.topic);
+    }
+    all(report.subjects);
+    for (auto& t : report.traces) {
+      trace(t);
+    }
+    for (auto& [name, value] : report.settings) {
+      one(name);
+      one(value);
     }
   }
-}
 
-void clean(core::Trace& trace) {
-  clean(trace.event_id);
-  for (auto& o : trace.occurrences) {
-    clean(o.topic);
-    clean(o.type);
+private:
+  void one(std::string& s) { m_fix(s, false); }
+  void one(std::optional<std::string>& s) {
+    if (s) {
+      one(*s);
+    }
   }
-  clean(trace.dedup_keys);
-  clean(trace.record.value);
-  clean(trace.record.status);
-  clean(trace.notes);
-  clean(trace.verdict.text);
-  clean(trace.verdict.evidence);
-  for (auto& entry : trace.timeline) {
-    clean(entry.what);
+  void all(std::vector<std::string>& v) {
+    for (auto& s : v) {
+      one(s);
+    }
   }
-}
+  void example(core::Example& e) {
+    one(e.event_id);
+    one(e.topic);
+    one(e.dedup_key);
+    one(e.note);
+  }
+  void source(core::SourceInfo& source) {
+    all(source.topics);
+    one(source.path);
+    one(source.bootstrap);
+    one(source.group);
+    for (auto& range : source.partitions) {
+      one(range.topic);
+    }
+  }
+  void replay(core::ReplaySummary& replay) {
+    std::map<std::string, core::TypeRisk> by_type;
+    for (auto [type, risk] : replay.by_type) {
+      std::string key = type;
+      one(key);
+      by_type[key] = risk;
+    }
+    replay.by_type = std::move(by_type);
+    for (auto& safe : replay.safe_from) {
+      one(safe.topic);
+    }
+    if (replay.run) {
+      one(replay.run->sink);
+      one(replay.run->run_id);
+      for (auto& p : replay.run->partitions) {
+        one(p.topic);
+      }
+    }
+  }
+  void trace(core::Trace& trace) {
+    one(trace.event_id);
+    for (auto& o : trace.occurrences) {
+      one(o.topic);
+      one(o.type);
+    }
+    all(trace.dedup_keys);
+    one(trace.record.value);
+    one(trace.record.status);
+    all(trace.notes);
+    one(trace.verdict.text);
+    all(trace.verdict.evidence);
+    for (auto& entry : trace.timeline) {
+      one(entry.what);
+    }
+  }
+
+  const StringFix& m_fix;
+};
 
 } // namespace
 
-Report printable(Report report) {
-  clean(report.error);
-  if (report.source) {
-    clean(*report.source);
-  }
-  for (auto& f : report.findings) {
-    // A finding's own words may run over lines; what the log put in them may not.
-    f.title = printable(f.title, true);
-    f.advice = printable(f.advice, true);
-    clean(f.file);
-    clean(f.subject);
-    for (auto& e : f.examples) {
-      clean(e);
-    }
-  }
-  if (report.placement) {
-    clean(report.placement->store);
-    clean(report.placement->key_template);
-    clean(report.placement->consumer);
-  }
-  if (report.replay) {
-    clean(*report.replay);
-  }
-  for (auto& c : report.coverage) {
-    clean(c.topic);
-  }
-  clean(report.subjects);
-  for (auto& t : report.traces) {
-    clean(t);
-  }
-  for (auto& [name, value] : report.settings) {
-    clean(name);
-    clean(value);
-  }
+Report with_strings_fixed(Report report, const StringFix& fix) {
+  StringVisitor(fix).report(report);
   return report;
+}
+
+Report printable(Report report) {
+  return with_strings_fixed(std::move(report), [](std::string& s, bool multiline) { s = printable(s, multiline); });
 }
 
 } // namespace dedupctl::reports

@@ -518,3 +518,16 @@ TEST_F(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {
   EXPECT_EQ(s.at("events"), k_events);
   EXPECT_EQ(s.at("log_duplicates"), 0);
 }
+
+// A decision log that cannot be written (a full disk) ends the run as incomplete, never a run
+// whose post-mortem record was silently lost.
+TEST_F(Replay, ADecisionLogThatCannotBeWrittenEndsTheRunIncomplete) {
+  auto result = run_dedupctl(via_redis({"--decisions", "/dev/full"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find(
+                "cannot write --decisions /dev/full: No space left on device"),
+            std::string::npos)
+      << result.out;
+}
