@@ -28,6 +28,7 @@ int deliver_report(reports::Report& report, const OpenedSource& opened, reports:
                    const Context& context) {
   if (opened.file && report.source) {
     report.source->invalid_lines = opened.file->invalid_lines();
+    report.source->repeated_records = opened.file->repeated_records();
   }
   if (context.progress) {
     context.progress("");

@@ -25,6 +25,18 @@ constexpr std::uint64_t k_seed_semantic = 0x5e;
 
 enum class Outcome { Found, Missing, NotJson, NotScalar };
 
+// A payload no JSON reader could take: invalid UTF-8 or control bytes (Avro and Protobuf
+// encodings nearly always have both).
+bool looks_binary(std::string_view payload) {
+  for (char c : payload) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      return true;
+    }
+  }
+  return !simdjson::validate_utf8(payload.data(), payload.size());
+}
+
 } // namespace
 
 struct Identifier::Impl {
@@ -36,6 +48,7 @@ struct Identifier::Impl {
   const Event* parsed_for = nullptr; // the event `document` belongs to
   bool parse_failed = false;
   std::string reason;
+  bool binary_seen = false;                   // a json: spec of this event met a binary payload
   std::vector<std::string_view> extra_values; // reserved per batch: identities point into it
 
   explicit Impl(IdentifyOptions opts) : options(std::move(opts)) {}
@@ -154,7 +167,12 @@ struct Identifier::Impl {
       if (explain) {
         switch (outcome) {
         case Outcome::NotJson:
-          note(event.payload ? "payload is not JSON" : "payload is null");
+          if (event.payload && looks_binary(*event.payload)) {
+            binary_seen = true;
+            note("payload is binary, not JSON (Avro or Protobuf?)");
+          } else {
+            note(event.payload ? "payload is not JSON" : "payload is null");
+          }
           break;
         case Outcome::NotScalar:
           note(fmt::format("{} is not a string or number", spec.name));
@@ -190,6 +208,7 @@ struct Identifier::Impl {
     begin_event();
     Identity identity;
     reason.clear();
+    binary_seen = false;
     std::string_view payload = event.payload.value_or(std::string_view{});
     identity.payload_fingerprint = event.payload ? hash64(payload) : 0;
     identity.has_id = first_of(event, options.id, identity.id, true);
@@ -197,6 +216,7 @@ struct Identifier::Impl {
       identity.id_hash = hash64(identity.id, k_seed_id);
     } else {
       identity.no_id_reason = arena.copy(reason);
+      identity.binary_payload = binary_seen;
     }
     first_of(event, options.type, identity.type, false);
     first_of(event, options.entity, identity.entity, false);

@@ -32,6 +32,7 @@ struct Identity {
   std::string_view type;
   std::string_view entity;
   std::string_view no_id_reason; // why no id could be taken, when has_id is false
+  bool binary_payload = false;   // no id, and a json: spec met a binary payload (Avro, Protobuf, …)
   std::uint64_t id_hash = 0;
   std::uint64_t payload_fingerprint = 0;
   std::uint64_t semantic_hash = 0;

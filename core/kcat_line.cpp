@@ -23,25 +23,455 @@ namespace {
 
 using simdjson::ondemand::json_type;
 
-// A string or null; false when the value is neither.
-bool nullable_string(simdjson::ondemand::value value, Arena& arena, std::optional<std::string_view>& out) {
-  json_type type;
-  if (value.type().get(type)) {
-    return false;
-  }
-  if (type == json_type::null) {
-    out.reset();
+// What a field's value is, as the envelope reader needs to know it.
+enum class Kind { Null, String, Number, Array, Other };
+
+// A value read by simdjson (every line that is valid UTF-8).
+class StrictValue {
+public:
+  explicit StrictValue(simdjson::ondemand::value value) : m_value(value) {}
+
+  bool kind(Kind& out) {
+    json_type type;
+    if (m_value.type().get(type)) {
+      return false;
+    }
+    out = type == json_type::null     ? Kind::Null
+          : type == json_type::string ? Kind::String
+          : type == json_type::number ? Kind::Number
+          : type == json_type::array  ? Kind::Array
+                                      : Kind::Other;
     return true;
   }
-  std::string_view text;
-  if (type != json_type::string || value.get_string().get(text)) {
+  bool int64(std::int64_t& out) { return !m_value.get_int64().get(out); }
+  // A string or null; false when the value is neither.
+  bool nullable_string(Arena& arena, std::optional<std::string_view>& out) {
+    Kind k;
+    if (!kind(k) || (k != Kind::Null && k != Kind::String)) {
+      return false;
+    }
+    if (k == Kind::Null) {
+      out.reset();
+      return true;
+    }
+    std::string_view text;
+    if (m_value.get_string().get(text)) {
+      return false;
+    }
+    out = copy(arena, text);
+    return true;
+  }
+  // Calls item(StrictValue&) for each element; false on malformed JSON or when item returns false.
+  template <class Item> bool each(Item&& item) {
+    simdjson::ondemand::array array;
+    if (m_value.get_array().get(array)) {
+      return false;
+    }
+    for (auto element : array) {
+      simdjson::ondemand::value value;
+      if (element.get(value)) {
+        return false;
+      }
+      StrictValue inner(value);
+      if (!item(inner)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool skip() { return true; } // simdjson skips an unread value on the next field
+
+  static std::string_view copy(Arena& arena, std::string_view text) {
+    std::string_view out = arena.copy(text);
+    return out.data() ? out : std::string_view{"", 0}; // empty, not null
+  }
+
+private:
+  simdjson::ondemand::value m_value;
+};
+
+// A reader for lines that are not valid UTF-8: kcat -J writes a binary key, payload or header
+// (Avro, Protobuf behind a schema registry) as its raw bytes inside the JSON string, escaping only
+// '"', '\' and control characters. The JSON grammar is kept; string contents are taken byte for
+// byte. Only such lines take this path, so the common case stays on simdjson.
+class RawReader {
+public:
+  explicit RawReader(std::string_view text) : m_text(text) {}
+
+  void space() {
+    while (m_at < m_text.size() &&
+           (m_text[m_at] == ' ' || m_text[m_at] == '\t' || m_text[m_at] == '\r' || m_text[m_at] == '\n')) {
+      ++m_at;
+    }
+  }
+  bool eat(char c) {
+    space();
+    if (m_at < m_text.size() && m_text[m_at] == c) {
+      ++m_at;
+      return true;
+    }
     return false;
   }
-  out = arena.copy(text);
-  if (!out->data()) {
-    out = std::string_view{"", 0}; // empty, not null
+  char peek() {
+    space();
+    return m_at < m_text.size() ? m_text[m_at] : '\0';
   }
-  return true;
+  bool at_end() {
+    space();
+    return m_at == m_text.size();
+  }
+  bool literal(std::string_view word) {
+    space();
+    if (m_text.substr(m_at, word.size()) != word) {
+      return false;
+    }
+    m_at += word.size();
+    return true;
+  }
+
+  bool string(std::string& out) {
+    out.clear();
+    if (!eat('"')) {
+      return false;
+    }
+    while (m_at < m_text.size()) {
+      char c = m_text[m_at++];
+      if (c == '"') {
+        return true;
+      }
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (m_at == m_text.size()) {
+        return false;
+      }
+      char e = m_text[m_at++];
+      switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out += e;
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        std::uint32_t code = 0;
+        if (!hex4(code)) {
+          return false;
+        }
+        if (code >= 0xD800 && code < 0xDC00 && m_text.substr(m_at, 2) == "\\u") {
+          std::size_t mark = m_at;
+          m_at += 2;
+          std::uint32_t low = 0;
+          if (hex4(low) && low >= 0xDC00 && low < 0xE000) {
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+          } else {
+            m_at = mark;
+          }
+        }
+        append_utf8(out, code);
+        break;
+      }
+      default:
+        return false;
+      }
+    }
+    return false;
+  }
+
+  bool number(std::int64_t& out) {
+    space();
+    std::size_t first = m_at;
+    if (m_at < m_text.size() && m_text[m_at] == '-') {
+      ++m_at;
+    }
+    std::uint64_t magnitude = 0;
+    std::size_t digits = 0;
+    while (m_at < m_text.size() && m_text[m_at] >= '0' && m_text[m_at] <= '9') {
+      if (magnitude > (std::uint64_t{1} << 63) / 10) {
+        return false;
+      }
+      magnitude = magnitude * 10 + static_cast<std::uint64_t>(m_text[m_at++] - '0');
+      ++digits;
+    }
+    bool negative = m_text[first] == '-';
+    if (digits == 0 || magnitude > (std::uint64_t{1} << 63) - (negative ? 0 : 1)) {
+      return false;
+    }
+    if (m_at < m_text.size() && (m_text[m_at] == '.' || m_text[m_at] == 'e' || m_text[m_at] == 'E')) {
+      return false; // not an integer
+    }
+    out = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+    return true;
+  }
+
+  // Skips any JSON value (nested up to a bound).
+  bool skip_value(int depth = 0) {
+    if (depth > 64) {
+      return false;
+    }
+    char c = peek();
+    if (c == '"') {
+      return string(m_scratch);
+    }
+    if (c == '{' || c == '[') {
+      char close = c == '{' ? '}' : ']';
+      ++m_at;
+      if (eat(close)) {
+        return true;
+      }
+      do {
+        if (c == '{' && (!string(m_scratch) || !eat(':'))) {
+          return false;
+        }
+        if (!skip_value(depth + 1)) {
+          return false;
+        }
+      } while (eat(','));
+      return eat(close);
+    }
+    if (literal("null") || literal("true") || literal("false")) {
+      return true;
+    }
+    std::size_t first = m_at;
+    while (m_at < m_text.size() && m_text[m_at] != '\0' && std::strchr("+-.0123456789eE", m_text[m_at])) {
+      ++m_at;
+    }
+    return m_at > first;
+  }
+
+private:
+  bool hex4(std::uint32_t& out) {
+    if (m_at + 4 > m_text.size()) {
+      return false;
+    }
+    for (int i = 0; i < 4; ++i) {
+      char h = m_text[m_at++];
+      int digit = h >= '0' && h <= '9'   ? h - '0'
+                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                         : -1;
+      if (digit < 0) {
+        return false;
+      }
+      out = out * 16 + static_cast<std::uint32_t>(digit);
+    }
+    return true;
+  }
+  static void append_utf8(std::string& out, std::uint32_t code) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+  }
+
+  std::string_view m_text;
+  std::size_t m_at = 0;
+  std::string m_scratch;
+};
+
+// A value read by RawReader, with the interface of StrictValue.
+class RawValue {
+public:
+  RawValue(RawReader& reader, std::string& scratch) : m_reader(reader), m_scratch(scratch) {}
+
+  bool kind(Kind& out) {
+    char c = m_reader.peek();
+    out = c == '"'                               ? Kind::String
+          : c == '['                             ? Kind::Array
+          : c == 'n'                             ? Kind::Null
+          : (c == '-' || (c >= '0' && c <= '9')) ? Kind::Number
+                                                 : Kind::Other;
+    return c != '\0';
+  }
+  bool int64(std::int64_t& out) { return m_reader.number(out); }
+  bool nullable_string(Arena& arena, std::optional<std::string_view>& out) {
+    if (m_reader.literal("null")) {
+      out.reset();
+      return true;
+    }
+    if (!m_reader.string(m_scratch)) {
+      return false;
+    }
+    out = StrictValue::copy(arena, m_scratch);
+    return true;
+  }
+  template <class Item> bool each(Item&& item) {
+    if (!m_reader.eat('[')) {
+      return false;
+    }
+    if (m_reader.eat(']')) {
+      return true;
+    }
+    do {
+      RawValue inner(m_reader, m_scratch);
+      if (!item(inner)) {
+        return false;
+      }
+    } while (m_reader.eat(','));
+    return m_reader.eat(']');
+  }
+  bool skip() { return m_reader.skip_value(); }
+
+private:
+  RawReader& m_reader;
+  std::string& m_scratch;
+};
+
+// What a line says so far; both readers fill it field by field.
+struct Envelope {
+  Event event;
+  bool has_partition = false;
+  bool has_offset = false;
+};
+
+template <class Value> std::string read_headers(Value& value, EventBatch& batch);
+
+// Applies one field of the envelope. Returns an empty string, or what is wrong.
+template <class Value>
+std::string read_field(std::string_view name, Value& value, EventBatch& batch, Envelope& envelope) {
+  Event& event = envelope.event;
+  if (name == "topic") {
+    std::optional<std::string_view> topic;
+    if (!value.nullable_string(batch.arena, topic)) {
+      return "\"topic\" is not a string";
+    }
+    event.topic = topic.value_or(std::string_view{});
+  } else if (name == "partition") {
+    std::int64_t partition = 0;
+    if (!value.int64(partition) || partition < 0 || partition > INT32_MAX) {
+      return "\"partition\" is not a partition number";
+    }
+    event.partition = static_cast<std::int32_t>(partition);
+    envelope.has_partition = true;
+  } else if (name == "offset") {
+    if (!value.int64(event.offset) || event.offset < 0) {
+      return "\"offset\" is not an offset";
+    }
+    envelope.has_offset = true;
+  } else if (name == "ts") {
+    if (!value.int64(event.timestamp_ms)) {
+      return "\"ts\" is not a timestamp in milliseconds";
+    }
+  } else if (name == "key") {
+    if (!value.nullable_string(batch.arena, event.key)) {
+      return "\"key\" is not a string or null";
+    }
+  } else if (name == "payload") {
+    if (!value.nullable_string(batch.arena, event.payload)) {
+      return "\"payload\" is not a string or null";
+    }
+  } else if (name == "headers") {
+    return read_headers(value, batch);
+  } else if (!value.skip()) {
+    return "not JSON"; // tstype, broker, key_error, … are not needed
+  }
+  return {};
+}
+
+template <class Value> std::string read_headers(Value& value, EventBatch& batch) {
+  Kind kind;
+  if (!value.kind(kind)) {
+    return "not JSON";
+  }
+  if (kind == Kind::Null) {
+    return value.skip() ? "" : "not JSON";
+  }
+  if (kind != Kind::Array) {
+    return "\"headers\" is not kcat's flat [name, value, …] array";
+  }
+  bool expect_name = true;
+  bool strings = true;
+  bool ok = value.each([&](auto& element) {
+    std::optional<std::string_view> text;
+    if (!element.nullable_string(batch.arena, text) || (expect_name && !text)) {
+      strings = false;
+      return false;
+    }
+    if (expect_name) {
+      batch.headers.push_back(Header{*text, std::nullopt});
+    } else {
+      batch.headers.back().value = text;
+    }
+    expect_name = !expect_name;
+    return true;
+  });
+  if (!strings) {
+    return "\"headers\" is not kcat's flat [name, value, …] array of strings";
+  }
+  if (!ok) {
+    return "not JSON";
+  }
+  return expect_name ? "" : "\"headers\" has a name without a value";
+}
+
+std::string read_strict(simdjson::ondemand::object& object, EventBatch& batch, Envelope& envelope) {
+  for (auto field : object) {
+    std::string_view name;
+    if (field.unescaped_key().get(name)) {
+      return "not JSON";
+    }
+    // unescaped_key() points into the parser's string buffer: compare before reading the value.
+    std::string key_name(name);
+    simdjson::ondemand::value value;
+    if (field.value().get(value)) {
+      return "not JSON";
+    }
+    StrictValue strict(value);
+    if (std::string error = read_field(key_name, strict, batch, envelope); !error.empty()) {
+      return error;
+    }
+  }
+  return {};
+}
+
+std::string read_raw(std::string_view line, EventBatch& batch, Envelope& envelope) {
+  RawReader reader(line);
+  if (!reader.eat('{')) {
+    return "not a JSON object (expected a kcat -J envelope)";
+  }
+  std::string name;
+  std::string scratch;
+  if (!reader.eat('}')) {
+    do {
+      if (!reader.string(name) || !reader.eat(':')) {
+        return "not JSON";
+      }
+      RawValue value(reader, scratch);
+      if (std::string error = read_field(name, value, batch, envelope); !error.empty()) {
+        return error;
+      }
+    } while (reader.eat(','));
+    if (!reader.eat('}')) {
+      return "not JSON";
+    }
+  }
+  return reader.at_end() ? "" : "not JSON";
 }
 
 } // namespace
@@ -61,109 +491,36 @@ bool KcatLineParser::parse(std::string_view line, EventBatch& batch, std::string
   std::memset(impl.padded.data() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
   std::size_t headers_before = batch.headers.size();
-  auto fail = [&](std::string message) {
-    batch.headers.resize(headers_before);
-    error = std::move(message);
-    return false;
-  };
-
+  Envelope envelope;
+  std::string problem;
   simdjson::ondemand::document doc;
-  if (impl.parser.iterate(impl.padded.data(), line.size(), impl.padded.size()).get(doc)) {
-    return fail("not JSON");
-  }
-  simdjson::ondemand::object object;
-  if (doc.get_object().get(object)) {
-    auto first = line.find_first_not_of(" \t");
-    return fail(first != std::string_view::npos && line[first] == '{'
+  auto status = impl.parser.iterate(impl.padded.data(), line.size(), impl.padded.size()).get(doc);
+  if (status == simdjson::UTF8_ERROR || status == simdjson::UNESCAPED_CHARS) {
+    problem = read_raw(line, batch, envelope); // raw binary bytes in a string
+  } else if (status) {
+    problem = "not JSON";
+  } else {
+    simdjson::ondemand::object object;
+    if (doc.get_object().get(object)) {
+      auto first = line.find_first_not_of(" \t");
+      problem = first != std::string_view::npos && line[first] == '{'
                     ? "not JSON"
-                    : "not a JSON object (expected a kcat -J envelope)");
-  }
-  Event event;
-  bool has_partition = false;
-  bool has_offset = false;
-  for (auto field : object) {
-    std::string_view name;
-    if (field.unescaped_key().get(name)) {
-      return fail("not JSON");
-    }
-    // unescaped_key() points into the parser's string buffer: compare before reading the value.
-    std::string key_name(name);
-    simdjson::ondemand::value value;
-    if (field.value().get(value)) {
-      return fail("not JSON");
-    }
-    if (key_name == "topic") {
-      std::optional<std::string_view> topic;
-      if (!nullable_string(value, batch.arena, topic)) {
-        return fail("\"topic\" is not a string");
-      }
-      event.topic = topic.value_or(std::string_view{});
-    } else if (key_name == "partition") {
-      std::int64_t partition = 0;
-      if (value.get_int64().get(partition) || partition < 0 || partition > INT32_MAX) {
-        return fail("\"partition\" is not a partition number");
-      }
-      event.partition = static_cast<std::int32_t>(partition);
-      has_partition = true;
-    } else if (key_name == "offset") {
-      if (value.get_int64().get(event.offset) || event.offset < 0) {
-        return fail("\"offset\" is not an offset");
-      }
-      has_offset = true;
-    } else if (key_name == "ts") {
-      if (value.get_int64().get(event.timestamp_ms)) {
-        return fail("\"ts\" is not a timestamp in milliseconds");
-      }
-    } else if (key_name == "key") {
-      if (!nullable_string(value, batch.arena, event.key)) {
-        return fail("\"key\" is not a string or null");
-      }
-    } else if (key_name == "payload") {
-      if (!nullable_string(value, batch.arena, event.payload)) {
-        return fail("\"payload\" is not a string or null");
-      }
-    } else if (key_name == "headers") {
-      json_type type;
-      if (value.type().get(type)) {
-        return fail("not JSON");
-      }
-      if (type == json_type::null) {
-        continue;
-      }
-      simdjson::ondemand::array array;
-      if (value.get_array().get(array)) {
-        return fail("\"headers\" is not kcat's flat [name, value, …] array");
-      }
-      bool expect_name = true;
-      for (auto item : array) {
-        simdjson::ondemand::value element;
-        if (item.get(element)) {
-          return fail("not JSON");
-        }
-        std::optional<std::string_view> text;
-        if (!nullable_string(element, batch.arena, text) || (expect_name && !text)) {
-          return fail("\"headers\" is not kcat's flat [name, value, …] array of strings");
-        }
-        if (expect_name) {
-          batch.headers.push_back(Header{*text, std::nullopt});
-        } else {
-          batch.headers.back().value = text;
-        }
-        expect_name = !expect_name;
-      }
-      if (!expect_name) {
-        return fail("\"headers\" has a name without a value");
-      }
+                    : "not a JSON object (expected a kcat -J envelope)";
     } else {
-      // tstype, broker, key_error, … are not needed; skip_child happens on the next iteration.
+      problem = read_strict(object, batch, envelope);
     }
   }
-  if (!has_partition || !has_offset) {
-    return fail(fmt::format("missing \"{}\"", has_partition ? "offset" : "partition"));
+  if (problem.empty() && (!envelope.has_partition || !envelope.has_offset)) {
+    problem = fmt::format("missing \"{}\"", envelope.has_partition ? "offset" : "partition");
+  }
+  if (!problem.empty()) {
+    batch.headers.resize(headers_before);
+    error = std::move(problem);
+    return false;
   }
   impl.header_ranges.emplace_back(static_cast<std::uint32_t>(headers_before),
                                   static_cast<std::uint32_t>(batch.headers.size() - headers_before));
-  batch.events.push_back(event);
+  batch.events.push_back(envelope.event);
   return true;
 }
 

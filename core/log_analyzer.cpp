@@ -24,6 +24,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   ++m_counters.events;
   if (!identity.has_id) {
     ++m_counters.no_id;
+    m_no_id_binary += identity.binary_payload ? 1 : 0;
     m_missing_id.add(event.partition,
                      [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
     return;
@@ -97,11 +98,19 @@ std::vector<Finding> LogAnalyzer::findings() const {
       "A producer retried with a new id, which no consumer-side dedup by event id can catch. Make the "
       "producer keep the id across retries (generate it once, before the first send), or deduplicate on "
       "a business key (--semantic-key) where the handler allows it."));
+  std::string binary = m_no_id_binary == 0 ? std::string{}
+                                           : fmt::format(" ({} of them have a binary payload that json: specs "
+                                                         "cannot read)",
+                                                         m_no_id_binary);
   push(m_missing_id.build(
-      "missing-event-id", Severity::Warning, fmt::format("{} events carry no event id", m_missing_id.count()),
+      "missing-event-id", Severity::Warning, fmt::format("{} events carry no event id{}", m_missing_id.count(), binary),
       fmt::format("These events cannot be deduplicated by id and every redelivery re-applies them. Check "
-                  "that --id ({}) names where the producer puts the id, or fix the producer.",
-                  m_options.id_specs)));
+                  "that --id ({}) names where the producer puts the id, or fix the producer.{}",
+                  m_options.id_specs,
+                  m_no_id_binary == 0 ? ""
+                                      : " A binary payload (Avro, Protobuf behind a schema registry) is not "
+                                        "read: take the id from a header (--id header:event_id) or the "
+                                        "record key (--id key).")));
   push(m_log_duplicate.build(
       "log-duplicate", Severity::Info,
       fmt::format("{} events repeat an earlier event (same id, same payload)", m_log_duplicate.count()),

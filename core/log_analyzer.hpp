@@ -59,7 +59,8 @@ private:
 
   LogAnalyzerOptions m_options;
   LogCounters m_counters;
-  FlatHashMap<std::uint32_t> m_first_payload;                             // id → first payload
+  std::int64_t m_no_id_binary = 0;            // of m_counters.no_id: a json: spec met a binary payload
+  FlatHashMap<std::uint32_t> m_first_payload; // id → first payload
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;

@@ -37,7 +37,8 @@ struct SourceInfo {
   std::string bootstrap;           // kafka sources
   std::optional<std::string> group;
   std::vector<PartitionRange> partitions;
-  std::int64_t invalid_lines = 0; // file sources read with --skip-invalid
+  std::int64_t invalid_lines = 0;    // file sources read with --skip-invalid
+  std::int64_t repeated_records = 0; // file sources: records read again (same topic, partition, offset), dropped
 };
 
 // `range-clamped`: requested starts before the log start, one example per partition.

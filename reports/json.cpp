@@ -24,6 +24,7 @@ Json source_json(const core::SourceInfo& source) {
   if (source.kind == "file") {
     out["path"] = source.path;
     out["invalid_lines"] = source.invalid_lines;
+    out["repeated_records"] = source.repeated_records;
   } else {
     out["bootstrap"] = source.bootstrap;
   }

@@ -95,6 +95,11 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     if (source.invalid_lines > 0) {
       fmt::print(out, "  {} invalid input lines were skipped (--skip-invalid)\n", source.invalid_lines);
     }
+    if (source.repeated_records > 0) {
+      fmt::print(out, "  {} records appeared more than once in the input (same topic, partition, offset) and were "
+                      "counted once\n",
+                 source.repeated_records);
+    }
     if (!source.partitions.empty()) {
       std::vector<std::vector<std::string>> rows;
       bool kafka = source.kind == "kafka";

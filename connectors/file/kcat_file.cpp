@@ -75,15 +75,21 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
     }
     core::Event& event = batch.events.back();
     auto key = std::make_pair(std::string(event.topic), event.partition);
-    auto it = m_cursors.find(key);
-    if (it == m_cursors.end()) {
+    auto it = m_partitions.find(key);
+    if (it == m_partitions.end()) {
       core::PartitionPlan plan = m_plan;
       plan.topic = key.first;
       plan.partition = key.second;
-      it = m_cursors.emplace(key, core::PartitionCursor(plan)).first;
+      it = m_partitions.emplace(key, Partition{core::PartitionCursor(plan), {}}).first;
     }
-    if (!it->second.admit(event.offset, event.timestamp_ms)) {
+    Partition& partition = it->second;
+    if (partition.delivered.contains(event.offset)) {
+      ++m_repeated_records;
       batch.events.resize(before); // the parser's header bookkeeping is re-synced on the next parse
+    } else if (partition.cursor.admit(event.offset, event.timestamp_ms)) {
+      partition.delivered.insert(event.offset);
+    } else {
+      batch.events.resize(before);
     }
   }
   m_parser.seal(batch);
@@ -92,8 +98,8 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
 
 std::vector<core::PartitionPosition> KcatFileSource::positions() const {
   std::vector<core::PartitionPosition> out;
-  for (const auto& [key, cursor] : m_cursors) {
-    out.push_back(cursor.position());
+  for (const auto& [key, partition] : m_partitions) {
+    out.push_back(partition.cursor.position());
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 #include "core/kcat_line.hpp"
+#include "core/offset_set.hpp"
 #include "core/range.hpp"
 
 #include <atomic>
@@ -29,6 +30,9 @@ public:
   std::vector<core::PartitionPosition> positions() const override;
 
   std::int64_t invalid_lines() const { return m_invalid_lines; }
+  // Records whose (topic, partition, offset) was already delivered (two dumps concatenated):
+  // dropped, each record counts once.
+  std::int64_t repeated_records() const { return m_repeated_records; }
   const std::string& path() const { return m_path; }
 
 private:
@@ -42,8 +46,13 @@ private:
   std::size_t m_line_capacity = 0;
   std::int64_t m_line_number = 0;
   std::int64_t m_invalid_lines = 0;
+  std::int64_t m_repeated_records = 0;
   core::KcatLineParser m_parser;
-  std::map<std::pair<std::string, std::int32_t>, core::PartitionCursor> m_cursors;
+  struct Partition {
+    core::PartitionCursor cursor;
+    core::OffsetSet delivered;
+  };
+  std::map<std::pair<std::string, std::int32_t>, Partition> m_partitions;
 };
 
 } // namespace dedupctl::connectors::file

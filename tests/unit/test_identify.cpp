@@ -117,6 +117,22 @@ TEST(Identify, NoIdSaysWhyAndNeverThrows) {
   EXPECT_FALSE(identify(identifier, event("")).has_id);
 }
 
+// Avro or Protobuf payloads: a json: spec yields nothing and says the payload is binary; a header
+// or the key still gives the id.
+TEST(Identify, ABinaryPayloadIsNamedAsSuchAndHeadersStillWork) {
+  Identifier identifier(options("json:/event_id"));
+  for (std::string binary : {std::string("\x02\x0ae-17\x10\x01", 7), std::string("\xc3\x28{\"event_id\":1}")}) {
+    auto result = identify(identifier, event(binary));
+    EXPECT_FALSE(result.has_id);
+    EXPECT_EQ(result.reason, "payload is binary, not JSON (Avro or Protobuf?)");
+  }
+  EXPECT_EQ(identify(identifier, event("plain\ttext")).reason, "payload is not JSON");
+  Identifier by_header(options("header:event_id,json:/event_id"));
+  EXPECT_EQ(identify(by_header, event(std::string("\x00\xff", 2), {{"event_id", "e-1"}})).id, "e-1");
+  Identifier by_key(options("json:/event_id,key"));
+  EXPECT_EQ(identify(by_key, event(std::string("\x00\xff", 2), {}, "k-1")).id, "k-1");
+}
+
 TEST(Identify, KeyAndOffsetSpecs) {
   Identifier by_key(options("key"));
   EXPECT_EQ(identify(by_key, event("p", {}, "order-9")).id, "order-9");

@@ -124,6 +124,24 @@ TEST(LogAnalyzer, EventsWithoutIdsAreCountedWithTheReason) {
   EXPECT_EQ(f->examples[0].event_id, "");
 }
 
+TEST(LogAnalyzer, EventsWithBinaryPayloadsAreCountedApartWithWhatToDo) {
+  OwnedEvent binary;
+  binary.offset = 9;
+  binary.payload = std::string("\x02\x0ae-17\xff", 6);
+  OwnedEvent text = binary;
+  text.offset = 10;
+  text.payload = "not json";
+  auto run = analyze({binary, text, binary, ev(1, "a", "x")});
+  EXPECT_EQ(run.counters.no_id, 3);
+  const Finding* f = find(run, "missing-event-id");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "3 events carry no event id (2 of them have a binary payload that json: specs cannot read)");
+  EXPECT_NE(f->advice.find("--id header:event_id"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->examples[0].note, "no header event_id, payload is binary, not JSON (Avro or Protobuf?)");
+  auto plain = analyze({text});
+  EXPECT_EQ(find(plain, "missing-event-id")->title, "1 events carry no event id");
+}
+
 TEST(LogAnalyzer, ExamplesAreBoundedButCountsAreExact) {
   std::vector<OwnedEvent> events;
   for (int i = 0; i < 100; ++i) {
