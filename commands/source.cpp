@@ -104,6 +104,10 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
   }
   try {
     auto resolved = connectors::kafka::resolve_range(settings, request);
+    if (auto why = core::committed_offsets_missing(resolved.info, request.seek ? &*request.seek : nullptr,
+                                                   {&request.from, &request.to})) {
+      throw UsageError(*why);
+    }
     opened.info = resolved.info;
     if (resume) {
       for (auto& plan : resolved.plans) {

@@ -1,10 +1,57 @@
 #include "core/source_info.hpp"
 
+#include "core/offset_spec.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 namespace dedupctl::core {
+
+std::optional<std::string> committed_offsets_missing(const SourceInfo& source, const OffsetSpec* seek,
+                                                     const std::vector<const OffsetSpec*>& range_specs) {
+  if (!source.group) {
+    return std::nullopt;
+  }
+  std::vector<const PartitionRange*> lacking;
+  std::size_t holding = 0;
+  for (const auto& range : source.partitions) {
+    bool has_events = !range.log_start || !range.log_end || *range.log_start < *range.log_end;
+    holding += has_events ? 1 : 0;
+    if (has_events && !range.committed) {
+      lacking.push_back(&range);
+    }
+  }
+  if (lacking.empty()) {
+    return std::nullopt;
+  }
+  auto counts_from_committed = [](const OffsetSpec* spec, bool seeking) {
+    return spec && (spec->kind == SpecKind::Committed || (seeking && spec->kind == SpecKind::Relative));
+  };
+  const OffsetSpec* culprit = counts_from_committed(seek, true) ? seek : nullptr;
+  for (const auto* spec : range_specs) {
+    culprit = culprit ? culprit : (counts_from_committed(spec, false) ? spec : nullptr);
+  }
+  bool none_at_all = lacking.size() == holding;
+  if (!culprit && !(seek && none_at_all)) {
+    return std::nullopt;
+  }
+  std::string names;
+  for (std::size_t i = 0; i < lacking.size() && i < 5; ++i) {
+    names += fmt::format("{}{}[{}]", i ? ", " : "", lacking[i]->topic, lacking[i]->partition);
+  }
+  if (lacking.size() > 5) {
+    names += fmt::format(" and {} more", lacking.size() - 5);
+  }
+  std::string why =
+      culprit
+          ? fmt::format("'{}' counts from the committed offset, which these partitions do not have", culprit->text)
+          : fmt::format("--seek '{}' opens the replay window [seek, committed), which would have no end", seek->text);
+  return fmt::format("group '{}' has no committed offset on {} ({} of {} partitions holding events): {}. Check the "
+                     "group name (kafka-consumer-groups --describe --group {}), or give offsets that do not "
+                     "depend on it (earliest, N, @TIME)",
+                     *source.group, names, lacking.size(), holding, why, *source.group);
+}
 
 std::optional<Finding> range_clamped_finding(const SourceInfo& source, std::size_t max_examples) {
   FindingBuilder builder(max_examples);

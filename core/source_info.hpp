@@ -44,6 +44,17 @@ struct SourceInfo {
 // `range-clamped`: requested starts before the log start, one example per partition.
 std::optional<Finding> range_clamped_finding(const SourceInfo& source, std::size_t max_examples);
 
+struct OffsetSpec;
+
+// Why the group's committed offsets cannot carry the requested range, for a usage error (as
+// kafka-consumer-groups refuses to shift a partition without a committed offset): a SPEC that counts
+// from the committed offset (`committed`, --seek -N) on a partition holding events the group never
+// committed, or any --seek when the group committed nothing on these partitions (the replay window
+// [seek, committed) would have no end: usually a misspelt group). Partitions without events never
+// need one. `specs` are the --from/--to/--seek given; nullptr for a flag not given.
+std::optional<std::string> committed_offsets_missing(const SourceInfo& source, const OffsetSpec* seek,
+                                                     const std::vector<const OffsetSpec*>& range_specs);
+
 } // namespace dedupctl::core
 
 namespace dedupctl::core {

@@ -111,6 +111,27 @@ TEST_F(AuditRedis, EveryCoverageStateAndFindingIsCountedExactly) {
   EXPECT_EQ(doc.at("placement").at("store"), m_redis.uri());
 }
 
+// A group that committed nothing (here: misspelt) is refused, exit 2 naming it, as
+// kafka-consumer-groups refuses to shift offsets it does not have; never a window of the whole log.
+TEST_F(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
+  for (std::string seek : {"2", "-3", "committed"}) {
+    auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+    *(std::find(args.begin(), args.end(), "billing")) = "biling";
+    *(std::find(args.begin(), args.end(), "--seek") + 1) = seek;
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << seek << ": " << result.err;
+    EXPECT_NE(result.err.find("group 'biling' has no committed offset on pay[0]"), std::string::npos) << result.err;
+    auto doc = parse(result);
+    EXPECT_EQ(doc.at("complete"), false);
+    EXPECT_TRUE(doc.at("findings").empty());
+  }
+  auto counted = audit_args(m_broker.bootstrap(), m_redis.uri());
+  *(std::find(counted.begin(), counted.end(), "--seek") + 1) = "-6";
+  auto result = run_dedupctl(counted);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(parse(result).at("source").at("partitions")[0].at("seek"), 2) << "committed 8 minus 6";
+}
+
 TEST_F(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
   auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
   auto result = run_dedupctl(args);

@@ -1,5 +1,6 @@
 #include "core/errors.hpp"
 #include "core/offset_spec.hpp"
+#include "core/source_info.hpp"
 
 #include <gtest/gtest.h>
 
@@ -110,4 +111,58 @@ TEST(ResolveOffset, TimesUseTheBrokersAnswerOrFallBackToSkipping) {
   auto empty = resolve("@5000", SpecRole::From, facts(50, 50));
   EXPECT_EQ(empty.offset, 50);
   EXPECT_FALSE(empty.timestamp_filter.has_value());
+}
+
+namespace {
+
+SourceInfo group_source(std::vector<std::optional<std::int64_t>> committed) {
+  SourceInfo info;
+  info.kind = "kafka";
+  info.group = "billing";
+  for (std::size_t p = 0; p < committed.size(); ++p) {
+    PartitionRange range;
+    range.topic = "orders";
+    range.partition = static_cast<std::int32_t>(p);
+    range.log_start = 0;
+    range.log_end = p == 3 ? 0 : 100; // partition 3 holds no events
+    range.committed = committed[p];
+    info.partitions.push_back(range);
+  }
+  return info;
+}
+
+} // namespace
+
+// Like kafka-consumer-groups, which will not shift a partition that has no committed offset: a
+// window counted from a committed offset that is not there is refused, never the whole log.
+TEST(CommittedOffsetsMissing, ASpecCountingFromCommittedNeedsItWhereEventsAre) {
+  auto back = parse_offset_spec("-10", "--seek");
+  auto at = parse_offset_spec("40", "--seek");
+  auto committed = parse_offset_spec("committed", "--from");
+  auto earliest = parse_offset_spec("earliest", "--from");
+
+  auto partial = group_source({50, std::nullopt, 70, std::nullopt});
+  auto why = committed_offsets_missing(partial, &back, {&earliest});
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("group 'billing' has no committed offset on orders[1] (1 of 3 partitions holding events)"),
+            std::string::npos)
+      << *why;
+  EXPECT_NE(why->find("'-10' counts from the committed offset"), std::string::npos) << *why;
+  EXPECT_NE(why->find("kafka-consumer-groups --describe --group billing"), std::string::npos) << *why;
+  EXPECT_FALSE(committed_offsets_missing(partial, &at, {&earliest})) << "an absolute seek has a base";
+  EXPECT_TRUE(committed_offsets_missing(partial, nullptr, {&committed}));
+  EXPECT_FALSE(committed_offsets_missing(partial, nullptr, {&earliest}));
+
+  auto none = group_source({std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  auto empty_window = committed_offsets_missing(none, &at, {&earliest});
+  ASSERT_TRUE(empty_window) << "a group that committed nothing here is most likely misspelt";
+  EXPECT_NE(empty_window->find("3 of 3 partitions"), std::string::npos) << *empty_window;
+  EXPECT_NE(empty_window->find("would have no end"), std::string::npos) << *empty_window;
+  EXPECT_FALSE(committed_offsets_missing(none, nullptr, {&earliest})) << "a scan of the range needs no commits";
+
+  EXPECT_FALSE(committed_offsets_missing(group_source({50, 60, 70, std::nullopt}), &back, {}))
+      << "an empty partition needs no committed offset";
+  auto no_group = partial;
+  no_group.group.reset();
+  EXPECT_FALSE(committed_offsets_missing(no_group, &back, {}));
 }
