@@ -93,7 +93,7 @@ std::map<std::string, std::set<std::string>> config_keys(CLI::App& app) {
 // --config FILE (or DEDUPCTL_CONFIG) checked before CLI11 reads it, which ignores what it cannot
 // parse and keys it does not know: every problem is FILE:LINE:COL and exit 2.
 int check_config_file(CLI::App& app, int argc, char** argv, const std::string& config_default,
-                      const ErrorLine& error_line) {
+                      const ErrorLine& error_line, std::map<std::string, std::set<std::string>>& present) {
   std::string path = config_default;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -113,11 +113,68 @@ int check_config_file(CLI::App& app, int argc, char** argv, const std::string& c
     error_line(e.what());
     return k_exit_usage;
   }
-  auto problems = core::check_config(text, config_keys(app));
+  auto problems = core::check_config(text, config_keys(app), &present);
   for (const auto& p : problems) {
     error_line(fmt::format("{}:{}:{}: {}", path, p.line, p.column, p.message));
   }
   return problems.empty() ? 0 : k_exit_usage;
+}
+
+// Where each option of the run that has a value got it (spec/cli.md: flag > config > environment >
+// default). CLI11 does not say, so: on the command line, else set by the config file (in the
+// command's section or at the top level), else by its environment variable.
+std::map<std::string, core::ValueOrigin> option_origins(CLI::App& app, int argc, char** argv,
+                                                        const std::map<std::string, std::set<std::string>>& config) {
+  std::set<std::string> typed;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg.starts_with("--")) {
+      typed.insert(std::string(arg.substr(2, arg.find('=') - 2)));
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      typed.insert(std::string(1, arg[1])); // -b, -X, -vv
+    }
+  }
+  auto in_config = [&](const std::string& section, const std::string& name) {
+    for (const auto& where : {section, std::string()}) {
+      auto it = config.find(where);
+      if (it != config.end() && it->second.count(name)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::map<std::string, core::ValueOrigin> origins;
+  std::function<void(CLI::App&, const std::string&)> visit = [&](CLI::App& of, const std::string& section) {
+    for (const auto* option : of.get_options()) {
+      if (option->get_lnames().empty()) {
+        continue;
+      }
+      const std::string& name = option->get_lnames().front();
+      if (option->count() == 0) {
+        origins[name] = core::ValueOrigin::Default;
+        continue;
+      }
+      bool on_line = typed.count(name) != 0;
+      for (const auto& short_name : option->get_snames()) {
+        on_line = on_line || typed.count(short_name) != 0;
+      }
+      origins[name] = on_line                          ? core::ValueOrigin::Flag
+                      : in_config(section, name)       ? core::ValueOrigin::Config
+                      : !option->get_envname().empty() ? core::ValueOrigin::Environment
+                                                       : core::ValueOrigin::Flag;
+    }
+    for (auto* group : of.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
+      visit(*group, section);
+    }
+  };
+  visit(app, "");
+  for (auto* sub : app.get_subcommands()) {
+    visit(*sub, sub->get_name());
+  }
+  return origins;
 }
 
 } // namespace
@@ -157,7 +214,8 @@ int run(int argc, char** argv) {
     sub->fallthrough();
   }
 
-  if (int code = check_config_file(app, argc, argv, config_default, error_line); code != 0) {
+  std::map<std::string, std::set<std::string>> config_present;
+  if (int code = check_config_file(app, argc, argv, config_default, error_line, config_present); code != 0) {
     return code;
   }
   try {
@@ -180,6 +238,7 @@ int run(int argc, char** argv) {
     return k_exit_usage;
   }
 
+  context.origins = option_origins(app, argc, argv, config_present);
   bool tty = ::isatty(STDERR_FILENO) == 1;
   context.note = [&context](std::string_view line) {
     if (context.global.quiet == 0) {

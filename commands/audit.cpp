@@ -77,12 +77,13 @@ int run(const AuditOptions& options, Context& context) {
   if (request.has_seek && options.source.group.empty()) {
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
-  ParsedPlacement placement = parse_placement(options.placement);
+  ParsedPlacement placement = parse_placement(options.placement, context);
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
-  request.placement.retention = decide_retention(placement.audit.policy.retention, {}, nullptr); // until asked
+  request.placement.retention = decide_retention(placement.audit.policy.retention, {}, nullptr,
+                                                 placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
@@ -102,7 +103,7 @@ int run(const AuditOptions& options, Context& context) {
   if (!failure) {
     BrokerTopicConfigs broker(context);
     auto decision = decide_retention(request.audit.policy.retention, opened.info.topics,
-                                     opened.info.kind == "kafka" ? &broker : nullptr);
+                                     opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
     request.audit.policy.retention = decision.span;
     request.placement.retention = decision;
     if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {

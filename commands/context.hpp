@@ -1,8 +1,11 @@
 #pragma once
 
+#include "core/ttl.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +42,14 @@ struct Context {
   // The secrets on the command line (passwords in --store/--via URIs and conninfo, -X *.password):
   // nothing written to stdout or stderr may contain one, in any spelling (core/secrets.hpp).
   std::vector<std::string> secrets;
+  // Where each option of the run got its value, Default when it kept it (long name without dashes:
+  // "ttl", "max-lag"). Filled by the cli layer after parsing.
+  std::map<std::string, core::ValueOrigin> origins;
+  bool has_option(const std::string& name) const { return origins.count(name) != 0; }
+  core::ValueOrigin origin_of(const std::string& name) const {
+    auto it = origins.find(name);
+    return it == origins.end() ? core::ValueOrigin::Default : it->second;
+  }
 };
 
 // A subcommand: registers its flags on `app` and returns the function that runs it (after parsing)

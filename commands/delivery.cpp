@@ -5,6 +5,7 @@
 #include "core/secrets.hpp"
 #include "reports/printable.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -24,8 +25,25 @@ reports::Report unreachable_report(const std::string& command, const std::string
   return report;
 }
 
+namespace {
+
+// Says where each setting an option sets got its value. A setting is named as people read it ("max
+// lag"); its option is the same words with dashes ("max-lag"), except the semantic window (--window).
+void note_setting_origins(reports::Report& report, const Context& context) {
+  for (const auto& [name, value] : report.settings) {
+    std::string option = name == "semantic window" ? "window" : name;
+    std::replace(option.begin(), option.end(), ' ', '-');
+    if (context.has_option(option)) {
+      report.settings_origin[name] = std::string(core::origin_name(context.origin_of(option)));
+    }
+  }
+}
+
+} // namespace
+
 int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format,
                    const Context& context) {
+  note_setting_origins(report, context);
   if (opened.file && report.source) {
     report.source->invalid_lines = opened.file->invalid_lines();
     report.source->repeated_records = opened.file->repeated_records();

@@ -162,7 +162,7 @@ void add_examples_option(CLI::Option_group& group, std::size_t& examples) {
       ->check(bounded);
 }
 
-ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag) {
+ParsedPlacement parse_placement(const PlacementOptions& options, const Context& context, std::string_view store_flag) {
   ParsedPlacement out;
   if (!options.store.empty()) {
     out.uri = core::parse_store_uri(options.store, std::string(store_flag));
@@ -174,12 +174,15 @@ ParsedPlacement parse_placement(const PlacementOptions& options, std::string_vie
   auto& policy = out.audit.policy;
   if (!options.ttl.empty()) {
     out.audit.ttl = core::declared_ttl(core::parse_ttl(options.ttl));
+    out.audit.ttl.origin = context.origin_of("ttl");
   }
   if (!options.inbox_retention.empty()) {
     out.inbox_retention = core::parse_ttl(options.inbox_retention, "--inbox-retention");
+    out.inbox_retention_origin = context.origin_of("inbox-retention");
   }
   if (!options.retention.empty()) {
     policy.retention = core::parse_retention(options.retention);
+    out.retention_origin = context.origin_of("retention");
   }
   policy.max_lag_ms = core::parse_duration(options.max_lag, "--max-lag");
   policy.lease_ms = core::parse_duration(options.lease, "--lease");

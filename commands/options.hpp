@@ -63,6 +63,8 @@ struct ParsedPlacement {
   core::StoreUri uri;
   core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
   std::optional<core::Span> inbox_retention; // --inbox-retention
+  core::ValueOrigin inbox_retention_origin = core::ValueOrigin::Flag;
+  core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
 };
 
 void add_source_options(CLI::App& app, SourceOptions& options);
@@ -70,7 +72,9 @@ void add_source_options(CLI::App& app, SourceOptions& options);
 enum class PlacementUse { Audit, Replay };
 void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUse use = PlacementUse::Audit);
 // Throws UsageError naming the flag.
-ParsedPlacement parse_placement(const PlacementOptions& options, std::string_view store_flag = "--store");
+// `context` says where the TTL and retention came from (flag, config, environment).
+ParsedPlacement parse_placement(const PlacementOptions& options, const Context& context,
+                                std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityOptions& options);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).

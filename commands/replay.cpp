@@ -68,7 +68,7 @@ int run(const ReplayOptions& options, Context& context) {
     throw UsageError("--dry-run and --execute are mutually exclusive");
   }
   SinkSpec sink_spec = parse_sink(options.sink);
-  ParsedPlacement placement = parse_placement(options.placement, "--via");
+  ParsedPlacement placement = parse_placement(options.placement, context, "--via");
   bool has_via = !options.placement.store.empty();
   if (has_via && options.no_dedup) {
     throw UsageError("--via and --no-dedup contradict each other: pick one");

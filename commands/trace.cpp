@@ -59,7 +59,7 @@ int run(const TraceOptions& options, Context& context) {
   request.identify = parse_identity(options.identity);
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
-  ParsedPlacement placement = parse_placement(options.placement);
+  ParsedPlacement placement = parse_placement(options.placement, context);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
   request.placement.ttl = placement.audit.ttl;

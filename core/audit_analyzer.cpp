@@ -360,7 +360,7 @@ AuditResult AuditAnalyzer::finish() {
   const Span& ttl = result.ttl.span;
   const Span& retention = m_options.policy.retention;
   std::string needed = ttl_needed(retention, m_options.policy.max_lag_ms);
-  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl.source)), ttl, retention,
+  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
                         m_options.policy.max_lag_ms));
   if (!retention.known()) {
     policy_finding("retention-unknown", Severity::Info,

@@ -45,7 +45,8 @@ std::string suggestion(const std::string& key, const std::set<std::string>& name
 } // namespace
 
 std::vector<ConfigProblem> check_config(std::string_view text,
-                                        const std::map<std::string, std::set<std::string>>& known) {
+                                        const std::map<std::string, std::set<std::string>>& known,
+                                        std::map<std::string, std::set<std::string>>* present) {
   std::vector<ConfigProblem> problems;
   toml::table root;
   try {
@@ -63,6 +64,9 @@ std::vector<ConfigProblem> check_config(std::string_view text,
   const auto& top = names_of("");
   auto check_key = [&](const std::string& section, const toml::key& k) {
     std::string key(k.str());
+    if (present) {
+      (*present)[section].insert(key);
+    }
     const auto& names = names_of(section);
     if (names.count(key) || top.count(key)) {
       return;

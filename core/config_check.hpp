@@ -19,7 +19,10 @@ struct ConfigProblem {
 
 // `known`: per section ("" for the top level, else a subcommand's name), the option names the
 // section may set (long names without dashes). Top-level names are allowed in every section.
+// `present`, when given, receives per section the keys the file sets (known or not), so that a value
+// can be reported as coming from the config file.
 std::vector<ConfigProblem> check_config(std::string_view text,
-                                        const std::map<std::string, std::set<std::string>>& known);
+                                        const std::map<std::string, std::set<std::string>>& known,
+                                        std::map<std::string, std::set<std::string>>* present = nullptr);
 
 } // namespace dedupctl::core

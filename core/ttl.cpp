@@ -13,6 +13,35 @@ constexpr std::int64_t k_margin_ms = k_ms_per_day;
 
 } // namespace
 
+std::string_view origin_name(ValueOrigin origin) {
+  switch (origin) {
+  case ValueOrigin::Flag:
+    return "flag";
+  case ValueOrigin::Config:
+    return "config";
+  case ValueOrigin::Environment:
+    return "environment";
+  case ValueOrigin::Default:
+    return "default";
+  }
+  return "default";
+}
+
+std::string describe(const TtlDecision& decision) {
+  if (decision.source == TtlSource::Flag) {
+    return std::string(origin_name(decision.origin));
+  }
+  if (decision.source == TtlSource::InboxRetentionFlag && decision.origin != ValueOrigin::Flag) {
+    return fmt::format("inbox-retention, {}", origin_name(decision.origin));
+  }
+  return std::string(describe(decision.source));
+}
+
+std::string describe(const RetentionDecision& decision) {
+  return std::string(decision.source == RetentionSource::Flag ? origin_name(decision.origin)
+                                                              : report_name(decision.source));
+}
+
 std::string_view report_name(TtlSource source) {
   switch (source) {
   case TtlSource::Flag:

@@ -13,6 +13,10 @@
 // with where the figure came from, and used by audit, trace, check, replay and every renderer.
 namespace dedupctl::core {
 
+// Where a value the user gave came from, in the order spec/cli.md ranks them.
+enum class ValueOrigin { Flag, Config, Environment, Default };
+std::string_view origin_name(ValueOrigin origin); // "flag", "config", "environment", "default"
+
 enum class TtlSource {
   Flag,                    // --ttl (or a declaration's ttl)
   Estimated,               // bounded by the records' remaining TTLs (../shared/DESIGN.md "TTL estimate")
@@ -30,12 +34,17 @@ std::string_view describe(TtlSource source);
 struct TtlDecision {
   Span span; // what classifies the events: declared, the estimate's upper bound, or unknown
   TtlSource source = TtlSource::None;
+  ValueOrigin origin = ValueOrigin::Flag; // of a declared figure (Flag, InboxRetentionFlag)
   // What present records say of the TTL: max(pttl) <= TTL <= min(pttl + now - ts), when any record
   // with a TTL was seen (reported beside a declared TTL too).
   std::optional<std::int64_t> estimate_low, estimate_high;
 
   bool estimated() const { return source == TtlSource::Estimated || source == TtlSource::InboxRetentionEstimated; }
 };
+
+// For people, with where a declared TTL came from: "flag", "config", "environment",
+// "--inbox-retention", "inbox-retention, config", or describe(source).
+std::string describe(const TtlDecision& decision);
 
 // A Redis or snapshot placement: the declared TTL (--ttl), or None, which the audit then estimates.
 TtlDecision declared_ttl(const Span& flag);
@@ -52,7 +61,11 @@ std::string_view report_name(RetentionSource source); // "flag", "broker", "unkn
 struct RetentionDecision {
   Span span;
   RetentionSource source = RetentionSource::Unknown;
+  ValueOrigin origin = ValueOrigin::Flag; // of a declared retention (Flag)
 };
+
+// For people: "flag", "config", "environment", "broker" or "unknown".
+std::string describe(const RetentionDecision& decision);
 
 // What a TTL must be at least for a replay from the log start to find every record: "no expiry at
 // all (…)" for an infinite retention, "at least 8d (retention 7d + max lag 0s + 1 day)".

@@ -159,9 +159,9 @@ void render_html(const Report& report, std::FILE* out) {
     const auto& p = *report.placement;
     page += fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
                         esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
-                        esc(std::string(core::describe(p.ttl.source))),
+                        esc(core::describe(p.ttl)),
                         p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
-                                                  esc(std::string(core::report_name(p.retention->source))))
+                                                  esc(core::describe(*p.retention)))
                                     : std::string());
   }
   if (!report.summary.empty()) {
@@ -273,7 +273,9 @@ void render_html(const Report& report, std::FILE* out) {
   if (!report.settings.empty()) {
     page += "<h2>Settings</h2><div class=\"scroll\"><table id=\"settings\">";
     for (const auto& [name, value] : report.settings) {
-      page += fmt::format("<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(value));
+      auto origin = report.settings_origin.find(name);
+      page += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(name), esc(value),
+                          origin == report.settings_origin.end() ? "" : esc(origin->second));
     }
     page += "</table></div>";
   }

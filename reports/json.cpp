@@ -98,6 +98,9 @@ Json placement_json(const PlacementInfo& placement) {
   out["ttl_ms"] = span_json(ttl.span);
   out["ttl_infinite"] = ttl.span.is_infinite();
   out["ttl_source"] = core::report_name(ttl.source);
+  // Additive to v1: where a declared figure was given ("flag", "config", "environment"); null otherwise.
+  bool ttl_declared = ttl.source == core::TtlSource::Flag || ttl.source == core::TtlSource::InboxRetentionFlag;
+  out["ttl_origin"] = ttl_declared ? Json(core::origin_name(ttl.origin)) : Json(nullptr);
   if (ttl.estimate_low && ttl.estimate_high) {
     out["ttl_estimate_ms"] = Json{{"low", *ttl.estimate_low}, {"high", *ttl.estimate_high}};
   } else {
@@ -107,6 +110,8 @@ Json placement_json(const PlacementInfo& placement) {
   out["retention_ms"] = span_json(retention);
   out["retention_infinite"] = retention.is_infinite();
   out["retention_source"] = placement.retention ? core::report_name(placement.retention->source) : "";
+  bool retention_declared = placement.retention && placement.retention->source == core::RetentionSource::Flag;
+  out["retention_origin"] = retention_declared ? Json(core::origin_name(placement.retention->origin)) : Json(nullptr);
   return out;
 }
 
@@ -242,6 +247,7 @@ void render_json(const Report& report, std::FILE* out) {
       settings[name] = value;
     }
     doc["settings"] = std::move(settings);
+    doc["settings_origin"] = report.settings_origin; // additive: "flag", "config", "environment", "default"
   }
   std::string text = doc.dump(2);
   text += '\n';

@@ -52,10 +52,10 @@ void render_markdown(const Report& report, std::FILE* out) {
   if (report.placement) {
     const auto& p = *report.placement;
     fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}){}.\n\n", p.kind, cell(p.store),
-               cell(p.key_template), core::to_text(p.ttl.span), core::describe(p.ttl.source),
-               p.retention ? fmt::format(", retention {} ({})", core::to_text(p.retention->span),
-                                         core::report_name(p.retention->source))
-                           : std::string());
+               cell(p.key_template), core::to_text(p.ttl.span), core::describe(p.ttl),
+               p.retention
+                   ? fmt::format(", retention {} ({})", core::to_text(p.retention->span), core::describe(*p.retention))
+                   : std::string());
   }
   if (!report.coverage.empty()) {
     fmt::print(out, "## Coverage\n\n| partition |");
@@ -158,9 +158,11 @@ void render_markdown(const Report& report, std::FILE* out) {
     fmt::print(out, "{}\n\n", finding.advice);
   }
   if (!report.settings.empty()) {
-    fmt::print(out, "## Settings\n\n| setting | value |\n|---|---|\n");
+    fmt::print(out, "## Settings\n\n| setting | value | from |\n|---|---|---|\n");
     for (const auto& [name, value] : report.settings) {
-      fmt::print(out, "| {} | `{}` |\n", cell(name), cell(value));
+      auto origin = report.settings_origin.find(name);
+      fmt::print(out, "| {} | `{}` | {} |\n", cell(name), cell(value),
+                 origin == report.settings_origin.end() ? "" : origin->second);
     }
   }
 }

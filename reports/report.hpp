@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,9 @@ struct Report {
   std::vector<core::Trace> traces;               // trace: one per requested id, in request order
   // What the run used (id specs, window, fail-on …), for people reading text or markdown.
   std::vector<std::pair<std::string, std::string>> settings;
+  // Of the settings an option sets: where its value came from ("flag", "config", "environment",
+  // "default"), by setting name.
+  std::map<std::string, std::string> settings_origin;
   std::string fail_on = "error";
 };
 

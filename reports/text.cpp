@@ -96,8 +96,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
       fmt::print(out, "  {} invalid input lines were skipped (--skip-invalid)\n", source.invalid_lines);
     }
     if (source.repeated_records > 0) {
-      fmt::print(out, "  {} records appeared more than once in the input (same topic, partition, offset) and were "
-                      "counted once\n",
+      fmt::print(out,
+                 "  {} records appeared more than once in the input (same topic, partition, offset) and were "
+                 "counted once\n",
                  source.repeated_records);
     }
     if (!source.partitions.empty()) {
@@ -145,10 +146,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
       }
     }
     std::string retention = p.retention ? fmt::format("  retention {} ({})", core::to_text(p.retention->span),
-                                                      core::report_name(p.retention->source))
+                                                      core::describe(*p.retention))
                                         : ""; // replay: not its concern
-    fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl.source), estimate,
-               retention);
+    fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl), estimate, retention);
   }
   if (!report.coverage.empty()) {
     std::vector<std::vector<std::string>> rows;
@@ -273,7 +273,8 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     fmt::print(out, "\nSETTINGS\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& [name, value] : report.settings) {
-      rows.push_back({name, value});
+      auto origin = report.settings_origin.find(name);
+      rows.push_back({name, value, origin == report.settings_origin.end() ? "" : "(" + origin->second + ")"});
     }
     print_table(out, rows, "  ");
   }

@@ -13,9 +13,9 @@
 namespace dedupctl::commands {
 
 core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                         core::TopicConfigs* configs) {
+                                         core::TopicConfigs* configs, core::ValueOrigin origin) {
   if (flag.known()) {
-    return {flag, core::RetentionSource::Flag};
+    return {flag, core::RetentionSource::Flag, origin};
   }
   if (configs && !topics.empty()) {
     if (auto described = configs->retention(topics.front())) {

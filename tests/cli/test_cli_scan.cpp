@@ -282,7 +282,7 @@ TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
   auto doc = parse(result);
   EXPECT_EQ(doc.at("summary").at("no_id"), 1);
   EXPECT_EQ(doc.at("findings")[0].at("id"), "missing-event-id");
-  EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"), "payload is not JSON");
+  EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"), "payload is binary, not JSON (Avro or Protobuf?)");
 }
 
 TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
@@ -355,13 +355,50 @@ TEST(CliConfig, FlagBeatsConfigFileWhichBeatsTheDefault) {
   EXPECT_NE(missing.err.find("DEDUPCTL_CONFIG"), std::string::npos);
 }
 
+// Every value says where it came from: a TTL from the config file is not labelled "(flag)".
+TEST(CliConfig, EachValueSaysWhetherItCameFromAFlagTheConfigOrTheDefault) {
+  TempDir dir;
+  write_file(dir.file("dedupctl.toml"), "fail-on = \"none\"\n[scan]\nwindow = \"1s\"\n[audit]\nttl = \"2h\"\n"
+                                        "retention = \"7d\"\nmax-lag = \"1m\"\n");
+  auto scan = parse(run_dedupctl(
+      {"--config", dir.file("dedupctl.toml"), "scan", "--input", k_orders, "-o", "json", "--id", "header:event_id"}));
+  EXPECT_EQ(scan.at("settings_origin"), (Json{{"semantic window", "config"},
+                                              {"fail on", "config"},
+                                              {"id", "flag"},
+                                              {"type", "default"},
+                                              {"entity", "default"},
+                                              {"semantic key", "default"}}));
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  std::vector<std::string> audit{"--config",  dir.file("dedupctl.toml"), "audit",       "--input", k_orders, "--store",
+                                 redis.uri(), "--key-template",          "d:{event_id}"};
+  auto json_args = audit;
+  json_args.insert(json_args.end(), {"-o", "json"});
+  auto from_config = parse(run_dedupctl(json_args));
+  const auto& placement = from_config.at("placement");
+  EXPECT_EQ(placement.at("ttl_source"), "flag") << "report-v1: declared, not estimated";
+  EXPECT_EQ(placement.at("ttl_origin"), "config");
+  EXPECT_EQ(placement.at("retention_origin"), "config");
+  EXPECT_EQ(from_config.at("settings_origin").at("max lag"), "config");
+  EXPECT_EQ(from_config.at("settings_origin").at("lease"), "default");
+  auto text = run_dedupctl(audit);
+  EXPECT_NE(text.out.find("ttl 2h (config)  retention 7d (config)"), std::string::npos) << text.out;
+  json_args.insert(json_args.end(), {"--ttl", "3h"});
+  auto flag = parse(run_dedupctl(json_args));
+  EXPECT_EQ(flag.at("placement").at("ttl_ms"), 3 * 3600 * 1000);
+  EXPECT_EQ(flag.at("placement").at("ttl_origin"), "flag");
+  EXPECT_EQ(flag.at("placement").at("retention_origin"), "config");
+}
+
 // A config file that would change a verdict without a word is refused at its line: a typo, a
 // syntax error, binary garbage, through --config or DEDUPCTL_CONFIG.
 TEST(CliConfig, BadConfigFilesAreUsageErrorsNamingFileAndLine) {
   TempDir dir;
   write_file(dir.file("typo.toml"), "[audit]\ntll = \"1h\"\n");
   write_file(dir.file("syntax.toml"), "fail-on = \"none\n");
-  write_file(dir.file("garbage.toml"), std::string("\x7f" "ELF\x02\x01\x01\0\0\xff", 10));
+  write_file(dir.file("garbage.toml"), std::string("\x7f"
+                                                   "ELF\x02\x01\x01\0\0\xff",
+                                                   10));
   for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
            {"typo.toml", ":2:1: unknown key 'tll' in [audit]; did you mean 'ttl'?"},
            {"syntax.toml", ":1:"},

@@ -41,3 +41,12 @@ TEST(ConfigCheck, SyntaxErrorsAndGarbageSayWhereAndUnknownSectionsAreRefused) {
 
 } // namespace
 } // namespace dedupctl::core
+
+TEST(ConfigCheck, SaysWhichKeysTheFileSetsPerSection) {
+  std::map<std::string, std::set<std::string>> present;
+  auto problems = dedupctl::core::check_config("timeout = \"5s\"\n[audit]\nttl = \"1h\"\nmax-lag = \"1m\"\n",
+                                               {{"", {"timeout"}}, {"audit", {"ttl", "max-lag"}}}, &present);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(present[""], (std::set<std::string>{"timeout"}));
+  EXPECT_EQ(present["audit"], (std::set<std::string>{"ttl", "max-lag"}));
+}

@@ -125,3 +125,22 @@ TEST(TtlVsRetention, FiguresNearTheLimitSaturateInsteadOfWrapping) {
 
 } // namespace
 } // namespace dedupctl::core
+
+// A declared figure names where it was declared; the report-v1 source stays "flag" (declared).
+TEST(TtlDecision, ADeclaredFigureSaysWhereItWasDeclared) {
+  using namespace dedupctl::core;
+  auto ttl = declared_ttl(Span::finite(3'600'000));
+  EXPECT_EQ(describe(ttl), "flag");
+  ttl.origin = ValueOrigin::Config;
+  EXPECT_EQ(describe(ttl), "config");
+  EXPECT_EQ(report_name(ttl.source), "flag");
+  auto inbox = inbox_ttl(Span::finite(1), std::nullopt);
+  EXPECT_EQ(describe(inbox), "--inbox-retention");
+  inbox.origin = ValueOrigin::Environment;
+  EXPECT_EQ(describe(inbox), "inbox-retention, environment");
+  EXPECT_EQ(describe(inbox_ttl(std::nullopt, 5)), "estimated from the oldest row");
+  RetentionDecision retention{Span::finite(1), RetentionSource::Flag, ValueOrigin::Config};
+  EXPECT_EQ(describe(retention), "config");
+  retention.source = RetentionSource::Broker;
+  EXPECT_EQ(describe(retention), "broker");
+}
