@@ -214,6 +214,18 @@ int run(int argc, char** argv) {
     sub->fallthrough();
   }
 
+  // CLI11 reads `--key-template= 1h` as the template "1h": an empty `--NAME=` is refused instead.
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg.starts_with("--") && arg.size() > 3 && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+      std::string name(arg.substr(0, arg.size() - 1));
+      error_line(fmt::format("{} has an empty value: give one ({}=VALUE or {} VALUE)", arg, name, name));
+      return k_exit_usage;
+    }
+  }
   std::map<std::string, std::set<std::string>> config_present;
   if (int code = check_config_file(app, argc, argv, config_default, error_line, config_present); code != 0) {
     return code;

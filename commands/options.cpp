@@ -1,5 +1,6 @@
 #include "commands/options.hpp"
 
+#include "commands/settings.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "core/errors.hpp"
 #include "core/retention.hpp"
@@ -168,6 +169,7 @@ ParsedPlacement parse_placement(const PlacementOptions& options, const Context& 
     out.uri = core::parse_store_uri(options.store, std::string(store_flag));
     if (out.uri.kind == core::StoreUri::Kind::Postgres) {
       connectors::postgres::check_conninfo(out.uri.conninfo, store_flag); // before anything is contacted
+      check_inbox_options(options.inbox);
     }
   }
   out.audit.key_template = core::KeyTemplate::parse(options.key_template);

@@ -1,6 +1,7 @@
 #include "commands/settings.hpp"
 
 #include "core/errors.hpp"
+#include "core/inbox_rules.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
@@ -15,8 +16,16 @@ connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const
   return settings;
 }
 
+void check_inbox_options(const InboxOptions& inbox) {
+  core::check_inbox_names(inbox.table, {{"--inbox-id-column", inbox.id_column},
+                                        {"--inbox-consumer-column", inbox.consumer_column},
+                                        {"--inbox-time-column", inbox.time_column},
+                                        {"--inbox-status-column", inbox.status_column}});
+}
+
 connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
                                                    const std::string& consumer, const Context& context) {
+  check_inbox_options(inbox);
   connectors::postgres::InboxSettings settings;
   settings.conninfo = uri.conninfo;
   settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");

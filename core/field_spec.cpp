@@ -6,14 +6,12 @@
 
 namespace dedupctl::core {
 
-namespace {
-
-FieldSpec parse_one(std::string_view item, std::string_view what) {
+std::optional<FieldSpec> try_parse_field_spec(std::string_view item, std::string& why) {
   FieldSpec spec;
   spec.text = std::string(item);
-  auto bad = [&](std::string_view why) -> FieldSpec {
-    throw UsageError(
-        fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key or offset", what, item, why));
+  auto bad = [&](std::string_view reason) -> std::optional<FieldSpec> {
+    why = std::string(reason);
+    return std::nullopt;
   };
   if (item == "key") {
     spec.kind = FieldKind::Key;
@@ -33,7 +31,7 @@ FieldSpec parse_one(std::string_view item, std::string_view what) {
     }
     for (std::size_t i = 0; i < spec.name.size(); ++i) {
       if (spec.name[i] == '~' && (i + 1 >= spec.name.size() || (spec.name[i + 1] != '0' && spec.name[i + 1] != '1'))) {
-        return bad("'~' must be followed by 0 or 1 in a JSON pointer");
+        return bad("'~' must be followed by 0 or 1 in a JSON pointer (~0 is '~', ~1 is '/')");
       }
     }
   } else if (item.empty()) {
@@ -42,6 +40,18 @@ FieldSpec parse_one(std::string_view item, std::string_view what) {
     return bad("unknown source");
   }
   return spec;
+}
+
+namespace {
+
+FieldSpec parse_one(std::string_view item, std::string_view what) {
+  std::string why;
+  auto spec = try_parse_field_spec(item, why);
+  if (!spec) {
+    throw UsageError(
+        fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key or offset", what, item, why));
+  }
+  return *spec;
 }
 
 } // namespace

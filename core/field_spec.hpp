@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,8 @@ struct FieldSpec {
 
 // Parses "header:event_id,json:/event_id". Throws UsageError naming `what` (the flag).
 std::vector<FieldSpec> parse_field_specs(std::string_view text, std::string_view what);
+// One spec ("json:/a/b"); nullopt with `why` said when it is not one.
+std::optional<FieldSpec> try_parse_field_spec(std::string_view item, std::string& why);
 
 // Joins specs back into their written form.
 std::string to_string(const std::vector<FieldSpec>& specs);

@@ -1,8 +1,60 @@
 #include "core/inbox_rules.hpp"
 
+#include "core/errors.hpp"
+
 #include <fmt/format.h>
 
 namespace dedupctl::core {
+
+namespace {
+
+constexpr std::size_t k_max_name_bytes = 63; // NAMEDATALEN - 1
+
+bool plain_sql_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (name.empty() || !letter(name[0])) {
+    return false;
+  }
+  for (char c : name) {
+    if (!letter(c) && !(c >= '0' && c <= '9') && c != '$') {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+void check_inbox_names(std::string_view table,
+                       const std::vector<std::pair<std::string_view, std::string_view>>& columns) {
+  std::size_t parts = 0;
+  for (std::size_t start = 0;;) {
+    std::size_t dot = table.find('.', start);
+    std::string_view part = table.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    ++parts;
+    if (!plain_sql_name(part)) {
+      throw UsageError(fmt::format("invalid --inbox-table '{}': '{}' is not a plain SQL name (letters, digits, _ "
+                                   "and $, not starting with a digit); give the table as [schema.]table",
+                                   table, part));
+    }
+    if (part.size() > k_max_name_bytes) {
+      throw UsageError(
+          fmt::format("invalid --inbox-table '{}': '{}' is longer than PostgreSQL's 63-byte names", table, part));
+    }
+    if (dot == std::string_view::npos) {
+      break;
+    }
+    start = dot + 1;
+  }
+  if (parts > 2) {
+    throw UsageError(fmt::format("invalid --inbox-table '{}': give the table as [schema.]table", table));
+  }
+  for (const auto& [flag, column] : columns) {
+    if (column.find('\0') != std::string_view::npos || column.size() > k_max_name_bytes) {
+      throw UsageError(fmt::format("invalid {} '{}': a column name has at most 63 bytes and no NUL", flag, column));
+    }
+  }
+}
 
 Finding inbox_without_unique_constraint(std::string_view table, std::string_view id_column,
                                         std::string_view consumer_column) {

@@ -17,6 +17,10 @@ KeyTemplate KeyTemplate::parse(std::string_view text) {
                                  "{{header:NAME}}, {{json:/ptr}}, and {{{{ }}}} are literal braces",
                                  text, why));
   };
+  if (text.empty()) {
+    return bad("the template is empty, so every event would share one key (the consumer's is often "
+               "'dedup:{consumer}:{event_id}')");
+  }
   std::string literal;
   auto flush = [&] {
     if (!literal.empty()) {
@@ -67,17 +71,14 @@ KeyTemplate KeyTemplate::parse(std::string_view text) {
     } else if (name == "consumer") {
       segment.part = Part::Consumer;
     } else if (name.starts_with("header:") || name.starts_with("json:")) {
-      try {
-        auto specs = parse_field_specs(name, "--key-template");
-        if (specs.size() != 1) {
-          return bad(fmt::format("unknown placeholder {{{}}}", name));
-        }
-        segment.part = Part::Field;
-        segment.field = tmpl.m_fields.size();
-        tmpl.m_fields.push_back(specs.front());
-      } catch (const UsageError&) {
-        return bad(fmt::format("unknown placeholder {{{}}}", name));
+      std::string why;
+      auto spec = try_parse_field_spec(name, why);
+      if (!spec) {
+        return bad(fmt::format("placeholder {{{}}}: {}", name, why));
       }
+      segment.part = Part::Field;
+      segment.field = tmpl.m_fields.size();
+      tmpl.m_fields.push_back(*spec);
     } else {
       return bad(fmt::format("unknown placeholder {{{}}}", name));
     }

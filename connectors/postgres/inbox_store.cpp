@@ -180,7 +180,11 @@ private:
     std::size_t pos = 0;
     while (true) {
       auto dot = table.find('.', pos);
-      out += m_connection->quote_name(table.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
+      // Folded to lower case as the server folds an unquoted name (and as to_regclass found it).
+      std::string part = table.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+      std::transform(part.begin(), part.end(), part.begin(),
+                     [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+      out += m_connection->quote_name(part);
       if (dot == std::string::npos) {
         return out;
       }

@@ -90,3 +90,23 @@ TEST(Bounds, MessagesNameTheInputAndWhatIsWrongWithIt) {
   EXPECT_EQ(time.exit_code, 2);
   EXPECT_NE(time.err.find("invalid --from '@2026-13-40T00:00:00Z'"), std::string::npos) << time.err;
 }
+
+// An empty `--NAME=` was read as taking the next argument ("--key-template= 1h" used the template
+// "1h"); an inbox name the server would refuse was exit 3 after trying to connect.
+TEST(Bounds, EmptyValuesAndBadInboxNamesAreRefusedBeforeAnythingIsContacted) {
+  auto empty = run_dedupctl({"audit", "--input", k_orders, "--store", "redis://127.0.0.1:1", "--key-template=", "1h"});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--key-template= has an empty value"), std::string::npos) << empty.err;
+  auto blank = run_dedupctl({"audit", "--input", k_orders, "--store", "redis://127.0.0.1:1", "--key-template", ""});
+  EXPECT_EQ(blank.exit_code, 2);
+  EXPECT_NE(blank.err.find("the template is empty"), std::string::npos) << blank.err;
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"audit", "--input", k_orders, "--store", "postgres://u@127.0.0.1:1/db"},
+        std::vector<std::string>{"snapshot", "--store", "postgres://u@127.0.0.1:1/db"}}) {
+    args.insert(args.end(), {"--inbox-table", "inbox;drop"});
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
+    EXPECT_NE(result.err.find("invalid --inbox-table 'inbox;drop'"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("cannot reach"), std::string::npos) << result.err;
+  }
+}

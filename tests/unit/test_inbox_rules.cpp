@@ -1,3 +1,4 @@
+#include "core/errors.hpp"
 #include "core/inbox_rules.hpp"
 
 #include <gtest/gtest.h>
@@ -26,3 +27,24 @@ TEST(InboxRules, IdsUnderSeveralConsumersAreCountedOnlyWhenThereAreAny) {
 
 } // namespace
 } // namespace dedupctl::core
+
+// Names the server would refuse, truncate or fold differently are usage errors before anything is
+// contacted (they were exit 3, as if the server were down).
+TEST(InboxNames, TheTableIsSchemaDotTableOfPlainNamesAndColumnsFitPostgres) {
+  using dedupctl::core::check_inbox_names;
+  for (std::string table : {"processed_events", "billing.processed_events", "Inbox_2$", "_x"}) {
+    EXPECT_NO_THROW(check_inbox_names(table, {{"--inbox-id-column", "event id"}})) << table;
+  }
+  for (std::string table :
+       std::vector<std::string>{"", "a;b", "a.b.c", "9x", "a.", ".a", "a b", "\"Quoted\"", std::string(64, 'a')}) {
+    try {
+      check_inbox_names(table, {});
+      ADD_FAILURE() << "accepted " << table;
+    } catch (const dedupctl::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("invalid --inbox-table '" + table + "'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(check_inbox_names("t", {{"--inbox-status-column", ""}})) << "an optional column may be empty";
+  EXPECT_THROW(check_inbox_names("t", {{"--inbox-id-column", std::string(64, 'c')}}), dedupctl::UsageError);
+  EXPECT_THROW(check_inbox_names("t", {{"--inbox-id-column", std::string("a\0b", 3)}}), dedupctl::UsageError);
+}

@@ -33,6 +33,25 @@ TEST(KeyTemplate, UnknownPlaceholdersAndStrayBracesAreUsageErrors) {
   }
 }
 
+// Each refusal says what is wrong with which part, not only "unknown placeholder".
+TEST(KeyTemplate, RefusalsSayWhatIsWrongWithThePlaceholder) {
+  auto message = [](const char* text) {
+    try {
+      KeyTemplate::parse(text);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("d:{json:/a~9}").find("placeholder {json:/a~9}: '~' must be followed by 0 or 1"), std::string::npos)
+      << message("d:{json:/a~9}");
+  EXPECT_NE(message("d:{header:}").find("placeholder {header:}: the header name is empty"), std::string::npos);
+  EXPECT_NE(message("d:{json:a}").find("a JSON pointer starts with '/'"), std::string::npos);
+  EXPECT_NE(message("").find("the template is empty"), std::string::npos);
+  EXPECT_NE(message("d:{order_id}").find("unknown placeholder {order_id}"), std::string::npos);
+  EXPECT_EQ(KeyTemplate::parse("d:{json:/a,b}").text(), "d:{json:/a,b}") << "a comma is part of a pointer";
+}
+
 TEST(StoreUri, ParsesRedisFormsAndNeverShowsThePassword) {
   auto uri = parse_store_uri("redis://app:s3cr%40t@cache.internal:6380/2");
   EXPECT_EQ(uri.kind, StoreUri::Kind::Redis);
