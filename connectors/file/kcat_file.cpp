@@ -22,7 +22,13 @@ KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool 
     m_file = stdin;
   } else {
     refuse_directory(m_path, "--input");
-    m_file = std::fopen(m_path.c_str(), "rb");
+    // Opening a FIFO blocks until a writer comes: a signal breaks the wait (EINTR); SIGINT or SIGTERM
+    // raise the stop flag and end the run as interrupted, any other signal retries.
+    while (!(m_file = std::fopen(m_path.c_str(), "rb")) && errno == EINTR) {
+      if (m_stop && m_stop->load()) {
+        throw InterruptedError("interrupted while waiting for a writer on --input " + m_path);
+      }
+    }
     if (!m_file) {
       throw UsageError(fmt::format("cannot read --input {}: {}; check the path", m_path, std::strerror(errno)));
     }

@@ -11,6 +11,8 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
+
 using namespace dedupctl::testing;
 using Json = nlohmann::json;
 
@@ -301,6 +303,26 @@ TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
   auto doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_EQ(doc.at("exit_code"), 130);
+}
+
+// Opening a FIFO waits for a writer; SIGINT there is an interruption (130), not a bad path (2).
+TEST(CliScan, SigintWhileWaitingForAFifoWriterExits130) {
+  TempDir dir;
+  std::string fifo = dir.file("events.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  Process process({DEDUPCTL_BINARY, "scan", "--input", fifo, "-o", "json", "-q"}, options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  process.signal(SIGINT);
+  std::string out;
+  while (auto line = process.read_line(std::chrono::seconds(10))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(process.wait(), 130);
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("exit_code"), 130);
+  EXPECT_EQ(doc.at("complete"), false);
 }
 
 TEST(CliScan, EvictedLogStartIsReportedAsRangeClamped) {
