@@ -44,8 +44,21 @@ ReportOutput::ReportOutput(const std::string& path) : m_path(is_stdout(path) ? "
   m_temp = fmt::format("{}.tmp-{}", m_path, ::getpid());
   m_stream = std::fopen(m_temp.c_str(), "wb");
   if (!m_stream) {
-    throw UsageError(fmt::format("cannot write --output {}: {} (creating {} beside it); check the directory", m_path,
-                                 std::strerror(errno), m_temp));
+    int error = errno;
+    auto slash = m_path.rfind('/');
+    std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : m_path.substr(0, slash);
+    struct stat dir {};
+    std::string why;
+    if (::stat(directory.c_str(), &dir) != 0) {
+      why = fmt::format("the directory {} does not exist; create it or choose another path", directory);
+    } else if (!S_ISDIR(dir.st_mode)) {
+      why = fmt::format("{} is not a directory; choose another path", directory);
+    } else {
+      why = fmt::format("no new file can be created in {} ({}): the report is written to a temporary file beside "
+                        "its path and renamed into place; choose a path in a directory this user can write",
+                        directory, std::strerror(error));
+    }
+    throw UsageError(fmt::format("cannot write --output {}: {}", m_path, why));
   }
 }
 

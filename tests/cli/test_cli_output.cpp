@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace dedupctl::testing;
 
@@ -66,4 +67,26 @@ TEST(Output, ADirectoryIsAUsageErrorNamingIt) {
   auto result = run_dedupctl({"scan", "--input", k_orders, "--output", dir.path()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("it is a directory"), std::string::npos) << result.err;
+}
+
+// Where the report cannot go, the message says why in terms of the path given (it said "No such
+// file or directory" for /proc/version, which exists).
+TEST(Output, APathThatCannotTakeTheReportSaysWhy) {
+  TempDir dir;
+  write_file(dir.file("plain"), "x");
+  for (const auto& [path, says] : std::vector<std::pair<std::string, std::string>>{
+           {dir.file("missing/report.json"), "the directory " + dir.file("missing") + " does not exist"},
+           {dir.file("plain/report.json"), dir.file("plain") + " is not a directory"},
+           // As root: procfs takes no new file; as anyone else the file itself is not writable.
+           {"/proc/version",
+            ::geteuid() == 0 ? "no new file can be created in /proc" : "is not writable by this user"}}) {
+    auto result = run_dedupctl({"scan", "--input", k_orders, "--output", path});
+    EXPECT_EQ(result.exit_code, 2) << path;
+    EXPECT_NE(result.err.find("cannot write --output " + path + ": "), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  }
+  std::ifstream version("/proc/version");
+  std::string first;
+  std::getline(version, first);
+  EXPECT_EQ(first.rfind("Linux", 0), 0u) << "/proc/version is untouched";
 }
