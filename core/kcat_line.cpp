@@ -1,5 +1,7 @@
 #include "core/kcat_line.hpp"
 
+#include "core/escapes.hpp"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -147,26 +149,15 @@ public:
         return false;
       }
       char e = m_text[m_at++];
+      char decoded = 0;
+      if (decode_c_escape(e, decoded)) {
+        out += decoded;
+        continue;
+      }
       switch (e) {
       case '"':
-      case '\\':
       case '/':
         out += e;
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
         break;
       case 'u': {
         std::uint32_t code = 0;

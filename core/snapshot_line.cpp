@@ -1,5 +1,7 @@
 #include "core/snapshot_line.hpp"
 
+#include "core/escapes.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -45,19 +47,12 @@ bool unescape(std::string_view in, std::string& out) {
     if (++i >= in.size()) {
       return false;
     }
+    char decoded = 0;
+    if (decode_c_escape(in[i], decoded)) {
+      out += decoded;
+      continue;
+    }
     switch (in[i]) {
-    case 't':
-      out += '\t';
-      break;
-    case 'n':
-      out += '\n';
-      break;
-    case 'r':
-      out += '\r';
-      break;
-    case '\\':
-      out += '\\';
-      break;
     case 'x': {
       unsigned value = 0;
       if (i + 2 >= in.size() + 0 || i + 3 > in.size()) {

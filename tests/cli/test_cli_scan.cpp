@@ -287,12 +287,10 @@ TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
   EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"), "payload is binary, not JSON (Avro or Protobuf?)");
 }
 
-TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
-  SpawnOptions options;
-  options.pipe_stdin = true;
-  options.pipe_stdout = true;
-  Process process({DEDUPCTL_BINARY, "scan", "--input", "-", "-o", "json", "-q"}, options);
-  process.write_line(R"({"topic":"t","partition":0,"offset":0,"ts":1,"payload":"x","headers":["event_id","a"]})");
+namespace {
+
+// SIGINT once the run is under way: an incomplete JSON report and exit 130.
+void interrupt_and_expect_130(Process& process) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   process.signal(SIGINT);
   std::string out;
@@ -305,6 +303,17 @@ TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
   EXPECT_EQ(doc.at("exit_code"), 130);
 }
 
+} // namespace
+
+TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
+  SpawnOptions options;
+  options.pipe_stdin = true;
+  options.pipe_stdout = true;
+  Process process({DEDUPCTL_BINARY, "scan", "--input", "-", "-o", "json", "-q"}, options);
+  process.write_line(R"({"topic":"t","partition":0,"offset":0,"ts":1,"payload":"x","headers":["event_id","a"]})");
+  interrupt_and_expect_130(process);
+}
+
 // Opening a FIFO waits for a writer; SIGINT there is an interruption (130), not a bad path (2).
 TEST(CliScan, SigintWhileWaitingForAFifoWriterExits130) {
   TempDir dir;
@@ -313,16 +322,7 @@ TEST(CliScan, SigintWhileWaitingForAFifoWriterExits130) {
   SpawnOptions options;
   options.pipe_stdout = true;
   Process process({DEDUPCTL_BINARY, "scan", "--input", fifo, "-o", "json", "-q"}, options);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  process.signal(SIGINT);
-  std::string out;
-  while (auto line = process.read_line(std::chrono::seconds(10))) {
-    out += *line + "\n";
-  }
-  EXPECT_EQ(process.wait(), 130);
-  auto doc = Json::parse(out);
-  EXPECT_EQ(doc.at("exit_code"), 130);
-  EXPECT_EQ(doc.at("complete"), false);
+  interrupt_and_expect_130(process);
 }
 
 TEST(CliScan, EvictedLogStartIsReportedAsRangeClamped) {
