@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <stdexcept>
 
 namespace dedupctl::testing {
@@ -164,5 +165,135 @@ std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string&
   }
   return out;
 }
+
+void create_topic(const std::string& bootstrap, const std::string& topic, int partitions,
+                  const std::vector<std::pair<std::string, std::string>>& configs) {
+  rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});
+  char errstr[512];
+  rd_kafka_NewTopic_t* new_topic = rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, errstr, sizeof errstr);
+  for (const auto& [name, value] : configs) {
+    rd_kafka_NewTopic_set_config(new_topic, name.c_str(), value.c_str());
+  }
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &new_topic, 1, nullptr, queue);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30'000);
+  std::string error;
+  if (!event) {
+    error = "no answer to CreateTopics within 30 s";
+  } else if (rd_kafka_event_error(event)) {
+    error = rd_kafka_event_error_string(event);
+  } else {
+    size_t count = 0;
+    const rd_kafka_topic_result_t** results =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(event), &count);
+    for (size_t i = 0; i < count; ++i) {
+      if (rd_kafka_topic_result_error(results[i])) {
+        error = rd_kafka_topic_result_error_string(results[i]);
+      }
+    }
+  }
+  if (event) {
+    rd_kafka_event_destroy(event);
+  }
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_NewTopic_destroy(new_topic);
+  rd_kafka_destroy(rk);
+  if (!error.empty()) {
+    throw std::runtime_error(fmt::format("cannot create topic {}: {}", topic, error));
+  }
+}
+
+bool answers_metadata(const std::string& bootstrap, std::int64_t timeout_ms) {
+  rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {{"log_level", "0"}});
+  const rd_kafka_metadata_t* metadata = nullptr;
+  bool ok = rd_kafka_metadata(rk, 0, nullptr, &metadata, static_cast<int>(timeout_ms)) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            metadata->broker_cnt > 0;
+  if (metadata) {
+    rd_kafka_metadata_destroy(metadata);
+  }
+  rd_kafka_destroy(rk);
+  return ok;
+}
+
+struct GroupMember::State {
+  rd_kafka_t* rk = nullptr;
+  std::atomic<bool> stop{false};
+  std::atomic<int> assignments{0};
+  std::thread poller;
+  static void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
+                        void* opaque) {
+    auto* self = static_cast<State*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      ++self->assignments;
+      rd_kafka_assign(rk, partitions);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+};
+
+GroupMember::GroupMember(const std::string& bootstrap, const std::string& group, const std::string& topic,
+                         std::int64_t count)
+    : m_state(std::make_unique<State>()) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                                                    {"group.id", group},
+                                                                                    {"enable.auto.commit", "false"},
+                                                                                    {"auto.offset.reset", "earliest"},
+                                                                                    {"session.timeout.ms", "45000"},
+                                                                                    {"log_level", "3"}}) {
+    rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr);
+  }
+  rd_kafka_conf_set_rebalance_cb(conf, &State::rebalance);
+  rd_kafka_conf_set_opaque(conf, m_state.get());
+  m_state->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (!m_state->rk) {
+    throw std::runtime_error(fmt::format("cannot create a consumer: {}", errstr));
+  }
+  rd_kafka_poll_set_consumer(m_state->rk);
+  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, topic.c_str(), RD_KAFKA_PARTITION_UA);
+  rd_kafka_subscribe(m_state->rk, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  std::int64_t consumed = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (consumed < count && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* message = rd_kafka_consumer_poll(m_state->rk, 200);
+    if (message) {
+      consumed += message->err ? 0 : 1;
+      rd_kafka_message_destroy(message);
+    }
+  }
+  if (consumed < count) {
+    throw std::runtime_error(fmt::format("consumed {} of {} records within 60 s", consumed, count));
+  }
+  if (rd_kafka_resp_err_t err = rd_kafka_commit(m_state->rk, nullptr, 0)) {
+    throw std::runtime_error(fmt::format("commit: {}", rd_kafka_err2str(err)));
+  }
+  m_state->poller = std::thread([state = m_state.get()] {
+    while (!state->stop) {
+      rd_kafka_message_t* message = rd_kafka_consumer_poll(state->rk, 100);
+      if (message) {
+        rd_kafka_message_destroy(message);
+      }
+    }
+  });
+}
+
+int GroupMember::rebalances() const { return m_state->assignments - 1; }
+
+void GroupMember::leave() {
+  if (!m_state->rk) {
+    return;
+  }
+  m_state->stop = true;
+  m_state->poller.join();
+  rd_kafka_consumer_close(m_state->rk);
+  rd_kafka_destroy(m_state->rk);
+  m_state->rk = nullptr;
+}
+
+GroupMember::~GroupMember() { leave(); }
 
 } // namespace dedupctl::testing

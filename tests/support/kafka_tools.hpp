@@ -4,10 +4,12 @@
 // records with chosen partitions and CreateTimes, commit a group's offsets without joining it, and
 // read watermarks. librdkafka directly, not the product's connector: these are test tools.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,5 +50,30 @@ void commit_offsets(const std::string& bootstrap, const std::string& group, cons
 // The (low, high) watermarks of every partition of a topic. Throws std::runtime_error.
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap, const std::string& topic,
                                                               std::int64_t timeout_ms = 10'000);
+
+// Creates a topic with topic configs (retention.ms, cleanup.policy …). Throws std::runtime_error.
+void create_topic(const std::string& bootstrap, const std::string& topic, int partitions,
+                  const std::vector<std::pair<std::string, std::string>>& configs = {});
+
+// A consumer that subscribes to `topic` in `group` as an application would (a member of the group,
+// with assignments), consumes `count` records, commits what it consumed, and stays a member until
+// leave() or destruction. Throws std::runtime_error.
+class GroupMember {
+public:
+  GroupMember(const std::string& bootstrap, const std::string& group, const std::string& topic, std::int64_t count);
+  ~GroupMember();
+  GroupMember(const GroupMember&) = delete;
+  GroupMember& operator=(const GroupMember&) = delete;
+  // How many times the member's assignment changed (a rebalance) since it first got one.
+  int rebalances() const;
+  void leave();
+
+private:
+  struct State;
+  std::unique_ptr<State> m_state;
+};
+
+// True once a broker answers a metadata request within `timeout_ms`.
+bool answers_metadata(const std::string& bootstrap, std::int64_t timeout_ms);
 
 } // namespace dedupctl::testing

@@ -1,0 +1,269 @@
+// The Kafka facts behind a verdict, checked against a real Apache Kafka broker (KRaft, one node)
+// rather than librdkafka's mock cluster, which cannot answer DescribeConfigs or timestamp lookups:
+// retention from the topic's configs, exact time seeks, a real consumer group's offsets (and a live
+// member dedupctl must never disturb), parity with kafka-consumer-groups --reset-offsets --dry-run,
+// a log start moved by kafka-delete-records, and a broker that stops mid-run.
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <map>
+#include <regex>
+#include <sstream>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t k_minute = 60'000;
+constexpr std::int64_t k_hour = 60 * k_minute;
+// 2026-11-20T00:00:00Z: every record's CreateTime counts from here, a minute apart.
+constexpr std::int64_t k_t0 = 1'795'132'800'000LL;
+
+class RealKafka : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KafkaBroker& broker = shared_kafka_broker();
+    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+    m_bootstrap = broker.bootstrap();
+  }
+
+  void TearDown() override {
+    if (HasFailure() && shared_kafka_broker().available()) {
+      std::string log = shared_kafka_broker().log();
+      std::cerr << "--- broker log (last 4000 bytes) ---\n" << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    }
+  }
+
+  // A topic of its own for each test, with `per_partition` records on each partition: event ids
+  // "e-P-I", CreateTime k_t0 + I minutes.
+  std::string topic_with(const std::string& name, int partitions, int per_partition,
+                         const std::vector<std::pair<std::string, std::string>>& configs = {}) {
+    std::string topic = fmt::format("{}-{}", name, ::testing::UnitTest::GetInstance()->random_seed() + m_next++);
+    create_topic(m_bootstrap, topic, partitions, configs);
+    TestProducer producer(m_bootstrap, 30'000);
+    for (int p = 0; p < partitions; ++p) {
+      for (int i = 0; i < per_partition; ++i) {
+        OutgoingRecord record;
+        record.topic = topic;
+        record.partition = p;
+        record.key = fmt::format("k-{}", i);
+        record.payload = fmt::format(R"({{"event_id":"e-{}-{}","type":"OrderPlaced","n":{}}})", p, i, i);
+        record.headers = {{"event_id", fmt::format("e-{}-{}", p, i)}, {"type", std::string("OrderPlaced")}};
+        record.timestamp_ms = k_t0 + i * k_minute;
+        producer.send(record);
+      }
+    }
+    std::string error;
+    EXPECT_EQ(producer.flush(error), 0) << error;
+    return topic;
+  }
+
+  Json scan(const std::vector<std::string>& extra, int expect_exit = -1) {
+    std::vector<std::string> args{"scan", "-b", m_bootstrap, "-o", "json", "--fail-on", "none"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = run_dedupctl(args);
+    if (expect_exit >= 0) {
+      EXPECT_EQ(result.exit_code, expect_exit) << result.err;
+    }
+    try {
+      return Json::parse(result.out);
+    } catch (const std::exception&) {
+      ADD_FAILURE() << "not JSON: " << result.out << "\n" << result.err;
+      return Json::object();
+    }
+  }
+
+  // dedupctl audit over a topic and group against a throwaway Redis: the JSON report.
+  Json audit(const std::string& topic, const std::vector<std::string>& extra, int expect_exit = 1) {
+    if (!m_redis) {
+      m_redis = std::make_unique<RedisServer>();
+    }
+    std::vector<std::string> args{
+        "audit",          "-b",           m_bootstrap, "--topic", topic, "--store", m_redis->uri(),
+        "--key-template", "d:{event_id}", "--ttl",     "1h",      "-o",  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(args, " ")) << "\n" << result.err;
+    try {
+      return Json::parse(result.out);
+    } catch (const std::exception&) {
+      ADD_FAILURE() << "not JSON: " << result.out << "\n" << result.err;
+      return Json::object();
+    }
+  }
+
+  // Per partition, a field of the report's source.partitions.
+  static std::map<int, long long> per_partition(const Json& doc, const std::string& field) {
+    std::map<int, long long> out;
+    for (const auto& p : doc.at("source").at("partitions")) {
+      out[p.at("partition").get<int>()] = p.at(field).is_null() ? -1 : p.at(field).get<long long>();
+    }
+    return out;
+  }
+
+  std::string m_bootstrap;
+  std::unique_ptr<RedisServer> m_redis;
+  int m_next = 0;
+};
+
+} // namespace
+
+// retention.ms (+ segment.ms), -1 and the cleanup policies, read with DescribeConfigs: no
+// --retention flag needed.
+TEST_F(RealKafka, RetentionComesFromTheTopicsConfigs) {
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> configs;
+    std::optional<long long> retention_ms; // nullopt: infinite
+  };
+  for (const auto& c :
+       std::vector<Case>{{{{"retention.ms", "3600000"}, {"segment.ms", "600000"}}, 3'600'000 + 600'000},
+                         {{{"retention.ms", "-1"}}, std::nullopt},
+                         {{{"cleanup.policy", "compact"}}, std::nullopt},
+                         {{{"cleanup.policy", "compact,delete"}, {"retention.ms", "7200000"}, {"segment.ms", "60000"}},
+                          7'200'000 + 60'000}}) {
+    std::string topic = topic_with("retention", 1, 3, c.configs);
+    Json doc = audit(topic, {});
+    const auto& placement = doc.at("placement");
+    EXPECT_EQ(placement.at("retention_source"), "broker") << topic;
+    if (c.retention_ms) {
+      EXPECT_EQ(placement.at("retention_ms"), *c.retention_ms) << topic;
+    } else {
+      EXPECT_TRUE(placement.at("retention_ms").is_null()) << topic;
+      EXPECT_EQ(placement.at("retention_infinite"), true) << topic;
+    }
+  }
+}
+
+// ListOffsets by time: @TIME and -DURATION give the first offset at or after the time; a time
+// after the last event gives the log end.
+TEST_F(RealKafka, TimeSeeksAreExactOffsets) {
+  std::string topic = topic_with("times", 2, 10);
+  Json from_time = scan({"--topic", topic, "--from", "@2026-11-20T00:03:30Z"}, 0);
+  EXPECT_EQ(per_partition(from_time, "from"), (std::map<int, long long>{{0, 4}, {1, 4}}));
+  EXPECT_EQ(from_time.at("summary").at("events"), 12);
+  Json to_time = scan({"--topic", topic, "--from", "@2026-11-20T00:02:00Z", "--to", "@2026-11-20T00:05:00Z"}, 0);
+  EXPECT_EQ(per_partition(to_time, "from"), (std::map<int, long long>{{0, 2}, {1, 2}}));
+  EXPECT_EQ(per_partition(to_time, "to"), (std::map<int, long long>{{0, 5}, {1, 5}}));
+  Json after = scan({"--topic", topic, "--from", "@2030-01-01T00:00:00Z"}, 0);
+  EXPECT_EQ(per_partition(after, "from"), (std::map<int, long long>{{0, 10}, {1, 10}}));
+  EXPECT_EQ(after.at("summary").at("events"), 0);
+}
+
+// A group a real consumer committed (subscribe, consume, commit): --seek -N counts back from it. A
+// group that committed nothing is refused. A live member is never disturbed: dedupctl does not
+// join the group, so the member sees no rebalance.
+TEST_F(RealKafka, GroupsAreReadWithoutJoiningThem) {
+  std::string topic = topic_with("groups", 1, 10);
+  std::string group = "billing-" + topic;
+  GroupMember member(m_bootstrap, group, topic, 10);
+  Json doc = audit(topic, {"--group", group, "--seek", "-4"});
+  EXPECT_EQ(per_partition(doc, "committed"), (std::map<int, long long>{{0, 10}}));
+  EXPECT_EQ(per_partition(doc, "seek"), (std::map<int, long long>{{0, 6}}));
+  EXPECT_EQ(doc.at("replay").at("events"), 4);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(member.rebalances(), 0) << "dedupctl must never join the group";
+  auto described = shared_kafka_broker().tool(
+      k_consumer_groups, {"--bootstrap-server", m_bootstrap, "--describe", "--group", group, "--members"});
+  EXPECT_EQ(described.exit_code, 0) << described.err;
+  EXPECT_EQ(std::count(described.out.begin(), described.out.end(), '\n'), 3) << "one member:\n" << described.out;
+  member.leave();
+
+  Json nothing = audit(topic, {"--group", "nobody-" + topic, "--seek", "-4"}, 2);
+  EXPECT_EQ(nothing.at("complete"), false);
+}
+
+// kafka-consumer-groups --reset-offsets --dry-run and dedupctl audit --seek, spelled each their
+// own way, plan the same offset on every partition.
+TEST_F(RealKafka, SeeksAgreeWithKafkaConsumerGroupsResetOffsets) {
+  std::string topic = topic_with("parity", 3, 20);
+  std::string group = "parity-" + topic;
+  commit_offsets(m_bootstrap, group, topic, {{0, 15}, {1, 12}, {2, 20}});
+  struct Spelling {
+    std::vector<std::string> theirs;
+    std::string ours;
+  };
+  for (const auto& s : std::vector<Spelling>{{{"--to-earliest"}, "earliest"},
+                                             {{"--to-latest"}, "latest"},
+                                             {{"--to-offset", "7"}, "7"},
+                                             {{"--shift-by", "-5"}, "-5"},
+                                             {{"--to-datetime", "2026-11-20T00:09:30.000"}, "@2026-11-20T00:09:30Z"},
+                                             {{"--by-duration", "P3650D"}, "-3650d"}}) {
+    std::vector<std::string> args{"--bootstrap-server", m_bootstrap, "--group", group, "--topic", topic,
+                                  "--reset-offsets",    "--dry-run"};
+    args.insert(args.end(), s.theirs.begin(), s.theirs.end());
+    auto planned = shared_kafka_broker().tool(k_consumer_groups, args);
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    // GROUP TOPIC PARTITION NEW-OFFSET
+    std::map<int, long long> theirs;
+    std::istringstream lines(planned.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string g, t;
+      int partition = 0;
+      long long offset = 0;
+      if (fields >> g >> t >> partition >> offset && t == topic) {
+        theirs[partition] = offset;
+      }
+    }
+    ASSERT_EQ(theirs.size(), 3u) << planned.out;
+    Json ours = audit(topic, {"--group", group, "--seek", s.ours});
+    EXPECT_EQ(per_partition(ours, "seek"), theirs) << s.theirs[0] << " vs --seek " << s.ours;
+  }
+}
+
+// kafka-delete-records moves the log start: a range from offset 0 is clamped to it and says so,
+// and the counts cover exactly what is left.
+TEST_F(RealKafka, AMovedLogStartIsClampedAndCountedExactly) {
+  std::string topic = topic_with("deleted", 1, 10);
+  TempDir dir;
+  write_file(dir.file("delete.json"),
+             fmt::format(R"({{"partitions":[{{"topic":"{}","partition":0,"offset":6}}],"version":1}})", topic));
+  auto deleted = shared_kafka_broker().tool(
+      k_delete_records, {"--bootstrap-server", m_bootstrap, "--offset-json-file", dir.file("delete.json")});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  Json doc = scan({"--topic", topic, "--from", "0"});
+  EXPECT_EQ(per_partition(doc, "log_start"), (std::map<int, long long>{{0, 6}}));
+  EXPECT_EQ(doc.at("summary").at("events"), 4);
+  bool clamped = false;
+  for (const auto& finding : doc.at("findings")) {
+    clamped = clamped || finding.at("id") == "range-clamped";
+  }
+  EXPECT_TRUE(clamped) << doc.dump(2);
+}
+
+// The broker stops while dedupctl waits on it: exit 3 and complete:false within --timeout, never a
+// verdict; started again, the same command succeeds.
+TEST(RealKafkaFaults, AStoppedBrokerIsExit3AndTheSameRunSucceedsOnceItIsBack) {
+  KafkaBroker broker;
+  DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+  create_topic(broker.bootstrap(), "faults", 1);
+  {
+    TestProducer producer(broker.bootstrap(), 30'000);
+    for (int i = 0; i < 50; ++i) {
+      producer.send({"faults", 0, std::nullopt, fmt::format(R"({{"event_id":"f-{}"}})", i), {}, k_t0 + i});
+    }
+    std::string error;
+    ASSERT_EQ(producer.flush(error), 0) << error;
+  }
+  std::vector<std::string> args{"scan", "-b", broker.bootstrap(), "--topic", "faults", "--timeout", "5s", "-o", "json"};
+  ASSERT_EQ(run_dedupctl(args).exit_code, 0);
+  broker.stop();
+  auto started = std::chrono::steady_clock::now();
+  auto down = run_dedupctl(args);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(down.exit_code, 3) << down.err;
+  EXPECT_EQ(Json::parse(down.out).at("complete"), false);
+  EXPECT_LT(took, std::chrono::seconds(30)) << "bounded by --timeout";
+  ASSERT_TRUE(broker.start()) << broker.log();
+  auto back = run_dedupctl(args);
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(Json::parse(back.out).at("summary").at("events"), 50);
+}

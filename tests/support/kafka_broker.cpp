@@ -1,0 +1,174 @@
+#include "tests/support/kafka_broker.hpp"
+
+#include "tests/support/kafka_tools.hpp"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+namespace dedupctl::testing {
+
+namespace {
+
+// A KRaft cluster id: 16 random bytes, base64url without padding (what kafka-storage random-uuid
+// prints).
+std::string cluster_id() {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 21; ++i) {
+    id += alphabet[random() % 64];
+  }
+  id += alphabet[(random() % 4) * 16]; // the last character holds 2 bits
+  return id;
+}
+
+std::vector<std::string> java_command(const std::string& java, const std::string& libs, const std::string& main_class,
+                                      const std::vector<std::string>& args, const std::string& log4j) {
+  std::vector<std::string> argv{java,
+                                "-Xms128m",
+                                "-Xmx512m",
+                                "-XX:+UseSerialGC",
+                                "-XX:TieredStopAtLevel=1",
+                                "-Djava.awt.headless=true",
+                                "-Dlog4j2.configurationFile=" + log4j,
+                                "-cp",
+                                libs + "/*",
+                                main_class};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+} // namespace
+
+std::string kafka_libs(std::string& why) {
+  if (const char* libs = std::getenv("DEDUPCTL_KAFKA_LIBS"); libs && *libs) {
+    if (std::filesystem::is_directory(libs)) {
+      return libs; // scripts/test fetched them
+    }
+  }
+  auto fetched =
+      run_command({std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/kafka/fetch"}, {}, std::chrono::minutes(10));
+  if (fetched.exit_code != 0) {
+    why = "cannot fetch the Kafka broker (tests/support/kafka/fetch): " + fetched.err;
+    return {};
+  }
+  std::string libs = fetched.out;
+  while (!libs.empty() && (libs.back() == '\n' || libs.back() == '\r')) {
+    libs.pop_back();
+  }
+  return libs;
+}
+
+KafkaBroker::KafkaBroker() {
+  m_java = find_program("java");
+  if (m_java.empty()) {
+    m_why = "java is not installed (scripts/install-deps installs openjdk-17-jre-headless)";
+    return;
+  }
+  m_libs = kafka_libs(m_why);
+  if (m_libs.empty()) {
+    return;
+  }
+  m_port = free_port();
+  m_controller_port = free_port();
+  m_bootstrap = fmt::format("127.0.0.1:{}", m_port);
+  write_file(m_dir.file("log4j2.properties"), "status = warn\n"
+                                              "appender.file.type = File\n"
+                                              "appender.file.name = file\n"
+                                              "appender.file.fileName = " +
+                                                  m_dir.file("server.log") +
+                                                  "\n"
+                                                  "appender.file.layout.type = PatternLayout\n"
+                                                  "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+                                                  "rootLogger.level = info\n"
+                                                  "rootLogger.appenderRef.file.ref = file\n");
+  write_file(m_dir.file("tools-log4j2.properties"), "status = warn\nrootLogger.level = warn\n");
+  write_file(m_dir.file("server.properties"),
+             fmt::format("process.roles=broker,controller\n"
+                         "node.id=1\n"
+                         "controller.quorum.voters=1@127.0.0.1:{1}\n"
+                         "listeners=PLAINTEXT://127.0.0.1:{0},CONTROLLER://127.0.0.1:{1}\n"
+                         "advertised.listeners=PLAINTEXT://127.0.0.1:{0}\n"
+                         "controller.listener.names=CONTROLLER\n"
+                         "inter.broker.listener.name=PLAINTEXT\n"
+                         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+                         "log.dirs={2}\n"
+                         "num.partitions=1\n"
+                         "auto.create.topics.enable=false\n"
+                         "offsets.topic.replication.factor=1\n"
+                         "offsets.topic.num.partitions=4\n"
+                         "transaction.state.log.replication.factor=1\n"
+                         "transaction.state.log.min.isr=1\n"
+                         "transaction.state.log.num.partitions=4\n"
+                         "share.coordinator.state.topic.replication.factor=1\n"
+                         "share.coordinator.state.topic.min.isr=1\n"
+                         "group.initial.rebalance.delay.ms=0\n"
+                         "log.cleaner.backoff.ms=500\n"
+                         "log.retention.check.interval.ms=1000\n",
+                         m_port, m_controller_port, m_dir.file("data")));
+  auto format = run_command(java_command(m_java, m_libs, "kafka.tools.StorageTool",
+                                         {"format", "-t", cluster_id(), "-c", m_dir.file("server.properties")},
+                                         m_dir.file("log4j2.properties")),
+                            {}, std::chrono::minutes(2));
+  if (format.exit_code != 0) {
+    m_why = "kafka-storage format failed: " + format.out + format.err;
+    return;
+  }
+  if (!start()) {
+    m_why = "the Kafka broker did not answer within 90 s; its log:\n" + log();
+  }
+}
+
+KafkaBroker::~KafkaBroker() { stop(); }
+
+bool KafkaBroker::start() {
+  SpawnOptions options;
+  options.silence = true;
+  auto process = std::make_unique<Process>(
+      java_command(m_java, m_libs, "kafka.Kafka", {m_dir.file("server.properties")}, m_dir.file("log4j2.properties")),
+      options);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < deadline && process->running()) {
+    if (answers_metadata(m_bootstrap, 1000)) {
+      m_process = std::move(process);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+void KafkaBroker::stop() {
+  if (!m_process) {
+    return;
+  }
+  m_process->signal(SIGTERM);
+  for (int i = 0; i < 200 && m_process->running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (m_process->running()) {
+    m_process->signal(SIGKILL);
+  }
+  m_process->wait();
+  m_process.reset();
+}
+
+CommandResult KafkaBroker::tool(const std::string& main_class, const std::vector<std::string>& args) const {
+  return run_command(java_command(m_java, m_libs, main_class, args, m_dir.file("tools-log4j2.properties")), {},
+                     std::chrono::minutes(2));
+}
+
+std::string KafkaBroker::log() const { return read_file(m_dir.file("server.log")); }
+
+KafkaBroker& shared_kafka_broker() {
+  static KafkaBroker broker;
+  return broker;
+}
+
+} // namespace dedupctl::testing

@@ -1,0 +1,63 @@
+#pragma once
+
+// A real Apache Kafka broker for the `real-kafka` tests: KRaft, one node that is broker and
+// controller, on free loopback ports, in a temp dir. Its jars come from Maven Central through the
+// pinned tests/support/kafka/pom.xml (tests/support/kafka/fetch; scripts/test fetches them first) and
+// run on the machine's Java 17. The broker is a child process stopped by SIGTERM, then SIGKILL after
+// a bound, when the fixture goes, and killed with the test process if that crashes
+// (PR_SET_PDEATHSIG). Its log stays in the temp dir; log() gives it for a failing test.
+
+#include "tests/support/fixtures.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dedupctl::testing {
+
+class KafkaBroker {
+public:
+  KafkaBroker();
+  ~KafkaBroker();
+  KafkaBroker(const KafkaBroker&) = delete;
+  KafkaBroker& operator=(const KafkaBroker&) = delete;
+
+  bool available() const { return m_process != nullptr; }
+  const std::string& why_unavailable() const { return m_why; }
+  const std::string& bootstrap() const { return m_bootstrap; }
+
+  // Stops the broker (SIGTERM, SIGKILL after 20 s) and starts it again on the same log dir and ports.
+  void stop();
+  bool start();
+
+  // Runs a Kafka command-line tool by the main class its bin/kafka-*.sh script names, e.g.
+  // k_consumer_groups with {"--bootstrap-server", …, "--describe", …}.
+  CommandResult tool(const std::string& main_class, const std::vector<std::string>& args) const;
+
+  // The broker's own log (server.log), for a failing test.
+  std::string log() const;
+
+private:
+  TempDir m_dir;
+  std::string m_java;
+  std::string m_libs;
+  std::string m_bootstrap;
+  std::string m_why;
+  int m_port = 0;
+  int m_controller_port = 0;
+  std::unique_ptr<Process> m_process;
+};
+
+// Main classes of the tools, as Kafka 4.3's bin scripts run them.
+inline constexpr const char* k_consumer_groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+inline constexpr const char* k_delete_records = "org.apache.kafka.tools.DeleteRecordsCommand";
+inline constexpr const char* k_configs = "kafka.admin.ConfigCommand";
+
+// The jars of the pinned broker and tools (tests/support/kafka/fetch); empty with `why` when they
+// cannot be had.
+std::string kafka_libs(std::string& why);
+
+// The broker every test of a binary shares (started on first use, stopped at exit).
+KafkaBroker& shared_kafka_broker();
+
+} // namespace dedupctl::testing
