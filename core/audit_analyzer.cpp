@@ -69,6 +69,9 @@ void AuditAnalyzer::set_partition(const std::string& topic, std::int32_t partiti
   state.coverage.topic = topic;
   state.coverage.partition = partition;
   state.coverage.window = window;
+  if (window && window->from_timestamp) {
+    state.coverage.window->from = window->to; // until an event reaches the time
+  }
   state.committed = committed;
   m_last = nullptr;
 }
@@ -84,7 +87,7 @@ AuditAnalyzer::PartitionState& AuditAnalyzer::partition_of(const Event& event) {
     it->second.coverage.topic = key.first;
     it->second.coverage.partition = key.second;
     if (m_options.default_window) {
-      it->second.coverage.window = WindowBounds{0, k_offset_max};
+      it->second.coverage.window = WindowBounds{0, k_offset_max, std::nullopt};
     }
   }
   m_last_key = {event.topic.data(), event.partition};
@@ -217,6 +220,12 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   ++m_result.events;
   PartitionState& partition = partition_of(event);
   std::uint16_t type = type_index(identity.type);
+  if (auto& bounds = partition.coverage.window;
+      bounds && bounds->from_timestamp && event.timestamp_ms >= *bounds->from_timestamp) {
+    bounds->from = std::min(event.offset, bounds->to);
+    bounds->from_timestamp.reset();
+    partition.coverage.seek_found = event.offset;
+  }
   bool window = in_window(partition, event.offset);
   if (window) {
     partition.window_times.emplace_back(event.offset, event.timestamp_ms);

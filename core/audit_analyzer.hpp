@@ -39,6 +39,10 @@ struct AuditOptions {
 struct WindowBounds {
   std::int64_t from = 0;
   std::int64_t to = 0;
+  // A seek by time the broker could not look up (librdkafka's mock cluster): the window starts at
+  // the first event read whose timestamp is at or after this, the offset ListOffsets would give;
+  // none such: the window is empty (from = to), as a time after the last event gives the log end.
+  std::optional<std::int64_t> from_timestamp;
 };
 
 // Coverage states over event time in at most k_buckets buckets, for charts: buckets start one
@@ -67,6 +71,7 @@ struct PartitionCoverage {
   std::optional<WindowBounds> window;
   TimeHistogram histogram;
   std::optional<std::int64_t> window_start_ms; // the timestamp of the window's first event (the seek point)
+  std::optional<std::int64_t> seek_found;      // a seek by time: the first offset read at or after it
 };
 
 struct TypeRisk {

@@ -20,6 +20,8 @@ struct PartitionRange {
   std::optional<std::int64_t> log_end;
   std::optional<std::int64_t> committed;
   std::optional<std::int64_t> seek;
+  // The seek was a time the broker could not look up: the audit finds its offset while reading.
+  std::optional<std::int64_t> seek_timestamp;
   std::int64_t events = 0;
   std::optional<std::int64_t> first_timestamp;
   std::optional<std::int64_t> last_timestamp;

@@ -158,9 +158,9 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   core::LogAnalyzer log(log_options);
   core::AuditAnalyzer audit(audit_options);
   for (const auto& range : info.partitions) {
-    core::WindowBounds window{range.from, range.to};
+    core::WindowBounds window{range.from, range.to, std::nullopt};
     if (request.has_seek && range.seek) {
-      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to)};
+      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to), range.seek_timestamp};
     }
     audit.set_partition(range.topic, range.partition, range.committed, window);
   }
@@ -170,6 +170,13 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   }
 
   core::AuditResult result = audit.finish();
+  for (auto& range : info.partitions) { // a seek by time, found while reading
+    for (const auto& coverage : result.partitions) {
+      if (range.seek_timestamp && coverage.topic == range.topic && coverage.partition == range.partition) {
+        range.seek = coverage.seek_found.value_or(range.to); // no event at or after it: the end
+      }
+    }
+  }
   const auto& c = log.counters();
   auto n = [&](core::Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
   report.summary = {{"events", c.events},

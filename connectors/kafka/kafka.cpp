@@ -283,9 +283,10 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
     range.requested_from = from.requested;
     range.from_timestamp = from.timestamp_filter;
     if (request.seek) {
-      range.seek = core::resolve_offset(*request.seek, core::SpecRole::Seek, with_lookup(f, seek_lookups, key),
-                                        has_group, request.now_ms)
-                       .offset;
+      auto seek = core::resolve_offset(*request.seek, core::SpecRole::Seek, with_lookup(f, seek_lookups, key),
+                                       has_group, request.now_ms);
+      range.seek = seek.offset;
+      range.seek_timestamp = seek.timestamp_filter;
     }
     out.plans.push_back(std::move(plan));
     out.info.partitions.push_back(std::move(range));

@@ -132,6 +132,17 @@ TEST_F(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
   EXPECT_EQ(parse(result).at("source").at("partitions")[0].at("seek"), 2) << "committed 8 minus 6";
 }
 
+// The mock cluster cannot look a time up (it answers -1): a --seek by time is found while reading,
+// the first event at or after it (offset 5, 10 minutes old), not the log start.
+TEST_F(AuditRedis, ASeekByTimeIsExactWhereTheBrokerCannotLookItUp) {
+  auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+  *(std::find(args.begin(), args.end(), "--seek") + 1) = "-15m";
+  auto result = run_dedupctl(args);
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("source").at("partitions")[0].at("seek"), 5) << result.err;
+  EXPECT_EQ(doc.at("replay").at("events"), 3) << "offsets 5..7";
+}
+
 TEST_F(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
   auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
   auto result = run_dedupctl(args);

@@ -70,7 +70,7 @@ Harness classic() {
   h.options.policy.retention = Span::finite(7 * 24 * k_hour);
   h.options.side_effects = {{"EmailSent", SideEffect::Idempotent}};
   h.committed = 8;
-  h.window = WindowBounds{0, 8};
+  h.window = WindowBounds{0, 8, std::nullopt};
   h.events = {
       {0, k_now - 48 * k_hour, "e-0", "PaymentCharged", absent()},                     // expired (ttl gap)
       {1, k_now - 30 * 60'000, "e-1", "PaymentCharged", absent()},                     // missing (within TTL)
@@ -261,3 +261,20 @@ TEST(TimeHistogram, AFewMinutesStayInMinuteBuckets) {
 
 } // namespace
 } // namespace dedupctl::core
+
+// A seek by time the broker could not look up (the mock cluster): the window starts at the first
+// event read at or after the time, as ListOffsets would answer, not at the log start.
+TEST(AuditAnalyzer, ASeekByTimeStartsTheWindowAtTheFirstEventAtOrAfterIt) {
+  Harness h = classic();
+  std::int64_t time = k_now - 20 * 60'000; // offset 7 is the first event at or after it
+  h.window = WindowBounds{0, 8, time};
+  auto r = h.run();
+  ASSERT_EQ(r.partitions.size(), 1u);
+  EXPECT_EQ(r.partitions[0].seek_found, 7);
+  EXPECT_EQ(r.partitions[0].window->from, 7);
+  EXPECT_EQ(r.replay.events, 1) << "offset 7 only, not 0..7";
+  h.window = WindowBounds{0, 8, k_now + k_hour}; // after every event
+  auto after = h.run();
+  EXPECT_FALSE(after.partitions[0].seek_found);
+  EXPECT_EQ(after.replay.events, 0);
+}
