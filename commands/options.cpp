@@ -44,6 +44,9 @@ void add_source_options(CLI::App& app, SourceOptions& options) {
   group->add_option("--group", options.group, "consumer group whose committed offsets split processed from pending")
       ->type_name("G");
   group->add_flag("--skip-invalid", options.skip_invalid, "count malformed --input lines instead of stopping (exit 2)");
+  group->add_flag("--read-uncommitted", options.read_uncommitted,
+                  "read aborted transactions' records too, for forensics (default: read_committed, what consumers "
+                  "see)");
 }
 
 void add_identity_options(CLI::App& app, IdentityOptions& options) {

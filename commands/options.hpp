@@ -23,6 +23,7 @@ struct SourceOptions {
   std::string to = "latest";
   std::string group;
   bool skip_invalid = false;
+  bool read_uncommitted = false; // aborted transactions too (forensics); read_committed otherwise
 };
 
 // How an event is identified (spec/cli.md).

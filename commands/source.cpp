@@ -64,6 +64,9 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     if (!context.global.bootstrap.empty()) {
       context.note("--input reads the dump: --bootstrap-server is not used");
     }
+    if (options.read_uncommitted) {
+      context.note("--input reads the dump as kcat wrote it: --read-uncommitted is not used");
+    }
     auto plan = core::plan_without_broker(from, to, now);
     auto file =
         std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
@@ -80,6 +83,19 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     throw UsageError("no events to read: give --topic T (with --bootstrap-server) or --input FILE");
   }
   auto settings = kafka_settings(context);
+  // Transactions: what a consumer sees (read_committed, librdkafka's default too) unless asked; a
+  // -X isolation.level of the user's wins, as every -X does.
+  std::string isolation = options.read_uncommitted ? "read_uncommitted" : "read_committed";
+  bool isolation_given = false;
+  for (const auto& [name, value] : settings.properties) {
+    if (name == "isolation.level") {
+      isolation = value;
+      isolation_given = true;
+    }
+  }
+  if (!isolation_given) {
+    settings.properties.insert(settings.properties.begin(), {"isolation.level", isolation});
+  }
   connectors::kafka::RangeRequest request;
   for (const auto& topic : options.topics) {
     request.topics.push_back(parse_topic(topic));
@@ -104,6 +120,7 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
   }
   try {
     auto resolved = connectors::kafka::resolve_range(settings, request);
+    resolved.info.isolation = isolation;
     if (auto why = core::committed_offsets_missing(resolved.info, request.seek ? &*request.seek : nullptr,
                                                    {&request.from, &request.to})) {
       throw UsageError(*why);
@@ -122,6 +139,7 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     opened.info.kind = "kafka";
     opened.info.bootstrap = settings.bootstrap;
     opened.info.group = request.group;
+    opened.info.isolation = isolation;
     for (const auto& topic : request.topics) {
       opened.info.topics.push_back(topic.topic);
     }

@@ -38,6 +38,7 @@ struct SourceInfo {
   std::string path;                // file sources
   std::string bootstrap;           // kafka sources
   std::optional<std::string> group;
+  std::string isolation; // kafka sources: "read_committed" or "read_uncommitted"
   std::vector<PartitionRange> partitions;
   std::int64_t invalid_lines = 0;    // file sources read with --skip-invalid
   std::int64_t repeated_records = 0; // file sources: records read again (same topic, partition, offset), dropped

@@ -27,6 +27,7 @@ Json source_json(const core::SourceInfo& source) {
     out["repeated_records"] = source.repeated_records;
   } else {
     out["bootstrap"] = source.bootstrap;
+    out["isolation"] = source.isolation; // additive to v1
   }
   out["group"] = optional_json(source.group);
   Json partitions = Json::array();

@@ -92,6 +92,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
                topics.empty() ? "-" : topics, source.partitions.size(), events,
                source.kind == "file" ? source.path : source.bootstrap,
                source.group ? fmt::format(", group {}", *source.group) : "");
+    if (source.isolation == "read_uncommitted") {
+      fmt::print(out, "  read_uncommitted: records of aborted transactions are included (consumers never saw them)\n");
+    }
     if (source.invalid_lines > 0) {
       fmt::print(out, "  {} invalid input lines were skipped (--skip-invalid)\n", source.invalid_lines);
     }

@@ -267,3 +267,33 @@ TEST(RealKafkaFaults, AStoppedBrokerIsExit3AndTheSameRunSucceedsOnceItIsBack) {
   EXPECT_EQ(back.exit_code, 0) << back.err;
   EXPECT_EQ(Json::parse(back.out).at("summary").at("events"), 50);
 }
+
+// A transactional producer's aborted records never reached a read_committed consumer: scan,
+// audit and replay read read_committed by default (say so), --read-uncommitted shows them for
+// forensics. Control markers are never events, and a range that ends on one ends without waiting.
+TEST_F(RealKafka, AbortedTransactionsAreNotEventsUnlessAskedFor) {
+  std::string topic = fmt::format("txn-{}", ::testing::UnitTest::GetInstance()->random_seed());
+  create_topic(m_bootstrap, topic, 1);
+  auto batch = [&](const std::string& prefix, int n) {
+    std::vector<OutgoingRecord> records;
+    for (int i = 0; i < n; ++i) {
+      std::string id = fmt::format("{}-{}", prefix, i);
+      records.push_back(
+          {topic, 0, std::nullopt, fmt::format(R"({{"event_id":"{}"}})", id), {{"event_id", id}}, k_t0 + i});
+    }
+    return records;
+  };
+  produce_transaction(m_bootstrap, "tx-" + topic, batch("a", 5), true);
+  produce_transaction(m_bootstrap, "tx-" + topic, batch("a", 3), false); // a retry that was aborted
+  produce_transaction(m_bootstrap, "tx-" + topic, batch("b", 2), true);  // ends on a commit marker
+  auto started = std::chrono::steady_clock::now();
+  Json committed = scan({"--topic", topic}, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20)) << "no wait for the marker";
+  EXPECT_EQ(committed.at("summary").at("events"), 7);
+  EXPECT_EQ(committed.at("summary").at("log_duplicates"), 0) << "the aborted retry is not a duplicate";
+  EXPECT_EQ(committed.at("source").at("isolation"), "read_committed");
+  Json everything = scan({"--topic", topic, "--read-uncommitted"}, 0);
+  EXPECT_EQ(everything.at("summary").at("events"), 10);
+  EXPECT_EQ(everything.at("summary").at("log_duplicates"), 3);
+  EXPECT_EQ(everything.at("source").at("isolation"), "read_uncommitted");
+}

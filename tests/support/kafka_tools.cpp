@@ -296,4 +296,49 @@ void GroupMember::leave() {
 
 GroupMember::~GroupMember() { leave(); }
 
+void produce_transaction(const std::string& bootstrap, const std::string& transactional_id,
+                         const std::vector<OutgoingRecord>& records, bool commit) {
+  rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {{"transactional.id", transactional_id}});
+  auto check = [&](rd_kafka_error_t* error, const char* step) {
+    if (error) {
+      std::string message = fmt::format("{}: {}", step, rd_kafka_error_string(error));
+      rd_kafka_error_destroy(error);
+      rd_kafka_destroy(rk);
+      throw std::runtime_error(message);
+    }
+  };
+  check(rd_kafka_init_transactions(rk, 30'000), "init_transactions");
+  check(rd_kafka_begin_transaction(rk), "begin_transaction");
+  for (const auto& record : records) {
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(record.headers.size());
+    for (const auto& [name, value] : record.headers) {
+      rd_kafka_header_add(headers, name.c_str(), -1, value ? value->data() : nullptr,
+                          value ? static_cast<ssize_t>(value->size()) : 0);
+    }
+    const void* key = record.key ? record.key->data() : nullptr;
+    std::size_t key_size = record.key ? record.key->size() : 0;
+    void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
+    std::size_t value_size = record.payload ? record.payload->size() : 0;
+    std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_KEY(key, key_size),
+        RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+    if (err) {
+      rd_kafka_headers_destroy(headers);
+      rd_kafka_destroy(rk);
+      throw std::runtime_error(fmt::format("produce: {}", rd_kafka_err2str(err)));
+    }
+  }
+  // Abort purges what is still queued: send everything first so that an aborted transaction's
+  // records are in the log, as when a producer fails after sending.
+  rd_kafka_flush(rk, 30'000);
+  if (commit) {
+    check(rd_kafka_commit_transaction(rk, 30'000), "commit_transaction");
+  } else {
+    check(rd_kafka_abort_transaction(rk, 30'000), "abort_transaction");
+  }
+  rd_kafka_destroy(rk);
+}
+
 } // namespace dedupctl::testing

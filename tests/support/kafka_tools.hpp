@@ -73,6 +73,12 @@ private:
   std::unique_ptr<State> m_state;
 };
 
+// Produces `records` in one transaction of a transactional producer (`transactional_id`), then
+// commits it or aborts it. A real broker only (the mock's transactions are not worth the name).
+// Throws std::runtime_error.
+void produce_transaction(const std::string& bootstrap, const std::string& transactional_id,
+                         const std::vector<OutgoingRecord>& records, bool commit);
+
 // True once a broker answers a metadata request within `timeout_ms`.
 bool answers_metadata(const std::string& bootstrap, std::int64_t timeout_ms);
 
