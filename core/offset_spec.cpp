@@ -72,6 +72,30 @@ OffsetSpec parse_offset_spec(std::string_view text, std::string_view what) {
   } else if (auto offset = parse_count(text)) {
     spec.kind = SpecKind::Absolute;
     spec.value = *offset;
+  } else if (text.starts_with("P")) {
+    // kafka-consumer-groups --by-duration PnDTnHnM: that long before now, as -DURATION.
+    try {
+      spec.value = parse_duration(text, what);
+    } catch (const UsageError&) {
+      return bad();
+    }
+    spec.kind = SpecKind::Ago;
+  } else if (text.size() >= 10 && text[4] == '-' && text[7] == '-' &&
+             std::all_of(text.begin(), text.begin() + 4, [](char c) { return c >= '0' && c <= '9'; })) {
+    // kafka-consumer-groups --to-datetime spells a time without the @.
+    bool zoned = text.back() == 'Z' || text.find('+', 10) != std::string_view::npos ||
+                 text.find('-', 10) != std::string_view::npos;
+    if (!zoned) {
+      throw UsageError(fmt::format("invalid {} '{}': give the time zone (…Z or …+01:00); kafka-consumer-groups "
+                                   "reads a time without one in its JVM's zone, which dedupctl will not guess",
+                                   what, text));
+    }
+    spec.kind = SpecKind::Timestamp;
+    try {
+      spec.value = parse_time(text, what);
+    } catch (const UsageError&) {
+      return bad();
+    }
   } else {
     return bad();
   }

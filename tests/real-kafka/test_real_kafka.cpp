@@ -189,12 +189,16 @@ TEST_F(RealKafka, SeeksAgreeWithKafkaConsumerGroupsResetOffsets) {
     std::vector<std::string> theirs;
     std::string ours;
   };
-  for (const auto& s : std::vector<Spelling>{{{"--to-earliest"}, "earliest"},
-                                             {{"--to-latest"}, "latest"},
-                                             {{"--to-offset", "7"}, "7"},
-                                             {{"--shift-by", "-5"}, "-5"},
-                                             {{"--to-datetime", "2026-11-20T00:09:30.000"}, "@2026-11-20T00:09:30Z"},
-                                             {{"--by-duration", "P3650D"}, "-3650d"}}) {
+  for (const auto& s :
+       std::vector<Spelling>{{{"--to-earliest"}, "earliest"},
+                             {{"--to-latest"}, "latest"},
+                             {{"--to-offset", "7"}, "7"},
+                             {{"--shift-by", "-5"}, "-5"},
+                             {{"--to-datetime", "2026-11-20T00:09:30.000"}, "@2026-11-20T00:09:30Z"},
+                             {{"--by-duration", "P3650D"}, "-3650d"},
+                             // Their spellings, typed as an operator would.
+                             {{"--by-duration", "P3650D"}, "P3650D"},
+                             {{"--to-datetime", "2026-11-20T00:09:30.000"}, "2026-11-20T00:09:30.000Z"}}) {
     std::vector<std::string> args{"--bootstrap-server", m_bootstrap, "--group", group, "--topic", topic,
                                   "--reset-offsets",    "--dry-run"};
     args.insert(args.end(), s.theirs.begin(), s.theirs.end());

@@ -36,6 +36,7 @@ std::vector<std::string> java_command(const std::string& java, const std::string
                                 "-XX:+UseSerialGC",
                                 "-XX:TieredStopAtLevel=1",
                                 "-Djava.awt.headless=true",
+                                "-Duser.timezone=UTC", // the tools read a zoneless --to-datetime in it
                                 "-Dlog4j2.configurationFile=" + log4j,
                                 "-cp",
                                 libs + "/*",

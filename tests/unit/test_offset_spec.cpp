@@ -166,3 +166,20 @@ TEST(CommittedOffsetsMissing, ASpecCountingFromCommittedNeedsItWhereEventsAre) {
   no_group.group.reset();
   EXPECT_FALSE(committed_offsets_missing(no_group, &back, {}));
 }
+
+// What an operator types to kafka-consumer-groups --reset-offsets works as a SPEC too.
+TEST(OffsetSpec, KafkaConsumerGroupsSpellingsAreAccepted) {
+  auto by_duration = parse_offset_spec("P1DT2H", "--seek");
+  EXPECT_EQ(by_duration.kind, SpecKind::Ago);
+  EXPECT_EQ(by_duration.value, 26 * 3'600'000LL);
+  auto datetime = parse_offset_spec("2026-11-20T00:09:30.000Z", "--seek");
+  EXPECT_EQ(datetime.kind, SpecKind::Timestamp);
+  EXPECT_EQ(datetime.value, parse_offset_spec("@2026-11-20T00:09:30Z", "--seek").value);
+  try {
+    parse_offset_spec("2026-11-20T00:09:30.000", "--seek");
+    ADD_FAILURE() << "a time without a zone was guessed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("give the time zone"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_offset_spec("Pnope", "--seek"), UsageError);
+}
