@@ -105,6 +105,7 @@ int run(const AuditOptions& options, Context& context) {
     auto decision = decide_retention(request.audit.policy.retention, opened.info.topics,
                                      opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
     request.audit.policy.retention = decision.span;
+    request.audit.policy.compacted = decision.compacted;
     request.placement.retention = decision;
     if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {
       context.note(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs); pass "

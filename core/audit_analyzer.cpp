@@ -370,7 +370,7 @@ AuditResult AuditAnalyzer::finish() {
   const Span& retention = m_options.policy.retention;
   std::string needed = ttl_needed(retention, m_options.policy.max_lag_ms);
   push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
-                        m_options.policy.max_lag_ms));
+                        m_options.policy.max_lag_ms, m_options.policy.compacted));
   if (!retention.known()) {
     policy_finding("retention-unknown", Severity::Info,
                    "the topic's retention is unknown: TTL-vs-retention checks and expiring records were skipped",

@@ -72,7 +72,7 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
     std::string needed = ttl_needed(retention.value_or(Span::unknown()), consumer.max_lag_ms);
     if (durable && ttl && retention) {
       if (auto f = ttl_vs_retention(fmt::format("{} ({})", ttl_field, to_text(*ttl)), *ttl, *retention,
-                                    consumer.max_lag_ms)) {
+                                    consumer.max_lag_ms, facts && facts->compacted)) {
         add(consumer, ttl_field, std::move(f->id), f->severity, std::move(f->title), std::move(f->advice));
       }
     }

@@ -15,6 +15,7 @@ namespace dedupctl::core {
 // What the live systems said about one consumer's placement.
 struct LiveFacts {
   std::optional<Span> retention; // the topic's, from DescribeConfigs
+  bool compacted = false;        // its cleanup.policy has compact
   std::optional<std::string> maxmemory_policy;
   std::optional<bool> persistence; // RDB save points or AOF on
   std::optional<std::int64_t> sampled_keys;

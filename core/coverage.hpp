@@ -28,8 +28,9 @@ std::string_view to_string(Coverage state); // the report-v1 summary name: "no_i
 
 struct CoveragePolicy {
   std::int64_t now_ms = 0;
-  Span ttl;       // declared, or the estimate's upper bound
-  Span retention; // the topic's
+  Span ttl;               // declared, or the estimate's upper bound
+  Span retention;         // the topic's
+  bool compacted = false; // cleanup.policy has compact: the latest event of a key is never deleted
   std::int64_t max_lag_ms = 0;
   std::int64_t lease_ms = 15 * 60 * 1000;
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};

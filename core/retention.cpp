@@ -41,6 +41,10 @@ Span retention_from_configs(std::optional<std::string_view> retention_ms,
   return Span::finite(saturating_add(*ms, segment && *segment > 0 ? *segment : 0));
 }
 
+bool is_compacted(const TopicRetention& configs) {
+  return configs.cleanup_policy && configs.cleanup_policy->find("compact") != std::string::npos;
+}
+
 Span retention_from_configs(const TopicRetention& configs) {
   auto view = [](const std::optional<std::string>& s) {
     return s ? std::optional<std::string_view>(*s) : std::nullopt;

@@ -38,8 +38,9 @@ std::string describe(const TtlDecision& decision) {
 }
 
 std::string describe(const RetentionDecision& decision) {
-  return std::string(decision.source == RetentionSource::Flag ? origin_name(decision.origin)
-                                                              : report_name(decision.source));
+  std::string out(decision.source == RetentionSource::Flag ? origin_name(decision.origin)
+                                                           : report_name(decision.source));
+  return decision.compacted ? out + ", compacted" : out;
 }
 
 std::string_view report_name(TtlSource source) {
@@ -131,7 +132,7 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms) {
 }
 
 std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& ttl, const Span& retention,
-                                        std::int64_t max_lag_ms) {
+                                        std::int64_t max_lag_ms, bool compacted) {
   auto ttl_ms = ttl.finite_ms();
   if (!ttl_ms || !retention.known()) {
     return std::nullopt;
@@ -146,6 +147,11 @@ std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& tt
     f.advice = fmt::format("A seek or replay from the log start re-applies every event older than {}. Keep records "
                            "for {}.",
                            to_text(ttl), ttl_needed(retention, max_lag_ms));
+    if (compacted) {
+      f.advice += " The topic is compacted: the latest event of every key is never deleted, so it stays replayable "
+                  "however old it is and no finite TTL covers it. Keep those records without expiry (an inbox "
+                  "row, a key without TTL), or make their handlers idempotent.";
+    }
     return f;
   }
   if (*ttl_ms < saturating_add(saturating_add(*retention_ms, max_lag_ms), k_margin_ms)) {

@@ -62,6 +62,7 @@ struct RetentionDecision {
   Span span;
   RetentionSource source = RetentionSource::Unknown;
   ValueOrigin origin = ValueOrigin::Flag; // of a declared retention (Flag)
+  bool compacted = false;                 // the broker's cleanup.policy has compact
 };
 
 // For people: "flag", "config", "environment", "broker" or "unknown".
@@ -75,7 +76,8 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms);
 // below the retention (or the retention is infinite), `ttl-margin-thin` (warning) when it is below
 // retention + max lag + 1 day. `subject` names the TTL in the title ("TTL (1h, flag)", "ttl (1d)").
 // Nullopt when neither applies or a figure is unknown.
+// A compacted topic's advice says what compaction means for a TTL.
 std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& ttl, const Span& retention,
-                                        std::int64_t max_lag_ms);
+                                        std::int64_t max_lag_ms, bool compacted = false);
 
 } // namespace dedupctl::core

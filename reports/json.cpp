@@ -111,6 +111,7 @@ Json placement_json(const PlacementInfo& placement) {
   out["retention_ms"] = span_json(retention);
   out["retention_infinite"] = retention.is_infinite();
   out["retention_source"] = placement.retention ? core::report_name(placement.retention->source) : "";
+  out["retention_compacted"] = placement.retention && placement.retention->compacted; // additive to v1
   bool retention_declared = placement.retention && placement.retention->source == core::RetentionSource::Flag;
   out["retention_origin"] = retention_declared ? Json(core::origin_name(placement.retention->origin)) : Json(nullptr);
   return out;

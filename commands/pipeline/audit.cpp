@@ -21,7 +21,7 @@ core::RetentionDecision decide_retention(const core::Span& flag, const std::vect
     if (auto described = configs->retention(topics.front())) {
       auto span = core::retention_from_configs(*described);
       if (span.known()) {
-        return {span, core::RetentionSource::Broker};
+        return {span, core::RetentionSource::Broker, core::ValueOrigin::Flag, core::is_compacted(*described)};
       }
     }
   }

@@ -72,6 +72,7 @@ private:
       auto span = configs ? core::retention_from_configs(*configs) : core::Span::unknown();
       if (span.known()) {
         fact.retention = span;
+        fact.compacted = core::is_compacted(*configs);
         return;
       }
       ++failed;

@@ -138,6 +138,32 @@ TEST_F(RealKafka, RetentionComesFromTheTopicsConfigs) {
       EXPECT_TRUE(placement.at("retention_ms").is_null()) << topic;
       EXPECT_EQ(placement.at("retention_infinite"), true) << topic;
     }
+    bool compacted = c.configs.front().second.find("compact") != std::string::npos;
+    EXPECT_EQ(placement.at("retention_compacted"), compacted) << topic;
+    if (compacted) {
+      std::string advice;
+      for (const auto& finding : doc.at("findings")) {
+        if (finding.at("id") == "ttl-shorter-than-retention") {
+          advice = finding.at("advice");
+        }
+      }
+      EXPECT_NE(advice.find("The topic is compacted"), std::string::npos) << doc.dump(2);
+    }
+
+    // check --live reads the same configs for a declared consumer.
+    TempDir dir;
+    write_file(dir.file("d.toml"),
+               fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"{}\"\nplacement = \"redis\"\n"
+                           "store = \"{}\"\nkey_template = \"d:{{event_id}}\"\nttl = \"1h\"\n",
+                           topic, m_redis->uri()));
+    auto check = run_dedupctl({"check", "--live", "-b", m_bootstrap, dir.file("d.toml"), "-o", "json"});
+    Json checked = Json::parse(check.out);
+    EXPECT_EQ(checked.at("complete"), true) << check.err;
+    bool ttl_finding = false;
+    for (const auto& finding : checked.at("findings")) {
+      ttl_finding = ttl_finding || finding.at("id") == "ttl-shorter-than-retention";
+    }
+    EXPECT_TRUE(ttl_finding) << "a 1h TTL is below every retention here: " << checked.dump(2);
   }
 }
 

@@ -26,6 +26,7 @@ Report sample() {
   source.kind = "kafka";
   source.topics = {"orders"};
   source.bootstrap = "broker:9092";
+  source.isolation = "read_committed";
   source.group = "billing";
   PartitionRange range;
   range.topic = "orders";

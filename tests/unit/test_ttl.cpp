@@ -1,3 +1,4 @@
+#include "core/retention.hpp"
 #include "core/span.hpp"
 #include "core/ttl.hpp"
 
@@ -143,4 +144,16 @@ TEST(TtlDecision, ADeclaredFigureSaysWhereItWasDeclared) {
   EXPECT_EQ(describe(retention), "config");
   retention.source = RetentionSource::Broker;
   EXPECT_EQ(describe(retention), "broker");
+}
+
+// A compacted topic keeps the latest event of every key: the advice says no finite TTL covers it.
+TEST(TtlVsRetention, ACompactedTopicSaysWhatCompactionMeansForTheTtl) {
+  using namespace dedupctl::core;
+  auto plain = ttl_vs_retention("TTL (1h, flag)", Span::finite(3'600'000), Span::infinite(), 0);
+  auto compacted = ttl_vs_retention("TTL (1h, flag)", Span::finite(3'600'000), Span::infinite(), 0, true);
+  ASSERT_TRUE(plain && compacted);
+  EXPECT_EQ(plain->advice.find("compacted"), std::string::npos);
+  EXPECT_NE(compacted->advice.find("The topic is compacted"), std::string::npos) << compacted->advice;
+  EXPECT_TRUE(is_compacted(TopicRetention{std::nullopt, std::string("compact,delete"), std::nullopt}));
+  EXPECT_FALSE(is_compacted(TopicRetention{std::nullopt, std::string("delete"), std::nullopt}));
 }
