@@ -3,6 +3,7 @@
 //
 //   seeder -b HOST:PORT --topic T --input FILE|- [--rebase-now] [--expect-log-start N]
 //   seeder -b HOST:PORT --topic T --commit-group G --commit P=OFFSET[,P=OFFSET…]
+//   seeder -b HOST:PORT --topic T --create PARTITIONS [--config NAME=VALUE]…   (a real broker)
 //   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
 //
@@ -22,6 +23,8 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 using dedupctl::testing::OutgoingRecord;
 
@@ -41,6 +44,8 @@ struct Options {
   long long expect_log_start = -1;
   std::string commit_group;
   std::string commit;
+  int create = 0;                                           // --create: partitions of a new topic
+  std::vector<std::pair<std::string, std::string>> configs; // its topic configs
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -166,11 +171,29 @@ int main(int argc, char** argv) {
       options.commit_group = value();
     } else if (arg == "--commit") {
       options.commit = value();
+    } else if (arg == "--create") {
+      options.create = std::atoi(value().c_str());
+    } else if (arg == "--config") {
+      std::string item = value();
+      auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        usage("--config takes NAME=VALUE");
+      }
+      options.configs.emplace_back(item.substr(0, eq), item.substr(eq + 1));
     } else if (arg == "--expect-log-start") {
       options.expect_log_start = std::atoll(value().c_str());
     } else {
       usage(fmt::format("unknown argument {}", arg).c_str());
     }
+  }
+  if (options.create > 0) {
+    try {
+      dedupctl::testing::create_topic(options.bootstrap, options.topic, options.create, options.configs);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "seeder: %s\n", e.what());
+      return 1;
+    }
+    return 0;
   }
   if (!options.commit_group.empty()) {
     std::vector<std::pair<std::int32_t, std::int64_t>> offsets;
