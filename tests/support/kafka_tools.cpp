@@ -38,6 +38,33 @@ rd_kafka_t* make(rd_kafka_type_t type, const std::string& bootstrap,
   return rk;
 }
 
+// Queues one record (headers, key, payload, CreateTime); the headers belong to librdkafka once it
+// took the record.
+rd_kafka_resp_err_t produce_one(rd_kafka_t* rk, const OutgoingRecord& record) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (!record.headers.empty()) {
+    headers = rd_kafka_headers_new(record.headers.size());
+    for (const auto& [name, value] : record.headers) {
+      rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value ? value->data() : nullptr,
+                          value ? static_cast<ssize_t>(value->size()) : 0);
+    }
+  }
+  // The V_ macros cast their arguments: compute them first.
+  const void* key = record.key ? record.key->data() : nullptr;
+  std::size_t key_size = record.key ? record.key->size() : 0;
+  void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
+  std::size_t value_size = record.payload ? record.payload->size() : 0;
+  std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t err = rd_kafka_producev(
+      rk, RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_VALUE(value, value_size),
+      RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+  if (err && headers) {
+    rd_kafka_headers_destroy(headers);
+  }
+  return err;
+}
+
 } // namespace
 
 struct TestProducer::State {
@@ -69,33 +96,13 @@ TestProducer::~TestProducer() {
 }
 
 void TestProducer::send(const OutgoingRecord& record) {
-  rd_kafka_headers_t* headers = nullptr;
-  if (!record.headers.empty()) {
-    headers = rd_kafka_headers_new(record.headers.size());
-    for (const auto& [name, value] : record.headers) {
-      rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value ? value->data() : nullptr,
-                          value ? static_cast<ssize_t>(value->size()) : 0);
-    }
-  }
-  // The V_ macros cast their arguments: compute them first.
-  const void* key = record.key ? record.key->data() : nullptr;
-  std::size_t key_size = record.key ? record.key->size() : 0;
-  void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
-  std::size_t value_size = record.payload ? record.payload->size() : 0;
-  std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
   for (;;) {
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        m_state->rk, RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_VALUE(value, value_size),
-        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t err = produce_one(m_state->rk, record);
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       rd_kafka_poll(m_state->rk, 100);
       continue;
     }
     if (err) {
-      if (headers) {
-        rd_kafka_headers_destroy(headers);
-      }
       throw std::runtime_error(fmt::format("cannot produce to {}: {}", record.topic, rd_kafka_err2str(err)));
     }
     break;
@@ -310,22 +317,7 @@ void produce_transaction(const std::string& bootstrap, const std::string& transa
   check(rd_kafka_init_transactions(rk, 30'000), "init_transactions");
   check(rd_kafka_begin_transaction(rk), "begin_transaction");
   for (const auto& record : records) {
-    rd_kafka_headers_t* headers = rd_kafka_headers_new(record.headers.size());
-    for (const auto& [name, value] : record.headers) {
-      rd_kafka_header_add(headers, name.c_str(), -1, value ? value->data() : nullptr,
-                          value ? static_cast<ssize_t>(value->size()) : 0);
-    }
-    const void* key = record.key ? record.key->data() : nullptr;
-    std::size_t key_size = record.key ? record.key->size() : 0;
-    void* value = record.payload ? const_cast<char*>(record.payload->data()) : nullptr;
-    std::size_t value_size = record.payload ? record.payload->size() : 0;
-    std::int32_t partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk, RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_KEY(key, key_size),
-        RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
-    if (err) {
-      rd_kafka_headers_destroy(headers);
+    if (rd_kafka_resp_err_t err = produce_one(rk, record)) {
       rd_kafka_destroy(rk);
       throw std::runtime_error(fmt::format("produce: {}", rd_kafka_err2str(err)));
     }
