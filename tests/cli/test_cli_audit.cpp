@@ -34,58 +34,6 @@ Json parse(const CommandResult& result) {
   }
 }
 
-std::map<std::string, long long> finding_counts(const Json& doc) {
-  std::map<std::string, long long> out;
-  for (const auto& f : doc.at("findings")) {
-    out[f.at("id")] = f.at("count");
-  }
-  return out;
-}
-
-void expect_planted(const Json& doc) {
-  const auto& s = doc.at("summary");
-  EXPECT_EQ(s.at("events"), 10);
-  EXPECT_EQ(s.at("expired"), 1);
-  EXPECT_EQ(s.at("missing"), 2);
-  EXPECT_EQ(s.at("expiring"), 1);
-  EXPECT_EQ(s.at("covered"), 2);
-  EXPECT_EQ(s.at("no_expiry"), 1);
-  EXPECT_EQ(s.at("orphaned"), 1);
-  EXPECT_EQ(s.at("in_progress"), 1);
-  EXPECT_EQ(s.at("pending"), 1);
-  EXPECT_EQ(s.at("no_id"), 1);
-  long long sum = 0;
-  for (const char* state :
-       {"no_id", "covered", "expiring", "expired", "missing", "pending", "in_progress", "orphaned"}) {
-    sum += s.at(state).get<long long>();
-  }
-  EXPECT_EQ(sum, 10) << "every event in exactly one state";
-  EXPECT_EQ(finding_counts(doc), (std::map<std::string, long long>{{"ttl-shorter-than-retention", 1},
-                                                                   {"ttl-gap", 1},
-                                                                   {"missing-record", 2},
-                                                                   {"expiring-before-retention", 1},
-                                                                   {"orphaned-claim", 1},
-                                                                   {"no-expiry", 1},
-                                                                   {"missing-event-id", 1},
-                                                                   {"replay-risk", 2}}));
-  const auto& replay = doc.at("replay");
-  EXPECT_EQ(replay.at("window"), "[seek, committed)");
-  EXPECT_EQ(replay.at("events"), 6); // offsets 2..7
-  EXPECT_EQ(replay.at("would_skip"), 3);
-  EXPECT_EQ(replay.at("would_reapply"), 2);
-  EXPECT_EQ(replay.at("would_skip_unfinished"), 1);
-  EXPECT_EQ(replay.at("by_type").at("PaymentCharged").at("would_reapply"), 1);
-  EXPECT_EQ(replay.at("by_type").at("PaymentCharged").at("side_effects"), "external");
-  EXPECT_EQ(replay.at("by_type").at("EmailSent").at("side_effects"), "idempotent");
-  ASSERT_EQ(replay.at("safe_from").size(), 1u);
-  EXPECT_EQ(replay.at("safe_from")[0].at("offset"), 8);
-  EXPECT_EQ(doc.at("placement").at("ttl_ms"), k_hour);
-  EXPECT_EQ(doc.at("placement").at("retention_ms"), 7 * 24 * k_hour);
-  EXPECT_EQ(doc.at("source").at("partitions")[0].at("committed"), 8);
-  EXPECT_EQ(doc.at("source").at("partitions")[0].at("seek"), 2);
-  EXPECT_EQ(doc.at("exit_code"), 1);
-}
-
 } // namespace
 
 class AuditRedis : public ::testing::Test {

@@ -15,14 +15,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::map<std::string, long long> finding_counts(const Json& doc) {
-  std::map<std::string, long long> out;
-  for (const auto& f : doc.at("findings")) {
-    out[f.at("id")] = f.at("count");
-  }
-  return out;
-}
-
 // processed_at of a row written `ago` ms before `now`, as SQL.
 std::string at(long long now, long long ago) { return fmt::format("to_timestamp({} / 1000.0)", now - ago); }
 

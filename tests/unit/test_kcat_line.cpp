@@ -208,6 +208,7 @@ TEST(KcatLine, MutatedBinaryLinesAreEventsOrErrors) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     return static_cast<std::size_t>(state >> 33);
   };
+  static constexpr std::string_view k_inserted = "\"\\{}[],:u0-9\xff";
   KcatLineParser parser;
   int parsed = 0;
   for (int round = 0; round < 20000; ++round) {
@@ -222,7 +223,7 @@ TEST(KcatLine, MutatedBinaryLinesAreEventsOrErrors) {
         line.erase(at, 1 + next() % 3);
         break;
       default:
-        line.insert(at, 1, "\"\\{}[],:u0-9\xff"[next() % 15]);
+        line.insert(at, 1, k_inserted[next() % k_inserted.size()]);
         break;
       }
       if (line.empty()) {
