@@ -1,7 +1,10 @@
-// Range resolution and reading against librdkafka's mock cluster, over real sockets.
+// Range resolution and reading over real sockets: KafkaRange on librdkafka's mock cluster and on a
+// real Apache Kafka broker (its instances named /kafka run in the real-kafka tier); the fault tests
+// on the mock, which can take a broker down.
 #include "connectors/kafka/kafka.hpp"
 #include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
@@ -102,22 +105,56 @@ void commit(const std::string& bootstrap, const std::string& group, const std::s
 
 } // namespace
 
-class KafkaRange : public ::testing::Test {
+// The same topics on either broker: "orders" (3 partitions, 10 planted events each) and "empty" (2).
+class KafkaRange : public ::testing::TestWithParam<std::string> {
 protected:
-  static void SetUpTestSuite() {
-    s_broker = new MockBroker({"orders:3", "empty:2"});
-    s_broker->seed("orders", planted(3, 10));
+  void SetUp() override {
+    if (real()) {
+      KafkaBroker& broker = shared_kafka_broker();
+      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+      if (!s_real_seeded) {
+        create_topic(broker.bootstrap(), "orders", 3, {{"retention.ms", "-1"}});
+        create_topic(broker.bootstrap(), "empty", 2);
+        seed(broker.bootstrap(), "orders", planted(3, 10));
+        s_real_seeded = true;
+      }
+      m_bootstrap = broker.bootstrap();
+    } else {
+      if (!s_mock) {
+        s_mock = new MockBroker({"orders:3", "empty:2"});
+        s_mock->seed("orders", planted(3, 10));
+      }
+      m_bootstrap = s_mock->bootstrap();
+    }
   }
   static void TearDownTestSuite() {
-    delete s_broker;
-    s_broker = nullptr;
+    delete s_mock;
+    s_mock = nullptr;
   }
-  static MockBroker* s_broker;
-};
-MockBroker* KafkaRange::s_broker = nullptr;
+  bool real() const { return GetParam() == "kafka"; }
+  kafka::KafkaSettings settings() const {
+    kafka::KafkaSettings out;
+    out.bootstrap = m_bootstrap;
+    out.timeout_ms = 5000;
+    return out;
+  }
+  static void seed(const std::string& bootstrap, const std::string& topic, const std::string& ndjson) {
+    auto result = run_command({DEDUPCTL_SEEDER, "-b", bootstrap, "--topic", topic, "--input", "-"}, ndjson);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
 
-TEST_F(KafkaRange, ReadsEveryEventOfEveryPartitionWithTimestampsKeysAndHeaders) {
-  auto settings = settings_for(*s_broker);
+  std::string m_bootstrap;
+  static MockBroker* s_mock;
+  static bool s_real_seeded;
+};
+MockBroker* KafkaRange::s_mock = nullptr;
+bool KafkaRange::s_real_seeded = false;
+
+INSTANTIATE_TEST_SUITE_P(Brokers, KafkaRange, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(KafkaRange, ReadsEveryEventOfEveryPartitionWithTimestampsKeysAndHeaders) {
+  auto settings = this->settings();
   auto resolved = kafka::resolve_range(settings, request_for("orders"));
   ASSERT_EQ(resolved.plans.size(), 3u);
   for (const auto& range : resolved.info.partitions) {
@@ -150,8 +187,8 @@ TEST_F(KafkaRange, ReadsEveryEventOfEveryPartitionWithTimestampsKeysAndHeaders) 
   }
 }
 
-TEST_F(KafkaRange, NegativeCountsFromTheEndAndAbsoluteOffsetsBoundTheRange) {
-  auto settings = settings_for(*s_broker);
+TEST_P(KafkaRange, NegativeCountsFromTheEndAndAbsoluteOffsetsBoundTheRange) {
+  auto settings = this->settings();
   auto resolved = kafka::resolve_range(settings, request_for("orders", "-3"));
   auto events = read_all(*kafka::open_reader(settings, resolved.plans));
   EXPECT_EQ(events.size(), 9u);
@@ -167,14 +204,19 @@ TEST_F(KafkaRange, NegativeCountsFromTheEndAndAbsoluteOffsetsBoundTheRange) {
   }
 }
 
-TEST_F(KafkaRange, TimeSpecsFallBackToSkippingWhenTheBrokerAnswersMinusOne) {
+TEST_P(KafkaRange, TimeSpecsAreExactWhetherTheBrokerLooksThemUpOrAnswersMinusOne) {
   // The mock answers offsets_for_times with -1: the reader must still start exactly at the first
-  // event at or after the time, and stop before the first at or after --to.
-  auto settings = settings_for(*s_broker);
+  // event at or after the time, and stop before the first at or after --to. The real broker looks
+  // the times up (ListOffsets): the same events, bounded by offsets.
+  auto settings = this->settings();
   std::string from = fmt::format("@{}", k_base_ts + 6 * 60'000);
   std::string to = fmt::format("e@{}", k_base_ts + 8 * 60'000);
   auto resolved = kafka::resolve_range(settings, request_for("orders", from, to));
-  ASSERT_TRUE(resolved.plans[0].skip_before_ts.has_value());
+  EXPECT_EQ(resolved.plans[0].skip_before_ts.has_value(), !real());
+  if (real()) {
+    EXPECT_EQ(resolved.plans[0].start, 6);
+    EXPECT_EQ(resolved.plans[0].end, 8);
+  }
   auto reader = kafka::open_reader(settings, resolved.plans);
   auto events = read_all(*reader);
   ASSERT_EQ(events.size(), 6u);
@@ -183,16 +225,19 @@ TEST_F(KafkaRange, TimeSpecsFallBackToSkippingWhenTheBrokerAnswersMinusOne) {
   }
   for (const auto& position : reader->positions()) {
     EXPECT_EQ(position.first_offset, 6);
-    EXPECT_EQ(position.stopped_at, 8);
+    EXPECT_EQ(position.last_offset, 7);
+    if (!real()) {
+      EXPECT_EQ(position.stopped_at, 8);
+    }
   }
   // -DURATION is a time relative to now: now is base + 60 min, so -55m is base + 5 min.
   resolved = kafka::resolve_range(settings, request_for("orders", "-55m"));
   EXPECT_EQ(read_all(*kafka::open_reader(settings, resolved.plans)).size(), 15u);
 }
 
-TEST_F(KafkaRange, CommittedOffsetsOfAGroupAreResolved) {
-  commit(s_broker->bootstrap(), "billing", "orders", {4, 10, 0});
-  auto settings = settings_for(*s_broker);
+TEST_P(KafkaRange, CommittedOffsetsOfAGroupAreResolved) {
+  commit(m_bootstrap, "billing", "orders", {4, 10, 0});
+  auto settings = this->settings();
   auto request = request_for("orders", "committed");
   request.group = "billing";
   request.seek = core::parse_offset_spec("-2", "--seek");
@@ -208,8 +253,8 @@ TEST_F(KafkaRange, CommittedOffsetsOfAGroupAreResolved) {
   EXPECT_EQ(read_all(*kafka::open_reader(settings, resolved.plans)).size(), 6u + 0u + 10u);
 }
 
-TEST_F(KafkaRange, ChosenPartitionsOnly) {
-  auto settings = settings_for(*s_broker);
+TEST_P(KafkaRange, ChosenPartitionsOnly) {
+  auto settings = this->settings();
   auto request = request_for("orders");
   request.topics[0].partitions = {2};
   auto resolved = kafka::resolve_range(settings, request);
@@ -218,8 +263,8 @@ TEST_F(KafkaRange, ChosenPartitionsOnly) {
   EXPECT_EQ(events.front().partition, 2);
 }
 
-TEST_F(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {
-  auto settings = settings_for(*s_broker);
+TEST_P(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {
+  auto settings = this->settings();
   settings.timeout_ms = 60'000; // were the end found by timeout, this test would take a minute
   auto started = std::chrono::steady_clock::now();
   auto resolved = kafka::resolve_range(settings, request_for("empty"));
@@ -227,8 +272,8 @@ TEST_F(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
 }
 
-TEST_F(KafkaRange, UnknownTopicOrPartitionIsAUsageError) {
-  auto settings = settings_for(*s_broker);
+TEST_P(KafkaRange, UnknownTopicOrPartitionIsAUsageError) {
+  auto settings = this->settings();
   EXPECT_THROW(kafka::resolve_range(settings, request_for("no-such-topic")), UsageError);
   auto request = request_for("orders");
   request.topics[0].partitions = {7};
