@@ -2,6 +2,8 @@
 // exact counts for every coverage state and finding, and every way the store can fail.
 #include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -36,22 +38,54 @@ Json parse(const CommandResult& result) {
 
 } // namespace
 
-class AuditRedis : public ::testing::Test {
+// The planted events on either broker: librdkafka's mock cluster (a broker of its own per test), or
+// the real Apache Kafka broker of the process (a topic of its own per test). The /kafka instances
+// run in the real-kafka tier.
+class AuditRedis : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_now = wall_ms();
-    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
-    m_broker.commit("billing", "pay", "0=8");
+    std::string events = planted(m_now, m_now - 30 * k_minute);
+    if (GetParam() == "kafka") {
+      KafkaBroker& broker = shared_kafka_broker();
+      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+      static int topics = 0;
+      m_topic = fmt::format("pay-{}", ++topics);
+      m_bootstrap = broker.bootstrap();
+      create_topic(m_bootstrap, m_topic, 1, {{"retention.ms", "-1"}});
+      auto seeded = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", m_topic, "--input", "-"}, events);
+      ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+      commit_offsets(m_bootstrap, "billing", m_topic, {{0, 8}});
+    } else {
+      m_mock = std::make_unique<MockBroker>(std::vector<std::string>{"pay:1"});
+      m_mock->seed("pay", events);
+      m_mock->commit("billing", "pay", "0=8");
+      m_bootstrap = m_mock->bootstrap();
+    }
     plant_records(m_redis);
   }
-  MockBroker m_broker{{"pay:1"}};
+
+  // audit_args over this test's topic.
+  std::vector<std::string> audit(const std::string& store, std::vector<std::string> extra = {},
+                                 const std::string& format = "json") const {
+    auto args = audit_args(m_bootstrap, store, std::move(extra), format);
+    *(std::find(args.begin(), args.end(), "--topic") + 1) = m_topic;
+    return args;
+  }
+
+  std::unique_ptr<MockBroker> m_mock;
+  std::string m_bootstrap;
+  std::string m_topic = "pay";
   RedisServer m_redis;
   long long m_now = 0;
 };
 
-TEST_F(AuditRedis, EveryCoverageStateAndFindingIsCountedExactly) {
-  auto result = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri()));
+INSTANTIATE_TEST_SUITE_P(Brokers, AuditRedis, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(AuditRedis, EveryCoverageStateAndFindingIsCountedExactly) {
+  auto result = run_dedupctl(audit(m_redis.uri()));
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = parse(result);
   EXPECT_EQ(doc.at("complete"), true);
@@ -61,19 +95,20 @@ TEST_F(AuditRedis, EveryCoverageStateAndFindingIsCountedExactly) {
 
 // A group that committed nothing (here: misspelt) is refused, exit 2 naming it, as
 // kafka-consumer-groups refuses to shift offsets it does not have; never a window of the whole log.
-TEST_F(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
+TEST_P(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
   for (std::string seek : {"2", "-3", "committed"}) {
-    auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+    auto args = audit(m_redis.uri());
     *(std::find(args.begin(), args.end(), "billing")) = "biling";
     *(std::find(args.begin(), args.end(), "--seek") + 1) = seek;
     auto result = run_dedupctl(args);
     EXPECT_EQ(result.exit_code, 2) << seek << ": " << result.err;
-    EXPECT_NE(result.err.find("group 'biling' has no committed offset on pay[0]"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("group 'biling' has no committed offset on " + m_topic + "[0]"), std::string::npos)
+        << result.err;
     auto doc = parse(result);
     EXPECT_EQ(doc.at("complete"), false);
     EXPECT_TRUE(doc.at("findings").empty());
   }
-  auto counted = audit_args(m_broker.bootstrap(), m_redis.uri());
+  auto counted = audit(m_redis.uri());
   *(std::find(counted.begin(), counted.end(), "--seek") + 1) = "-6";
   auto result = run_dedupctl(counted);
   EXPECT_EQ(result.exit_code, 1) << result.err;
@@ -82,8 +117,8 @@ TEST_F(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
 
 // The mock cluster cannot look a time up (it answers -1): a --seek by time is found while reading,
 // the first event at or after it (offset 5, 10 minutes old), not the log start.
-TEST_F(AuditRedis, ASeekByTimeIsExactWhereTheBrokerCannotLookItUp) {
-  auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+TEST_P(AuditRedis, ASeekByTimeIsExactWhereTheBrokerCannotLookItUp) {
+  auto args = audit(m_redis.uri());
   *(std::find(args.begin(), args.end(), "--seek") + 1) = "-15m";
   auto result = run_dedupctl(args);
   auto doc = parse(result);
@@ -91,21 +126,22 @@ TEST_F(AuditRedis, ASeekByTimeIsExactWhereTheBrokerCannotLookItUp) {
   EXPECT_EQ(doc.at("replay").at("events"), 3) << "offsets 5..7";
 }
 
-TEST_F(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
-  auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
+TEST_P(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
+  auto args = audit(m_redis.uri(), {}, "text");
   auto result = run_dedupctl(args);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.out.find("pay[0]     2        1         1        2        1        1            1         1"),
+  EXPECT_NE(result.out.find(m_topic + "[0]" + std::string(11 - (m_topic.size() + 3), ' ') +
+                            "2        1         1        2        1        1            1         1"),
             std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("REPLAY WINDOW [seek, committed)"), std::string::npos);
-  EXPECT_NE(result.out.find("safe from pay[0]@8"), std::string::npos) << result.out;
-  auto markdown = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "markdown"));
+  EXPECT_NE(result.out.find("safe from " + m_topic + "[0]@8"), std::string::npos) << result.out;
+  auto markdown = run_dedupctl(audit(m_redis.uri(), {}, "markdown"));
   EXPECT_NE(markdown.out.find("## Replay window `[seek, committed)`"), std::string::npos) << markdown.out;
 }
 
-TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
-  auto args = audit_args(m_broker.bootstrap(), m_redis.uri());
+TEST_P(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
+  auto args = audit(m_redis.uri());
   args.erase(std::find(args.begin(), args.end(), "--ttl"), std::find(args.begin(), args.end(), "--ttl") + 2);
   auto doc = parse(run_dedupctl(args));
   const auto& placement = doc.at("placement");
@@ -117,7 +153,7 @@ TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
   EXPECT_GE(placement.at("ttl_estimate_ms").at("high").get<long long>(), k_hour - k_minute);
   EXPECT_EQ(placement.at("ttl_ms"), placement.at("ttl_estimate_ms").at("high")); // classified with the upper bound
   auto text = run_dedupctl([&] {
-    auto a = audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text");
+    auto a = audit(m_redis.uri(), {}, "text");
     a.erase(std::find(a.begin(), a.end(), "--ttl"), std::find(a.begin(), a.end(), "--ttl") + 2);
     return a;
   }());
@@ -126,9 +162,9 @@ TEST_F(AuditRedis, WithoutTtlTheEstimateComesFromTheRecords) {
 
 // Every ttl_source a Redis audit can report, in JSON (report-v1's name) and in text (where it came
 // from), and the ttl-shorter-than-retention title naming the same source.
-TEST_F(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
+TEST_P(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
   auto without_ttl = [&](const std::string& format, const std::string& store) {
-    auto a = audit_args(m_broker.bootstrap(), store, {}, format);
+    auto a = audit(store, {}, format);
     a.erase(std::find(a.begin(), a.end(), "--ttl"), std::find(a.begin(), a.end(), "--ttl") + 2);
     return a;
   };
@@ -140,11 +176,11 @@ TEST_F(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
     }
     return "";
   };
-  auto flag = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri())));
+  auto flag = parse(run_dedupctl(audit(m_redis.uri())));
   EXPECT_EQ(flag.at("placement").at("ttl_source"), "flag");
   EXPECT_EQ(title_of(flag, "ttl-shorter-than-retention"),
             "the TTL (1h, flag) is shorter than the topic's retention (7d)");
-  auto flag_text = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {}, "text"));
+  auto flag_text = run_dedupctl(audit(m_redis.uri(), {}, "text"));
   EXPECT_NE(flag_text.out.find("  ttl 1h (flag, records say"), std::string::npos) << flag_text.out;
 
   auto estimate = parse(run_dedupctl(without_ttl("json", m_redis.uri())));
@@ -169,7 +205,7 @@ TEST_F(AuditRedis, TheTtlSourceIsReportedTheSameWayInJsonTextAndTheTitle) {
       << unknown_markdown.out;
 }
 
-TEST_F(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
+TEST_P(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
   TempDir dir;
   auto snap =
       run_dedupctl({"snapshot", "--store", m_redis.uri(), "--match", "dedup:pay:*", "--output", dir.file("keys.tsv")});
@@ -178,20 +214,20 @@ TEST_F(AuditRedis, ASnapshotGivesTheSameVerdictsAsTheLiveStore) {
   EXPECT_EQ(text.rfind("# dedupctl-snapshot v1\ttaken_at=", 0), 0u) << text;
   EXPECT_EQ(text.find("unrelated:key"), std::string::npos) << "--match is honoured";
   EXPECT_NE(text.find("dedup:pay:e-3\t-\tdone"), std::string::npos) << text;
-  auto live = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri())));
-  auto offline = parse(run_dedupctl(audit_args(m_broker.bootstrap(), "file:" + dir.file("keys.tsv"))));
+  auto live = parse(run_dedupctl(audit(m_redis.uri())));
+  auto offline = parse(run_dedupctl(audit("file:" + dir.file("keys.tsv"))));
   EXPECT_EQ(offline.at("placement").at("kind"), "file");
   EXPECT_EQ(offline.at("summary"), live.at("summary"));
   EXPECT_EQ(finding_counts(offline), finding_counts(live));
 }
 
-TEST_F(AuditRedis, RedisKilledMidAuditIsExit3AndIncomplete) {
+TEST_P(AuditRedis, RedisKilledMidAuditIsExit3AndIncomplete) {
   // Pause Redis so the audit's first lookup waits on it, then kill the server under it.
   ASSERT_EQ(m_redis.command("CLIENT PAUSE 5000"), "+OK\r\n");
   SpawnOptions options;
   options.pipe_stdout = true;
   std::vector<std::string> argv{DEDUPCTL_BINARY};
-  auto args = audit_args(m_broker.bootstrap(), m_redis.uri(), {"-q"});
+  auto args = audit(m_redis.uri(), {"-q"});
   argv.insert(argv.end(), args.begin(), args.end());
   Process audit(argv, options);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -207,26 +243,25 @@ TEST_F(AuditRedis, RedisKilledMidAuditIsExit3AndIncomplete) {
   EXPECT_NE(doc.at("error").at("message").get<std::string>().find("Redis at 127.0.0.1"), std::string::npos);
 }
 
-TEST_F(AuditRedis, AClientPauseLongerThanTheTimeoutIsExit3) {
+TEST_P(AuditRedis, AClientPauseLongerThanTheTimeoutIsExit3) {
   ASSERT_EQ(m_redis.command("CLIENT PAUSE 4000"), "+OK\r\n");
   auto started = std::chrono::steady_clock::now();
-  auto result = run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri(), {"--timeout", "1s"}));
+  auto result = run_dedupctl(audit(m_redis.uri(), {"--timeout", "1s"}));
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4));
   EXPECT_NE(result.err.find("timed out after 1000 ms"), std::string::npos) << result.err;
   EXPECT_EQ(parse(result).at("complete"), false);
 }
 
-TEST_F(AuditRedis, AWrongPasswordIsExit3AndThePasswordIsNeverPrinted) {
+TEST_P(AuditRedis, AWrongPasswordIsExit3AndThePasswordIsNeverPrinted) {
   ASSERT_EQ(m_redis.command("CONFIG SET requirepass s3cret-pw"), "+OK\r\n");
   std::string uri = fmt::format("redis://:wrong-pw-123@127.0.0.1:{}", m_redis.port());
-  auto wrong = run_dedupctl(audit_args(m_broker.bootstrap(), uri));
+  auto wrong = run_dedupctl(audit(uri));
   EXPECT_EQ(wrong.exit_code, 3) << wrong.err;
   EXPECT_NE(wrong.err.find("refused the credentials"), std::string::npos) << wrong.err;
   EXPECT_EQ(wrong.err.find("wrong-pw-123"), std::string::npos) << wrong.err;
   EXPECT_EQ(wrong.out.find("wrong-pw-123"), std::string::npos) << wrong.out;
-  auto right =
-      run_dedupctl(audit_args(m_broker.bootstrap(), fmt::format("redis://:s3cret-pw@127.0.0.1:{}", m_redis.port())));
+  auto right = run_dedupctl(audit(fmt::format("redis://:s3cret-pw@127.0.0.1:{}", m_redis.port())));
   EXPECT_EQ(right.exit_code, 1) << right.err;
   EXPECT_EQ(right.out.find("s3cret-pw"), std::string::npos);
   EXPECT_NE(right.out.find("redis://:***@127.0.0.1"), std::string::npos);
@@ -283,11 +318,11 @@ TEST(AuditUsage, BadPlacementFlagsAreExit2) {
   }
 }
 
-TEST_F(AuditRedis, TheDatabaseInTheUriIsSelected) {
+TEST_P(AuditRedis, TheDatabaseInTheUriIsSelected) {
   for (const char* key : {"dedup:pay:e-2", "dedup:pay:e-3", "dedup:pay:e-4", "dedup:pay:e-6", "dedup:pay:e-8"}) {
     ASSERT_EQ(m_redis.command(fmt::format("MOVE {} 3", key)), ":1\r\n"); // MOVE keeps the TTL
   }
-  expect_planted(parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri() + "/3"))));
-  auto db0 = parse(run_dedupctl(audit_args(m_broker.bootstrap(), m_redis.uri() + "/0")));
+  expect_planted(parse(run_dedupctl(audit(m_redis.uri() + "/3"))));
+  auto db0 = parse(run_dedupctl(audit(m_redis.uri() + "/0")));
   EXPECT_EQ(db0.at("summary").at("covered"), 0);
 }

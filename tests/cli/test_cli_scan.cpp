@@ -1,6 +1,8 @@
 // The built binary end to end: exit codes, messages, report-v1 JSON, on a seeded mock cluster and
 // on kcat dumps.
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -106,24 +108,50 @@ void expect_planted_numbers(const Json& doc) {
                    {"id-reuse", 2}, {"missing-event-id", 5}, {"semantic-duplicate", 2}, {"log-duplicate", 3}}));
 }
 
-class SeededTopic : public ::testing::Test {
+// examples/orders.ndjson in topic "orders" (4 partitions), on librdkafka's mock cluster or on the
+// real Apache Kafka broker of the process (the /kafka instances run in the real-kafka tier).
+class SeededTopic : public ::testing::TestWithParam<std::string> {
 protected:
-  static void SetUpTestSuite() {
-    s_broker = new MockBroker({"orders:4"});
-    s_broker->seed("orders", read_file(k_orders));
+  void SetUp() override {
+    if (GetParam() == "kafka") {
+      KafkaBroker& broker = shared_kafka_broker();
+      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+      if (!s_real_seeded) {
+        create_topic(broker.bootstrap(), "orders", 4, {{"retention.ms", "-1"}});
+        auto seeded =
+            run_command({DEDUPCTL_SEEDER, "-b", broker.bootstrap(), "--topic", "orders", "--input", k_orders});
+        ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+        s_real_seeded = true;
+      }
+      m_bootstrap = broker.bootstrap();
+    } else {
+      if (!s_mock) {
+        s_mock = new MockBroker({"orders:4"});
+        s_mock->seed("orders", read_file(k_orders));
+      }
+      m_bootstrap = s_mock->bootstrap();
+    }
   }
   static void TearDownTestSuite() {
-    delete s_broker;
-    s_broker = nullptr;
+    delete s_mock;
+    s_mock = nullptr;
   }
-  static MockBroker* s_broker;
+  const std::string& bootstrap() const { return m_bootstrap; }
+
+  std::string m_bootstrap;
+  static MockBroker* s_mock;
+  static bool s_real_seeded;
 };
-MockBroker* SeededTopic::s_broker = nullptr;
+MockBroker* SeededTopic::s_mock = nullptr;
+bool SeededTopic::s_real_seeded = false;
+
+INSTANTIATE_TEST_SUITE_P(Brokers, SeededTopic, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
 
 } // namespace
 
-TEST_F(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
-  auto result = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--format", "json"});
+TEST_P(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
+  auto result = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--format", "json"});
   EXPECT_EQ(result.exit_code, 1) << result.err;
   auto doc = parse(result);
   expect_report_v1(doc, "scan");
@@ -145,10 +173,10 @@ TEST_F(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
   EXPECT_NE(result.err.find("orders[0] 0..79 (log 0..79)"), std::string::npos) << result.err;
 }
 
-TEST_F(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
+TEST_P(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
   std::string kcat = find_program("kcat");
   DEDUPCTL_REQUIRE_SERVER(!kcat.empty(), "kcat is not installed (apt-get install kcat)");
-  auto dump = run_command({kcat, "-C", "-J", "-e", "-q", "-b", s_broker->bootstrap(), "-t", "orders"});
+  auto dump = run_command({kcat, "-C", "-J", "-e", "-q", "-b", bootstrap(), "-t", "orders"});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
   auto from_dump = run_dedupctl({"scan", "--input", "-", "--format", "json"}, dump.out);
   EXPECT_EQ(from_dump.exit_code, 1) << from_dump.err;
@@ -158,19 +186,17 @@ TEST_F(SeededTopic, AKcatDumpOfTheTopicGivesTheSameNumbers) {
   expect_planted_numbers(doc);
 }
 
-TEST_F(SeededTopic, FailOnDecidesTheExitCodeWhateverTheFormat) {
+TEST_P(SeededTopic, FailOnDecidesTheExitCodeWhateverTheFormat) {
   for (const std::string format : {"text", "json", "markdown"}) {
-    auto none =
-        run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format, "--fail-on", "none"});
+    auto none = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "-o", format, "--fail-on", "none"});
     EXPECT_EQ(none.exit_code, 0) << format;
-    auto error = run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", format});
+    auto error = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "-o", format});
     EXPECT_EQ(error.exit_code, 1) << format;
   }
 }
 
-TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
-  auto result =
-      run_dedupctl({"scan", "-b", s_broker->bootstrap(), "--topic", "orders:1,3", "--from", "-10", "-o", "json"});
+TEST_P(SeededTopic, RangeSpecsNarrowTheScan) {
+  auto result = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders:1,3", "--from", "-10", "-o", "json"});
   auto doc = parse(result);
   ASSERT_EQ(doc.at("source").at("partitions").size(), 2u);
   EXPECT_EQ(doc.at("summary").at("events"), 20);
@@ -178,20 +204,20 @@ TEST_F(SeededTopic, RangeSpecsNarrowTheScan) {
   EXPECT_EQ(doc.at("source").at("partitions")[0].at("from"), 65);
   // @TIME on the mock (which answers time lookups with -1): the reader skips older events. The
   // bundled data holds 68 events at or after 2026-11-21T19:00:00Z (the seeder kept the file's times).
-  auto recent = run_dedupctl(
-      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--from", "@2026-11-21T19:00:00Z", "-o", "json"});
+  auto recent =
+      run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--from", "@2026-11-21T19:00:00Z", "-o", "json"});
   EXPECT_EQ(parse(recent).at("summary").at("events"), 68) << recent.err;
   auto from_file = run_dedupctl({"scan", "--input", k_orders, "--from", "@2026-11-21T20:00:00+01:00", "-o", "json"});
   EXPECT_EQ(parse(from_file).at("summary").at("events"), 68);
-  auto until = run_dedupctl(
-      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "--to", "@2026-11-21T19:00:00Z", "-o", "json"});
+  auto until =
+      run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--to", "@2026-11-21T19:00:00Z", "-o", "json"});
   EXPECT_EQ(parse(until).at("summary").at("events"), 306 - 68);
 }
 
-TEST_F(SeededTopic, OutputFileIsWrittenWhole) {
+TEST_P(SeededTopic, OutputFileIsWrittenWhole) {
   TempDir dir;
-  auto result = run_dedupctl(
-      {"scan", "-b", s_broker->bootstrap(), "--topic", "orders", "-o", "json", "--output", dir.file("report.json")});
+  auto result =
+      run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "-o", "json", "--output", dir.file("report.json")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(result.out.empty());
   auto doc = Json::parse(read_file(dir.file("report.json")));
