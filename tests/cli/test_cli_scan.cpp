@@ -113,37 +113,20 @@ void expect_planted_numbers(const Json& doc) {
 class SeededTopic : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
-    if (GetParam() == "kafka") {
-      KafkaBroker& broker = shared_kafka_broker();
-      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
-      if (!s_real_seeded) {
-        create_topic(broker.bootstrap(), "orders", 4, {{"retention.ms", "-1"}});
-        auto seeded =
-            run_command({DEDUPCTL_SEEDER, "-b", broker.bootstrap(), "--topic", "orders", "--input", k_orders});
-        ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
-        s_real_seeded = true;
-      }
-      m_bootstrap = broker.bootstrap();
-    } else {
-      if (!s_mock) {
-        s_mock = new MockBroker({"orders:4"});
-        s_mock->seed("orders", read_file(k_orders));
-      }
-      m_bootstrap = s_mock->bootstrap();
-    }
-  }
-  static void TearDownTestSuite() {
-    delete s_mock;
-    s_mock = nullptr;
+    std::string why;
+    m_bootstrap = seeded_cluster(
+        GetParam(), {"orders:4"},
+        [](const std::string& bootstrap) {
+          auto seeded = run_command({DEDUPCTL_SEEDER, "-b", bootstrap, "--topic", "orders", "--input", k_orders});
+          ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+        },
+        why);
+    DEDUPCTL_REQUIRE_SERVER(!m_bootstrap.empty(), why);
   }
   const std::string& bootstrap() const { return m_bootstrap; }
 
   std::string m_bootstrap;
-  static MockBroker* s_mock;
-  static bool s_real_seeded;
 };
-MockBroker* SeededTopic::s_mock = nullptr;
-bool SeededTopic::s_real_seeded = false;
 
 INSTANTIATE_TEST_SUITE_P(Brokers, SeededTopic, ::testing::Values("mock", "kafka"),
                          [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });

@@ -109,27 +109,11 @@ void commit(const std::string& bootstrap, const std::string& group, const std::s
 class KafkaRange : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
-    if (real()) {
-      KafkaBroker& broker = shared_kafka_broker();
-      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
-      if (!s_real_seeded) {
-        create_topic(broker.bootstrap(), "orders", 3, {{"retention.ms", "-1"}});
-        create_topic(broker.bootstrap(), "empty", 2);
-        seed(broker.bootstrap(), "orders", planted(3, 10));
-        s_real_seeded = true;
-      }
-      m_bootstrap = broker.bootstrap();
-    } else {
-      if (!s_mock) {
-        s_mock = new MockBroker({"orders:3", "empty:2"});
-        s_mock->seed("orders", planted(3, 10));
-      }
-      m_bootstrap = s_mock->bootstrap();
-    }
-  }
-  static void TearDownTestSuite() {
-    delete s_mock;
-    s_mock = nullptr;
+    std::string why;
+    m_bootstrap = seeded_cluster(
+        GetParam(), {"orders:3", "empty:2"},
+        [](const std::string& bootstrap) { seed(bootstrap, "orders", planted(3, 10)); }, why);
+    DEDUPCTL_REQUIRE_SERVER(!m_bootstrap.empty(), why);
   }
   bool real() const { return GetParam() == "kafka"; }
   kafka::KafkaSettings settings() const {
@@ -144,11 +128,7 @@ protected:
   }
 
   std::string m_bootstrap;
-  static MockBroker* s_mock;
-  static bool s_real_seeded;
 };
-MockBroker* KafkaRange::s_mock = nullptr;
-bool KafkaRange::s_real_seeded = false;
 
 INSTANTIATE_TEST_SUITE_P(Brokers, KafkaRange, ::testing::Values("mock", "kafka"),
                          [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });

@@ -12,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 using namespace dedupctl::testing;
 using Json = nlohmann::json;
@@ -375,4 +377,60 @@ TEST_F(RealKafka, ACompactedTopicsGapsAreCountedExactly) {
   EXPECT_TRUE(events == left || events == now_left) << events << " events; kcat read " << left << " then " << now_left;
   EXPECT_EQ(doc.at("summary").at("log_duplicates"), 0);
   EXPECT_EQ(per_partition(doc, "to"), (std::map<int, long long>{{0, 41}}));
+}
+
+// A replay through Redis into a topic on the real broker: twice (the second publishes nothing),
+// then killed mid-run and rerun from its checkpoint; the sink holds every event exactly once.
+TEST_F(RealKafka, AReplayIntoATopicPublishesEveryEventOnceEvenWhenKilled) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  std::string source = topic_with("replay-src", 2, 100);
+  std::string sink = fmt::format("replay-sink-{}", m_next++);
+  create_topic(m_bootstrap, sink, 2);
+  TempDir dir;
+  auto replay = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"replay", "-b",        m_bootstrap,      "--topic",          source,
+                                  "--via",  redis.uri(), "--key-template", "dedup:{event_id}", "--ttl",
+                                  "1d",     "--execute", "--sink",         "kafka:" + sink,    "-o",
+                                  "json",   "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto sink_summary = [&] { return scan({"--topic", sink}, 0).at("summary"); };
+
+  auto first = run_dedupctl(replay({}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(Json::parse(first.out).at("summary").at("replayed"), 200);
+  auto second = run_dedupctl(replay({}));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(Json::parse(second.out).at("summary").at("replayed"), 0);
+  EXPECT_EQ(sink_summary().at("events"), 200);
+
+  // Through fresh keys into a fresh sink: SIGKILL once a batch has settled, then the rerun.
+  redis.command("FLUSHALL");
+  std::string killed_sink = sink + "-k";
+  create_topic(m_bootstrap, killed_sink, 2);
+  sink = killed_sink;
+  std::string checkpoint = dir.file("ck.json");
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  for (const auto& a : replay({"--batch", "20", "--max-rate", "200", "--checkpoint", checkpoint})) {
+    argv.push_back(a);
+  }
+  {
+    SpawnOptions options;
+    options.silence = true;
+    Process run(argv, options);
+    for (int i = 0; i < 100 && read_file(checkpoint).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    run.signal(SIGKILL);
+    run.wait();
+  }
+  EXPECT_LT(sink_summary().at("events").get<long long>(), 200) << "killed before the end";
+  auto rerun = run_dedupctl(replay({"--checkpoint", checkpoint}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  auto summary = sink_summary();
+  EXPECT_EQ(summary.at("events"), 200) << "each event once, no more, no fewer";
+  EXPECT_EQ(summary.at("log_duplicates"), 0);
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -178,6 +179,38 @@ std::string KafkaBroker::log() const { return read_file(m_dir.file("server.log")
 KafkaBroker& shared_kafka_broker() {
   static KafkaBroker broker;
   return broker;
+}
+
+std::string seeded_cluster(const std::string& kind, const std::vector<std::string>& topics,
+                           const std::function<void(const std::string& bootstrap)>& seed, std::string& why) {
+  static std::map<std::string, std::unique_ptr<MockBroker>> mocks; // kept until exit
+  static std::map<std::string, std::string> ready;                 // kind and topics → bootstrap
+  std::string key = kind;
+  for (const auto& topic : topics) {
+    key += " " + topic;
+  }
+  if (auto it = ready.find(key); it != ready.end()) {
+    return it->second;
+  }
+  std::string bootstrap;
+  if (kind == "kafka") {
+    KafkaBroker& broker = shared_kafka_broker();
+    if (!broker.available()) {
+      why = broker.why_unavailable();
+      return {};
+    }
+    bootstrap = broker.bootstrap();
+    for (const auto& topic : topics) {
+      auto colon = topic.find(':');
+      create_topic(bootstrap, topic.substr(0, colon), std::stoi(topic.substr(colon + 1)), {{"retention.ms", "-1"}});
+    }
+  } else {
+    mocks[key] = std::make_unique<MockBroker>(topics);
+    bootstrap = mocks[key]->bootstrap();
+  }
+  seed(bootstrap);
+  ready[key] = bootstrap;
+  return bootstrap;
 }
 
 } // namespace dedupctl::testing

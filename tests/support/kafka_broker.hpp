@@ -9,6 +9,7 @@
 
 #include "tests/support/fixtures.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,5 +60,11 @@ std::string kafka_libs(std::string& why);
 
 // The broker every test of a binary shares (started on first use, stopped at exit).
 KafkaBroker& shared_kafka_broker();
+
+// For tests parameterised over the brokers: the bootstrap of a cluster of `kind` ("mock": a
+// MockBroker of its own; "kafka": the shared real broker) holding `topics` ("NAME:PARTITIONS"),
+// which `seed` fills once per process. Empty with `why` when the real broker is not available.
+std::string seeded_cluster(const std::string& kind, const std::vector<std::string>& topics,
+                           const std::function<void(const std::string& bootstrap)>& seed, std::string& why);
 
 } // namespace dedupctl::testing
