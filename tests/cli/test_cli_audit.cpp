@@ -46,23 +46,10 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_now = wall_ms();
-    std::string events = planted(m_now, m_now - 30 * k_minute);
-    if (GetParam() == "kafka") {
-      KafkaBroker& broker = shared_kafka_broker();
-      DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
-      static int topics = 0;
-      m_topic = fmt::format("pay-{}", ++topics);
-      m_bootstrap = broker.bootstrap();
-      create_topic(m_bootstrap, m_topic, 1, {{"retention.ms", "-1"}});
-      auto seeded = run_command({DEDUPCTL_SEEDER, "-b", m_bootstrap, "--topic", m_topic, "--input", "-"}, events);
-      ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
-      commit_offsets(m_bootstrap, "billing", m_topic, {{0, 8}});
-    } else {
-      m_mock = std::make_unique<MockBroker>(std::vector<std::string>{"pay:1"});
-      m_mock->seed("pay", events);
-      m_mock->commit("billing", "pay", "0=8");
-      m_bootstrap = m_mock->bootstrap();
-    }
+    m_cluster = fresh_topic(GetParam(), "pay", 1, planted(m_now, m_now - 30 * k_minute), "billing", {{0, 8}});
+    DEDUPCTL_REQUIRE_SERVER(!m_cluster.bootstrap.empty(), m_cluster.why);
+    m_bootstrap = m_cluster.bootstrap;
+    m_topic = m_cluster.topic;
     plant_records(m_redis);
   }
 
@@ -74,9 +61,9 @@ protected:
     return args;
   }
 
-  std::unique_ptr<MockBroker> m_mock;
+  TestTopic m_cluster;
   std::string m_bootstrap;
-  std::string m_topic = "pay";
+  std::string m_topic;
   RedisServer m_redis;
   long long m_now = 0;
 };

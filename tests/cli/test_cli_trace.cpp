@@ -1,7 +1,10 @@
-// dedupctl trace end to end: planted events on the mock cluster, one per verdict, a group that
-// consumed them, and a real Redis holding (or not) their records.
+// dedupctl trace end to end: planted events, one per verdict, on the mock cluster and on the real
+// Apache Kafka broker (the /kafka instances run in the real-kafka tier), a group that consumed them,
+// and a real Redis holding (or not) their records.
 #include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -22,28 +25,34 @@ std::string copy(long long offset, long long ts, const std::string& id, int payl
 
 } // namespace
 
-class Trace : public ::testing::Test {
+class Trace : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_now = wall_ms();
-    m_broker.seed("pay", copy(0, m_now - 5 * k_hour, "e-twice", 1) +       // consumed, record long gone …
-                             copy(1, m_now - 2 * k_hour, "e-twice", 1) +   // … and again 3h later: applied twice
-                             copy(2, m_now - 10 * k_minute, "e-lost", 2) + // within the TTL, no record
-                             copy(3, m_now - 3 * k_hour, "e-reuse", 3) + copy(4, m_now - 3 * k_hour, "e-reuse", 4) +
-                             copy(5, m_now - 20 * k_minute, "e-orphan", 5) + // left `processing`
-                             copy(6, m_now - 3 * k_hour, "e-exposed", 6) +   // consumed, record lapsed
-                             copy(7, m_now - 10 * k_minute, "e-safe", 7) +   // record held
-                             copy(8, m_now - 1 * k_minute, "e-ahead", 8));   // not consumed yet
-    m_broker.commit("billing", "pay", "0=8");
+    seed(copy(0, m_now - 5 * k_hour, "e-twice", 1) +   // consumed, record long gone …
+         copy(1, m_now - 2 * k_hour, "e-twice", 1) +   // … and again 3h later: applied twice
+         copy(2, m_now - 10 * k_minute, "e-lost", 2) + // within the TTL, no record
+         copy(3, m_now - 3 * k_hour, "e-reuse", 3) + copy(4, m_now - 3 * k_hour, "e-reuse", 4) +
+         copy(5, m_now - 20 * k_minute, "e-orphan", 5) + // left `processing`
+         copy(6, m_now - 3 * k_hour, "e-exposed", 6) +   // consumed, record lapsed
+         copy(7, m_now - 10 * k_minute, "e-safe", 7) +   // record held
+         copy(8, m_now - 1 * k_minute, "e-ahead", 8));   // not consumed yet
     m_redis.command("SET dedup:e-orphan processing");
     m_redis.command("SET dedup:e-safe done PX 3000000");
   }
 
+  // The events into this test's topic (a mock of its own, or a topic of its own on the real
+  // broker), consumed by group billing up to offset 8.
+  void seed(const std::string& events) {
+    m_cluster = fresh_topic(GetParam(), "pay", 1, events, "billing", {{0, 8}});
+    DEDUPCTL_REQUIRE_SERVER(!m_cluster.bootstrap.empty(), m_cluster.why);
+  }
+
   std::vector<std::string> args(std::vector<std::string> ids, std::string format = "json") const {
     std::vector<std::string> out{
-        "trace",   "-b",          m_broker.bootstrap(), "--topic",          "pay",   "--group", "billing",
-        "--store", m_redis.uri(), "--key-template",     "dedup:{event_id}", "--ttl", "1h",      "-o",
+        "trace",   "-b",          m_cluster.bootstrap, "--topic",          m_cluster.topic, "--group", "billing",
+        "--store", m_redis.uri(), "--key-template",    "dedup:{event_id}", "--ttl",         "1h",      "-o",
         format,    "-q"};
     for (auto& id : ids) {
       out.push_back("--event-id");
@@ -52,12 +61,15 @@ protected:
     return out;
   }
 
-  MockBroker m_broker{{"pay:1"}};
+  TestTopic m_cluster;
   RedisServer m_redis;
   long long m_now = 0;
 };
 
-TEST_F(Trace, EachPlantedEventGetsItsVerdictWithEvidenceInRequestOrder) {
+INSTANTIATE_TEST_SUITE_P(Brokers, Trace, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(Trace, EachPlantedEventGetsItsVerdictWithEvidenceInRequestOrder) {
   auto result =
       run_dedupctl(args({"e-twice", "e-lost", "e-reuse", "e-orphan", "e-exposed", "e-safe", "e-ahead", "e-twic"}));
   EXPECT_EQ(result.exit_code, 1) << result.err;
@@ -101,7 +113,7 @@ TEST_F(Trace, EachPlantedEventGetsItsVerdictWithEvidenceInRequestOrder) {
   EXPECT_EQ(doc.at("summary").at("occurrences"), 9);
 }
 
-TEST_F(Trace, AnUnknownIdIsSaidPlainlyWithExit0AndAnInfoFinding) {
+TEST_P(Trace, AnUnknownIdIsSaidPlainlyWithExit0AndAnInfoFinding) {
   auto result = run_dedupctl(args({"e-nobody "}));
   EXPECT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
@@ -113,7 +125,7 @@ TEST_F(Trace, AnUnknownIdIsSaidPlainlyWithExit0AndAnInfoFinding) {
   EXPECT_NE(text.out.find("e-nobody is not in the range read"), std::string::npos) << text.out;
 }
 
-TEST_F(Trace, TextAndMarkdownTellTheStoryWithATimeline) {
+TEST_P(Trace, TextAndMarkdownTellTheStoryWithATimeline) {
   auto text = run_dedupctl(args({"e-twice"}, "text"));
   EXPECT_NE(text.out.find("TRACE e-twice  likely applied twice"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("TIMELINE"), std::string::npos);
@@ -124,7 +136,7 @@ TEST_F(Trace, TextAndMarkdownTellTheStoryWithATimeline) {
   EXPECT_NE(md.out.find("## Trace `e-safe`"), std::string::npos);
 }
 
-TEST_F(Trace, IdsFromAFileAndNoIdAtAllIsAUsageError) {
+TEST_P(Trace, IdsFromAFileAndNoIdAtAllIsAUsageError) {
   TempDir dir;
   write_file(dir.file("ids.txt"), "# from the incident\ne-safe\n\ne-lost\n");
   auto base = args({});

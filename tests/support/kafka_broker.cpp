@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace dedupctl::testing {
@@ -211,6 +212,34 @@ std::string seeded_cluster(const std::string& kind, const std::vector<std::strin
   seed(bootstrap);
   ready[key] = bootstrap;
   return bootstrap;
+}
+
+TestTopic fresh_topic(const std::string& kind, const std::string& name, int partitions, const std::string& events,
+                      const std::string& group, const std::vector<std::pair<std::int32_t, std::int64_t>>& commits) {
+  TestTopic out;
+  if (kind == "kafka") {
+    KafkaBroker& broker = shared_kafka_broker();
+    if (!broker.available()) {
+      out.why = broker.why_unavailable();
+      return out;
+    }
+    static int topics = 0;
+    out.topic = fmt::format("{}-{}", name, ++topics);
+    out.bootstrap = broker.bootstrap();
+    create_topic(out.bootstrap, out.topic, partitions, {{"retention.ms", "-1"}});
+  } else {
+    out.topic = name;
+    out.mock = std::make_unique<MockBroker>(std::vector<std::string>{fmt::format("{}:{}", name, partitions)});
+    out.bootstrap = out.mock->bootstrap();
+  }
+  auto seeded = run_command({DEDUPCTL_SEEDER, "-b", out.bootstrap, "--topic", out.topic, "--input", "-"}, events);
+  if (seeded.exit_code != 0) {
+    throw std::runtime_error("seeder failed: " + seeded.err);
+  }
+  if (!group.empty()) {
+    commit_offsets(out.bootstrap, group, out.topic, commits);
+  }
+  return out;
 }
 
 } // namespace dedupctl::testing

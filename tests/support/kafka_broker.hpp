@@ -61,6 +61,20 @@ std::string kafka_libs(std::string& why);
 // The broker every test of a binary shares (started on first use, stopped at exit).
 KafkaBroker& shared_kafka_broker();
 
+// A topic of a test's own, for tests parameterised over the brokers: `name` on a mock cluster of its
+// own ("mock"), or `name-N` on the shared real broker ("kafka"); seeded with `events` (kcat -J lines)
+// and, when `group` is given, committed by it at `commits` (partition, offset). `bootstrap` is empty
+// with `why` when the real broker is not available.
+struct TestTopic {
+  std::unique_ptr<MockBroker> mock;
+  std::string bootstrap;
+  std::string topic;
+  std::string why;
+};
+TestTopic fresh_topic(const std::string& kind, const std::string& name, int partitions, const std::string& events,
+                      const std::string& group = {},
+                      const std::vector<std::pair<std::int32_t, std::int64_t>>& commits = {});
+
 // For tests parameterised over the brokers: the bootstrap of a cluster of `kind` ("mock": a
 // MockBroker of its own; "kafka": the shared real broker) holding `topics` ("NAME:PARTITIONS"),
 // which `seed` fills once per process. Empty with `why` when the real broker is not available.
