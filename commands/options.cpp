@@ -183,7 +183,6 @@ ParsedPlacement parse_placement(const PlacementOptions& options, const Context& 
   }
   if (!options.inbox_retention.empty()) {
     out.inbox_retention = core::parse_ttl(options.inbox_retention, "--inbox-retention");
-    out.inbox_retention_origin = context.origin_of("inbox-retention");
   }
   if (!options.retention.empty()) {
     policy.retention = core::parse_retention(options.retention);

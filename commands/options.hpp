@@ -63,8 +63,7 @@ struct PlacementOptions {
 struct ParsedPlacement {
   core::StoreUri uri;
   core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
-  std::optional<core::Span> inbox_retention; // --inbox-retention
-  core::ValueOrigin inbox_retention_origin = core::ValueOrigin::Flag;
+  std::optional<core::Span> inbox_retention;                    // --inbox-retention
   core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
 };
 

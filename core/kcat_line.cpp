@@ -26,7 +26,7 @@ namespace {
 using simdjson::ondemand::json_type;
 
 // What a field's value is, as the envelope reader needs to know it.
-enum class Kind { Null, String, Number, Array, Other };
+enum class Kind { Null, String, Array, Other };
 
 // A value read by simdjson (every line that is valid UTF-8).
 class StrictValue {
@@ -40,7 +40,6 @@ public:
     }
     out = type == json_type::null     ? Kind::Null
           : type == json_type::string ? Kind::String
-          : type == json_type::number ? Kind::Number
           : type == json_type::array  ? Kind::Array
                                       : Kind::Other;
     return true;
@@ -186,10 +185,8 @@ public:
 
   bool number(std::int64_t& out) {
     space();
-    std::size_t first = m_at;
-    if (m_at < m_text.size() && m_text[m_at] == '-') {
-      ++m_at;
-    }
+    bool negative = m_at < m_text.size() && m_text[m_at] == '-';
+    m_at += negative ? 1 : 0;
     std::uint64_t magnitude = 0;
     std::size_t digits = 0;
     while (m_at < m_text.size() && m_text[m_at] >= '0' && m_text[m_at] <= '9') {
@@ -199,7 +196,6 @@ public:
       magnitude = magnitude * 10 + static_cast<std::uint64_t>(m_text[m_at++] - '0');
       ++digits;
     }
-    bool negative = m_text[first] == '-';
     if (digits == 0 || magnitude > (std::uint64_t{1} << 63) - (negative ? 0 : 1)) {
       return false;
     }
@@ -209,6 +205,9 @@ public:
     out = negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
     return true;
   }
+
+  // A buffer for strings that are copied out at once (one per line read).
+  std::string& scratch() { return m_scratch; }
 
   // Skips any JSON value (nested up to a bound).
   bool skip_value(int depth = 0) {
@@ -283,21 +282,17 @@ private:
 
   std::string_view m_text;
   std::size_t m_at = 0;
-  std::string m_scratch;
+  std::string m_scratch; // the last string read, for values that are copied out at once
 };
 
 // A value read by RawReader, with the interface of StrictValue.
 class RawValue {
 public:
-  RawValue(RawReader& reader, std::string& scratch) : m_reader(reader), m_scratch(scratch) {}
+  explicit RawValue(RawReader& reader) : m_reader(reader) {}
 
   bool kind(Kind& out) {
     char c = m_reader.peek();
-    out = c == '"'                               ? Kind::String
-          : c == '['                             ? Kind::Array
-          : c == 'n'                             ? Kind::Null
-          : (c == '-' || (c >= '0' && c <= '9')) ? Kind::Number
-                                                 : Kind::Other;
+    out = c == '"' ? Kind::String : c == '[' ? Kind::Array : c == 'n' ? Kind::Null : Kind::Other;
     return c != '\0';
   }
   bool int64(std::int64_t& out) { return m_reader.number(out); }
@@ -306,10 +301,10 @@ public:
       out.reset();
       return true;
     }
-    if (!m_reader.string(m_scratch)) {
+    if (!m_reader.string(m_reader.scratch())) {
       return false;
     }
-    out = StrictValue::copy(arena, m_scratch);
+    out = StrictValue::copy(arena, m_reader.scratch());
     return true;
   }
   template <class Item> bool each(Item&& item) {
@@ -320,7 +315,7 @@ public:
       return true;
     }
     do {
-      RawValue inner(m_reader, m_scratch);
+      RawValue inner(m_reader);
       if (!item(inner)) {
         return false;
       }
@@ -331,7 +326,6 @@ public:
 
 private:
   RawReader& m_reader;
-  std::string& m_scratch;
 };
 
 // What a line says so far; both readers fill it field by field.
@@ -447,13 +441,12 @@ std::string read_raw(std::string_view line, EventBatch& batch, Envelope& envelop
     return "not a JSON object (expected a kcat -J envelope)";
   }
   std::string name;
-  std::string scratch;
   if (!reader.eat('}')) {
     do {
       if (!reader.string(name) || !reader.eat(':')) {
         return "not JSON";
       }
-      RawValue value(reader, scratch);
+      RawValue value(reader);
       if (std::string error = read_field(name, value, batch, envelope); !error.empty()) {
         return error;
       }

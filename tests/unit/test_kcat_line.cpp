@@ -180,12 +180,13 @@ TEST(KcatLine, RawBinaryBytesInStringsAreReadByteForByte) {
 }
 
 TEST(KcatLine, MalformedLinesWithBinaryBytesAreStillRefused) {
-  for (std::string line : {std::string("{\"partition\":0,\"offset\":1,\"payload\":\"\xff"),      // unterminated
-                           std::string("{\"partition\":0,\"offset\":1,\"payload\":\"\xff\"} x"), // trailing
-                           std::string("{\"partition\":0,\"payload\":\"\xff\"}"),                // no offset
-                           std::string("{\"partition\":0,\"offset\":1.5,\"payload\":\"\xff\"}"),
-                           std::string("{\"partition\":0,\"offset\":1,\"headers\":[\"a\"],\"key\":\"\xff\"}"),
-                           std::string("[\"\xff\"]")}) {
+  for (std::string line :
+       {std::string("{\"partition\":0,\"offset\":1,\"payload\":\"\xff"),      // unterminated
+        std::string("{\"partition\":0,\"offset\":1,\"payload\":\"\xff\"} x"), // trailing
+        std::string("{\"partition\":0,\"payload\":\"\xff\"}"),                // no offset
+        std::string("{\"partition\":0,\"offset\":1.5,\"payload\":\"\xff\"}"),
+        std::string("{\"partition\":0,\"offset\":1,\"headers\":[\"a\"],\"key\":\"\xff\"}"), std::string("[\"\xff\"]"),
+        std::string("{\"payload\":\"\xff\",\"offset\":")}) { // ends where a number starts
     KcatLineParser parser;
     EventBatch batch;
     std::string error;
