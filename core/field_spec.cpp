@@ -1,6 +1,7 @@
 #include "core/field_spec.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -58,14 +59,8 @@ FieldSpec parse_one(std::string_view item, std::string_view what) {
 
 std::vector<FieldSpec> parse_field_specs(std::string_view text, std::string_view what) {
   std::vector<FieldSpec> specs;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) {
-      comma = text.size();
-    }
-    specs.push_back(parse_one(text.substr(pos, comma - pos), what));
-    pos = comma + 1;
+  for (auto item : split(text, ',')) {
+    specs.push_back(parse_one(item, what));
   }
   return specs;
 }

@@ -1,6 +1,7 @@
 #include "core/inbox_rules.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -27,11 +28,8 @@ bool plain_sql_name(std::string_view name) {
 
 void check_inbox_names(std::string_view table,
                        const std::vector<std::pair<std::string_view, std::string_view>>& columns) {
-  std::size_t parts = 0;
-  for (std::size_t start = 0;;) {
-    std::size_t dot = table.find('.', start);
-    std::string_view part = table.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    ++parts;
+  auto parts = split(table, '.');
+  for (auto part : parts) {
     if (!plain_sql_name(part)) {
       throw UsageError(fmt::format("invalid --inbox-table '{}': '{}' is not a plain SQL name (letters, digits, _ "
                                    "and $, not starting with a digit); give the table as [schema.]table",
@@ -41,12 +39,8 @@ void check_inbox_names(std::string_view table,
       throw UsageError(
           fmt::format("invalid --inbox-table '{}': '{}' is longer than PostgreSQL's 63-byte names", table, part));
     }
-    if (dot == std::string_view::npos) {
-      break;
-    }
-    start = dot + 1;
   }
-  if (parts > 2) {
+  if (parts.size() > 2) {
     throw UsageError(fmt::format("invalid --inbox-table '{}': give the table as [schema.]table", table));
   }
   for (const auto& [flag, column] : columns) {

@@ -1,5 +1,7 @@
 #include "core/secrets.hpp"
 
+#include "core/text.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -19,12 +21,6 @@ struct Secret {
 
 bool key_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 // scheme://user:secret@host or, for Redis (whose AUTH takes a password alone), scheme://secret@host.
 void uri_userinfo(std::string_view text, std::vector<Secret>& out) {
   for (std::size_t scheme = text.find("://"); scheme != std::string_view::npos; scheme = text.find("://", scheme + 3)) {
@@ -40,7 +36,7 @@ void uri_userinfo(std::string_view text, std::vector<Secret>& out) {
     while (name > 0 && (std::isalnum(static_cast<unsigned char>(text[name - 1])) || text[name - 1] == '+')) {
       --name;
     }
-    bool redis = lower(text.substr(name, scheme - name)).starts_with("redis");
+    bool redis = ascii_lower(text.substr(name, scheme - name)).starts_with("redis");
     if (colon == std::string_view::npos && !redis) {
       continue; // postgres://user@host: a user, not a secret
     }
@@ -53,7 +49,7 @@ void uri_userinfo(std::string_view text, std::vector<Secret>& out) {
 
 // KEY = VALUE where KEY names a password or a secret; VALUE bare (to a space or '&') or quoted.
 void keywords(std::string_view text, std::vector<Secret>& out) {
-  std::string folded = lower(text);
+  std::string folded = ascii_lower(text);
   for (std::string_view word : {"password", "secret"}) {
     for (std::size_t hit = folded.find(word); hit != std::string::npos; hit = folded.find(word, hit + 1)) {
       std::size_t key_end = hit + word.size();

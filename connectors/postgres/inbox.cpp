@@ -3,6 +3,7 @@
 #include "connectors/postgres/libpq_options.hpp"
 #include "core/errors.hpp"
 #include "core/store_uri.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
@@ -73,17 +74,10 @@ void check_conninfo(const std::string& conninfo, std::string_view flag) {
   std::string bad_port;
   for (const PQconninfoOption* o = options; o->keyword; ++o) {
     if (std::string_view(o->keyword) == "port" && o->val) {
-      std::string_view ports = o->val;
-      for (std::size_t start = 0; start <= ports.size();) {
-        auto comma = ports.find(',', start);
-        auto port = ports.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      for (auto port : core::split(o->val, ',')) { // one port a host
         if (!port.empty() && port.find_first_not_of("0123456789") != std::string_view::npos) {
           bad_port = std::string(port);
         }
-        if (comma == std::string_view::npos) {
-          break;
-        }
-        start = comma + 1;
       }
     }
   }

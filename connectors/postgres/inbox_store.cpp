@@ -6,6 +6,7 @@
 #include "core/inbox_snapshot.hpp"
 #include "core/inbox_table.hpp"
 #include "core/store_uri.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
@@ -177,20 +178,11 @@ public:
 private:
   std::string quote_table(const std::string& table) {
     std::string out;
-    std::size_t pos = 0;
-    while (true) {
-      auto dot = table.find('.', pos);
+    for (auto part : core::split(table, '.')) {
       // Folded to lower case as the server folds an unquoted name (and as to_regclass found it).
-      std::string part = table.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-      std::transform(part.begin(), part.end(), part.begin(),
-                     [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
-      out += m_connection->quote_name(part);
-      if (dot == std::string::npos) {
-        return out;
-      }
-      out += '.';
-      pos = dot + 1;
+      out += (out.empty() ? "" : ".") + m_connection->quote_name(core::ascii_lower(part));
     }
+    return out;
   }
 
   void validate() {

@@ -1,5 +1,6 @@
 #include "core/errors.hpp"
 #include "core/key_template.hpp"
+#include "core/text.hpp"
 #include "core/store_uri.hpp"
 
 #include <gtest/gtest.h>
@@ -86,4 +87,12 @@ TEST(StoreUri, BadUrisAreUsageErrorsWithoutThePassword) {
       EXPECT_NE(std::string(e.what()).find("--store"), std::string::npos);
     }
   }
+}
+
+TEST(Text, SplitKeepsEmptyPartsAndLowerIsAsciiOnly) {
+  using dedupctl::core::split;
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string_view>{"a", "", "b"}));
+  EXPECT_EQ(split("", ','), (std::vector<std::string_view>{""}));
+  EXPECT_EQ(split("schema.table", '.'), (std::vector<std::string_view>{"schema", "table"}));
+  EXPECT_EQ(dedupctl::core::ascii_lower("Inbox_\xc3\x89"), "inbox_\xc3\x89");
 }
