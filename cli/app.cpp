@@ -69,24 +69,36 @@ void json_error_report(const commands::Context& context, std::string_view messag
   }
 }
 
+// Calls visit(option, section) for every option of `app` and of its option groups (nameless
+// sub-apps in CLI11), with the section a config file sets it in ("" at the top level), then for those
+// of each subcommand `sub` selects, with the subcommand's name.
+void for_each_option(CLI::App& app, const std::function<bool(CLI::App*)>& sub,
+                     const std::function<void(const CLI::Option&, const std::string& section)>& visit) {
+  std::function<void(CLI::App&, const std::string&)> walk = [&](CLI::App& of, const std::string& section) {
+    for (const auto* option : of.get_options()) {
+      visit(*option, section);
+    }
+    for (auto* group : of.get_subcommands([](CLI::App* g) { return g->get_name().empty(); })) {
+      walk(*group, section);
+    }
+  };
+  walk(app, "");
+  for (auto* command : app.get_subcommands([&](CLI::App* s) { return !s->get_name().empty() && sub(s); })) {
+    walk(*command, command->get_name());
+  }
+}
+
 // The option names a config file may set: per subcommand (its section), and at the top level.
 std::map<std::string, std::set<std::string>> config_keys(CLI::App& app) {
   std::map<std::string, std::set<std::string>> known;
-  // An app's options and those of its option groups (nameless sub-apps in CLI11).
-  std::function<void(CLI::App&, std::set<std::string>&)> names = [&](CLI::App& of, std::set<std::string>& into) {
-    for (const auto* option : of.get_options()) {
-      for (const auto& name : option->get_lnames()) {
-        into.insert(name);
-      }
-    }
-    for (auto* group : of.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
-      names(*group, into);
-    }
-  };
-  names(app, known[""]);
-  for (auto* sub : app.get_subcommands([](CLI::App* sub) { return !sub->get_name().empty(); })) {
-    names(*sub, known[sub->get_name()]);
-  }
+  known[""];
+  for_each_option(
+      app, [](CLI::App*) { return true; },
+      [&](const CLI::Option& option, const std::string& section) {
+        for (const auto& name : option.get_lnames()) {
+          known[section].insert(name);
+        }
+      });
   return known;
 }
 
@@ -147,33 +159,23 @@ std::map<std::string, core::ValueOrigin> option_origins(CLI::App& app, int argc,
     return false;
   };
   std::map<std::string, core::ValueOrigin> origins;
-  std::function<void(CLI::App&, const std::string&)> visit = [&](CLI::App& of, const std::string& section) {
-    for (const auto* option : of.get_options()) {
-      if (option->get_lnames().empty()) {
-        continue;
-      }
-      const std::string& name = option->get_lnames().front();
-      if (option->count() == 0) {
-        origins[name] = core::ValueOrigin::Default;
-        continue;
-      }
-      bool on_line = typed.count(name) != 0;
-      for (const auto& short_name : option->get_snames()) {
-        on_line = on_line || typed.count(short_name) != 0;
-      }
-      origins[name] = on_line                          ? core::ValueOrigin::Flag
-                      : in_config(section, name)       ? core::ValueOrigin::Config
-                      : !option->get_envname().empty() ? core::ValueOrigin::Environment
-                                                       : core::ValueOrigin::Flag;
-    }
-    for (auto* group : of.get_subcommands([](CLI::App* sub) { return sub->get_name().empty(); })) {
-      visit(*group, section);
-    }
-  };
-  visit(app, "");
-  for (auto* sub : app.get_subcommands()) {
-    visit(*sub, sub->get_name());
-  }
+  for_each_option(
+      app, [](CLI::App* s) { return s->parsed(); },
+      [&](const CLI::Option& option, const std::string& section) {
+        if (option.get_lnames().empty()) {
+          return;
+        }
+        const std::string& name = option.get_lnames().front();
+        bool on_line = typed.count(name) != 0;
+        for (const auto& short_name : option.get_snames()) {
+          on_line = on_line || typed.count(short_name) != 0;
+        }
+        origins[name] = option.count() == 0             ? core::ValueOrigin::Default
+                        : on_line                       ? core::ValueOrigin::Flag
+                        : in_config(section, name)      ? core::ValueOrigin::Config
+                        : !option.get_envname().empty() ? core::ValueOrigin::Environment
+                                                        : core::ValueOrigin::Flag;
+      });
   return origins;
 }
 

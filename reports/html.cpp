@@ -273,9 +273,8 @@ void render_html(const Report& report, std::FILE* out) {
   if (!report.settings.empty()) {
     page += "<h2>Settings</h2><div class=\"scroll\"><table id=\"settings\">";
     for (const auto& [name, value] : report.settings) {
-      auto origin = report.settings_origin.find(name);
       page += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(name), esc(value),
-                          origin == report.settings_origin.end() ? "" : esc(origin->second));
+                          esc(report.setting_origin(name)));
     }
     page += "</table></div>";
   }

@@ -160,9 +160,7 @@ void render_markdown(const Report& report, std::FILE* out) {
   if (!report.settings.empty()) {
     fmt::print(out, "## Settings\n\n| setting | value | from |\n|---|---|---|\n");
     for (const auto& [name, value] : report.settings) {
-      auto origin = report.settings_origin.find(name);
-      fmt::print(out, "| {} | `{}` | {} |\n", cell(name), cell(value),
-                 origin == report.settings_origin.end() ? "" : origin->second);
+      fmt::print(out, "| {} | `{}` | {} |\n", cell(name), cell(value), report.setting_origin(name));
     }
   }
 }

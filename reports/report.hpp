@@ -50,6 +50,12 @@ struct Report {
   // "default"), by setting name.
   std::map<std::string, std::string> settings_origin;
   std::string fail_on = "error";
+
+  // Where a setting's value came from, "" when no option sets it.
+  std::string_view setting_origin(const std::string& name) const {
+    auto it = settings_origin.find(name);
+    return it == settings_origin.end() ? std::string_view{} : std::string_view(it->second);
+  }
 };
 
 enum class Format { Text, Json, Markdown, Sarif, Junit, Github, Html };

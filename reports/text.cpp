@@ -276,8 +276,8 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     fmt::print(out, "\nSETTINGS\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& [name, value] : report.settings) {
-      auto origin = report.settings_origin.find(name);
-      rows.push_back({name, value, origin == report.settings_origin.end() ? "" : "(" + origin->second + ")"});
+      auto origin = report.setting_origin(name);
+      rows.push_back({name, value, origin.empty() ? "" : fmt::format("({})", origin)});
     }
     print_table(out, rows, "  ");
   }

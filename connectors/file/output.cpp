@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,13 +46,13 @@ ReportOutput::ReportOutput(const std::string& path) : m_path(is_stdout(path) ? "
   m_stream = std::fopen(m_temp.c_str(), "wb");
   if (!m_stream) {
     int error = errno;
-    auto slash = m_path.rfind('/');
-    std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : m_path.substr(0, slash);
-    struct stat dir {};
+    std::string directory = std::filesystem::path(m_path).parent_path().string();
+    directory = directory.empty() ? "." : directory;
+    std::error_code ec;
     std::string why;
-    if (::stat(directory.c_str(), &dir) != 0) {
+    if (!std::filesystem::exists(directory, ec)) {
       why = fmt::format("the directory {} does not exist; create it or choose another path", directory);
-    } else if (!S_ISDIR(dir.st_mode)) {
+    } else if (!std::filesystem::is_directory(directory, ec)) {
       why = fmt::format("{} is not a directory; choose another path", directory);
     } else {
       why = fmt::format("no new file can be created in {} ({}): the report is written to a temporary file beside "
