@@ -30,6 +30,18 @@ std::string cluster_id() {
   return id;
 }
 
+// A file of tests/support/kafka with its @NAME@ placeholders filled in (the broker script fills the
+// same files).
+std::string from_template(const std::string& name, const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string text = read_file(std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/kafka/" + name);
+  for (const auto& [placeholder, value] : values) {
+    for (auto at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + value.size())) {
+      text.replace(at, placeholder.size(), value);
+    }
+  }
+  return text;
+}
+
 std::vector<std::string> java_command(const std::string& java, const std::string& libs, const std::string& main_class,
                                       const std::vector<std::string>& args, const std::string& log4j) {
   std::vector<std::string> argv{java,
@@ -87,40 +99,13 @@ KafkaBroker::KafkaBroker() {
       m_controller_port = free_port();
     } while (m_controller_port == m_port);
     m_bootstrap = fmt::format("127.0.0.1:{}", m_port);
-    write_file(m_dir.file("log4j2.properties"), "status = warn\n"
-                                                "appender.file.type = File\n"
-                                                "appender.file.name = file\n"
-                                                "appender.file.fileName = " +
-                                                    m_dir.file("server.log") +
-                                                    "\n"
-                                                    "appender.file.layout.type = PatternLayout\n"
-                                                    "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-                                                    "rootLogger.level = info\n"
-                                                    "rootLogger.appenderRef.file.ref = file\n");
+    write_file(m_dir.file("log4j2.properties"),
+               from_template("log4j2.properties.in", {{"@LOG_FILE@", m_dir.file("server.log")}}));
     write_file(m_dir.file("tools-log4j2.properties"), "status = warn\nrootLogger.level = warn\n");
     write_file(m_dir.file("server.properties"),
-               fmt::format("process.roles=broker,controller\n"
-                           "node.id=1\n"
-                           "controller.quorum.voters=1@127.0.0.1:{1}\n"
-                           "listeners=PLAINTEXT://127.0.0.1:{0},CONTROLLER://127.0.0.1:{1}\n"
-                           "advertised.listeners=PLAINTEXT://127.0.0.1:{0}\n"
-                           "controller.listener.names=CONTROLLER\n"
-                           "inter.broker.listener.name=PLAINTEXT\n"
-                           "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
-                           "log.dirs={2}\n"
-                           "num.partitions=1\n"
-                           "auto.create.topics.enable=false\n"
-                           "offsets.topic.replication.factor=1\n"
-                           "offsets.topic.num.partitions=4\n"
-                           "transaction.state.log.replication.factor=1\n"
-                           "transaction.state.log.min.isr=1\n"
-                           "transaction.state.log.num.partitions=4\n"
-                           "share.coordinator.state.topic.replication.factor=1\n"
-                           "share.coordinator.state.topic.min.isr=1\n"
-                           "group.initial.rebalance.delay.ms=0\n"
-                           "log.cleaner.backoff.ms=500\n"
-                           "log.retention.check.interval.ms=1000\n",
-                           m_port, m_controller_port, m_dir.file("data")));
+               from_template("server.properties.in", {{"@PORT@", std::to_string(m_port)},
+                                                      {"@CONTROLLER_PORT@", std::to_string(m_controller_port)},
+                                                      {"@LOG_DIRS@", m_dir.file("data")}}));
     auto format = run_command(java_command(m_java, m_libs, "kafka.tools.StorageTool",
                                            {"format", "-t", cluster_id(), "-c", m_dir.file("server.properties")},
                                            m_dir.file("log4j2.properties")),
