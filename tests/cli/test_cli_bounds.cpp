@@ -56,6 +56,8 @@ TEST(Bounds, ADumpHasNoCommittedOffsetsToSeekFromAndNoBroker) {
   auto broker = run_dedupctl({"scan", "--input", k_orders, "-b", "127.0.0.1:1"});
   EXPECT_EQ(broker.exit_code, 1) << broker.err;
   EXPECT_NE(broker.err.find("--bootstrap-server is not used"), std::string::npos) << broker.err;
+  auto uncommitted = run_dedupctl({"scan", "--input", k_orders, "--read-uncommitted"});
+  EXPECT_NE(uncommitted.err.find("--read-uncommitted is not used"), std::string::npos) << uncommitted.err;
 }
 
 // A PostgreSQL store that libpq cannot read is exit 2 before anything is contacted (it was 3, as if

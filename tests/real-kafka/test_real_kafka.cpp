@@ -328,6 +328,10 @@ TEST_F(RealKafka, AbortedTransactionsAreNotEventsUnlessAskedFor) {
   EXPECT_EQ(everything.at("summary").at("events"), 10);
   EXPECT_EQ(everything.at("summary").at("log_duplicates"), 3);
   EXPECT_EQ(everything.at("source").at("isolation"), "read_uncommitted");
+  // A -X isolation.level of the user's wins, as every -X does.
+  Json by_property = scan({"--topic", topic, "-X", "isolation.level=read_uncommitted"}, 0);
+  EXPECT_EQ(by_property.at("summary").at("events"), 10);
+  EXPECT_EQ(by_property.at("source").at("isolation"), "read_uncommitted");
 }
 
 // A compacted topic has offsets missing inside the range: the counts are exactly the records

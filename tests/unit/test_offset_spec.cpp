@@ -162,6 +162,11 @@ TEST(CommittedOffsetsMissing, ASpecCountingFromCommittedNeedsItWhereEventsAre) {
 
   EXPECT_FALSE(committed_offsets_missing(group_source({50, 60, 70, std::nullopt}), &back, {}))
       << "an empty partition needs no committed offset";
+  auto many = group_source(std::vector<std::optional<std::int64_t>>(9, std::nullopt));
+  auto listed = committed_offsets_missing(many, &back, {});
+  ASSERT_TRUE(listed);
+  EXPECT_NE(listed->find("orders[5] and 3 more (8 of 8 partitions holding events)"), std::string::npos) << *listed;
+
   auto no_group = partial;
   no_group.group.reset();
   EXPECT_FALSE(committed_offsets_missing(no_group, &back, {}));
