@@ -180,7 +180,10 @@ private:
     std::string out;
     for (auto part : core::split(table, '.')) {
       // Folded to lower case as the server folds an unquoted name (and as to_regclass found it).
-      out += (out.empty() ? "" : ".") + m_connection->quote_name(core::ascii_lower(part));
+      if (!out.empty()) {
+        out += '.';
+      }
+      out += m_connection->quote_name(core::ascii_lower(part));
     }
     return out;
   }
