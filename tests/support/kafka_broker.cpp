@@ -15,20 +15,22 @@
 
 namespace dedupctl::testing {
 
-namespace {
-
-// A KRaft cluster id: 16 random bytes, base64url without padding (what kafka-storage random-uuid
-// prints).
-std::string cluster_id() {
+// 16 random bytes, base64url without padding. Like Kafka's Uuid.randomUuid, never one that starts
+// with '-': kafka-storage would read it as an option ("argument --cluster-id/-t: expected one
+// argument"), one start in 64.
+std::string kraft_cluster_id() {
   static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::random_device random;
   std::string id;
-  for (int i = 0; i < 21; ++i) {
+  id += alphabet[random() % 62];
+  for (int i = 1; i < 21; ++i) {
     id += alphabet[random() % 64];
   }
   id += alphabet[(random() % 4) * 16]; // the last character holds 2 bits
   return id;
 }
+
+namespace {
 
 // A file of tests/support/kafka with its @NAME@ placeholders filled in (the broker script fills the
 // same files).
@@ -107,7 +109,7 @@ KafkaBroker::KafkaBroker() {
                                                       {"@CONTROLLER_PORT@", std::to_string(m_controller_port)},
                                                       {"@LOG_DIRS@", m_dir.file("data")}}));
     auto format = run_command(java_command(m_java, m_libs, "kafka.tools.StorageTool",
-                                           {"format", "-t", cluster_id(), "-c", m_dir.file("server.properties")},
+                                           {"format", "-t", kraft_cluster_id(), "-c", m_dir.file("server.properties")},
                                            m_dir.file("log4j2.properties")),
                               {}, std::chrono::minutes(2));
     if (format.exit_code != 0) {

@@ -54,6 +54,10 @@ inline constexpr const char* k_consumer_groups = "org.apache.kafka.tools.consume
 inline constexpr const char* k_delete_records = "org.apache.kafka.tools.DeleteRecordsCommand";
 inline constexpr const char* k_configs = "kafka.admin.ConfigCommand";
 
+// A fresh KRaft cluster id as kafka-storage random-uuid prints it (22 base64url characters), never
+// one that starts with '-'.
+std::string kraft_cluster_id();
+
 // The jars of the pinned broker and tools (tests/support/kafka/fetch); empty with `why` when they
 // cannot be had.
 std::string kafka_libs(std::string& why);
