@@ -57,14 +57,16 @@ inline void plant_records(const RedisServer& redis) {
   ASSERT_EQ(redis.command("SET unrelated:key x"), "+OK\r\n");
 }
 
-// An audit of the planted events at seek 2 for group billing against `store` (TTL 1h, retention 7d).
+// An audit of the planted events in `topic` at seek 2 for group billing against `store` (TTL 1h,
+// retention 7d).
 inline std::vector<std::string> audit_args(const std::string& bootstrap, const std::string& store,
-                                           std::vector<std::string> extra = {}, const std::string& format = "json") {
+                                           std::vector<std::string> extra = {}, const std::string& format = "json",
+                                           const std::string& topic = "pay") {
   std::vector<std::string> args{"audit",
                                 "-b",
                                 bootstrap,
                                 "--topic",
-                                "pay",
+                                topic,
                                 "--group",
                                 "billing",
                                 "--seek",

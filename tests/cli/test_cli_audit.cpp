@@ -56,9 +56,7 @@ protected:
   // audit_args over this test's topic.
   std::vector<std::string> audit(const std::string& store, std::vector<std::string> extra = {},
                                  const std::string& format = "json") const {
-    auto args = audit_args(m_bootstrap, store, std::move(extra), format);
-    *(std::find(args.begin(), args.end(), "--topic") + 1) = m_topic;
-    return args;
+    return audit_args(m_bootstrap, store, std::move(extra), format, m_topic);
   }
 
   TestTopic m_cluster;

@@ -3,6 +3,7 @@
 // in build/artifacts.
 #include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -34,27 +35,31 @@ CommandResult browse(const std::vector<std::string>& extra, const std::string& f
 
 } // namespace
 
-class Html : public ::testing::Test {
+// The planted events on either broker (the /kafka instance runs in the real-kafka tier).
+class Html : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(!chromium().empty(), "chromium is not installed (apt-get install chromium)");
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_now = wall_ms();
-    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
-    m_broker.commit("billing", "pay", "0=8");
+    m_cluster = fresh_topic(GetParam(), "pay", 1, planted(m_now, m_now - 30 * k_minute), "billing", {{0, 8}});
+    DEDUPCTL_REQUIRE_SERVER(!m_cluster.bootstrap.empty(), m_cluster.why);
     plant_records(m_redis);
   }
 
   std::vector<std::string> audit(const std::string& format, const std::string& output) const {
-    return audit_args(m_broker.bootstrap(), m_redis.uri(), {"--output", output, "-q"}, format);
+    return audit_args(m_cluster.bootstrap, m_redis.uri(), {"--output", output, "-q"}, format, m_cluster.topic);
   }
 
-  MockBroker m_broker{{"pay:1"}};
+  TestTopic m_cluster;
   RedisServer m_redis;
   long long m_now = 0;
 };
 
-TEST_F(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
+INSTANTIATE_TEST_SUITE_P(Brokers, Html, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
   TempDir dir;
   ASSERT_EQ(run_dedupctl(audit("json", dir.file("report.json"))).exit_code, 1);
   auto result = run_dedupctl(audit("html", dir.file("report.html")));
@@ -108,7 +113,8 @@ TEST_F(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
   // Screenshots at desktop and phone widths, kept as artifacts.
   std::filesystem::create_directories(DEDUPCTL_ARTIFACTS_DIR);
   for (auto [name, size] : {std::pair{"audit-desktop.png", "1280,1600"}, std::pair{"audit-phone.png", "390,2400"}}) {
-    std::string path = std::string(DEDUPCTL_ARTIFACTS_DIR) + "/" + name;
+    std::string path =
+        std::string(DEDUPCTL_ARTIFACTS_DIR) + "/" + (GetParam() == "mock" ? "" : GetParam() + "-") + name;
     std::filesystem::remove(path);
     auto shot =
         browse({std::string("--screenshot=") + path, std::string("--window-size=") + size}, dir.file("report.html"));

@@ -1,6 +1,8 @@
-// dedupctl replay end to end: the mock cluster as source and sink, a real Redis and a real
-// PostgreSQL as placements, produce failures injected in the mock, and runs killed with SIGKILL.
+// dedupctl replay end to end: the mock cluster and a real Kafka broker as source and sink, a real
+// Redis and a real PostgreSQL as placements, produce failures injected in the mock, and runs killed
+// with SIGKILL.
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -40,12 +42,13 @@ std::map<std::string, long long> summary_of(const std::string& json) {
   return out;
 }
 
-// Waits until a running replay's checkpoint shows a settled batch (a line of partition "src").
-bool wait_for_progress(const std::string& checkpoint) {
+// Waits until a running replay's checkpoint shows a settled batch (a line of a partition of `topic`).
+bool wait_for_progress(const std::string& checkpoint, const std::string& topic) {
   for (int i = 0; i < 300; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::error_code ec;
-    if (std::filesystem::exists(checkpoint, ec) && read_file(checkpoint).find("\nsrc\t") != std::string::npos) {
+    if (std::filesystem::exists(checkpoint, ec) &&
+        read_file(checkpoint).find("\n" + topic + "\t") != std::string::npos) {
       return true;
     }
   }
@@ -65,19 +68,19 @@ std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report
 // A slow run (--batch 20 --max-rate 200) with `args` and its checkpoint, in the background, once a
 // batch has settled.
 std::unique_ptr<Process> start_slow(const std::vector<std::string>& args, const std::string& checkpoint,
-                                    bool report = false) {
+                                    const std::string& topic, bool report = false) {
   std::vector<std::string> slow = args;
   slow.insert(slow.end(), {"--batch", "20", "--max-rate", "200", "--checkpoint", checkpoint});
   auto run = start(slow, report);
-  EXPECT_TRUE(wait_for_progress(checkpoint));
+  EXPECT_TRUE(wait_for_progress(checkpoint, topic));
   return run;
 }
 
 // A slow run interrupted by `interrupt` (stop its store, signal it) once a batch has settled; then its
 // exit code and its report, which says incomplete.
 std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const std::string& checkpoint,
-                                     const std::function<void(Process&)>& interrupt) {
-  auto run = start_slow(args, checkpoint, true);
+                                     const std::string& topic, const std::function<void(Process&)>& interrupt) {
+  auto run = start_slow(args, checkpoint, topic, true);
   interrupt(*run);
   std::string out;
   while (auto line = run->read_line(std::chrono::seconds(30))) {
@@ -91,16 +94,21 @@ std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const
 
 } // namespace
 
-class Replay : public ::testing::Test {
+// The source "src" (k_events events) and an empty "sink" on a cluster of `kind`: a mock of its own,
+// or topics of their own on the real broker.
+class ReplayBase : public ::testing::Test {
 protected:
-  void SetUp() override {
+  void open(const std::string& kind) {
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
-    m_broker.seed("src", source_events());
+    m_cluster = fresh_topic(kind, "src", 2, source_events());
+    DEDUPCTL_REQUIRE_SERVER(!m_cluster.bootstrap.empty(), m_cluster.why);
+    m_src = m_cluster.topic;
+    m_sink = add_topic(m_cluster, "sink", 2);
   }
 
   std::vector<std::string> args(std::vector<std::string> extra) const {
-    std::vector<std::string> out{"replay", "-b", m_broker.bootstrap(), "--topic", "src", "-o",
-                                 "json",   "-q", "--timeout",          "5s"};
+    std::vector<std::string> out{"replay", "-b", m_cluster.bootstrap, "--topic", m_src, "-o",
+                                 "json",   "-q", "--timeout",         "5s"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -109,10 +117,14 @@ protected:
     out.insert(out.end(), extra.begin(), extra.end());
     return args(out);
   }
+  std::string sink() const { return "kafka:" + m_sink; }
+  CommandResult scan_topic(const std::string& topic) const {
+    return run_dedupctl({"scan", "-b", m_cluster.bootstrap, "--topic", topic, "-o", "json", "-q"});
+  }
 
   // What the sink topic holds: every id of the source exactly once?
   void expect_each_event_once_in_sink() {
-    auto scan = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
+    auto scan = scan_topic(m_sink);
     ASSERT_EQ(scan.exit_code, 0) << scan.err;
     auto s = summary_of(scan.out);
     EXPECT_EQ(s.at("events"), k_events) << "the sink holds each event once, no more, no fewer";
@@ -121,14 +133,31 @@ protected:
     EXPECT_EQ(s.at("no_id"), 0);
   }
 
-  MockBroker m_broker{{"src:2", "sink:2"}};
   RedisServer m_redis;
+  TestTopic m_cluster;
+  std::string m_src;
+  std::string m_sink;
 };
 
-TEST_F(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
+// On both brokers.
+class Replay : public ReplayBase, public ::testing::WithParamInterface<std::string> {
+protected:
+  void SetUp() override { open(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Brokers, Replay, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+// Faults only the mock can inject (produce errors) and records it can write at any offset.
+class ReplayMock : public ReplayBase {
+protected:
+  void SetUp() override { open("mock"); }
+};
+
+TEST_P(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
   m_redis.command("SET dedup:e-4 done");
   m_redis.command("SET dedup:e-5 processing:someone");
-  auto result = run_dedupctl(via_redis({"--sink", "kafka:sink"}));
+  auto result = run_dedupctl(via_redis({"--sink", sink()}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("summary").at("would_replay"), k_events - 2);
@@ -140,21 +169,21 @@ TEST_F(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
   EXPECT_EQ(replay.at("partitions")[0].at("would_skip"), 1);
   EXPECT_EQ(replay.at("partitions")[0].at("to"), k_events / 2);
   EXPECT_EQ(m_redis.command("DBSIZE"), ":2\r\n") << "a plan claims nothing";
-  auto sink = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
-  EXPECT_EQ(summary_of(sink.out).at("events"), 0) << "a plan publishes nothing";
+  auto published = scan_topic(m_sink);
+  EXPECT_EQ(summary_of(published.out).at("events"), 0) << "a plan publishes nothing";
   // The text plan has the per-partition table.
-  auto text = run_dedupctl(
-      {"replay", "-b", m_broker.bootstrap(), "--topic", "src", "--via", m_redis.uri(), "--sink", "kafka:sink"});
+  auto text =
+      run_dedupctl({"replay", "-b", m_cluster.bootstrap, "--topic", m_src, "--via", m_redis.uri(), "--sink", sink()});
   EXPECT_NE(text.out.find("REPLAY PLAN"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("WOULD-PUBLISH"), std::string::npos) << text.out;
 }
 
-TEST_F(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
+TEST_P(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
   TempDir dir;
-  auto first = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("d.ndjson")}));
+  auto first = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--decisions", dir.file("d.ndjson")}));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(summary_of(first.out).at("replayed"), k_events);
-  auto second = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("d.ndjson")}));
+  auto second = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--decisions", dir.file("d.ndjson")}));
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(summary_of(second.out).at("replayed"), 0);
   EXPECT_EQ(summary_of(second.out).at("skipped_duplicate"), k_events);
@@ -172,37 +201,37 @@ TEST_F(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
   EXPECT_EQ(skipped, k_events);
 }
 
-TEST_F(Replay, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
+TEST_F(ReplayMock, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   TempDir dir;
   // The next three Produce requests fail with a permanent error (MSG_SIZE_TOO_LARGE).
-  ASSERT_EQ(m_broker.command("error 0 10 3"), "ok");
+  ASSERT_EQ(m_cluster.mock->command("error 0 10 3"), "ok");
   auto first =
-      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+      run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp")}));
   EXPECT_EQ(first.exit_code, 1) << first.err;
   auto s = summary_of(first.out);
   ASSERT_GT(s.at("failed"), 0);
   EXPECT_EQ(s.at("released"), s.at("failed"));
   EXPECT_EQ(s.at("replayed") + s.at("failed"), k_events);
   EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", s.at("replayed"))) << "failed claims are deleted";
-  ASSERT_EQ(m_broker.command("clear 0"), "ok"); // the broker is healthy again
+  ASSERT_EQ(m_cluster.mock->command("clear 0"), "ok"); // the broker is healthy again
   auto rerun =
-      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "50", "--checkpoint", dir.file("cp")}));
+      run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   EXPECT_EQ(summary_of(rerun.out).at("replayed"), s.at("failed"));
   expect_each_event_once_in_sink();
 }
 
-TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
+TEST_P(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  auto run = start_slow(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"));
+  auto run = start_slow(via_redis({"--execute", "--sink", sink()}), dir.file("cp"), m_src);
   run->signal(SIGKILL);
   EXPECT_EQ(run->wait(), 128 + SIGKILL);
-  auto partial = run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", "sink", "-o", "json", "-q"});
+  auto partial = scan_topic(m_sink);
   long long published = summary_of(partial.out).at("events");
   EXPECT_GT(published, 0);
   EXPECT_LT(published, k_events) << "the kill came mid-run";
   auto rerun =
-      run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--batch", "20", "--checkpoint", dir.file("cp")}));
+      run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "20", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   auto resumed = Json::parse(rerun.out);
   EXPECT_EQ(resumed.at("replay").at("resumed"), true);
@@ -214,16 +243,16 @@ TEST_F(Replay, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   expect_each_event_once_in_sink();
 }
 
-TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
+TEST_P(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
   TempDir dir;
-  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
+  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", sink()}), dir.file("cp"), m_src,
                                      [](Process& run) { run.signal(SIGINT); });
   EXPECT_EQ(code, 130);
   // Everything published was settled: no claim of this run is left in progress.
   long long replayed = doc.at("summary").at("replayed");
   EXPECT_GT(replayed, 0);
   EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", replayed));
-  auto rerun = run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  auto rerun = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   EXPECT_EQ(Json::parse(rerun.out).at("replay").at("found_in_sink"), 0) << "nothing was left unsettled";
   expect_each_event_once_in_sink();
@@ -232,69 +261,69 @@ TEST_F(Replay, SigintFinishesWhatIsInFlightWritesTheCheckpointAndExits130) {
 // Redis dies mid-run (its keyspace with it): the run ends incomplete with exit 3 and the checkpoint of
 // its last settled batch; a rerun through another (empty) Redis resumes there and reads back what was
 // published since, so the sink still holds each event once.
-TEST_F(Replay, RedisKilledMidRunExits3AndTheRerunThroughAnotherRedisPublishesEachEventOnce) {
+TEST_P(Replay, RedisKilledMidRunExits3AndTheRerunThroughAnotherRedisPublishesEachEventOnce) {
   TempDir dir;
-  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", "kafka:sink"}), dir.file("cp"),
+  auto [code, doc] = run_interrupted(via_redis({"--execute", "--sink", sink()}), dir.file("cp"), m_src,
                                      [&](Process&) { m_redis.kill(); });
   EXPECT_EQ(code, 3);
   EXPECT_LT(doc.at("summary").at("replayed").get<long long>(), k_events);
   RedisServer other;
   ASSERT_TRUE(other.available()) << other.why_unavailable();
   auto rerun = run_dedupctl(args({"--via", other.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d",
-                                  "--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+                                  "--execute", "--sink", sink(), "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   expect_each_event_once_in_sink();
 }
 
-TEST_F(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
-  auto same = run_dedupctl(via_redis({"--execute", "--sink", "kafka:src"}));
+TEST_P(Replay, SafetyRefusalsAreUsageErrorsBeforeAnythingIsContacted) {
+  auto same = run_dedupctl(via_redis({"--execute", "--sink", "kafka:" + m_src}));
   EXPECT_EQ(same.exit_code, 2);
   EXPECT_NE(same.err.find("--allow-same-topic"), std::string::npos) << same.err;
-  auto no_via = run_dedupctl(args({"--execute", "--sink", "kafka:sink"}));
+  auto no_via = run_dedupctl(args({"--execute", "--sink", sink()}));
   EXPECT_EQ(no_via.exit_code, 2);
   EXPECT_NE(no_via.err.find("--no-dedup"), std::string::npos) << no_via.err;
-  auto both = run_dedupctl(via_redis({"--execute", "--dry-run", "--sink", "kafka:sink"}));
+  auto both = run_dedupctl(via_redis({"--execute", "--dry-run", "--sink", sink()}));
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("mutually exclusive"), std::string::npos) << both.err;
-  auto no_ttl = run_dedupctl(args({"--via", m_redis.uri(), "--execute", "--sink", "kafka:sink"}));
+  auto no_ttl = run_dedupctl(args({"--via", m_redis.uri(), "--execute", "--sink", sink()}));
   EXPECT_EQ(no_ttl.exit_code, 2);
   EXPECT_NE(no_ttl.err.find("--ttl"), std::string::npos) << no_ttl.err;
   EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n");
   // --no-dedup said explicitly publishes everything, with a warning.
-  auto no_dedup = run_dedupctl(args({"--execute", "--no-dedup", "--sink", "kafka:sink", "--fail-on", "error"}));
+  auto no_dedup = run_dedupctl(args({"--execute", "--no-dedup", "--sink", sink(), "--fail-on", "error"}));
   ASSERT_EQ(no_dedup.exit_code, 0) << no_dedup.err;
   EXPECT_NE(no_dedup.out.find("replay-without-dedup"), std::string::npos);
   expect_each_event_once_in_sink();
 }
 
-TEST_F(Replay, ContradictoryFlagsAndForeignCheckpointsAreUsageErrors) {
+TEST_P(Replay, ContradictoryFlagsAndForeignCheckpointsAreUsageErrors) {
   TempDir dir;
   auto expect_usage = [](const CommandResult& result, const std::string& says) {
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
   };
-  expect_usage(run_dedupctl(args({"--via", "file:" + dir.file("keys.tsv"), "--sink", "kafka:sink"})),
-               "cannot claim events");
-  expect_usage(run_dedupctl(via_redis({"--no-dedup", "--sink", "kafka:sink"})), "contradict each other");
-  expect_usage(run_dedupctl(args({"--sink", "kafka:sink"})), "needs --via");
+  expect_usage(run_dedupctl(args({"--via", "file:" + dir.file("keys.tsv"), "--sink", sink()})), "cannot claim events");
+  expect_usage(run_dedupctl(via_redis({"--no-dedup", "--sink", sink()})), "contradict each other");
+  expect_usage(run_dedupctl(args({"--sink", sink()})), "needs --via");
   expect_usage(run_dedupctl(via_redis({"--execute"})), "--execute needs --sink");
   expect_usage(run_dedupctl(via_redis({"--sink", "s3:bucket"})), "expected kafka:TOPIC or file:PATH");
-  expect_usage(run_dedupctl(via_redis({"--sink", "kafka:sink", "--batch", "0"})), "--batch must be at least 1");
+  expect_usage(run_dedupctl(via_redis({"--sink", sink(), "--batch", "0"})), "--batch must be at least 1");
   write_file(dir.file("bad.ckpt"), "{\"offsets\": {}}\n");
-  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("bad.ckpt")})),
+  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", sink(), "--checkpoint", dir.file("bad.ckpt")})),
                "not a dedupctl replay checkpoint");
   // A checkpoint written for a file sink is refused for a Kafka one.
   auto first = run_dedupctl(
       via_redis({"--execute", "--sink", "file:" + dir.file("out.ndjson"), "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")})),
+  expect_usage(run_dedupctl(via_redis({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp")})),
                "belongs to a replay into file:");
 }
 
-TEST_F(Replay, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {
+TEST_F(ReplayMock, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {
   TempDir dir;
   // e-0 again, as a producer retry would write it.
-  m_broker.seed("src", R"({"topic":"src","partition":0,"offset":0,"ts":1795000009999,"headers":["event_id","e-0",)"
+  m_cluster.mock->seed(m_src,
+                       R"({"topic":"src","partition":0,"offset":0,"ts":1795000009999,"headers":["event_id","e-0",)"
                        R"("type","PaymentCharged"],"key":"k0","payload":"{\"n\":0}"})"
                        "\n");
   auto result = run_dedupctl(args({"--via", "memory:", "--execute", "--sink", "file:" + dir.file("out.ndjson")}));
@@ -314,6 +343,9 @@ class ReplayInbox : public Replay {
 protected:
   void SetUp() override {
     Replay::SetUp();
+    if (HasFatalFailure() || IsSkipped()) {
+      return;
+    }
     DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
     ASSERT_EQ(m_pg.psql("CREATE TABLE processed_events (event_id text PRIMARY KEY, consumer_name text, processed_at "
                         "timestamptz NOT NULL, status text)")
@@ -330,11 +362,14 @@ protected:
   PostgresServer m_pg;
 };
 
-TEST_F(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
-  auto first = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+INSTANTIATE_TEST_SUITE_P(Brokers, ReplayInbox, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
+  auto first = run_dedupctl(via_inbox({"--execute", "--sink", sink()}));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(summary_of(first.out).at("replayed"), k_events);
-  auto second = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+  auto second = run_dedupctl(via_inbox({"--execute", "--sink", sink()}));
   EXPECT_EQ(summary_of(second.out).at("skipped_duplicate"), k_events);
   EXPECT_EQ(rows(), k_events);
   EXPECT_EQ(m_pg.psql("SELECT consumer_name, status FROM processed_events WHERE event_id = 'e-3'").out,
@@ -342,42 +377,43 @@ TEST_F(ReplayInbox, TwiceThroughTheInboxPublishesOnceAndWritesARowAnEvent) {
   expect_each_event_once_in_sink();
 }
 
-TEST_F(ReplayInbox, AnInboxWithoutAUniqueConstraintCannotBeClaimedThrough) {
+TEST_P(ReplayInbox, AnInboxWithoutAUniqueConstraintCannotBeClaimedThrough) {
   ASSERT_EQ(m_pg.psql("ALTER TABLE processed_events DROP CONSTRAINT processed_events_pkey").exit_code, 0);
-  auto result = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink"}));
+  auto result = run_dedupctl(via_inbox({"--execute", "--sink", sink()}));
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("processed_events has no primary key or unique index"), std::string::npos) << result.err;
   EXPECT_EQ(rows(), 0);
 }
 
-TEST_F(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
+TEST_P(ReplayInbox, KilledMidRunAndRerunWithTheCheckpointEachEventIsInTheSinkOnce) {
   TempDir dir;
-  auto run = start_slow(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"));
+  auto run = start_slow(via_inbox({"--execute", "--sink", sink()}), dir.file("cp"), m_src);
   run->signal(SIGKILL);
   run->wait();
   EXPECT_LT(rows(), k_events);
-  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   expect_each_event_once_in_sink();
   EXPECT_EQ(rows(), k_events);
 }
 
-TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
+TEST_P(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHolds) {
   TempDir dir;
-  auto [code, doc] =
-      run_interrupted(via_inbox({"--execute", "--sink", "kafka:sink"}), dir.file("cp"), [&](Process&) { m_pg.stop(); });
+  auto [code, doc] = run_interrupted(via_inbox({"--execute", "--sink", sink()}), dir.file("cp"), m_src,
+                                     [&](Process&) { m_pg.stop(); });
   EXPECT_EQ(code, 3);
   ASSERT_TRUE(m_pg.start());
   // Every event below the checkpoint has its row; no row lies at or beyond it (the open batch rolled back).
   std::string checkpoint = read_file(dir.file("cp"));
   long long below = 0;
   for (int p = 0; p < 2; ++p) {
-    auto at = checkpoint.find(fmt::format("\nsrc\t{}\t", p));
+    std::string line = fmt::format("\n{}\t{}\t", m_src, p);
+    auto at = checkpoint.find(line);
     // A partition no settled batch has reached yet is not in the checkpoint: it starts at 0.
-    below += at == std::string::npos ? 0 : std::stoll(checkpoint.substr(at + 6 + std::to_string(p).size()));
+    below += at == std::string::npos ? 0 : std::stoll(checkpoint.substr(at + line.size()));
   }
   EXPECT_EQ(rows(), below) << checkpoint;
-  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", "kafka:sink", "--checkpoint", dir.file("cp")}));
+  auto rerun = run_dedupctl(via_inbox({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   expect_each_event_once_in_sink();
   EXPECT_EQ(rows(), k_events);
@@ -386,13 +422,12 @@ TEST_F(ReplayInbox, PostgresStoppedMidBatchRollsTheBatchBackAndTheCheckpointHold
 // An inbox keyed by uuid cannot hold an id that is not one, and neither could the consumer: such an
 // event is not published, is counted and logged as id-unfit, and is reported with an example; the
 // rest of the batch goes through. The plan says the same.
-TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
+TEST_P(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
   ASSERT_EQ(m_pg.psql("DROP TABLE processed_events").exit_code, 0);
   ASSERT_EQ(m_pg.psql("CREATE TABLE processed_events (event_id uuid PRIMARY KEY, consumer_name text, processed_at "
                       "timestamptz NOT NULL, status text)")
                 .exit_code,
             0);
-  ASSERT_EQ(m_broker.command("topic mixed 1"), "ok");
   std::string log;
   const char* ids[] = {"6f1c2a9e-3b4d-4e5f-8a7b-1c2d3e4f5a6b", "order-7", "6F1C2A9E-3B4D-4E5F-8A7B-1C2D3E4F5A6C"};
   for (int i = 0; i < 3; ++i) {
@@ -401,11 +436,11 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
                        "\n",
                        i, 1'795'000'000'000LL + i, ids[i]);
   }
-  m_broker.seed("mixed", log);
+  std::string topic = add_topic(m_cluster, "mixed", 1, log);
   TempDir dir;
   auto mixed = [&](std::vector<std::string> extra) {
-    std::vector<std::string> out{"replay", "-b",    m_broker.bootstrap(), "--topic",    "mixed",  "-o", "json",
-                                 "-q",     "--via", m_pg.conninfo(),      "--consumer", "billing"};
+    std::vector<std::string> out{"replay", "-b",    m_cluster.bootstrap, "--topic",    topic,    "-o", "json",
+                                 "-q",     "--via", m_pg.conninfo(),     "--consumer", "billing"};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   };
@@ -413,7 +448,7 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
   ASSERT_EQ(plan.exit_code, 0) << plan.err << plan.out;
   EXPECT_EQ(summary_of(plan.out).at("would_replay"), 2);
   EXPECT_EQ(summary_of(plan.out).at("id_unfit"), 1);
-  auto run = run_dedupctl(mixed({"--execute", "--sink", "kafka:sink", "--decisions", dir.file("decisions")}));
+  auto run = run_dedupctl(mixed({"--execute", "--sink", sink(), "--decisions", dir.file("decisions")}));
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   auto s = summary_of(run.out);
   EXPECT_EQ(s.at("replayed"), 2);
@@ -431,8 +466,9 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
   }
   EXPECT_TRUE(reported) << run.out;
   EXPECT_NE(read_file(dir.file("decisions"))
-                .find(R"("event_id":"order-7","topic":"mixed","partition":0,"offset":1,)"
-                      R"("decision":"id-unfit")"),
+                .find(fmt::format(R"("event_id":"order-7","topic":"{}","partition":0,"offset":1,)"
+                                  R"("decision":"id-unfit")",
+                                  topic)),
             std::string::npos)
       << read_file(dir.file("decisions"));
   EXPECT_EQ(rows(), 2);
@@ -442,17 +478,14 @@ TEST_F(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
 // checkpoint, mid-claim, mid-publish, mid-settle, after it ended), then the same command again
 // until it completes: every id is in the sink exactly once, for a file sink and a Kafka sink. Each
 // point gets its own keys, sink and checkpoint. Bounded: 400 events at 1000 a second.
-TEST_F(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
+TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
   constexpr int k_points = 20;
   constexpr int k_run_ms = 500; // 400 events at --max-rate 1000, and the start
   for (std::string kind : {"file", "kafka"}) {
     for (int point = 0; point < k_points; ++point) {
       SCOPED_TRACE(fmt::format("{} sink, killed after {} ms", kind, point * k_run_ms / k_points));
       TempDir dir;
-      std::string topic = fmt::format("sink-{}", point);
-      if (kind == "kafka") {
-        ASSERT_EQ(m_broker.command("topic " + topic + " 2"), "ok");
-      }
+      std::string topic = kind == "kafka" ? add_topic(m_cluster, fmt::format("sink-{}", point), 2) : "";
       std::string sink = kind == "file" ? "file:" + dir.file("out.ndjson") : "kafka:" + topic;
       std::vector<std::string> command{"--via",
                                        m_redis.uri(),
@@ -476,9 +509,8 @@ TEST_F(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
       EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed;
       auto rerun = run_dedupctl(args(command));
       ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
-      auto scan = kind == "file"
-                      ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})
-                      : run_dedupctl({"scan", "-b", m_broker.bootstrap(), "--topic", topic, "-o", "json", "-q"});
+      auto scan = kind == "file" ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})
+                                 : scan_topic(topic);
       ASSERT_EQ(scan.exit_code, 0) << scan.err;
       auto s = summary_of(scan.out);
       EXPECT_EQ(s.at("events"), k_events) << "each id once, no more, no fewer";
@@ -490,10 +522,10 @@ TEST_F(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
 
 // Two runs at once on one checkpoint and one file sink: the second is refused, naming the holder,
 // and the first completes with every id once.
-TEST_F(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {
+TEST_P(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {
   TempDir dir;
   std::vector<std::string> command = via_redis({"--execute", "--sink", "file:" + dir.file("out.ndjson")});
-  auto first = start_slow(command, dir.file("cp"), true);
+  auto first = start_slow(command, dir.file("cp"), m_src, true);
   auto second = command;
   second.insert(second.end(), {"--checkpoint", dir.file("cp")});
   auto refused = run_dedupctl(second);
@@ -521,7 +553,7 @@ TEST_F(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {
 
 // A decision log that cannot be written (a full disk) ends the run as incomplete, never a run
 // whose post-mortem record was silently lost.
-TEST_F(Replay, ADecisionLogThatCannotBeWrittenEndsTheRunIncomplete) {
+TEST_P(Replay, ADecisionLogThatCannotBeWrittenEndsTheRunIncomplete) {
   auto result = run_dedupctl(via_redis({"--decisions", "/dev/full"}));
   EXPECT_EQ(result.exit_code, 3) << result.err;
   auto doc = Json::parse(result.out);

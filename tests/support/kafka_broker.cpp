@@ -201,6 +201,17 @@ std::string seeded_cluster(const std::string& kind, const std::vector<std::strin
   return bootstrap;
 }
 
+namespace {
+
+void seed_topic(const std::string& bootstrap, const std::string& topic, const std::string& events) {
+  auto seeded = run_command({DEDUPCTL_SEEDER, "-b", bootstrap, "--topic", topic, "--input", "-"}, events);
+  if (seeded.exit_code != 0) {
+    throw std::runtime_error("seeder failed: " + seeded.err);
+  }
+}
+
+} // namespace
+
 TestTopic fresh_topic(const std::string& kind, const std::string& name, int partitions, const std::string& events,
                       const std::string& group, const std::vector<std::pair<std::int32_t, std::int64_t>>& commits) {
   TestTopic out;
@@ -210,23 +221,35 @@ TestTopic fresh_topic(const std::string& kind, const std::string& name, int part
       out.why = broker.why_unavailable();
       return out;
     }
-    static int topics = 0;
-    out.topic = fmt::format("{}-{}", name, ++topics);
     out.bootstrap = broker.bootstrap();
-    create_topic(out.bootstrap, out.topic, partitions, {{"retention.ms", "-1"}});
+    out.topic = add_topic(out, name, partitions);
   } else {
     out.topic = name;
     out.mock = std::make_unique<MockBroker>(std::vector<std::string>{fmt::format("{}:{}", name, partitions)});
     out.bootstrap = out.mock->bootstrap();
   }
-  auto seeded = run_command({DEDUPCTL_SEEDER, "-b", out.bootstrap, "--topic", out.topic, "--input", "-"}, events);
-  if (seeded.exit_code != 0) {
-    throw std::runtime_error("seeder failed: " + seeded.err);
-  }
+  seed_topic(out.bootstrap, out.topic, events);
   if (!group.empty()) {
     commit_offsets(out.bootstrap, group, out.topic, commits);
   }
   return out;
+}
+
+std::string add_topic(TestTopic& cluster, const std::string& name, int partitions, const std::string& events) {
+  std::string topic = name;
+  if (cluster.mock) {
+    if (auto answer = cluster.mock->command(fmt::format("topic {} {}", name, partitions)); answer != "ok") {
+      throw std::runtime_error("the mock cluster could not create " + name + ": " + answer);
+    }
+  } else {
+    static int topics = 0;
+    topic = fmt::format("{}-{}", name, ++topics);
+    create_topic(cluster.bootstrap, topic, partitions, {{"retention.ms", "-1"}});
+  }
+  if (!events.empty()) {
+    seed_topic(cluster.bootstrap, topic, events);
+  }
+  return topic;
 }
 
 } // namespace dedupctl::testing

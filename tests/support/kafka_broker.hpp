@@ -79,6 +79,10 @@ TestTopic fresh_topic(const std::string& kind, const std::string& name, int part
                       const std::string& group = {},
                       const std::vector<std::pair<std::int32_t, std::int64_t>>& commits = {});
 
+// Another topic on the same cluster (on the real broker a name of its own, returned), holding
+// `events` when given.
+std::string add_topic(TestTopic& cluster, const std::string& name, int partitions, const std::string& events = {});
+
 // For tests parameterised over the brokers: the bootstrap of a cluster of `kind` ("mock": a
 // MockBroker of its own; "kafka": the shared real broker) holding `topics` ("NAME:PARTITIONS"),
 // which `seed` fills once per process. Empty with `why` when the real broker is not available.
