@@ -8,6 +8,7 @@
 #include "commands/store.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
+#include "core/committed_offsets.hpp"
 #include "core/errors.hpp"
 #include "core/inbox_rules.hpp"
 #include "core/retention.hpp"
@@ -41,6 +42,7 @@ struct AuditOptions {
   IdentityOptions identity;
   PlacementOptions placement;
   std::string seek;
+  std::string committed;
   std::string window = "5m";
   std::size_t examples = 5;
 };
@@ -98,7 +100,8 @@ int run(const AuditOptions& options, Context& context) {
     opened_store = open_dedup_store(placement, options.placement, context, std::nullopt);
   }
   OpenedSource opened =
-      open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt);
+      open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
+                  options.committed);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
     BrokerTopicConfigs broker(context);
@@ -139,6 +142,11 @@ int run(const AuditOptions& options, Context& context) {
   } else {
     note_ranges(opened.info, context);
     report = run_audit(request, *opened.source, *store, opened.info, now);
+    if (request.has_seek && opened.info.kind == "file" && report.complete && report.source) {
+      if (auto why = core::dump_partitions_without_offsets(*report.source, options.committed)) {
+        throw UsageError(*why);
+      }
+    }
     if (opened_store.inbox && context.global.verbose) {
       context.note("inbox lookups: " + opened_store.inbox->lookup_stats());
     }
@@ -158,6 +166,11 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   auto* audit = sub->add_option_group("Audit");
   audit->add_option("--seek", options->seek, "the reset being considered for --group: the window is [seek, committed)")
       ->type_name("SPEC");
+  audit
+      ->add_option("--committed", options->committed,
+                   "the --group's committed offsets for a --seek on a kcat dump: the CSV of kafka-consumer-groups "
+                   "--reset-offsets --to-current --dry-run --export")
+      ->type_name("FILE");
   add_examples_option(*audit, options->examples);
   audit->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");

@@ -1,6 +1,8 @@
 #include "commands/source.hpp"
 
 #include "commands/settings.hpp"
+#include "connectors/file/text.hpp"
+#include "core/committed_offsets.hpp"
 #include "core/errors.hpp"
 #include "core/offset_spec.hpp"
 #include "core/time.hpp"
@@ -45,7 +47,7 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
 } // namespace
 
 OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek,
-                         const core::Checkpoint* resume) {
+                         const core::Checkpoint* resume, const std::string& committed) {
   auto from = core::parse_offset_spec(options.from, "--from");
   auto to = core::parse_offset_spec(options.to, "--to");
   std::int64_t now = context.now_ms();
@@ -57,9 +59,15 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     if (!options.topics.empty()) {
       throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
     }
-    if (seek) {
-      throw UsageError("--seek needs the group's committed offsets, which a kcat dump does not have: read the topic "
-                       "with --topic and -b instead of --input");
+    if (seek && committed.empty()) {
+      throw UsageError(fmt::format(
+          "--seek needs the group's committed offsets, which a kcat dump does not have: give them with --committed "
+          "FILE, as kafka-consumer-groups --bootstrap-server B --group {} --all-topics --reset-offsets --to-current "
+          "--dry-run --export prints them, or read the topic with --topic and -b instead of --input",
+          options.group));
+    }
+    if (!committed.empty() && !seek) {
+      context.note("--committed " + committed + " is only read for a --seek: not used");
     }
     if (!context.global.bootstrap.empty()) {
       context.note("--input reads the dump: --bootstrap-server is not used");
@@ -77,10 +85,18 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     if (!options.group.empty()) {
       opened.info.group = options.group;
     }
+    if (seek && !committed.empty()) {
+      auto offsets = core::parse_committed_csv(connectors::file::read_text_file(committed, "--committed"), committed,
+                                               options.group);
+      opened.info.partitions = core::dump_seek_ranges(offsets, core::parse_offset_spec(*seek, "--seek"), now);
+    }
     return opened;
   }
   if (options.topics.empty()) {
     throw UsageError("no events to read: give --topic T (with --bootstrap-server) or --input FILE");
+  }
+  if (!committed.empty()) {
+    context.note("--committed " + committed + " is for a kcat dump: the group's offsets are read from the broker");
   }
   auto settings = kafka_settings(context);
   // Transactions: what a consumer sees (read_committed, librdkafka's default too) unless asked; a

@@ -27,9 +27,10 @@ struct OpenedSource {
 // command can still write its incomplete report.
 // With `resume` (a replay's checkpoint), each Kafka partition is read from its checkpointed offset
 // instead of the range's start.
+// A --seek on a kcat dump needs the group's committed offsets from `committed` (--committed FILE).
 OpenedSource open_source(const SourceOptions& options, const Context& context,
                          const std::optional<std::string>& seek = std::nullopt,
-                         const core::Checkpoint* resume = nullptr);
+                         const core::Checkpoint* resume = nullptr, const std::string& committed = {});
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
 void note_ranges(const core::SourceInfo& info, const Context& context);

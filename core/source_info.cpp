@@ -100,6 +100,15 @@ void finalize_source(SourceInfo& source, const std::vector<PartitionPosition>& p
       range->from = position.first_offset.value_or(0);
       range->to = position.last_offset ? *position.last_offset + 1 : range->from;
     }
+    if (source.kind == "file") {
+      // A dump's partitions given before reading (--committed, for --seek): the dump decides where
+      // they start and end, and a seek beyond either falls on it.
+      range->from = position.first_offset.value_or(0);
+      range->to = position.last_offset ? *position.last_offset + 1 : range->from;
+      if (range->seek) {
+        range->seek = std::clamp(*range->seek, range->from, range->to);
+      }
+    }
     range->events = position.events;
     range->first_timestamp = position.first_timestamp;
     range->last_timestamp = position.last_timestamp;

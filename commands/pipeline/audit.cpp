@@ -1,6 +1,7 @@
 #include "commands/pipeline/audit.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "core/range.hpp"
 #include "core/retention.hpp"
 #include "core/time.hpp"
 
@@ -173,7 +174,8 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   for (auto& range : info.partitions) { // a seek by time, found while reading
     for (const auto& coverage : result.partitions) {
       if (range.seek_timestamp && coverage.topic == range.topic && coverage.partition == range.partition) {
-        range.seek = coverage.seek_found.value_or(range.to); // no event at or after it: the end
+        // No event at or after it: the end (a dump's, once it is finalized).
+        range.seek = coverage.seek_found.value_or(info.kind == "file" ? core::k_offset_max : range.to);
       }
     }
   }

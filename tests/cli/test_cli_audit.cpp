@@ -102,13 +102,58 @@ TEST_P(AuditRedis, ASeekOnAGroupWithoutCommittedOffsetsIsRefused) {
 
 // The mock cluster cannot look a time up (it answers -1): a --seek by time is found while reading,
 // the first event at or after it (offset 5, 10 minutes old), not the log start.
-TEST_P(AuditRedis, ASeekByTimeIsExactWhereTheBrokerCannotLookItUp) {
+// A seek by time is exact on all three sources: the mock (which cannot look a time up), the real
+// broker (ListOffsets), and a kcat dump of the same topic with the group's offsets as
+// kafka-consumer-groups --export writes them (--committed): the same seek, the same window, the same
+// numbers. Offsets and counts from the committed offset too.
+TEST_P(AuditRedis, ASeekByTimeIsExactOnTheBrokerAndOnAKcatDumpWithTheGroupsOffsets) {
+  std::string kcat = find_program("kcat");
+  DEDUPCTL_REQUIRE_SERVER(!kcat.empty(), "kcat is not installed (apt-get install kcat)");
+  auto dump = run_command({kcat, "-C", "-J", "-e", "-q", "-b", m_bootstrap, "-t", m_topic});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  TempDir dir;
+  write_file(dir.file("dump.json"), dump.out);
+  write_file(dir.file("committed.csv"), m_topic + ",0,8\n");
+  auto on_dump = [&](std::vector<std::string> args) {
+    auto b = std::find(args.begin(), args.end(), "-b");
+    args.erase(b, b + 4); // -b B --topic T
+    args.insert(args.end(), {"--input", dir.file("dump.json"), "--committed", dir.file("committed.csv")});
+    return args;
+  };
+  for (const std::string seek : {"-15m", "5", "-3", "earliest", "committed", "latest", "@2020-01-01T00:00:00Z"}) {
+    SCOPED_TRACE("--seek " + seek);
+    auto args = audit(m_redis.uri());
+    *(std::find(args.begin(), args.end(), "--seek") + 1) = seek;
+    auto broker = parse(run_dedupctl(args));
+    auto file = parse(run_dedupctl(on_dump(args)));
+    ASSERT_TRUE(broker.contains("replay") && file.contains("replay")) << broker.dump() << "\n" << file.dump();
+    EXPECT_EQ(file.at("source").at("kind"), "file");
+    EXPECT_EQ(file.at("source").at("partitions")[0].at("seek"), broker.at("source").at("partitions")[0].at("seek"));
+    EXPECT_EQ(file.at("source").at("partitions")[0].at("committed"), 8);
+    EXPECT_EQ(file.at("summary"), broker.at("summary"));
+    EXPECT_EQ(file.at("replay").at("events"), broker.at("replay").at("events"));
+    EXPECT_EQ(file.at("replay").at("would_reapply"), broker.at("replay").at("would_reapply"));
+    if (seek == "-15m") {
+      EXPECT_EQ(broker.at("source").at("partitions")[0].at("seek"), 5);
+      EXPECT_EQ(broker.at("replay").at("events"), 3) << "offsets 5..7";
+    }
+  }
+  // Without the offsets, or without an offset for a partition the dump holds: exit 2, saying how.
   auto args = audit(m_redis.uri());
-  *(std::find(args.begin(), args.end(), "--seek") + 1) = "-15m";
-  auto result = run_dedupctl(args);
-  auto doc = parse(result);
-  EXPECT_EQ(doc.at("source").at("partitions")[0].at("seek"), 5) << result.err;
-  EXPECT_EQ(doc.at("replay").at("events"), 3) << "offsets 5..7";
+  auto no_offsets = on_dump(args);
+  no_offsets.erase(std::find(no_offsets.begin(), no_offsets.end(), "--committed"),
+                   std::find(no_offsets.begin(), no_offsets.end(), "--committed") + 2);
+  auto refused = run_dedupctl(no_offsets);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("give them with --committed FILE"), std::string::npos) << refused.err;
+  write_file(dir.file("committed.csv"), "other-topic,0,8\n");
+  auto lacking = run_dedupctl(on_dump(args));
+  EXPECT_EQ(lacking.exit_code, 2) << lacking.err;
+  EXPECT_NE(lacking.err.find("has no offset of group 'billing' for " + m_topic + "[0]"), std::string::npos)
+      << lacking.err;
+  auto lacking_doc = parse(lacking); // -o json: the usage error as a document, without a verdict
+  EXPECT_EQ(lacking_doc.at("complete"), false);
+  EXPECT_TRUE(lacking_doc.at("summary").empty()) << lacking.out;
 }
 
 TEST_P(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {

@@ -221,11 +221,23 @@ TEST_F(RealKafka, GroupsAreReadWithoutJoiningThem) {
 }
 
 // kafka-consumer-groups --reset-offsets --dry-run and dedupctl audit --seek, spelled each their
-// own way, plan the same offset on every partition.
+// own way, plan the same offset on every partition; so does an audit of a kcat dump of the topic
+// given the group's offsets as kafka-consumer-groups --export writes them (--committed).
 TEST_F(RealKafka, SeeksAgreeWithKafkaConsumerGroupsResetOffsets) {
   std::string topic = topic_with("parity", 3, 20);
   std::string group = "parity-" + topic;
   commit_offsets(m_bootstrap, group, topic, {{0, 15}, {1, 12}, {2, 20}});
+  std::string kcat = find_program("kcat");
+  ASSERT_FALSE(kcat.empty()) << "kcat is installed by scripts/install-deps";
+  TempDir dir;
+  auto dump = run_command({kcat, "-C", "-J", "-e", "-q", "-b", m_bootstrap, "-t", topic});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  write_file(dir.file("dump.json"), dump.out);
+  auto exported = shared_kafka_broker().tool(k_consumer_groups,
+                                             {"--bootstrap-server", m_bootstrap, "--group", group, "--topic", topic,
+                                              "--reset-offsets", "--to-current", "--dry-run", "--export"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  write_file(dir.file("committed.csv"), exported.out);
   struct Spelling {
     std::vector<std::string> theirs;
     std::string ours;
@@ -261,6 +273,13 @@ TEST_F(RealKafka, SeeksAgreeWithKafkaConsumerGroupsResetOffsets) {
     ASSERT_EQ(theirs.size(), 3u) << planned.out;
     Json ours = audit(topic, {"--group", group, "--seek", s.ours});
     EXPECT_EQ(per_partition(ours, "seek"), theirs) << s.theirs[0] << " vs --seek " << s.ours;
+    auto from_dump = run_dedupctl({"audit", "--input", dir.file("dump.json"), "--committed", dir.file("committed.csv"),
+                                   "--group", group, "--seek", s.ours, "--store", m_redis->uri(), "--key-template",
+                                   "d:{event_id}", "--ttl", "1h", "-o", "json"});
+    ASSERT_EQ(from_dump.exit_code, 1) << from_dump.err;
+    Json dumped = Json::parse(from_dump.out);
+    EXPECT_EQ(per_partition(dumped, "seek"), theirs) << s.theirs[0] << " vs --seek " << s.ours << " on the dump";
+    EXPECT_EQ(dumped.at("replay").at("events"), ours.at("replay").at("events"));
   }
 }
 

@@ -78,6 +78,41 @@ TEST(FinalizeSource, FileSourcesGetOneRangePerPartitionSeen) {
   EXPECT_EQ(info.topics, std::vector<std::string>{"orders"});
 }
 
+// A dump audited with --seek has its partitions (from --committed) before it is read: the dump
+// decides their offsets, and a seek outside what it holds falls on its first offset or its end.
+TEST(FinalizeSource, ADumpsCommittedPartitionsTakeTheirOffsetsFromTheDump) {
+  SourceInfo info;
+  info.kind = "file";
+  for (std::int64_t seek : {std::int64_t{3}, std::int64_t{15}, k_offset_max}) {
+    PartitionRange range;
+    range.topic = "orders";
+    range.partition = static_cast<std::int32_t>(info.partitions.size());
+    range.committed = 14;
+    range.seek = seek;
+    info.partitions.push_back(range);
+  }
+  PartitionRange empty;
+  empty.topic = "orders";
+  empty.partition = 3;
+  empty.committed = 0;
+  empty.seek = 0;
+  info.partitions.push_back(empty);
+  std::vector<PartitionPosition> read;
+  for (std::int32_t p = 0; p < 3; ++p) {
+    read.push_back(PartitionPosition{"orders", p, 5, 10, 14, 1000, 3000, std::nullopt});
+  }
+  finalize_source(info, read);
+  ASSERT_EQ(info.partitions.size(), 4U);
+  EXPECT_EQ(info.partitions[0].from, 10);
+  EXPECT_EQ(info.partitions[0].to, 15);
+  EXPECT_EQ(info.partitions[0].seek, 10) << "before the dump's first offset: its first offset";
+  EXPECT_EQ(info.partitions[1].seek, 15);
+  EXPECT_EQ(info.partitions[2].seek, 15) << "latest: the dump's end";
+  EXPECT_EQ(info.partitions[3].events, 0);
+  EXPECT_EQ(info.partitions[3].from, 0);
+  EXPECT_EQ(info.partitions[3].to, 0);
+}
+
 TEST(FinalizeSource, ATimeStartThatLandsOnATruncatedLogStartIsClamped) {
   SourceInfo info;
   PartitionRange range;
