@@ -141,7 +141,14 @@ int run(const AuditOptions& options, Context& context) {
     report.placement = request.placement;
   } else {
     note_ranges(opened.info, context);
+    AuditStageTimes times;
+    if (context.global.verbose) {
+      request.times = &times;
+    }
     report = run_audit(request, *opened.source, *store, opened.info, now);
+    if (request.times) {
+      context.note("audit stages: " + times.describe());
+    }
     if (request.has_seek && opened.info.kind == "file" && report.complete && report.source) {
       if (auto why = core::dump_partitions_without_offsets(*report.source, options.committed)) {
         throw UsageError(*why);

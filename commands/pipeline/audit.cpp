@@ -29,6 +29,12 @@ core::RetentionDecision decide_retention(const core::Span& flag, const std::vect
   return {core::Span::unknown(), core::RetentionSource::Unknown};
 }
 
+std::string AuditStageTimes::describe() const {
+  return fmt::format("read {:.2f} s, identify {:.2f} s, render keys {:.2f} s, wait for lookups {:.2f} s, classify "
+                     "{:.2f} s; lookups {:.2f} s on their own thread",
+                     read, identify, render, lookup_wait, classify, lookup);
+}
+
 namespace {
 
 // The analyzers' options for this run: its time, window label and expected size.
@@ -74,14 +80,17 @@ public:
   // Reads the whole source; throws what the source or the store threw.
   void read(core::EventSource& source) {
     std::size_t current = 0;
-    while (source.next_batch(m_slots[current].batch)) {
+    while (next_batch(source, m_slots[current].batch)) {
       Slot& slot = m_slots[current];
       prepare(slot);
       Slot& previous = m_slots[1 - current];
       if (previous.lookup.valid()) {
         observe(previous);
       }
-      slot.lookup = std::async(std::launch::async, [this, &slot] { m_store.lookup(slot.keys, slot.states); });
+      slot.lookup = std::async(std::launch::async, [this, &slot] {
+        StageTimer timer(stage(&AuditStageTimes::lookup));
+        m_store.lookup(slot.keys, slot.states);
+      });
       current = 1 - current;
     }
     Slot& last = m_slots[1 - current];
@@ -101,10 +110,23 @@ private:
     std::future<void> lookup;
   };
 
+  double* stage(double AuditStageTimes::*member) const {
+    return m_request.times ? &(m_request.times->*member) : nullptr;
+  }
+
+  bool next_batch(core::EventSource& source, core::EventBatch& batch) {
+    StageTimer timer(stage(&AuditStageTimes::read));
+    return source.next_batch(batch);
+  }
+
   // Identifies the batch, feeds the log analyzer and renders each event's dedup key.
   void prepare(Slot& slot) {
-    slot.identifier->identify(slot.batch, slot.identities);
-    m_log.observe(slot.batch.events, slot.identities);
+    {
+      StageTimer timer(stage(&AuditStageTimes::identify));
+      slot.identifier->identify(slot.batch, slot.identities);
+      m_log.observe(slot.batch.events, slot.identities);
+    }
+    StageTimer timer(stage(&AuditStageTimes::render));
     slot.keys.clear();
     slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
@@ -121,7 +143,11 @@ private:
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
   void observe(Slot& slot) {
     static const core::RecordState k_no_record{};
-    slot.lookup.get();
+    {
+      StageTimer timer(stage(&AuditStageTimes::lookup_wait));
+      slot.lookup.get();
+    }
+    StageTimer timer(stage(&AuditStageTimes::classify));
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = slot.key_of[i] != SIZE_MAX;
       m_audit.observe(slot.batch.events[i], slot.identities[i],

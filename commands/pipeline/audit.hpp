@@ -16,6 +16,18 @@
 
 namespace dedupctl::commands {
 
+// Where an audit's time went, for -v: the main thread's stages, and the lookups on their worker
+// thread (which overlap the reading; `lookup_wait` is the main thread waiting for them).
+struct AuditStageTimes {
+  double read = 0;        // the source's next batch
+  double identify = 0;    // event ids and the log analyzer
+  double render = 0;      // dedup keys
+  double lookup_wait = 0; // waiting for a batch's lookups
+  double classify = 0;    // coverage states
+  double lookup = 0;      // the store's lookups (worker thread)
+  std::string describe() const;
+};
+
 struct AuditRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::LogAnalyzerOptions analyzer;
@@ -29,6 +41,7 @@ struct AuditRequest {
   std::vector<core::Finding> placement_findings; // what the store itself showed (its schema, constraints)
   std::vector<std::pair<std::string, std::string>> store_settings; // how the store was read
   std::function<void(std::int64_t)> progress;
+  AuditStageTimes* times = nullptr; // filled when given
 };
 
 // --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.

@@ -5,6 +5,7 @@
 #include "core/source_info.hpp"
 #include "reports/report.hpp"
 
+#include <chrono>
 #include <functional>
 
 // What scan and audit share: reading a source to its end (or to the failure that makes the report
@@ -22,6 +23,28 @@ void incomplete_on_failure(reports::Report& report, const std::function<void()>&
 // incomplete (exit 3 or 130) instead of propagating; a UsageError (malformed input) propagates.
 void read_source(core::EventSource& source, reports::Report& report,
                  const std::function<void(const core::EventBatch&)>& on_batch);
+
+// Adds the time until it goes out of scope to one stage's seconds (nothing when `slot` is null: -v
+// did not ask for stage times).
+class StageTimer {
+public:
+  explicit StageTimer(double* slot) : m_slot(slot) {
+    if (m_slot) {
+      m_start = std::chrono::steady_clock::now();
+    }
+  }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+  ~StageTimer() {
+    if (m_slot) {
+      *m_slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    }
+  }
+
+private:
+  double* m_slot;
+  std::chrono::steady_clock::time_point m_start;
+};
 
 // How many events the resolved ranges hold (0 when unknown): tables are sized once from it.
 std::size_t expected_events(const core::SourceInfo& info);

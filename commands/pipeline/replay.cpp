@@ -88,27 +88,6 @@ bool is_ready(const std::future<void>& done) {
   return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-// Adds the time until it goes out of scope to one stage of ReplayStageTimes (none when not asked).
-class StageTimer {
-public:
-  explicit StageTimer(double* slot) : m_slot(slot) {
-    if (m_slot) {
-      m_start = std::chrono::steady_clock::now();
-    }
-  }
-  StageTimer(const StageTimer&) = delete;
-  StageTimer& operator=(const StageTimer&) = delete;
-  ~StageTimer() {
-    if (m_slot) {
-      *m_slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-    }
-  }
-
-private:
-  double* m_slot;
-  std::chrono::steady_clock::time_point m_start;
-};
-
 } // namespace
 
 std::string ReplayStageTimes::describe() const {

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -154,6 +156,21 @@ TEST_P(AuditRedis, ASeekByTimeIsExactOnTheBrokerAndOnAKcatDumpWithTheGroupsOffse
   auto lacking_doc = parse(lacking); // -o json: the usage error as a document, without a verdict
   EXPECT_EQ(lacking_doc.at("complete"), false);
   EXPECT_TRUE(lacking_doc.at("summary").empty()) << lacking.out;
+}
+
+// -v says where the audit's time went, stage by stage, on stderr; the report is unchanged.
+TEST_P(AuditRedis, VerboseSaysWhereTheTimeWentStageByStage) {
+  auto args = audit(m_redis.uri());
+  args.push_back("-v");
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  std::smatch m;
+  std::regex stages(R"(audit stages: read (\d+\.\d\d) s, identify (\d+\.\d\d) s, render keys \d+\.\d\d s, wait for )"
+                    R"(lookups \d+\.\d\d s, classify \d+\.\d\d s; lookups \d+\.\d\d s on their own thread)");
+  EXPECT_TRUE(std::regex_search(result.err, m, stages)) << result.err;
+  expect_planted(parse(result));
+  auto quiet = run_dedupctl(audit(m_redis.uri()));
+  EXPECT_EQ(quiet.err.find("audit stages"), std::string::npos) << "only with -v";
 }
 
 TEST_P(AuditRedis, TheTextReportShowsCoverageAndTheReplayWindow) {
