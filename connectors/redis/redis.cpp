@@ -18,7 +18,7 @@ namespace dedupctl::connectors::redis {
 namespace {
 
 // The first bytes of a value are enough to see claim markers ("processing:<run>").
-constexpr const char* k_value_prefix_end = "63";
+constexpr std::size_t k_value_prefix = 64;
 constexpr const char* k_scan_count = "1000";
 
 struct ContextDeleter {
@@ -53,6 +53,16 @@ public:
   }
   void add(std::initializer_list<std::string_view> args) { add(args.begin(), args.end(), args.size()); }
   void add(const std::vector<std::string>& args) { add(args.begin(), args.end(), args.size()); }
+  // NAME followed by every one of `args`.
+  void add_command(std::string_view name, const std::vector<std::string>& args) {
+    m_text += '*';
+    number(args.size() + 1);
+    argument(name);
+    for (const auto& arg : args) {
+      argument(arg);
+    }
+    ++m_count;
+  }
   const std::string& text() const { return m_text; }
   std::size_t count() const { return m_count; }
 
@@ -61,13 +71,16 @@ private:
     m_text += '*';
     number(n);
     for (It it = begin; it != end; ++it) {
-      std::string_view arg = *it;
-      m_text += '$';
-      number(arg.size());
-      m_text.append(arg);
-      m_text += "\r\n";
+      argument(*it);
     }
     ++m_count;
+  }
+
+  void argument(std::string_view arg) {
+    m_text += '$';
+    number(arg.size());
+    m_text.append(arg);
+    m_text += "\r\n";
   }
 
   // The digits and their CRLF go in with one append: GCC 12 at -O3 takes an append of a literal
@@ -175,20 +188,24 @@ public:
     return reply;
   }
 
-  // PTTL and GETRANGE for each key in one round trip.
+  // A PTTL for each key and one MGET for all their values, in one round trip: one command a key, not
+  // two (PTTL says whether the key exists and for how long; the value only matters for claim
+  // markers, and a value longer than k_value_prefix bytes is cut there).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
               std::vector<std::string>& values) {
+    out.assign(keys.size(), core::RecordState{});
+    values.assign(keys.size(), std::string());
+    if (keys.empty()) {
+      return;
+    }
     m_buffer.clear();
     for (const auto& key : keys) {
       m_buffer.add({"PTTL", key});
-      m_buffer.add({"GETRANGE", key, "0", k_value_prefix_end});
     }
+    m_buffer.add_command("MGET", keys);
     send(m_buffer);
-    out.assign(keys.size(), core::RecordState{});
-    values.assign(keys.size(), std::string());
     for (std::size_t i = 0; i < keys.size(); ++i) {
       Reply ttl = read("a lookup");
-      Reply value = read("a lookup");
       if (ttl->type == REDIS_REPLY_ERROR) {
         throw UnreachableError(
             fmt::format("Redis at {} answered PTTL with an error ({})", where(), std::string(ttl->str, ttl->len)));
@@ -201,8 +218,18 @@ public:
       if (ms >= 0) {
         out[i].pttl_ms = ms;
       }
-      if (value->type == REDIS_REPLY_STRING) {
-        values[i].assign(value->str, value->len); // not a string (hash, set): present, no marker
+    }
+    Reply mget = read("a lookup");
+    if (mget->type != REDIS_REPLY_ARRAY || mget->elements != keys.size()) {
+      throw UnreachableError(fmt::format("Redis at {} answered MGET of {} keys with {}", where(), keys.size(),
+                                         mget->type == REDIS_REPLY_ERROR ? std::string(mget->str, mget->len)
+                                                                         : std::string("something else")));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const redisReply* value = mget->element[i];
+      // Nil for an absent key and for one holding another type (hash, set): present, no marker.
+      if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
+        values[i].assign(value->str, std::min<std::size_t>(value->len, k_value_prefix));
       }
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {

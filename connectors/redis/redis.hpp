@@ -23,7 +23,8 @@ struct RedisSettings {
   const std::atomic<bool>* stop = nullptr;
 };
 
-// Lookups in pipelined batches: PTTL and GETRANGE 0 63 per key, one round trip a batch.
+// Lookups in pipelined batches: a PTTL per key and one MGET of the batch (values cut at 64 bytes),
+// one round trip a batch.
 // Connects (AUTH, SELECT) on creation. Every failure is an UnreachableError naming the server
 // (password redacted) and the cause: refused, timed out, closed, wrong password, LOADING.
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);

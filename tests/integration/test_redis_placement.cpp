@@ -146,3 +146,43 @@ TEST_P(RedisPlacement, ARedisThatRefusesWritesFailsTheClaimAndTheSettlingWithIts
   EXPECT_EQ(m_redis.command("EXISTS d:new2"), ":0\r\n");
   EXPECT_EQ(m_redis.command("GET d:new"), "$16\r\nprocessing:run-1\r\n") << "still this run's claim, for the rerun";
 }
+
+// The audit's lookups: each kind of record read back exactly, with one command a key (a PTTL each)
+// and one MGET a batch for the values, never a command per value.
+TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetABatch) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(redis.uri());
+  ASSERT_EQ(redis.command("SET d:done done PX 600000"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET d:forever done"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET d:claim processing:run-1 PX 60000"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET d:long " + std::string(100, 'x')), "+OK\r\n");
+  ASSERT_EQ(redis.command("HSET d:hash field 1"), ":1\r\n");
+  ASSERT_EQ(redis.command("CONFIG RESETSTAT"), "+OK\r\n");
+  auto store = connectors::redis::open_store(settings);
+  std::vector<std::string> keys{"d:done", "d:forever", "d:claim", "d:long", "d:hash", "d:absent"};
+  std::vector<core::RecordState> states;
+  store->lookup(keys, states);
+  ASSERT_EQ(states.size(), keys.size());
+  using Kind = core::RecordState::Kind;
+  EXPECT_EQ(states[0].kind, Kind::Present);
+  ASSERT_TRUE(states[0].pttl_ms.has_value());
+  EXPECT_GT(*states[0].pttl_ms, 590'000);
+  EXPECT_EQ(states[0].value, "done");
+  EXPECT_EQ(states[1].kind, Kind::Present);
+  EXPECT_FALSE(states[1].pttl_ms.has_value()) << "no expiry";
+  EXPECT_EQ(states[2].value, "processing:run-1");
+  EXPECT_EQ(states[3].value, std::string(64, 'x')) << "the first 64 bytes";
+  EXPECT_EQ(states[4].kind, Kind::Present) << "another type is a record that exists";
+  EXPECT_EQ(states[4].value, "");
+  EXPECT_EQ(states[5].kind, Kind::Absent);
+  EXPECT_EQ(states[5].value, "");
+  EXPECT_EQ(calls_of(redis, "pttl"), 6);
+  EXPECT_EQ(calls_of(redis, "mget"), 1);
+  EXPECT_EQ(calls_of(redis, "getrange") + calls_of(redis, "get"), 0);
+  // An empty batch sends nothing.
+  store->lookup({}, states);
+  EXPECT_TRUE(states.empty());
+  EXPECT_EQ(calls_of(redis, "mget"), 1);
+}
