@@ -203,9 +203,11 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
   }
 }
 
-void AuditAnalyzer::add_example(Coverage state, std::int32_t partition, const Example& example, std::int64_t gap_ms) {
+template <typename MakeExample>
+void AuditAnalyzer::add_example(Coverage state, std::int32_t partition, MakeExample&& make_example,
+                                std::int64_t gap_ms) {
   m_examples[static_cast<std::size_t>(state)].add(partition, [&] {
-    Example ex = example;
+    Example ex = make_example();
     if (state == Coverage::Expiring) {
       ex.note = gap_ms < 0
                     ? "the record lapses; the topic keeps events forever"
@@ -289,7 +291,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   }
   count(partition, verdict.state, type, event.offset, event.timestamp_ms, window);
   if (verdict.state != Coverage::Covered) {
-    add_example(verdict.state, event.partition, example(), verdict.gap_ms);
+    add_example(verdict.state, event.partition, example, verdict.gap_ms);
   }
   reapplied_example(verdict.state);
 }
@@ -309,7 +311,7 @@ AuditResult AuditAnalyzer::finish() {
       Example ex = m_deferred_examples[static_cast<std::size_t>(deferred.example)];
       std::string type = ex.note;
       ex.note.clear();
-      add_example(state, partition.coverage.partition, ex);
+      add_example(state, partition.coverage.partition, [&] { return ex; });
       if (window) {
         m_reapplied.add(partition.coverage.partition, [&] {
           Example r = ex;

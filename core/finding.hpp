@@ -54,7 +54,10 @@ public:
   // Counts one event; `make_example` is only called while examples are still wanted.
   template <typename MakeExample> void add(std::int32_t partition, MakeExample&& make_example) {
     ++m_count;
-    m_partitions.insert(partition);
+    if (partition != m_last_partition) { // events come partition by partition
+      m_partitions.insert(partition);
+      m_last_partition = partition;
+    }
     if (m_examples.size() < m_max_examples) {
       m_examples.push_back(make_example());
     }
@@ -69,6 +72,7 @@ private:
   std::size_t m_max_examples;
   std::int64_t m_count = 0;
   std::set<std::int32_t> m_partitions;
+  std::int32_t m_last_partition = -1;
   std::vector<Example> m_examples;
 };
 

@@ -127,17 +127,21 @@ private:
       m_log.observe(slot.batch.events, slot.identities);
     }
     StageTimer timer(stage(&AuditStageTimes::render));
-    slot.keys.clear();
+    // The key strings of the slot's previous batch are rendered over: no allocation a key.
+    std::size_t n = 0;
     slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       const auto& identity = slot.identities[i];
       if (!identity.has_id) {
         continue;
       }
-      core::render_event_key(m_options.key_template, slot.batch.events[i], identity, m_request.consumer, m_rendered);
-      slot.key_of[i] = slot.keys.size();
-      slot.keys.push_back(m_rendered);
+      if (n == slot.keys.size()) {
+        slot.keys.emplace_back();
+      }
+      core::render_event_key(m_options.key_template, slot.batch.events[i], identity, m_request.consumer, slot.keys[n]);
+      slot.key_of[i] = n++;
     }
+    slot.keys.resize(n);
   }
 
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
@@ -165,7 +169,6 @@ private:
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
   std::array<Slot, 2> m_slots;
-  std::string m_rendered;
   std::int64_t m_events = 0;
 };
 
