@@ -327,7 +327,15 @@ public:
                         // therefore taken out of play and the bytes bound the prefetch: 28 MiB keeps a
                         // 1M-event scan within 160 MB while stalls stay rare (tests/bench/scan/run).
                         {"queued.min.messages", "10000000"},
-                        {"queued.max.messages.kbytes", "28672"}});
+                        {"queued.max.messages.kbytes", "28672"},
+                        // A consumer slower than the broker (an audit waiting on its lookups, a
+                        // replay on its claims) fills that queue again and again, and in 2.0.2
+                        // nothing wakes the idle broker thread once it is drained: each stall lasted
+                        // up to a second and tripled an audit's read time. A metadata refresh is a
+                        // request the broker thread serves, and waking it re-decides the fetches;
+                        // every 250 ms bounds a stall to that (tests/bench/audit-redis/run: read
+                        // 3.0 s -> 0.7 s of 1M events). One small request per 250 ms for our topics.
+                        {"topic.metadata.refresh.interval.ms", "250"}});
     PartitionList assignment(rd_kafka_topic_partition_list_new(static_cast<int>(plans.size())));
     for (auto& plan : plans) {
       std::size_t index = m_cursors.size();
