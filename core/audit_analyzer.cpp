@@ -190,6 +190,7 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
   case Coverage::Expired:
   case Coverage::Missing: {
     ++replay.would_reapply;
+    partition.last_maybe_bad = true;
     if (type < m_reapplied_by_type.size()) {
       ++m_reapplied_by_type[type];
     }
@@ -230,7 +231,10 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   }
   bool window = in_window(partition, event.offset);
   if (window) {
-    partition.window_times.emplace_back(event.offset, event.timestamp_ms);
+    if (partition.last_maybe_bad) {
+      partition.after_bad.emplace_back(event.offset, event.timestamp_ms);
+    }
+    partition.last_maybe_bad = false; // until this one turns out to be
   }
   auto example = [&] { return example_of(event, identity, dedup_key); };
   auto reapplied_example = [&](Coverage state) {
@@ -269,6 +273,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   if (absent && !pending && m_defer) {
     // Expired or missing depends on the TTL, which the records still have to tell.
     Deferred deferred{event.timestamp_ms, event.offset, &partition, type, -1};
+    partition.last_maybe_bad = window; // expired or missing: re-applied if its type has external effects
     if (m_deferred_examples.size() < k_deferred_examples) {
       deferred.example = static_cast<std::int16_t>(m_deferred_examples.size());
       m_deferred_examples.push_back(example());
@@ -343,11 +348,16 @@ AuditResult AuditAnalyzer::finish() {
     SafeFrom safe;
     safe.topic = key.first;
     safe.partition = key.second;
-    safe.offset = state.max_bad_offset ? *state.max_bad_offset + 1 : state.coverage.window->from;
-    auto& times = state.window_times;
-    auto it = std::lower_bound(times.begin(), times.end(), std::make_pair(safe.offset, INT64_MIN));
-    if (it != times.end() && it->first == safe.offset) {
-      safe.timestamp_ms = it->second;
+    if (state.max_bad_offset) {
+      safe.offset = *state.max_bad_offset + 1;
+      auto& times = state.after_bad;
+      auto it = std::lower_bound(times.begin(), times.end(), std::make_pair(safe.offset, INT64_MIN));
+      if (it != times.end() && it->first == safe.offset) {
+        safe.timestamp_ms = it->second;
+      }
+    } else {
+      safe.offset = state.coverage.window->from;
+      safe.timestamp_ms = state.coverage.window_start_ms;
     }
     replay.safe_from.push_back(safe);
   }

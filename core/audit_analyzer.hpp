@@ -128,8 +128,11 @@ private:
   struct PartitionState {
     PartitionCoverage coverage;
     std::optional<std::int64_t> committed;
-    std::optional<std::int64_t> max_bad_offset;                      // last external re-application in the window
-    std::vector<std::pair<std::int64_t, std::int64_t>> window_times; // (offset, ts) of window events
+    std::optional<std::int64_t> max_bad_offset; // last external re-application in the window
+    // (offset, ts) of each window event that follows one that may be re-applied: safe_from's
+    // timestamp is one of these (or the window start's), so memory grows with the bad events only.
+    std::vector<std::pair<std::int64_t, std::int64_t>> after_bad;
+    bool last_maybe_bad = false; // the previous window event may be re-applied
   };
   struct Deferred {
     std::int64_t timestamp_ms;

@@ -1,14 +1,17 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace dedupctl::core {
 
 // An open-addressing map from 64-bit hashes to small values, kept as two arrays (keys, values)
-// so that a slot costs 8 + sizeof(V) bytes with no padding and no node allocations: a million
-// ids fit in about 24 MB. Key 0 marks an empty slot; a real key 0 is stored as 1 (a hash of 0 is
-// as likely as any other, and a 2⁻⁶⁴ merge is harmless).
+// so that a slot costs 8 + sizeof(V) bytes with no padding and no node allocations. The capacity
+// is what the expected size needs at a load of 0.8, not the next power of two: a million ids take
+// 1.25 M slots (15 MB of uint32 values), not 2 M. A hash goes to its first slot by a multiply,
+// not a mask. Key 0 marks an empty slot; a real key 0 is stored as 1 (a hash of 0 is as likely as
+// any other, and a 2⁻⁶⁴ merge is harmless).
 template <typename V> class FlatHashMap {
 public:
   explicit FlatHashMap(std::size_t expected = 1024) { rehash(capacity_for(expected)); }
@@ -16,11 +19,10 @@ public:
   // Returns the value for `key`, inserting V{} when absent; `inserted` says which happened.
   V& find_or_insert(std::uint64_t key, bool& inserted) {
     key = key == 0 ? 1 : key;
-    if ((m_size + 1) * 4 > m_keys.size() * 3) {
+    if ((m_size + 1) * 5 > m_keys.size() * 4) {
       rehash(m_keys.size() * 2);
     }
-    std::size_t mask = m_keys.size() - 1;
-    for (std::size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = home(key);; i = next(i)) {
       if (m_keys[i] == key) {
         inserted = false;
         return m_values[i];
@@ -37,8 +39,7 @@ public:
 
   const V* find(std::uint64_t key) const {
     key = key == 0 ? 1 : key;
-    std::size_t mask = m_keys.size() - 1;
-    for (std::size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = home(key);; i = next(i)) {
       if (m_keys[i] == key) {
         return &m_values[i];
       }
@@ -52,21 +53,18 @@ public:
   std::size_t capacity() const { return m_keys.size(); }
 
 private:
-  static std::size_t capacity_for(std::size_t expected) {
-    std::size_t capacity = 16;
-    while (capacity * 3 < expected * 4) {
-      capacity *= 2;
-    }
-    return capacity;
-  }
+  static std::size_t capacity_for(std::size_t expected) { return std::max<std::size_t>(16, expected * 5 / 4 + 1); }
 
-  // The keys are already hashes, but callers may pass structured values: mix once more.
-  static std::uint64_t mix(std::uint64_t key) {
+  // The keys are already hashes, but callers may pass structured values: mix once more, then map
+  // onto [0, capacity) by the high half of a 128-bit product (Lemire's fast range).
+  std::size_t home(std::uint64_t key) const {
     key ^= key >> 33;
     key *= 0xff51afd7ed558ccdULL;
     key ^= key >> 33;
-    return key;
+    __extension__ using Wide = unsigned __int128; // GCC and Clang on 64-bit targets
+    return static_cast<std::size_t>((static_cast<Wide>(key) * m_keys.size()) >> 64);
   }
+  std::size_t next(std::size_t i) const { return i + 1 == m_keys.size() ? 0 : i + 1; }
 
   void rehash(std::size_t capacity) {
     std::vector<std::uint64_t> old_keys(capacity, 0);
@@ -74,14 +72,13 @@ private:
     old_keys.swap(m_keys);
     old_values.swap(m_values);
     m_size = 0;
-    std::size_t mask = capacity - 1;
     for (std::size_t j = 0; j < old_keys.size(); ++j) {
       if (old_keys[j] == 0) {
         continue;
       }
-      std::size_t i = mix(old_keys[j]) & mask;
+      std::size_t i = home(old_keys[j]);
       while (m_keys[i] != 0) {
-        i = (i + 1) & mask;
+        i = next(i);
       }
       m_keys[i] = old_keys[j];
       m_values[i] = old_values[j];

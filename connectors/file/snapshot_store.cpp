@@ -28,6 +28,7 @@ SnapshotStore::SnapshotStore(const std::string& path) {
   if (auto size = std::filesystem::file_size(path, size_error); !size_error) {
     m_records.reserve(size / 32); // a line is rarely shorter
     m_key_bytes.reserve(size / 2);
+    m_index = core::FlatHashMap<std::uint32_t>(size / 32);
   }
   core::SnapshotEntry entry;
   for (std::int64_t number = 2; std::getline(in, line); ++number) {

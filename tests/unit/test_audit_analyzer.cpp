@@ -278,3 +278,39 @@ TEST(AuditAnalyzer, ASeekByTimeStartsTheWindowAtTheFirstEventAtOrAfterIt) {
   EXPECT_FALSE(after.partitions[0].seek_found);
   EXPECT_EQ(after.replay.events, 0);
 }
+
+// safe_from's timestamp is that of the event right after the last external re-application: also
+// when the records decide the TTL (absent records are classified at the end), never one across a gap
+// of offsets; with nothing re-applied it is the window start's.
+TEST(AuditAnalyzer, SafeFromTakesTheTimestampOfTheEventRightAfterTheLastReapplication) {
+  Harness deferred;
+  deferred.options.policy.now_ms = k_now;
+  deferred.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  deferred.committed = 6;
+  deferred.window = WindowBounds{0, 6, std::nullopt};
+  deferred.events = {
+      {0, k_now - 50 * 60'000, "e-0", "PaymentCharged", absent()},
+      {1, k_now - 40 * 60'000, "e-1", "PaymentCharged", present(20 * 60'000)},
+      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", absent()},
+      {3, k_now - 20 * 60'000, "e-3", "PaymentCharged", present(40 * 60'000)},
+      {4, k_now - 10 * 60'000, "e-4", "PaymentCharged", present(50 * 60'000)},
+  };
+  auto r = deferred.run();
+  ASSERT_EQ(r.replay.safe_from.size(), 1U);
+  EXPECT_EQ(r.replay.would_reapply, 2);
+  EXPECT_EQ(r.replay.safe_from[0].offset, 3);
+  EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 20 * 60'000);
+
+  Harness gap = deferred;
+  gap.events.erase(gap.events.begin() + 3); // offset 3 compacted away
+  auto g = gap.run();
+  EXPECT_EQ(g.replay.safe_from[0].offset, 3);
+  EXPECT_FALSE(g.replay.safe_from[0].timestamp_ms.has_value()) << "no event at offset 3";
+
+  Harness clean = deferred;
+  clean.window = WindowBounds{3, 6, std::nullopt};
+  auto c = clean.run();
+  EXPECT_EQ(c.replay.would_reapply, 0);
+  EXPECT_EQ(c.replay.safe_from[0].offset, 3);
+  EXPECT_EQ(c.replay.safe_from[0].timestamp_ms, k_now - 20 * 60'000);
+}

@@ -53,6 +53,20 @@ TEST(FindingBuilder, NothingCountedBuildsNothing) {
   EXPECT_EQ(built->partitions, (std::vector<std::int32_t>{1, 3}));
 }
 
+// The state of an audit grows with its events: a map sized for N takes about 1.25 N slots and holds
+// N without growing (a power of two would take up to 2.7 N).
+TEST(FlatHashMap, SizedForNItHoldsNInAboutAQuarterMoreSlots) {
+  FlatHashMap<std::uint32_t> map(1'000'000);
+  EXPECT_LE(map.capacity(), 1'250'001U);
+  std::size_t capacity = map.capacity();
+  bool inserted = false;
+  for (std::uint64_t k = 1; k <= 1'000'000; ++k) {
+    map.find_or_insert(k * 0x9e3779b97f4a7c15ULL, inserted) = static_cast<std::uint32_t>(k);
+  }
+  EXPECT_EQ(map.capacity(), capacity) << "no growth up to the expected size";
+  EXPECT_EQ(*map.find(500'000 * 0x9e3779b97f4a7c15ULL), 500'000U);
+}
+
 TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
   FlatHashMap<int> map(4);
   bool inserted = false;
