@@ -177,6 +177,7 @@ private:
   std::string m_rendered;
   core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples;
   std::string m_unfit_reason;
+  std::string m_failed_reason;               // the reason a failed delivery's decision record views
   core::FlatHashMap<std::uint8_t> m_planned; // a plan: keys already planned for publishing in this range
   std::unordered_set<std::string> m_in_sink; // ids an interrupted run published after its checkpoint
 
@@ -654,7 +655,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   bool execute = m_request.execute;
   if (row.key == SIZE_MAX) {
     record.decision = core::Decision::NoId;
-    record.reason = row.no_id_reason.empty() ? "no event id" : row.no_id_reason;
+    record.reason = row.no_id_reason.empty() ? std::string_view("no event id") : std::string_view(row.no_id_reason);
     ++m_run.no_id;
     return record;
   }
@@ -696,7 +697,9 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     publish = true;
   } else {
     record.decision = core::Decision::Failed;
-    record.reason = "delivery failed (" + chunk.first_error + "); claim released";
+    // The record only views its reason: the text lives in the runner until the next decision.
+    m_failed_reason = "delivery failed (" + chunk.first_error + "); claim released";
+    record.reason = m_failed_reason;
     ++m_run.failed;
     ++m_run.released;
     m_failed_examples.add(row.partition, [&] { return example(chunk, row, chunk.first_error); });

@@ -205,10 +205,22 @@ TEST_F(ReplayMock, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   TempDir dir;
   // The next three Produce requests fail with a permanent error (MSG_SIZE_TOO_LARGE).
   ASSERT_EQ(m_cluster.mock->command("error 0 10 3"), "ok");
-  auto first =
-      run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp")}));
+  auto first = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp"),
+                                       "--decisions", dir.file("decisions")}));
   EXPECT_EQ(first.exit_code, 1) << first.err;
   auto s = summary_of(first.out);
+  // Each failed event's decision says why, whole (the reason outlives its record).
+  std::string decisions = read_file(dir.file("decisions"));
+  long long failed_lines = 0;
+  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto d = Json::parse(decisions.substr(pos, end - pos));
+    if (d.at("decision") == "failed") {
+      ++failed_lines;
+      std::string reason = d.at("reason");
+      EXPECT_TRUE(reason.starts_with("delivery failed (") && reason.ends_with("); claim released")) << reason;
+    }
+  }
+  EXPECT_EQ(failed_lines, s.at("failed"));
   ASSERT_GT(s.at("failed"), 0);
   EXPECT_EQ(s.at("released"), s.at("failed"));
   EXPECT_EQ(s.at("replayed") + s.at("failed"), k_events);
@@ -336,6 +348,28 @@ TEST_F(ReplayMock, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {
   ASSERT_EQ(sink.exit_code, 0) << sink.err;
   EXPECT_EQ(summary_of(sink.out).at("events"), k_events);
   EXPECT_EQ(summary_of(sink.out).at("log_duplicates"), 0);
+}
+
+// An event without an id is not published, and its decision says why, whole.
+TEST_F(ReplayMock, AnEventWithoutAnIdIsLoggedWithItsReason) {
+  TempDir dir;
+  m_cluster.mock->seed(m_src, R"({"topic":"src","partition":1,"offset":0,"ts":1795000009999,"headers":["type","X"],)"
+                              R"("key":"k","payload":"{}"})"
+                              "\n");
+  auto result = run_dedupctl(args({"--via", "memory:", "--execute", "--sink", "file:" + dir.file("out.ndjson"),
+                                   "--decisions", dir.file("decisions")}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(summary_of(result.out).at("no_id"), 1);
+  std::string decisions = read_file(dir.file("decisions"));
+  int no_id = 0;
+  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto d = Json::parse(decisions.substr(pos, end - pos));
+    if (d.at("decision") == "no-id") {
+      ++no_id;
+      EXPECT_EQ(d.at("reason"), "no header event_id, payload has no /event_id") << decisions.substr(pos, end - pos);
+    }
+  }
+  EXPECT_EQ(no_id, 1);
 }
 
 // The inbox placement: one transaction per batch.
