@@ -64,5 +64,6 @@ CommandRunner register_check(CLI::App& app, Context& context);
 CommandRunner register_replay(CLI::App& app, Context& context);
 CommandRunner register_trace(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
+CommandRunner register_completion(CLI::App& app, Context& context);
 
 } // namespace dedupctl::commands
