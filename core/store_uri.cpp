@@ -75,6 +75,16 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     }
     return uri;
   }
+  if (text.starts_with("rediss://")) {
+    // The db, if any, carries over to the tunnel's plain-text URI.
+    auto slash = text.find('/', 9);
+    std::string db = slash == std::string_view::npos ? "" : std::string(text.substr(slash));
+    throw UsageError(fmt::format(
+        "invalid {} '{}': TLS is not supported: the hiredis dedupctl is built with (Debian 12's 0.14) cannot speak "
+        "it, and dedupctl will not fall back to clear text. Reach the server through a local TLS tunnel, e.g. "
+        "stunnel with client = yes, accept = 127.0.0.1:6390, connect = HOST:PORT, and give {} redis://127.0.0.1:6390{}",
+        what, redact_secrets(text), what, db));
+  }
   if (!text.starts_with("redis://")) {
     return bad("unknown scheme");
   }

@@ -1,7 +1,7 @@
 #include "core/errors.hpp"
 #include "core/key_template.hpp"
-#include "core/text.hpp"
 #include "core/store_uri.hpp"
+#include "core/text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -86,6 +86,23 @@ TEST(StoreUri, BadUrisAreUsageErrorsWithoutThePassword) {
       EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("--store"), std::string::npos);
     }
+  }
+}
+
+// hiredis 0.14 (Debian 12) cannot speak TLS: rediss:// is refused before anything is contacted,
+// saying so and what to do, never attempted in clear text.
+TEST(StoreUri, TlsIsRefusedSayingWhyAndWhatToDo) {
+  try {
+    parse_store_uri("rediss://app:secret@cache.example:6380/2");
+    ADD_FAILURE() << "accepted rediss://";
+  } catch (const UsageError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find("secret"), std::string::npos) << what;
+    EXPECT_NE(what.find("invalid --store 'rediss://app:***@cache.example:6380/2': TLS is not supported"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("stunnel"), std::string::npos) << what;
+    EXPECT_NE(what.find("--store redis://127.0.0.1:6390/2"), std::string::npos) << what;
   }
 }
 
