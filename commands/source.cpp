@@ -5,6 +5,7 @@
 #include "core/committed_offsets.hpp"
 #include "core/errors.hpp"
 #include "core/offset_spec.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
@@ -31,8 +32,7 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
     auto comma = rest.find(',');
     auto item = rest.substr(0, comma);
     std::int32_t partition = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), partition);
-    if (item.empty() || ec != std::errc{} || ptr != item.data() + item.size() || partition < 0) {
+    if (!core::parse_whole(item, partition) || partition < 0) {
       throw UsageError(fmt::format("invalid --topic '{}': '{}' is not a partition number", text, item));
     }
     request.partitions.push_back(partition);

@@ -6,19 +6,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <set>
 
 namespace dedupctl::core {
-
-namespace {
-
-template <typename T> bool parse_number(std::string_view text, T& out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc{} && ptr == text.data() + text.size() && out >= 0;
-}
-
-} // namespace
 
 std::vector<CommittedOffset> parse_committed_csv(std::string_view text, std::string_view name, std::string_view group) {
   constexpr const char* k_expected = "expected topic,partition,offset rows as kafka-consumer-groups --reset-offsets "
@@ -54,10 +44,10 @@ std::vector<CommittedOffset> parse_committed_csv(std::string_view text, std::str
     if (row.topic.empty()) {
       fail("the topic is empty");
     }
-    if (!parse_number(fields[1], row.partition)) {
+    if (!parse_whole(fields[1], row.partition) || row.partition < 0) {
       fail(fmt::format("'{}' is not a partition number", fields[1]));
     }
-    if (!parse_number(fields[2], row.offset)) {
+    if (!parse_whole(fields[2], row.offset) || row.offset < 0) {
       fail(fmt::format("'{}' is not an offset", fields[2]));
     }
     if (!seen.emplace(row.topic, row.partition).second) {

@@ -1,6 +1,7 @@
 #include "core/inbox_snapshot.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 #include <charconv>
@@ -26,9 +27,7 @@ bool parse_inbox_snapshot_header(std::string_view line, InboxSnapshotHeader& hea
     std::size_t tab = line.find('\t', start);
     std::string_view field = line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start);
     if (field.starts_with("taken_at=")) {
-      auto value = field.substr(9);
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), header.taken_at_ms);
-      has_time = ec == std::errc{} && ptr == value.data() + value.size();
+      has_time = parse_whole(field.substr(9), header.taken_at_ms);
     } else if (field.starts_with("store=")) {
       header.store = std::string(field.substr(6));
     } else if (field.starts_with("table=")) {
@@ -169,8 +168,7 @@ bool parse_inbox_load_row(std::string_view line, InboxLoadRow& row) {
   row.processed_at_ms.reset();
   if (fields[1] != "\\N") {
     std::int64_t ms = 0;
-    auto [end, error] = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), ms);
-    if (error != std::errc() || end != fields[1].data() + fields[1].size()) {
+    if (!parse_whole(fields[1], ms)) {
       return false;
     }
     row.processed_at_ms = ms;

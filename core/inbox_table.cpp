@@ -1,6 +1,7 @@
 #include "core/inbox_table.hpp"
 
 #include "core/fingerprint.hpp"
+#include "core/text.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -111,8 +112,7 @@ bool inbox_id_fits(std::string_view column_type, std::string_view key) {
       v.remove_prefix(1);
     }
     std::int64_t value = 0;
-    auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
-    if (error != std::errc() || end != v.data() + v.size()) {
+    if (!parse_whole(v, value)) {
       return false;
     }
     std::int64_t limit = column_type == "bigint" ? INT64_MAX : column_type == "integer" ? INT32_MAX : INT16_MAX;

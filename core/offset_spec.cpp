@@ -1,6 +1,7 @@
 #include "core/offset_spec.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
@@ -13,12 +14,8 @@ namespace dedupctl::core {
 namespace {
 
 std::optional<std::int64_t> parse_count(std::string_view text) {
-  if (text.empty()) {
-    return std::nullopt;
-  }
   std::int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || ptr != text.data() + text.size() || value < 0) {
+  if (!parse_whole(text, value) || value < 0) {
     return std::nullopt;
   }
   return value;

@@ -2,6 +2,7 @@
 
 #include "core/fingerprint.hpp"
 #include "core/kcat_line.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -126,10 +127,8 @@ bool parse_checkpoint(std::string_view text, Checkpoint& checkpoint, std::string
     } else if (fields.size() == 3) {
       std::int32_t partition = 0;
       std::int64_t offset = 0;
-      auto p = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), partition);
-      auto o = std::from_chars(fields[2].data(), fields[2].data() + fields[2].size(), offset);
-      if (fields[0].empty() || p.ec != std::errc() || p.ptr != fields[1].data() + fields[1].size() ||
-          o.ec != std::errc() || o.ptr != fields[2].data() + fields[2].size() || partition < 0 || offset < 0) {
+      if (fields[0].empty() || !parse_whole(fields[1], partition) || !parse_whole(fields[2], offset) || partition < 0 ||
+          offset < 0) {
         error = fmt::format("line {}: expected TOPIC<tab>PARTITION<tab>NEXT-OFFSET", number);
         return false;
       }

@@ -1,6 +1,7 @@
 #include "core/retention.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 #include "core/time.hpp"
 
 #include <fmt/format.h>
@@ -15,8 +16,7 @@ std::optional<std::int64_t> number(std::optional<std::string_view> text) {
     return std::nullopt;
   }
   std::int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc{} || ptr != text->data() + text->size()) {
+  if (!parse_whole(*text, value)) {
     return std::nullopt;
   }
   return value;

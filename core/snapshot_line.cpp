@@ -1,6 +1,7 @@
 #include "core/snapshot_line.hpp"
 
 #include "core/escapes.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -108,9 +109,7 @@ bool parse_snapshot_header(std::string_view line, SnapshotHeader& header, std::s
     std::string_view field = rest.substr(0, tab);
     rest = tab == std::string_view::npos ? std::string_view{} : rest.substr(tab);
     if (field.starts_with("taken_at=")) {
-      auto value = field.substr(9);
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), header.taken_at_ms);
-      has_time = ec == std::errc{} && ptr == value.data() + value.size();
+      has_time = parse_whole(field.substr(9), header.taken_at_ms);
     } else if (field.starts_with("store=")) {
       unescape(field.substr(6), header.store);
     } else if (field.starts_with("match=")) {
@@ -140,8 +139,7 @@ bool parse_snapshot_entry(std::string_view line, SnapshotEntry& entry, std::stri
     return true;
   }
   std::int64_t ms = 0;
-  auto [ptr, ec] = std::from_chars(pttl.data(), pttl.data() + pttl.size(), ms);
-  if (pttl.empty() || ec != std::errc{} || ptr != pttl.data() + pttl.size() || ms < 0) {
+  if (!parse_whole(pttl, ms) || ms < 0) {
     error = fmt::format("'{}' is not a remaining TTL in ms (or -)", pttl);
     return false;
   }

@@ -3,6 +3,7 @@
 #include "core/secrets.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -11,11 +12,6 @@
 namespace dedupctl::core {
 
 namespace {
-
-bool to_int(std::string_view text, int& out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc{} && ptr == text.data() + text.size();
-}
 
 std::string percent_decode(std::string_view text) {
   std::string out;
@@ -69,7 +65,7 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     }
     if (query != std::string_view::npos) {
       std::string_view params = rest.substr(query + 1);
-      if (!params.starts_with("db=") || !to_int(params.substr(3), uri.db) || uri.db < 0) {
+      if (!params.starts_with("db=") || !parse_whole(params.substr(3), uri.db) || uri.db < 0) {
         return bad("the only query parameter is db=N");
       }
     }
@@ -105,14 +101,14 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   std::string_view hostport = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && (!to_int(db, uri.db) || uri.db < 0)) {
+    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
       return bad(fmt::format("'{}' is not a database number", db));
     }
   }
   auto colon = hostport.rfind(':');
   if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
     uri.host = std::string(hostport.substr(0, colon));
-    if (!to_int(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
+    if (!parse_whole(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
       return bad(fmt::format("'{}' is not a port", hostport.substr(colon + 1)));
     }
   } else if (!hostport.empty()) {

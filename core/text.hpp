@@ -1,7 +1,9 @@
 #pragma once
 
+#include <charconv>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 // Small string helpers the parsers share.
@@ -18,6 +20,13 @@ inline std::vector<std::string_view> split(std::string_view text, char separator
     }
     start = end + 1;
   }
+}
+
+// The whole of `text` as a base-10 number of type T (a leading '-' only for signed types); false for
+// an empty text, trailing bytes, or a value out of T's range.
+template <typename T> bool parse_whole(std::string_view text, T& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && ptr == text.data() + text.size();
 }
 
 // ASCII letters in lower case, every other byte as it is (no locale).
