@@ -91,8 +91,7 @@ std::vector<PartitionRange> dump_seek_ranges(const std::vector<CommittedOffset>&
 }
 
 std::optional<std::string> dump_partitions_without_offsets(const SourceInfo& source, std::string_view name) {
-  std::string names;
-  std::size_t lacking = 0;
+  std::vector<const PartitionRange*> lacking;
   std::size_t holding = 0;
   for (const auto& range : source.partitions) {
     if (range.events == 0) {
@@ -100,20 +99,17 @@ std::optional<std::string> dump_partitions_without_offsets(const SourceInfo& sou
     }
     ++holding;
     if (!range.committed) {
-      names += ++lacking <= 5 ? fmt::format("{}{}[{}]", lacking > 1 ? ", " : "", range.topic, range.partition) : "";
+      lacking.push_back(&range);
     }
   }
-  if (lacking == 0) {
+  if (lacking.empty()) {
     return std::nullopt;
-  }
-  if (lacking > 5) {
-    names += fmt::format(" and {} more", lacking - 5);
   }
   std::string group = source.group.value_or("G");
   return fmt::format("--committed {} has no offset of group '{}' for {} ({} of {} partitions the dump holds events "
                      "of): the replay window [seek, committed) there would have no end. Export every partition with "
                      "kafka-consumer-groups --group {} --all-topics --reset-offsets --to-current --dry-run --export",
-                     name, group, names, lacking, holding, group);
+                     name, group, partition_names(lacking), lacking.size(), holding, group);
 }
 
 } // namespace dedupctl::core

@@ -8,6 +8,18 @@
 
 namespace dedupctl::core {
 
+std::string partition_names(const std::vector<const PartitionRange*>& ranges) {
+  constexpr std::size_t k_named = 5;
+  std::string names;
+  for (std::size_t i = 0; i < ranges.size() && i < k_named; ++i) {
+    names += fmt::format("{}{}[{}]", i ? ", " : "", ranges[i]->topic, ranges[i]->partition);
+  }
+  if (ranges.size() > k_named) {
+    names += fmt::format(" and {} more", ranges.size() - k_named);
+  }
+  return names;
+}
+
 std::optional<std::string> committed_offsets_missing(const SourceInfo& source, const OffsetSpec* seek,
                                                      const std::vector<const OffsetSpec*>& range_specs) {
   if (!source.group) {
@@ -36,13 +48,7 @@ std::optional<std::string> committed_offsets_missing(const SourceInfo& source, c
   if (!culprit && !(seek && none_at_all)) {
     return std::nullopt;
   }
-  std::string names;
-  for (std::size_t i = 0; i < lacking.size() && i < 5; ++i) {
-    names += fmt::format("{}{}[{}]", i ? ", " : "", lacking[i]->topic, lacking[i]->partition);
-  }
-  if (lacking.size() > 5) {
-    names += fmt::format(" and {} more", lacking.size() - 5);
-  }
+  std::string names = partition_names(lacking);
   std::string why =
       culprit
           ? fmt::format("'{}' counts from the committed offset, which these partitions do not have", culprit->text)

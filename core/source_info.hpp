@@ -47,6 +47,9 @@ struct SourceInfo {
 // `range-clamped`: requested starts before the log start, one example per partition.
 std::optional<Finding> range_clamped_finding(const SourceInfo& source, std::size_t max_examples);
 
+// "t[0], t[1], … and N more": the first five partitions of `ranges` by name, for a message.
+std::string partition_names(const std::vector<const PartitionRange*>& ranges);
+
 struct OffsetSpec;
 
 // Why the group's committed offsets cannot carry the requested range, for a usage error (as
