@@ -2,6 +2,7 @@
 
 #include "cli/signals.hpp"
 #include "commands/context.hpp"
+#include "commands/options.hpp"
 #include "connectors/file/text.hpp"
 #include "core/config_check.hpp"
 #include "core/errors.hpp"
@@ -74,17 +75,9 @@ void json_error_report(const commands::Context& context, std::string_view messag
 // of each subcommand `sub` selects, with the subcommand's name.
 void for_each_option(CLI::App& app, const std::function<bool(CLI::App*)>& sub,
                      const std::function<void(const CLI::Option&, const std::string& section)>& visit) {
-  std::function<void(CLI::App&, const std::string&)> walk = [&](CLI::App& of, const std::string& section) {
-    for (const auto* option : of.get_options()) {
-      visit(*option, section);
-    }
-    for (auto* group : of.get_subcommands([](CLI::App* g) { return g->get_name().empty(); })) {
-      walk(*group, section);
-    }
-  };
-  walk(app, "");
+  commands::for_each_own_option(app, [&](const CLI::Option& option) { visit(option, ""); });
   for (auto* command : app.get_subcommands([&](CLI::App* s) { return !s->get_name().empty() && sub(s); })) {
-    walk(*command, command->get_name());
+    commands::for_each_own_option(*command, [&](const CLI::Option& option) { visit(option, command->get_name()); });
   }
 }
 

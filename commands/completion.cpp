@@ -1,6 +1,7 @@
 // `dedupctl completion bash|zsh|fish`: a completion script for every subcommand and flag, written
 // from the parsed command line itself so that it never falls behind a new option.
 #include "commands/context.hpp"
+#include "commands/options.hpp"
 #include "core/errors.hpp"
 
 #include <CLI/CLI.hpp>
@@ -33,29 +34,23 @@ void add_unique(std::vector<Flag>& into, const std::vector<Flag>& from) {
 // The flags of `app` and of its option groups (nameless sub-apps in CLI11).
 std::vector<Flag> flags_of(const CLI::App& app) {
   std::vector<Flag> out;
-  std::function<void(const CLI::App&)> walk = [&](const CLI::App& of) {
-    for (const auto* option : of.get_options()) {
-      if (option->get_positional()) {
-        continue;
-      }
-      Flag flag;
-      for (const auto& name : option->get_lnames()) {
-        flag.names.push_back("--" + name);
-      }
-      for (const auto& name : option->get_snames()) {
-        flag.names.push_back("-" + name);
-      }
-      flag.help = option->get_description();
-      flag.takes_value = option->get_type_size_min() > 0 && option->get_expected_min() > 0;
-      std::string type = option->get_type_name();
-      flag.file = type.find("FILE") != std::string::npos || type.find("PATH") != std::string::npos;
-      add_unique(out, {flag});
+  for_each_own_option(app, [&](const CLI::Option& option) {
+    if (option.get_positional()) {
+      return;
     }
-    for (const auto* group : of.get_subcommands([](const CLI::App* g) { return g->get_name().empty(); })) {
-      walk(*group);
+    Flag flag;
+    for (const auto& name : option.get_lnames()) {
+      flag.names.push_back("--" + name);
     }
-  };
-  walk(app);
+    for (const auto& name : option.get_snames()) {
+      flag.names.push_back("-" + name);
+    }
+    flag.help = option.get_description();
+    flag.takes_value = option.get_type_size_min() > 0 && option.get_expected_min() > 0;
+    std::string type = option.get_type_name();
+    flag.file = type.find("FILE") != std::string::npos || type.find("PATH") != std::string::npos;
+    add_unique(out, {flag});
+  });
   return out;
 }
 

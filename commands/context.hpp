@@ -12,6 +12,7 @@
 
 namespace CLI {
 class App;
+class Option;
 class Option_group;
 } // namespace CLI
 

@@ -226,4 +226,13 @@ core::IdentifyOptions parse_identity(const IdentityOptions& options) {
 
 reports::Format parse_output_format(const Context& context) { return reports::parse_format(context.global.format); }
 
+void for_each_own_option(const CLI::App& app, const std::function<void(const CLI::Option&)>& visit) {
+  for (const auto* option : app.get_options()) {
+    visit(*option);
+  }
+  for (const auto* group : app.get_subcommands([](const CLI::App* g) { return g->get_name().empty(); })) {
+    for_each_own_option(*group, visit);
+  }
+}
+
 } // namespace dedupctl::commands

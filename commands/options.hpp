@@ -8,6 +8,7 @@
 #include "core/store_uri.hpp"
 #include "reports/report.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,5 +87,9 @@ core::IdentifyOptions parse_identity(const IdentityOptions& options);
 
 // --format, refusing before anything is contacted a format no command renders yet (html).
 reports::Format parse_output_format(const Context& context);
+
+// Calls visit(option) for every option of `app` and of its option groups (nameless sub-apps in
+// CLI11), not those of its subcommands.
+void for_each_own_option(const CLI::App& app, const std::function<void(const CLI::Option&)>& visit);
 
 } // namespace dedupctl::commands
