@@ -122,7 +122,8 @@ TEST_P(AuditRedis, ASeekByTimeIsExactOnTheBrokerAndOnAKcatDumpWithTheGroupsOffse
     args.insert(args.end(), {"--input", dir.file("dump.json"), "--committed", dir.file("committed.csv")});
     return args;
   };
-  for (const std::string seek : {"-15m", "5", "-3", "earliest", "committed", "latest", "@2020-01-01T00:00:00Z"}) {
+  for (const std::string seek : {"-15m", "5", "-3", "earliest", "committed", "latest", "@2020-01-01T00:00:00Z",
+                                 "@2030-01-01T00:00:00Z"}) { // before the first event, after the last
     SCOPED_TRACE("--seek " + seek);
     auto args = audit(m_redis.uri());
     *(std::find(args.begin(), args.end(), "--seek") + 1) = seek;
@@ -372,4 +373,33 @@ TEST_P(AuditRedis, TheDatabaseInTheUriIsSelected) {
   expect_planted(parse(run_dedupctl(audit(m_redis.uri() + "/3"))));
   auto db0 = parse(run_dedupctl(audit(m_redis.uri() + "/0")));
   EXPECT_EQ(db0.at("summary").at("covered"), 0);
+}
+
+// --committed is read only where it counts: without --seek, or with a topic (whose group offsets
+// the broker has), it is said to be unused; a file that cannot be read is exit 2 naming it.
+TEST(AuditCommitted, UnusedIsSaidAndAnUnreadableFileIsAUsageError) {
+  TempDir dir;
+  write_file(dir.file("dump.json"), "");
+  write_file(dir.file("committed.csv"), "pay,0,1\n");
+  std::vector<std::string> base{"audit", "--store", "file:" + dir.file("none.tsv"), "--ttl", "1h", "-o", "json"};
+  write_file(dir.file("none.tsv"), "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://x\tmatch=*\n");
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_dedupctl(args);
+  };
+  auto no_seek = with({"--input", dir.file("dump.json"), "--committed", dir.file("committed.csv")});
+  EXPECT_EQ(no_seek.exit_code, 0) << no_seek.err;
+  EXPECT_NE(no_seek.err.find("--committed " + dir.file("committed.csv") + " is only read for a --seek: not used"),
+            std::string::npos)
+      << no_seek.err;
+  auto topic = with({"-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "pay", "--timeout", "1s", "--committed",
+                     dir.file("committed.csv")});
+  EXPECT_EQ(topic.exit_code, 3) << topic.err;
+  EXPECT_NE(topic.err.find("is for a kcat dump: the group's offsets are read from the broker"), std::string::npos)
+      << topic.err;
+  auto unreadable = with(
+      {"--input", dir.file("dump.json"), "--group", "billing", "--seek", "-1", "--committed", dir.file("missing.csv")});
+  EXPECT_EQ(unreadable.exit_code, 2) << unreadable.err;
+  EXPECT_NE(unreadable.err.find(dir.file("missing.csv")), std::string::npos) << unreadable.err;
 }
