@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace dedupctl::reports {
@@ -23,6 +25,28 @@ std::string_view sarif_level(core::Severity severity) {
     return "note";
   }
   return "note";
+}
+
+// "ttl-shorter-than-retention" -> "TtlShorterThanRetention" (a rule's name) and "ttl shorter than
+// retention" (its short description).
+std::string rule_name(std::string_view id) {
+  std::string name;
+  bool upper = true;
+  for (char c : id) {
+    if (c == '-' || c == '_') {
+      upper = true;
+    } else {
+      name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      upper = false;
+    }
+  }
+  return name;
+}
+
+std::string rule_words(std::string_view id) {
+  std::string words(id);
+  std::replace(words.begin(), words.end(), '-', ' ');
+  return words;
 }
 
 std::string message_of(const core::Finding& finding) { return fmt::format("{}. {}", finding.title, finding.advice); }
@@ -53,6 +77,22 @@ std::string gh_escape(std::string_view text, bool property) {
   return out;
 }
 
+// A path as a SARIF artifact URI (RFC 3986): a relative path stays a relative reference (GitHub
+// resolves it against the checkout), an absolute one becomes file:///…; bytes outside the
+// unreserved set and '/' are percent-encoded.
+std::string artifact_uri(std::string_view path) {
+  std::string uri = path.starts_with('/') ? "file://" : "";
+  for (char c : path) {
+    auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", byte);
+    }
+  }
+  return uri;
+}
+
 // Every result has a location (GitHub's upload-sarif refuses one without): the declaration a
 // check finding points at; else what was read, the kcat dump or kafka:TOPIC, with the first
 // example's partition and offset as a logical location.
@@ -62,11 +102,12 @@ Json sarif_location(const Report& report, const core::Finding& finding) {
     if (finding.column > 0) {
       region["startColumn"] = finding.column;
     }
-    return Json{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", finding.file}}}, {"region", region}}}};
+    return Json{{"physicalLocation",
+                 Json{{"artifactLocation", Json{{"uri", artifact_uri(finding.file)}}}, {"region", region}}}};
   }
   std::string uri = "dedupctl";
   if (report.source && report.source->kind == "file" && !report.source->path.empty()) {
-    uri = report.source->path;
+    uri = artifact_uri(report.source->path);
   } else if (report.source && !report.source->topics.empty()) {
     uri = "kafka:" + report.source->topics.front();
   }
@@ -89,9 +130,11 @@ void render_sarif(const Report& report, std::FILE* out) {
       continue;
     }
     rule_index[finding.id] = rules.size();
+    // SARIF wants a name other than the id, for people; GitHub wants a fullDescription.
     rules.push_back(Json{{"id", finding.id},
-                         {"name", finding.id},
-                         {"shortDescription", Json{{"text", finding.id}}},
+                         {"name", rule_name(finding.id)},
+                         {"shortDescription", Json{{"text", rule_words(finding.id)}}},
+                         {"fullDescription", Json{{"text", finding.advice}}},
                          {"help", Json{{"text", finding.advice}}},
                          {"defaultConfiguration", Json{{"level", sarif_level(finding.severity)}}}});
   }
