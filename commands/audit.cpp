@@ -123,6 +123,9 @@ int run(const AuditOptions& options, Context& context) {
   }
   if (!failure) {
     now = opened_store.snapshot_time.value_or(now);
+    if (auto topology = opened_store.store->topology(); !topology.empty()) {
+      request.store_settings.emplace_back("redis nodes", topology);
+    }
     if (opened_store.inbox) {
       try {
         prepare_inbox(*opened_store.inbox, placement.inbox_retention, options, request, now, context);

@@ -45,8 +45,16 @@ public:
     settings.uri = core::parse_store_uri(consumer.store, "store");
     settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
     auto facts = connectors::redis::inspect_server(settings, key_pattern(consumer), k_sample_keys);
-    return Redis{facts.maxmemory_policy, facts.persistence, facts.sampled_keys, facts.sampled_without_expiry,
-                 facts.max_pttl_ms};
+    auto worst = core::worst_redis_node(facts.nodes);
+    Redis redis;
+    redis.maxmemory_policy = worst.maxmemory_policy;
+    redis.persistence = worst.persistence;
+    redis.policy_node = worst.policy_node;
+    redis.persistence_node = worst.persistence_node;
+    redis.sampled_keys = facts.sampled_keys;
+    redis.sampled_without_expiry = facts.sampled_without_expiry;
+    redis.max_pttl_ms = facts.max_pttl_ms;
+    return redis;
   }
 
   Inbox inbox(const core::ConsumerDeclaration& consumer) override {

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dedupctl::commands {
 
@@ -66,7 +67,7 @@ int run(const SnapshotOptions& options, Context& context) {
   // needs the snapshot's time, known only once the scan starts, so records are kept until then.
   std::vector<std::string> lines;
   std::int64_t records = 0;
-  std::int64_t taken_at = connectors::redis::scan_records(
+  auto scanned = connectors::redis::scan_records(
       settings, options.match,
       [&](const connectors::redis::SnapshotRecord& record) {
         lines.push_back(core::format_snapshot_entry(core::SnapshotEntry{record.key, record.pttl_ms, record.value}));
@@ -80,15 +81,20 @@ int run(const SnapshotOptions& options, Context& context) {
   if (context.progress) {
     context.progress("");
   }
+  std::int64_t taken_at = scanned.started_ms;
+  // The header says which servers were scanned: every master of a cluster, each once.
+  std::string nodes = fmt::format("{}", fmt::join(scanned.nodes, ","));
   connectors::file::ReportOutput output(context.global.output);
-  std::string header = core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), options.match});
+  std::string header =
+      core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), options.match, nodes});
   fmt::print(output.stream(), "{}\n", header);
   for (const auto& line : lines) {
     fmt::print(output.stream(), "{}\n", line);
   }
   output.commit();
-  context.note(fmt::format("snapshot of {} records matching '{}' from {} taken at {}{}", records, options.match,
-                           uri.redacted(), core::format_time(taken_at),
+  context.note(fmt::format("snapshot of {} records matching '{}' from {} ({}) taken at {}{}", records, options.match,
+                           uri.redacted(), scanned.nodes.size() == 1 ? "one server" : "masters " + nodes,
+                           core::format_time(taken_at),
                            context.global.output.empty() ? "" : " written to " + context.global.output));
   return k_exit_ok;
 }

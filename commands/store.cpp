@@ -49,6 +49,9 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
       out.store = std::move(inbox);
     } else {
       out.store = connectors::redis::open_store(redis_settings(uri, context));
+      if (auto topology = out.store->topology(); !topology.empty()) {
+        context.note(fmt::format("--store {}: {}", uri.redacted(), topology));
+      }
     }
   } catch (const UnreachableError& e) {
     out.failure = e.what();

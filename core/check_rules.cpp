@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dedupctl::core {
 
 namespace {
@@ -117,22 +119,26 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
           "idempotency key; keep an in-memory window for streams where a rare duplicate is acceptable.");
     }
     if (facts) {
+      auto on_master = [](const std::string& node) { return node.empty() ? "" : " on master " + node; };
+      std::string on = on_master(facts->policy_node);
       if (facts->maxmemory_policy) {
         const std::string& policy = *facts->maxmemory_policy;
         if (policy.starts_with("allkeys-")) {
           add(consumer, "store", "eviction-policy-unsafe", Severity::Error,
-              fmt::format("Redis maxmemory-policy is {}: dedup keys can be evicted under memory pressure", policy),
+              fmt::format("Redis maxmemory-policy is {}{}: dedup keys can be evicted under memory pressure", policy,
+                          on),
               "Use noeviction (writes fail loudly instead), or a Redis of its own for dedup keys.");
         } else if (policy.starts_with("volatile-")) {
           add(consumer, "store", "eviction-policy-unsafe", Severity::Warning,
-              fmt::format("Redis maxmemory-policy is {}: keys with a TTL, dedup keys among them, can be evicted",
-                          policy),
+              fmt::format("Redis maxmemory-policy is {}{}: keys with a TTL, dedup keys among them, can be evicted",
+                          policy, on),
               "Use noeviction for the dedup keyspace, or size maxmemory so that it is never reached.");
         }
       }
       if (facts->persistence && !*facts->persistence) {
         add(consumer, "store", "persistence-off", Severity::Warning,
-            "Redis keeps no RDB snapshots and no AOF: a restart empties the dedup keyspace",
+            fmt::format("Redis{} keeps no RDB snapshots and no AOF: a restart empties the dedup keyspace",
+                        on_master(facts->persistence_node)),
             "Enable appendonly yes (or save points), or treat every restart as a loss of dedup state.");
       }
       if (facts->sampled_without_expiry && *facts->sampled_without_expiry > 0) {
@@ -187,6 +193,43 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
   }
   sort_findings(findings);
   return findings;
+}
+
+namespace {
+
+int eviction_rank(const std::optional<std::string>& policy) {
+  if (!policy) {
+    return -1;
+  }
+  return policy->starts_with("allkeys-") ? 2 : policy->starts_with("volatile-") ? 1 : 0;
+}
+
+} // namespace
+
+WorstRedisNode worst_redis_node(const std::vector<RedisNodeFacts>& nodes) {
+  WorstRedisNode worst;
+  for (const auto& node : nodes) {
+    if (eviction_rank(node.maxmemory_policy) > eviction_rank(worst.maxmemory_policy)) {
+      worst.maxmemory_policy = node.maxmemory_policy;
+      worst.policy_node = node.node;
+    }
+    if (node.persistence && (!worst.persistence || (*worst.persistence && !*node.persistence))) {
+      worst.persistence = node.persistence;
+      worst.persistence_node = node.node;
+    }
+  }
+  // Name a master only where it stands out: when every master says the same, none is worse.
+  auto same = [&](auto field) {
+    return std::all_of(nodes.begin(), nodes.end(),
+                       [&](const RedisNodeFacts& n) { return n.*field == nodes.front().*field; });
+  };
+  if (nodes.empty() || same(&RedisNodeFacts::maxmemory_policy)) {
+    worst.policy_node.clear();
+  }
+  if (nodes.empty() || same(&RedisNodeFacts::persistence)) {
+    worst.persistence_node.clear();
+  }
+  return worst;
 }
 
 } // namespace dedupctl::core

@@ -21,6 +21,9 @@ public:
   virtual void lookup(const std::vector<std::string>& keys, std::vector<RecordState>& out) = 0;
   // "redis", "file", … for the report.
   virtual std::string kind() const = 0;
+  // The servers behind it when that is more than the URI says (a cluster's masters, the master a
+  // sentinel named); empty otherwise.
+  virtual std::string topology() const { return ""; }
 };
 
 // An inbox table as a DedupStore: the keys looked up are event ids; a present row carries its

@@ -81,6 +81,10 @@ std::string format_snapshot_header(const SnapshotHeader& header) {
   escape(header.store, line);
   line += "\tmatch=";
   escape(header.match, line);
+  if (!header.nodes.empty()) {
+    line += "\tnodes=";
+    escape(header.nodes, line);
+  }
   return line;
 }
 
@@ -114,6 +118,8 @@ bool parse_snapshot_header(std::string_view line, SnapshotHeader& header, std::s
       unescape(field.substr(6), header.store);
     } else if (field.starts_with("match=")) {
       unescape(field.substr(6), header.match);
+    } else if (field.starts_with("nodes=")) {
+      unescape(field.substr(6), header.nodes);
     }
   }
   if (!has_time) {

@@ -16,6 +16,7 @@ struct SnapshotHeader {
   std::int64_t taken_at_ms = 0;
   std::string store;
   std::string match;
+  std::string nodes; // the Redis servers scanned ("h1:p1,h2:p2,…"): every master of a cluster
 };
 
 struct SnapshotEntry {

@@ -30,13 +30,37 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
+// "h1:p1,h2:p2" (a port may be left out: `default_port`).
+bool parse_host_list(std::string_view text, int default_port, std::vector<HostPort>& out, std::string& why) {
+  for (auto item : split(text, ',')) {
+    HostPort node{std::string(item), default_port};
+    auto colon = item.rfind(':');
+    if (colon != std::string_view::npos) {
+      node.host = std::string(item.substr(0, colon));
+      if (!parse_whole(item.substr(colon + 1), node.port) || node.port <= 0 || node.port > 65535) {
+        why = fmt::format("'{}' is not a port", item.substr(colon + 1));
+        return false;
+      }
+    }
+    if (node.host.empty()) {
+      why = fmt::format("a node without a host in '{}'", text);
+      return false;
+    }
+    out.push_back(std::move(node));
+  }
+  return true;
+}
+
 } // namespace
+
+std::string HostPort::text() const { return fmt::format("{}:{}", host, port); }
 
 StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   StoreUri uri;
   uri.text = std::string(text);
   auto bad = [&](std::string_view why) -> StoreUri {
     throw UsageError(fmt::format("invalid {} '{}': {}; expected redis://[user:pass@]host:port[/db], "
+                                 "redis+cluster://h1:p1,h2:p2, redis+sentinel://h1:26379/MASTER[/db], "
                                  "redis+unix:///path[?db=N], postgres://…, file:PATH or memory:",
                                  what, redact_secrets(text), why));
   };
@@ -81,10 +105,15 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
         "stunnel with client = yes, accept = 127.0.0.1:6390, connect = HOST:PORT, and give {} redis://127.0.0.1:6390{}",
         what, redact_secrets(text), what, db));
   }
-  if (!text.starts_with("redis://")) {
+  std::string_view scheme = text.substr(0, text.find("://"));
+  if (scheme == "redis+cluster") {
+    uri.mode = StoreUri::RedisMode::Cluster;
+  } else if (scheme == "redis+sentinel") {
+    uri.mode = StoreUri::RedisMode::Sentinel;
+  } else if (scheme != "redis") {
     return bad("unknown scheme");
   }
-  std::string_view rest = text.substr(8);
+  std::string_view rest = text.substr(scheme.size() + 3);
   auto at = rest.rfind('@');
   if (at != std::string_view::npos) {
     std::string_view credentials = rest.substr(0, at);
@@ -99,6 +128,29 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   }
   auto slash = rest.find('/');
   std::string_view hostport = rest.substr(0, slash);
+  if (uri.mode != StoreUri::RedisMode::Server) {
+    bool cluster = uri.mode == StoreUri::RedisMode::Cluster;
+    std::string why;
+    if (!parse_host_list(hostport, cluster ? 6379 : 26379, uri.seeds, why)) {
+      return bad(why);
+    }
+    std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+    if (cluster) {
+      // A cluster has database 0 only.
+      return path.empty() || path == "0" ? uri : bad("a Redis Cluster has no databases but 0; leave out the /db");
+    }
+    auto db_slash = path.find('/');
+    uri.master_name = std::string(path.substr(0, db_slash));
+    if (uri.master_name.empty()) {
+      return bad("the master's name is missing: redis+sentinel://h1:26379,h2:26379/MASTERNAME[/db], the name "
+                 "the sentinels monitor (SENTINEL MASTERS lists them)");
+    }
+    std::string_view db = db_slash == std::string_view::npos ? "" : path.substr(db_slash + 1);
+    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
+      return bad(fmt::format("'{}' is not a database number", db));
+    }
+    return uri;
+  }
   if (slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {

@@ -87,6 +87,8 @@ private:
     auto redis = m_live.redis(consumer);
     fact.maxmemory_policy = redis.maxmemory_policy;
     fact.persistence = redis.persistence;
+    fact.policy_node = redis.policy_node;
+    fact.persistence_node = redis.persistence_node;
     fact.sampled_keys = redis.sampled_keys;
     fact.sampled_without_expiry = redis.sampled_without_expiry;
     fact.sampled_max_pttl_ms = redis.max_pttl_ms;

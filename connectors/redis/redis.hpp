@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/check_rules.hpp"
 #include "core/dedup_store.hpp"
 #include "core/replay.hpp"
 #include "core/store_uri.hpp"
@@ -24,7 +25,9 @@ struct RedisSettings {
 };
 
 // Lookups in pipelined batches: a PTTL per key and one MGET of the batch (values cut at 64 bytes),
-// one round trip a batch.
+// one round trip a batch. A Redis Cluster (redis+cluster://, or a node given as redis://) gets a
+// PTTL and a GET a key, routed by slot, a pipeline per master, all masters at once; the
+// sentinels of redis+sentinel:// name the server.
 // Connects (AUTH, SELECT) on creation. Every failure is an UnreachableError naming the server
 // (password redacted) and the cause: refused, timed out, closed, wrong password, LOADING.
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings);
@@ -49,18 +52,22 @@ struct SnapshotRecord {
   std::string value;                   // the first 64 bytes
 };
 
-// SCAN MATCH pattern COUNT n (never KEYS) with PTTL and the value's first bytes per key; calls
-// `each` per live record and `progress` with the keys seen so far. Returns the time the scan
-// started; remaining TTLs are adjusted to that time.
-std::int64_t scan_records(const RedisSettings& settings, const std::string& match,
-                          const std::function<void(const SnapshotRecord&)>& each,
-                          const std::function<void(std::int64_t)>& progress);
+// SCAN MATCH pattern COUNT n (never KEYS) on every master, with PTTL and the value's first bytes
+// per key; calls `each` per live record and `progress` with the keys seen so far. Returns the time
+// the scan started (remaining TTLs are adjusted to it) and the nodes scanned.
+struct ScanResult {
+  std::int64_t started_ms = 0;
+  std::vector<std::string> nodes;
+};
+ScanResult scan_records(const RedisSettings& settings, const std::string& match,
+                        const std::function<void(const SnapshotRecord&)>& each,
+                        const std::function<void(std::int64_t)>& progress);
 
-// What `check --live` asks a Redis: its eviction policy and persistence (CONFIG GET; nullopt where a
-// managed Redis refuses CONFIG), and a sample of up to `sample` keys matching `match`.
+// What `check --live` asks a Redis: every master's eviction policy and persistence (CONFIG GET;
+// nullopt where a managed Redis refuses CONFIG), and a sample of up to `sample` keys matching
+// `match` from each master.
 struct ServerFacts {
-  std::optional<std::string> maxmemory_policy;
-  std::optional<bool> persistence; // RDB save points or AOF
+  std::vector<core::RedisNodeFacts> nodes;
   std::int64_t sampled_keys = 0;
   std::int64_t sampled_without_expiry = 0;
   std::optional<std::int64_t> max_pttl_ms;

@@ -370,7 +370,7 @@ void MockBroker::commit(const std::string& group, const std::string& topic, cons
   }
 }
 
-RedisServer::RedisServer() {
+RedisServer::RedisServer(const std::vector<std::string>& extra) {
   std::string program = find_program("redis-server");
   if (program.empty()) {
     m_why = "redis-server is not installed (apt-get install redis-server)";
@@ -378,9 +378,11 @@ RedisServer::RedisServer() {
   }
   for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
     m_port = free_port();
-    auto process = std::make_unique<Process>(std::vector<std::string>{
-        program, "--port", std::to_string(m_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-        m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"});
+    std::vector<std::string> argv{program,      "--port",    std::to_string(m_port),  "--bind",      "127.0.0.1",
+                                  "--save",     "",          "--appendonly",          "no",          "--dir",
+                                  m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto process = std::make_unique<Process>(argv);
     for (int i = 0; i < 100; ++i) {
       if (command("PING").starts_with("+PONG")) {
         m_process = std::move(process);
@@ -540,6 +542,118 @@ std::string PostgresServer::conninfo() const {
 
 CommandResult PostgresServer::psql(const std::string& sql) const {
   return run_command({m_bin + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", conninfo(), "-c", sql});
+}
+
+} // namespace dedupctl::testing
+
+namespace dedupctl::testing {
+
+RedisCluster::RedisCluster(int masters, int replicas) {
+  m_cli = find_program("redis-cli");
+  if (m_cli.empty()) {
+    m_why = "redis-cli is not installed (apt-get install redis-tools)";
+    return;
+  }
+  std::vector<std::string> create{m_cli, "--cluster", "create"};
+  for (int i = 0; i < masters * (1 + replicas); ++i) {
+    auto node = std::make_unique<RedisServer>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port())});
+    if (!node->available()) {
+      m_why = node->why_unavailable();
+      return;
+    }
+    create.push_back("127.0.0.1:" + std::to_string(node->port()));
+    m_nodes.push_back(std::move(node));
+  }
+  create.insert(create.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  auto created = run_command(create);
+  if (created.exit_code != 0) {
+    m_why = "redis-cli --cluster create failed: " + created.out + created.err;
+    return;
+  }
+  if (!wait_ok()) {
+    m_why = "the cluster did not reach cluster_state:ok";
+  }
+}
+
+std::vector<RedisServer*> RedisCluster::nodes() {
+  std::vector<RedisServer*> out;
+  for (auto& node : m_nodes) {
+    out.push_back(node.get());
+  }
+  return out;
+}
+
+std::string RedisCluster::seed_uri(std::size_t seeds) const {
+  std::string uri = "redis+cluster://";
+  for (std::size_t i = 0; i < m_nodes.size() && (seeds == 0 || i < seeds); ++i) {
+    uri += (i ? "," : "") + fmt::format("127.0.0.1:{}", m_nodes[i]->port());
+  }
+  return uri;
+}
+
+CommandResult RedisCluster::cli(const std::vector<std::string>& args) const {
+  for (const auto& node : m_nodes) {
+    if (node->command("PING").starts_with("+PONG")) {
+      std::vector<std::string> argv{m_cli, "-c", "-p", std::to_string(node->port())};
+      argv.insert(argv.end(), args.begin(), args.end());
+      return run_command(argv);
+    }
+  }
+  return CommandResult{};
+}
+
+std::vector<RedisServer*> RedisCluster::slot_owners() {
+  std::vector<RedisServer*> owners(16384, nullptr);
+  // CLUSTER NODES: "<id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slot>…"
+  std::istringstream lines(cli({"CLUSTER", "NODES"}).out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string field; fields >> field;) {
+      f.push_back(field);
+    }
+    if (f.size() < 9 || f[2].find("master") == std::string::npos || f[2].find("fail") != std::string::npos) {
+      continue;
+    }
+    int port = std::stoi(f[1].substr(f[1].find(':') + 1));
+    for (std::size_t i = 8; i < f.size(); ++i) {
+      if (f[i].starts_with("[")) {
+        continue; // a slot being migrated or imported
+      }
+      auto dash = f[i].find('-');
+      int first = std::stoi(f[i].substr(0, dash));
+      int last = dash == std::string::npos ? first : std::stoi(f[i].substr(dash + 1));
+      for (auto& node : m_nodes) {
+        if (node->port() == port) {
+          for (int slot = first; slot <= last && slot < 16384; ++slot) {
+            owners[static_cast<std::size_t>(slot)] = node.get();
+          }
+        }
+      }
+    }
+  }
+  return owners;
+}
+
+bool RedisCluster::wait_ok(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool ok = true;
+    for (auto& node : m_nodes) {
+      if (!node->command("PING").starts_with("+PONG")) {
+        continue; // killed
+      }
+      std::string info = node->command("CLUSTER INFO");
+      ok = ok && info.find("cluster_state:ok") != std::string::npos &&
+           info.find("cluster_slots_ok:16384") != std::string::npos;
+    }
+    if (ok) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 } // namespace dedupctl::testing

@@ -125,7 +125,8 @@ std::string redis_command(int port, const std::string& line);
 // A throwaway redis-server on 127.0.0.1: no persistence, its own temp dir.
 class RedisServer {
 public:
-  RedisServer();
+  // `extra` are more redis-server arguments ("--cluster-enabled", "yes", …).
+  explicit RedisServer(const std::vector<std::string>& extra = {});
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }
@@ -139,6 +140,32 @@ private:
   TempDir m_dir;
   int m_port = 0;
   std::unique_ptr<Process> m_process;
+  std::string m_why;
+};
+
+// A Redis Cluster on loopback: `masters` redis-servers with --cluster-enabled, `replicas` replicas
+// each, joined by redis-cli --cluster create, ready when every node says cluster_state:ok.
+// cluster-node-timeout is 1 s so that a replica takes over a killed master within seconds.
+class RedisCluster {
+public:
+  RedisCluster(int masters, int replicas);
+  bool available() const { return m_why.empty(); }
+  const std::string& why_unavailable() const { return m_why; }
+  // Every node, masters first as created (the replicas' masters are assigned by redis-cli).
+  std::vector<RedisServer*> nodes();
+  // redis+cluster://127.0.0.1:P1,… of the first `seeds` nodes (0: all).
+  std::string seed_uri(std::size_t seeds = 0) const;
+  // The node serving each slot now, per CLUSTER NODES of a live node; nullptr where none does.
+  std::vector<RedisServer*> slot_owners();
+  RedisServer* master_of(int slot) { return slot_owners().at(static_cast<std::size_t>(slot)); }
+  // Runs redis-cli -c … against node 0 (cluster mode: follows redirects).
+  CommandResult cli(const std::vector<std::string>& args) const;
+  // Waits until every live node says cluster_state:ok and agrees on the slot owners; false on timeout.
+  bool wait_ok(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+private:
+  std::vector<std::unique_ptr<RedisServer>> m_nodes;
+  std::string m_cli;
   std::string m_why;
 };
 

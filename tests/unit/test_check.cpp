@@ -178,18 +178,18 @@ TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
 TEST(CheckLive, RedisSettingsBecomeFindings) {
   auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
   FakeInspector inspector;
-  inspector.redis_answer = core::LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt};
+  inspector.redis_answer = core::LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt, "", ""};
   auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
   ASSERT_EQ(eviction.size(), 1u);
   EXPECT_EQ(eviction[0].severity, Severity::Error);
   EXPECT_EQ(of(report.findings, "persistence-off", "billing").size(), 1u);
   EXPECT_NE(of(report.findings, "no-expiry", "billing")[0].title.find("3 of 10 sampled keys"), std::string::npos);
-  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt};
+  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt, "", ""};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "eviction-policy-unsafe", "billing")[0].severity, Severity::Warning);
   EXPECT_TRUE(of(report.findings, "persistence-off", "billing").empty());
-  inspector.redis_answer = core::LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL};
+  inspector.redis_answer = core::LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL, "", ""};
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_TRUE(report.findings.empty());
   // A record with more time left than the declared ttl: the declaration is not what the consumer writes.
@@ -231,4 +231,35 @@ TEST(CheckLive, NothingReachableIsIncompleteExit3) {
   EXPECT_FALSE(report.complete);
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_EQ(of(report.findings, "check-unavailable", "billing").size(), 2u);
+}
+
+// A cluster is as safe as its worst master, and the finding names that master.
+TEST(CheckLive, AClusterIsJudgedByItsWorstMaster) {
+  using core::RedisNodeFacts;
+  auto worst = core::worst_redis_node({RedisNodeFacts{"n1:7000", "noeviction", true},
+                                       RedisNodeFacts{"n2:7001", "volatile-lru", true},
+                                       RedisNodeFacts{"n3:7002", "noeviction", false}});
+  EXPECT_EQ(worst.maxmemory_policy, "volatile-lru");
+  EXPECT_EQ(worst.policy_node, "n2:7001");
+  EXPECT_EQ(worst.persistence, false);
+  EXPECT_EQ(worst.persistence_node, "n3:7002");
+  auto alike = core::worst_redis_node(
+      {RedisNodeFacts{"n1:7000", "allkeys-lru", false}, RedisNodeFacts{"n2:7001", "allkeys-lru", false}});
+  EXPECT_EQ(alike.maxmemory_policy, "allkeys-lru");
+  EXPECT_EQ(alike.policy_node, "") << "no master stands out";
+  EXPECT_EQ(alike.persistence_node, "");
+  auto unknown = core::worst_redis_node({RedisNodeFacts{"n1:7000", std::nullopt, std::nullopt}});
+  EXPECT_FALSE(unknown.maxmemory_policy);
+  EXPECT_FALSE(unknown.persistence);
+
+  auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
+  FakeInspector inspector;
+  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", false, 10, 0, std::nullopt, "n2:7001", "n3:7002"};
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
+  ASSERT_EQ(eviction.size(), 1u);
+  EXPECT_NE(eviction[0].title.find("volatile-lru on master n2:7001"), std::string::npos) << eviction[0].title;
+  auto persistence = of(report.findings, "persistence-off", "billing");
+  ASSERT_EQ(persistence.size(), 1u);
+  EXPECT_NE(persistence[0].title.find("Redis on master n3:7002 keeps no"), std::string::npos) << persistence[0].title;
 }

@@ -6,7 +6,7 @@ namespace dedupctl::core {
 namespace {
 
 TEST(SnapshotLine, TheHeaderRoundTripsAndNamesItsFields) {
-  SnapshotHeader header{1'795'305'600'000, "redis://app:***@cache:6379", "dedup:\t*"};
+  SnapshotHeader header{1'795'305'600'000, "redis://app:***@cache:6379", "dedup:\t*", ""};
   std::string line = format_snapshot_header(header);
   EXPECT_EQ(line, "# dedupctl-snapshot v1\ttaken_at=1795305600000\tstore=redis://app:***@cache:6379\tmatch=dedup:\\t*");
   SnapshotHeader back;
@@ -15,6 +15,12 @@ TEST(SnapshotLine, TheHeaderRoundTripsAndNamesItsFields) {
   EXPECT_EQ(back.taken_at_ms, header.taken_at_ms);
   EXPECT_EQ(back.store, header.store);
   EXPECT_EQ(back.match, header.match);
+  // A cluster's snapshot names every master it scanned; an older file without the field still reads.
+  header.nodes = "10.0.0.1:7000,10.0.0.2:7001";
+  line = format_snapshot_header(header);
+  EXPECT_NE(line.find("\tnodes=10.0.0.1:7000,10.0.0.2:7001"), std::string::npos) << line;
+  ASSERT_TRUE(parse_snapshot_header(line, back, error)) << error;
+  EXPECT_EQ(back.nodes, header.nodes);
 }
 
 TEST(SnapshotLine, AHeaderWithoutItsMagicOrTimeIsRefusedWithAReason) {

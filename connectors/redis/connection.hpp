@@ -1,0 +1,119 @@
+#pragma once
+
+// One hiredis connection and the Redis protocol written straight into a buffer; shared by the
+// one-server and the cluster paths (connectors/redis/nodes.hpp). Internal to connectors/redis.
+
+#include "connectors/redis/redis.hpp"
+#include "core/coverage.hpp"
+#include "core/errors.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::connectors::redis {
+
+// The first bytes of a value are enough to see claim markers ("processing:<run>").
+inline constexpr std::size_t k_value_prefix = 64;
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+inline std::string_view text_of(const redisReply& reply) { return {reply.str, reply.len}; }
+
+// The connection itself failed (refused, timed out, closed): the cluster path may find the slot's
+// new master; everywhere else it is an UnreachableError like any other.
+class ConnectionLost : public UnreachableError {
+public:
+  using UnreachableError::UnreachableError;
+};
+
+// Commands in the Redis protocol, written straight into one buffer: a batch goes to hiredis as one
+// preformatted append, not a formatted command (with its allocations) a key.
+class CommandBuffer {
+public:
+  void clear() {
+    m_text.clear();
+    m_count = 0;
+  }
+  // While on, every command is preceded by ASKING (a cluster's ASK redirect: the next command may
+  // touch a slot the node is importing); count() counts the commands only.
+  void asking(bool on) { m_asking = on; }
+  void add(std::initializer_list<std::string_view> args) { add(args.begin(), args.end(), args.size()); }
+  void add(const std::vector<std::string>& args) { add(args.begin(), args.end(), args.size()); }
+  // NAME followed by every one of `args`.
+  void add_command(std::string_view name, const std::vector<std::string>& args);
+  const std::string& text() const { return m_text; }
+  std::size_t count() const { return m_count; }
+
+private:
+  template <typename It> void add(It begin, It end, std::size_t n) {
+    if (m_asking) {
+      m_text += "*1\r\n$6\r\nASKING\r\n";
+    }
+    m_text += '*';
+    number(n);
+    for (It it = begin; it != end; ++it) {
+      argument(*it);
+    }
+    ++m_count;
+  }
+  void argument(std::string_view arg);
+  void number(std::size_t n);
+
+  std::string m_text;
+  std::size_t m_count = 0;
+  bool m_asking = false;
+};
+
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+
+// Where a connection goes: a TCP node or a Unix socket, with or without the store's AUTH and
+// SELECT (a sentinel gets neither).
+struct Endpoint {
+  core::HostPort node;
+  std::string unix_path;
+  bool authenticate = true;
+  std::string text() const { return unix_path.empty() ? node.text() : unix_path; }
+};
+
+class Connection {
+public:
+  // Connects, then AUTH and SELECT as the store's URI says. Throws ConnectionLost, or
+  // UnreachableError when the server refuses the credentials or the database.
+  Connection(const RedisSettings& settings, Endpoint endpoint);
+
+  std::string where() const { return m_endpoint.text(); }
+  const core::HostPort& node() const { return m_endpoint.node; }
+
+  Reply command(const std::vector<std::string>& args);
+  // Queues a batch; its replies are read in order with read().
+  void send(const CommandBuffer& commands);
+  Reply read(std::string_view during);
+
+  // A PTTL for each key and one MGET for all their values, in one round trip (one server only: a
+  // cluster refuses an MGET across slots).
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
+              std::vector<std::string>& values);
+
+private:
+  [[noreturn]] void fail(std::string_view during);
+
+  const RedisSettings& m_settings;
+  Endpoint m_endpoint;
+  std::unique_ptr<redisContext, ContextDeleter> m_ctx;
+  CommandBuffer m_buffer;
+};
+
+// A PTTL reply as a record's state (absent, present with or without a TTL); throws on an error.
+void read_pttl(const redisReply& reply, core::RecordState& state, std::string_view where);
+
+} // namespace dedupctl::connectors::redis

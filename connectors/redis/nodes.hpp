@@ -1,0 +1,68 @@
+#pragma once
+
+// The servers behind one --store: one server (given, or named by the sentinels), or the masters of
+// a Redis Cluster with its slot map. Keys go to the master of their slot; MOVED refreshes the map,
+// ASK is followed for one command, and a master that stops answering is replaced by the replica the
+// map promotes, or the run ends (UnreachableError) naming it. Internal to connectors/redis.
+
+#include "connectors/redis/connection.hpp"
+#include "core/redis_cluster.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dedupctl::connectors::redis {
+
+class Nodes {
+public:
+  // Connects: to the server (a cluster node is detected with CLUSTER SLOTS), to the first seed of a
+  // redis+cluster:// list that answers, or to the master the sentinels name.
+  explicit Nodes(const RedisSettings& settings);
+
+  bool clustered() const { return m_cluster; }
+  // What was connected, for the report: "one server", "cluster of 3 masters: …", "master … named
+  // by sentinel …", with the seeds that did not answer.
+  std::string topology() const { return m_topology; }
+  // One server (not clustered).
+  Connection& server() { return *m_server; }
+
+  // Writes `per_key` commands for key i with `write(i, buffer)`, to the master of the key's slot;
+  // every master's batch is sent before any is read, so the masters work at once. Calls
+  // `read(i, replies)` with key i's replies, in a master's order.
+  using Write = std::function<void(std::size_t, CommandBuffer&)>;
+  using Read = std::function<void(std::size_t, std::span<Reply>)>;
+  void exchange(const std::vector<std::string>& keys, std::size_t per_key, const Write& write, const Read& read,
+                std::string_view during);
+
+  // Every master once, connected (SCAN, CONFIG GET): the server alone when not clustered.
+  std::vector<Connection*> masters();
+
+private:
+  void resolve_sentinel();
+  // Asks the known masters, then the seeds, for CLUSTER SLOTS; the first answer is the map.
+  void refresh(const std::set<std::string>& lost);
+  bool load_slots(Connection& connection);
+  Connection& connection(const core::HostPort& node);
+  // Until the map no longer gives a slot of `lost` to it (its replica promoted), or --timeout.
+  void wait_for_failover(const std::set<std::string>& lost, const std::vector<std::size_t>& slots_pending,
+                         const std::string& cause);
+  void describe();
+
+  const RedisSettings& m_settings;
+  bool m_cluster = false;
+  std::unique_ptr<Connection> m_server;
+  std::vector<core::HostPort> m_seeds;
+  std::vector<std::string> m_unanswered; // seeds that did not answer, with why
+  std::vector<core::HostPort> m_masters;
+  std::vector<int> m_slot_owner; // index into m_masters, -1: no master serves it
+  std::map<std::string, std::unique_ptr<Connection>> m_connections;
+  std::string m_topology;
+  CommandBuffer m_buffer;
+};
+
+} // namespace dedupctl::connectors::redis

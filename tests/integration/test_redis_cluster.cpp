@@ -1,0 +1,250 @@
+// The Redis connector against a real Redis Cluster (redis-server --cluster-enabled, joined by
+// redis-cli --cluster create) and behind real sentinels (redis-server --sentinel): routing by slot,
+// MOVED and ASK, a master killed with and without a replica, SCAN of every master, the worst
+// master's settings, and the master a sentinel names before and after a failover.
+#include "connectors/redis/redis.hpp"
+#include "core/errors.hpp"
+#include "core/redis_cluster.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace dedupctl;
+using namespace dedupctl::testing;
+using core::RecordState;
+
+namespace {
+
+// The records every test writes: a key in many slots of every master, each of one kind.
+struct Planted {
+  std::vector<std::string> keys;
+  std::vector<RecordState::Kind> kinds;
+  std::vector<bool> expires;
+  std::vector<std::string> values;
+};
+
+// Writes key i straight to the master of its slot as the test computes it with core::key_slot;
+// the server answers MOVED (and the write fails the test) if that slot is wrong.
+void write_planted(RedisCluster& cluster, Planted& planted, int count) {
+  auto owners = cluster.slot_owners();
+  for (int i = 0; i < count; ++i) {
+    std::string key = fmt::format("dedup:pay:e-{}", i);
+    RedisServer* owner = owners[static_cast<std::size_t>(core::key_slot(key))];
+    ASSERT_NE(owner, nullptr);
+    planted.keys.push_back(key);
+    switch (i % 4) {
+    case 0: // absent
+      planted.kinds.push_back(RecordState::Kind::Absent);
+      planted.expires.push_back(false);
+      planted.values.push_back("");
+      break;
+    case 1:
+      ASSERT_EQ(owner->command(fmt::format("SET {} done PX 3600000", key)), "+OK\r\n") << key;
+      planted.kinds.push_back(RecordState::Kind::Present);
+      planted.expires.push_back(true);
+      planted.values.push_back("done");
+      break;
+    case 2:
+      ASSERT_EQ(owner->command(fmt::format("SET {} processing:run-9", key)), "+OK\r\n") << key;
+      planted.kinds.push_back(RecordState::Kind::Present);
+      planted.expires.push_back(false);
+      planted.values.push_back("processing:run-9");
+      break;
+    default:
+      ASSERT_EQ(owner->command(fmt::format("HSET {} f 1", key)), ":1\r\n") << key;
+      planted.kinds.push_back(RecordState::Kind::Present);
+      planted.expires.push_back(false);
+      planted.values.push_back(""); // another type: present, no marker
+    }
+  }
+}
+
+void expect_states(core::DedupStore& store, const Planted& planted) {
+  std::vector<RecordState> states;
+  store.lookup(planted.keys, states);
+  ASSERT_EQ(states.size(), planted.keys.size());
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    EXPECT_EQ(states[i].kind, planted.kinds[i]) << planted.keys[i];
+    EXPECT_EQ(states[i].pttl_ms.has_value(), planted.expires[i]) << planted.keys[i];
+    EXPECT_EQ(std::string(states[i].value), planted.values[i]) << planted.keys[i];
+  }
+}
+
+connectors::redis::RedisSettings settings_for(const std::string& uri, std::int64_t timeout_ms = 10'000) {
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(uri);
+  settings.timeout_ms = timeout_ms;
+  return settings;
+}
+
+std::string unreachable_message(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const UnreachableError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+} // namespace
+
+class RedisClusterTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_cluster.available(), m_cluster.why_unavailable());
+    write_planted(m_cluster, m_planted, 400);
+  }
+  RedisCluster m_cluster{3, 0};
+  Planted m_planted;
+};
+
+TEST_F(RedisClusterTest, LookupsRouteBySlotFromASeedListOrAnyNodeGivenAsRedis) {
+  std::set<int> masters_used;
+  auto owners = m_cluster.slot_owners();
+  for (const auto& key : m_planted.keys) {
+    masters_used.insert(owners[static_cast<std::size_t>(core::key_slot(key))]->port());
+  }
+  ASSERT_EQ(masters_used.size(), 3u) << "the keys are spread over every master";
+  auto seeds = settings_for(m_cluster.seed_uri());
+  auto store = connectors::redis::open_store(seeds);
+  expect_states(*store, m_planted);
+  EXPECT_NE(store->topology().find("Redis Cluster of 3 masters"), std::string::npos) << store->topology();
+  // Any one node given as redis:// is found to be a cluster node.
+  for (auto* node : m_cluster.nodes()) {
+    auto one = settings_for(node->uri());
+    auto detected = connectors::redis::open_store(one);
+    expect_states(*detected, m_planted);
+  }
+}
+
+TEST_F(RedisClusterTest, ASlotMigratingMidRunIsFollowedByAskThenMoved) {
+  auto store_settings = settings_for(m_cluster.seed_uri());
+  auto store = connectors::redis::open_store(store_settings);
+  expect_states(*store, m_planted); // the slot map is loaded
+  // Move the slot of key 1 (a record) to another master by hand, as redis-cli --cluster reshard does.
+  const std::string& key = m_planted.keys[1];
+  int slot = core::key_slot(key);
+  RedisServer* source = m_cluster.master_of(slot);
+  RedisServer* target = nullptr;
+  for (auto* node : m_cluster.nodes()) {
+    if (node != source) {
+      target = node;
+      break;
+    }
+  }
+  auto id_of = [](RedisServer* node) {
+    std::string reply = node->command("CLUSTER MYID");
+    return reply.substr(reply.find('\n') + 1, 40);
+  };
+  ASSERT_EQ(target->command(fmt::format("CLUSTER SETSLOT {} IMPORTING {}", slot, id_of(source))), "+OK\r\n");
+  ASSERT_EQ(source->command(fmt::format("CLUSTER SETSLOT {} MIGRATING {}", slot, id_of(target))), "+OK\r\n");
+  ASSERT_EQ(source->command(fmt::format("MIGRATE 127.0.0.1 {} {} 0 5000", target->port(), key)), "+OK\r\n");
+  // Midway: the key is on the target; the source answers ASK for it.
+  EXPECT_EQ(source->command("GET " + key).substr(0, 4), "-ASK");
+  expect_states(*store, m_planted);
+  // Done: every node gives the slot to the target; the source answers MOVED.
+  for (auto* node : m_cluster.nodes()) {
+    ASSERT_EQ(node->command(fmt::format("CLUSTER SETSLOT {} NODE {}", slot, id_of(target))), "+OK\r\n");
+  }
+  EXPECT_EQ(source->command("GET " + key).substr(0, 6), "-MOVED");
+  expect_states(*store, m_planted);
+}
+
+TEST_F(RedisClusterTest, AMasterKilledWithoutAReplicaEndsTheRunNamingIt) {
+  auto store_settings = settings_for(m_cluster.seed_uri(), 2'000);
+  auto store = connectors::redis::open_store(store_settings);
+  expect_states(*store, m_planted);
+  RedisServer* victim = m_cluster.master_of(core::key_slot(m_planted.keys[0]));
+  victim->kill();
+  std::vector<RecordState> states;
+  std::string message = unreachable_message([&] { store->lookup(m_planted.keys, states); });
+  EXPECT_NE(message.find(fmt::format("127.0.0.1:{}", victim->port())), std::string::npos) << message;
+  EXPECT_NE(message.find("were not looked up"), std::string::npos) << message;
+}
+
+TEST_F(RedisClusterTest, ANodeThatIsNotAClusterAndASeedThatDoesNotAnswer) {
+  RedisServer single;
+  ASSERT_TRUE(single.available());
+  auto not_cluster = settings_for("redis+cluster://127.0.0.1:" + std::to_string(single.port()));
+  std::string message = unreachable_message([&] { connectors::redis::open_store(not_cluster); });
+  EXPECT_NE(message.find("is not a Redis Cluster node"), std::string::npos) << message;
+  EXPECT_NE(message.find("redis://127.0.0.1:" + std::to_string(single.port())), std::string::npos) << message;
+  // A dead seed before live ones: the map comes from the next, and the report says which did not answer.
+  int dead = free_port();
+  auto seeds = settings_for(fmt::format("redis+cluster://127.0.0.1:{},{}", dead, m_cluster.seed_uri().substr(16)));
+  auto store = connectors::redis::open_store(seeds);
+  expect_states(*store, m_planted);
+  EXPECT_NE(store->topology().find(fmt::format("seeds that did not answer: 127.0.0.1:{}", dead)), std::string::npos)
+      << store->topology();
+  // Only dead seeds.
+  auto none = settings_for(fmt::format("redis+cluster://127.0.0.1:{}", dead));
+  message = unreachable_message([&] { connectors::redis::open_store(none); });
+  EXPECT_NE(message.find("no seed node of the cluster answered"), std::string::npos) << message;
+}
+
+TEST_F(RedisClusterTest, ReplayClaimsAndSettlesBySlot) {
+  auto placement_settings = settings_for(m_cluster.seed_uri());
+  auto placement = connectors::redis::open_replay_placement(placement_settings, core::Span::finite(86'400'000), 60'000,
+                                                            {"processing"});
+  std::vector<core::Claim> claims;
+  placement->claim(m_planted.keys, "run-1", claims);
+  ASSERT_EQ(claims.size(), m_planted.keys.size());
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    core::Claim expected = i % 4 == 0   ? core::Claim::Claimed
+                           : i % 4 == 2 ? core::Claim::HeldByOther
+                                        : core::Claim::Done;
+    EXPECT_EQ(claims[i], expected) << m_planted.keys[i];
+  }
+  std::vector<bool> delivered(claims.size(), true);
+  delivered[4] = false; // a failed delivery is released
+  placement->settle(m_planted.keys, claims, delivered);
+  auto owners = m_cluster.slot_owners();
+  auto owner = [&](std::size_t i) { return owners[static_cast<std::size_t>(core::key_slot(m_planted.keys[i]))]; };
+  EXPECT_EQ(owner(0)->command("GET " + m_planted.keys[0]), "$4\r\ndone\r\n");
+  EXPECT_EQ(owner(8)->command("GET " + m_planted.keys[8]), "$4\r\ndone\r\n");
+  EXPECT_EQ(owner(4)->command("EXISTS " + m_planted.keys[4]), ":0\r\n");
+  EXPECT_EQ(owner(2)->command("GET " + m_planted.keys[2]), "$16\r\nprocessing:run-9\r\n") << "another's claim stays";
+}
+
+TEST_F(RedisClusterTest, ASnapshotScansEveryMasterAndCheckSeesTheWorst) {
+  auto scan_settings = settings_for(m_cluster.seed_uri());
+  std::set<std::string> keys;
+  auto scanned = connectors::redis::scan_records(
+      scan_settings, "dedup:pay:*", [&](const connectors::redis::SnapshotRecord& record) { keys.insert(record.key); },
+      nullptr);
+  EXPECT_EQ(scanned.nodes.size(), 3u);
+  EXPECT_EQ(keys.size(), 300u) << "every present key of every master, once";
+  RedisServer* lax = m_cluster.nodes()[1];
+  ASSERT_EQ(lax->command("CONFIG SET maxmemory-policy allkeys-lru"), "+OK\r\n");
+  auto facts = connectors::redis::inspect_server(scan_settings, "dedup:pay:*", 50);
+  ASSERT_EQ(facts.nodes.size(), 3u);
+  auto worst = core::worst_redis_node(facts.nodes);
+  EXPECT_EQ(worst.maxmemory_policy, "allkeys-lru");
+  EXPECT_EQ(worst.policy_node, fmt::format("127.0.0.1:{}", lax->port()));
+  EXPECT_GT(facts.sampled_keys, 0);
+}
+
+// Three masters with a replica each: a master killed mid-run is replaced by its replica and the
+// lookups go on there, complete.
+TEST(RedisClusterFailover, AKilledMastersReplicaTakesItsKeys) {
+  RedisCluster cluster(3, 1);
+  DEDUPCTL_REQUIRE_SERVER(cluster.available(), cluster.why_unavailable());
+  Planted planted;
+  write_planted(cluster, planted, 200);
+  for (auto* node : cluster.nodes()) {
+    node->command("WAIT 1 2000"); // the replicas have every write
+  }
+  auto store_settings = settings_for(cluster.seed_uri(), 15'000);
+  auto store = connectors::redis::open_store(store_settings);
+  expect_states(*store, planted);
+  RedisServer* victim = cluster.master_of(core::key_slot(planted.keys[1]));
+  victim->kill();
+  expect_states(*store, planted);
+  EXPECT_NE(cluster.master_of(core::key_slot(planted.keys[1])), victim) << "a replica was promoted";
+}
