@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <map>
+#include <ranges>
 #include <string>
+#include <vector>
 
 namespace dedupctl::testing {
 
@@ -47,14 +49,33 @@ inline std::string planted(long long now, long long edge) {
          envelope(9, now - 1 * k_minute, "e-9", "PaymentCharged");   // absent at/after committed: pending
 }
 
-// The records of the Redis placement the audit tests use (key dedup:pay:{event_id}, TTL 1h).
+// The records of the Redis placement the audit tests use (key dedup:pay:{event_id}, TTL 1h), as
+// the commands that write them.
+inline std::vector<std::string> planted_record_commands() {
+  return {fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute),
+          "SET dedup:pay:e-3 done",
+          fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute),
+          fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour),
+          fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute),
+          "SET unrelated:key x"};
+}
+
 inline void plant_records(const RedisServer& redis) {
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-2 done PX {}", 30 * k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET dedup:pay:e-3 done"), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-4 processing PX {}", k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-6 done PX {}", 8 * 24 * k_hour)), "+OK\r\n");
-  ASSERT_EQ(redis.command(fmt::format("SET dedup:pay:e-8 processing:run-1 PX {}", k_minute)), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET unrelated:key x"), "+OK\r\n");
+  for (const auto& command : planted_record_commands()) {
+    ASSERT_EQ(redis.command(command), "+OK\r\n") << command;
+  }
+}
+
+// The same records in a Redis Cluster, each written by redis-cli -c (which follows MOVED).
+inline void plant_records(const RedisCluster& cluster) {
+  for (const auto& command : planted_record_commands()) {
+    std::vector<std::string> args;
+    for (auto word : std::views::split(command, ' ')) {
+      args.emplace_back(word.begin(), word.end());
+    }
+    auto result = cluster.cli(args);
+    ASSERT_EQ(result.out, "OK\n") << command << result.err;
+  }
 }
 
 // An audit of the planted events in `topic` at seek 2 for group billing against `store` (TTL 1h,

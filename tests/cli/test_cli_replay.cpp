@@ -597,3 +597,47 @@ TEST_P(Replay, ADecisionLogThatCannotBeWrittenEndsTheRunIncomplete) {
             std::string::npos)
       << result.out;
 }
+
+// Through a Redis Cluster: claims, settles and releases go to the master of each key's slot, and a
+// second run skips every event the first published.
+TEST(ReplayRedisCluster, TwiceIsOnceThroughAClusterAndEveryKeyIsOnItsMaster) {
+  RedisCluster redis(3, 0);
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  auto cluster = fresh_topic("mock", "src", 2, source_events());
+  DEDUPCTL_REQUIRE_SERVER(!cluster.bootstrap.empty(), cluster.why);
+  std::string sink = add_topic(cluster, "sink", 2);
+  std::vector<std::string> args{"replay",
+                                "-b",
+                                cluster.bootstrap,
+                                "--topic",
+                                cluster.topic,
+                                "--via",
+                                redis.seed_uri(),
+                                "--key-template",
+                                "dedup:{event_id}",
+                                "--ttl",
+                                "1d",
+                                "--sink",
+                                "kafka:" + sink,
+                                "--execute",
+                                "-o",
+                                "json",
+                                "-q"};
+  auto first = run_dedupctl(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(summary_of(first.out).at("replayed"), k_events);
+  auto second = run_dedupctl(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(summary_of(second.out).at("replayed"), 0);
+  EXPECT_EQ(summary_of(second.out).at("skipped_duplicate"), k_events);
+  long long keys = 0;
+  for (auto* node : redis.nodes()) {
+    std::string size = node->command("DBSIZE");
+    keys += std::stoll(size.substr(1));
+    EXPECT_NE(size, ":0\r\n") << "every master holds some of the keys";
+  }
+  EXPECT_EQ(keys, k_events);
+  auto scan = run_dedupctl({"scan", "-b", cluster.bootstrap, "--topic", sink, "-o", "json", "-q"});
+  EXPECT_EQ(summary_of(scan.out).at("events"), k_events);
+  EXPECT_EQ(summary_of(scan.out).at("log_duplicates"), 0);
+}

@@ -238,7 +238,13 @@ TEST(RedisClusterFailover, AKilledMastersReplicaTakesItsKeys) {
   Planted planted;
   write_planted(cluster, planted, 200);
   for (auto* node : cluster.nodes()) {
-    node->command("WAIT 1 2000"); // the replicas have every write
+    // A master's replica has every write (a replica answers WAIT with an error).
+    for (int i = 0; i < 20; ++i) {
+      std::string reply = node->command("WAIT 1 1000");
+      if (reply == ":1\r\n" || reply.starts_with("-")) {
+        break;
+      }
+    }
   }
   auto store_settings = settings_for(cluster.seed_uri(), 15'000);
   auto store = connectors::redis::open_store(store_settings);
@@ -247,4 +253,55 @@ TEST(RedisClusterFailover, AKilledMastersReplicaTakesItsKeys) {
   victim->kill();
   expect_states(*store, planted);
   EXPECT_NE(cluster.master_of(core::key_slot(planted.keys[1])), victim) << "a replica was promoted";
+}
+
+// redis+sentinel://: the master the sentinel names, before and after a failover; an unknown name and
+// no sentinel at all are errors that say so.
+TEST(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
+  RedisServer master;
+  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  ASSERT_TRUE(replica.available()) << replica.why_unavailable();
+  RedisSentinel sentinel(master.port(), "orders");
+  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+  ASSERT_EQ(master.command("SET dedup:pay:e-1 done PX 3600000"), "+OK\r\n");
+  bool replicated = false;
+  for (int i = 0; i < 20 && !replicated; ++i) {
+    replicated = master.command("WAIT 1 1000") == ":1\r\n"; // the replica is in sync and has the record
+  }
+  ASSERT_TRUE(replicated);
+  std::string uri = fmt::format("redis+sentinel://127.0.0.1:{},127.0.0.1:{}/orders", free_port(), sentinel.port());
+  auto store_settings = settings_for(uri);
+  auto store = connectors::redis::open_store(store_settings);
+  EXPECT_NE(store->topology().find(fmt::format("master 127.0.0.1:{} of 'orders'", master.port())), std::string::npos)
+      << store->topology();
+  EXPECT_NE(store->topology().find("sentinels that did not answer"), std::string::npos) << store->topology();
+  std::vector<RecordState> states;
+  store->lookup({"dedup:pay:e-1", "dedup:pay:e-2"}, states);
+  EXPECT_EQ(states[0].kind, RecordState::Kind::Present);
+  EXPECT_EQ(states[1].kind, RecordState::Kind::Absent);
+
+  // The sentinel must know the replica before it can promote it.
+  for (int i = 0; i < 200 && sentinel.command("SENTINEL REPLICAS orders").find(std::to_string(replica.port())) ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(sentinel.command("SENTINEL FAILOVER orders"), "+OK\r\n");
+  for (int i = 0; i < 200 && sentinel.master_port() != replica.port(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(sentinel.master_port(), replica.port());
+  auto after = connectors::redis::open_store(store_settings);
+  EXPECT_NE(after->topology().find(fmt::format("master 127.0.0.1:{} of 'orders'", replica.port())), std::string::npos)
+      << after->topology();
+  after->lookup({"dedup:pay:e-1"}, states);
+  EXPECT_EQ(states[0].kind, RecordState::Kind::Present) << "the promoted replica has the record";
+
+  auto unknown = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/billing", sentinel.port()));
+  std::string message = unreachable_message([&] { connectors::redis::open_store(unknown); });
+  EXPECT_NE(message.find("know no master named 'billing'"), std::string::npos) << message;
+  auto none = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/orders", free_port()));
+  message = unreachable_message([&] { connectors::redis::open_store(none); });
+  EXPECT_NE(message.find("no sentinel answered"), std::string::npos) << message;
 }

@@ -657,3 +657,51 @@ bool RedisCluster::wait_ok(std::chrono::milliseconds timeout) {
 }
 
 } // namespace dedupctl::testing
+
+namespace dedupctl::testing {
+
+RedisSentinel::RedisSentinel(int master_port, const std::string& name) : m_name(name) {
+  std::string program = find_program("redis-server");
+  if (program.empty()) {
+    m_why = "redis-server is not installed (apt-get install redis-server)";
+    return;
+  }
+  for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
+    m_port = free_port();
+    // A sentinel rewrites its configuration file: it gets one of its own.
+    write_file(m_dir.file("sentinel.conf"),
+               fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n"
+                           "sentinel monitor {} 127.0.0.1 {} 1\n"
+                           "sentinel down-after-milliseconds {} 1000\nsentinel failover-timeout {} 5000\n",
+                           m_port, m_dir.path(), m_dir.file("sentinel.log"), name, master_port, name, name));
+    auto process =
+        std::make_unique<Process>(std::vector<std::string>{program, m_dir.file("sentinel.conf"), "--sentinel"});
+    for (int i = 0; i < 100; ++i) {
+      if (command("PING").starts_with("+PONG")) {
+        m_process = std::move(process);
+        break;
+      }
+      if (!process->running()) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (!m_process) {
+    m_why = "redis-server --sentinel did not start: " + read_file(m_dir.file("sentinel.log"));
+  }
+}
+
+std::string RedisSentinel::command(const std::string& line) const { return redis_command(m_port, line); }
+
+int RedisSentinel::master_port() const {
+  // *2\r\n$9\r\n127.0.0.1\r\n$4\r\n6379\r\n
+  std::string reply = command("SENTINEL get-master-addr-by-name " + m_name);
+  auto last = reply.rfind("\r\n", reply.size() - 3);
+  if (!reply.starts_with("*2") || last == std::string::npos) {
+    return 0;
+  }
+  return std::stoi(reply.substr(last + 2));
+}
+
+} // namespace dedupctl::testing

@@ -143,6 +143,26 @@ private:
   std::string m_why;
 };
 
+// A Redis Sentinel on loopback (redis-server --sentinel, as Debian's redis-sentinel runs it)
+// monitoring the master at `master_port` as `name`, quorum 1, down after 1 s.
+class RedisSentinel {
+public:
+  RedisSentinel(int master_port, const std::string& name);
+  bool available() const { return m_process != nullptr; }
+  const std::string& why_unavailable() const { return m_why; }
+  int port() const { return m_port; }
+  std::string command(const std::string& line) const;
+  // The port of the master the sentinel names now (0: none).
+  int master_port() const;
+
+private:
+  TempDir m_dir;
+  int m_port = 0;
+  std::string m_name;
+  std::unique_ptr<Process> m_process;
+  std::string m_why;
+};
+
 // A Redis Cluster on loopback: `masters` redis-servers with --cluster-enabled, `replicas` replicas
 // each, joined by redis-cli --cluster create, ready when every node says cluster_state:ok.
 // cluster-node-timeout is 1 s so that a replica takes over a killed master within seconds.
