@@ -106,7 +106,8 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
   auto* sub = app.add_subcommand("snapshot", "Export a placement's records (SCAN, PTTL, value prefix) to a file for "
                                              "offline audits with --store file:PATH");
   sub->add_option("--store", options->store,
-                  "redis://[user:pass@]host:port[/db], redis+unix:///path, or postgres://… (an inbox table)")
+                  "redis://[user:pass@]host:port[/db], redis+unix:///path, redis+cluster://h1:p1,h2:p2 (every "
+                  "master), redis+sentinel://s1:26379/MASTER, or postgres://… (an inbox table)")
       ->required()
       ->type_name("URI");
   sub->add_option("--match", options->match, "SCAN MATCH pattern of the dedup keys (Redis)")->type_name("PATTERN");
