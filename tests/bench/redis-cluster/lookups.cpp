@@ -1,0 +1,72 @@
+// The lookups of an audit through dedupctl's Redis connector, timed: for tests/bench/redis-cluster,
+// which runs it against one server and against a three-master cluster.
+//   bench_redis_lookups load URI N     writes dedup:evt-000000000000 … (every key but each tenth)
+//   bench_redis_lookups lookup URI N   looks the N keys up in batches of 1000; prints seconds, found
+#include "connectors/redis/redis.hpp"
+#include "core/span.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace dedupctl;
+
+namespace {
+
+constexpr std::size_t k_batch = 1000;
+
+std::vector<std::string> batch_keys(long long start, long long end) {
+  std::vector<std::string> keys;
+  char key[64];
+  for (long long i = start; i < end; ++i) {
+    std::snprintf(key, sizeof key, "dedup:evt-%012lld", i);
+    keys.emplace_back(key);
+  }
+  return keys;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: bench_redis_lookups load|lookup URI N\n");
+    return 2;
+  }
+  std::string mode = argv[1];
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(argv[2]);
+  long long n = std::atoll(argv[3]);
+  if (mode == "load") {
+    // Claimed and settled as a replay would: SET … NX, then SET key done PX 1d, routed by slot.
+    auto placement =
+        connectors::redis::open_replay_placement(settings, core::Span::finite(86'400'000), 60'000, {"processing"});
+    std::vector<core::Claim> claims;
+    for (long long start = 0; start < n; start += static_cast<long long>(k_batch)) {
+      std::vector<std::string> keys;
+      for (auto& key : batch_keys(start, std::min(n, start + static_cast<long long>(k_batch)))) {
+        if (std::stoll(key.substr(10)) % 10 != 0) {
+          keys.push_back(std::move(key));
+        }
+      }
+      placement->claim(keys, "load", claims);
+      placement->settle(keys, claims, std::vector<bool>(keys.size(), true));
+    }
+    return 0;
+  }
+  auto store = connectors::redis::open_store(settings);
+  std::vector<core::RecordState> states;
+  long long found = 0;
+  auto started = std::chrono::steady_clock::now();
+  for (long long start = 0; start < n; start += static_cast<long long>(k_batch)) {
+    auto keys = batch_keys(start, std::min(n, start + static_cast<long long>(k_batch)));
+    store->lookup(keys, states);
+    for (const auto& state : states) {
+      found += state.kind == core::RecordState::Kind::Present ? 1 : 0;
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("%.3f %lld\n", seconds, found);
+  return 0;
+}
