@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -370,23 +371,16 @@ void MockBroker::commit(const std::string& group, const std::string& topic, cons
   }
 }
 
-RedisServer::RedisServer(const std::vector<std::string>& extra) {
-  std::string program = find_program("redis-server");
-  if (program.empty()) {
-    m_why = "redis-server is not installed (apt-get install redis-server)";
-    return;
-  }
-  for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
-    m_port = free_port();
-    std::vector<std::string> argv{program,      "--port",    std::to_string(m_port),  "--bind",      "127.0.0.1",
-                                  "--save",     "",          "--appendonly",          "no",          "--dir",
-                                  m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    auto process = std::make_unique<Process>(argv);
+// Starts a redis-server (or sentinel) on a free port, trying up to five ports, and waits until it
+// answers PING; `argv_for(port)` gives its command line. nullptr when it never answered.
+static std::unique_ptr<Process> start_redis_server(const std::function<std::vector<std::string>(int)>& argv_for,
+                                                   int& port) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port = free_port();
+    auto process = std::make_unique<Process>(argv_for(port));
     for (int i = 0; i < 100; ++i) {
-      if (command("PING").starts_with("+PONG")) {
-        m_process = std::move(process);
-        break;
+      if (redis_command(port, "PING").starts_with("+PONG")) {
+        return process;
       }
       if (!process->running()) {
         break;
@@ -394,6 +388,24 @@ RedisServer::RedisServer(const std::vector<std::string>& extra) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
+  return nullptr;
+}
+
+RedisServer::RedisServer(const std::vector<std::string>& extra) {
+  std::string program = find_program("redis-server");
+  if (program.empty()) {
+    m_why = "redis-server is not installed (apt-get install redis-server)";
+    return;
+  }
+  m_process = start_redis_server(
+      [&](int port) {
+        std::vector<std::string> argv{program,      "--port",    std::to_string(port),    "--bind",      "127.0.0.1",
+                                      "--save",     "",          "--appendonly",          "no",          "--dir",
+                                      m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return argv;
+      },
+      m_port);
   if (!m_process) {
     m_why = "redis-server did not start: " + read_file(m_dir.file("redis.log"));
   }
@@ -666,27 +678,17 @@ RedisSentinel::RedisSentinel(int master_port, const std::string& name) : m_name(
     m_why = "redis-server is not installed (apt-get install redis-server)";
     return;
   }
-  for (int attempt = 0; attempt < 5 && !m_process; ++attempt) {
-    m_port = free_port();
-    // A sentinel rewrites its configuration file: it gets one of its own.
-    write_file(m_dir.file("sentinel.conf"),
-               fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n"
-                           "sentinel monitor {} 127.0.0.1 {} 1\n"
-                           "sentinel down-after-milliseconds {} 1000\nsentinel failover-timeout {} 5000\n",
-                           m_port, m_dir.path(), m_dir.file("sentinel.log"), name, master_port, name, name));
-    auto process =
-        std::make_unique<Process>(std::vector<std::string>{program, m_dir.file("sentinel.conf"), "--sentinel"});
-    for (int i = 0; i < 100; ++i) {
-      if (command("PING").starts_with("+PONG")) {
-        m_process = std::move(process);
-        break;
-      }
-      if (!process->running()) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  m_process = start_redis_server(
+      [&](int port) {
+        // A sentinel rewrites its configuration file: it gets one of its own.
+        write_file(m_dir.file("sentinel.conf"),
+                   fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n"
+                               "sentinel monitor {} 127.0.0.1 {} 1\n"
+                               "sentinel down-after-milliseconds {} 1000\nsentinel failover-timeout {} 5000\n",
+                               port, m_dir.path(), m_dir.file("sentinel.log"), name, master_port, name, name));
+        return std::vector<std::string>{program, m_dir.file("sentinel.conf"), "--sentinel"};
+      },
+      m_port);
   if (!m_process) {
     m_why = "redis-server --sentinel did not start: " + read_file(m_dir.file("sentinel.log"));
   }
