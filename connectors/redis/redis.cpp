@@ -126,23 +126,22 @@ public:
     auto ttl_ms = m_ttl.finite_ms();
     bool expires = ttl_ms.has_value();
     std::string ttl = expires ? std::to_string(std::max<std::int64_t>(1, *ttl_ms)) : "";
-    m_settled.clear();
-    m_settle_delivered.clear();
+    m_settled.clear(); // the keys this run claimed, by their index in `keys`
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (claims[i] == core::Claim::Claimed || claims[i] == core::Claim::OwnStale) {
-        m_settled.push_back(keys[i]);
-        m_settle_delivered.push_back(delivered[i]);
+        m_settled.push_back(i);
       }
     }
     m_nodes.exchange(
-        m_settled, 1,
+        keys, 1,
         [&](std::size_t i, CommandBuffer& buffer) {
-          if (!m_settle_delivered[i]) {
-            buffer.add({"DEL", m_settled[i]});
+          const std::string& key = keys[m_settled[i]];
+          if (!delivered[m_settled[i]]) {
+            buffer.add({"DEL", key});
           } else if (expires) {
-            buffer.add({"SET", m_settled[i], "done", "PX", ttl});
+            buffer.add({"SET", key, "done", "PX", ttl});
           } else {
-            buffer.add({"SET", m_settled[i], "done"});
+            buffer.add({"SET", key, "done"});
           }
         },
         [&](std::size_t, std::span<Reply> replies) {
@@ -150,7 +149,7 @@ public:
             throw UnreachableError(fmt::format("Redis refused to settle a claim ({})", text_of(*replies[0])));
           }
         },
-        "settling claims");
+        "settling claims", &m_settled);
   }
 
 private:
@@ -219,8 +218,7 @@ private:
   bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
   std::vector<core::RecordState> m_states;
   std::vector<std::string> m_values;
-  std::vector<std::string> m_settled;
-  std::vector<bool> m_settle_delivered;
+  std::vector<std::size_t> m_settled;
 };
 
 } // namespace
