@@ -49,19 +49,6 @@ public:
     }
   }
 
-  // Empty again, sized for `expected`; its arrays are kept when they already have that size (a
-  // replay's chunks are one size: no allocation a chunk).
-  void reset(std::size_t expected) {
-    std::size_t capacity = capacity_for(expected);
-    if (capacity == m_keys.size()) {
-      std::fill(m_keys.begin(), m_keys.end(), 0);
-    } else {
-      m_keys.assign(capacity, 0);
-      m_values.assign(capacity, V{});
-    }
-    m_size = 0;
-  }
-
   std::size_t size() const { return m_size; }
   std::size_t capacity() const { return m_keys.size(); }
 

@@ -399,7 +399,7 @@ void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std
   chunk.seq = m_next_seq++;
   chunk.batch = batch;
   chunk.begin = begin;
-  chunk.index.reset(end - begin);
+  chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
   m_rows_used = 0;
   m_keys_used = 0;
   for (std::size_t i = begin; i < end; ++i) {

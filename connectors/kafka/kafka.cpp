@@ -381,8 +381,7 @@ public:
       }
       auto set = std::make_shared<MessageSet>();
       set->messages.assign(m_raw.begin(), m_raw.begin() + n);
-      auto& header_ranges = m_header_ranges; // kept: an allocation of this size consolidates malloc's bins
-      header_ranges.clear();
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> header_ranges;
       for (auto* message : set->messages) {
         take(message, batch, header_ranges);
       }
@@ -514,7 +513,6 @@ private:
   std::map<std::string, std::vector<std::size_t>, std::less<>> m_index;
   std::size_t m_remaining = 0;
   std::vector<rd_kafka_message_t*> m_raw;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> m_header_ranges; // next_batch's, per event
   std::chrono::steady_clock::time_point m_last_progress;
 };
 

@@ -67,29 +67,6 @@ TEST(FlatHashMap, SizedForNItHoldsNInAboutAQuarterMoreSlots) {
   EXPECT_EQ(*map.find(500'000 * 0x9e3779b97f4a7c15ULL), 500'000U);
 }
 
-// A replay's chunk map is reset for every chunk: empty again, same arrays when the size is the same.
-TEST(FlatHashMap, ResetEmptiesItAndKeepsItsSizeForTheSameExpectation) {
-  core::FlatHashMap<std::uint32_t> map(100);
-  bool inserted = false;
-  for (std::uint64_t k = 0; k < 100; ++k) {
-    map.find_or_insert(k * 7919, inserted) = static_cast<std::uint32_t>(k + 1);
-  }
-  std::size_t capacity = map.capacity();
-  map.reset(100);
-  EXPECT_EQ(map.size(), 0u);
-  EXPECT_EQ(map.capacity(), capacity);
-  for (std::uint64_t k = 0; k < 100; ++k) {
-    EXPECT_EQ(map.find(k * 7919), nullptr) << k;
-  }
-  map.find_or_insert(5, inserted) = 9;
-  EXPECT_TRUE(inserted);
-  EXPECT_EQ(*map.find(5), 9u);
-  map.reset(1000);
-  EXPECT_EQ(map.size(), 0u);
-  EXPECT_GE(map.capacity(), 1000u);
-  EXPECT_EQ(map.find(5), nullptr);
-}
-
 TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
   FlatHashMap<int> map(4);
   bool inserted = false;
