@@ -82,53 +82,6 @@ struct Chunk {
   std::string start_position;              // the sink's position before this chunk published anything
   std::shared_ptr<core::EventBatch> batch; // the source batch its events are in, until published
   std::size_t begin = 0;                   // rows[j] is batch->events[begin + j]
-
-  // A finished chunk, ready to be built again: its vectors, and the strings of its rows and keys,
-  // keep their memory (a million events are a thousand chunks; malloc and free were a quarter of
-  // the replay's CPU).
-  void recycle() {
-    stage = Stage::Building;
-    hashes.clear();
-    claims.clear();
-    in_flight_elsewhere.clear();
-    asked_all = true;
-    asked.clear();
-    asked_of.clear();
-    answers.clear();
-    claim_done = {};
-    settle_done = {};
-    claimed_nothing = false;
-    published.clear();
-    delivered.clear();
-    found_in_sink.clear();
-    outstanding = 0;
-    first_error.clear();
-    start_position.clear();
-    batch.reset();
-    begin = 0;
-  }
-  // The next row or key, reusing one left from the chunk's last use (`used` counts those taken;
-  // rows and keys are cut to it when the chunk is built).
-  Row& next_row(std::size_t& used) {
-    if (used < rows.size()) {
-      Row& row = rows[used++];
-      row.id.clear();
-      row.no_id_reason.clear();
-      row.key = SIZE_MAX;
-      row.first = false;
-      return row;
-    }
-    ++used;
-    return rows.emplace_back();
-  }
-  void add_key(std::size_t& used, const std::string& key) {
-    if (used < keys.size()) {
-      keys[used++].assign(key);
-    } else {
-      ++used;
-      keys.push_back(key);
-    }
-  }
 };
 
 bool is_ready(const std::future<void>& done) {
@@ -232,9 +185,6 @@ private:
   // read into while chunks of the others wait for their claims.
   std::vector<std::shared_ptr<core::EventBatch>> m_batches;
   std::deque<Chunk> m_chunks;
-  std::vector<Chunk> m_spare;  // finished chunks, built again (Chunk::recycle)
-  std::size_t m_rows_used = 0; // rows and keys of the chunk being built (cut_chunk)
-  std::size_t m_keys_used = 0;
   std::uint64_t m_next_seq = 0;
   std::int64_t m_events_total = 0;
   std::int64_t m_published_total = 0; // handed to the sink by this run
@@ -388,61 +338,49 @@ std::uint32_t ReplayRunner::topic_index(std::string_view topic) {
 // them an earlier chunk in flight already has.
 void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end) {
   auto timer = stage(&ReplayStageTimes::prepare);
-  if (m_spare.empty()) {
-    m_chunks.emplace_back();
-  } else {
-    m_chunks.push_back(std::move(m_spare.back()));
-    m_spare.pop_back();
-    m_chunks.back().recycle();
-  }
-  Chunk& chunk = m_chunks.back();
+  Chunk& chunk = m_chunks.emplace_back();
   chunk.seq = m_next_seq++;
   chunk.batch = batch;
   chunk.begin = begin;
   chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
-  m_rows_used = 0;
-  m_keys_used = 0;
   for (std::size_t i = begin; i < end; ++i) {
     add_row(chunk, batch->events[i], m_identities[i]);
   }
-  chunk.rows.resize(m_rows_used);
-  chunk.keys.resize(m_keys_used);
   mark_in_flight(chunk);
 }
 
 // One event as a row of the chunk. Later events of a key already in the chunk are its duplicates.
 void ReplayRunner::add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity) {
-  Chunk::Row& row = chunk.next_row(m_rows_used);
+  Chunk::Row& row = chunk.rows.emplace_back();
   row.topic = topic_index(event.topic);
   row.partition = event.partition;
   row.offset = event.offset;
   row.timestamp_ms = event.timestamp_ms;
   if (!identity.has_id) {
-    row.no_id_reason.assign(identity.no_id_reason);
+    row.no_id_reason = std::string(identity.no_id_reason);
     return;
   }
-  row.id.assign(identity.id);
+  row.id = std::string(identity.id);
   core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
   std::uint64_t hash = core::hash64(m_rendered, 0x4b);
   bool inserted = false;
   std::uint32_t& slot = chunk.index.find_or_insert(hash, inserted);
-  if (!inserted && chunk.keys[slot - 1] == m_rendered) { // slot - 1 < m_keys_used: a key of this chunk
+  if (!inserted && chunk.keys[slot - 1] == m_rendered) {
     row.key = slot - 1;
     return;
   }
   if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
-    auto last = chunk.keys.begin() + static_cast<std::ptrdiff_t>(m_keys_used);
-    auto found = std::find(chunk.keys.begin(), last, m_rendered);
-    if (found != last) {
+    auto found = std::find(chunk.keys.begin(), chunk.keys.end(), m_rendered);
+    if (found != chunk.keys.end()) {
       row.key = static_cast<std::size_t>(found - chunk.keys.begin());
       return;
     }
   } else {
-    slot = static_cast<std::uint32_t>(m_keys_used + 1);
+    slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
   }
-  row.key = m_keys_used;
+  row.key = chunk.keys.size();
   row.first = true;
-  chunk.add_key(m_keys_used, m_rendered);
+  chunk.keys.push_back(m_rendered);
   chunk.hashes.push_back(hash);
 }
 
@@ -703,8 +641,6 @@ void ReplayRunner::finish_front() {
   }
   checkpoint(chunk);
   m_events_total += static_cast<std::int64_t>(chunk.rows.size());
-  chunk.batch.reset(); // the source batch goes back to its pool now, not when the chunk is reused
-  m_spare.push_back(std::move(chunk));
   m_chunks.pop_front();
   if (m_request.after_batch) {
     m_request.after_batch(m_events_total);

@@ -271,20 +271,18 @@ std::vector<Connection*> Nodes::masters() {
 }
 
 void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, const Write& write, const Read& read,
-                     std::string_view during, const std::vector<std::size_t>* subset) {
-  std::size_t count = subset ? subset->size() : keys.size();
-  auto key = [&](std::size_t i) -> const std::string& { return subset ? keys[(*subset)[i]] : keys[i]; };
+                     std::string_view during) {
   std::vector<Reply> replies(per_key);
   if (!m_cluster) {
     m_buffer.clear();
-    for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
       write(i, m_buffer);
     }
     if (m_buffer.count() == 0) {
       return;
     }
     m_server->send(m_buffer);
-    for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
       for (auto& reply : replies) {
         reply = m_server->read(during);
       }
@@ -298,7 +296,7 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
     std::vector<bool> asking;
     bool sent = false;
   };
-  std::vector<std::size_t> pending(count);
+  std::vector<std::size_t> pending(keys.size());
   std::iota(pending.begin(), pending.end(), std::size_t{0});
   std::map<std::size_t, core::HostPort> asks;
   for (int round = 0; !pending.empty(); ++round) {
@@ -318,12 +316,12 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
         node = ask->second;
         asking = true;
       } else {
-        int slot = core::key_slot(key(i));
+        int slot = core::key_slot(keys[i]);
         int owner = m_slot_owner[static_cast<std::size_t>(slot)];
         if (owner < 0) {
           throw UnreachableError(fmt::format("no master of the cluster serves slot {} (of key '{}'); check CLUSTER "
                                              "INFO: the cluster is down or a reshard left it unassigned",
-                                             slot, key(i)));
+                                             slot, keys[i]));
         }
         node = m_masters[static_cast<std::size_t>(owner)];
       }
@@ -400,7 +398,7 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
     if (!lost.empty()) {
       std::vector<std::size_t> slots;
       for (std::size_t i : next) {
-        slots.push_back(static_cast<std::size_t>(core::key_slot(key(i))));
+        slots.push_back(static_cast<std::size_t>(core::key_slot(keys[i])));
       }
       wait_for_failover(lost, slots, cause);
     } else if (retry) {

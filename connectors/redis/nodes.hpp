@@ -36,9 +36,8 @@ public:
   // `read(i, replies)` with key i's replies, in a master's order.
   using Write = std::function<void(std::size_t, CommandBuffer&)>;
   using Read = std::function<void(std::size_t, std::span<Reply>)>;
-  // With `subset`, the items are keys[(*subset)[i]] (no copy of the keys), i counting the subset.
   void exchange(const std::vector<std::string>& keys, std::size_t per_key, const Write& write, const Read& read,
-                std::string_view during, const std::vector<std::size_t>* subset = nullptr);
+                std::string_view during);
 
   // Every master once, connected (SCAN, CONFIG GET): the server alone when not clustered.
   std::vector<Connection*> masters();

@@ -126,22 +126,23 @@ public:
     auto ttl_ms = m_ttl.finite_ms();
     bool expires = ttl_ms.has_value();
     std::string ttl = expires ? std::to_string(std::max<std::int64_t>(1, *ttl_ms)) : "";
-    m_settled.clear(); // the keys this run claimed, by their index in `keys`
+    m_settled.clear();
+    m_settle_delivered.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (claims[i] == core::Claim::Claimed || claims[i] == core::Claim::OwnStale) {
-        m_settled.push_back(i);
+        m_settled.push_back(keys[i]);
+        m_settle_delivered.push_back(delivered[i]);
       }
     }
     m_nodes.exchange(
-        keys, 1,
+        m_settled, 1,
         [&](std::size_t i, CommandBuffer& buffer) {
-          const std::string& key = keys[m_settled[i]];
-          if (!delivered[m_settled[i]]) {
-            buffer.add({"DEL", key});
+          if (!m_settle_delivered[i]) {
+            buffer.add({"DEL", m_settled[i]});
           } else if (expires) {
-            buffer.add({"SET", key, "done", "PX", ttl});
+            buffer.add({"SET", m_settled[i], "done", "PX", ttl});
           } else {
-            buffer.add({"SET", key, "done"});
+            buffer.add({"SET", m_settled[i], "done"});
           }
         },
         [&](std::size_t, std::span<Reply> replies) {
@@ -149,7 +150,7 @@ public:
             throw UnreachableError(fmt::format("Redis refused to settle a claim ({})", text_of(*replies[0])));
           }
         },
-        "settling claims", &m_settled);
+        "settling claims");
   }
 
 private:
@@ -218,7 +219,8 @@ private:
   bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
   std::vector<core::RecordState> m_states;
   std::vector<std::string> m_values;
-  std::vector<std::size_t> m_settled;
+  std::vector<std::string> m_settled;
+  std::vector<bool> m_settle_delivered;
 };
 
 } // namespace
