@@ -674,7 +674,7 @@ public:
   }
 
   std::unique_ptr<core::EventSource> read_after(const std::string& position) override {
-    auto marks = watermarks_of(m_producer.handle(), m_settings, m_topic);
+    auto marks = settled_watermarks();
     std::vector<core::PartitionPlan> plans;
     std::size_t pos = 0;
     while (pos < position.size()) {
@@ -700,6 +700,33 @@ public:
   }
 
 private:
+  // A produce request the interrupted run had sent can reach the log after that run died (still in
+  // a socket or the broker's queue when it was killed): on a loaded real broker four such records
+  // landed after a rerun had read the sink back, and were published twice. So the sink is read back
+  // once its end offsets have held still for k_quiet (at most k_settle: a sink other producers
+  // write to never holds still). Exact would be fencing the dead producer (a transactional sink).
+  std::vector<std::pair<std::int64_t, std::int64_t>> settled_watermarks() {
+    constexpr auto k_quiet = std::chrono::milliseconds(500);
+    constexpr auto k_settle = std::chrono::milliseconds(5000);
+    constexpr auto k_poll = std::chrono::milliseconds(100);
+    auto marks = watermarks_of(m_producer.handle(), m_settings, m_topic);
+    auto started = std::chrono::steady_clock::now();
+    auto quiet_since = started;
+    while (std::chrono::steady_clock::now() - quiet_since < k_quiet &&
+           std::chrono::steady_clock::now() - started < k_settle) {
+      if (m_settings.stop && m_settings.stop->load()) {
+        throw InterruptedError("interrupted");
+      }
+      std::this_thread::sleep_for(k_poll);
+      auto again = watermarks_of(m_producer.handle(), m_settings, m_topic);
+      if (again != marks) {
+        marks = std::move(again);
+        quiet_since = std::chrono::steady_clock::now();
+      }
+    }
+    return marks;
+  }
+
   KafkaSettings m_settings;
   std::string m_topic;
   KafkaProducer m_producer;

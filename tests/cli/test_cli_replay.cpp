@@ -3,6 +3,7 @@
 // with SIGKILL.
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <future>
+#include <sstream>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -640,4 +643,46 @@ TEST(ReplayRedisCluster, TwiceIsOnceThroughAClusterAndEveryKeyIsOnItsMaster) {
   auto scan = run_dedupctl({"scan", "-b", cluster.bootstrap, "--topic", sink, "-o", "json", "-q"});
   EXPECT_EQ(summary_of(scan.out).at("events"), k_events);
   EXPECT_EQ(summary_of(scan.out).at("log_duplicates"), 0);
+}
+
+// A publish of the killed run can land in the sink after the run died (its produce request still on
+// its way): the rerun must find it there, not publish it again. The test kills a run, waits until
+// its own publishes have landed, takes an event it claimed but never published, and writes that
+// event into the sink 100 ms after the rerun started, as a late request would. Without the rerun's
+// wait for the sink to hold still, about one run in two published it twice.
+TEST_P(Replay, APublishThatLandsAfterTheKilledRunDiedIsNotPublishedAgain) {
+  TempDir dir;
+  std::vector<std::string> command =
+      via_redis({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp"), "--batch", "20"});
+  auto slow = command;
+  slow.insert(slow.end(), {"--max-rate", "200"});
+  auto run = start(slow);
+  ASSERT_TRUE(wait_for_progress(dir.file("cp"), m_src));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  run->signal(SIGKILL);
+  run->wait();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto in_sink = run_command({"kcat", "-C", "-e", "-q", "-b", m_cluster.bootstrap, "-t", m_sink, "-f", "%h\n"});
+  ASSERT_EQ(in_sink.exit_code, 0) << in_sink.err;
+  int late = -1;
+  for (int i = 0; i < k_events && late < 0; ++i) {
+    bool claimed = m_redis.command(fmt::format("GET dedup:e-{}", i)).find("processing:") != std::string::npos;
+    bool published = in_sink.out.find(fmt::format("event_id=e-{},", i)) != std::string::npos;
+    late = claimed && !published ? i : -1;
+  }
+  ASSERT_GE(late, 0) << "the killed run had claims it had not published";
+  auto rerun = std::async(std::launch::async, [&] { return run_dedupctl(command); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  TestProducer producer(m_cluster.bootstrap, 10'000);
+  producer.send(OutgoingRecord{m_sink,
+                               late % 2,
+                               fmt::format("k{}", late),
+                               fmt::format(R"({{"n":{}}})", late),
+                               {{"event_id", fmt::format("e-{}", late)}, {"type", "PaymentCharged"}},
+                               1'795'000'000'000LL + late});
+  std::string error;
+  ASSERT_EQ(producer.flush(error), 0) << error;
+  auto result = rerun.get();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  expect_each_event_once_in_sink();
 }
