@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <functional>
 #include <future>
-#include <sstream>
 #include <thread>
 
 using namespace dedupctl::testing;

@@ -188,6 +188,21 @@ TEST_F(RedisClusterTest, ANodeThatIsNotAClusterAndASeedThatDoesNotAnswer) {
   EXPECT_NE(message.find("no seed node of the cluster answered"), std::string::npos) << message;
 }
 
+// A slot no master serves (a reshard that left it unassigned): the lookup ends naming the slot and
+// the key, before anything is sent, never a verdict over keys nobody answered for.
+TEST_F(RedisClusterTest, ASlotNoMasterServesEndsTheRunNamingIt) {
+  int slot = core::key_slot(m_planted.keys[1]);
+  for (auto* node : m_cluster.nodes()) {
+    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
+  }
+  auto store_settings = settings_for(m_cluster.seed_uri());
+  auto store = connectors::redis::open_store(store_settings);
+  std::vector<RecordState> states;
+  std::string message = unreachable_message([&] { store->lookup(m_planted.keys, states); });
+  EXPECT_NE(message.find(fmt::format("no master of the cluster serves slot {}", slot)), std::string::npos) << message;
+  EXPECT_NE(message.find(m_planted.keys[1]), std::string::npos) << message;
+}
+
 TEST_F(RedisClusterTest, ReplayClaimsAndSettlesBySlot) {
   auto placement_settings = settings_for(m_cluster.seed_uri());
   auto placement = connectors::redis::open_replay_placement(placement_settings, core::Span::finite(86'400'000), 60'000,
