@@ -111,9 +111,18 @@ Reply Connection::command(const std::vector<std::string>& args) {
   return read("command");
 }
 
+// Written to the socket now, not at the first read: hiredis' blocking redisGetReply flushes only
+// its own context, so a cluster's masters would otherwise get their batches one after another,
+// each only when the previous master's replies had all been read.
 void Connection::send(const CommandBuffer& commands) {
   if (redisAppendFormattedCommand(m_ctx.get(), commands.text().data(), commands.text().size()) != REDIS_OK) {
     fail("a pipelined write");
+  }
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(m_ctx.get(), &done) != REDIS_OK) {
+      fail("a pipelined write");
+    }
   }
 }
 

@@ -95,7 +95,8 @@ public:
   const core::HostPort& node() const { return m_endpoint.node; }
 
   Reply command(const std::vector<std::string>& args);
-  // Queues a batch; its replies are read in order with read().
+  // Writes a batch to the socket (all of it, before returning); its replies are read in order with
+  // read().
   void send(const CommandBuffer& commands);
   Reply read(std::string_view during);
 

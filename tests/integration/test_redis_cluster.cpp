@@ -2,6 +2,7 @@
 // redis-cli --cluster create) and behind real sentinels (redis-server --sentinel): routing by slot,
 // MOVED and ASK, a master killed with and without a replica, SCAN of every master, the worst
 // master's settings, and the master a sentinel names before and after a failover.
+#include "connectors/redis/connection.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/errors.hpp"
 #include "core/redis_cluster.hpp"
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,6 +22,31 @@ using namespace dedupctl::testing;
 using core::RecordState;
 
 namespace {
+
+// What lets a cluster's masters work at once: a batch is on the wire when send() returns, not when
+// the first of its replies is read (hiredis' blocking API writes a context's buffer only then, so
+// every master but the first would wait for the replies of those read before it).
+TEST(RedisConnection, ABatchReachesTheServerWhenItIsSentNotWhenItsRepliesAreRead) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(redis.uri());
+  connectors::redis::Connection connection(settings, {{"127.0.0.1", redis.port()}, ""});
+  connectors::redis::CommandBuffer batch;
+  batch.add({"SET", "d:sent", "1"});
+  batch.add({"PTTL", "d:sent"});
+  connection.send(batch);
+  std::string seen;
+  for (int i = 0; i < 200 && seen != ":1\r\n"; ++i) { // 2 s: the server runs it at once
+    seen = redis.command("EXISTS d:sent");
+    if (seen != ":1\r\n") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  EXPECT_EQ(seen, ":1\r\n") << "the SET was still in the client's buffer, nothing read yet";
+  EXPECT_EQ(connection.read("the test")->type, REDIS_REPLY_STATUS);
+  EXPECT_EQ(connection.read("the test")->integer, -1) << "the replies are still read in order";
+}
 
 // The records every test writes: a key in many slots of every master, each of one kind.
 struct Planted {
