@@ -49,6 +49,14 @@ public:
     }
   }
 
+  // Asks the CPU for `key`'s first slot ahead of a find or find_or_insert of it: a batch of keys
+  // prefetched first, then probed, waits for one cache miss instead of one a key.
+  void prefetch(std::uint64_t key) const {
+    std::size_t i = home(key == 0 ? 1 : key);
+    __builtin_prefetch(m_keys.data() + i);
+    __builtin_prefetch(m_values.data() + i);
+  }
+
   std::size_t size() const { return m_size; }
   std::size_t capacity() const { return m_keys.size(); }
 

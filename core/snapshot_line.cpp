@@ -38,40 +38,37 @@ void escape(std::string_view in, std::string& out) {
   }
 }
 
+// Copies the runs between backslashes whole: keys and values rarely hold an escape.
 bool unescape(std::string_view in, std::string& out) {
   out.clear();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '\\') {
-      out += in[i];
-      continue;
+  std::size_t i = 0;
+  for (;;) {
+    std::size_t slash = in.find('\\', i);
+    out.append(in.substr(i, slash == std::string_view::npos ? std::string_view::npos : slash - i));
+    if (slash == std::string_view::npos) {
+      return true;
     }
-    if (++i >= in.size()) {
+    i = slash + 1;
+    if (i >= in.size()) {
       return false;
     }
     char decoded = 0;
     if (decode_c_escape(in[i], decoded)) {
       out += decoded;
+      ++i;
       continue;
     }
-    switch (in[i]) {
-    case 'x': {
-      unsigned value = 0;
-      if (i + 2 >= in.size() + 0 || i + 3 > in.size()) {
-        return false;
-      }
-      auto [ptr, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-      if (ec != std::errc{} || ptr != in.data() + i + 3) {
-        return false;
-      }
-      out += static_cast<char>(value);
-      i += 2;
-      break;
-    }
-    default:
+    if (in[i] != 'x' || i + 3 > in.size()) {
       return false;
     }
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
+    if (ec != std::errc{} || ptr != in.data() + i + 3) {
+      return false;
+    }
+    out += static_cast<char>(value);
+    i += 3;
   }
-  return true;
 }
 
 } // namespace

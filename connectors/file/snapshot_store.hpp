@@ -16,8 +16,10 @@ namespace dedupctl::connectors::file {
 
 // A snapshot file as a dedup store: the records as they were when it was taken, so an audit
 // against it must use header().taken_at_ms as now. Loads the whole file (keys and value prefixes)
-// into a flat index: about 60 bytes a record besides the key itself. A key given twice takes its
-// last line.
+// into a flat index: a record is 16 bytes and its key in one arena, so that a lookup costs two
+// cache misses (the index slot, the record with its key), and every hit compares the key. Lookups
+// and loads go in groups whose slots and records are prefetched before they are probed. A key
+// given twice takes its last line.
 class SnapshotStore final : public core::DedupStore {
 public:
   // Throws UsageError naming the file (and line) when it cannot be read or parsed.
@@ -26,34 +28,38 @@ public:
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override;
   std::string kind() const override { return "file"; }
   const core::SnapshotHeader& header() const { return m_header; }
-  std::size_t size() const { return m_records.size(); }
+  std::size_t size() const { return m_count; }
 
 private:
-  // A record in compact form: its key in m_key_bytes, its value in m_values (values repeat:
-  // "done" is stored once).
-  struct Record {
-    std::uint64_t key_offset = 0;
-    std::uint32_t key_size = 0;
-    std::uint32_t value = 0;
+  // The head of a record in m_arena, its key's bytes right after it, the next record at the next
+  // multiple of 8 bytes. Values repeat ("done"), so a record names its value in m_values.
+  struct Head {
     std::int64_t pttl_ms = k_no_expiry;
+    std::uint32_t value = 0;
+    std::uint32_t key_size = 0;
   };
   static constexpr std::int64_t k_no_expiry = INT64_MIN;
+  static constexpr std::size_t k_align = 8;
+  // Records are named by their offset in m_arena / k_align, plus 1 (0: none) in the index.
+  using Ref = std::uint32_t;
 
-  void add(const core::SnapshotEntry& entry);
-  std::optional<std::uint32_t> find(std::string_view key) const; // the record's index
-  std::string_view key_of(const Record& record) const {
-    return {m_key_bytes.data() + record.key_offset, record.key_size};
-  }
+  void add(const core::SnapshotEntry& entry, std::uint64_t hash);
+  // The record of `key` whose hash found `slot`: that one, or none when the slot holds another key.
+  Ref confirm(Ref slot, std::string_view key) const;
+  Head head(Ref ref) const;
+  void set_head(Ref ref, const Head& head);
+  std::string_view key_of(Ref ref) const;
+  const char* record(Ref ref) const { return m_arena.data() + (ref - 1) * k_align; }
 
   core::SnapshotHeader m_header;
-  std::string m_key_bytes;
-  std::vector<Record> m_records;
+  std::string m_arena;
+  std::size_t m_count = 0;
   std::vector<std::string> m_values;
   std::unordered_map<std::string, std::uint32_t> m_value_index;
   std::uint32_t m_last_value = 0;
-  // Key hash → record index + 1; keys whose hash another key took (2^-64 each) go to m_collided.
-  core::FlatHashMap<std::uint32_t> m_index;
-  std::unordered_map<std::string, std::uint32_t> m_collided;
+  // Key hash → Ref; keys whose hash another key took (2^-64 each) go to m_collided.
+  core::FlatHashMap<Ref> m_index;
+  std::unordered_map<std::string, Ref> m_collided;
 };
 
 } // namespace dedupctl::connectors::file

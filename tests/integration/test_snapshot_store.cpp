@@ -1,6 +1,7 @@
 // A snapshot file as the dedup store of an offline audit: every record read back as the file has
 // it, a key given twice taking its last line, and many keys sharing a value.
 #include "connectors/file/snapshot_store.hpp"
+#include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -41,4 +42,57 @@ TEST(SnapshotStore, EveryRecordIsReadBackAsTheFileHasItAndALaterLineWins) {
   EXPECT_EQ(states[4].kind, Kind::Absent);
   EXPECT_EQ(states[5].pttl_ms, 1000 + 19'999);
   EXPECT_EQ(states[6].pttl_ms, 1000);
+}
+
+// Lookups and loads go in groups of prefetched keys: a batch much larger than a group, keys of
+// every length from 1 to 40 bytes (records are padded to 8), present and absent keys mixed, and a
+// later line for a key loaded in an earlier group.
+TEST(SnapshotStore, ABatchOfAnySizeAndKeysOfAnyLengthAreReadBackExactly) {
+  TempDir dir;
+  std::string text = "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://test\tmatch=*\n";
+  auto key_of = [](int i) { return fmt::format("{}{}", std::string(static_cast<std::size_t>(i % 40), 'k'), i); };
+  for (int i = 0; i < 5'000; ++i) {
+    text += fmt::format("{}\t{}\t{}\n", key_of(i), i, i % 3 == 0 ? "processing" : "done");
+  }
+  text += fmt::format("{}\t-\tdone\n", key_of(7)); // 4993 lines after its first
+  write_file(dir.file("keys.tsv"), text);
+  connectors::file::SnapshotStore store(dir.file("keys.tsv"));
+  EXPECT_EQ(store.size(), 5'000U);
+  std::vector<std::string> keys;
+  for (int i = 4'999; i >= -1'000; --i) { // 1000 absent keys ("absent-…") among them
+    keys.push_back(i >= 0 ? key_of(i) : fmt::format("absent-{}", i));
+  }
+  std::vector<core::RecordState> states;
+  store.lookup(keys, states);
+  ASSERT_EQ(states.size(), keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    int i = 4'999 - static_cast<int>(k);
+    if (i < 0) {
+      EXPECT_EQ(states[k].kind, core::RecordState::Kind::Absent) << keys[k];
+      continue;
+    }
+    ASSERT_EQ(states[k].kind, core::RecordState::Kind::Present) << keys[k];
+    if (i == 7) {
+      EXPECT_FALSE(states[k].pttl_ms.has_value()) << "the later line wins";
+    } else {
+      EXPECT_EQ(states[k].pttl_ms, i) << keys[k];
+    }
+    EXPECT_EQ(states[k].value, i % 3 == 0 && i != 7 ? "processing" : "done") << keys[k];
+  }
+}
+
+TEST(SnapshotStore, ABadLineIsNamedByItsNumberWhereverItIs) {
+  TempDir dir;
+  std::string text = "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://test\tmatch=*\n";
+  for (int i = 0; i < 100; ++i) {
+    text += fmt::format("d:{}\t1000\tdone\n{}", i, i % 10 == 0 ? "\n" : ""); // blank lines count too
+  }
+  text += "d:bad\tsoon\tdone\n"; // line 1 + 100 + 10 + 1
+  write_file(dir.file("keys.tsv"), text);
+  try {
+    connectors::file::SnapshotStore store(dir.file("keys.tsv"));
+    ADD_FAILURE() << "a bad line must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("keys.tsv:112: 'soon' is not a remaining TTL"), std::string::npos) << e.what();
+  }
 }
