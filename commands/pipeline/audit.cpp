@@ -1,6 +1,7 @@
 #include "commands/pipeline/audit.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "commands/pipeline/serial_worker.hpp"
 #include "core/range.hpp"
 #include "core/retention.hpp"
 #include "core/time.hpp"
@@ -51,7 +52,7 @@ core::AuditOptions audit_options_for(const AuditRequest& request, const core::So
   return options;
 }
 
-// Lookups overlap consumption: while the store looks batch N up on a worker thread, the main thread
+// Lookups overlap consumption: while the store looks batch N up on the worker thread, the main thread
 // reads and identifies batch N+1. Each of the two slots owns its batch, identities (and the
 // identifier whose arena they live in), keys and states; events are observed in order, and the
 // store is used by one thread at a time.
@@ -87,7 +88,7 @@ public:
       if (previous.lookup.valid()) {
         observe(previous);
       }
-      slot.lookup = std::async(std::launch::async, [this, &slot] {
+      slot.lookup = m_worker.submit([this, &slot] {
         StageTimer timer(stage(&AuditStageTimes::lookup));
         m_store.lookup(slot.keys, slot.states);
       });
@@ -170,6 +171,9 @@ private:
   core::AuditAnalyzer& m_audit;
   std::array<Slot, 2> m_slots;
   std::int64_t m_events = 0;
+  // One thread for every batch's lookup, not one a batch; declared after the slots, so it is
+  // joined before they go.
+  SerialWorker m_worker{true};
 };
 
 } // namespace
