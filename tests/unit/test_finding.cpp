@@ -67,6 +67,32 @@ TEST(FlatHashMap, SizedForNItHoldsNInAboutAQuarterMoreSlots) {
   EXPECT_EQ(*map.find(500'000 * 0x9e3779b97f4a7c15ULL), 500'000U);
 }
 
+// Tables from 2 MiB up live on memory of their own, aligned for huge pages: a map that grows from
+// a few slots past that size moves from one kind of memory to the other and loses nothing (under
+// ASan a block freed the wrong way fails the unit tier).
+TEST(FlatHashMap, GrowingPastTwoMebibytesKeepsEveryKeyOnHugePageMemory) {
+  HugePageAllocator<std::uint64_t> allocator;
+  std::uint64_t* large = allocator.allocate(300'000);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large) % (std::size_t{2} << 20), 0U);
+  large[299'999] = 1; // the whole block is usable
+  allocator.deallocate(large, 300'000);
+  std::uint64_t* small = allocator.allocate(16);
+  small[15] = 1;
+  allocator.deallocate(small, 16);
+
+  FlatHashMap<std::uint32_t> map(4);
+  bool inserted = false;
+  for (std::uint64_t k = 1; k <= 400'000; ++k) { // 8-byte keys: past 2 MiB at 262,144 slots
+    map.find_or_insert(k * 0x9e3779b97f4a7c15ULL, inserted) = static_cast<std::uint32_t>(k);
+  }
+  EXPECT_GT(map.capacity() * sizeof(std::uint64_t), std::size_t{2} << 20);
+  for (std::uint64_t k = 1; k <= 400'000; ++k) {
+    const std::uint32_t* value = map.find(k * 0x9e3779b97f4a7c15ULL);
+    ASSERT_NE(value, nullptr) << k;
+    EXPECT_EQ(*value, static_cast<std::uint32_t>(k));
+  }
+}
+
 TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
   FlatHashMap<int> map(4);
   bool inserted = false;
