@@ -61,6 +61,13 @@ TEST(SnapshotLine, BadEntriesSayWhatIsWrong) {
   EXPECT_FALSE(parse_snapshot_entry("k\\q\t1\tv", entry, error));
   EXPECT_EQ(error, "a bad escape sequence");
   EXPECT_FALSE(parse_snapshot_entry("k\\x4\t1\tv", entry, error)) << "a truncated \\xHH";
+  EXPECT_FALSE(parse_snapshot_entry("k\\\t1\tv", entry, error)) << "a lone backslash ends the key";
+  EXPECT_FALSE(parse_snapshot_entry("k\t1\tv\\", entry, error)) << "a lone backslash ends the value";
+  EXPECT_FALSE(parse_snapshot_entry("k\\xzz\t1\tv", entry, error)) << "\\x without hex digits";
+  // Runs between escapes are copied whole, around escapes at either end.
+  ASSERT_TRUE(parse_snapshot_entry("\\x41BC\\tD\t1\tE\\\\", entry, error)) << error;
+  EXPECT_EQ(entry.key, "ABC\tD");
+  EXPECT_EQ(entry.value, "E\\");
 }
 
 } // namespace
