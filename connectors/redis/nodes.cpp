@@ -299,11 +299,17 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
   std::vector<std::size_t> pending(keys.size());
   std::iota(pending.begin(), pending.end(), std::size_t{0});
   std::map<std::size_t, core::HostPort> asks;
-  for (int round = 0; !pending.empty(); ++round) {
+  // Rounds that redirected a key or lost a master count toward k_max_rounds; a cluster that answers
+  // CLUSTERDOWN or TRYAGAIN (down, or failing over) is waited for until --timeout instead.
+  int rounds = 0;
+  bool down = false; // the last round met CLUSTERDOWN or TRYAGAIN, first at down_since
+  Clock::time_point down_since{};
+  std::string down_answer;
+  while (!pending.empty()) {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
-    if (round == k_max_rounds) {
+    if (rounds == k_max_rounds) {
       throw UnreachableError(fmt::format("the cluster's slot map kept changing: {} keys were still redirected after "
                                          "{} tries; try again when the resharding is done",
                                          pending.size(), k_max_rounds));
@@ -351,6 +357,7 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
     }
     std::vector<std::size_t> next;
     bool moved = false;
+    bool redirected = false;
     bool retry = false;
     for (auto& [name, group] : groups) {
       std::size_t k = 0;
@@ -370,7 +377,10 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
             for (const auto& reply : replies) {
               if (reply->type == REDIS_REPLY_ERROR) {
                 redirect = core::parse_redirect(text_of(*reply), group.node);
-                again = again || is_cluster_retry(text_of(*reply));
+                if (is_cluster_retry(text_of(*reply))) {
+                  again = true;
+                  down_answer = fmt::format("{} (from {})", text_of(*reply), group.node.text());
+                }
                 if (redirect || again) {
                   break;
                 }
@@ -381,6 +391,7 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
             }
             if (redirect || again) {
               moved = moved || (redirect && redirect->kind == core::Redirect::Kind::Moved);
+              redirected = redirected || redirect.has_value();
               retry = retry || again;
               next.push_back(i);
               continue;
@@ -395,6 +406,7 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
       }
       next.insert(next.end(), group.keys.begin() + static_cast<std::ptrdiff_t>(k), group.keys.end());
     }
+    rounds += redirected || !lost.empty() ? 1 : 0;
     if (!lost.empty()) {
       std::vector<std::size_t> slots;
       for (std::size_t i : next) {
@@ -402,11 +414,22 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
       }
       wait_for_failover(lost, slots, cause);
     } else if (retry) {
+      if (!down) {
+        down = true;
+        down_since = Clock::now();
+      }
+      if (Clock::now() - down_since >= std::chrono::milliseconds(m_settings.timeout_ms)) {
+        throw UnreachableError(fmt::format(
+            "the cluster kept answering {} for {} ms, so {} keys were not looked up; check CLUSTER INFO (a failover "
+            "takes the cluster's node timeout), or raise --timeout",
+            down_answer, m_settings.timeout_ms, next.size()));
+      }
       std::this_thread::sleep_for(k_failover_poll);
       refresh({});
     } else if (moved) {
       refresh({});
     }
+    down = down && retry;
     pending = std::move(next);
   }
 }

@@ -3,7 +3,9 @@
 // The servers behind one --store: one server (given, or named by the sentinels), or the masters of
 // a Redis Cluster with its slot map. Keys go to the master of their slot; MOVED refreshes the map,
 // ASK is followed for one command, and a master that stops answering is replaced by the replica the
-// map promotes, or the run ends (UnreachableError) naming it. Internal to connectors/redis.
+// map promotes, or the run ends (UnreachableError) naming it. A cluster that answers CLUSTERDOWN or
+// TRYAGAIN is waited for until --timeout, then the run ends quoting the answer; 16 rounds of
+// redirects end it too ("the slot map kept changing"). Internal to connectors/redis.
 
 #include "connectors/redis/connection.hpp"
 #include "core/redis_cluster.hpp"

@@ -281,6 +281,66 @@ TEST_F(RedisClusterTest, ASlotMapThatKeepsRedirectingEndsTheRunAfterItsRounds) {
   expect_states(*store, m_planted);
 }
 
+// A cluster that is down (here: one slot no master serves, so every node answers CLUSTERDOWN, as
+// during a failover) is waited for until --timeout, not for a fixed number of rounds: back after
+// 4 s, the lookups go on and every state is exact; still down at the timeout, the run ends quoting
+// the cluster's answer, never a verdict over the keys it did not look up.
+int unplanted_slot(const Planted& planted) {
+  std::set<int> used;
+  for (const auto& key : planted.keys) {
+    used.insert(core::key_slot(key));
+  }
+  int slot = 0;
+  while (used.count(slot)) {
+    ++slot;
+  }
+  return slot;
+}
+
+TEST_F(RedisClusterTest, ADownClusterIsWaitedForUntilItIsUpAgain) {
+  int slot = unplanted_slot(m_planted);
+  RedisServer* owner = m_cluster.master_of(slot);
+  ASSERT_NE(owner, nullptr);
+  auto store_settings = settings_for(m_cluster.seed_uri(), 10'000);
+  auto store = connectors::redis::open_store(store_settings);
+  for (RedisServer* node : m_cluster.nodes()) {
+    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
+  }
+  std::string answer;
+  for (int i = 0; i < 50 && answer.find("CLUSTERDOWN") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    answer = m_cluster.nodes()[0]->command("PTTL any");
+  }
+  ASSERT_NE(answer.find("CLUSTERDOWN"), std::string::npos) << answer;
+  std::thread mend([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(4)); // longer than 16 rounds of 200 ms
+    owner->command(fmt::format("CLUSTER ADDSLOTS {}", slot));
+  });
+  std::string message = unreachable_message([&] { expect_states(*store, m_planted); });
+  mend.join();
+  EXPECT_EQ(message, "no error");
+}
+
+TEST_F(RedisClusterTest, AClusterStillDownAtTheTimeoutEndsTheRunQuotingItsAnswer) {
+  int slot = unplanted_slot(m_planted);
+  auto store_settings = settings_for(m_cluster.seed_uri(), 1'500);
+  auto store = connectors::redis::open_store(store_settings);
+  for (RedisServer* node : m_cluster.nodes()) {
+    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
+  }
+  std::string answer;
+  for (int i = 0; i < 50 && answer.find("CLUSTERDOWN") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    answer = m_cluster.nodes()[0]->command("PTTL any");
+  }
+  ASSERT_NE(answer.find("CLUSTERDOWN"), std::string::npos) << answer;
+  std::vector<RecordState> states;
+  std::string message = unreachable_message([&] { store->lookup(m_planted.keys, states); });
+  EXPECT_NE(message.find("the cluster kept answering CLUSTERDOWN"), std::string::npos) << message;
+  EXPECT_NE(message.find("for 1500 ms, so 400 keys were not looked up; check CLUSTER INFO"), std::string::npos)
+      << message;
+}
+
 TEST_F(RedisClusterTest, ReplayClaimsAndSettlesBySlot) {
   auto placement_settings = settings_for(m_cluster.seed_uri());
   auto placement = connectors::redis::open_replay_placement(placement_settings, core::Span::finite(86'400'000), 60'000,
