@@ -297,21 +297,26 @@ int unplanted_slot(const Planted& planted) {
   return slot;
 }
 
+// Takes `slot` from every node, so that every node answers CLUSTERDOWN, and waits until one does.
+void take_down(RedisCluster& cluster, int slot) {
+  for (RedisServer* node : cluster.nodes()) {
+    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
+  }
+  std::string answer;
+  for (int i = 0; i < 50 && answer.find("CLUSTERDOWN") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    answer = cluster.nodes()[0]->command("PTTL any");
+  }
+  ASSERT_NE(answer.find("CLUSTERDOWN"), std::string::npos) << answer;
+}
+
 TEST_F(RedisClusterTest, ADownClusterIsWaitedForUntilItIsUpAgain) {
   int slot = unplanted_slot(m_planted);
   RedisServer* owner = m_cluster.master_of(slot);
   ASSERT_NE(owner, nullptr);
   auto store_settings = settings_for(m_cluster.seed_uri(), 10'000);
   auto store = connectors::redis::open_store(store_settings);
-  for (RedisServer* node : m_cluster.nodes()) {
-    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
-  }
-  std::string answer;
-  for (int i = 0; i < 50 && answer.find("CLUSTERDOWN") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    answer = m_cluster.nodes()[0]->command("PTTL any");
-  }
-  ASSERT_NE(answer.find("CLUSTERDOWN"), std::string::npos) << answer;
+  ASSERT_NO_FATAL_FAILURE(take_down(m_cluster, slot));
   std::thread mend([&] {
     std::this_thread::sleep_for(std::chrono::seconds(4)); // longer than 16 rounds of 200 ms
     owner->command(fmt::format("CLUSTER ADDSLOTS {}", slot));
@@ -325,15 +330,7 @@ TEST_F(RedisClusterTest, AClusterStillDownAtTheTimeoutEndsTheRunQuotingItsAnswer
   int slot = unplanted_slot(m_planted);
   auto store_settings = settings_for(m_cluster.seed_uri(), 1'500);
   auto store = connectors::redis::open_store(store_settings);
-  for (RedisServer* node : m_cluster.nodes()) {
-    node->command(fmt::format("CLUSTER DELSLOTS {}", slot));
-  }
-  std::string answer;
-  for (int i = 0; i < 50 && answer.find("CLUSTERDOWN") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    answer = m_cluster.nodes()[0]->command("PTTL any");
-  }
-  ASSERT_NE(answer.find("CLUSTERDOWN"), std::string::npos) << answer;
+  ASSERT_NO_FATAL_FAILURE(take_down(m_cluster, slot));
   std::vector<RecordState> states;
   std::string message = unreachable_message([&] { store->lookup(m_planted.keys, states); });
   EXPECT_NE(message.find("the cluster kept answering CLUSTERDOWN"), std::string::npos) << message;
