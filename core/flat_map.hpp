@@ -13,12 +13,6 @@
 
 namespace dedupctl::core {
 
-// An open-addressing map from 64-bit hashes to small values, kept as two arrays (keys, values)
-// so that a slot costs 8 + sizeof(V) bytes with no padding and no node allocations. The capacity
-// is what the expected size needs at a load of 0.8, not the next power of two: a million ids take
-// 1.25 M slots (15 MB of uint32 values), not 2 M. A hash goes to its first slot by a multiply,
-// not a mask. Key 0 marks an empty slot; a real key 0 is stored as 1 (a hash of 0 is as likely as
-// any other, and a 2⁻⁶⁴ merge is harmless).
 // Memory for large tables: from 2 MiB up, aligned to 2 MiB and marked for transparent huge pages
 // before anything touches it (Linux with THP in "madvise" mode, as Debian ships it), so a random
 // probe into a table of many megabytes costs a cache miss but rarely a TLB miss as well.
@@ -52,6 +46,12 @@ template <typename T> struct HugePageAllocator {
   template <typename U> bool operator==(const HugePageAllocator<U>&) const { return true; }
 };
 
+// An open-addressing map from 64-bit hashes to small values, kept as two arrays (keys, values)
+// so that a slot costs 8 + sizeof(V) bytes with no padding and no node allocations. The capacity
+// is what the expected size needs at a load of 0.8, not the next power of two: a million ids take
+// 1.25 M slots (15 MB of uint32 values), not 2 M. A hash goes to its first slot by a multiply,
+// not a mask. Key 0 marks an empty slot; a real key 0 is stored as 1 (a hash of 0 is as likely as
+// any other, and a 2⁻⁶⁴ merge is harmless).
 template <typename V> class FlatHashMap {
 public:
   explicit FlatHashMap(std::size_t expected = 1024) { rehash(capacity_for(expected)); }

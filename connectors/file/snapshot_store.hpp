@@ -6,7 +6,6 @@
 
 #include <climits>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>

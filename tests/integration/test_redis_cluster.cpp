@@ -110,6 +110,20 @@ connectors::redis::RedisSettings settings_for(const std::string& uri, std::int64
   return settings;
 }
 
+// A key never written, in a slot no planted key is in: a master refuses to give away a slot it
+// holds keys of (CLUSTER SETSLOT … NODE, CLUSTER DELSLOTS).
+std::string unplanted_key(const Planted& planted) {
+  std::set<int> used;
+  for (const auto& key : planted.keys) {
+    used.insert(core::key_slot(key));
+  }
+  std::string key;
+  for (int i = 0; key.empty() || used.count(core::key_slot(key)); ++i) {
+    key = fmt::format("dedup:pay:unplanted-{}", i);
+  }
+  return key;
+}
+
 std::string unreachable_message(const std::function<void()>& run) {
   try {
     run();
@@ -235,16 +249,7 @@ TEST_F(RedisClusterTest, ASlotNoMasterServesEndsTheRunNamingIt) {
 // slot's keys is redirected, and after 16 the lookup ends saying so and how many keys were left
 // unanswered: never a verdict over them.
 TEST_F(RedisClusterTest, ASlotMapThatKeepsRedirectingEndsTheRunAfterItsRounds) {
-  // A key never written, in a slot no planted key is in (a master refuses to give away a slot it
-  // holds keys of).
-  std::set<int> planted_slots;
-  for (const auto& key : m_planted.keys) {
-    planted_slots.insert(core::key_slot(key));
-  }
-  std::string looping;
-  for (int i = 0; looping.empty() || planted_slots.count(core::key_slot(looping)); ++i) {
-    looping = fmt::format("dedup:pay:looping-{}", i);
-  }
+  std::string looping = unplanted_key(m_planted);
   int slot = core::key_slot(looping);
   RedisServer* owner = m_cluster.master_of(slot);
   ASSERT_NE(owner, nullptr);
@@ -285,18 +290,6 @@ TEST_F(RedisClusterTest, ASlotMapThatKeepsRedirectingEndsTheRunAfterItsRounds) {
 // during a failover) is waited for until --timeout, not for a fixed number of rounds: back after
 // 4 s, the lookups go on and every state is exact; still down at the timeout, the run ends quoting
 // the cluster's answer, never a verdict over the keys it did not look up.
-int unplanted_slot(const Planted& planted) {
-  std::set<int> used;
-  for (const auto& key : planted.keys) {
-    used.insert(core::key_slot(key));
-  }
-  int slot = 0;
-  while (used.count(slot)) {
-    ++slot;
-  }
-  return slot;
-}
-
 // Takes `slot` from every node, so that every node answers CLUSTERDOWN, and waits until one does.
 void take_down(RedisCluster& cluster, int slot) {
   for (RedisServer* node : cluster.nodes()) {
@@ -311,13 +304,13 @@ void take_down(RedisCluster& cluster, int slot) {
 }
 
 TEST_F(RedisClusterTest, ADownClusterIsWaitedForUntilItIsUpAgain) {
-  int slot = unplanted_slot(m_planted);
+  int slot = core::key_slot(unplanted_key(m_planted));
   RedisServer* owner = m_cluster.master_of(slot);
   ASSERT_NE(owner, nullptr);
   auto store_settings = settings_for(m_cluster.seed_uri(), 10'000);
   auto store = connectors::redis::open_store(store_settings);
   ASSERT_NO_FATAL_FAILURE(take_down(m_cluster, slot));
-  std::thread mend([&] {
+  std::jthread mend([&] { // joined however the lookup ends
     std::this_thread::sleep_for(std::chrono::seconds(4)); // longer than 16 rounds of 200 ms
     owner->command(fmt::format("CLUSTER ADDSLOTS {}", slot));
   });
@@ -327,7 +320,7 @@ TEST_F(RedisClusterTest, ADownClusterIsWaitedForUntilItIsUpAgain) {
 }
 
 TEST_F(RedisClusterTest, AClusterStillDownAtTheTimeoutEndsTheRunQuotingItsAnswer) {
-  int slot = unplanted_slot(m_planted);
+  int slot = core::key_slot(unplanted_key(m_planted));
   auto store_settings = settings_for(m_cluster.seed_uri(), 1'500);
   auto store = connectors::redis::open_store(store_settings);
   ASSERT_NO_FATAL_FAILURE(take_down(m_cluster, slot));
