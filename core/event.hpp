@@ -25,6 +25,9 @@ struct Event {
   std::optional<std::string_view> key;
   std::optional<std::string_view> payload;
   std::span<const Header> headers;
+  // The event's place in the canonical order (core::canonical_seq; a dump's line number): what
+  // every source delivers its events in, and what a merge of shards sorts them by.
+  std::uint64_t seq = 0;
 };
 
 // A batch of events with the storage their views point into.

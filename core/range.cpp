@@ -5,7 +5,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dedupctl::core {
+
+std::uint64_t canonical_seq(const PartitionPlan& plan, std::int64_t offset) {
+  auto relative = static_cast<std::uint64_t>(std::max<std::int64_t>(0, offset - plan.order_base));
+  auto block = static_cast<std::uint64_t>(k_order_block);
+  return (relative / block) * plan.ranks * block + plan.rank * block + relative % block;
+}
 
 PartitionPlan plan_without_broker(const OffsetSpec& from, const OffsetSpec& to, std::int64_t now_ms) {
   auto refuse = [](const OffsetSpec& spec, std::string_view flag) {

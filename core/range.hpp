@@ -20,7 +20,23 @@ struct PartitionPlan {
   std::int64_t end = k_offset_max;
   std::optional<std::int64_t> skip_before_ts; // skip until the first event with ts >= this
   std::optional<std::int64_t> stop_at_ts;     // stop at the first event with ts >= this
+  // Where this partition stands in the canonical order (canonical_seq): its index among all the
+  // partitions of the resolved range (`ranks` of them, whichever shard reads it) and the offset
+  // its rounds count from (the range's start, kept when a replay resumes later).
+  std::uint32_t rank = 0;
+  std::uint32_t ranks = 1;
+  std::int64_t order_base = 0;
 };
+
+// Events are analysed in one order that every source, every run and every shard agrees on, so that
+// "the first occurrence" and "the first five examples" never depend on which partition a broker
+// happened to answer first: round-robin over the range's partitions (by rank) in blocks of
+// k_order_block offsets each. An event's place in it is computable from its position alone, which
+// is what lets shards that each read some partitions be merged exactly (dedupctl merge).
+inline constexpr std::int64_t k_order_block = 1024;
+
+// The event's place in that order: round (offset - base) / block, then rank, then offset.
+std::uint64_t canonical_seq(const PartitionPlan& plan, std::int64_t offset);
 
 // Decides, event by event, what of a partition is in range. Shared by every source so that a
 // Kafka range and a kcat dump of it deliver the same events.

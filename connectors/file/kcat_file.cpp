@@ -80,6 +80,7 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
                                    m_path == "-" ? "<stdin>" : m_path, m_line_number, error));
     }
     core::Event& event = batch.events.back();
+    event.seq = static_cast<std::uint64_t>(m_line_number);
     auto key = std::make_pair(std::string(event.topic), event.partition);
     auto it = m_partitions.find(key);
     if (it == m_partitions.end()) {

@@ -270,6 +270,9 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
     plan.end = std::max(from.offset, to.offset);
     plan.skip_before_ts = from.timestamp_filter;
     plan.stop_at_ts = to.timestamp_filter;
+    plan.rank = static_cast<std::uint32_t>(out.plans.size());
+    plan.ranks = static_cast<std::uint32_t>(all.size());
+    plan.order_base = plan.start;
 
     core::PartitionRange range;
     range.topic = key.first;
@@ -309,6 +312,11 @@ struct MessageSet {
   }
 };
 
+// Reads the plans and delivers their events in the canonical order (core::canonical_seq):
+// librdkafka hands over whatever partition a fetch answered first, so each partition's messages
+// wait in its own queue until their round comes. When more than KafkaSettings::reorder_bytes wait,
+// the partitions that are ahead pause (librdkafka drops what it had queued of them and fetches it
+// again on resume, from the last message handed over), so the one being waited for gets the fetches.
 class KafkaReader final : public core::EventSource {
 public:
   KafkaReader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans)
@@ -336,17 +344,21 @@ public:
                         // every 250 ms bounds a stall to that (tests/bench/audit-redis/run: read
                         // 3.0 s -> 0.7 s of 1M events). One small request per 250 ms for our topics.
                         {"topic.metadata.refresh.interval.ms", "250"}});
+    std::stable_sort(plans.begin(), plans.end(),
+                     [](const core::PartitionPlan& a, const core::PartitionPlan& b) { return a.rank < b.rank; });
     PartitionList assignment(rd_kafka_topic_partition_list_new(static_cast<int>(plans.size())));
+    m_parts.reserve(plans.size());
     for (auto& plan : plans) {
-      std::size_t index = m_cursors.size();
-      m_cursors.emplace_back(plan);
+      std::size_t index = m_parts.size();
+      m_parts.emplace_back(plan);
       m_index[plan.topic].resize(std::max<std::size_t>(m_index[plan.topic].size(), plan.partition + 1), SIZE_MAX);
       m_index[plan.topic][plan.partition] = index;
-      if (!m_cursors.back().done()) {
+      if (!m_parts.back().cursor.done()) {
         rd_kafka_topic_partition_list_add(assignment.get(), plan.topic.c_str(), plan.partition)->offset = plan.start;
         ++m_remaining;
       }
     }
+    m_live = m_parts.size();
     if (m_remaining > 0) {
       rd_kafka_resp_err_t err = rd_kafka_assign(m_rk.get(), assignment.get());
       if (err) {
@@ -358,6 +370,11 @@ public:
   }
 
   ~KafkaReader() override {
+    for (auto& part : m_parts) {
+      for (auto* message : part.pending) {
+        rd_kafka_message_destroy(message);
+      }
+    }
     if (m_rk) {
       rd_kafka_assign(m_rk.get(), nullptr);
       m_queue.reset();
@@ -367,53 +384,158 @@ public:
 
   bool next_batch(core::EventBatch& batch) override {
     batch.clear();
-    while (m_remaining > 0) {
+    auto set = std::make_shared<MessageSet>();
+    m_header_ranges.clear();
+    while (true) {
+      emit(batch, *set);
+      if (batch.events.size() >= k_batch_messages || (!batch.events.empty()) || m_live == 0) {
+        break;
+      }
       if (m_settings.stop && m_settings.stop->load()) {
         throw InterruptedError("interrupted");
       }
-      ssize_t n = rd_kafka_consume_batch_queue(m_queue.get(), k_poll_interval_ms, m_raw.data(), m_raw.size());
-      if (n < 0) {
-        unreachable(m_settings, "consume", rd_kafka_last_error());
-      }
-      if (n == 0) {
-        check_stall();
-        continue;
-      }
-      auto set = std::make_shared<MessageSet>();
-      set->messages.assign(m_raw.begin(), m_raw.begin() + n);
-      std::vector<std::pair<std::uint32_t, std::uint32_t>> header_ranges;
-      for (auto* message : set->messages) {
-        take(message, batch, header_ranges);
-      }
-      for (std::size_t i = 0; i < batch.events.size(); ++i) {
-        batch.events[i].headers =
-            std::span<const core::Header>(batch.headers.data() + header_ranges[i].first, header_ranges[i].second);
-      }
-      m_last_progress = std::chrono::steady_clock::now();
-      if (!batch.events.empty()) {
-        batch.owner = std::move(set);
-        return true;
-      }
+      pull();
     }
-    return false;
+    for (std::size_t i = 0; i < batch.events.size(); ++i) {
+      batch.events[i].headers =
+          std::span<const core::Header>(batch.headers.data() + m_header_ranges[i].first, m_header_ranges[i].second);
+    }
+    if (batch.events.empty()) {
+      return false;
+    }
+    batch.owner = std::move(set);
+    return true;
   }
 
   std::vector<core::PartitionPosition> positions() const override {
     std::vector<core::PartitionPosition> out;
-    for (const auto& cursor : m_cursors) {
-      out.push_back(cursor.position());
+    for (const auto& part : m_parts) {
+      out.push_back(part.cursor.position());
     }
     return out;
   }
 
 private:
-  core::PartitionCursor* cursor_for(const char* topic, std::int32_t partition) {
+  struct Part {
+    explicit Part(core::PartitionPlan plan) : cursor(std::move(plan)) {}
+    core::PartitionCursor cursor;
+    std::deque<rd_kafka_message_t*> pending; // admitted, not yet delivered, in offset order
+    bool exhausted = false;                  // done and delivered
+    bool paused = false;
+  };
+
+  std::int64_t block_end(const Part& part) const {
+    return part.cursor.plan().order_base + (m_round + 1) * core::k_order_block;
+  }
+
+  // Moves to the next partition in the round, and past rounds in which no partition has events.
+  void advance() {
+    if (++m_turn < m_parts.size()) {
+      return;
+    }
+    m_turn = 0;
+    if (m_round_delivered > 0) {
+      ++m_round;
+    } else {
+      // Every partition still read waits with an event of a later round (offset gaps): skip to it.
+      std::int64_t next = INT64_MAX;
+      for (const auto& part : m_parts) {
+        if (!part.exhausted && !part.pending.empty()) {
+          next = std::min(next, (part.pending.front()->offset - part.cursor.plan().order_base) / core::k_order_block);
+        }
+      }
+      m_round = next == INT64_MAX ? m_round + 1 : std::max(next, m_round + 1);
+    }
+    m_round_delivered = 0;
+  }
+
+  // Delivers events in the canonical order until the batch is full, every partition is delivered,
+  // or the partition whose turn it is has nothing yet.
+  void emit(core::EventBatch& batch, MessageSet& set) {
+    while (batch.events.size() < k_batch_messages && m_live > 0) {
+      Part& part = m_parts[m_turn];
+      if (part.exhausted) {
+        advance();
+        continue;
+      }
+      if (part.pending.empty()) {
+        if (part.cursor.done()) {
+          part.exhausted = true;
+          --m_live;
+          advance();
+          continue;
+        }
+        if (part.paused) {
+          toggle_pause(part, false);
+        }
+        return;
+      }
+      rd_kafka_message_t* message = part.pending.front();
+      if (message->offset >= block_end(part)) {
+        advance();
+        continue;
+      }
+      part.pending.pop_front();
+      m_pending_bytes -= message->len;
+      set.messages.push_back(message);
+      convert(message, part, batch);
+      ++m_round_delivered;
+    }
+  }
+
+  // Takes what the consumer queue holds into the partitions' queues.
+  void pull() {
+    ssize_t n = rd_kafka_consume_batch_queue(m_queue.get(), k_poll_interval_ms, m_raw.data(), m_raw.size());
+    if (n < 0) {
+      unreachable(m_settings, "consume", rd_kafka_last_error());
+    }
+    if (n == 0) {
+      check_stall();
+      return;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      try {
+        arrive(m_raw[static_cast<std::size_t>(i)]);
+      } catch (...) {
+        for (ssize_t j = i + 1; j < n; ++j) {
+          rd_kafka_message_destroy(m_raw[static_cast<std::size_t>(j)]);
+        }
+        throw;
+      }
+    }
+    m_last_progress = std::chrono::steady_clock::now();
+    if (m_pending_bytes > m_settings.reorder_bytes) {
+      for (std::size_t i = 0; i < m_parts.size(); ++i) {
+        Part& part = m_parts[i];
+        if (i != m_turn && !part.paused && !part.exhausted && !part.cursor.done() && !part.pending.empty()) {
+          toggle_pause(part, true);
+        }
+      }
+    }
+  }
+
+  void toggle_pause(Part& part, bool pause) {
+    PartitionList list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), part.cursor.plan().topic.c_str(), part.cursor.plan().partition);
+    rd_kafka_resp_err_t err =
+        pause ? rd_kafka_pause_partitions(m_rk.get(), list.get()) : rd_kafka_resume_partitions(m_rk.get(), list.get());
+    if (err) {
+      unreachable(m_settings, pause ? "pause" : "resume", err);
+    }
+    part.paused = pause;
+    if (m_settings.verbosity >= 2) {
+      std::fprintf(stderr, "dedupctl: kafka: %s %s[%d] (%zu bytes read ahead)\n", pause ? "paused" : "resumed",
+                   part.cursor.plan().topic.c_str(), part.cursor.plan().partition, m_pending_bytes);
+    }
+  }
+
+  Part* part_for(const char* topic, std::int32_t partition) {
     auto it = m_index.find(topic);
     if (it == m_index.end() || partition < 0 || static_cast<std::size_t>(partition) >= it->second.size() ||
         it->second[partition] == SIZE_MAX) {
       return nullptr;
     }
-    return &m_cursors[it->second[partition]];
+    return &m_parts[it->second[partition]];
   }
 
   void finish_partition(core::PartitionCursor& cursor, bool was_done) {
@@ -422,15 +544,16 @@ private:
     }
   }
 
-  void take(rd_kafka_message_t* message, core::EventBatch& batch,
-            std::vector<std::pair<std::uint32_t, std::uint32_t>>& header_ranges) {
+  // Admits a message into its partition's queue, or destroys it.
+  void arrive(rd_kafka_message_t* message) {
+    std::unique_ptr<rd_kafka_message_t, void (*)(rd_kafka_message_t*)> owned(message, rd_kafka_message_destroy);
     const char* topic = message->rkt ? rd_kafka_topic_name(message->rkt) : nullptr;
-    core::PartitionCursor* cursor = topic ? cursor_for(topic, message->partition) : nullptr;
+    Part* part = topic ? part_for(topic, message->partition) : nullptr;
     if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      if (cursor) {
-        bool was_done = cursor->done();
-        cursor->mark_done();
-        finish_partition(*cursor, was_done);
+      if (part) {
+        bool was_done = part->cursor.done();
+        part->cursor.mark_done();
+        finish_partition(part->cursor, was_done);
       }
       return;
     }
@@ -446,22 +569,28 @@ private:
       }
       return;
     }
-    if (!cursor) {
+    if (!part) {
       return;
     }
     rd_kafka_timestamp_type_t type;
     std::int64_t timestamp = rd_kafka_message_timestamp(message, &type);
-    bool was_done = cursor->done();
-    bool admitted = cursor->admit(message->offset, timestamp);
-    finish_partition(*cursor, was_done);
-    if (!admitted) {
-      return;
+    bool was_done = part->cursor.done();
+    bool admitted = part->cursor.admit(message->offset, timestamp);
+    finish_partition(part->cursor, was_done);
+    if (admitted) {
+      part->pending.push_back(owned.release());
+      m_pending_bytes += message->len;
     }
+  }
+
+  void convert(rd_kafka_message_t* message, const Part& part, core::EventBatch& batch) {
+    rd_kafka_timestamp_type_t type;
     core::Event event;
-    event.topic = cursor->plan().topic;
+    event.topic = part.cursor.plan().topic;
     event.partition = message->partition;
     event.offset = message->offset;
-    event.timestamp_ms = timestamp;
+    event.timestamp_ms = rd_kafka_message_timestamp(message, &type);
+    event.seq = core::canonical_seq(part.cursor.plan(), message->offset);
     if (message->key) {
       event.key = std::string_view(static_cast<const char*>(message->key), message->key_len);
     }
@@ -483,7 +612,7 @@ private:
         batch.headers.push_back(header);
       }
     }
-    header_ranges.emplace_back(first_header, static_cast<std::uint32_t>(batch.headers.size()) - first_header);
+    m_header_ranges.emplace_back(first_header, static_cast<std::uint32_t>(batch.headers.size()) - first_header);
     batch.events.push_back(event);
   }
 
@@ -494,7 +623,8 @@ private:
     }
     std::string pending;
     int shown = 0;
-    for (const auto& cursor : m_cursors) {
+    for (const auto& part : m_parts) {
+      const auto& cursor = part.cursor;
       if (!cursor.done() && shown++ < 3) {
         auto at = cursor.position().last_offset ? *cursor.position().last_offset + 1 : cursor.plan().start;
         pending += fmt::format("{}{}[{}] at offset {}", pending.empty() ? "" : ", ", cursor.plan().topic,
@@ -509,10 +639,16 @@ private:
   KafkaSettings m_settings;
   KafkaHandle m_rk;
   QueueHandle m_queue;
-  std::vector<core::PartitionCursor> m_cursors;
+  std::vector<Part> m_parts; // by rank
   std::map<std::string, std::vector<std::size_t>, std::less<>> m_index;
-  std::size_t m_remaining = 0;
+  std::size_t m_remaining = 0; // partitions still arriving
+  std::size_t m_live = 0;      // partitions not yet delivered to their end
+  std::size_t m_turn = 0;
+  std::int64_t m_round = 0;
+  std::int64_t m_round_delivered = 0;
+  std::size_t m_pending_bytes = 0;
   std::vector<rd_kafka_message_t*> m_raw;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> m_header_ranges;
   std::chrono::steady_clock::time_point m_last_progress;
 };
 
@@ -693,6 +829,9 @@ public:
         plan.partition = static_cast<std::int32_t>(partition);
         plan.start = std::max(from, marks[partition].first);
         plan.end = marks[partition].second;
+        plan.rank = static_cast<std::uint32_t>(partition);
+        plan.ranks = static_cast<std::uint32_t>(marks.size());
+        plan.order_base = plan.start;
         plans.push_back(plan);
       }
     }

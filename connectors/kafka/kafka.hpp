@@ -27,6 +27,9 @@ struct KafkaSettings {
   std::int64_t timeout_ms = k_default_timeout_ms;              // each broker request, and a read that stalls
   int verbosity = 0;                                           // librdkafka's own log lines show from -vv
   const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
+  // A reader holds at most about this much of the partitions that are ahead of the canonical order
+  // before it pauses them (see KafkaReader).
+  std::size_t reorder_bytes = 64U << 20;
 };
 
 struct TopicRequest {
