@@ -204,7 +204,8 @@ int run(int argc, char** argv) {
       commands::register_scan(app, context),    commands::register_audit(app, context),
       commands::register_check(app, context),   commands::register_snapshot(app, context),
       commands::register_replay(app, context),  commands::register_trace(app, context),
-      commands::register_version(app, context), commands::register_completion(app, context)};
+      commands::register_merge(app, context),   commands::register_version(app, context),
+      commands::register_completion(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();
   }

@@ -41,13 +41,17 @@ void note_setting_origins(reports::Report& report, const Context& context) {
 
 } // namespace
 
-int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format,
-                   const Context& context) {
+void complete_report(reports::Report& report, const OpenedSource& opened, const Context& context) {
   note_setting_origins(report, context);
   if (opened.file && report.source) {
     report.source->invalid_lines = opened.file->invalid_lines();
     report.source->repeated_records = opened.file->repeated_records();
   }
+}
+
+int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format,
+                   const Context& context) {
+  complete_report(report, opened, context);
   if (context.progress) {
     context.progress("");
   }

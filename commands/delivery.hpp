@@ -13,6 +13,10 @@ namespace dedupctl::commands {
 reports::Report unreachable_report(const std::string& command, const std::string& error, const core::SourceInfo& info,
                                    const Context& context);
 
+// What a report takes from the command line and the opened source once it is built: where each
+// setting came from, the dump's skipped and repeated lines. deliver_report does it too.
+void complete_report(reports::Report& report, const OpenedSource& opened, const Context& context);
+
 // The end every command shares: counts skipped input lines, clears the progress line, says the
 // error on stderr, writes the report in --format and returns its exit code.
 int deliver_report(reports::Report& report, const OpenedSource& opened, reports::Format format, const Context& context);

@@ -49,6 +49,29 @@ void add_source_options(CLI::App& app, SourceOptions& options) {
                   "see)");
 }
 
+void add_shard_options(CLI::App& app, ShardOptions& options) {
+  auto* group = app.add_option_group("Sharding", "One of N processes over one range, put together by dedupctl merge");
+  group
+      ->add_option("--shard", options.shard,
+                   "read only partitions p with p mod N = K (0-based: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX)")
+      ->type_name("K/N");
+  group->add_option("--digest", options.digest, "write what dedupctl merge needs from this shard to FILE")
+      ->type_name("FILE");
+}
+
+void apply_shard_options(const ShardOptions& options, SourceOptions& source) {
+  if (!options.shard.empty()) {
+    source.shard = core::parse_shard(options.shard);
+    if (options.digest.empty()) {
+      throw UsageError(fmt::format("--shard {} needs --digest FILE: dedupctl merge puts the shards together from their "
+                                   "digests, not from their reports",
+                                   options.shard));
+    }
+  } else if (!options.digest.empty()) {
+    source.shard = core::ShardSpec{};
+  }
+}
+
 void add_identity_options(CLI::App& app, IdentityOptions& options) {
   auto* group = app.add_option_group("Identity", "How an event is identified: header:NAME, json:/pointer, key, offset");
   group->add_option("--id", options.id, "event id; the first spec that yields a value wins")->type_name("SPEC[,...]");

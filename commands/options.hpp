@@ -1,7 +1,9 @@
 #pragma once
 
+
 #include "commands/context.hpp"
 #include "core/audit_analyzer.hpp"
+#include "core/digest.hpp"
 #include "core/identify.hpp"
 #include "core/replay.hpp"
 #include "core/source_info.hpp"
@@ -25,7 +27,17 @@ struct SourceOptions {
   std::string group;
   bool skip_invalid = false;
   bool read_uncommitted = false; // aborted transactions too (forensics); read_committed otherwise
+  std::optional<core::ShardSpec> shard; // --shard K/N (scan, audit): only partitions p with p mod N = K
 };
+
+// --shard and --digest (scan, audit): one shard of a run that dedupctl merge puts together.
+struct ShardOptions {
+  std::string shard;  // K/N
+  std::string digest; // FILE
+};
+void add_shard_options(CLI::App& app, ShardOptions& options);
+// Parses --shard into `source` (UsageError); --shard needs --digest, which alone means 0/1.
+void apply_shard_options(const ShardOptions& options, SourceOptions& source);
 
 // How an event is identified (spec/cli.md).
 struct IdentityOptions {

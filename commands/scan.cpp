@@ -2,6 +2,7 @@
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
 #include "commands/options.hpp"
+#include "commands/shard.hpp"
 #include "commands/source.hpp"
 #include "core/errors.hpp"
 #include "core/time.hpp"
@@ -15,6 +16,7 @@ namespace {
 
 struct ScanOptions {
   SourceOptions source;
+  ShardOptions shard;
   IdentityOptions identity;
   std::string window = "5m";
   std::size_t examples = 5;
@@ -32,14 +34,24 @@ int run(const ScanOptions& options, Context& context) {
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
   }
+  SourceOptions source = options.source;
+  apply_shard_options(options.shard, source);
+  auto digest = open_shard_digest(options.shard, source, false);
+  if (digest) {
+    request.digest = digest->recorder();
+  }
 
-  OpenedSource opened = open_source(options.source, context);
+  OpenedSource opened = open_source(source, context);
   reports::Report report;
   if (opened.failure) {
     report = unreachable_report("scan", *opened.failure, opened.info, context);
   } else {
     note_ranges(opened.info, context);
     report = run_scan(request, *opened.source, opened.info, context.now_ms());
+  }
+  if (digest) {
+    complete_report(report, opened, context);
+    digest->finish(report, opened, context);
   }
   return deliver_report(report, opened, format, context);
 }
@@ -51,6 +63,7 @@ CommandRunner register_scan(CLI::App& app, Context& context) {
   auto* sub = app.add_subcommand("scan", "What the log itself shows: duplicate ids, id reuse, semantic duplicates, "
                                          "events without ids");
   add_source_options(*sub, options->source);
+  add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
   auto* analysis = sub->add_option_group("Analysis");
   analysis->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")

@@ -44,6 +44,25 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
   return request;
 }
 
+// Keeps the shard's partitions of a resolved range, and notes the whole range for the merge.
+void shard_range(const core::ShardSpec& shard, connectors::kafka::ResolvedRange& resolved, OpenedSource& opened) {
+  std::string key = fmt::format("kafka isolation {} group {}", resolved.info.isolation,
+                                resolved.info.group.value_or("-"));
+  for (const auto& r : resolved.info.partitions) {
+    key += fmt::format("; {}[{}] {}..{} committed {} seek {} seek_ts {} from_ts {}", r.topic, r.partition, r.from, r.to,
+                       r.committed.value_or(-1), r.seek.value_or(-1), r.seek_timestamp.value_or(-1),
+                       r.from_timestamp.value_or(-1));
+    opened.range_order.push_back(fmt::format("{}[{}]", r.topic, r.partition));
+  }
+  for (const auto& plan : resolved.plans) {
+    key += fmt::format("; plan {}[{}] {}..{} skip {} stop {}", plan.topic, plan.partition, plan.start, plan.end,
+                       plan.skip_before_ts.value_or(-1), plan.stop_at_ts.value_or(-1));
+  }
+  opened.range_key = std::move(key);
+  std::erase_if(resolved.plans, [&](const core::PartitionPlan& plan) { return !shard.owns(plan.partition); });
+  std::erase_if(resolved.info.partitions, [&](const core::PartitionRange& r) { return !shard.owns(r.partition); });
+}
+
 } // namespace
 
 OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek,
@@ -78,6 +97,11 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     auto plan = core::plan_without_broker(from, to, now);
     auto file =
         std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
+    if (options.shard) {
+      file->set_shard(*options.shard);
+      // The dump's bytes are compared once read (content_hash); what selects from it, here.
+      opened.range_key = fmt::format("dump from {} to {}", options.from, options.to);
+    }
     opened.file = file.get();
     opened.source = std::move(file);
     opened.info.kind = "file";
@@ -140,6 +164,9 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
     if (auto why = core::committed_offsets_missing(resolved.info, request.seek ? &*request.seek : nullptr,
                                                    {&request.from, &request.to})) {
       throw UsageError(*why);
+    }
+    if (options.shard) {
+      shard_range(*options.shard, resolved, opened);
     }
     opened.info = resolved.info;
     if (resume) {

@@ -20,6 +20,10 @@ struct OpenedSource {
   core::SourceInfo info;
   // Set (and `source` null) when the brokers could not be reached while resolving the range.
   std::optional<std::string> failure;
+  // With --shard: the whole range, which every shard of one run resolves alike (a merge compares
+  // it), and its partitions as "topic[partition]" in the canonical order's ranks.
+  std::string range_key;
+  std::vector<std::string> range_order;
 };
 
 // Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens

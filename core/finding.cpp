@@ -52,6 +52,34 @@ std::optional<Finding> FindingBuilder::build(std::string id, Severity severity, 
   return finding;
 }
 
+void FindingBuilder::insert_example(Example example) {
+  auto at = std::upper_bound(m_examples.begin(), m_examples.end(), example.seq,
+                             [](std::uint64_t seq, const Example& ex) { return seq < ex.seq; });
+  m_examples.insert(at, std::move(example));
+  if (m_examples.size() > m_max_examples) {
+    m_examples.pop_back();
+  }
+}
+
+void FindingBuilder::merge(const FindingBuilder& other) {
+  m_count += other.m_count;
+  m_partitions.insert(other.m_partitions.begin(), other.m_partitions.end());
+  for (const auto& example : other.m_examples) {
+    if (m_examples.size() < m_max_examples || example.seq < m_examples.back().seq) {
+      insert_example(example);
+    }
+  }
+}
+
+FindingBuilder FindingBuilder::restore(std::size_t max_examples, std::int64_t count,
+                                       const std::vector<std::int32_t>& partitions, std::vector<Example> examples) {
+  FindingBuilder out(max_examples);
+  out.m_count = count;
+  out.m_partitions.insert(partitions.begin(), partitions.end());
+  out.m_examples = std::move(examples);
+  return out;
+}
+
 void sort_findings(std::vector<Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) {

@@ -29,6 +29,7 @@ struct Example {
   std::int64_t timestamp_ms = -1;
   std::string dedup_key; // audit only
   std::string note;      // e.g. why no id could be taken, or what the first occurrence was
+  std::uint64_t seq = 0; // the event's place in the canonical order (not rendered)
 };
 
 struct Finding {
@@ -63,12 +64,33 @@ public:
     }
   }
 
+  // The same, for events that do not come in the canonical order (a merge of shards): keeps the
+  // examples with the lowest `seq`.
+  template <typename MakeExample> void add_at(std::int32_t partition, std::uint64_t seq, MakeExample&& make_example) {
+    ++m_count;
+    m_partitions.insert(partition);
+    if (m_examples.size() < m_max_examples || (!m_examples.empty() && seq < m_examples.back().seq)) {
+      insert_example(make_example());
+    }
+  }
+
+  // Folds in another builder's events (a shard's): counts add up, partitions join, and the examples
+  // are the lowest `seq` of both.
+  void merge(const FindingBuilder& other);
+  // A builder as a shard wrote it down.
+  static FindingBuilder restore(std::size_t max_examples, std::int64_t count, const std::vector<std::int32_t>& partitions,
+                                std::vector<Example> examples);
+
   std::int64_t count() const { return m_count; }
+  std::vector<std::int32_t> partitions() const { return {m_partitions.begin(), m_partitions.end()}; }
+  const std::vector<Example>& examples() const { return m_examples; }
 
   // Nullopt when nothing was counted.
   std::optional<Finding> build(std::string id, Severity severity, std::string title, std::string advice) const;
 
 private:
+  void insert_example(Example example);
+
   std::size_t m_max_examples;
   std::int64_t m_count = 0;
   std::set<std::int32_t> m_partitions;

@@ -286,6 +286,7 @@ Example example_of(const Event& event, const Identity& identity, std::string_vie
   ex.timestamp_ms = event.timestamp_ms;
   ex.dedup_key = std::string(dedup_key);
   ex.note = std::move(note);
+  ex.seq = event.seq;
   return ex;
 }
 

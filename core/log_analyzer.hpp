@@ -32,6 +32,23 @@ struct LogCounters {
   std::int64_t semantic_duplicates = 0;
 };
 
+// What the log analysis found, in the form shards write down and a merge adds up: the counters and
+// one builder per finding.
+struct LogTally {
+  explicit LogTally(std::size_t max_examples = 5)
+      : log_duplicate(max_examples), id_reuse(max_examples), semantic_duplicate(max_examples),
+        missing_id(max_examples) {}
+  LogCounters counters;
+  std::int64_t no_id_binary = 0; // of counters.no_id: a json: spec met a binary payload
+  FindingBuilder log_duplicate;
+  FindingBuilder id_reuse;
+  FindingBuilder semantic_duplicate;
+  FindingBuilder missing_id;
+};
+
+// The log findings of a tally (one run's, or the merge of shards').
+std::vector<Finding> log_findings(const LogTally& tally, const LogAnalyzerOptions& options);
+
 // What the log alone shows: producer retries, reused ids, retries under new ids, events without
 // ids. Keeps fingerprints only, never payloads: per id its 64-bit hash and 32 bits of its first
 // payload's fingerprint (12 bytes a slot); per semantic key its hash, the latest timestamp
@@ -50,24 +67,32 @@ public:
   void observe(std::span<const Event> events, std::span<const Identity> identities);
   void observe(const Event& event, const Identity& identity);
 
-  const LogCounters& counters() const { return m_counters; }
-  std::vector<Finding> findings() const;
+  const LogCounters& counters() const { return m_tally.counters; }
+  const LogTally& tally() const { return m_tally; }
+  std::vector<Finding> findings() const { return log_findings(m_tally, m_options); }
 
 private:
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)
   using SemanticEntry = std::uint64_t;
 
   LogAnalyzerOptions m_options;
-  LogCounters m_counters;
-  std::int64_t m_no_id_binary = 0;            // of m_counters.no_id: a json: spec met a binary payload
+  LogTally m_tally;
   FlatHashMap<std::uint32_t> m_first_payload; // id → first payload
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;
-  FindingBuilder m_log_duplicate;
-  FindingBuilder m_id_reuse;
-  FindingBuilder m_semantic_duplicate;
-  FindingBuilder m_missing_id;
 };
+
+// The parts of the semantic rule a merge of shards applies too: 24 bits of the id's hash and the
+// timestamp within 40 bits centred on the first event that reached the rule.
+struct SemanticStamp {
+  static constexpr std::uint64_t k_id_bits = 24;
+  static constexpr std::uint64_t k_id_mask = (1ULL << k_id_bits) - 1;
+  static std::int64_t relative(std::int64_t timestamp_ms, std::int64_t base_ms);
+};
+// The note of a semantic duplicate `gap` ms after (or before, negative) the latest earlier event of its key.
+std::string semantic_note(std::int64_t gap_ms);
+// The note of an id reuse.
+std::string reuse_note(std::uint32_t payload, std::uint32_t first_payload);
 
 } // namespace dedupctl::core

@@ -22,6 +22,11 @@ reports::Report run_scan(const ScanRequest& request, core::EventSource& source, 
   read_source(source, report, [&](const core::EventBatch& batch) {
     identifier.identify(batch, identities);
     analyzer.observe(batch.events, identities);
+    if (request.digest) {
+      for (std::size_t i = 0; i < batch.events.size(); ++i) {
+        request.digest->observe(batch.events[i], identities[i], {});
+      }
+    }
     if (request.progress) {
       request.progress(analyzer.counters().events);
     }
@@ -41,6 +46,10 @@ reports::Report run_scan(const ScanRequest& request, core::EventSource& source, 
                      {"semantic window", core::format_duration(request.analyzer.semantic_window_ms)},
                      {"fail on", request.fail_on_text}};
   finish_report(report, std::move(info), analyzer, {}, request.max_examples, request.fail_on, source.positions());
+  if (request.digest) {
+    request.digest->log = analyzer.tally();
+    request.digest->log_options = analyzer_options;
+  }
   return report;
 }
 

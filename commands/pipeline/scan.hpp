@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/digest.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identify.hpp"
@@ -21,6 +22,8 @@ struct ScanRequest {
   std::size_t max_examples = 5;
   // Called after every batch with the events read so far (progress on stderr).
   std::function<void(std::int64_t)> progress;
+  // A shard's (--shard, --digest): records every event, and takes the log analysis at the end.
+  core::DigestRecorder* digest = nullptr;
 };
 
 // Reads the whole source through identify → LogAnalyzer and builds the report. A source that

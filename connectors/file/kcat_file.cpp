@@ -18,6 +18,7 @@ constexpr std::size_t k_batch_events = 4096;
 KcatFileSource::KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid,
                                const std::atomic<bool>* stop, long start_byte)
     : m_path(std::move(path)), m_plan(std::move(plan)), m_skip_invalid(skip_invalid), m_stop(stop) {
+  XXH3_64bits_reset(m_hash.get());
   if (m_path == "-") {
     m_file = stdin;
   } else {
@@ -66,6 +67,7 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
     }
     ++m_line_number;
     std::string_view line(m_line, static_cast<std::size_t>(length));
+    XXH3_64bits_update(m_hash.get(), line.data(), line.size());
     if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
       continue;
     }
@@ -81,6 +83,10 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
     }
     core::Event& event = batch.events.back();
     event.seq = static_cast<std::uint64_t>(m_line_number);
+    if (m_shard && !m_shard->owns(event.partition)) {
+      batch.events.resize(before); // another shard's partition
+      continue;
+    }
     auto key = std::make_pair(std::string(event.topic), event.partition);
     auto it = m_partitions.find(key);
     if (it == m_partitions.end()) {
@@ -102,6 +108,8 @@ bool KcatFileSource::next_batch(core::EventBatch& batch) {
   m_parser.seal(batch);
   return !batch.events.empty();
 }
+
+std::uint64_t KcatFileSource::content_hash() const { return XXH3_64bits_digest(m_hash.get()); }
 
 std::vector<core::PartitionPosition> KcatFileSource::positions() const {
   std::vector<core::PartitionPosition> out;

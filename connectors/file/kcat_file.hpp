@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/digest.hpp"
 #include "core/event.hpp"
 #include "core/kcat_line.hpp"
 #include "core/offset_set.hpp"
@@ -8,9 +9,12 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <xxhash.h>
 
 namespace dedupctl::connectors::file {
 
@@ -21,6 +25,10 @@ public:
   // Throws UsageError when the file cannot be opened.
   KcatFileSource(std::string path, core::PartitionPlan plan, bool skip_invalid, const std::atomic<bool>* stop = nullptr,
                  long start_byte = 0);
+  // A shard reads every line and keeps the events of its partitions only.
+  void set_shard(core::ShardSpec shard) { m_shard = shard; }
+  // A hash of every byte read so far: shards of one dump agree on it once each read the whole file.
+  std::uint64_t content_hash() const;
   ~KcatFileSource() override;
   KcatFileSource(const KcatFileSource&) = delete;
   KcatFileSource& operator=(const KcatFileSource&) = delete;
@@ -48,6 +56,8 @@ private:
   std::int64_t m_invalid_lines = 0;
   std::int64_t m_repeated_records = 0;
   core::KcatLineParser m_parser;
+  std::optional<core::ShardSpec> m_shard;
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> m_hash{XXH3_createState(), XXH3_freeState};
   struct Partition {
     core::PartitionCursor cursor;
     core::OffsetSet delivered;

@@ -1,0 +1,67 @@
+#pragma once
+
+#include "core/digest.hpp"
+#include "connectors/file/output.hpp"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+// A shard's digest file (--digest FILE): its header (core::DigestHeader as JSON) and its records,
+// once in each order a merge reads them in, and its events by seq for the examples. Written whole
+// or not at all (ReportOutput), little-endian as the machine that wrote it; see dedupctl-merge(1).
+namespace dedupctl::connectors::file {
+
+class DigestWriter {
+public:
+  // Throws UsageError naming the path when it cannot be written.
+  explicit DigestWriter(const std::string& path);
+  ~DigestWriter();
+  DigestWriter(const DigestWriter&) = delete;
+  DigestWriter& operator=(const DigestWriter&) = delete;
+
+  // Events in canonical order.
+  void add_event(const core::Event& event, std::string_view event_id, std::string_view dedup_key);
+  // Sorts `records` into each order and writes them, then the header, and renames the file into
+  // place. A failed write throws UnreachableError naming the file.
+  void finish(std::vector<core::DigestRecord>& records, const core::DigestHeader& header);
+
+private:
+  void write(const void* data, std::size_t size);
+
+  std::string m_path;
+  ReportOutput m_output;
+  std::FILE* m_out;
+  std::uint64_t m_offset = 0;
+  std::uint64_t m_events = 0;
+  std::map<std::string, std::uint32_t, std::less<>> m_topics;
+};
+
+// Reads a digest: its header at once, its sections as streams (each with a file handle of its own).
+class DigestFile {
+public:
+  // Throws UsageError naming the path when it is missing, unreadable, or not a whole digest.
+  explicit DigestFile(std::string path);
+
+  const std::string& path() const { return m_path; }
+  const core::DigestHeader& header() const { return m_header; }
+  std::unique_ptr<core::DigestRecords> records(core::DigestOrder order) const;
+  std::unique_ptr<core::DigestEvents> events() const;
+
+  struct Layout {
+    std::uint64_t events_at = 0, events = 0;
+    std::uint64_t records = 0;
+    std::uint64_t id_at = 0, semantic_at = 0, key_at = 0, key_records = 0;
+    std::uint64_t header_at = 0, header_size = 0;
+  };
+
+private:
+  std::string m_path;
+  Layout m_layout;
+  core::DigestHeader m_header;
+  std::vector<std::string> m_topics;
+};
+
+} // namespace dedupctl::connectors::file

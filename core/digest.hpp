@@ -1,0 +1,142 @@
+#pragma once
+
+#include "core/event.hpp"
+#include "core/finding.hpp"
+#include "core/identify.hpp"
+#include "core/log_analyzer.hpp"
+#include "core/source_info.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Sharded runs and their merge (dedupctl merge): what a shard writes down besides its report, and
+// how the analyses that span partitions are decided over all shards, exactly as one process over
+// the whole range decides them. Pure: the digest files are read and written in connectors/file.
+namespace dedupctl::core {
+
+// --shard K/N: partition p of each topic belongs to shard p mod N.
+struct ShardSpec {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+  bool owns(std::int32_t partition) const {
+    return partition >= 0 && static_cast<std::uint32_t>(partition) % count == index;
+  }
+};
+// "K/N" with 0 <= K < N; throws UsageError naming --shard.
+ShardSpec parse_shard(std::string_view text);
+
+// One event with an id, as its shard's digest keeps it for the analyses that span partitions (id
+// reuse and log duplicates, semantic duplicates, key collisions): the fingerprints the analyzers
+// keep, and where the event stands in the canonical order.
+struct DigestRecord {
+  std::uint64_t id_hash = 0;
+  std::uint64_t semantic_hash = 0;
+  std::uint64_t key_hash = 0; // of the dedup key (audits whose key template lacks {event_id}); 0 otherwise
+  std::uint64_t seq = 0;
+  std::int64_t timestamp_ms = 0;
+  std::uint32_t payload = 0; // 32 bits of the payload fingerprint, as LogAnalyzer compares them
+  std::int32_t partition = 0;
+};
+static_assert(sizeof(DigestRecord) == 48);
+
+// The orders a digest holds its records in: each analysis reads the records of one key together.
+enum class DigestOrder { Id, Semantic, Key };
+bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order);
+std::uint64_t digest_key(const DigestRecord& record, DigestOrder order);
+
+// An event's details, for the examples a merge picks (by seq).
+struct DigestEvent {
+  std::uint64_t seq = 0;
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::string event_id;
+  std::string dedup_key;
+};
+
+// A digest section read in its order (connectors/file reads them from the shard's file).
+class DigestRecords {
+public:
+  virtual ~DigestRecords() = default;
+  virtual bool next(DigestRecord& record) = 0;
+};
+class DigestEvents {
+public:
+  virtual ~DigestEvents() = default;
+  virtual bool next(DigestEvent& event) = 0;
+};
+
+// Where a shard's events go as they are read (connectors/file's DigestWriter).
+class DigestSink {
+public:
+  virtual ~DigestSink() = default;
+  virtual void add_event(const Event& event, std::string_view event_id, std::string_view dedup_key) = 0;
+};
+
+// Collects a shard's records (in memory, 48 bytes an event with an id, to be sorted) and hands
+// each event's details to the sink; a command's pipeline fills it, its command writes it.
+class DigestRecorder {
+public:
+  DigestRecorder(DigestSink& sink, bool check_keys) : m_sink(sink), m_check_keys(check_keys) {}
+  void observe(const Event& event, const Identity& identity, std::string_view dedup_key);
+  std::vector<DigestRecord>& records() { return m_records; }
+  bool check_keys() const { return m_check_keys; }
+
+  LogTally log;                  // the run's log analysis, at its end
+  LogAnalyzerOptions log_options; // and its options
+
+private:
+  DigestSink& m_sink;
+  bool m_check_keys;
+  std::vector<DigestRecord> m_records;
+};
+
+// What a shard writes down besides its records: its settings, its share of the range, what it
+// read, and what it decided partition by partition.
+struct DigestHeader {
+  std::string command; // scan (audit later)
+  ShardSpec shard;
+  std::int64_t generated_at_ms = 0;
+  bool complete = true;
+  int exit_code = 0;
+  std::optional<std::string> error;
+  // Everything that must be equal across shards for the merge to be exact: the analysis settings
+  // and the resolved range (or, for a dump, its size and hash), as text.
+  std::string settings_key;
+  std::string range_key;
+  std::vector<std::pair<std::string, std::string>> settings; // the report's, for people
+  std::map<std::string, std::string> settings_origin;
+  std::string fail_on = "error";
+  LogAnalyzerOptions log_options;
+  bool check_keys = false;
+  std::vector<std::string> range_order; // "topic[partition]" of the whole range, in rank order
+  SourceInfo source;                    // this shard's partitions, as read
+  LogTally log;                         // its own events' log analysis (the local parts count)
+};
+
+// The findings that span partitions, decided over every shard's records.
+struct CrossPartitionTally {
+  explicit CrossPartitionTally(std::size_t max_examples)
+      : log_duplicate(max_examples), id_reuse(max_examples), semantic_duplicate(max_examples),
+        key_collision(max_examples) {}
+  FindingBuilder log_duplicate;
+  FindingBuilder id_reuse;
+  FindingBuilder semantic_duplicate;
+  FindingBuilder key_collision;
+};
+
+// One pass per order over the shards' sections (k-way merged, each group of one key in canonical
+// order), applying LogAnalyzer's and AuditAnalyzer's rules for the first occurrence; then the
+// examples (the lowest seq of each finding) are filled in from the shards' events. Memory holds
+// one key's records at a time, the seqs of repeated ids, and the examples.
+CrossPartitionTally merge_cross_partition(const std::vector<DigestRecords*>& by_id,
+                                          const std::vector<DigestRecords*>& by_semantic,
+                                          const std::vector<DigestRecords*>& by_key,
+                                          const std::vector<DigestEvents*>& events, const LogAnalyzerOptions& options);
+
+} // namespace dedupctl::core

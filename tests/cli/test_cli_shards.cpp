@@ -1,0 +1,224 @@
+// Sharded runs and their merge (issue 17): N processes each reading the partitions p with
+// p mod N = K, put together by `dedupctl merge`, give the report one process over the whole range
+// gives, field by field; and merge refuses what cannot be put together exactly.
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t k_base_ts = 1'763'600'000'000; // 2025-11-20T00:53:20Z
+constexpr int k_partitions = 4;
+constexpr int k_per_partition = 1300; // two rounds of the canonical order (blocks of 1,024 offsets)
+
+struct Plant {
+  int partition;
+  int offset;
+  std::string id; // empty: no id at all
+  std::string payload;
+  std::int64_t ts;
+};
+
+// Every finding kind that spans partitions planted across shards, with "first" decided by the
+// canonical order (rounds of 1,024 offsets, partitions by number within a round) rather than by
+// partition or offset alone:
+// - dup-A on p1@20 (round 0) and p0@1100 (round 1): p1's is first, p0's a log duplicate;
+// - reuse-B on p2@30 (round 0) and p1@1040 (round 1) with one payload: p1's a log duplicate; and on
+//   p3@1200 (round 1, after p1 in it) with another: an id reuse;
+// - sem-1 (p2@50), sem-2 (p3@51, 2 s later) and sem-3 (p2@1250, round 1, 1 s after sem-1): the same
+//   intent under new ids, two semantic duplicates, sem-3's against sem-2's time (the latest earlier);
+// - no id on p1@60 and p3@1290.
+// Each repeat and the event it repeats are on adjacent partitions, so in different shards for every
+// N from 2 to 4 (checked by PlantsSpanShards).
+std::vector<Plant> plants() {
+  const std::string same_order = R"({"type":"OrderPlaced","order_id":"o-sem","amount":5})";
+  const std::string reused = R"({"type":"OrderPlaced","order_id":"o-reuse","amount":2})";
+  return {
+      {1, 20, "dup-A", R"({"type":"OrderPlaced","order_id":"o-dup","amount":1})", k_base_ts + 20'000},
+      {0, 1100, "dup-A", R"({"type":"OrderPlaced","order_id":"o-dup","amount":1})", k_base_ts + 1'100'000},
+      {2, 30, "reuse-B", reused, k_base_ts + 30'000},
+      {1, 1040, "reuse-B", reused, k_base_ts + 1'040'000},
+      {3, 1200, "reuse-B", R"({"type":"OrderPlaced","order_id":"o-other","amount":3})", k_base_ts + 1'200'000},
+      {2, 50, "sem-1", same_order, k_base_ts + 3'000'000},
+      {3, 51, "sem-2", same_order, k_base_ts + 3'002'000},
+      {2, 1250, "sem-3", same_order, k_base_ts + 3'001'000},
+      {1, 60, "", R"({"type":"OrderPlaced","order_id":"o-noid","amount":4})", k_base_ts + 60'000},
+      {3, 1290, "", R"({"type":"OrderPlaced","order_id":"o-noid2","amount":4})", k_base_ts + 1'290'000},
+  };
+}
+
+// (repeat, what it repeats) as partitions: dup-A, reuse-B twice, sem-2 and sem-3.
+const std::vector<std::pair<int, int>> k_pairs{{0, 1}, {1, 2}, {3, 2}, {3, 2}, {2, 3}};
+
+std::string json_string(const std::string& s) { return Json(s).dump(); }
+
+// kcat -J lines, partition after partition.
+std::string planted_dump() {
+  auto planted = plants();
+  std::string out;
+  for (int p = 0; p < k_partitions; ++p) {
+    for (int i = 0; i < k_per_partition; ++i) {
+      std::string id = fmt::format("e-{}-{}", p, i);
+      std::string payload = fmt::format(R"({{"type":"OrderPlaced","order_id":"o-{}-{}","amount":{}}})", p, i, i);
+      std::int64_t ts = k_base_ts + i * 1000 + p;
+      for (const auto& plant : planted) {
+        if (plant.partition == p && plant.offset == i) {
+          id = plant.id;
+          payload = plant.payload;
+          ts = plant.ts;
+        }
+      }
+      std::string headers = id.empty() ? "[]" : fmt::format(R"(["event_id",{}])", json_string(id));
+      out += fmt::format(R"({{"topic":"orders","partition":{},"offset":{},"ts":{},"key":"k{}","payload":{},"headers":{}}})",
+                         p, i, ts, i, json_string(payload), headers);
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+Json parse(const CommandResult& result) {
+  try {
+    return Json::parse(result.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << result.out << "\nstderr: " << result.err;
+    return Json::object();
+  }
+}
+
+// The report without the time it was written at (each process has its own).
+Json timeless(Json doc) {
+  doc.erase("generated_at");
+  return doc;
+}
+
+// Field by field, so that a failure names the field.
+void expect_same_report(const Json& merged, const Json& whole, const std::string& what) {
+  for (const auto& [key, value] : whole.items()) {
+    EXPECT_EQ(merged.value(key, Json()), value) << what << ": field " << key;
+  }
+  for (const auto& [key, value] : merged.items()) {
+    EXPECT_TRUE(whole.contains(key)) << what << ": the merge added field " << key;
+  }
+}
+
+// Runs `args` as shards 0..N-1 of N, each with its digest, then merges them.
+CommandResult sharded(const std::vector<std::string>& args, int n, const TempDir& dir, const std::string& name,
+                      std::vector<std::string> merge_args = {}) {
+  std::vector<std::string> digests;
+  for (int k = 0; k < n; ++k) {
+    std::string digest = dir.file(fmt::format("{}-{}-of-{}.digest", name, k, n));
+    auto run = args;
+    run.insert(run.end(), {"--shard", fmt::format("{}/{}", k, n), "--digest", digest});
+    auto result = run_dedupctl(run);
+    EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << "shard " << k << ": " << result.err;
+    digests.push_back(digest);
+  }
+  std::vector<std::string> merge{"merge"};
+  merge.insert(merge.end(), digests.begin(), digests.end());
+  merge.insert(merge.end(), merge_args.begin(), merge_args.end());
+  merge.insert(merge.end(), {"--format", "json"});
+  return run_dedupctl(merge);
+}
+
+// What the planted data must show in one process over the whole range, so that the comparisons
+// below are over every finding kind.
+// A dump is read in its line order (partition after partition here), a topic in the canonical one.
+void expect_plants_found(const Json& whole, bool dump) {
+  const auto& summary = whole.at("summary");
+  EXPECT_EQ(summary.at("events"), k_partitions * k_per_partition);
+  EXPECT_EQ(summary.at("no_id"), 2);
+  EXPECT_EQ(summary.at("log_duplicates"), 2);
+  EXPECT_EQ(summary.at("id_reuse"), 1);
+  EXPECT_EQ(summary.at("semantic_duplicates"), 2);
+  for (const auto& finding : whole.at("findings")) {
+    if (finding.at("id") == "log-duplicate") {
+      // From a topic dup-A's repeat is on p0, reuse-B's on p1; in the dump p0 and p1 come first.
+      EXPECT_EQ(finding.at("partitions"), Json::parse(dump ? "[1, 2]" : "[0, 1]"));
+    }
+    if (finding.at("id") == "id-reuse") {
+      EXPECT_EQ(finding.at("examples").at(0).at("partition"), 3);
+      EXPECT_EQ(finding.at("examples").at(0).at("offset"), 1200);
+    }
+    if (finding.at("id") == "semantic-duplicate") {
+      EXPECT_EQ(finding.at("partitions"), Json::parse("[2, 3]"));
+    }
+  }
+}
+
+TEST(ShardedPlants, PlantsSpanShards) {
+  for (int n = 2; n <= 4; ++n) {
+    for (const auto& [repeat, original] : k_pairs) {
+      EXPECT_NE(repeat % n, original % n) << "p" << repeat << " and p" << original << " share a shard of " << n;
+    }
+  }
+}
+
+class ShardedScan : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    write_file(m_dir.file("orders.ndjson"), planted_dump());
+    if (GetParam() == "file") {
+      m_args = {"scan", "--input", m_dir.file("orders.ndjson"), "--format", "json"};
+      return;
+    }
+    m_topic = fresh_topic(GetParam(), "orders", k_partitions, planted_dump());
+    DEDUPCTL_REQUIRE_SERVER(!m_topic.bootstrap.empty(), m_topic.why);
+    m_args = {"scan", "-b", m_topic.bootstrap, "--topic", m_topic.topic, "--format", "json"};
+  }
+
+  TempDir m_dir;
+  TestTopic m_topic;
+  std::vector<std::string> m_args;
+};
+
+INSTANTIATE_TEST_SUITE_P(Sources, ShardedScan, ::testing::Values("file", "mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& source) { return source.param; });
+
+TEST_P(ShardedScan, TheMergeOfNShardsIsTheReportOfOneProcessFieldByField) {
+  auto whole_run = run_dedupctl(m_args);
+  ASSERT_EQ(whole_run.exit_code, 1) << whole_run.err;
+  Json whole = timeless(parse(whole_run));
+  expect_plants_found(whole, GetParam() == "file");
+  for (int n = 1; n <= 4; ++n) {
+    auto merged_run = sharded(m_args, n, m_dir, "scan");
+    EXPECT_EQ(merged_run.exit_code, 1) << merged_run.err;
+    Json merged = timeless(parse(merged_run));
+    expect_same_report(merged, whole, fmt::format("{} shards", n));
+  }
+}
+
+TEST_P(ShardedScan, EachShardReadsOnlyItsPartitions) {
+  for (int k = 0; k < 3; ++k) {
+    auto args = m_args;
+    args.insert(args.end(), {"--shard", fmt::format("{}/3", k), "--digest", m_dir.file("d")});
+    auto result = run_dedupctl(args);
+    ASSERT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.err;
+    Json doc = parse(result);
+    std::set<int> partitions;
+    long long events = 0;
+    for (const auto& p : doc.at("source").at("partitions")) {
+      partitions.insert(p.at("partition").get<int>());
+      events += p.at("events").get<long long>();
+    }
+    std::set<int> expected;
+    for (int p = 0; p < k_partitions; ++p) {
+      if (p % 3 == k) {
+        expected.insert(p);
+      }
+    }
+    EXPECT_EQ(partitions, expected) << "shard " << k;
+    EXPECT_EQ(doc.at("summary").at("events"), events);
+  }
+}
+
+} // namespace
