@@ -2,6 +2,7 @@
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
 #include "commands/options.hpp"
+#include "commands/shard.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
@@ -39,6 +40,7 @@ private:
 
 struct AuditOptions {
   SourceOptions source;
+  ShardOptions shard;
   IdentityOptions identity;
   PlacementOptions placement;
   std::string seek;
@@ -69,6 +71,8 @@ void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& dec
 
 int run(const AuditOptions& options, Context& context) {
   auto format = parse_output_format(context);
+  SourceOptions source = options.source;
+  apply_shard_options(options.shard, source, context, true);
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
@@ -99,8 +103,12 @@ int run(const AuditOptions& options, Context& context) {
   if (file_store) {
     opened_store = open_dedup_store(placement, options.placement, context, std::nullopt);
   }
+  auto digest = open_shard_digest(options.shard, source);
+  if (digest) {
+    request.digest = digest->recorder();
+  }
   OpenedSource opened =
-      open_source(options.source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
+      open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
                   options.committed);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
@@ -161,6 +169,10 @@ int run(const AuditOptions& options, Context& context) {
       context.note("inbox lookups: " + opened_store.inbox->lookup_stats());
     }
   }
+  if (digest) {
+    complete_report(report, opened, context);
+    digest->finish(report, opened, context);
+  }
   return deliver_report(report, opened, format, context);
 }
 
@@ -171,6 +183,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   auto* sub = app.add_subcommand("audit", "The log against a dedup placement: coverage, TTL gaps, collisions, replay "
                                           "risk of a seek");
   add_source_options(*sub, options->source);
+  add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
   add_placement_options(*sub, options->placement);
   auto* audit = sub->add_option_group("Audit");

@@ -27,6 +27,7 @@ int run(const std::vector<std::string>& paths, Context& context) {
     shard.by_semantic = file.records(core::DigestOrder::Semantic);
     shard.by_key = file.records(core::DigestOrder::Key);
     shard.events = file.events();
+    shard.replay = file.events();
     shards.push_back(std::move(shard));
   }
   reports::Report report = merge_shards(shards);

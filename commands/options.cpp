@@ -57,14 +57,28 @@ void add_shard_options(CLI::App& app, ShardOptions& options) {
       ->type_name("K/N");
   group->add_option("--digest", options.digest, "write what dedupctl merge needs from this shard to FILE")
       ->type_name("FILE");
+  group
+      ->add_option("--now", options.now,
+                   "judge as of TIME (RFC 3339 or epoch ms) instead of the clock: every shard of a run needs the same")
+      ->type_name("TIME");
 }
 
-void apply_shard_options(const ShardOptions& options, SourceOptions& source) {
+void apply_shard_options(const ShardOptions& options, SourceOptions& source, Context& context, bool needs_now) {
+  if (!options.now.empty()) {
+    std::int64_t now = core::parse_time(options.now, "--now");
+    context.now_ms = [now] { return now; };
+  }
   if (!options.shard.empty()) {
     source.shard = core::parse_shard(options.shard);
     if (options.digest.empty()) {
       throw UsageError(fmt::format("--shard {} needs --digest FILE: dedupctl merge puts the shards together from their "
                                    "digests, not from their reports",
+                                   options.shard));
+    }
+    if (needs_now && options.now.empty() && source.shard->count > 1) {
+      throw UsageError(fmt::format("--shard {} needs --now TIME: an audit judges records by the time, and the shards "
+                                   "of one run must judge them as of the same one (e.g. --now "
+                                   "2026-11-24T06:00:00Z, the same for every shard)",
                                    options.shard));
     }
   } else if (!options.digest.empty()) {

@@ -34,10 +34,12 @@ struct SourceOptions {
 struct ShardOptions {
   std::string shard;  // K/N
   std::string digest; // FILE
+  std::string now;    // TIME: the run's clock, which every shard of an audit must share
 };
 void add_shard_options(CLI::App& app, ShardOptions& options);
-// Parses --shard into `source` (UsageError); --shard needs --digest, which alone means 0/1.
-void apply_shard_options(const ShardOptions& options, SourceOptions& source);
+// Parses --shard into `source` and --now into the context's clock (UsageError); --shard needs
+// --digest, which alone means 0/1; an audit of several shards needs --now (`needs_now`).
+void apply_shard_options(const ShardOptions& options, SourceOptions& source, Context& context, bool needs_now);
 
 // How an event is identified (spec/cli.md).
 struct IdentityOptions {

@@ -35,8 +35,8 @@ int run(const ScanOptions& options, Context& context) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
   }
   SourceOptions source = options.source;
-  apply_shard_options(options.shard, source);
-  auto digest = open_shard_digest(options.shard, source, false);
+  apply_shard_options(options.shard, source, context, false);
+  auto digest = open_shard_digest(options.shard, source);
   if (digest) {
     request.digest = digest->recorder();
   }

@@ -6,8 +6,8 @@
 
 namespace dedupctl::commands {
 
-ShardDigest::ShardDigest(const ShardOptions& options, core::ShardSpec shard, bool check_keys)
-    : m_shard(shard), m_writer(options.digest), m_recorder(m_sink, check_keys) {}
+ShardDigest::ShardDigest(const ShardOptions& options, core::ShardSpec shard)
+    : m_shard(shard), m_writer(options.digest), m_recorder(m_sink) {}
 
 void ShardDigest::finish(const reports::Report& report, const OpenedSource& opened, const Context& context) {
   auto scrub = [&](std::string s) { return core::scrub_secrets(s, context.secrets); };
@@ -39,15 +39,15 @@ void ShardDigest::finish(const reports::Report& report, const OpenedSource& open
     header.source.bootstrap = scrub(header.source.bootstrap);
   }
   header.log = m_recorder.log;
+  header.audit = m_recorder.audit;
   m_writer.finish(m_recorder.records(), header);
 }
 
-std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source,
-                                             bool check_keys) {
+std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source) {
   if (!source.shard) {
     return std::nullopt;
   }
-  return std::optional<ShardDigest>(std::in_place, options, *source.shard, check_keys);
+  return std::optional<ShardDigest>(std::in_place, options, *source.shard);
 }
 
 } // namespace dedupctl::commands

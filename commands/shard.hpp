@@ -17,7 +17,7 @@ namespace dedupctl::commands {
 class ShardDigest {
 public:
   // Opens FILE for writing (UsageError naming it when it cannot be), before anything is contacted.
-  ShardDigest(const ShardOptions& options, core::ShardSpec shard, bool check_keys);
+  ShardDigest(const ShardOptions& options, core::ShardSpec shard);
 
   core::DigestRecorder* recorder() { return &m_recorder; }
 
@@ -29,8 +29,9 @@ private:
   class WriterSink final : public core::DigestSink {
   public:
     explicit WriterSink(connectors::file::DigestWriter& writer) : m_writer(writer) {}
-    void add_event(const core::Event& event, std::string_view event_id, std::string_view dedup_key) override {
-      m_writer.add_event(event, event_id, dedup_key);
+    void add_event(const core::Event& event, const core::Identity& identity, std::string_view dedup_key,
+                   const core::RecordState* record) override {
+      m_writer.add_event(event, identity, dedup_key, record);
     }
 
   private:
@@ -44,7 +45,6 @@ private:
 };
 
 // With --shard or --digest, the run's digest; nullopt otherwise.
-std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source,
-                                             bool check_keys);
+std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source);
 
 } // namespace dedupctl::commands

@@ -113,6 +113,10 @@ OpenedSource open_source(const SourceOptions& options, const Context& context, c
       auto offsets = core::parse_committed_csv(connectors::file::read_text_file(committed, "--committed"), committed,
                                                options.group);
       opened.info.partitions = core::dump_seek_ranges(offsets, core::parse_offset_spec(*seek, "--seek"), now);
+      if (options.shard) {
+        std::erase_if(opened.info.partitions,
+                      [&](const core::PartitionRange& r) { return !options.shard->owns(r.partition); });
+      }
     }
     return opened;
   }

@@ -55,7 +55,7 @@ constexpr std::size_t k_deferred_examples = 256;
 
 AuditAnalyzer::AuditAnalyzer(AuditOptions options)
     : m_options(std::move(options)), m_defer(!m_options.ttl.span.known()), m_collisions(m_options.max_examples),
-      m_reapplied(m_options.max_examples), m_check_collisions(!m_options.key_template.uses(KeyTemplate::Part::EventId)),
+      m_reapplied(m_options.max_examples), m_check_collisions(m_options.check_collisions && !m_options.key_template.uses(KeyTemplate::Part::EventId)),
       m_key_owner(m_check_collisions ? m_options.expected_events : 16) {
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);
@@ -299,6 +299,11 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     add_example(verdict.state, event.partition, example, verdict.gap_ms);
   }
   reapplied_example(verdict.state);
+}
+
+void AuditAnalyzer::add_key_collisions(const FindingBuilder& collisions) {
+  m_result.key_collisions += collisions.count();
+  m_collisions.merge(collisions);
 }
 
 AuditResult AuditAnalyzer::finish() {

@@ -33,6 +33,9 @@ struct AuditOptions {
   std::string window_label = "[from, to)"; // "[seek, committed)" with a seek
   // Partitions not announced with set_partition get a window of everything read (file sources).
   bool default_window = false;
+  // Key collisions are looked for here (false: a merge of shards decides them over all shards'
+  // keys and hands them in with add_key_collisions).
+  bool check_collisions = true;
 };
 
 // One partition's replay window: [from, to) (a seek and the committed offset, or the scanned range).
@@ -121,6 +124,9 @@ public:
                      std::optional<WindowBounds> window);
 
   void observe(const Event& event, const Identity& identity, std::string_view dedup_key, const RecordState& record);
+
+  // Key collisions decided elsewhere (a merge of shards).
+  void add_key_collisions(const FindingBuilder& collisions);
 
   AuditResult finish();
 

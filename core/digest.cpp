@@ -34,20 +34,21 @@ ShardSpec parse_shard(std::string_view text) {
   return out;
 }
 
-void DigestRecorder::observe(const Event& event, const Identity& identity, std::string_view dedup_key) {
+void DigestRecorder::observe(const Event& event, const Identity& identity, std::string_view dedup_key,
+                             const RecordState* record) {
+  m_sink.add_event(event, identity, dedup_key, record);
   if (!identity.has_id) {
     return; // decided within its partition (missing-event-id)
   }
-  DigestRecord record;
-  record.id_hash = identity.id_hash;
-  record.semantic_hash = identity.semantic_hash;
-  record.key_hash = m_check_keys ? hash64(dedup_key, 0x6b) : 0;
-  record.seq = event.seq;
-  record.timestamp_ms = event.timestamp_ms;
-  record.payload = static_cast<std::uint32_t>(identity.payload_fingerprint);
-  record.partition = event.partition;
-  m_records.push_back(record);
-  m_sink.add_event(event, identity.id, m_check_keys ? dedup_key : std::string_view{});
+  DigestRecord digest;
+  digest.id_hash = identity.id_hash;
+  digest.semantic_hash = identity.semantic_hash;
+  digest.key_hash = m_check_keys ? hash64(dedup_key, 0x6b) : 0;
+  digest.seq = event.seq;
+  digest.timestamp_ms = event.timestamp_ms;
+  digest.payload = static_cast<std::uint32_t>(identity.payload_fingerprint);
+  digest.partition = event.partition;
+  m_records.push_back(digest);
 }
 
 std::uint64_t digest_key(const DigestRecord& record, DigestOrder order) {

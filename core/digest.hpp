@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/audit_analyzer.hpp"
+#include "core/coverage.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identify.hpp"
@@ -48,15 +50,22 @@ enum class DigestOrder { Id, Semantic, Key };
 bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order);
 std::uint64_t digest_key(const DigestRecord& record, DigestOrder order);
 
-// An event's details, for the examples a merge picks (by seq).
+// An event as a shard read it: its details for the examples a merge picks (by seq), and for an
+// audit what its dedup record was, which a merge classifies again in the canonical order.
 struct DigestEvent {
   std::uint64_t seq = 0;
   std::string topic;
   std::int32_t partition = 0;
   std::int64_t offset = 0;
   std::int64_t timestamp_ms = -1;
+  bool has_id = false;
   std::string event_id;
+  std::string type;
   std::string dedup_key;
+  bool present = false; // the record (audit)
+  std::optional<std::int64_t> pttl_ms;
+  std::optional<std::int64_t> processed_at_ms;
+  std::string value;
 };
 
 // A digest section read in its order (connectors/file reads them from the shard's file).
@@ -71,28 +80,53 @@ public:
   virtual bool next(DigestEvent& event) = 0;
 };
 
+// What an audit's shard sets up before reading, for the merge to classify the events again.
+struct PartitionWindow {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::optional<std::int64_t> committed;
+  std::optional<WindowBounds> window;
+};
+struct AuditDigest {
+  AuditOptions options; // as the shard's AuditAnalyzer got them
+  bool has_seek = false;
+  std::vector<PartitionWindow> windows; // its set_partition calls
+  // The placement as the report shows it (its TTL is the merge's to decide).
+  std::string kind;
+  std::string store;
+  std::string consumer;
+  std::optional<RetentionDecision> retention;
+  std::vector<Finding> placement_findings; // what the store itself showed
+};
+
 // Where a shard's events go as they are read (connectors/file's DigestWriter).
 class DigestSink {
 public:
   virtual ~DigestSink() = default;
-  virtual void add_event(const Event& event, std::string_view event_id, std::string_view dedup_key) = 0;
+  // Every event, in canonical order; `record` is the audit's (nullptr for a scan).
+  virtual void add_event(const Event& event, const Identity& identity, std::string_view dedup_key,
+                         const RecordState* record) = 0;
 };
 
 // Collects a shard's records (in memory, 48 bytes an event with an id, to be sorted) and hands
 // each event's details to the sink; a command's pipeline fills it, its command writes it.
 class DigestRecorder {
 public:
-  DigestRecorder(DigestSink& sink, bool check_keys) : m_sink(sink), m_check_keys(check_keys) {}
-  void observe(const Event& event, const Identity& identity, std::string_view dedup_key);
+  explicit DigestRecorder(DigestSink& sink) : m_sink(sink) {}
+  // Whether dedup keys are compared (an audit's key template without {event_id}).
+  void set_check_keys(bool check) { m_check_keys = check; }
+  void observe(const Event& event, const Identity& identity, std::string_view dedup_key,
+               const RecordState* record = nullptr);
   std::vector<DigestRecord>& records() { return m_records; }
   bool check_keys() const { return m_check_keys; }
 
-  LogTally log;                  // the run's log analysis, at its end
+  LogTally log;                   // the run's log analysis, at its end
   LogAnalyzerOptions log_options; // and its options
+  std::optional<AuditDigest> audit;
 
 private:
   DigestSink& m_sink;
-  bool m_check_keys;
+  bool m_check_keys = false;
   std::vector<DigestRecord> m_records;
 };
 
@@ -117,6 +151,7 @@ struct DigestHeader {
   std::vector<std::string> range_order; // "topic[partition]" of the whole range, in rank order
   SourceInfo source;                    // this shard's partitions, as read
   LogTally log;                         // its own events' log analysis (the local parts count)
+  std::optional<AuditDigest> audit;
 };
 
 // The findings that span partitions, decided over every shard's records.

@@ -155,9 +155,12 @@ private:
     StageTimer timer(stage(&AuditStageTimes::classify));
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = slot.key_of[i] != SIZE_MAX;
-      m_audit.observe(slot.batch.events[i], slot.identities[i],
-                      has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{},
-                      has_key ? slot.states[slot.key_of[i]] : k_no_record);
+      std::string_view key = has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{};
+      const core::RecordState& state = has_key ? slot.states[slot.key_of[i]] : k_no_record;
+      m_audit.observe(slot.batch.events[i], slot.identities[i], key, state);
+      if (m_request.digest) {
+        m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
+      }
     }
     if (m_request.progress) {
       m_request.progress(m_events += static_cast<std::int64_t>(slot.batch.events.size()));
@@ -191,11 +194,16 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   core::AuditOptions audit_options = audit_options_for(request, info, now_ms);
   core::LogAnalyzer log(log_options);
   core::AuditAnalyzer audit(audit_options);
+  if (request.digest) {
+    request.digest->set_check_keys(!audit_options.key_template.uses(core::KeyTemplate::Part::EventId));
+  }
+  std::vector<core::PartitionWindow> windows;
   for (const auto& range : info.partitions) {
     core::WindowBounds window{range.from, range.to, std::nullopt};
     if (request.has_seek && range.seek) {
       window = core::WindowBounds{*range.seek, range.committed.value_or(range.to), range.seek_timestamp};
     }
+    windows.push_back({range.topic, range.partition, range.committed, window});
     audit.set_partition(range.topic, range.partition, range.committed, window);
   }
   {
@@ -203,6 +211,32 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     incomplete_on_failure(report, [&] { reader.read(source); });
   }
 
+  reports::PlacementInfo placement = request.placement;
+  placement.key_template = audit_options.key_template.text();
+  placement.consumer = request.consumer;
+  report.settings = {{"id", core::to_string(request.identify.id)},
+                     {"max lag", core::format_duration(audit_options.policy.max_lag_ms)},
+                     {"lease", core::format_duration(audit_options.policy.lease_ms)},
+                     {"now", core::format_time(now_ms)},
+                     {"fail on", request.fail_on_text}};
+  report.settings.insert(report.settings.end(), request.store_settings.begin(), request.store_settings.end());
+  if (request.digest) {
+    request.digest->log = log.tally();
+    request.digest->log_options = log_options;
+    request.digest->audit = core::AuditDigest{audit_options,      request.has_seek,   std::move(windows),
+                                              placement.kind,     placement.store,    request.consumer,
+                                              placement.retention, request.placement_findings};
+  }
+  finish_audit_report(report, std::move(info), audit, log.tally(), log_options, std::move(placement),
+                      request.placement_findings, request.max_examples, request.fail_on, source.positions());
+  return report;
+}
+
+void finish_audit_report(reports::Report& report, core::SourceInfo info, core::AuditAnalyzer& audit,
+                         const core::LogTally& log, const core::LogAnalyzerOptions& log_options,
+                         reports::PlacementInfo placement, const std::vector<core::Finding>& placement_findings,
+                         std::size_t max_examples, const core::FailOn& fail_on,
+                         const std::vector<core::PartitionPosition>& positions) {
   core::AuditResult result = audit.finish();
   for (auto& range : info.partitions) { // a seek by time, found while reading
     for (const auto& coverage : result.partitions) {
@@ -212,7 +246,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
       }
     }
   }
-  const auto& c = log.counters();
+  const auto& c = log.counters;
   auto n = [&](core::Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
   report.summary = {{"events", c.events},
                     {"no_id", n(core::Coverage::NoId)},
@@ -228,25 +262,15 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
                     {"id_reuse", c.id_reuse},
                     {"key_collisions", result.key_collisions},
                     {"semantic_duplicates", c.semantic_duplicates}};
-  reports::PlacementInfo placement = request.placement;
-  placement.key_template = audit_options.key_template.text();
-  placement.consumer = request.consumer;
   placement.ttl = result.ttl;
-  report.placement = placement;
+  report.placement = std::move(placement);
   report.replay = result.replay;
   report.coverage = result.partitions;
-  report.settings = {{"id", core::to_string(request.identify.id)},
-                     {"max lag", core::format_duration(audit_options.policy.max_lag_ms)},
-                     {"lease", core::format_duration(audit_options.policy.lease_ms)},
-                     {"now", core::format_time(now_ms)},
-                     {"fail on", request.fail_on_text}};
-  report.settings.insert(report.settings.end(), request.store_settings.begin(), request.store_settings.end());
-  for (const auto& finding : request.placement_findings) {
+  for (const auto& finding : placement_findings) {
     result.findings.push_back(finding);
   }
-  finish_report(report, std::move(info), log, std::move(result.findings), request.max_examples, request.fail_on,
-                source.positions());
-  return report;
+  finish_report(report, std::move(info), core::log_findings(log, log_options), std::move(result.findings),
+                max_examples, fail_on, positions);
 }
 
 } // namespace dedupctl::commands

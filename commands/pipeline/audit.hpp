@@ -2,6 +2,7 @@
 
 #include "core/audit_analyzer.hpp"
 #include "core/dedup_store.hpp"
+#include "core/digest.hpp"
 #include "core/event.hpp"
 #include "core/identify.hpp"
 #include "core/log_analyzer.hpp"
@@ -42,6 +43,9 @@ struct AuditRequest {
   std::vector<std::pair<std::string, std::string>> store_settings; // how the store was read
   std::function<void(std::int64_t)> progress;
   AuditStageTimes* times = nullptr; // filled when given
+  // A shard's (--shard, --digest): records every event with its record, and takes the setup and
+  // the log analysis at the end.
+  core::DigestRecorder* digest = nullptr;
 };
 
 // --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
@@ -55,5 +59,13 @@ core::RetentionDecision decide_retention(const core::Span& flag, const std::vect
 // incomplete report (exit 3, or 130 when interrupted) over what was read, never a clean verdict.
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms);
+
+// An audit's report from its analyzers once every event was observed: shared by run_audit and the
+// merge of shards (which classifies the shards' events again).
+void finish_audit_report(reports::Report& report, core::SourceInfo info, core::AuditAnalyzer& audit,
+                         const core::LogTally& log, const core::LogAnalyzerOptions& log_options,
+                         reports::PlacementInfo placement, const std::vector<core::Finding>& placement_findings,
+                         std::size_t max_examples, const core::FailOn& fail_on,
+                         const std::vector<core::PartitionPosition>& positions);
 
 } // namespace dedupctl::commands

@@ -54,8 +54,22 @@ std::size_t expected_events(const core::SourceInfo& info) {
 void finish_report(reports::Report& report, core::SourceInfo info, const core::LogAnalyzer& log,
                    std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
                    const std::vector<core::PartitionPosition>& positions) {
+  finish_report(report, std::move(info), log.findings(), std::move(more_findings), max_examples, fail_on, positions);
+}
+
+std::vector<std::pair<std::string, std::int64_t>> scan_summary(const core::LogCounters& counters) {
+  return {{"events", counters.events},
+          {"no_id", counters.no_id},
+          {"log_duplicates", counters.log_duplicates},
+          {"id_reuse", counters.id_reuse},
+          {"semantic_duplicates", counters.semantic_duplicates}};
+}
+
+void finish_report(reports::Report& report, core::SourceInfo info, std::vector<core::Finding> log_findings,
+                   std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
+                   const std::vector<core::PartitionPosition>& positions) {
   core::finalize_source(info, positions);
-  report.findings = log.findings();
+  report.findings = std::move(log_findings);
   for (auto& finding : more_findings) {
     report.findings.push_back(std::move(finding));
   }

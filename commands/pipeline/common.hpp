@@ -54,5 +54,12 @@ std::size_t expected_events(const core::SourceInfo& info);
 void finish_report(reports::Report& report, core::SourceInfo info, const core::LogAnalyzer& log,
                    std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
                    const std::vector<core::PartitionPosition>& positions);
+// The same with the log findings given (a merge of shards).
+void finish_report(reports::Report& report, core::SourceInfo info, std::vector<core::Finding> log_findings,
+                   std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
+                   const std::vector<core::PartitionPosition>& positions);
+
+// A scan's summary (report-v1) from its log counters.
+std::vector<std::pair<std::string, std::int64_t>> scan_summary(const core::LogCounters& counters);
 
 } // namespace dedupctl::commands

@@ -1,5 +1,7 @@
 #include "commands/pipeline/merge.hpp"
 
+#include "commands/pipeline/audit.hpp"
+#include "commands/pipeline/common.hpp"
 #include "core/errors.hpp"
 
 #include <fmt/format.h>
@@ -82,6 +84,50 @@ void check_shards(const std::vector<ShardInput>& shards) {
   }
 }
 
+// Classifies every shard's events again, in the canonical order (a k-way merge by seq), as one
+// AuditAnalyzer over the whole range would have; key collisions come from the merge of the keys.
+void classify_again(std::vector<ShardInput>& shards, core::AuditAnalyzer& audit) {
+  struct Head {
+    core::DigestEvent event;
+    std::size_t shard;
+  };
+  auto later = [](const Head& a, const Head& b) { return a.event.seq > b.event.seq; };
+  std::vector<Head> heap;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    Head head{{}, i};
+    if (shards[i].replay->next(head.event)) {
+      heap.push_back(std::move(head));
+    }
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Head& head = heap.back();
+    const core::DigestEvent& e = head.event;
+    core::Event event;
+    event.topic = e.topic;
+    event.partition = e.partition;
+    event.offset = e.offset;
+    event.timestamp_ms = e.timestamp_ms;
+    event.seq = e.seq;
+    core::Identity identity;
+    identity.has_id = e.has_id;
+    identity.id = e.event_id;
+    identity.type = e.type;
+    core::RecordState record;
+    record.kind = e.present ? core::RecordState::Kind::Present : core::RecordState::Kind::Absent;
+    record.pttl_ms = e.pttl_ms;
+    record.value = e.value;
+    record.processed_at_ms = e.processed_at_ms;
+    audit.observe(event, identity, e.dedup_key, record);
+    if (shards[head.shard].replay->next(head.event)) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+    }
+  }
+}
+
 } // namespace
 
 reports::Report merge_shards(std::vector<ShardInput>& shards) {
@@ -159,21 +205,37 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
   tally.counters.id_reuse = cross.id_reuse.count();
   tally.counters.semantic_duplicates = cross.semantic_duplicate.count();
 
-  const auto& counters = tally.counters;
-  report.summary = {{"events", counters.events},
-                    {"no_id", counters.no_id},
-                    {"log_duplicates", counters.log_duplicates},
-                    {"id_reuse", counters.id_reuse},
-                    {"semantic_duplicates", counters.semantic_duplicates}};
-  report.findings = core::log_findings(tally, ref.log_options);
-  if (auto clamped = core::range_clamped_finding(source, ref.log_options.max_examples)) {
-    report.findings.push_back(std::move(*clamped));
+  core::FailOn fail_on = core::parse_fail_on(report.fail_on);
+  std::size_t max_examples = ref.log_options.max_examples;
+  if (!ref.audit) {
+    report.summary = scan_summary(tally.counters);
+    finish_report(report, std::move(source), core::log_findings(tally, ref.log_options), {}, max_examples, fail_on, {});
+    return report;
   }
-  core::sort_findings(report.findings);
-  report.source = std::move(source);
-  if (report.complete) {
-    report.exit_code = core::exit_code_for(report.findings, core::parse_fail_on(report.fail_on));
+  const core::AuditDigest& setup = *ref.audit;
+  core::AuditOptions options = setup.options;
+  options.check_collisions = false;
+  core::AuditAnalyzer audit(options);
+  for (const auto& shard : shards) {
+    if (shard.header.audit) {
+      for (const auto& w : shard.header.audit->windows) {
+        audit.set_partition(w.topic, w.partition, w.committed, w.window);
+      }
+    }
   }
+  classify_again(shards, audit);
+  audit.add_key_collisions(cross.key_collision);
+  reports::PlacementInfo placement;
+  placement.kind = setup.kind;
+  placement.store = setup.store;
+  placement.key_template = options.key_template.text();
+  placement.consumer = setup.consumer;
+  placement.ttl = options.ttl;
+  placement.retention = setup.retention;
+  bool complete = report.complete;
+  finish_audit_report(report, std::move(source), audit, tally, ref.log_options, std::move(placement),
+                      setup.placement_findings, max_examples, fail_on, {});
+  report.complete = complete;
   return report;
 }
 

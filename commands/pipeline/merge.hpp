@@ -16,7 +16,8 @@ struct ShardInput {
   std::unique_ptr<core::DigestRecords> by_id;
   std::unique_ptr<core::DigestRecords> by_semantic;
   std::unique_ptr<core::DigestRecords> by_key;
-  std::unique_ptr<core::DigestEvents> events;
+  std::unique_ptr<core::DigestEvents> events; // for the examples
+  std::unique_ptr<core::DigestEvents> replay; // an audit's events, classified again in canonical order
 };
 
 // The report one process over the whole range would have written, from the digests of all N

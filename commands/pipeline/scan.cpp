@@ -33,11 +33,7 @@ reports::Report run_scan(const ScanRequest& request, core::EventSource& source, 
   });
 
   const auto& counters = analyzer.counters();
-  report.summary = {{"events", counters.events},
-                    {"no_id", counters.no_id},
-                    {"log_duplicates", counters.log_duplicates},
-                    {"id_reuse", counters.id_reuse},
-                    {"semantic_duplicates", counters.semantic_duplicates}};
+  report.summary = scan_summary(counters);
   report.settings = {{"id", core::to_string(request.identify.id)},
                      {"type", core::to_string(request.identify.type)},
                      {"entity", request.identify.entity.empty() ? "-" : core::to_string(request.identify.entity)},

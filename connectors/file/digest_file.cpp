@@ -122,6 +122,166 @@ core::SourceInfo source_of_json(const Json& j) {
   return source;
 }
 
+Json span_json(const core::Span& span) {
+  if (!span.known()) {
+    return nullptr;
+  }
+  return span.is_infinite() ? Json("infinite") : Json(*span.finite_ms());
+}
+
+core::Span span_of_json(const Json& j) {
+  if (j.is_null()) {
+    return core::Span::unknown();
+  }
+  return j.is_string() ? core::Span::infinite() : core::Span::finite(j.get<std::int64_t>());
+}
+
+Json finding_json(const core::Finding& f) {
+  Json examples = Json::array();
+  for (const auto& ex : f.examples) {
+    examples.push_back(example_json(ex));
+  }
+  return Json{{"id", f.id},           {"severity", static_cast<int>(f.severity)},
+              {"title", f.title},     {"count", f.count},
+              {"partitions", f.partitions}, {"examples", std::move(examples)},
+              {"advice", f.advice},   {"file", f.file},
+              {"line", f.line},       {"column", f.column},
+              {"subject", f.subject}};
+}
+
+core::Finding finding_of_json(const Json& j) {
+  core::Finding f;
+  f.id = j.at("id").get<std::string>();
+  f.severity = static_cast<core::Severity>(j.at("severity").get<int>());
+  f.title = j.at("title").get<std::string>();
+  f.count = j.at("count").get<std::int64_t>();
+  f.partitions = j.at("partitions").get<std::vector<std::int32_t>>();
+  for (const auto& ex : j.at("examples")) {
+    f.examples.push_back(example_of_json(ex));
+  }
+  f.advice = j.at("advice").get<std::string>();
+  f.file = j.at("file").get<std::string>();
+  f.line = j.at("line").get<int>();
+  f.column = j.at("column").get<int>();
+  f.subject = j.at("subject").get<std::string>();
+  return f;
+}
+
+Json ttl_json(const core::TtlDecision& t) {
+  return Json{{"span", span_json(t.span)},
+              {"source", static_cast<int>(t.source)},
+              {"origin", static_cast<int>(t.origin)},
+              {"estimate_low", opt(t.estimate_low)},
+              {"estimate_high", opt(t.estimate_high)}};
+}
+
+core::TtlDecision ttl_of_json(const Json& j) {
+  core::TtlDecision t;
+  t.span = span_of_json(j.at("span"));
+  t.source = static_cast<core::TtlSource>(j.at("source").get<int>());
+  t.origin = static_cast<core::ValueOrigin>(j.at("origin").get<int>());
+  t.estimate_low = opt_of<std::int64_t>(j.at("estimate_low"));
+  t.estimate_high = opt_of<std::int64_t>(j.at("estimate_high"));
+  return t;
+}
+
+Json audit_json(const core::AuditDigest& a) {
+  const auto& o = a.options;
+  const auto& p = o.policy;
+  std::map<std::string, int> side_effects;
+  for (const auto& [type, effect] : o.side_effects) {
+    side_effects[type] = static_cast<int>(effect);
+  }
+  Json windows = Json::array();
+  for (const auto& w : a.windows) {
+    Json window = nullptr;
+    if (w.window) {
+      window = Json{{"from", w.window->from}, {"to", w.window->to}, {"from_timestamp", opt(w.window->from_timestamp)}};
+    }
+    windows.push_back(
+        Json{{"topic", w.topic}, {"partition", w.partition}, {"committed", opt(w.committed)}, {"window", window}});
+  }
+  Json findings = Json::array();
+  for (const auto& f : a.placement_findings) {
+    findings.push_back(finding_json(f));
+  }
+  Json retention = nullptr;
+  if (a.retention) {
+    retention = Json{{"span", span_json(a.retention->span)},
+                     {"source", static_cast<int>(a.retention->source)},
+                     {"origin", static_cast<int>(a.retention->origin)},
+                     {"compacted", a.retention->compacted}};
+  }
+  return Json{{"now_ms", p.now_ms},
+              {"policy_ttl", span_json(p.ttl)},
+              {"retention_span", span_json(p.retention)},
+              {"compacted", p.compacted},
+              {"max_lag_ms", p.max_lag_ms},
+              {"lease_ms", p.lease_ms},
+              {"in_progress_values", p.in_progress_values},
+              {"ttl", ttl_json(o.ttl)},
+              {"side_effects", side_effects},
+              {"key_template", o.key_template.text()},
+              {"max_examples", o.max_examples},
+              {"window_label", o.window_label},
+              {"default_window", o.default_window},
+              {"has_seek", a.has_seek},
+              {"windows", std::move(windows)},
+              {"kind", a.kind},
+              {"store", a.store},
+              {"consumer", a.consumer},
+              {"retention", std::move(retention)},
+              {"placement_findings", std::move(findings)}};
+}
+
+core::AuditDigest audit_of_json(const Json& j) {
+  core::AuditDigest a;
+  auto& o = a.options;
+  auto& p = o.policy;
+  p.now_ms = j.at("now_ms").get<std::int64_t>();
+  p.ttl = span_of_json(j.at("policy_ttl"));
+  p.retention = span_of_json(j.at("retention_span"));
+  p.compacted = j.at("compacted").get<bool>();
+  p.max_lag_ms = j.at("max_lag_ms").get<std::int64_t>();
+  p.lease_ms = j.at("lease_ms").get<std::int64_t>();
+  p.in_progress_values = j.at("in_progress_values").get<std::vector<std::string>>();
+  o.ttl = ttl_of_json(j.at("ttl"));
+  for (const auto& [type, effect] : j.at("side_effects").get<std::map<std::string, int>>()) {
+    o.side_effects[type] = static_cast<core::SideEffect>(effect);
+  }
+  o.key_template = core::KeyTemplate::parse(j.at("key_template").get<std::string>());
+  o.max_examples = j.at("max_examples").get<std::size_t>();
+  o.window_label = j.at("window_label").get<std::string>();
+  o.default_window = j.at("default_window").get<bool>();
+  a.has_seek = j.at("has_seek").get<bool>();
+  for (const auto& w : j.at("windows")) {
+    core::PartitionWindow window;
+    window.topic = w.at("topic").get<std::string>();
+    window.partition = w.at("partition").get<std::int32_t>();
+    window.committed = opt_of<std::int64_t>(w.at("committed"));
+    if (!w.at("window").is_null()) {
+      const Json& b = w.at("window");
+      window.window = core::WindowBounds{b.at("from").get<std::int64_t>(), b.at("to").get<std::int64_t>(),
+                                         opt_of<std::int64_t>(b.at("from_timestamp"))};
+    }
+    a.windows.push_back(std::move(window));
+  }
+  a.kind = j.at("kind").get<std::string>();
+  a.store = j.at("store").get<std::string>();
+  a.consumer = j.at("consumer").get<std::string>();
+  if (!j.at("retention").is_null()) {
+    const Json& r = j.at("retention");
+    a.retention = core::RetentionDecision{span_of_json(r.at("span")),
+                                          static_cast<core::RetentionSource>(r.at("source").get<int>()),
+                                          static_cast<core::ValueOrigin>(r.at("origin").get<int>()),
+                                          r.at("compacted").get<bool>()};
+  }
+  for (const auto& f : j.at("placement_findings")) {
+    a.placement_findings.push_back(finding_of_json(f));
+  }
+  return a;
+}
+
 Json header_json(const core::DigestHeader& h, const std::vector<std::string>& topics) {
   const auto& c = h.log.counters;
   return Json{{"command", h.command},
@@ -150,7 +310,8 @@ Json header_json(const core::DigestHeader& h, const std::vector<std::string>& to
                     {"semantic_duplicates", c.semantic_duplicates},
                     {"no_id_binary", h.log.no_id_binary},
                     {"missing_id", builder_json(h.log.missing_id)}}},
-              {"topics", topics}};
+              {"topics", topics},
+              {"audit", h.audit ? audit_json(*h.audit) : Json(nullptr)}};
 }
 
 core::DigestHeader header_of_json(const Json& j) {
@@ -182,6 +343,9 @@ core::DigestHeader header_of_json(const Json& j) {
   h.log.counters.semantic_duplicates = log.at("semantic_duplicates").get<std::int64_t>();
   h.log.no_id_binary = log.at("no_id_binary").get<std::int64_t>();
   h.log.missing_id = builder_of_json(log.at("missing_id"), h.log_options.max_examples);
+  if (!j.at("audit").is_null()) {
+    h.audit = audit_of_json(j.at("audit"));
+  }
   return h;
 }
 
@@ -242,10 +406,18 @@ struct EventHead {
   std::int32_t partition;
   std::int64_t offset;
   std::int64_t timestamp_ms;
+  std::int64_t pttl_ms;
+  std::int64_t processed_at_ms;
   std::uint32_t id_size;
+  std::uint32_t type_size;
   std::uint32_t key_size;
+  std::uint32_t value_size;
+  std::uint32_t flags;
+  std::uint32_t reserved;
 };
-static_assert(sizeof(EventHead) == 40);
+static_assert(sizeof(EventHead) == 72);
+
+enum : std::uint32_t { k_has_id = 1, k_present = 2, k_has_pttl = 4, k_has_processed_at = 8 };
 
 class EventStream final : public core::DigestEvents {
 public:
@@ -258,7 +430,9 @@ public:
     }
     EventHead head{};
     m_section.read(&head, sizeof head);
-    if (head.topic >= m_topics.size() || head.id_size + std::uint64_t{head.key_size} > m_section.left()) {
+    if (head.topic >= m_topics.size() || std::uint64_t{head.id_size} + head.key_size + head.type_size +
+                                                 head.value_size >
+                                             m_section.left()) {
       throw UsageError(fmt::format("the digest {} is damaged (an event names no topic or runs past its section); "
                                    "write it again",
                                    m_path));
@@ -268,15 +442,25 @@ public:
     event.partition = head.partition;
     event.offset = head.offset;
     event.timestamp_ms = head.timestamp_ms;
-    event.event_id.resize(head.id_size);
-    m_section.read(event.event_id.data(), head.id_size);
-    event.dedup_key.resize(head.key_size);
-    m_section.read(event.dedup_key.data(), head.key_size);
+    event.has_id = (head.flags & k_has_id) != 0;
+    event.present = (head.flags & k_present) != 0;
+    event.pttl_ms = (head.flags & k_has_pttl) ? std::optional<std::int64_t>(head.pttl_ms) : std::nullopt;
+    event.processed_at_ms =
+        (head.flags & k_has_processed_at) ? std::optional<std::int64_t>(head.processed_at_ms) : std::nullopt;
+    read_string(event.event_id, head.id_size);
+    read_string(event.type, head.type_size);
+    read_string(event.dedup_key, head.key_size);
+    read_string(event.value, head.value_size);
     --m_left;
     return true;
   }
 
 private:
+  void read_string(std::string& out, std::uint32_t size) {
+    out.resize(size);
+    m_section.read(out.data(), size);
+  }
+
   std::string m_path;
   FileSection m_section;
   std::uint64_t m_left;
@@ -298,21 +482,40 @@ void DigestWriter::write(const void* data, std::size_t size) {
   m_offset += size;
 }
 
-void DigestWriter::add_event(const core::Event& event, std::string_view event_id, std::string_view dedup_key) {
+void DigestWriter::add_event(const core::Event& event, const core::Identity& identity, std::string_view dedup_key,
+                             const core::RecordState* record) {
   auto it = m_topics.find(event.topic);
   if (it == m_topics.end()) {
     it = m_topics.emplace(std::string(event.topic), static_cast<std::uint32_t>(m_topics.size())).first;
   }
-  EventHead head{event.seq,
-                 it->second,
-                 event.partition,
-                 event.offset,
-                 event.timestamp_ms,
-                 static_cast<std::uint32_t>(event_id.size()),
-                 static_cast<std::uint32_t>(dedup_key.size())};
+  std::string_view value = record ? record->value : std::string_view{};
+  EventHead head{};
+  head.seq = event.seq;
+  head.topic = it->second;
+  head.partition = event.partition;
+  head.offset = event.offset;
+  head.timestamp_ms = event.timestamp_ms;
+  head.id_size = static_cast<std::uint32_t>(identity.id.size());
+  head.type_size = static_cast<std::uint32_t>(identity.type.size());
+  head.key_size = static_cast<std::uint32_t>(dedup_key.size());
+  head.value_size = static_cast<std::uint32_t>(value.size());
+  head.flags = identity.has_id ? std::uint32_t{k_has_id} : 0U;
+  if (record && record->kind == core::RecordState::Kind::Present) {
+    head.flags |= k_present;
+  }
+  if (record && record->pttl_ms) {
+    head.flags |= k_has_pttl;
+    head.pttl_ms = *record->pttl_ms;
+  }
+  if (record && record->processed_at_ms) {
+    head.flags |= k_has_processed_at;
+    head.processed_at_ms = *record->processed_at_ms;
+  }
   write(&head, sizeof head);
-  write(event_id.data(), event_id.size());
+  write(identity.id.data(), identity.id.size());
+  write(identity.type.data(), identity.type.size());
   write(dedup_key.data(), dedup_key.size());
+  write(value.data(), value.size());
   ++m_events;
 }
 

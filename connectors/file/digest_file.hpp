@@ -23,7 +23,8 @@ public:
   DigestWriter& operator=(const DigestWriter&) = delete;
 
   // Events in canonical order.
-  void add_event(const core::Event& event, std::string_view event_id, std::string_view dedup_key);
+  void add_event(const core::Event& event, const core::Identity& identity, std::string_view dedup_key,
+                 const core::RecordState* record);
   // Sorts `records` into each order and writes them, then the header, and renames the file into
   // place. A failed write throws UnreachableError naming the file.
   void finish(std::vector<core::DigestRecord>& records, const core::DigestHeader& header);

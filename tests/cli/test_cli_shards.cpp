@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <set>
 
 using namespace dedupctl::testing;
@@ -219,6 +220,119 @@ TEST_P(ShardedScan, EachShardReadsOnlyItsPartitions) {
     EXPECT_EQ(partitions, expected) << "shard " << k;
     EXPECT_EQ(doc.at("summary").at("events"), events);
   }
+}
+
+// The audits compared below, over the same planted topic.
+// - Redis, key template by order id (so sem-1..3, which share an order, collide across shards; a
+//   log duplicate keeps its id and does not), TTL declared: records for order ids of events i with
+//   i % 10 != 0 (none for the plants), "processing" for i % 50 == 5; as of a fixed --now.
+// - A snapshot of keys by event id, TTL not declared (estimated from the records, absent events
+//   classified at the end): records written at the event's time with a TTL of 1 h.
+constexpr std::int64_t k_now = k_base_ts + 60 * 60'000;
+
+std::string order_of(int p, int i) { return fmt::format("o-{}-{}", p, i); }
+
+void plant_redis(const RedisServer& redis) {
+  std::string mset;
+  int pairs = 0;
+  for (int p = 0; p < k_partitions; ++p) {
+    for (int i = 0; i < k_per_partition; ++i) {
+      if (i % 10 == 0) {
+        continue;
+      }
+      mset += fmt::format(" dedup:{} {}", order_of(p, i), i % 50 == 5 ? "processing" : "done");
+      if (++pairs == 200) {
+        ASSERT_EQ(redis.command("MSET" + mset), "+OK\r\n");
+        mset.clear();
+        pairs = 0;
+      }
+    }
+  }
+  if (!mset.empty()) {
+    ASSERT_EQ(redis.command("MSET" + mset), "+OK\r\n");
+  }
+}
+
+std::string planted_snapshot() {
+  std::string out = fmt::format("# dedupctl-snapshot v1\ttaken_at={}\tstore=redis://test\tmatch=dedup:*\n", k_now);
+  for (int p = 0; p < k_partitions; ++p) {
+    for (int i = 0; i < k_per_partition; ++i) {
+      if (i % 10 != 0) {
+        std::int64_t ts = k_base_ts + i * 1000 + p;
+        out += fmt::format("dedup:e-{}-{}\t{}\tdone\n", p, i, ts + 3'600'000 - k_now);
+      }
+    }
+  }
+  return out;
+}
+
+class ShardedAudit : public ShardedScan {
+protected:
+  void SetUp() override {
+    ShardedScan::SetUp();
+    if (HasFatalFailure() || IsSkipped()) {
+      return;
+    }
+    m_args[0] = "audit";
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    plant_redis(m_redis);
+    write_file(m_dir.file("keys.tsv"), planted_snapshot());
+  }
+  std::vector<std::string> with(std::vector<std::string> extra) const {
+    auto args = m_args;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  RedisServer m_redis;
+};
+
+INSTANTIATE_TEST_SUITE_P(Sources, ShardedAudit, ::testing::Values("file", "mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& source) { return source.param; });
+
+TEST_P(ShardedAudit, TheMergeOfNShardsIsTheReportOfOneProcessFieldByField) {
+  std::string now = std::to_string(k_now);
+  const std::vector<std::vector<std::string>> audits{
+      with({"--store", m_redis.uri(), "--key-template", "dedup:{json:/order_id}", "--ttl", "30m", "--retention", "7d",
+            "--now", now}),
+      with({"--store", "file:" + m_dir.file("keys.tsv"), "--key-template", "dedup:{event_id}", "--retention", "7d",
+            "--side-effects", "OrderPlaced=internal", "--now", now})};
+  for (std::size_t a = 0; a < audits.size(); ++a) {
+    const auto& args = audits[a];
+    bool redis = a == 0;
+    auto whole_run = run_dedupctl(args);
+    ASSERT_EQ(whole_run.exit_code, 1) << whole_run.err;
+    Json whole = timeless(parse(whole_run));
+    expect_plants_found(whole, GetParam() == "file");
+    const auto& summary = whole.at("summary");
+    for (const char* state : redis ? std::vector<const char*>{"covered", "expired", "missing"}
+                                   : std::vector<const char*>{"expiring", "missing"}) {
+      EXPECT_GT(summary.at(state).get<long long>(), 0) << state << (redis ? " against Redis" : " offline") << "\n"
+                                                      << summary.dump();
+    }
+    if (!redis) {
+      EXPECT_EQ(whole.at("placement").at("ttl_source"), "estimate");
+    } else {
+      EXPECT_EQ(summary.at("key_collisions"), 2) << "sem-2 and sem-3 take sem-1's order key";
+      EXPECT_GT(summary.at("in_progress").get<long long>() + summary.at("orphaned").get<long long>(), 0);
+    }
+    for (int n = 1; n <= 4; ++n) {
+      auto merged_run = sharded(args, n, m_dir, "audit");
+      EXPECT_EQ(merged_run.exit_code, 1) << merged_run.err;
+      expect_same_report(timeless(parse(merged_run)), whole,
+                         fmt::format("{} shards {}", n, redis ? "against Redis" : "offline"));
+    }
+  }
+}
+
+TEST(ShardedAuditOptions, SeveralShardsOfAnAuditNeedOneNow) {
+  TempDir dir;
+  write_file(dir.file("orders.ndjson"), planted_dump());
+  auto result = run_dedupctl({"audit", "--input", dir.file("orders.ndjson"), "--store", "file:" + dir.file("none"),
+                              "--shard", "1/2", "--digest", dir.file("d")});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--shard 1/2 needs --now TIME"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("d")));
 }
 
 } // namespace
