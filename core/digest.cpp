@@ -52,15 +52,13 @@ void DigestRecorder::observe(const Event& event, const Identity& identity, std::
 }
 
 std::uint64_t digest_key(const DigestRecord& record, DigestOrder order) {
-  switch (order) {
-  case DigestOrder::Id:
-    return record.id_hash;
-  case DigestOrder::Semantic:
-    return record.semantic_hash;
-  case DigestOrder::Key:
-    return record.key_hash;
+  std::uint64_t key = record.id_hash;
+  if (order == DigestOrder::Semantic) {
+    key = record.semantic_hash;
+  } else if (order == DigestOrder::Key) {
+    key = record.key_hash;
   }
-  return record.id_hash;
+  return key == 0 ? 1 : key; // as the analyzers' FlatHashMap stores a hash of 0
 }
 
 bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order) {

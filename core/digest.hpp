@@ -48,6 +48,7 @@ static_assert(sizeof(DigestRecord) == 48);
 // The orders a digest holds its records in: each analysis reads the records of one key together.
 enum class DigestOrder { Id, Semantic, Key };
 bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order);
+// The record's key in that order; a hash of 0 is 1, as the analyzers' tables store it.
 std::uint64_t digest_key(const DigestRecord& record, DigestOrder order);
 
 // An event as a shard read it: its details for the examples a merge picks (by seq), and for an

@@ -42,8 +42,8 @@ void check_shards(const std::vector<ShardInput>& shards) {
   for (const auto& shard : shards) {
     const auto& h = shard.header;
     if (h.command != first.header.command) {
-      throw UsageError(fmt::format("{} is a {} digest and {} a {} digest: merge the shards of one run", shard.name,
-                                   h.command, first.name, first.header.command));
+      throw UsageError(fmt::format("{} is a digest of dedupctl {} and {} of dedupctl {}: merge the shards of one run",
+                                   shard.name, h.command, first.name, first.header.command));
     }
     if (h.shard.count != n) {
       throw UsageError(fmt::format("{} is one of {} shards and {} one of {}: merge the shards of one run",
@@ -232,10 +232,8 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
   placement.consumer = setup.consumer;
   placement.ttl = options.ttl;
   placement.retention = setup.retention;
-  bool complete = report.complete;
   finish_audit_report(report, std::move(source), audit, tally, ref.log_options, std::move(placement),
                       setup.placement_findings, max_examples, fail_on, {});
-  report.complete = complete;
   return report;
 }
 

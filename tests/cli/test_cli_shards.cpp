@@ -325,6 +325,106 @@ TEST_P(ShardedAudit, TheMergeOfNShardsIsTheReportOfOneProcessFieldByField) {
   }
 }
 
+// What cannot be put together exactly is refused, exit 2 naming the files and the problem, and no
+// report is written.
+class MergeRefusals : public ::testing::Test {
+protected:
+  void SetUp() override { write_file(m_dir.file("orders.ndjson"), planted_dump()); }
+  // Shard K of N of a scan of the dump, with `extra` options; returns its digest.
+  std::string shard(int k, int n, std::vector<std::string> extra = {}, const std::string& command = "scan") {
+    std::string digest = m_dir.file(fmt::format("{}-{}-{}-{}.digest", command, k, n, m_count++));
+    std::vector<std::string> args{command, "--input", m_dir.file("orders.ndjson"), "--shard", fmt::format("{}/{}", k, n),
+                                   "--digest", digest, "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = run_dedupctl(args);
+    EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.err;
+    return digest;
+  }
+  void expect_refused(const std::vector<std::string>& digests, const std::string& message) {
+    std::vector<std::string> args{"merge", "--output", m_dir.file("merged.json"), "--format", "json"};
+    args.insert(args.end(), digests.begin(), digests.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << "expected: " << message << "\nstderr: " << result.err;
+    EXPECT_FALSE(std::filesystem::exists(m_dir.file("merged.json"))) << "a refused merge wrote a report";
+  }
+
+  TempDir m_dir;
+  int m_count = 0;
+};
+
+TEST_F(MergeRefusals, ShardsRunWithDifferentSettings) {
+  expect_refused({shard(0, 2), shard(1, 2, {"--window", "10m"})},
+                 "were run with different settings ('semantic window=5m' against 'semantic window=10m')");
+  expect_refused({shard(0, 2), shard(1, 2, {"--examples", "3"})}, "'max examples=5' against 'max examples=3'");
+}
+
+TEST_F(MergeRefusals, ShardsOfDifferentRanges) {
+  expect_refused({shard(0, 2), shard(1, 2, {"--from", "5"})}, "read different ranges ('dump from earliest to latest");
+  // Another dump (one line less) under the same name.
+  std::string first = shard(0, 2);
+  auto text = planted_dump();
+  write_file(m_dir.file("orders.ndjson"), text.substr(0, text.rfind('\n', text.size() - 2) + 1));
+  expect_refused({first, shard(1, 2)}, "read different ranges");
+}
+
+TEST_F(MergeRefusals, AShardMissingGivenTwiceOrOfAnotherRun) {
+  expect_refused({shard(0, 3), shard(2, 3)}, "shard 1/3 is missing: give the digests of all 3 shards");
+  std::string zero = shard(0, 2);
+  expect_refused({zero, shard(1, 2), zero}, "shard 0/2 is given twice");
+  expect_refused({shard(0, 2), shard(1, 3)}, "is one of 3 shards and");
+  write_file(m_dir.file("keys.tsv"), planted_snapshot());
+  expect_refused({shard(0, 2), shard(1, 2, {"--store", "file:" + m_dir.file("keys.tsv"), "--now", "0"}, "audit")},
+                 "is a digest of dedupctl audit and");
+}
+
+TEST_F(MergeRefusals, WhatIsNotAWholeDigest) {
+  write_file(m_dir.file("report.json"), "{}\n");
+  expect_refused({m_dir.file("report.json")}, "is not a dedupctl digest (it does not start as one)");
+  std::string whole = shard(0, 1);
+  std::string bytes = read_file(whole);
+  write_file(m_dir.file("cut.digest"), bytes.substr(0, bytes.size() / 2));
+  expect_refused({m_dir.file("cut.digest")}, "its end is missing: it was cut short");
+  expect_refused({m_dir.file("no-such.digest")}, "cannot read the digest");
+}
+
+TEST_F(MergeRefusals, BadShardOptionsAreUsageErrors) {
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--shard", "2/2", "--digest", m_dir.file("d")}, "invalid --shard '2/2': expected K/N with 0 <= K < N"},
+           {{"--shard", "1", "--digest", m_dir.file("d")}, "invalid --shard '1'"},
+           {{"--shard", "0/2"}, "--shard 0/2 needs --digest FILE"}}) {
+    std::vector<std::string> run{"scan", "--input", m_dir.file("orders.ndjson")};
+    run.insert(run.end(), args.begin(), args.end());
+    auto result = run_dedupctl(run);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(m_dir.file("d")));
+  }
+}
+
+// A shard that could not read its partitions makes the merge incomplete: exit 3, never a clean verdict.
+TEST(MergeIncomplete, AFailedShardMakesTheMergeIncomplete) {
+  auto topic = fresh_topic("mock", "orders", k_partitions, planted_dump());
+  ASSERT_FALSE(topic.bootstrap.empty()) << topic.why;
+  TempDir dir;
+  auto run_shard = [&](int k, const std::string& bootstrap) {
+    std::string digest = dir.file(fmt::format("{}.digest", k));
+    return std::make_pair(run_dedupctl({"scan", "-b", bootstrap, "--topic", topic.topic, "--timeout", "2s", "--shard",
+                                        fmt::format("{}/2", k), "--digest", digest, "--format", "json"}),
+                          digest);
+  };
+  auto [ok, first] = run_shard(0, topic.bootstrap);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err; // partitions 0 and 2 hold no error
+  auto [failed, second] = run_shard(1, fmt::format("127.0.0.1:{}", free_port()));
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  auto merged = run_dedupctl({"merge", first, second, "--format", "json"});
+  EXPECT_EQ(merged.exit_code, 3) << merged.err;
+  Json doc = parse(merged);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("(shard 1/2) is incomplete"), std::string::npos)
+      << doc.at("error");
+}
+
 TEST(ShardedAuditOptions, SeveralShardsOfAnAuditNeedOneNow) {
   TempDir dir;
   write_file(dir.file("orders.ndjson"), planted_dump());
