@@ -321,6 +321,13 @@ class KafkaReader final : public core::EventSource {
 public:
   KafkaReader(const KafkaSettings& settings, std::vector<core::PartitionPlan> plans)
       : m_settings(settings), m_raw(k_batch_messages) {
+    // A round needs a block of every partition, and a fetch brings up to max.partition.fetch.bytes
+    // of each, which the reader may have to hold until the partitions before them arrive: with many
+    // partitions each fetch brings less, so that one fetch of all stays near 64 MiB.
+    std::size_t partitions = std::max<std::size_t>(1, plans.size());
+    std::size_t fetch_bytes = std::clamp<std::size_t>((64U << 20) / partitions, 64U << 10, 1U << 20);
+    m_reorder_cap =
+        m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
     m_rk = make_handle(RD_KAFKA_CONSUMER, m_settings,
                        {{"group.id", fmt::format("dedupctl-reader-{}", ::getpid())},
                         {"enable.auto.commit", "false"},
@@ -343,7 +350,8 @@ public:
                         // request the broker thread serves, and waking it re-decides the fetches;
                         // every 250 ms bounds a stall to that (tests/bench/audit-redis/run: read
                         // 3.0 s -> 0.7 s of 1M events). One small request per 250 ms for our topics.
-                        {"topic.metadata.refresh.interval.ms", "250"}});
+                        {"topic.metadata.refresh.interval.ms", "250"},
+                        {"max.partition.fetch.bytes", std::to_string(fetch_bytes)}});
     std::stable_sort(plans.begin(), plans.end(),
                      [](const core::PartitionPlan& a, const core::PartitionPlan& b) { return a.rank < b.rank; });
     PartitionList assignment(rd_kafka_topic_partition_list_new(static_cast<int>(plans.size())));
@@ -504,7 +512,7 @@ private:
       }
     }
     m_last_progress = std::chrono::steady_clock::now();
-    if (m_pending_bytes > m_settings.reorder_bytes) {
+    if (m_pending_bytes > m_reorder_cap) {
       for (std::size_t i = 0; i < m_parts.size(); ++i) {
         Part& part = m_parts[i];
         if (i != m_turn && !part.paused && !part.exhausted && !part.cursor.done() && !part.pending.empty()) {
@@ -647,6 +655,7 @@ private:
   std::int64_t m_round = 0;
   std::int64_t m_round_delivered = 0;
   std::size_t m_pending_bytes = 0;
+  std::size_t m_reorder_cap = 0;
   std::vector<rd_kafka_message_t*> m_raw;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> m_header_ranges;
   std::chrono::steady_clock::time_point m_last_progress;

@@ -28,8 +28,9 @@ struct KafkaSettings {
   int verbosity = 0;                                           // librdkafka's own log lines show from -vv
   const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
   // A reader holds at most about this much of the partitions that are ahead of the canonical order
-  // before it pauses them (see KafkaReader).
-  std::size_t reorder_bytes = 64U << 20;
+  // before it pauses them (see KafkaReader); 0: twice what one fetch brings of every partition, at
+  // least 64 MiB.
+  std::size_t reorder_bytes = 0;
 };
 
 struct TopicRequest {
