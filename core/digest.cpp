@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <queue>
 #include <unordered_map>
 
 namespace dedupctl::core {
@@ -72,31 +71,16 @@ namespace {
 // Calls `on_group` with each key's records across all streams, in canonical order.
 template <typename OnGroup>
 void for_each_group(const std::vector<DigestRecords*>& streams, DigestOrder order, OnGroup&& on_group) {
-  struct Head {
-    DigestRecord record;
-    std::size_t stream;
-  };
-  auto later = [order](const Head& a, const Head& b) { return digest_before(b.record, a.record, order); };
-  std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
-  for (std::size_t i = 0; i < streams.size(); ++i) {
-    Head head{{}, i};
-    if (streams[i]->next(head.record)) {
-      heap.push(head);
-    }
-  }
   std::vector<DigestRecord> group;
-  while (!heap.empty()) {
-    Head head = heap.top();
-    heap.pop();
-    if (!group.empty() && digest_key(group.front(), order) != digest_key(head.record, order)) {
-      on_group(group);
-      group.clear();
-    }
-    group.push_back(head.record);
-    if (streams[head.stream]->next(head.record)) {
-      heap.push(head);
-    }
-  }
+  kway_merge<DigestRecord>(
+      streams, [order](const DigestRecord& a, const DigestRecord& b) { return digest_before(a, b, order); },
+      [&](const DigestRecord& record) {
+        if (!group.empty() && digest_key(group.front(), order) != digest_key(record, order)) {
+          on_group(group);
+          group.clear();
+        }
+        group.push_back(record);
+      });
   if (!group.empty()) {
     on_group(group);
   }

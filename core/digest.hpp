@@ -9,6 +9,7 @@
 #include "core/source_info.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,6 +81,35 @@ public:
   virtual ~DigestEvents() = default;
   virtual bool next(DigestEvent& event) = 0;
 };
+
+// Calls on_item with every item of `streams` (each in `before` order, read with next(Item&)) in
+// `before` order: the merge's k-way merges, by key and by seq.
+template <typename Item, typename Stream, typename Before, typename OnItem>
+void kway_merge(const std::vector<Stream*>& streams, Before before, OnItem&& on_item) {
+  struct Head {
+    Item item;
+    std::size_t stream;
+  };
+  auto later = [&before](const Head& a, const Head& b) { return before(b.item, a.item); };
+  std::vector<Head> heap;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    Head head{Item{}, i};
+    if (streams[i]->next(head.item)) {
+      heap.push_back(std::move(head));
+    }
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Head& head = heap.back();
+    on_item(std::as_const(head.item));
+    if (streams[head.stream]->next(head.item)) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+    }
+  }
+}
 
 // What an audit's shard sets up before reading, for the merge to classify the events again.
 struct PartitionWindow {

@@ -11,7 +11,7 @@ namespace dedupctl::core {
 
 std::uint64_t canonical_seq(const PartitionPlan& plan, std::int64_t offset) {
   auto relative = static_cast<std::uint64_t>(std::max<std::int64_t>(0, offset - plan.order_base));
-  auto block = static_cast<std::uint64_t>(k_order_block);
+  auto block = static_cast<std::uint64_t>(order_block(plan.ranks));
   return (relative / block) * plan.ranks * block + plan.rank * block + relative % block;
 }
 

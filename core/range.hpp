@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -31,9 +32,15 @@ struct PartitionPlan {
 // Events are analysed in one order that every source, every run and every shard agrees on, so that
 // "the first occurrence" and "the first five examples" never depend on which partition a broker
 // happened to answer first: round-robin over the range's partitions (by rank) in blocks of
-// k_order_block offsets each. An event's place in it is computable from its position alone, which
-// is what lets shards that each read some partitions be merged exactly (dedupctl merge).
-inline constexpr std::int64_t k_order_block = 1024;
+// order_block(ranks) offsets each. An event's place in it is computable from its position alone,
+// which is what lets shards that each read some partitions be merged exactly (dedupctl merge).
+// A round holds a block of every partition, which a reader must have before the next round: the
+// block shrinks as partitions grow (1,024 offsets up to 64 partitions, 16 from 4,096), so that a
+// round stays near 64k events.
+constexpr std::int64_t order_block(std::uint32_t ranks) {
+  std::int64_t block = 65536 / std::max<std::int64_t>(1, ranks);
+  return block > 1024 ? 1024 : (block < 16 ? 16 : block);
+}
 
 // The event's place in that order: round (offset - base) / block, then rank, then offset.
 std::uint64_t canonical_seq(const PartitionPlan& plan, std::int64_t offset);

@@ -87,23 +87,12 @@ void check_shards(const std::vector<ShardInput>& shards) {
 // Classifies every shard's events again, in the canonical order (a k-way merge by seq), as one
 // AuditAnalyzer over the whole range would have; key collisions come from the merge of the keys.
 void classify_again(std::vector<ShardInput>& shards, core::AuditAnalyzer& audit) {
-  struct Head {
-    core::DigestEvent event;
-    std::size_t shard;
-  };
-  auto later = [](const Head& a, const Head& b) { return a.event.seq > b.event.seq; };
-  std::vector<Head> heap;
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    Head head{{}, i};
-    if (shards[i].replay->next(head.event)) {
-      heap.push_back(std::move(head));
-    }
+  std::vector<core::DigestEvents*> streams;
+  for (auto& shard : shards) {
+    streams.push_back(shard.replay.get());
   }
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Head& head = heap.back();
-    const core::DigestEvent& e = head.event;
+  auto by_seq = [](const core::DigestEvent& a, const core::DigestEvent& b) { return a.seq < b.seq; };
+  core::kway_merge<core::DigestEvent>(streams, by_seq, [&](const core::DigestEvent& e) {
     core::Event event;
     event.topic = e.topic;
     event.partition = e.partition;
@@ -120,12 +109,7 @@ void classify_again(std::vector<ShardInput>& shards, core::AuditAnalyzer& audit)
     record.value = e.value;
     record.processed_at_ms = e.processed_at_ms;
     audit.observe(event, identity, e.dedup_key, record);
-    if (shards[head.shard].replay->next(head.event)) {
-      std::push_heap(heap.begin(), heap.end(), later);
-    } else {
-      heap.pop_back();
-    }
-  }
+  });
 }
 
 } // namespace

@@ -323,9 +323,9 @@ public:
       : m_settings(settings), m_raw(k_batch_messages) {
     // A round needs a block of every partition, and a fetch brings up to max.partition.fetch.bytes
     // of each, which the reader may have to hold until the partitions before them arrive: with many
-    // partitions each fetch brings less, so that one fetch of all stays near 64 MiB.
+    // partitions each fetch brings less, so that one fetch of all stays near 32 MiB.
     std::size_t partitions = std::max<std::size_t>(1, plans.size());
-    std::size_t fetch_bytes = std::clamp<std::size_t>((64U << 20) / partitions, 64U << 10, 1U << 20);
+    std::size_t fetch_bytes = std::clamp<std::size_t>((32U << 20) / partitions, 32U << 10, 1U << 20);
     m_reorder_cap =
         m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
     m_rk = make_handle(RD_KAFKA_CONSUMER, m_settings,
@@ -433,7 +433,7 @@ private:
   };
 
   std::int64_t block_end(const Part& part) const {
-    return part.cursor.plan().order_base + (m_round + 1) * core::k_order_block;
+    return part.cursor.plan().order_base + (m_round + 1) * core::order_block(part.cursor.plan().ranks);
   }
 
   // Moves to the next partition in the round, and past rounds in which no partition has events.
@@ -449,7 +449,8 @@ private:
       std::int64_t next = INT64_MAX;
       for (const auto& part : m_parts) {
         if (!part.exhausted && !part.pending.empty()) {
-          next = std::min(next, (part.pending.front()->offset - part.cursor.plan().order_base) / core::k_order_block);
+          const auto& plan = part.cursor.plan();
+          next = std::min(next, (part.pending.front()->offset - plan.order_base) / core::order_block(plan.ranks));
         }
       }
       m_round = next == INT64_MAX ? m_round + 1 : std::max(next, m_round + 1);

@@ -1,6 +1,7 @@
 // dedupctl audit and snapshot end to end: a real redis-server and the mock cluster, planted data,
 // exact counts for every coverage state and finding, and every way the store can fail.
 #include "tests/cli/planted.hpp"
+#include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -27,15 +28,6 @@ std::string snapshot(long long taken_at) {
          fmt::format("dedup:pay:e-4\t{}\tprocessing\n", k_minute) +
          fmt::format("dedup:pay:e-6\t{}\tdone\n", 8 * 24 * k_hour) +
          fmt::format("dedup:pay:e-8\t{}\tprocessing:run-1\n", k_minute);
-}
-
-Json parse(const CommandResult& result) {
-  try {
-    return Json::parse(result.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << result.out << "\n" << result.err;
-    return Json::object();
-  }
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // coverage states are exactly those of one server; a master killed mid-audit is exit 3 and an
 // incomplete report; cluster and sentinel URIs that cannot work are refused with the right code.
 #include "tests/cli/planted.hpp"
+#include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 
@@ -15,15 +16,6 @@ using namespace dedupctl::testing;
 using Json = nlohmann::json;
 
 namespace {
-
-Json parse(const CommandResult& result) {
-  try {
-    return Json::parse(result.out);
-  } catch (const std::exception&) {
-    ADD_FAILURE() << "not JSON: " << result.out << result.err;
-    return Json::object();
-  }
-}
 
 std::string setting(const Json& doc, const std::string& name) {
   return doc.contains("settings") ? doc.at("settings").value(name, "") : "";

@@ -1,5 +1,6 @@
 // The built binary end to end: exit codes, messages, report-v1 JSON, on a seeded mock cluster and
 // on kcat dumps.
+#include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -21,15 +22,6 @@ using Json = nlohmann::json;
 namespace {
 
 const std::string k_orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
-
-Json parse(const CommandResult& result) {
-  try {
-    return Json::parse(result.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << result.out << "\nstderr: " << result.err;
-    return Json::object();
-  }
-}
 
 // Checks a document against the parts of spec/report-v1.md every report carries.
 void expect_report_v1(const Json& doc, const std::string& command) {

@@ -1,6 +1,7 @@
 // Sharded runs and their merge (issue 17): N processes each reading the partitions p with
 // p mod N = K, put together by `dedupctl merge`, give the report one process over the whole range
 // gives, field by field; and merge refuses what cannot be put together exactly.
+#include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -85,15 +86,6 @@ std::string planted_dump() {
     }
   }
   return out;
-}
-
-Json parse(const CommandResult& result) {
-  try {
-    return Json::parse(result.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << result.out << "\nstderr: " << result.err;
-    return Json::object();
-  }
 }
 
 // The report without the time it was written at (each process has its own).

@@ -244,7 +244,7 @@ TEST_P(KafkaRange, ChosenPartitionsOnly) {
   EXPECT_EQ(events.front().partition, 2);
 }
 
-// The canonical order (core::canonical_seq): rounds of k_order_block offsets, partitions by rank
+// The canonical order (core::canonical_seq): rounds of order_block(3) = 1,024 offsets, partitions by rank
 // within a round, whichever partition the broker answered first. Three partitions of 2,500 events
 // take three rounds; the expected order is built here from the rule, not from what was read.
 std::vector<std::tuple<std::int32_t, std::int64_t>> canonical_order(int partitions, int per_partition,
@@ -264,17 +264,16 @@ class KafkaOrder : public ::testing::TestWithParam<std::string> {};
 INSTANTIATE_TEST_SUITE_P(Brokers, KafkaOrder, ::testing::Values("mock", "kafka"),
                          [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
 
-TEST_P(KafkaOrder, EventsComeRoundRobinInBlocksOfOffsetsWhateverTheFetchesDelivered) {
-  auto topic = fresh_topic(GetParam(), "wide", 3, planted(3, 2500));
-  DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
+// Reads the topic and checks the order against the rule, once as configured and once holding
+// almost nothing ahead (every partition that is ahead pauses and is fetched again on resume).
+void expect_canonical_order(const TestTopic& topic, int partitions, int per_partition) {
   kafka::KafkaSettings settings;
   settings.bootstrap = topic.bootstrap;
   settings.timeout_ms = 10'000;
-  auto expected = canonical_order(3, 2500, core::k_order_block);
-  ASSERT_EQ(expected.size(), 7500u);
-  // Once as configured, once holding almost nothing ahead (every partition that is ahead pauses
-  // and is fetched again on resume): the order and the events are the same.
-  for (std::size_t reorder_bytes : {std::size_t{64} << 20, std::size_t{1}}) {
+  auto block = core::order_block(static_cast<std::uint32_t>(partitions));
+  auto expected = canonical_order(partitions, per_partition, block);
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(partitions * per_partition));
+  for (std::size_t reorder_bytes : {std::size_t{0}, std::size_t{1}}) {
     settings.reorder_bytes = reorder_bytes;
     auto resolved = kafka::resolve_range(settings, request_for(topic.topic));
     auto reader = kafka::open_reader(settings, resolved.plans);
@@ -290,12 +289,25 @@ TEST_P(KafkaOrder, EventsComeRoundRobinInBlocksOfOffsetsWhateverTheFetchesDelive
       }
     }
     ASSERT_EQ(seen.size(), expected.size()) << "reorder_bytes " << reorder_bytes;
-    EXPECT_TRUE(seen == expected) << "reorder_bytes " << reorder_bytes;
+    EXPECT_TRUE(seen == expected) << "reorder_bytes " << reorder_bytes << ", block " << block;
     EXPECT_TRUE(increasing) << "seq follows the order";
     for (const auto& position : reader->positions()) {
-      EXPECT_EQ(position.events, 2500);
+      EXPECT_EQ(position.events, per_partition);
     }
   }
+}
+
+TEST_P(KafkaOrder, EventsComeRoundRobinInBlocksOfOffsetsWhateverTheFetchesDelivered) {
+  auto topic = fresh_topic(GetParam(), "wide", 3, planted(3, 2500));
+  DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
+  expect_canonical_order(topic, 3, 2500); // blocks of 1,024: three rounds
+}
+
+TEST_P(KafkaOrder, ManyPartitionsTakeSmallerBlocks) {
+  auto topic = fresh_topic(GetParam(), "many", 80, planted(80, 900));
+  DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
+  ASSERT_EQ(core::order_block(80), 819);
+  expect_canonical_order(topic, 80, 900); // two rounds
 }
 
 TEST_P(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {

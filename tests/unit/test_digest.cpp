@@ -161,7 +161,16 @@ TEST(CanonicalOrder, RoundsOfBlocksThenRankThenOffset) {
   EXPECT_LT(canonical_seq(c, 1023), canonical_seq(a, 1124));
   EXPECT_LT(canonical_seq(a, 1124), canonical_seq(c, 1024));
   EXPECT_EQ(canonical_seq(a, 100), 0u);
-  EXPECT_EQ(canonical_seq(c, 5), 2u * k_order_block + 5);
+  EXPECT_EQ(canonical_seq(c, 5), 2u * 1024 + 5);
+}
+
+TEST(CanonicalOrder, TheBlockShrinksAsPartitionsGrow) {
+  EXPECT_EQ(order_block(1), 1024);
+  EXPECT_EQ(order_block(64), 1024);
+  EXPECT_EQ(order_block(128), 512);
+  EXPECT_EQ(order_block(512), 128);
+  EXPECT_EQ(order_block(4096), 16);
+  EXPECT_EQ(order_block(100000), 16);
 }
 
 TEST(FindingBuilder, AddAtKeepsTheLowestSeqsAndMergeAddsUp) {
