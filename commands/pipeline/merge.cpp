@@ -144,7 +144,7 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
     report.generated_at_ms = std::max(report.generated_at_ms, h.generated_at_ms);
     if (!h.complete && report.complete) {
       report.complete = false;
-      report.exit_code = h.exit_code == k_exit_interrupted ? k_exit_interrupted : k_exit_unreachable;
+      report.exit_code = k_exit_unreachable; // the merge is incomplete, whatever stopped the shard
       report.error = fmt::format("{} is incomplete: {}", shard_name(shard), h.error.value_or("its run did not finish"));
     }
     source.partitions.insert(source.partitions.end(), h.source.partitions.begin(), h.source.partitions.end());

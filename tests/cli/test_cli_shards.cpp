@@ -417,6 +417,43 @@ TEST(MergeIncomplete, AFailedShardMakesTheMergeIncomplete) {
       << doc.at("error");
 }
 
+// A digest that cannot be written is exit 3 naming it: the shard's work is lost, and says so.
+TEST_F(MergeRefusals, ADigestOnAFullDiskIsExit3NamingIt) {
+  auto result = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", "/dev/full"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("/dev/full"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
+}
+
+// A password typed in --store appears nowhere: not in the shard's report, its digest, or the merge.
+TEST(ShardSecrets, APasswordInTheStoreIsInNoDigestAndNoOutput) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_EQ(redis.command("CONFIG SET requirepass Sh4rdS3cret"), "+OK\r\n");
+  TempDir dir;
+  write_file(dir.file("orders.ndjson"), planted_dump());
+  for (std::string password : {"Sh4rdS3cret", "wrong-Pa55word"}) {
+    std::string store = fmt::format("redis://:{}@127.0.0.1:{}", password, redis.port());
+    std::vector<std::string> digests;
+    std::string everything;
+    for (int k = 0; k < 2; ++k) {
+      std::string digest = dir.file(fmt::format("{}-{}.digest", password.size(), k)); // named without it
+      auto result = run_dedupctl({"audit", "--input", dir.file("orders.ndjson"), "--store", store, "--ttl", "1h",
+                                  "--now", std::to_string(k_now), "--shard", fmt::format("{}/2", k), "--digest", digest,
+                                  "--format", "json"});
+      EXPECT_TRUE(result.exit_code == 1 || (password != "Sh4rdS3cret" && result.exit_code == 3)) << result.err;
+      everything += result.out + result.err + read_file(digest);
+      digests.push_back(digest);
+    }
+    auto merged = run_dedupctl({"merge", digests[0], digests[1], "--format", "json"});
+    EXPECT_EQ(merged.exit_code, password == "Sh4rdS3cret" ? 1 : 3) << merged.err;
+    everything += merged.out + merged.err;
+    auto at = everything.find(password);
+    EXPECT_EQ(at, std::string::npos) << password << " leaked: "
+                                     << everything.substr(at == std::string::npos ? 0 : at - 100, 200);
+  }
+}
+
 TEST(ShardedAuditOptions, SeveralShardsOfAnAuditNeedOneNow) {
   TempDir dir;
   write_file(dir.file("orders.ndjson"), planted_dump());
