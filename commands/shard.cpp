@@ -24,6 +24,9 @@ void ShardDigest::finish(const reports::Report& report, const OpenedSource& open
     header.settings.emplace_back(name, scrub(value));
     header.settings_key += fmt::format("{}={}; ", name, scrub(value));
   }
+  for (const auto& [name, value] : m_recorder.settings) {
+    header.settings_key += fmt::format("{}={}; ", name, scrub(value));
+  }
   header.settings_key += fmt::format("max examples={}", m_recorder.log_options.max_examples);
   header.settings_origin = report.settings_origin;
   header.fail_on = report.fail_on;

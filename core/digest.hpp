@@ -154,6 +154,9 @@ public:
   LogTally log;                   // the run's log analysis, at its end
   LogAnalyzerOptions log_options; // and its options
   std::optional<AuditDigest> audit;
+  // What decides the verdicts besides the report's own settings (an audit's identity specs, key
+  // template, TTL, side effects …): shards must agree on these too.
+  std::vector<std::pair<std::string, std::string>> settings;
 
 private:
   DigestSink& m_sink;

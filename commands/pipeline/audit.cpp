@@ -223,6 +223,30 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   if (request.digest) {
     request.digest->log = log.tally();
     request.digest->log_options = log_options;
+    const auto& o = audit_options;
+    std::string side_effects;
+    for (const auto& [type, effect] : o.side_effects) {
+      side_effects += fmt::format("{}={},", type, core::to_string(effect));
+    }
+    std::string in_progress;
+    for (const auto& value : o.policy.in_progress_values) {
+      in_progress += value + ",";
+    }
+    request.digest->settings = {
+        {"type", core::to_string(request.identify.type)},
+        {"entity", core::to_string(request.identify.entity)},
+        {"semantic key", core::to_string(request.identify.semantic)},
+        {"semantic window", core::format_duration(log_options.semantic_window_ms)},
+        {"key template", o.key_template.text()},
+        {"consumer", request.consumer},
+        {"store", placement.store},
+        {"ttl", core::to_text(o.ttl.span)},
+        {"ttl source", std::string(core::report_name(o.ttl.source))},
+        {"retention", core::to_text(o.policy.retention)},
+        {"compacted", o.policy.compacted ? "yes" : "no"},
+        {"side effects", side_effects},
+        {"in progress values", in_progress},
+        {"window", o.window_label}};
     request.digest->audit = core::AuditDigest{audit_options,      request.has_seek,   std::move(windows),
                                               placement.kind,     placement.store,    request.consumer,
                                               placement.retention, request.placement_findings};

@@ -351,6 +351,20 @@ TEST_F(MergeRefusals, ShardsRunWithDifferentSettings) {
   expect_refused({shard(0, 2), shard(1, 2, {"--examples", "3"})}, "'max examples=5' against 'max examples=3'");
 }
 
+TEST_F(MergeRefusals, AuditShardsWithADifferentTtlOrKeyTemplate) {
+  write_file(m_dir.file("keys.tsv"), planted_snapshot());
+  std::vector<std::string> audit{"--store", "file:" + m_dir.file("keys.tsv"), "--now", std::to_string(k_now)};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), audit.begin(), audit.end());
+    return extra;
+  };
+  expect_refused({shard(0, 2, with({"--ttl", "1h"}), "audit"), shard(1, 2, with({"--ttl", "2h"}), "audit")},
+                 "'ttl=1h' against 'ttl=2h'");
+  expect_refused({shard(0, 2, with({"--key-template", "a:{event_id}"}), "audit"),
+                  shard(1, 2, with({"--key-template", "b:{event_id}"}), "audit")},
+                 "'key template=a:{event_id}' against 'key template=b:{event_id}'");
+}
+
 TEST_F(MergeRefusals, ShardsOfDifferentRanges) {
   expect_refused({shard(0, 2), shard(1, 2, {"--from", "5"})}, "read different ranges ('dump from earliest to latest");
   // Another dump (one line less) under the same name.
