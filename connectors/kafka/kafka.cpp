@@ -415,10 +415,18 @@ public:
     return true;
   }
 
+  // What was delivered: events that arrived but wait for their round are not counted (an
+  // interrupted run reports what it analysed).
   std::vector<core::PartitionPosition> positions() const override {
     std::vector<core::PartitionPosition> out;
     for (const auto& part : m_parts) {
-      out.push_back(part.cursor.position());
+      core::PartitionPosition position = part.delivered;
+      position.topic = part.cursor.plan().topic;
+      position.partition = part.cursor.plan().partition;
+      if (part.exhausted) {
+        position.stopped_at = part.cursor.position().stopped_at;
+      }
+      out.push_back(std::move(position));
     }
     return out;
   }
@@ -428,6 +436,7 @@ private:
     explicit Part(core::PartitionPlan plan) : cursor(std::move(plan)) {}
     core::PartitionCursor cursor;
     std::deque<rd_kafka_message_t*> pending; // admitted, not yet delivered, in offset order
+    core::PartitionPosition delivered;       // of the events delivered
     bool exhausted = false;                  // done and delivered
     bool paused = false;
   };
@@ -592,7 +601,7 @@ private:
     }
   }
 
-  void convert(rd_kafka_message_t* message, const Part& part, core::EventBatch& batch) {
+  void convert(rd_kafka_message_t* message, Part& part, core::EventBatch& batch) {
     rd_kafka_timestamp_type_t type;
     core::Event event;
     event.topic = part.cursor.plan().topic;
@@ -600,6 +609,14 @@ private:
     event.offset = message->offset;
     event.timestamp_ms = rd_kafka_message_timestamp(message, &type);
     event.seq = core::canonical_seq(part.cursor.plan(), message->offset);
+    auto& delivered = part.delivered;
+    ++delivered.events;
+    if (!delivered.first_offset) {
+      delivered.first_offset = event.offset;
+      delivered.first_timestamp = event.timestamp_ms;
+    }
+    delivered.last_offset = event.offset;
+    delivered.last_timestamp = event.timestamp_ms;
     if (message->key) {
       event.key = std::string_view(static_cast<const char*>(message->key), message->key_len);
     }

@@ -287,6 +287,12 @@ void expect_canonical_order(const TestTopic& topic, int partitions, int per_part
         last_seq = e.seq;
         seen.emplace_back(e.partition, e.offset);
       }
+      // Positions count what was delivered, not what waits for its round.
+      std::int64_t counted = 0;
+      for (const auto& position : reader->positions()) {
+        counted += position.events;
+      }
+      EXPECT_EQ(counted, static_cast<std::int64_t>(seen.size()));
     }
     ASSERT_EQ(seen.size(), expected.size()) << "reorder_bytes " << reorder_bytes;
     EXPECT_TRUE(seen == expected) << "reorder_bytes " << reorder_bytes << ", block " << block;
