@@ -18,37 +18,24 @@ using namespace dedupctl::core;
 
 namespace {
 
-class VectorRecords final : public DigestRecords {
+// A digest section from memory.
+template <typename Base, typename Item> class VectorStream final : public Base {
 public:
-  explicit VectorRecords(std::vector<DigestRecord> records) : m_records(std::move(records)) {}
-  bool next(DigestRecord& record) override {
-    if (m_at == m_records.size()) {
+  explicit VectorStream(std::vector<Item> items) : m_items(std::move(items)) {}
+  bool next(Item& item) override {
+    if (m_at == m_items.size()) {
       return false;
     }
-    record = m_records[m_at++];
+    item = m_items[m_at++];
     return true;
   }
 
 private:
-  std::vector<DigestRecord> m_records;
+  std::vector<Item> m_items;
   std::size_t m_at = 0;
 };
-
-class VectorEvents final : public DigestEvents {
-public:
-  explicit VectorEvents(std::vector<DigestEvent> events) : m_events(std::move(events)) {}
-  bool next(DigestEvent& event) override {
-    if (m_at == m_events.size()) {
-      return false;
-    }
-    event = m_events[m_at++];
-    return true;
-  }
-
-private:
-  std::vector<DigestEvent> m_events;
-  std::size_t m_at = 0;
-};
+using VectorRecords = VectorStream<DigestRecords, DigestRecord>;
+using VectorEvents = VectorStream<DigestEvents, DigestEvent>;
 
 // One generated event with its identity's inputs.
 struct Generated {
