@@ -13,9 +13,9 @@ namespace dedupctl::core {
 
 ShardSpec parse_shard(std::string_view text) {
   auto bad = [&]() -> ShardSpec {
-    throw UsageError(fmt::format("invalid --shard '{}': expected K/N with 0 <= K < N, e.g. 0/4 for the first of four "
-                                 "shards (a Kubernetes Indexed Job's JOB_COMPLETION_INDEX is K)",
-                                 text));
+    throw UsageError(fmt::format("invalid --shard '{}': expected K/N with 0 <= K < N <= {}, e.g. 0/4 for the first of "
+                                 "four shards (a Kubernetes Indexed Job's JOB_COMPLETION_INDEX is K)",
+                                 text, k_max_shards));
   };
   auto slash = text.find('/');
   if (slash == std::string_view::npos) {
@@ -27,7 +27,7 @@ ShardSpec parse_shard(std::string_view text) {
     return ec == std::errc{} && end == part.data() + part.size() && !part.empty();
   };
   if (!parse(text.substr(0, slash), out.index) || !parse(text.substr(slash + 1), out.count) || out.count == 0 ||
-      out.index >= out.count || out.count > 4096) {
+      out.index >= out.count || out.count > k_max_shards) {
     return bad();
   }
   return out;

@@ -21,6 +21,10 @@
 // the whole range decides them. Pure: the digest files are read and written in connectors/file.
 namespace dedupctl::core {
 
+// At most this many shards: a merge reads five sections of each digest at once, each with a file
+// descriptor of its own (640 stay under the usual limit of 1,024).
+inline constexpr std::uint32_t k_max_shards = 128;
+
 // --shard K/N: partition p of each topic belongs to shard p mod N.
 struct ShardSpec {
   std::uint32_t index = 0;

@@ -357,7 +357,7 @@ public:
     if (!m_file || ::fseeko(m_file, static_cast<off_t>(at), SEEK_SET) != 0) {
       throw UsageError(fmt::format("cannot read the digest {}: {}", path, std::strerror(errno)));
     }
-    std::setvbuf(m_file, nullptr, _IOFBF, 1 << 20);
+    std::setvbuf(m_file, nullptr, _IOFBF, 64 << 10);
   }
   ~FileSection() {
     if (m_file) {
