@@ -328,6 +328,12 @@ public:
     std::size_t fetch_bytes = std::clamp<std::size_t>((32U << 20) / partitions, 32U << 10, 1U << 20);
     m_reorder_cap =
         m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
+    // The prefetch scales with the partitions read (a shard reads a share of them), 512 KiB each
+    // between 8 and 28 MiB; a smaller queue drains sooner, so the broker thread is woken sooner
+    // (see the refresh below): tests/bench/shards/run, a shard of 16 partitions 118 -> 77 MB at
+    // the same speed.
+    std::size_t queue_kbytes = std::clamp<std::size_t>(partitions * 512, 8192, 28672);
+    std::size_t refresh_ms = std::clamp<std::size_t>(250 * queue_kbytes / 28672, 50, 250);
     m_rk = make_handle(RD_KAFKA_CONSUMER, m_settings,
                        {{"group.id", fmt::format("dedupctl-reader-{}", ::getpid())},
                         {"enable.auto.commit", "false"},
@@ -342,15 +348,16 @@ public:
                         // therefore taken out of play and the bytes bound the prefetch: 28 MiB keeps a
                         // 1M-event scan within 160 MB while stalls stay rare (tests/bench/scan/run).
                         {"queued.min.messages", "10000000"},
-                        {"queued.max.messages.kbytes", "28672"},
+                        {"queued.max.messages.kbytes", std::to_string(queue_kbytes)},
                         // A consumer slower than the broker (an audit waiting on its lookups, a
                         // replay on its claims) fills that queue again and again, and in 2.0.2
                         // nothing wakes the idle broker thread once it is drained: each stall lasted
                         // up to a second and tripled an audit's read time. A metadata refresh is a
                         // request the broker thread serves, and waking it re-decides the fetches;
                         // every 250 ms bounds a stall to that (tests/bench/audit-redis/run: read
-                        // 3.0 s -> 0.7 s of 1M events). One small request per 250 ms for our topics.
-                        {"topic.metadata.refresh.interval.ms", "250"},
+                        // 3.0 s -> 0.7 s of 1M events); a smaller queue, sooner, down to 50 ms. One
+                        // small request per interval for our topics.
+                        {"topic.metadata.refresh.interval.ms", std::to_string(refresh_ms)},
                         {"max.partition.fetch.bytes", std::to_string(fetch_bytes)}});
     std::stable_sort(plans.begin(), plans.end(),
                      [](const core::PartitionPlan& a, const core::PartitionPlan& b) { return a.rank < b.rank; });
