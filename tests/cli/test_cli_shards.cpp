@@ -392,13 +392,21 @@ TEST_F(MergeRefusals, WhatIsNotAWholeDigest) {
   write_file(m_dir.file("cut.digest"), bytes.substr(0, bytes.size() / 2));
   expect_refused({m_dir.file("cut.digest")}, "its end is missing: it was cut short");
   expect_refused({m_dir.file("no-such.digest")}, "cannot read the digest");
+  // A header that is not JSON (a damaged file whose ends are intact).
+  auto at = bytes.find("{\"audit\":");
+  ASSERT_NE(at, std::string::npos);
+  std::string damaged = bytes;
+  damaged[at] = 'X';
+  write_file(m_dir.file("damaged.digest"), damaged);
+  expect_refused({m_dir.file("damaged.digest")}, "its header does not parse");
 }
 
 TEST_F(MergeRefusals, BadShardOptionsAreUsageErrors) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--shard", "2/2", "--digest", m_dir.file("d")}, "invalid --shard '2/2': expected K/N with 0 <= K < N"},
            {{"--shard", "1", "--digest", m_dir.file("d")}, "invalid --shard '1'"},
-           {{"--shard", "0/2"}, "--shard 0/2 needs --digest FILE"}}) {
+           {{"--shard", "0/2"}, "--shard 0/2 needs --digest FILE"},
+           {{"--now", "yesterday", "--digest", m_dir.file("d")}, "invalid --now 'yesterday'"}}) {
     std::vector<std::string> run{"scan", "--input", m_dir.file("orders.ndjson")};
     run.insert(run.end(), args.begin(), args.end());
     auto result = run_dedupctl(run);
