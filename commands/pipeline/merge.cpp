@@ -214,7 +214,6 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
   placement.store = setup.store;
   placement.key_template = options.key_template.text();
   placement.consumer = setup.consumer;
-  placement.ttl = options.ttl;
   placement.retention = setup.retention;
   finish_audit_report(report, std::move(source), audit, tally, ref.log_options, std::move(placement),
                       setup.placement_findings, max_examples, fail_on, {});
