@@ -43,7 +43,7 @@ void ShardDigest::finish(const reports::Report& report, const OpenedSource& open
   }
   header.log = m_recorder.log;
   header.audit = m_recorder.audit;
-  m_writer.finish(m_recorder.records(), header);
+  m_writer.finish(header);
 }
 
 std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source) {

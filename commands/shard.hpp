@@ -33,6 +33,7 @@ private:
                    const core::RecordState* record) override {
       m_writer.add_event(event, identity, dedup_key, record);
     }
+    void add_record(const core::DigestRecord& record) override { m_writer.add_record(record); }
 
   private:
     connectors::file::DigestWriter& m_writer;

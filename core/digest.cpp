@@ -42,28 +42,15 @@ void DigestRecorder::observe(const Event& event, const Identity& identity, std::
   DigestRecord digest;
   digest.id_hash = identity.id_hash;
   digest.semantic_hash = identity.semantic_hash;
-  digest.key_hash = m_check_keys ? hash64(dedup_key, 0x6b) : 0;
+  if (m_check_keys) {
+    digest.key_hash = hash64(dedup_key, 0x6b);
+    digest.key_hash = digest.key_hash == 0 ? 1 : digest.key_hash; // as digest_key reads it
+  }
   digest.seq = event.seq;
   digest.timestamp_ms = event.timestamp_ms;
   digest.payload = static_cast<std::uint32_t>(identity.payload_fingerprint);
   digest.partition = event.partition;
-  m_records.push_back(digest);
-}
-
-std::uint64_t digest_key(const DigestRecord& record, DigestOrder order) {
-  std::uint64_t key = record.id_hash;
-  if (order == DigestOrder::Semantic) {
-    key = record.semantic_hash;
-  } else if (order == DigestOrder::Key) {
-    key = record.key_hash;
-  }
-  return key == 0 ? 1 : key; // as the analyzers' FlatHashMap stores a hash of 0
-}
-
-bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order) {
-  auto ka = digest_key(a, order);
-  auto kb = digest_key(b, order);
-  return ka != kb ? ka < kb : a.seq < b.seq;
+  m_sink.add_record(digest);
 }
 
 namespace {

@@ -52,9 +52,19 @@ static_assert(sizeof(DigestRecord) == 48);
 
 // The orders a digest holds its records in: each analysis reads the records of one key together.
 enum class DigestOrder { Id, Semantic, Key };
-bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order);
-// The record's key in that order; a hash of 0 is 1, as the analyzers' tables store it.
-std::uint64_t digest_key(const DigestRecord& record, DigestOrder order);
+// The record's key in that order; a hash of 0 is 1, as the analyzers' tables store it. (Inline:
+// a shard's sort and a merge call these a few times an event.)
+inline std::uint64_t digest_key(const DigestRecord& record, DigestOrder order) {
+  std::uint64_t key = order == DigestOrder::Id         ? record.id_hash
+                      : order == DigestOrder::Semantic ? record.semantic_hash
+                                                       : record.key_hash;
+  return key == 0 ? 1 : key;
+}
+inline bool digest_before(const DigestRecord& a, const DigestRecord& b, DigestOrder order) {
+  auto ka = digest_key(a, order);
+  auto kb = digest_key(b, order);
+  return ka != kb ? ka < kb : a.seq < b.seq;
+}
 
 // An event as a shard read it: its details for the examples a merge picks (by seq), and for an
 // audit what its dedup record was, which a merge classifies again in the canonical order.
@@ -134,25 +144,28 @@ struct AuditDigest {
   std::vector<Finding> placement_findings; // what the store itself showed
 };
 
-// Where a shard's events go as they are read (connectors/file's DigestWriter).
+// Where a shard's events and records go as they are read (connectors/file's DigestWriter, which
+// sorts the records with bounded memory).
 class DigestSink {
 public:
   virtual ~DigestSink() = default;
   // Every event, in canonical order; `record` is the audit's (nullptr for a scan).
   virtual void add_event(const Event& event, const Identity& identity, std::string_view dedup_key,
                          const RecordState* record) = 0;
+  // The record of every event with an id, in canonical order. Its key_hash is 0 exactly when dedup
+  // keys are not compared: the key order holds the records whose key_hash is not 0.
+  virtual void add_record(const DigestRecord& record) = 0;
 };
 
-// Collects a shard's records (in memory, 48 bytes an event with an id, to be sorted) and hands
-// each event's details to the sink; a command's pipeline fills it, its command writes it.
+// Hands each event's details and record to the sink, and keeps what the shard's header needs; a
+// command's pipeline fills it, its command writes it. Holds nothing per event.
 class DigestRecorder {
 public:
   explicit DigestRecorder(DigestSink& sink) : m_sink(sink) {}
-  // Whether dedup keys are compared (an audit's key template without {event_id}).
+  // Whether dedup keys are compared (an audit's key template without {event_id}); before observe.
   void set_check_keys(bool check) { m_check_keys = check; }
   void observe(const Event& event, const Identity& identity, std::string_view dedup_key,
                const RecordState* record = nullptr);
-  std::vector<DigestRecord>& records() { return m_records; }
   bool check_keys() const { return m_check_keys; }
 
   LogTally log;                   // the run's log analysis, at its end
@@ -165,7 +178,6 @@ public:
 private:
   DigestSink& m_sink;
   bool m_check_keys = false;
-  std::vector<DigestRecord> m_records;
 };
 
 // What a shard writes down besides its records: its settings, its share of the range, what it

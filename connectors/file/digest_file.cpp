@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace dedupctl::connectors::file {
 
@@ -469,7 +470,8 @@ private:
 
 } // namespace
 
-DigestWriter::DigestWriter(const std::string& path) : m_path(path), m_output(path), m_out(m_output.stream()) {
+DigestWriter::DigestWriter(const std::string& path, std::size_t run_records)
+    : m_path(path), m_output(path), m_out(m_output.stream()), m_records(run_records) {
   write(k_magic, sizeof k_magic);
 }
 
@@ -519,18 +521,18 @@ void DigestWriter::add_event(const core::Event& event, const core::Identity& ide
   ++m_events;
 }
 
-void DigestWriter::finish(std::vector<core::DigestRecord>& records, const core::DigestHeader& header) {
+void DigestWriter::finish(const core::DigestHeader& header) {
   std::uint64_t layout[k_layout_words] = {};
   layout[0] = sizeof k_magic;
   layout[1] = m_events;
   layout[2] = m_offset - sizeof k_magic; // the events' bytes
-  layout[3] = records.size();
+  layout[3] = m_records.count();
+  if (header.check_keys && m_records.keyed() != m_records.count()) {
+    throw std::logic_error("a digest that compares dedup keys has records without one");
+  }
   auto section = [&](core::DigestOrder order) {
-    std::sort(records.begin(), records.end(), [order](const core::DigestRecord& a, const core::DigestRecord& b) {
-      return core::digest_before(a, b, order);
-    });
     std::uint64_t at = m_offset;
-    write(records.data(), records.size() * sizeof(core::DigestRecord));
+    m_records.write_sorted(order, [this](const void* data, std::size_t size) { write(data, size); });
     return at;
   };
   layout[4] = section(core::DigestOrder::Id);

@@ -2,6 +2,7 @@
 
 #include "core/digest.hpp"
 #include "connectors/file/output.hpp"
+#include "connectors/file/record_runs.hpp"
 
 #include <cstdio>
 #include <map>
@@ -16,8 +17,9 @@ namespace dedupctl::connectors::file {
 
 class DigestWriter {
 public:
-  // Throws UsageError naming the path when it cannot be written.
-  explicit DigestWriter(const std::string& path);
+  // Throws UsageError naming the path when it cannot be written (or TMPDIR, where the records are
+  // sorted). `run_records`: how many records are sorted in memory at a time (RecordRuns).
+  explicit DigestWriter(const std::string& path, std::size_t run_records = RecordRuns::k_default_run_records);
   ~DigestWriter();
   DigestWriter(const DigestWriter&) = delete;
   DigestWriter& operator=(const DigestWriter&) = delete;
@@ -25,9 +27,11 @@ public:
   // Events in canonical order.
   void add_event(const core::Event& event, const core::Identity& identity, std::string_view dedup_key,
                  const core::RecordState* record);
-  // Sorts `records` into each order and writes them, then the header, and renames the file into
-  // place. A failed write throws UnreachableError naming the file.
-  void finish(std::vector<core::DigestRecord>& records, const core::DigestHeader& header);
+  // The record of each event with an id, in canonical order (core::DigestSink::add_record).
+  void add_record(const core::DigestRecord& record) { m_records.add(record); }
+  // Writes the records in each order, then the header, and renames the file into place. A failed
+  // write throws UnreachableError naming the file.
+  void finish(const core::DigestHeader& header);
 
 private:
   void write(const void* data, std::size_t size);
@@ -38,6 +42,7 @@ private:
   std::uint64_t m_offset = 0;
   std::uint64_t m_events = 0;
   std::map<std::string, std::uint32_t, std::less<>> m_topics;
+  RecordRuns m_records;
 };
 
 // Reads a digest: its header at once, its sections as streams (each with a file handle of its own).

@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <filesystem>
+#include <sstream>
+#include <thread>
 #include <set>
 
 using namespace dedupctl::testing;
@@ -445,6 +448,64 @@ TEST_F(MergeRefusals, ADigestOnAFullDiskIsExit3NamingIt) {
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("/dev/full"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
+}
+
+// A shard sorts its records in TMPDIR: one that cannot be written is named before anything is read
+// (exit 2), and neither the digest nor its temporary sibling is left.
+TEST_F(MergeRefusals, AShardWhoseTmpdirCannotBeWrittenIsExit2NamingIt) {
+  std::string missing = m_dir.file("no-such-tmp");
+  std::string digest = m_dir.file("shard.digest");
+  auto result = run_dedupctl(
+      {"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", digest, "--format", "json"}, {},
+      {{"TMPDIR", missing}});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find(missing + " (TMPDIR)"), std::string::npos) << result.err;
+  Json doc = parse(result); // the error report every exit 2 writes with --format json: no verdict
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("exit_code"), 2);
+  EXPECT_TRUE(doc.at("findings").empty());
+  for (const auto& entry : std::filesystem::directory_iterator(m_dir.path())) {
+    EXPECT_EQ(entry.path().filename(), "orders.ndjson") << "left behind";
+  }
+}
+
+// A shard SIGKILLed mid-run leaves no digest and nothing in TMPDIR: the merge refuses it as
+// missing (exit 2, naming it), and the shard run again merges exactly.
+TEST_F(MergeRefusals, AShardKilledMidRunIsMissingUntilItIsRunAgain) {
+  std::string dump = planted_dump();
+  TempDir tmp;
+  std::string first = m_dir.file("killed-0.digest");
+  {
+    SpawnOptions options;
+    options.pipe_stdin = true;
+    options.silence = true;
+    options.env = {{"TMPDIR", tmp.path()}};
+    Process shard({DEDUPCTL_BINARY, "scan", "--input", "-", "--shard", "0/2", "--digest", first, "--format", "json"},
+                  options);
+    std::istringstream lines(dump.substr(0, dump.rfind('\n', dump.size() / 2)));
+    for (std::string line; std::getline(lines, line);) {
+      shard.write_line(line); // half the dump, then nothing: the shard is mid-run
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(shard.running());
+    shard.signal(SIGKILL);
+    EXPECT_EQ(shard.wait(), 128 + SIGKILL);
+  }
+  EXPECT_FALSE(std::filesystem::exists(first));
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the sort's temporary file outlived the shard";
+  std::string second = shard(1, 2);
+  auto refused = run_dedupctl({"merge", first, second, "--format", "json"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find(first), std::string::npos) << refused.err;
+
+  // Run again, the shard merges to what one process reports.
+  auto again = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", first,
+                             "--format", "json"});
+  EXPECT_TRUE(again.exit_code == 0 || again.exit_code == 1) << again.err;
+  auto merged = run_dedupctl({"merge", first, second, "--format", "json"});
+  auto whole = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--format", "json"});
+  EXPECT_EQ(merged.exit_code, whole.exit_code) << merged.err;
+  expect_same_report(timeless(parse(merged)), timeless(parse(whole)), "a killed shard run again");
 }
 
 // A password typed in --store appears nowhere: not in the shard's report, its digest, or the merge.

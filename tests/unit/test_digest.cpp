@@ -86,7 +86,9 @@ public:
     e.dedup_key = std::string(dedup_key);
     events.push_back(std::move(e));
   }
+  void add_record(const DigestRecord& record) override { records.push_back(record); }
   std::vector<DigestEvent> events;
+  std::vector<DigestRecord> records;
 };
 
 void expect_same_builder(const FindingBuilder& merged, const FindingBuilder& truth, const std::string& what) {
@@ -227,7 +229,7 @@ TEST(MergeCrossPartition, EqualsLogAnalyzerOverTheWholeLogForAnyNumberOfShards) 
       for (std::uint32_t k = 0; k < n; ++k) {
         for (auto [order, list] : {std::pair{DigestOrder::Id, &by_id}, std::pair{DigestOrder::Semantic, &by_semantic},
                                    std::pair{DigestOrder::Key, &by_key}}) {
-          auto records = recorders[k].records();
+          auto records = sinks[k].records;
           std::sort(records.begin(), records.end(),
                     [order](const DigestRecord& a, const DigestRecord& b) { return digest_before(a, b, order); });
           owned.push_back(std::make_unique<VectorRecords>(std::move(records)));

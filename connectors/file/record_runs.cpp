@@ -1,0 +1,200 @@
+#include "connectors/file/record_runs.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace dedupctl::connectors::file {
+
+namespace {
+
+constexpr std::size_t k_order_count = 3;
+// What the merge of a spilled shard's runs reads ahead, all runs together.
+constexpr std::size_t k_merge_buffer_bytes = std::size_t{8} << 20;
+
+std::size_t order_index(core::DigestOrder order) { return static_cast<std::size_t>(order); }
+
+void sort_in(std::vector<core::DigestRecord>& records, core::DigestOrder order) {
+  std::sort(records.begin(), records.end(), [order](const core::DigestRecord& a, const core::DigestRecord& b) {
+    return core::digest_before(a, b, order);
+  });
+}
+
+// One run of one order, read a buffer at a time with pread.
+class RunReader {
+public:
+  RunReader(int fd, const std::string& what, std::uint64_t at, std::uint64_t count, std::size_t buffer_records)
+      : m_fd(fd), m_what(what), m_at(at), m_left(count), m_buffer(std::max<std::size_t>(buffer_records, 1)) {}
+  bool next(core::DigestRecord& record) {
+    if (m_pos == m_filled) {
+      if (m_left == 0) {
+        return false;
+      }
+      refill();
+    }
+    record = m_buffer[m_pos++];
+    return true;
+  }
+
+private:
+  void refill() {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(m_left, m_buffer.size()));
+    auto* out = reinterpret_cast<char*>(m_buffer.data());
+    std::size_t bytes = want * sizeof(core::DigestRecord);
+    std::size_t done = 0;
+    while (done < bytes) {
+      ssize_t n = ::pread(m_fd, out + done, bytes - done, static_cast<off_t>(m_at + done));
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        throw UnreachableError(fmt::format("cannot read back {}: {}", m_what,
+                                           n < 0 ? std::strerror(errno) : "it was cut short"));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    m_at += bytes;
+    m_left -= want;
+    m_pos = 0;
+    m_filled = want;
+  }
+
+  int m_fd;
+  const std::string& m_what;
+  std::uint64_t m_at;
+  std::uint64_t m_left;
+  std::vector<core::DigestRecord> m_buffer;
+  std::size_t m_pos = 0;
+  std::size_t m_filled = 0;
+};
+
+} // namespace
+
+RecordRuns::RecordRuns(std::size_t run_records) : m_run_records(std::max<std::size_t>(run_records, 1)) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  m_dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  std::string name = m_dir + "/dedupctl-digest-XXXXXX";
+  m_fd = ::mkstemp(name.data());
+  if (m_fd < 0) {
+    throw UsageError(fmt::format("cannot create the digest's temporary sort file in {} (TMPDIR): {}; set TMPDIR to a "
+                                 "writable directory with room for 150 bytes an event the shard reads",
+                                 m_dir, std::strerror(errno)));
+  }
+  ::unlink(name.c_str()); // gone with the process, however it ends
+  m_buffer.reserve(std::min<std::size_t>(m_run_records, std::size_t{4} << 10));
+}
+
+RecordRuns::~RecordRuns() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+void RecordRuns::add(const core::DigestRecord& record) {
+  if (m_buffer.size() == m_run_records) {
+    spill();
+  }
+  m_buffer.push_back(record);
+  ++m_count;
+  m_keyed += record.key_hash != 0 ? 1 : 0;
+}
+
+void RecordRuns::append(const void* data, std::size_t size) {
+  const auto* in = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(m_fd, in + done, size - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      throw UnreachableError(fmt::format("cannot write the digest's temporary sort file in {} (TMPDIR): {}; set "
+                                         "TMPDIR to a directory with room for 150 bytes an event the shard reads",
+                                         m_dir, n < 0 ? std::strerror(errno) : "nothing written"));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  m_size += size;
+}
+
+void RecordRuns::spill() {
+  if (m_buffer.empty()) {
+    return;
+  }
+  Run run;
+  run.count = m_buffer.size();
+  run.keyed = static_cast<std::uint64_t>(
+      std::count_if(m_buffer.begin(), m_buffer.end(), [](const core::DigestRecord& r) { return r.key_hash != 0; }));
+  for (std::size_t o = 0; o < k_order_count; ++o) {
+    auto order = static_cast<core::DigestOrder>(o);
+    run.at[o] = m_size;
+    if (order == core::DigestOrder::Key && run.keyed == 0) {
+      continue; // dedup keys are not compared
+    }
+    sort_in(m_buffer, order);
+    if (order == core::DigestOrder::Key) {
+      for (const auto& record : m_buffer) {
+        if (record.key_hash != 0) {
+          append(&record, sizeof record);
+        }
+      }
+    } else {
+      append(m_buffer.data(), m_buffer.size() * sizeof(core::DigestRecord));
+    }
+  }
+  m_runs.push_back(run);
+  m_buffer.clear();
+}
+
+void RecordRuns::write_sorted(core::DigestOrder order, const std::function<void(const void*, std::size_t)>& write) {
+  if (m_runs.empty()) { // all in memory
+    sort_in(m_buffer, order);
+    if (order != core::DigestOrder::Key) {
+      write(m_buffer.data(), m_buffer.size() * sizeof(core::DigestRecord));
+      return;
+    }
+    for (const auto& record : m_buffer) {
+      if (record.key_hash != 0) {
+        write(&record, sizeof record);
+      }
+    }
+    return;
+  }
+  if (!m_buffer.empty()) {
+    spill();
+    m_buffer = {};
+  }
+  std::string what = fmt::format("the digest's temporary sort file in {} (TMPDIR)", m_dir);
+  std::size_t buffer_records = std::clamp<std::size_t>(k_merge_buffer_bytes / sizeof(core::DigestRecord) / m_runs.size(),
+                                                       64, std::size_t{16} << 10);
+  std::vector<RunReader> readers;
+  readers.reserve(m_runs.size());
+  for (const auto& run : m_runs) {
+    readers.emplace_back(m_fd, what, run.at[order_index(order)],
+                         order == core::DigestOrder::Key ? run.keyed : run.count, buffer_records);
+  }
+  std::vector<RunReader*> streams;
+  for (auto& reader : readers) {
+    streams.push_back(&reader);
+  }
+  std::vector<core::DigestRecord> out;
+  out.reserve(buffer_records);
+  core::kway_merge<core::DigestRecord>(
+      streams, [order](const core::DigestRecord& a, const core::DigestRecord& b) { return core::digest_before(a, b, order); },
+      [&](const core::DigestRecord& record) {
+        out.push_back(record);
+        if (out.size() == out.capacity()) {
+          write(out.data(), out.size() * sizeof(core::DigestRecord));
+          out.clear();
+        }
+      });
+  write(out.data(), out.size() * sizeof(core::DigestRecord));
+}
+
+} // namespace dedupctl::connectors::file
