@@ -28,6 +28,11 @@ struct Event {
   // The event's place in the canonical order (core::canonical_seq; a dump's line number): what
   // every source delivers its events in, and what a merge of shards sorts them by.
   std::uint64_t seq = 0;
+  // The source's own handle of the event, for the connector that set it (`native_kind` names it)
+  // to hand on without a copy: a Kafka message's parsed headers go to the replay's producer as
+  // they are (ReplaySink::publish). Valid while the batch is; nullptr from other sources.
+  const void* native_kind = nullptr;
+  void* native = nullptr;
 };
 
 // A batch of events with the storage their views point into.

@@ -197,6 +197,8 @@ class ReplaySink {
 public:
   virtual ~ReplaySink() = default;
   virtual std::string describe() const = 0; // kafka:TOPIC, file:PATH
+  // May take the event's headers over (a Kafka sink takes a Kafka message's parsed headers): the
+  // event's header views are not to be read after it.
   virtual void publish(const Event& event, std::uint64_t tag) = 0;
   // Appends the deliveries reported since the last call; waits up to timeout_ms when there are
   // none yet but publishes are outstanding (0: only what is already there).
