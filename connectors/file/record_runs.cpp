@@ -83,7 +83,7 @@ RecordRuns::RecordRuns(std::size_t run_records) : m_run_records(std::max<std::si
   m_fd = ::mkstemp(name.data());
   if (m_fd < 0) {
     throw UsageError(fmt::format("cannot create the digest's temporary sort file in {} (TMPDIR): {}; set TMPDIR to a "
-                                 "writable directory with room for 150 bytes an event the shard reads",
+                                 "writable directory with room for 144 bytes an event the shard reads",
                                  m_dir, std::strerror(errno)));
   }
   ::unlink(name.c_str()); // gone with the process, however it ends
@@ -115,7 +115,7 @@ void RecordRuns::append(const void* data, std::size_t size) {
     }
     if (n <= 0) {
       throw UnreachableError(fmt::format("cannot write the digest's temporary sort file in {} (TMPDIR): {}; set "
-                                         "TMPDIR to a directory with room for 150 bytes an event the shard reads",
+                                         "TMPDIR to a directory with room for 144 bytes an event the shard reads",
                                          m_dir, n < 0 ? std::strerror(errno) : "nothing written"));
     }
     done += static_cast<std::size_t>(n);
