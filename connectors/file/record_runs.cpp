@@ -20,10 +20,21 @@ constexpr std::size_t k_merge_buffer_bytes = std::size_t{8} << 20;
 
 std::size_t order_index(core::DigestOrder order) { return static_cast<std::size_t>(order); }
 
-void sort_in(std::vector<core::DigestRecord>& records, core::DigestOrder order) {
+// Sorts `records` in `order` and hands them to `write`: in the key order only those with a key.
+template <typename Write>
+void write_order(std::vector<core::DigestRecord>& records, core::DigestOrder order, Write&& write) {
   std::sort(records.begin(), records.end(), [order](const core::DigestRecord& a, const core::DigestRecord& b) {
     return core::digest_before(a, b, order);
   });
+  if (order != core::DigestOrder::Key) {
+    write(records.data(), records.size() * sizeof(core::DigestRecord));
+    return;
+  }
+  for (const auto& record : records) {
+    if (record.key_hash != 0) {
+      write(&record, sizeof record);
+    }
+  }
 }
 
 // One run of one order, read a buffer at a time with pread.
@@ -137,16 +148,7 @@ void RecordRuns::spill() {
     if (order == core::DigestOrder::Key && run.keyed == 0) {
       continue; // dedup keys are not compared
     }
-    sort_in(m_buffer, order);
-    if (order == core::DigestOrder::Key) {
-      for (const auto& record : m_buffer) {
-        if (record.key_hash != 0) {
-          append(&record, sizeof record);
-        }
-      }
-    } else {
-      append(m_buffer.data(), m_buffer.size() * sizeof(core::DigestRecord));
-    }
+    write_order(m_buffer, order, [this](const void* data, std::size_t size) { append(data, size); });
   }
   m_runs.push_back(run);
   m_buffer.clear();
@@ -154,16 +156,7 @@ void RecordRuns::spill() {
 
 void RecordRuns::write_sorted(core::DigestOrder order, const std::function<void(const void*, std::size_t)>& write) {
   if (m_runs.empty()) { // all in memory
-    sort_in(m_buffer, order);
-    if (order != core::DigestOrder::Key) {
-      write(m_buffer.data(), m_buffer.size() * sizeof(core::DigestRecord));
-      return;
-    }
-    for (const auto& record : m_buffer) {
-      if (record.key_hash != 0) {
-        write(&record, sizeof record);
-      }
-    }
+    write_order(m_buffer, order, write);
     return;
   }
   if (!m_buffer.empty()) {
