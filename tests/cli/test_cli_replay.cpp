@@ -650,10 +650,11 @@ TEST(ReplayRedisCluster, TwiceIsOnceThroughAClusterAndEveryKeyIsOnItsMaster) {
 // its own publishes have landed, takes an event it claimed but never published, and writes that
 // event into the sink 100 ms after the rerun started, as a late request would. Without the rerun's
 // wait for the sink to hold still, about one run in two published it twice.
-// What a replay publishes is its source record as it was: key, payload, CreateTime, and every
-// header in its order, a repeated name, an empty and a null value included (the producer is handed
-// the consumer's parsed headers as they are).
-TEST_P(Replay, EachPublishedRecordIsItsSourceRecordHeadersKeyPayloadAndTime) {
+namespace {
+
+// 30 events of topic "hdrs" whose headers hold a repeated name, an empty and a null value; every
+// third has a null key.
+std::string header_events() {
   std::string events;
   for (int i = 0; i < 30; ++i) {
     events += fmt::format(
@@ -662,36 +663,67 @@ TEST_P(Replay, EachPublishedRecordIsItsSourceRecordHeadersKeyPayloadAndTime) {
         "\n",
         i, 1'795'000'100'000LL + i * 7, i, i, i, i % 3 == 0 ? "null" : fmt::format(R"("k{}")", i), i);
   }
-  std::string source = add_topic(m_cluster, "hdrs", 1, events);
+  return events;
+}
+
+// A topic's records by event id, as kcat -J shows them less where they are: headers, key,
+// payload, CreateTime.
+std::map<std::string, Json> records_by_id(const std::string& bootstrap, const std::string& topic) {
+  auto dump = run_command({"kcat", "-C", "-e", "-q", "-J", "-b", bootstrap, "-t", topic});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  std::map<std::string, Json> out;
+  std::istringstream lines(dump.out);
+  for (std::string line; std::getline(lines, line);) {
+    Json record = Json::parse(line);
+    const Json& headers = record.at("headers");
+    for (std::size_t h = 0; h + 1 < headers.size(); h += 2) {
+      if (headers[h] == "event_id") {
+        out[headers[h + 1].get<std::string>()] = Json{{"headers", headers}, {"key", record.at("key")},
+                                                      {"payload", record.at("payload")}, {"ts", record.at("ts")}};
+      }
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+// What a replay publishes is its source record as it was: key, payload, CreateTime, and every
+// header in its order, a repeated name, an empty and a null value included (the producer is handed
+// the consumer's parsed headers as they are).
+TEST_P(Replay, EachPublishedRecordIsItsSourceRecordHeadersKeyPayloadAndTime) {
+  std::string source = add_topic(m_cluster, "hdrs", 1, header_events());
   auto run = run_dedupctl({"replay", "-b", m_cluster.bootstrap, "--topic", source, "-o", "json", "-q", "--timeout",
                            "5s", "--via", m_redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d",
                            "--execute", "--sink", sink()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(summary_of(run.out).at("replayed"), 30);
-  // id -> the record as kcat -J shows it, less where it is.
-  auto records = [&](const std::string& topic) {
-    auto dump = run_command({"kcat", "-C", "-e", "-q", "-J", "-b", m_cluster.bootstrap, "-t", topic});
-    EXPECT_EQ(dump.exit_code, 0) << dump.err;
-    std::map<std::string, Json> out;
-    std::istringstream lines(dump.out);
-    for (std::string line; std::getline(lines, line);) {
-      Json record = Json::parse(line);
-      const Json& headers = record.at("headers");
-      for (std::size_t h = 0; h + 1 < headers.size(); h += 2) {
-        if (headers[h] == "event_id") {
-          out[headers[h + 1].get<std::string>()] = Json{{"headers", headers}, {"key", record.at("key")},
-                                                        {"payload", record.at("payload")}, {"ts", record.at("ts")}};
-        }
-      }
-    }
-    return out;
-  };
-  auto from = records(source);
-  auto to = records(m_sink);
+  auto from = records_by_id(m_cluster.bootstrap, source);
+  auto to = records_by_id(m_cluster.bootstrap, m_sink);
   ASSERT_EQ(from.size(), 30u);
   EXPECT_EQ(from.at("h-3").at("headers"),
             Json::parse(R"(["trace","t-3","event_id","h-3","trace","again-3","empty","","null",null])"));
   EXPECT_EQ(from.at("h-3").at("key"), nullptr);
+  ASSERT_EQ(to.size(), from.size());
+  for (const auto& [id, record] : from) {
+    EXPECT_EQ(to.at(id), record) << id;
+  }
+}
+
+// Events of a dump carry no Kafka message to take headers from: the producer builds them, and the
+// published records are the same.
+TEST_P(Replay, EachRecordPublishedFromADumpIsItsDumpedRecord) {
+  TempDir dir;
+  write_file(dir.file("hdrs.ndjson"), header_events());
+  std::string source = add_topic(m_cluster, "hdrs", 1, header_events()); // the same records, as kcat shows them
+  auto run = run_dedupctl({"replay", "--input", dir.file("hdrs.ndjson"), "-b", m_cluster.bootstrap, "-o", "json", "-q",
+                           "--timeout", "5s", "--via", m_redis.uri(), "--key-template", "dedup:{event_id}", "--ttl",
+                           "1d", "--execute", "--sink", sink()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(summary_of(run.out).at("replayed"), 30);
+  auto from = records_by_id(m_cluster.bootstrap, source);
+  auto to = records_by_id(m_cluster.bootstrap, m_sink);
+  ASSERT_EQ(from.size(), 30u);
   ASSERT_EQ(to.size(), from.size());
   for (const auto& [id, record] : from) {
     EXPECT_EQ(to.at(id), record) << id;
