@@ -14,6 +14,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <random>
+#include <stdexcept>
 #include <sys/resource.h>
 
 using namespace dedupctl;
@@ -207,4 +208,29 @@ TEST(RecordRuns, ATmpdirThatFillsUpMidRunIsAnUnreachableErrorNamingIt) {
   std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(error.find(tmp.path()), std::string::npos) << error;
   EXPECT_NE(error.find("TMPDIR"), std::string::npos) << error;
+}
+
+// A digest that compares dedup keys holds every record in its key order: a record without a key
+// there is a bug, and no digest is written rather than one that would merge wrong.
+TEST(RecordRuns, ADigestComparingKeysRefusesARecordWithoutOne) {
+  TempDir dir;
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::string path = dir.file("shard.digest");
+  {
+    connectors::file::DigestWriter writer(path);
+    DigestRecord keyed;
+    keyed.id_hash = 1;
+    keyed.key_hash = 5;
+    writer.add_record(keyed);
+    DigestRecord unkeyed;
+    unkeyed.id_hash = 2;
+    unkeyed.seq = 1;
+    writer.add_record(unkeyed);
+    core::DigestHeader header;
+    header.command = "audit";
+    header.check_keys = true;
+    EXPECT_THROW(writer.finish(header), std::logic_error);
+  }
+  EXPECT_TRUE(entries(dir.path()).empty()) << "a digest or its temporary sibling was left";
 }
