@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <sys/resource.h>
@@ -233,4 +234,35 @@ TEST(RecordRuns, ADigestComparingKeysRefusesARecordWithoutOne) {
     EXPECT_THROW(writer.finish(header), std::logic_error);
   }
   EXPECT_TRUE(entries(dir.path()).empty()) << "a digest or its temporary sibling was left";
+}
+
+// Runs that cannot be read back whole (the temporary file cut short under the shard) end the
+// sort with an UnreachableError naming the file, not with a digest missing records.
+TEST(RecordRuns, RunsCutShortUnderTheShardAreAnUnreachableErrorNamingThem) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  RecordRuns runs(100);
+  for (const auto& r : random_records(1000, false, 3)) {
+    runs.add(r);
+  }
+  ASSERT_GT(runs.runs(), 1u);
+  sorted_by_runs(runs, DigestOrder::Id); // the last run written: the file is whole
+  // The unlinked file is still reachable through /proc: cut it in half.
+  bool cut = false;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind(tmp.path() + "/dedupctl-digest-", 0) == 0) {
+      std::filesystem::resize_file(fd.path(), std::filesystem::file_size(fd.path()) / 2);
+      cut = true;
+    }
+  }
+  ASSERT_TRUE(cut) << "the temporary file was not found among the open files";
+  try {
+    sorted_by_runs(runs, DigestOrder::Semantic);
+    FAIL() << "runs cut short were read as whole";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find(tmp.path() + " (TMPDIR)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cut short"), std::string::npos) << e.what();
+  }
 }
