@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #ifdef __linux__
@@ -58,7 +59,7 @@ public:
 
   // Returns the value for `key`, inserting V{} when absent; `inserted` says which happened.
   V& find_or_insert(std::uint64_t key, bool& inserted) {
-    key = key == 0 ? 1 : key;
+    key = stored(key);
     if ((m_size + 1) * 5 > m_keys.size() * 4) {
       rehash(m_keys.size() * 2);
     }
@@ -78,7 +79,7 @@ public:
   }
 
   const V* find(std::uint64_t key) const {
-    key = key == 0 ? 1 : key;
+    key = stored(key);
     for (std::size_t i = home(key);; i = next(i)) {
       if (m_keys[i] == key) {
         return &m_values[i];
@@ -92,7 +93,7 @@ public:
   // Asks the CPU for `key`'s first slot ahead of a find or find_or_insert of it: a batch of keys
   // prefetched first, then probed, waits for one cache miss instead of one a key.
   void prefetch(std::uint64_t key) const {
-    std::size_t i = home(key == 0 ? 1 : key);
+    std::size_t i = home(stored(key));
     __builtin_prefetch(m_keys.data() + i);
     __builtin_prefetch(m_values.data() + i);
   }
@@ -100,15 +101,89 @@ public:
   std::size_t size() const { return m_size; }
   std::size_t capacity() const { return m_keys.size(); }
 
+  // The key as the map stores it (0 is stored as 1).
+  static std::uint64_t stored(std::uint64_t key) { return key == 0 ? 1 : key; }
+
+  // Calls `f(key, value)` for every entry, in no particular order.
+  template <typename F> void for_each(F&& f) const {
+    for (std::size_t i = 0; i < m_keys.size(); ++i) {
+      if (m_keys[i] != 0) {
+        f(m_keys[i], m_values[i]);
+      }
+    }
+  }
+
+  // The order the map keeps its keys in (their first slots follow it): a bijection of the stored
+  // key, so that distinct keys stay distinct.
+  static std::uint64_t order_key(std::uint64_t key) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return key;
+  }
+
+  // The stored key of an order key (order_key's inverse).
+  static std::uint64_t key_of_order(std::uint64_t order) {
+    order ^= order >> 33;
+    order *= 0x4f74430c22a54005ULL; // the multiplier's inverse modulo 2^64
+    order ^= order >> 33;
+    return order;
+  }
+
+  // Removes, in place and keeping the capacity, every entry for which `pred(key, value)` holds, and
+  // appends them to `out` as E{order_key(key), value} in ascending order_key: the slots are nearly
+  // in that order already, so sorting them costs little more than reading them.
+  template <typename E, typename Pred> void extract_if(Pred&& pred, std::vector<E>& out) {
+    std::size_t capacity = m_keys.size();
+    std::size_t empty = 0; // a slot empty before anything is removed: no probe path crosses it
+    while (m_keys[empty] != 0) {
+      ++empty;
+    }
+    std::size_t first = out.size();
+    std::vector<E> wrapped; // before `empty`, homed near the end: last in the order
+    for (std::size_t i = 0; i < capacity; ++i) {
+      if (m_keys[i] == 0 || !pred(m_keys[i], m_values[i])) {
+        continue;
+      }
+      (i < empty && home(m_keys[i]) > i ? wrapped : out).push_back(E{order_key(m_keys[i]), m_values[i]});
+      m_keys[i] = 0;
+      --m_size;
+    }
+    out.insert(out.end(), wrapped.begin(), wrapped.end());
+    for (std::size_t i = first + 1; i < out.size(); ++i) { // insertion sort: the few out of place move a little
+      E taken = out[i];
+      std::size_t j = i;
+      for (; j > first && out[j - 1].key > taken.key; --j) {
+        out[j] = out[j - 1];
+      }
+      out[j] = taken;
+    }
+    // Every entry left moves to the first hole on its probe path, walking from `empty` round: what
+    // is already walked past has no hole on its path, and a move leaves its hole further on.
+    for (std::size_t step = 1; step < capacity; ++step) {
+      std::size_t i = (empty + step) % capacity;
+      if (m_keys[i] == 0) {
+        continue;
+      }
+      std::size_t j = home(m_keys[i]);
+      while (j != i && m_keys[j] != 0) {
+        j = next(j);
+      }
+      if (j != i) {
+        m_keys[j] = m_keys[i];
+        m_values[j] = m_values[i];
+        m_keys[i] = 0;
+      }
+    }
+  }
+
 private:
   static std::size_t capacity_for(std::size_t expected) { return std::max<std::size_t>(16, expected * 5 / 4 + 1); }
 
   // The keys are already hashes, but callers may pass structured values: mix once more, then map
   // onto [0, capacity) by the high half of a 128-bit product (Lemire's fast range).
   std::size_t home(std::uint64_t key) const {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
+    key = order_key(key);
     __extension__ using Wide = unsigned __int128; // GCC and Clang on 64-bit targets
     return static_cast<std::size_t>((static_cast<Wide>(key) * m_keys.size()) >> 64);
   }
@@ -121,17 +196,21 @@ private:
     old_values.swap(m_values);
     m_size = 0;
     for (std::size_t j = 0; j < old_keys.size(); ++j) {
-      if (old_keys[j] == 0) {
-        continue;
+      if (old_keys[j] != 0) {
+        place(old_keys[j], old_values[j]);
       }
-      std::size_t i = home(old_keys[j]);
-      while (m_keys[i] != 0) {
-        i = next(i);
-      }
-      m_keys[i] = old_keys[j];
-      m_values[i] = old_values[j];
-      ++m_size;
     }
+  }
+
+  // Puts a key known to be absent in its first free slot.
+  void place(std::uint64_t key, const V& value) {
+    std::size_t i = home(key);
+    while (m_keys[i] != 0) {
+      i = next(i);
+    }
+    m_keys[i] = key;
+    m_values[i] = value;
+    ++m_size;
   }
 
   std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> m_keys;

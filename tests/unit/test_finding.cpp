@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <vector>
+
 using namespace dedupctl;
 using namespace dedupctl::core;
 
@@ -109,4 +113,53 @@ TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
   EXPECT_EQ(map.find(3), nullptr);
   map.find_or_insert(0, inserted);
   EXPECT_FALSE(inserted);
+}
+
+// Taking out the entries a predicate picks, in place, again and again with inserts between: what
+// stays is found (including key 0), what is taken is exactly what the predicate picked, handed out
+// in ascending order key, and each order key maps back to its key.
+TEST(FlatHashMap, ExtractIfTakesWhatThePredicatePicksInOrderAndKeepsTheRestFindable) {
+  struct Taken {
+    std::uint64_t key;
+    std::uint32_t value;
+  };
+  std::mt19937_64 rng(53);
+  FlatHashMap<std::uint32_t> map(2000);
+  std::map<std::uint64_t, std::uint32_t> truth;
+  for (int round = 0; round < 20; ++round) {
+    while (map.size() < 1990) { // near the load limit: long clusters, some wrapping round the end
+      std::uint64_t key = truth.empty() || rng() % 500 != 0 ? rng() : 0;
+      bool inserted = false;
+      map.find_or_insert(key, inserted) = static_cast<std::uint32_t>(key >> 40);
+      truth[FlatHashMap<std::uint32_t>::stored(key)] = static_cast<std::uint32_t>(key >> 40);
+    }
+    std::uint64_t pick = rng() % 3 + 2;
+    std::vector<Taken> taken;
+    map.extract_if([&](std::uint64_t key, std::uint32_t) { return key % pick == 0; }, taken);
+    std::size_t picked = 0;
+    for (auto it = truth.begin(); it != truth.end();) {
+      if (it->first % pick == 0) {
+        ++picked;
+        it = truth.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    ASSERT_EQ(taken.size(), picked) << "round " << round;
+    ASSERT_EQ(map.size(), truth.size());
+    for (std::size_t i = 0; i < taken.size(); ++i) {
+      if (i > 0) {
+        ASSERT_LT(taken[i - 1].key, taken[i].key) << "round " << round << " at " << i;
+      }
+      std::uint64_t key = FlatHashMap<std::uint32_t>::key_of_order(taken[i].key);
+      ASSERT_EQ(key % pick, 0u);
+      ASSERT_EQ(taken[i].value, static_cast<std::uint32_t>(key >> 40));
+      ASSERT_EQ(map.find(key), nullptr);
+    }
+    for (const auto& [key, value] : truth) {
+      const std::uint32_t* found = map.find(key);
+      ASSERT_NE(found, nullptr) << "round " << round << ": a key left behind is lost";
+      ASSERT_EQ(*found, value);
+    }
+  }
 }
