@@ -7,6 +7,7 @@
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "commands/store.hpp"
+#include "connectors/file/semantic_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/committed_offsets.hpp"
@@ -107,6 +108,8 @@ int run(const AuditOptions& options, Context& context) {
   if (digest) {
     request.digest = digest->recorder();
   }
+  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
+  request.analyzer.archive = archive.get();
   OpenedSource opened =
       open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
                   options.committed);

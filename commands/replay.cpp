@@ -7,6 +7,7 @@
 #include "commands/source.hpp"
 #include "connectors/file/replay_files.hpp"
 #include "connectors/file/replay_sink.hpp"
+#include "connectors/file/semantic_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
@@ -118,6 +119,8 @@ int run(const ReplayOptions& options, Context& context) {
     throw UsageError("--batch must be at least 1");
   }
   request.batch_size = options.batch;
+  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
+  request.semantic_archive = archive.get();
   // One run at a time per checkpoint and per file sink, held until this process ends.
   std::optional<connectors::file::RunLock> checkpoint_lock, sink_lock;
   if (options.execute && !options.checkpoint.empty()) {

@@ -4,6 +4,7 @@
 #include "commands/options.hpp"
 #include "commands/shard.hpp"
 #include "commands/source.hpp"
+#include "connectors/file/semantic_archive.hpp"
 #include "core/errors.hpp"
 #include "core/time.hpp"
 
@@ -40,6 +41,8 @@ int run(const ScanOptions& options, Context& context) {
   if (digest) {
     request.digest = digest->recorder();
   }
+  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
+  request.analyzer.archive = archive.get();
 
   OpenedSource opened = open_source(source, context);
   reports::Report report;

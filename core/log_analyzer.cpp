@@ -9,9 +9,72 @@
 
 namespace dedupctl::core {
 
+namespace {
+// How far a partition's events may run behind its latest time and still find their key in memory.
+constexpr std::int64_t k_clock_slack_ms = 60'000;
+} // namespace
+
 LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
     : m_options(std::move(options)), m_tally(m_options.max_examples), m_first_payload(m_options.expected_events),
-      m_semantic(m_options.expected_events) {}
+      m_semantic(m_options.archive ? std::min(m_options.expected_events, m_options.semantic_table_limit)
+                                   : m_options.expected_events),
+      m_archive(m_options.archive), m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {}
+
+// Notes the event's time on its partition's clock.
+void LogAnalyzer::tick(const Event& event, std::int64_t relative) {
+  if (m_clock_topic >= m_clocks.size() || event.topic != m_clocks[m_clock_topic].topic) {
+    auto it = std::find_if(m_clocks.begin(), m_clocks.end(), [&](const TopicClocks& t) { return t.topic == event.topic; });
+    if (it == m_clocks.end()) {
+      it = m_clocks.insert(it, TopicClocks{std::string(event.topic), {}});
+    }
+    m_clock_topic = static_cast<std::size_t>(it - m_clocks.begin());
+  }
+  auto& partitions = m_clocks[m_clock_topic].partitions;
+  auto p = static_cast<std::size_t>(std::max(event.partition, 0));
+  if (p >= partitions.size()) {
+    partitions.resize(p + 1);
+  }
+  Clock& clock = partitions[p];
+  clock.latest = clock.generation == 0 ? relative : std::max(clock.latest, relative);
+  clock.generation = m_generation;
+}
+
+// The semantic table is full: the keys whose latest event is older than the window (and the slack)
+// before the earliest clock of the partitions that had events since the last sweep go to the
+// archive. When that would free less than a quarter of the table, or the archive cannot keep them,
+// the table grows instead.
+void LogAnalyzer::sweep() {
+  std::int64_t earliest = INT64_MAX;
+  for (const auto& topic : m_clocks) {
+    for (const auto& clock : topic.partitions) {
+      if (clock.generation == m_generation) {
+        earliest = std::min(earliest, clock.latest);
+      }
+    }
+  }
+  ++m_generation; // every partition's next event marks it active again
+  std::int64_t below = earliest - m_options.semantic_window_ms - k_clock_slack_ms;
+  auto old = [&](std::uint64_t /*key*/, SemanticEntry entry) {
+    return static_cast<std::int64_t>(entry >> SemanticStamp::k_id_bits) < below;
+  };
+  std::size_t old_keys = 0;
+  m_semantic.for_each([&](std::uint64_t key, SemanticEntry entry) { old_keys += old(key, entry) ? 1 : 0; });
+  if (old_keys * 4 < m_semantic.size()) {
+    m_semantic_limit *= 2;
+    return;
+  }
+  m_run.clear();
+  m_semantic.extract_if(old, m_run);
+  if (!m_archive->archive(m_run)) {
+    for (const auto& entry : m_run) { // back in, and everything stays in memory from now on
+      bool inserted = false;
+      m_semantic.find_or_insert(FlatHashMap<SemanticEntry>::key_of_order(entry.key), inserted) = entry.value;
+    }
+    m_archive = nullptr;
+    return;
+  }
+  m_archived_below = std::max(m_archived_below, below);
+}
 
 std::int64_t SemanticStamp::relative(std::int64_t timestamp_ms, std::int64_t base_ms) {
   // Clamp into 40 bits centred on the first event seen: timestamps more than ±8.7 years away pile
@@ -72,9 +135,23 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   constexpr std::uint64_t k_id_mask = SemanticStamp::k_id_mask;
   std::int64_t relative = SemanticStamp::relative(event.timestamp_ms, *m_time_base);
   std::uint64_t id_tag = identity.id_hash & k_id_mask;
+  if (m_archive) {
+    tick(event, relative);
+    if (m_semantic.size() >= m_semantic_limit) {
+      sweep();
+    }
+  }
   SemanticEntry& entry = m_semantic.find_or_insert(identity.semantic_hash, inserted);
-  if (!inserted && (entry & k_id_mask) != id_tag) {
-    std::int64_t previous = static_cast<std::int64_t>(entry >> k_id_bits);
+  std::optional<SemanticEntry> latest;
+  if (!inserted) {
+    latest = entry;
+  } else if (relative - m_options.semantic_window_ms < m_archived_below) {
+    // Absent here, but an archived entry of the key may be within the window.
+    latest = m_options.archive->latest(
+        FlatHashMap<SemanticEntry>::order_key(FlatHashMap<SemanticEntry>::stored(identity.semantic_hash)));
+  }
+  if (latest && (*latest & k_id_mask) != id_tag) {
+    std::int64_t previous = static_cast<std::int64_t>(*latest >> k_id_bits);
     std::int64_t gap = relative - previous;
     if (std::max(gap, -gap) <= m_options.semantic_window_ms) {
       ++counters.semantic_duplicates;

@@ -16,11 +16,36 @@ namespace dedupctl::core {
 
 inline constexpr std::int64_t k_default_semantic_window_ms = 5 * 60 * 1000;
 
+// Where the semantic rule keeps the keys it no longer holds in memory: runs of entries, each sorted
+// by key with every key once; `latest` answers from the newest run that has the key. It is asked
+// only about events whose time could be within the window of an entry it holds, which in a log
+// whose partitions are each roughly in time order is almost never. (connectors/file holds it in a
+// temporary file; the tests hold it in memory.)
+class SemanticArchive {
+public:
+  struct Entry {
+    std::uint64_t key = 0;   // the semantic key's place in the table's order (FlatHashMap::order_key)
+    std::uint64_t value = 0; // the table's entry (time and id tag)
+  };
+  virtual ~SemanticArchive() = default;
+  // Keeps one run; false when it could not (nothing of it is kept, and the analyzer holds on).
+  virtual bool archive(std::span<const Entry> run) = 0;
+  // The entry of the newest run that has `key`; throws UnreachableError when what was kept cannot
+  // be read back.
+  virtual std::optional<std::uint64_t> latest(std::uint64_t key) = 0;
+};
+
 struct LogAnalyzerOptions {
   std::int64_t semantic_window_ms = k_default_semantic_window_ms;
   std::size_t max_examples = 5;
   std::string id_specs = "header:event_id,json:/event_id"; // for advice
   std::size_t expected_events = 1024;                      // sizes the tables up front
+  // With an archive, the semantic table holds at most about this many keys: when full, the keys
+  // whose latest event is older than every partition still being read by more than the window
+  // (and a minute for clocks that disagree) go to the archive, so its memory follows the events
+  // within the window, not the range. Without one, every key stays in memory.
+  SemanticArchive* archive = nullptr;
+  std::size_t semantic_table_limit = std::size_t{1} << 20;
 };
 
 // Each counter counts events beyond the first of their group (report-v1 "summary").
@@ -59,7 +84,8 @@ std::vector<Finding> log_findings(const LogTally& tally, const LogAnalyzerOption
 // An event whose id was seen before is a log duplicate when its payload matches any earlier
 // payload of that id, otherwise an id reuse; either way it is not also a semantic duplicate.
 // A semantic duplicate is an event whose semantic key matches the latest earlier event of that key
-// under a different id, within the window of its timestamp.
+// under a different id, within the window of its timestamp. Keys moved to the archive are asked
+// there, so the verdicts are the same with or without one.
 class LogAnalyzer {
 public:
   explicit LogAnalyzer(LogAnalyzerOptions options);
@@ -69,11 +95,22 @@ public:
 
   const LogCounters& counters() const { return m_tally.counters; }
   const LogTally& tally() const { return m_tally; }
+  // How many semantic keys the table holds now.
+  std::size_t semantic_keys() const { return m_semantic.size(); }
   std::vector<Finding> findings() const { return log_findings(m_tally, m_options); }
 
 private:
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)
   using SemanticEntry = std::uint64_t;
+
+  // The latest time (relative, as in SemanticEntry) seen on one partition, and the sweep during
+  // which it last had an event.
+  struct Clock {
+    std::int64_t latest = 0;
+    std::uint64_t generation = 0;
+  };
+  void tick(const Event& event, std::int64_t relative);
+  void sweep();
 
   LogAnalyzerOptions m_options;
   LogTally m_tally;
@@ -81,6 +118,18 @@ private:
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;
+  SemanticArchive* m_archive;
+  std::vector<SemanticArchive::Entry> m_run; // a sweep's, kept for the next
+  std::size_t m_semantic_limit;
+  // Every archived entry's time is below this (relative); none archived: the lowest value.
+  std::int64_t m_archived_below = INT64_MIN;
+  struct TopicClocks {
+    std::string topic;
+    std::vector<Clock> partitions; // by partition number
+  };
+  std::vector<TopicClocks> m_clocks;      // a topic each (few)
+  std::size_t m_clock_topic = SIZE_MAX; // the last event's topic's
+  std::uint64_t m_generation = 1;
 };
 
 // The parts of the semantic rule a merge of shards applies too: 24 bits of the id's hash and the

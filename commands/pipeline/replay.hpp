@@ -3,6 +3,7 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identify.hpp"
+#include "core/log_analyzer.hpp"
 #include "core/key_template.hpp"
 #include "core/replay.hpp"
 #include "core/source_info.hpp"
@@ -39,6 +40,7 @@ struct ReplayRequest {
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
   std::size_t batch_size = 5000; // events per claim, delivery and settle round (and transaction)
+  core::SemanticArchive* semantic_archive = nullptr; // see LogAnalyzerOptions::archive
   reports::PlacementInfo placement;
   std::vector<core::Finding> placement_findings; // e.g. what the memory window may miss
   // Called after each batch: the checkpoint to write (execute), then the events so far (pacing and

@@ -1,14 +1,8 @@
 #include "connectors/file/record_runs.hpp"
 
-#include "core/errors.hpp"
 
-#include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <unistd.h>
 
 namespace dedupctl::connectors::file {
 
@@ -37,11 +31,11 @@ void write_order(std::vector<core::DigestRecord>& records, core::DigestOrder ord
   }
 }
 
-// One run of one order, read a buffer at a time with pread.
+// One run of one order, read a buffer at a time.
 class RunReader {
 public:
-  RunReader(int fd, const std::string& what, std::uint64_t at, std::uint64_t count, std::size_t buffer_records)
-      : m_fd(fd), m_what(what), m_at(at), m_left(count), m_buffer(std::max<std::size_t>(buffer_records, 1)) {}
+  RunReader(const TempFile& file, std::uint64_t at, std::uint64_t count, std::size_t buffer_records)
+      : m_file(file), m_at(at), m_left(count), m_buffer(std::max<std::size_t>(buffer_records, 1)) {}
   bool next(core::DigestRecord& record) {
     if (m_pos == m_filled) {
       if (m_left == 0) {
@@ -56,28 +50,15 @@ public:
 private:
   void refill() {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(m_left, m_buffer.size()));
-    auto* out = reinterpret_cast<char*>(m_buffer.data());
     std::size_t bytes = want * sizeof(core::DigestRecord);
-    std::size_t done = 0;
-    while (done < bytes) {
-      ssize_t n = ::pread(m_fd, out + done, bytes - done, static_cast<off_t>(m_at + done));
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        throw UnreachableError(fmt::format("cannot read back {}: {}", m_what,
-                                           n < 0 ? std::strerror(errno) : "it was cut short"));
-      }
-      done += static_cast<std::size_t>(n);
-    }
+    m_file.read(m_at, m_buffer.data(), bytes);
     m_at += bytes;
     m_left -= want;
     m_pos = 0;
     m_filled = want;
   }
 
-  int m_fd;
-  const std::string& m_what;
+  const TempFile& m_file;
   std::uint64_t m_at;
   std::uint64_t m_left;
   std::vector<core::DigestRecord> m_buffer;
@@ -87,24 +68,10 @@ private:
 
 } // namespace
 
-RecordRuns::RecordRuns(std::size_t run_records) : m_run_records(std::max<std::size_t>(run_records, 1)) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  m_dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
-  std::string name = m_dir + "/dedupctl-digest-XXXXXX";
-  m_fd = ::mkstemp(name.data());
-  if (m_fd < 0) {
-    throw UsageError(fmt::format("cannot create the digest's temporary sort file in {} (TMPDIR): {}; set TMPDIR to a "
-                                 "writable directory with room for 144 bytes an event the shard reads",
-                                 m_dir, std::strerror(errno)));
-  }
-  ::unlink(name.c_str()); // gone with the process, however it ends
+RecordRuns::RecordRuns(std::size_t run_records)
+    : m_run_records(std::max<std::size_t>(run_records, 1)),
+      m_file("dedupctl-digest", "the digest's temporary sort file", "144 bytes an event the shard reads") {
   m_buffer.reserve(std::min<std::size_t>(m_run_records, std::size_t{4} << 10));
-}
-
-RecordRuns::~RecordRuns() {
-  if (m_fd >= 0) {
-    ::close(m_fd);
-  }
 }
 
 void RecordRuns::add(const core::DigestRecord& record) {
@@ -114,24 +81,6 @@ void RecordRuns::add(const core::DigestRecord& record) {
   m_buffer.push_back(record);
   ++m_count;
   m_keyed += record.key_hash != 0 ? 1 : 0;
-}
-
-void RecordRuns::append(const void* data, std::size_t size) {
-  const auto* in = static_cast<const char*>(data);
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(m_fd, in + done, size - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      throw UnreachableError(fmt::format("cannot write the digest's temporary sort file in {} (TMPDIR): {}; set "
-                                         "TMPDIR to a directory with room for 144 bytes an event the shard reads",
-                                         m_dir, n < 0 ? std::strerror(errno) : "nothing written"));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  m_size += size;
 }
 
 void RecordRuns::spill() {
@@ -144,11 +93,11 @@ void RecordRuns::spill() {
       std::count_if(m_buffer.begin(), m_buffer.end(), [](const core::DigestRecord& r) { return r.key_hash != 0; }));
   for (std::size_t o = 0; o < k_order_count; ++o) {
     auto order = static_cast<core::DigestOrder>(o);
-    run.at[o] = m_size;
+    run.at[o] = m_file.size();
     if (order == core::DigestOrder::Key && run.keyed == 0) {
       continue; // dedup keys are not compared
     }
-    write_order(m_buffer, order, [this](const void* data, std::size_t size) { append(data, size); });
+    write_order(m_buffer, order, [this](const void* data, std::size_t size) { m_file.append(data, size); });
   }
   m_runs.push_back(run);
   m_buffer.clear();
@@ -163,13 +112,12 @@ void RecordRuns::write_sorted(core::DigestOrder order, const std::function<void(
     spill();
     m_buffer = {};
   }
-  std::string what = fmt::format("the digest's temporary sort file in {} (TMPDIR)", m_dir);
   std::size_t buffer_records = std::clamp<std::size_t>(k_merge_buffer_bytes / sizeof(core::DigestRecord) / m_runs.size(),
                                                        64, std::size_t{16} << 10);
   std::vector<RunReader> readers;
   readers.reserve(m_runs.size());
   for (const auto& run : m_runs) {
-    readers.emplace_back(m_fd, what, run.at[order_index(order)],
+    readers.emplace_back(m_file, run.at[order_index(order)],
                          order == core::DigestOrder::Key ? run.keyed : run.count, buffer_records);
   }
   std::vector<RunReader*> streams;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "connectors/file/temp_file.hpp"
 #include "core/digest.hpp"
 
 #include <cstddef>
@@ -21,9 +22,6 @@ public:
 
   // Creates the temporary file at once: a UsageError naming TMPDIR when it cannot.
   explicit RecordRuns(std::size_t run_records = k_default_run_records);
-  ~RecordRuns();
-  RecordRuns(const RecordRuns&) = delete;
-  RecordRuns& operator=(const RecordRuns&) = delete;
 
   void add(const core::DigestRecord& record);
   std::uint64_t count() const { return m_count; }
@@ -42,16 +40,13 @@ private:
     std::uint64_t keyed = 0;
   };
   void spill();
-  void append(const void* data, std::size_t size);
 
   std::size_t m_run_records;
   std::vector<core::DigestRecord> m_buffer;
   std::vector<Run> m_runs;
   std::uint64_t m_count = 0;
   std::uint64_t m_keyed = 0;
-  std::string m_dir;
-  int m_fd = -1;
-  std::uint64_t m_size = 0;
+  TempFile m_file;
 };
 
 } // namespace dedupctl::connectors::file

@@ -275,6 +275,36 @@ TEST(CliScan, MalformedInputLinesStopWithFileAndLineOrAreCountedWithSkipInvalid)
   expect_planted_numbers(doc);
 }
 
+// Scan and audit keep old semantic keys in TMPDIR only to save memory: one that cannot be written
+// gives the same verdicts, and -v says the keys stay in memory.
+TEST(CliScan, ATmpdirThatCannotBeWrittenChangesNoVerdict) {
+  TempDir dir;
+  std::string missing = dir.file("no-such-tmp");
+  write_file(dir.file("keys.tsv"), "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://x\tmatch=*\n");
+  for (std::string command : {"scan", "audit"}) {
+    std::vector<std::string> args{command, "--input", k_orders, "-o", "json"};
+    if (command == "audit") {
+      args.insert(args.end(), {"--store", "file:" + dir.file("keys.tsv"), "--ttl", "1d", "--now", "1795000000000"});
+    }
+    auto with = run_dedupctl(args, {}, {{"TMPDIR", dir.path()}});
+    args.push_back("-v");
+    auto without = run_dedupctl(args, {}, {{"TMPDIR", missing}});
+    EXPECT_EQ(without.exit_code, with.exit_code) << command << ": " << without.err;
+    EXPECT_NE(without.err.find("the semantic rule keeps every key in memory: cannot create the semantic rule's "
+                               "temporary file in " + missing + " (TMPDIR)"),
+              std::string::npos)
+        << command << ": " << without.err;
+    Json a = parse(with);
+    Json b = parse(without);
+    for (Json* doc : {&a, &b}) {
+      doc->erase("generated_at");
+      doc->erase("settings");
+    }
+    EXPECT_EQ(a, b) << command;
+    EXPECT_FALSE(a.at("findings").empty()) << command;
+  }
+}
+
 TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
   std::string dump = R"({"topic":"t","partition":0,"offset":0,"ts":1,"key":null,"payload":"\u0000\u0001binary"})"
                      "\n"

@@ -1,8 +1,12 @@
-// A shard's digest records on real files: sorted in each order through the temporary file's runs
-// exactly as one sort in memory sorts them, whatever the run size; the temporary file never shows
-// in TMPDIR; a TMPDIR that cannot be written is named, before anything is read or after.
+// The temporary files in TMPDIR, on real files. A shard's digest records: sorted in each order
+// through the temporary file's runs exactly as one sort in memory sorts them, whatever the run
+// size; the temporary file never shows in TMPDIR; a TMPDIR that cannot be written is named, before
+// anything is read or after. The semantic rule's archive: each key found in the newest run that
+// has it, as a sorted list in memory finds it; a TMPDIR that cannot hold it leaves the keys in
+// memory, and a file cut short under it is an error, not a key missed.
 #include "connectors/file/digest_file.hpp"
 #include "connectors/file/record_runs.hpp"
+#include "connectors/file/semantic_archive.hpp"
 #include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -14,6 +18,8 @@
 #include <cstring>
 #include <dirent.h>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <sys/resource.h>
@@ -104,6 +110,34 @@ private:
   std::optional<std::string> m_old;
 };
 
+// Cuts to half its size the open (unlinked) file whose path starts with `prefix`, through
+// /proc/self/fd; false when none is open.
+bool cut_open_file_in_half(const std::string& prefix) {
+  bool cut = false;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind(prefix, 0) == 0) {
+      std::filesystem::resize_file(fd.path(), std::filesystem::file_size(fd.path()) / 2);
+      cut = true;
+    }
+  }
+  return cut;
+}
+
+// Runs the body with files limited to `bytes` (a write past it fails with EFBIG, as on a full disk).
+template <typename Body> void with_file_size_limit(rlim_t bytes, Body&& body) {
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = bytes;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  body();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+}
+
 } // namespace
 
 TEST(RecordRuns, EachOrderThroughRunsIsTheOrderOfOneSortInMemory) {
@@ -190,23 +224,16 @@ TEST(RecordRuns, ATmpdirThatFillsUpMidRunIsAnUnreachableErrorNamingIt) {
   TempDir tmp;
   ScopedTmpdir scoped(tmp.path());
   RecordRuns runs(1000);
-  // A disk that fills: the file may not grow past 64 KiB (a write past it fails with EFBIG).
-  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = 64 << 10;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string error;
-  try {
-    for (const auto& r : random_records(20000, true, 9)) {
-      runs.add(r);
+  with_file_size_limit(64 << 10, [&] {
+    try {
+      for (const auto& r : random_records(20000, true, 9)) {
+        runs.add(r);
+      }
+    } catch (const UnreachableError& e) {
+      error = e.what();
     }
-  } catch (const UnreachableError& e) {
-    error = e.what();
-  }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
+  });
   EXPECT_NE(error.find(tmp.path()), std::string::npos) << error;
   EXPECT_NE(error.find("TMPDIR"), std::string::npos) << error;
 }
@@ -248,15 +275,7 @@ TEST(RecordRuns, RunsCutShortUnderTheShardAreAnUnreachableErrorNamingThem) {
   ASSERT_GT(runs.runs(), 1u);
   sorted_by_runs(runs, DigestOrder::Id); // the last run written: the file is whole
   // The unlinked file is still reachable through /proc: cut it in half.
-  bool cut = false;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    auto target = std::filesystem::read_symlink(fd.path(), ec).string();
-    if (!ec && target.rfind(tmp.path() + "/dedupctl-digest-", 0) == 0) {
-      std::filesystem::resize_file(fd.path(), std::filesystem::file_size(fd.path()) / 2);
-      cut = true;
-    }
-  }
+  bool cut = cut_open_file_in_half(tmp.path() + "/dedupctl-digest-");
   ASSERT_TRUE(cut) << "the temporary file was not found among the open files";
   try {
     sorted_by_runs(runs, DigestOrder::Semantic);
@@ -264,5 +283,115 @@ TEST(RecordRuns, RunsCutShortUnderTheShardAreAnUnreachableErrorNamingThem) {
   } catch (const UnreachableError& e) {
     EXPECT_NE(std::string(e.what()).find(tmp.path() + " (TMPDIR)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("cut short"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+
+using connectors::file::FileSemanticArchive;
+using Entry = core::SemanticArchive::Entry;
+
+// A run of `n` distinct random keys (from a small range, so that runs share keys), sorted.
+std::vector<Entry> random_run(std::mt19937_64& rng, std::size_t n, std::uint64_t tag) {
+  std::map<std::uint64_t, std::uint64_t> keys;
+  while (keys.size() < n) {
+    keys.emplace(1 + rng() % 20000, (rng() << 8) | tag);
+  }
+  std::vector<Entry> run;
+  for (const auto& [key, value] : keys) {
+    run.push_back({key, value});
+  }
+  return run;
+}
+
+// The newest run's entry of `key`, from the runs in memory.
+std::optional<std::uint64_t> newest(const std::vector<std::vector<Entry>>& runs, std::uint64_t key) {
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    for (const auto& e : *run) {
+      if (e.key == key) {
+        return e.value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+// Runs of 1, 255, 256, 257 and thousands of keys, sharing keys between them: every key in and
+// out of them is answered from the newest run that has it, and the file never shows in TMPDIR.
+TEST(FileSemanticArchive, EachKeyIsFoundInTheNewestRunThatHasIt) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::mt19937_64 rng(41);
+  FileSemanticArchive archive;
+  std::vector<std::vector<Entry>> runs;
+  std::uint64_t tag = 0;
+  for (std::size_t n : {1u, 255u, 256u, 257u, 5000u, 12000u, 3u}) {
+    runs.push_back(random_run(rng, n, ++tag));
+    ASSERT_TRUE(archive.archive(runs.back()));
+  }
+  EXPECT_TRUE(entries(tmp.path()).empty()) << "the archive shows in TMPDIR";
+  std::size_t found = 0;
+  for (std::uint64_t key = 0; key <= 20001; ++key) {
+    auto want = newest(runs, key);
+    ASSERT_EQ(archive.latest(key), want) << "key " << key;
+    found += want ? 1 : 0;
+  }
+  EXPECT_GT(found, 10000u);
+  EXPECT_EQ(archive.latest(UINT64_MAX), std::nullopt);
+}
+
+// A TMPDIR that does not exist: no archive (the analyzer keeps every key in memory), and the
+// constructor's error names TMPDIR.
+TEST(FileSemanticArchive, ATmpdirThatCannotBeWrittenGivesNoArchive) {
+  TempDir dir;
+  ScopedTmpdir scoped(dir.file("missing"));
+  EXPECT_EQ(FileSemanticArchive::try_create(false), nullptr);
+  try {
+    FileSemanticArchive archive;
+    FAIL() << "an archive was created in a missing TMPDIR";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("missing") + " (TMPDIR)"), std::string::npos) << e.what();
+  }
+}
+
+// A TMPDIR that fills: the run that does not fit is refused whole, and the runs before it still
+// answer.
+TEST(FileSemanticArchive, ARunThatDoesNotFitIsRefusedAndTheEarlierOnesStillAnswer) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::mt19937_64 rng(43);
+  FileSemanticArchive archive;
+  std::vector<std::vector<Entry>> runs{random_run(rng, 1000, 1)};
+  ASSERT_TRUE(archive.archive(runs.back()));
+  std::vector<Entry> big = random_run(rng, 10000, 2);
+  bool kept = true;
+  with_file_size_limit(64 << 10, [&] { kept = archive.archive(big); });
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(archive.runs(), 1u);
+  for (const auto& e : runs.back()) {
+    ASSERT_EQ(archive.latest(e.key), e.value);
+  }
+  for (const auto& e : big) {
+    ASSERT_EQ(archive.latest(e.key), newest(runs, e.key)) << "a refused run answered";
+  }
+}
+
+// An archive cut short under the analyzer is an UnreachableError naming it: a key it cannot read
+// back is not taken for a key it never had.
+TEST(FileSemanticArchive, AFileCutShortIsAnUnreachableErrorNotAKeyMissed) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::mt19937_64 rng(47);
+  FileSemanticArchive archive;
+  std::vector<Entry> run = random_run(rng, 4000, 1);
+  ASSERT_TRUE(archive.archive(run));
+  ASSERT_TRUE(cut_open_file_in_half(tmp.path() + "/dedupctl-semantic-"));
+  try {
+    archive.latest(run.back().key);
+    FAIL() << "a key beyond the cut was answered";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find(tmp.path() + " (TMPDIR)"), std::string::npos) << e.what();
   }
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 using namespace dedupctl;
 using namespace dedupctl::core;
@@ -179,4 +180,164 @@ TEST(LogAnalyzer, AMillionDistinctIdsAreAllDistinct) {
   EXPECT_EQ(analyzer.counters().events, 1'000'000);
   EXPECT_EQ(analyzer.counters().log_duplicates + analyzer.counters().id_reuse + analyzer.counters().semantic_duplicates,
             0);
+}
+
+namespace {
+
+// The archive in memory: runs of sorted entries, the newest asked first.
+class MemoryArchive final : public SemanticArchive {
+public:
+  bool archive(std::span<const Entry> run) override {
+    if (refuse) {
+      return false;
+    }
+    EXPECT_TRUE(std::is_sorted(run.begin(), run.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; }));
+    runs.emplace_back(run.begin(), run.end());
+    archived += run.size();
+    return true;
+  }
+  std::optional<std::uint64_t> latest(std::uint64_t key) override {
+    ++asked;
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+      auto it = std::lower_bound(run->begin(), run->end(), key, [](const Entry& e, std::uint64_t k) { return e.key < k; });
+      if (it != run->end() && it->key == key) {
+        ++found;
+        return it->value;
+      }
+    }
+    return std::nullopt;
+  }
+  bool refuse = false;
+  std::vector<std::vector<Entry>> runs;
+  std::size_t archived = 0;
+  std::size_t asked = 0;
+  std::size_t found = 0;
+};
+
+void expect_same_run(const Run& got, const Run& truth, const std::string& what) {
+  EXPECT_EQ(got.counters.events, truth.counters.events) << what;
+  EXPECT_EQ(got.counters.log_duplicates, truth.counters.log_duplicates) << what;
+  EXPECT_EQ(got.counters.id_reuse, truth.counters.id_reuse) << what;
+  EXPECT_EQ(got.counters.semantic_duplicates, truth.counters.semantic_duplicates) << what;
+  ASSERT_EQ(got.findings.size(), truth.findings.size()) << what;
+  for (std::size_t f = 0; f < truth.findings.size(); ++f) {
+    const Finding& g = got.findings[f];
+    const Finding& t = truth.findings[f];
+    EXPECT_EQ(g.id, t.id) << what;
+    EXPECT_EQ(g.count, t.count) << what << " " << t.id;
+    EXPECT_EQ(g.partitions, t.partitions) << what << " " << t.id;
+    ASSERT_EQ(g.examples.size(), t.examples.size()) << what << " " << t.id;
+    for (std::size_t i = 0; i < t.examples.size(); ++i) {
+      EXPECT_EQ(g.examples[i].event_id, t.examples[i].event_id) << what << " " << t.id << " example " << i;
+      EXPECT_EQ(g.examples[i].partition, t.examples[i].partition) << what << " " << t.id << " example " << i;
+      EXPECT_EQ(g.examples[i].offset, t.examples[i].offset) << what << " " << t.id << " example " << i;
+      EXPECT_EQ(g.examples[i].note, t.examples[i].note) << what << " " << t.id << " example " << i;
+    }
+  }
+}
+
+// A log of `partitions` partitions read a block at a time in turn, each partition's clock moving on
+// by up to 4 s an event; one event in `late_every` carries a time up to an hour back (a producer's
+// clock behind), so that its key may be archived. Few payloads (the semantic key) at a time and
+// some ids repeated, so that every rule fires.
+std::vector<OwnedEvent> clocked_log(std::mt19937_64& rng, int partitions, int events, int late_every) {
+  std::vector<OwnedEvent> log;
+  std::vector<std::int64_t> clock(partitions, 1'700'000'000'000);
+  std::vector<std::int64_t> offset(partitions, 0);
+  int p = 0;
+  while (static_cast<int>(log.size()) < events) {
+    int block = 1 + static_cast<int>(rng() % 8);
+    for (int b = 0; b < block; ++b) {
+      clock[p] += static_cast<std::int64_t>(rng() % 4000);
+      std::int64_t ts = clock[p];
+      // The intents drift: each is met within a hundred events or so, then no more; a late event
+      // (a retry sent again long after) is an old intent.
+      std::size_t intent = log.size() / 3 + rng() % 30;
+      if (late_every > 0 && rng() % late_every == 0) {
+        ts -= static_cast<std::int64_t>(rng() % (60 * k_minute));
+        intent -= std::min<std::size_t>(intent, rng() % 300);
+      }
+      std::string id = rng() % 20 == 0 ? "id-" + std::to_string(rng() % 50) : "id-" + std::to_string(rng());
+      std::string payload = "intent-" + std::to_string(intent) + (rng() % 40 == 0 ? "-other" : "");
+      log.push_back(ev(offset[p]++, id, payload, ts, p));
+    }
+    p = (p + 1) % partitions;
+  }
+  return log;
+}
+
+} // namespace
+
+// With a small table that sweeps often, keys moved to the archive are still found there: counts,
+// partitions and examples are those of the analyzer that holds every key, over logs in and out of
+// time order.
+TEST(LogAnalyzer, ArchivingOldSemanticKeysChangesNoVerdict) {
+  std::mt19937_64 rng(29);
+  std::size_t asked = 0;
+  std::size_t found = 0;
+  int archived_trials = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    int partitions = 1 + static_cast<int>(rng() % 6);
+    int late_every = trial % 3 == 0 ? 0 : 20 + static_cast<int>(rng() % 100);
+    auto log = clocked_log(rng, partitions, 3000, late_every);
+    LogAnalyzerOptions options;
+    options.max_examples = 4;
+    ::Run truth = analyze(log, options);
+    MemoryArchive archive;
+    options.archive = &archive;
+    options.semantic_table_limit = 64;
+    ::Run got = analyze(log, options);
+    std::string what = "trial " + std::to_string(trial);
+    expect_same_run(got, truth, what);
+    archived_trials += archive.runs.empty() ? 0 : 1;
+    asked += archive.asked;
+    found += archive.found;
+    if (HasFailure()) {
+      return;
+    }
+  }
+  EXPECT_GE(archived_trials, 20);
+  EXPECT_GT(asked, 100u); // late events met archived keys, and some were within the window
+  EXPECT_GT(found, 10u);
+  ASSERT_GT(analyze(clocked_log(rng, 3, 3000, 30), {}).counters.semantic_duplicates, 0);
+}
+
+// The table holds what the window needs, not the range: 100,000 events ten hours apart from the
+// first to the last (about 1,000 within the window and the slack), through a table of 4,096 keys.
+TEST(LogAnalyzer, TheSemanticTableFollowsTheWindowNotTheRange) {
+  std::mt19937_64 rng(31);
+  MemoryArchive archive;
+  LogAnalyzerOptions options;
+  options.archive = &archive;
+  options.semantic_table_limit = 4096;
+  Identifier identifier(default_identify_options());
+  LogAnalyzer analyzer(options);
+  std::size_t held = 0;
+  for (int i = 0; i < 100'000; ++i) {
+    OwnedEvent owned = ev(i / 4, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i * 360,
+                          i % 4);
+    std::vector<Header> headers;
+    Event e = dedupctl::testing::view(owned, headers);
+    analyzer.observe(e, identifier.identify_one(e));
+    held = std::max(held, analyzer.semantic_keys());
+  }
+  EXPECT_LE(held, 4096u);
+  EXPECT_GT(archive.archived, 90'000u);
+  EXPECT_EQ(archive.asked, 0u); // in time order nothing is asked back
+  EXPECT_EQ(analyzer.counters().semantic_duplicates, 0);
+}
+
+// An archive that cannot keep a run (TMPDIR full) leaves every key in memory: the same verdicts.
+TEST(LogAnalyzer, AnArchiveThatRefusesKeepsEveryKeyInMemory) {
+  std::mt19937_64 rng(37);
+  auto log = clocked_log(rng, 3, 3000, 25);
+  LogAnalyzerOptions options;
+  ::Run truth = analyze(log, options);
+  MemoryArchive archive;
+  archive.refuse = true;
+  options.archive = &archive;
+  options.semantic_table_limit = 64;
+  expect_same_run(analyze(log, options), truth, "refused");
+  EXPECT_TRUE(archive.runs.empty());
+  EXPECT_EQ(archive.asked, 0u);
 }

@@ -83,9 +83,48 @@ void BM_LogAnalyzerDistinctIds(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 1'000'000);
 }
 
+// 4M events one ms apart on 256 partitions, with every key in memory (0) or with the old ones
+// handed to an archive (1) that keeps nothing (in time order nothing is asked back).
+class DiscardingArchive final : public SemanticArchive {
+public:
+  bool archive(std::span<const Entry> run) override {
+    archived += run.size();
+    return true;
+  }
+  std::optional<std::uint64_t> latest(std::uint64_t) override { return std::nullopt; }
+  std::size_t archived = 0;
+};
+
+void BM_LogAnalyzer4MEvents(benchmark::State& state) {
+  constexpr std::uint64_t k_events = 4'000'000;
+  for (auto _ : state) {
+    DiscardingArchive archive;
+    LogAnalyzerOptions options;
+    options.expected_events = k_events;
+    options.archive = state.range(0) != 0 ? &archive : nullptr;
+    LogAnalyzer analyzer(options);
+    Event e;
+    e.topic = "bench";
+    for (std::uint64_t i = 0; i < k_events; ++i) {
+      e.partition = static_cast<std::int32_t>(i % 256);
+      e.timestamp_ms = 1'700'000'000'000 + static_cast<std::int64_t>(i);
+      Identity id;
+      id.has_id = true;
+      id.id_hash = (i + 1) * 0x9e3779b97f4a7c15ULL;
+      id.payload_fingerprint = i;
+      id.semantic_hash = (i + 1) * 0xc2b2ae3d27d4eb4fULL;
+      analyzer.observe(e, id);
+    }
+    benchmark::DoNotOptimize(analyzer.counters().events);
+    state.counters["archived"] = static_cast<double>(archive.archived);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(k_events));
+}
+
 } // namespace
 
 BENCHMARK(BM_IdentifyHeaderIds);
 BENCHMARK(BM_IdentifyJsonIds);
 BENCHMARK(BM_LogAnalyzerDistinctIds)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LogAnalyzer4MEvents)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

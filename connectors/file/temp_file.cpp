@@ -1,0 +1,70 @@
+#include "connectors/file/temp_file.hpp"
+
+#include "core/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace dedupctl::connectors::file {
+
+TempFile::TempFile(const std::string& stem, std::string what, std::string room) : m_room(std::move(room)) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  m_dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  m_describe = fmt::format("{} in {} (TMPDIR)", what, m_dir);
+  std::string name = m_dir + "/" + stem + "-XXXXXX";
+  m_fd = ::mkstemp(name.data());
+  if (m_fd < 0) {
+    throw UsageError(fmt::format("cannot create {}: {}; set TMPDIR to a writable directory with room for {}", m_describe,
+                                 std::strerror(errno), m_room));
+  }
+  ::unlink(name.c_str()); // gone with the process, however it ends
+}
+
+TempFile::~TempFile() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+void TempFile::append(const void* data, std::size_t size) {
+  const auto* in = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pwrite(m_fd, in + done, size - done, static_cast<off_t>(m_size + done));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      int error = n < 0 ? errno : 0;
+      if (::ftruncate(m_fd, static_cast<off_t>(m_size)) != 0) {
+        // the part written stays beyond the end we know; it is never read
+      }
+      throw UnreachableError(fmt::format("cannot write {}: {}; set TMPDIR to a directory with room for {}", m_describe,
+                                         error != 0 ? std::strerror(error) : "nothing written", m_room));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  m_size += size;
+}
+
+void TempFile::read(std::uint64_t at, void* out, std::size_t size) const {
+  auto* to = static_cast<char*>(out);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(m_fd, to + done, size - done, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      throw UnreachableError(
+          fmt::format("cannot read back {}: {}", m_describe, n < 0 ? std::strerror(errno) : "it was cut short"));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+} // namespace dedupctl::connectors::file
