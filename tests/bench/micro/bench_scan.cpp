@@ -66,17 +66,22 @@ void identify(benchmark::State& state, bool json) {
 void BM_IdentifyHeaderIds(benchmark::State& state) { identify(state, false); }
 void BM_IdentifyJsonIds(benchmark::State& state) { identify(state, true); }
 
+// The i-th of distinct ids, payloads and semantic keys.
+Identity distinct_identity(std::uint64_t i) {
+  Identity id;
+  id.has_id = true;
+  id.id_hash = (i + 1) * 0x9e3779b97f4a7c15ULL;
+  id.payload_fingerprint = i;
+  id.semantic_hash = (i + 1) * 0xc2b2ae3d27d4eb4fULL;
+  return id;
+}
+
 void BM_LogAnalyzerDistinctIds(benchmark::State& state) {
   for (auto _ : state) {
     LogAnalyzer analyzer(LogAnalyzerOptions{});
     Event e;
     for (std::uint64_t i = 0; i < 1'000'000; ++i) {
-      Identity id;
-      id.has_id = true;
-      id.id_hash = (i + 1) * 0x9e3779b97f4a7c15ULL;
-      id.payload_fingerprint = i;
-      id.semantic_hash = (i + 1) * 0xc2b2ae3d27d4eb4fULL;
-      analyzer.observe(e, id);
+      analyzer.observe(e, distinct_identity(i));
     }
     benchmark::DoNotOptimize(analyzer.counters().events);
   }
@@ -108,12 +113,7 @@ void BM_LogAnalyzer4MEvents(benchmark::State& state) {
     for (std::uint64_t i = 0; i < k_events; ++i) {
       e.partition = static_cast<std::int32_t>(i % 256);
       e.timestamp_ms = 1'700'000'000'000 + static_cast<std::int64_t>(i);
-      Identity id;
-      id.has_id = true;
-      id.id_hash = (i + 1) * 0x9e3779b97f4a7c15ULL;
-      id.payload_fingerprint = i;
-      id.semantic_hash = (i + 1) * 0xc2b2ae3d27d4eb4fULL;
-      analyzer.observe(e, id);
+      analyzer.observe(e, distinct_identity(i));
     }
     benchmark::DoNotOptimize(analyzer.counters().events);
     state.counters["archived"] = static_cast<double>(archive.archived);
