@@ -160,6 +160,9 @@ int run(const AuditOptions& options, Context& context) {
       request.times = &times;
     }
     report = run_audit(request, *opened.source, *store, opened.info, now);
+    if (archive) {
+      archive->note(context.global.verbose > 0);
+    }
     if (request.times) {
       context.note("audit stages: " + times.describe());
     }

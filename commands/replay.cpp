@@ -230,6 +230,9 @@ int run(const ReplayOptions& options, Context& context) {
     request.times = &times;
   }
   report = run_replay(request, *opened.source, *via, sink.get(), opened.info, context.now_ms());
+  if (archive) {
+    archive->note(context.global.verbose > 0);
+  }
   if (request.times) {
     context.note("replay stages: " + times.describe());
   }

@@ -51,6 +51,9 @@ int run(const ScanOptions& options, Context& context) {
   } else {
     note_ranges(opened.info, context);
     report = run_scan(request, *opened.source, opened.info, context.now_ms());
+    if (archive) {
+      archive->note(context.global.verbose > 0);
+    }
   }
   if (digest) {
     complete_report(report, opened, context);

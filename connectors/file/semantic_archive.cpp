@@ -36,6 +36,7 @@ bool FileSemanticArchive::archive(std::span<const Entry> run) {
     }
     return false; // the file is as it was; the analyzer holds on to these keys
   }
+  m_keys += run.size();
   for (std::size_t i = 0; i < run.size(); i += k_block) {
     kept.firsts.push_back(run[i].key);
   }
@@ -43,7 +44,18 @@ bool FileSemanticArchive::archive(std::span<const Entry> run) {
   return true;
 }
 
+void FileSemanticArchive::note(bool verbose) const {
+  if (verbose && m_keys > 0) {
+    std::fprintf(stderr,
+                 "dedupctl: the semantic rule moved %llu keys older than the window to %s; %llu events with a time "
+                 "that far back asked there, %llu found their key\n",
+                 static_cast<unsigned long long>(m_keys), m_file.describe().c_str(),
+                 static_cast<unsigned long long>(m_asked), static_cast<unsigned long long>(m_found));
+  }
+}
+
 std::optional<std::uint64_t> FileSemanticArchive::latest(std::uint64_t key) {
+  ++m_asked;
   for (auto run = m_runs.rbegin(); run != m_runs.rend(); ++run) {
     auto after = std::upper_bound(run->firsts.begin(), run->firsts.end(), key);
     if (after == run->firsts.begin()) {
@@ -57,6 +69,7 @@ std::optional<std::uint64_t> FileSemanticArchive::latest(std::uint64_t key) {
     auto it = std::lower_bound(m_block.begin(), m_block.end(), key,
                                [](const Entry& e, std::uint64_t k) { return e.key < k; });
     if (it != m_block.end() && it->key == key) {
+      ++m_found;
       return it->value;
     }
   }

@@ -26,6 +26,8 @@ public:
   std::optional<std::uint64_t> latest(std::uint64_t key) override;
 
   std::size_t runs() const { return m_runs.size(); }
+  // With `verbose`, says on stderr how many keys it took and how many events asked it, if any.
+  void note(bool verbose) const;
 
 private:
   bool m_verbose = false;
@@ -38,6 +40,9 @@ private:
   TempFile m_file;
   std::vector<Run> m_runs;
   std::vector<Entry> m_block;
+  std::uint64_t m_keys = 0;
+  std::uint64_t m_asked = 0;
+  std::uint64_t m_found = 0;
 };
 
 } // namespace dedupctl::connectors::file

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <thread>
@@ -303,6 +305,52 @@ TEST(CliScan, ATmpdirThatCannotBeWrittenChangesNoVerdict) {
     EXPECT_EQ(a, b) << command;
     EXPECT_FALSE(a.at("findings").empty()) << command;
   }
+}
+
+// Past about a million semantic keys the old ones go to TMPDIR. A retry sent long after under a
+// new id, with the time of the event it repeats, finds its key there: the report is that of a run
+// that keeps every key in memory (TMPDIR missing), and -v says how many keys moved and were found.
+TEST(CliScan, SemanticKeysMovedToTmpdirAreFoundByEventsThatFarBack) {
+  TempDir dir;
+  constexpr int k_events = 1'200'000;
+  constexpr int k_late = 1000;
+  {
+    std::ofstream out(dir.file("dump.ndjson"));
+    auto line = [&](long long offset, long long ts, const std::string& id, long long order) {
+      out << R"({"topic":"t","partition":0,"offset":)" << offset << R"(,"ts":)" << ts
+          << R"(,"key":null,"payload":"{\"event_id\":\")" << id << R"(\",\"order\":\"o)" << order << R"(\"}"})"
+          << '\n';
+    };
+    const long long base = 1'700'000'000'000;
+    for (int i = 0; i < k_events; ++i) {
+      line(i, base + i, "e" + std::to_string(i), i); // an event a millisecond, each its own intent
+    }
+    for (int j = 0; j < k_late; ++j) { // the retries: a second after the event they repeat
+      line(k_events + j, base + j * 100 + 1000, "late" + std::to_string(j), j * 100);
+    }
+  }
+  TempDir tmp;
+  std::vector<std::string> args{"scan", "--input", dir.file("dump.ndjson"), "-o", "json", "--fail-on", "none", "-v"};
+  auto archived = run_dedupctl(args, {}, {{"TMPDIR", tmp.path()}});
+  auto in_memory = run_dedupctl(args, {}, {{"TMPDIR", dir.file("missing")}});
+  ASSERT_EQ(archived.exit_code, 0) << archived.err;
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.err;
+  std::smatch moved;
+  std::string err = archived.err;
+  ASSERT_TRUE(std::regex_search(err, moved, std::regex(R"(moved (\d+) keys older than the window to the semantic rule's )"
+                                                       R"(temporary file in .* \(TMPDIR\); (\d+) events with a time )"
+                                                       R"(that far back asked there, (\d+) found their key)")))
+      << err;
+  EXPECT_GT(std::stoll(moved[1]), 500'000);
+  EXPECT_EQ(std::stoll(moved[3]), k_late);
+  EXPECT_EQ(in_memory.err.find("moved"), std::string::npos) << in_memory.err;
+  Json a = parse(archived);
+  Json b = parse(in_memory);
+  EXPECT_EQ(a.at("summary").at("semantic_duplicates"), k_late);
+  a.erase("generated_at");
+  b.erase("generated_at");
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the archive showed in TMPDIR";
 }
 
 TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
