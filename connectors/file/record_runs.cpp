@@ -1,7 +1,5 @@
 #include "connectors/file/record_runs.hpp"
 
-
-
 #include <algorithm>
 
 namespace dedupctl::connectors::file {

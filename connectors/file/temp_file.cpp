@@ -15,7 +15,7 @@ namespace {
 
 // Calls `io(done)` (a pwrite or pread of what is left after `done` bytes) until `size` bytes are
 // through; false with errno (0: nothing moved) when a call moves nothing.
-template <typename Io> bool all_of(std::size_t size, Io&& io) {
+template <typename Io> bool transfer_all(std::size_t size, Io&& io) {
   std::size_t done = 0;
   while (done < size) {
     ssize_t n = io(done);
@@ -54,7 +54,7 @@ TempFile::~TempFile() {
 
 void TempFile::append(const void* data, std::size_t size) {
   const auto* in = static_cast<const char*>(data);
-  if (!all_of(size, [&](std::size_t done) {
+  if (!transfer_all(size, [&](std::size_t done) {
         return ::pwrite(m_fd, in + done, size - done, static_cast<off_t>(m_size + done));
       })) {
     int error = errno;
@@ -69,7 +69,9 @@ void TempFile::append(const void* data, std::size_t size) {
 
 void TempFile::read(std::uint64_t at, void* out, std::size_t size) const {
   auto* to = static_cast<char*>(out);
-  if (!all_of(size, [&](std::size_t done) { return ::pread(m_fd, to + done, size - done, static_cast<off_t>(at + done)); })) {
+  if (!transfer_all(size, [&](std::size_t done) {
+        return ::pread(m_fd, to + done, size - done, static_cast<off_t>(at + done));
+      })) {
     throw UnreachableError(
         fmt::format("cannot read back {}: {}", m_describe, errno != 0 ? std::strerror(errno) : "it was cut short"));
   }
