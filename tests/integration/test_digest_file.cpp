@@ -395,3 +395,24 @@ TEST(FileSemanticArchive, AFileCutShortIsAnUnreachableErrorNotAKeyMissed) {
     EXPECT_NE(std::string(e.what()).find(tmp.path() + " (TMPDIR)"), std::string::npos) << e.what();
   }
 }
+
+// With -v, a run TMPDIR cannot hold is said once, naming TMPDIR, with what follows: the keys stay
+// in memory from then on.
+TEST(FileSemanticArchive, ARefusedRunIsSaidWithVerbose) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::mt19937_64 rng(59);
+  auto archive = FileSemanticArchive::try_create(true);
+  ASSERT_NE(archive, nullptr);
+  std::vector<Entry> big = random_run(rng, 10000, 1);
+  bool kept = true;
+  ::testing::internal::CaptureStderr();
+  with_file_size_limit(64 << 10, [&] { kept = archive->archive(big); });
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(kept);
+  EXPECT_NE(err.find("the semantic rule keeps every key in memory from here on: cannot write the semantic rule's "
+                     "temporary file in " +
+                     tmp.path() + " (TMPDIR)"),
+            std::string::npos)
+      << err;
+}

@@ -341,3 +341,25 @@ TEST(LogAnalyzer, AnArchiveThatRefusesKeepsEveryKeyInMemory) {
   EXPECT_TRUE(archive.runs.empty());
   EXPECT_EQ(archive.asked, 0u);
 }
+
+// A table whose keys are all within the window frees nothing by a sweep: it grows instead, and
+// hands the archive nothing (rather than sweeping, and archiving empty runs, on every insert).
+TEST(LogAnalyzer, KeysAllWithinTheWindowGrowTheTableInsteadOfArchiving) {
+  std::vector<OwnedEvent> log;
+  for (int i = 0; i < 2000; ++i) { // 2,000 intents within two seconds
+    log.push_back(ev(i, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i, i % 3));
+  }
+  MemoryArchive archive;
+  LogAnalyzerOptions options;
+  options.archive = &archive;
+  options.semantic_table_limit = 64;
+  Identifier identifier(default_identify_options());
+  LogAnalyzer analyzer(options);
+  for (const auto& owned : log) {
+    std::vector<Header> headers;
+    Event e = dedupctl::testing::view(owned, headers);
+    analyzer.observe(e, identifier.identify_one(e));
+  }
+  EXPECT_TRUE(archive.runs.empty());
+  EXPECT_EQ(analyzer.semantic_keys(), 2000u);
+}
