@@ -21,14 +21,21 @@ struct Run {
   std::vector<Finding> findings;
 };
 
-Run analyze(const std::vector<OwnedEvent>& events, LogAnalyzerOptions analyzer_options = {}) {
+// Identifies each event and hands it to `analyzer`, calling `after()` after each.
+template <typename After = void (*)()>
+void observe_all(LogAnalyzer& analyzer, const std::vector<OwnedEvent>& events, After after = [] {}) {
   Identifier identifier(default_identify_options());
-  LogAnalyzer analyzer(analyzer_options);
   for (const auto& owned : events) {
     std::vector<Header> headers;
     Event e = dedupctl::testing::view(owned, headers);
     analyzer.observe(e, identifier.identify_one(e));
+    after();
   }
+}
+
+Run analyze(const std::vector<OwnedEvent>& events, LogAnalyzerOptions analyzer_options = {}) {
+  LogAnalyzer analyzer(analyzer_options);
+  observe_all(analyzer, events);
   return {analyzer.counters(), analyzer.findings()};
 }
 
@@ -305,22 +312,17 @@ TEST(LogAnalyzer, ArchivingOldSemanticKeysChangesNoVerdict) {
 // The table holds what the window needs, not the range: 100,000 events ten hours apart from the
 // first to the last (about 1,000 within the window and the slack), through a table of 4,096 keys.
 TEST(LogAnalyzer, TheSemanticTableFollowsTheWindowNotTheRange) {
-  std::mt19937_64 rng(31);
   MemoryArchive archive;
   LogAnalyzerOptions options;
   options.archive = &archive;
   options.semantic_table_limit = 4096;
-  Identifier identifier(default_identify_options());
+  std::vector<OwnedEvent> log;
+  for (int i = 0; i < 100'000; ++i) {
+    log.push_back(ev(i / 4, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i * 360, i % 4));
+  }
   LogAnalyzer analyzer(options);
   std::size_t held = 0;
-  for (int i = 0; i < 100'000; ++i) {
-    OwnedEvent owned = ev(i / 4, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i * 360,
-                          i % 4);
-    std::vector<Header> headers;
-    Event e = dedupctl::testing::view(owned, headers);
-    analyzer.observe(e, identifier.identify_one(e));
-    held = std::max(held, analyzer.semantic_keys());
-  }
+  observe_all(analyzer, log, [&] { held = std::max(held, analyzer.semantic_keys()); });
   EXPECT_LE(held, 4096u);
   EXPECT_GT(archive.archived, 90'000u);
   EXPECT_EQ(archive.asked, 0u); // in time order nothing is asked back
@@ -353,13 +355,8 @@ TEST(LogAnalyzer, KeysAllWithinTheWindowGrowTheTableInsteadOfArchiving) {
   LogAnalyzerOptions options;
   options.archive = &archive;
   options.semantic_table_limit = 64;
-  Identifier identifier(default_identify_options());
   LogAnalyzer analyzer(options);
-  for (const auto& owned : log) {
-    std::vector<Header> headers;
-    Event e = dedupctl::testing::view(owned, headers);
-    analyzer.observe(e, identifier.identify_one(e));
-  }
+  observe_all(analyzer, log);
   EXPECT_TRUE(archive.runs.empty());
   EXPECT_EQ(analyzer.semantic_keys(), 2000u);
 }
