@@ -21,6 +21,15 @@ namespace dedupctl::connectors::kafka {
 
 inline constexpr std::int64_t k_default_timeout_ms = 10'000;
 
+// How a reader held partitions back to deliver the canonical order.
+struct ReaderCounters {
+  std::int64_t pauses = 0;
+  std::int64_t resumes = 0;
+  // Turns that found their partition paused with nothing to deliver: the order waited for a fetch
+  // that the pause had put off.
+  std::int64_t waits_on_paused = 0;
+};
+
 struct KafkaSettings {
   std::string bootstrap;
   std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
@@ -28,9 +37,11 @@ struct KafkaSettings {
   int verbosity = 0;                                           // librdkafka's own log lines show from -vv
   const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
   // A reader holds at most about this much of the partitions that are ahead of the canonical order
-  // before it pauses them (see KafkaReader); 0: twice what one fetch brings of every partition, at
-  // least 64 MiB.
+  // before it pauses those that hold their next round already (see KafkaReader); 0: twice what one
+  // fetch brings of every partition, at least 64 MiB.
   std::size_t reorder_bytes = 0;
+  // When set, a reader counts here how it held the partitions that were ahead (tests).
+  ReaderCounters* reader_counters = nullptr;
 };
 
 struct TopicRequest {

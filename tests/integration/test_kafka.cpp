@@ -265,9 +265,13 @@ INSTANTIATE_TEST_SUITE_P(Brokers, KafkaOrder, ::testing::Values("mock", "kafka")
                          [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
 
 // Reads the topic and checks the order against the rule, once as configured and once holding
-// almost nothing ahead (every partition that is ahead pauses and is fetched again on resume).
-void expect_canonical_order(const TestTopic& topic, int partitions, int per_partition) {
+// almost nothing ahead (every partition that holds its next round pauses and is fetched again on
+// resume); `held_back`, when given, gets how the second read held partitions back.
+void expect_canonical_order(const TestTopic& topic, int partitions, int per_partition,
+                            kafka::ReaderCounters* held_back = nullptr,
+                            std::vector<std::pair<std::string, std::string>> properties = {}) {
   kafka::KafkaSettings settings;
+  settings.properties = std::move(properties);
   settings.bootstrap = topic.bootstrap;
   settings.timeout_ms = 10'000;
   auto block = core::order_block(static_cast<std::uint32_t>(partitions));
@@ -275,6 +279,8 @@ void expect_canonical_order(const TestTopic& topic, int partitions, int per_part
   ASSERT_EQ(expected.size(), static_cast<std::size_t>(partitions * per_partition));
   for (std::size_t reorder_bytes : {std::size_t{0}, std::size_t{1}}) {
     settings.reorder_bytes = reorder_bytes;
+    kafka::ReaderCounters counters;
+    settings.reader_counters = &counters;
     auto resolved = kafka::resolve_range(settings, request_for(topic.topic));
     auto reader = kafka::open_reader(settings, resolved.plans);
     std::vector<std::tuple<std::int32_t, std::int64_t>> seen;
@@ -297,6 +303,11 @@ void expect_canonical_order(const TestTopic& topic, int partitions, int per_part
     ASSERT_EQ(seen.size(), expected.size()) << "reorder_bytes " << reorder_bytes;
     EXPECT_TRUE(seen == expected) << "reorder_bytes " << reorder_bytes << ", block " << block;
     EXPECT_TRUE(increasing) << "seq follows the order";
+    // The order never reaches a partition the reader paused and waits for its fetch.
+    EXPECT_EQ(counters.waits_on_paused, 0) << "pauses " << counters.pauses << ", resumes " << counters.resumes;
+    if (held_back) {
+      *held_back = counters;
+    }
     for (const auto& position : reader->positions()) {
       EXPECT_EQ(position.events, per_partition);
     }
@@ -314,6 +325,23 @@ TEST_P(KafkaOrder, ManyPartitionsTakeSmallerBlocks) {
   DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
   ASSERT_EQ(core::order_block(80), 819);
   expect_canonical_order(topic, 80, 900); // two rounds
+}
+
+// Over its cap all the time, the reader pauses only the partitions that already hold their next
+// round, and resumes each a round before the order reaches what it has to fetch. It used to pause
+// every partition that held anything and resume it at its turn, where the order then waited for
+// the fetch (in 2.0.2 up to the metadata refresh): once a slow first fetch had filled the cap, each
+// partition waited in turn, round after round (a 1M-event audit of 256 partitions: 128 s, not 4).
+TEST_P(KafkaOrder, PartitionsPausedAheadAreResumedBeforeTheOrderReachesThem) {
+  auto topic = fresh_topic(GetParam(), "rounds", 4, planted(4, 8 * 1024));
+  DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
+  kafka::ReaderCounters held_back;
+  // blocks of 1,024: eight rounds, fetched a few hundred events at a time
+  expect_canonical_order(topic, 4, 8 * 1024, &held_back, {{"max.partition.fetch.bytes", "16384"}});
+  if (GetParam() == "kafka") { // the mock cluster answers a fetch with all it has, whatever the limit
+    EXPECT_GT(held_back.pauses, 0);
+    EXPECT_GT(held_back.resumes, 0);
+  }
 }
 
 TEST_P(KafkaRange, EmptyPartitionsEndAtOnceWithoutATimeout) {
