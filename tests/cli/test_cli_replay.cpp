@@ -58,11 +58,14 @@ bool wait_for_progress(const std::string& checkpoint, const std::string& topic) 
   return false;
 }
 
-// dedupctl with `args`, running in the background (its report on a pipe with `report`).
-std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false) {
+// dedupctl with `args`, running in the background (its report on a pipe with `report`; its stderr
+// in `stderr_file` when given).
+std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false,
+                               const std::string& stderr_file = {}) {
   SpawnOptions options;
   options.silence = !report;
   options.pipe_stdout = report;
+  options.stderr_file = stderr_file;
   std::vector<std::string> argv{DEDUPCTL_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<Process>(argv, options);
@@ -539,11 +542,11 @@ TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
                                        dir.file("cp")};
       auto slow = command;
       slow.insert(slow.end(), {"--max-rate", "1000"});
-      auto run = start(args(slow));
+      auto run = start(args(slow), false, dir.file("killed.err"));
       std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
       run->signal(SIGKILL);
       int killed = run->wait();
-      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed;
+      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << ": " << read_file(dir.file("killed.err"));
       auto rerun = run_dedupctl(args(command));
       ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
       auto scan = kind == "file" ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})

@@ -156,6 +156,10 @@ Process::Process(const std::vector<std::string>& argv, const SpawnOptions& optio
       ::dup2(null, STDOUT_FILENO);
       ::dup2(null, STDERR_FILENO);
     }
+    if (!options.stderr_file.empty()) {
+      int err = ::open(options.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(err, STDERR_FILENO);
+    }
     exec_child(argv, options);
   }
   if (options.pipe_stdin) {
