@@ -7,7 +7,7 @@
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "commands/store.hpp"
-#include "connectors/file/semantic_archive.hpp"
+#include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/committed_offsets.hpp"
@@ -108,8 +108,8 @@ int run(const AuditOptions& options, Context& context) {
   if (digest) {
     request.digest = digest->recorder();
   }
-  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
-  request.analyzer.archive = archive.get();
+  connectors::file::AnalyzerArchives archives(context.global.verbose > 0);
+  archives.attach(request.analyzer);
   OpenedSource opened =
       open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
                   options.committed);
@@ -160,9 +160,7 @@ int run(const AuditOptions& options, Context& context) {
       request.times = &times;
     }
     report = run_audit(request, *opened.source, *store, opened.info, now);
-    if (archive) {
-      archive->note(context.global.verbose > 0);
-    }
+    archives.note(context.global.verbose > 0);
     if (request.times) {
       context.note("audit stages: " + times.describe());
     }

@@ -7,7 +7,7 @@
 #include "commands/source.hpp"
 #include "connectors/file/replay_files.hpp"
 #include "connectors/file/replay_sink.hpp"
-#include "connectors/file/semantic_archive.hpp"
+#include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
@@ -119,8 +119,9 @@ int run(const ReplayOptions& options, Context& context) {
     throw UsageError("--batch must be at least 1");
   }
   request.batch_size = options.batch;
-  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
-  request.semantic_archive = archive.get();
+  connectors::file::AnalyzerArchives archives(context.global.verbose > 0);
+  request.semantic_archive = archives.semantic.get();
+  request.id_archive = archives.ids.get();
   // One run at a time per checkpoint and per file sink, held until this process ends.
   std::optional<connectors::file::RunLock> checkpoint_lock, sink_lock;
   if (options.execute && !options.checkpoint.empty()) {
@@ -230,9 +231,7 @@ int run(const ReplayOptions& options, Context& context) {
     request.times = &times;
   }
   report = run_replay(request, *opened.source, *via, sink.get(), opened.info, context.now_ms());
-  if (archive) {
-    archive->note(context.global.verbose > 0);
-  }
+  archives.note(context.global.verbose > 0);
   if (request.times) {
     context.note("replay stages: " + times.describe());
   }

@@ -4,7 +4,7 @@
 #include "commands/options.hpp"
 #include "commands/shard.hpp"
 #include "commands/source.hpp"
-#include "connectors/file/semantic_archive.hpp"
+#include "connectors/file/key_archive.hpp"
 #include "core/errors.hpp"
 #include "core/time.hpp"
 
@@ -41,8 +41,8 @@ int run(const ScanOptions& options, Context& context) {
   if (digest) {
     request.digest = digest->recorder();
   }
-  auto archive = connectors::file::FileSemanticArchive::try_create(context.global.verbose > 0);
-  request.analyzer.archive = archive.get();
+  connectors::file::AnalyzerArchives archives(context.global.verbose > 0);
+  archives.attach(request.analyzer);
 
   OpenedSource opened = open_source(source, context);
   reports::Report report;
@@ -51,9 +51,7 @@ int run(const ScanOptions& options, Context& context) {
   } else {
     note_ranges(opened.info, context);
     report = run_scan(request, *opened.source, opened.info, context.now_ms());
-    if (archive) {
-      archive->note(context.global.verbose > 0);
-    }
+    archives.note(context.global.verbose > 0);
   }
   if (digest) {
     complete_report(report, opened, context);

@@ -15,10 +15,58 @@ constexpr std::int64_t k_clock_slack_ms = 60'000;
 } // namespace
 
 LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
-    : m_options(std::move(options)), m_tally(m_options.max_examples), m_first_payload(m_options.expected_events),
-      m_semantic(m_options.archive ? std::min(m_options.expected_events, m_options.semantic_table_limit)
-                                   : m_options.expected_events),
-      m_archive(m_options.archive), m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {}
+    : m_options(std::move(options)), m_tally(m_options.max_examples),
+      m_first_payload(m_options.id_archive ? std::min(m_options.expected_events, m_options.id_table_limit)
+                                           : m_options.expected_events),
+      m_semantic(m_options.semantic_archive ? std::min(m_options.expected_events, m_options.semantic_table_limit)
+                                            : m_options.expected_events),
+      m_archive(m_options.semantic_archive), m_id_archive(m_options.id_archive),
+      m_id_limit(std::max<std::size_t>(m_options.id_table_limit, 16)),
+      m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {}
+
+// The id table is full: every id in it goes to the archive as one run (sorted by order key), and
+// the table starts empty at the same capacity. When the archive cannot keep them, the table keeps
+// them and grows from now on.
+void LogAnalyzer::spill_ids() {
+  m_run.clear();
+  m_first_payload.extract_if([](std::uint64_t, std::uint32_t) { return true; }, m_run);
+  if (!m_id_archive->archive(m_run)) {
+    for (const auto& entry : m_run) {
+      bool inserted = false;
+      m_first_payload.find_or_insert(FlatHashMap<std::uint32_t>::key_of_order(entry.key), inserted) =
+          static_cast<std::uint32_t>(entry.value);
+    }
+    m_id_archive = nullptr;
+    return;
+  }
+  m_ids_archived = true;
+}
+
+std::uint32_t LogAnalyzer::first_payload(std::uint64_t id_hash, std::uint32_t payload, bool& inserted) {
+  if (!m_ids_archived) { // nothing to ask elsewhere: one probe
+    std::uint32_t& first = m_first_payload.find_or_insert(id_hash, inserted);
+    if (!inserted) {
+      return first;
+    }
+    first = payload;
+  } else {
+    if (const std::uint32_t* held = m_first_payload.find(id_hash)) {
+      inserted = false;
+      return *held;
+    }
+    auto archived = m_options.id_archive->latest(
+        FlatHashMap<std::uint32_t>::order_key(FlatHashMap<std::uint32_t>::stored(id_hash)));
+    if (archived) {
+      inserted = false;
+      return static_cast<std::uint32_t>(*archived);
+    }
+    m_first_payload.find_or_insert(id_hash, inserted) = payload;
+  }
+  if (m_id_archive && m_first_payload.size() >= m_id_limit) {
+    spill_ids();
+  }
+  return payload;
+}
 
 // Notes the event's time on its partition's clock.
 void LogAnalyzer::tick(const Event& event, std::int64_t relative) {
@@ -109,10 +157,8 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   }
   bool inserted = false;
   auto payload = static_cast<std::uint32_t>(identity.payload_fingerprint);
-  std::uint32_t& first = m_first_payload.find_or_insert(identity.id_hash, inserted);
-  if (inserted) {
-    first = payload;
-  } else {
+  std::uint32_t first = first_payload(identity.id_hash, payload, inserted);
+  if (!inserted) {
     auto later = m_reused.find(identity.id_hash);
     bool same = first == payload || (later != m_reused.end() && std::find(later->second.begin(), later->second.end(),
                                                                           payload) != later->second.end());
@@ -147,7 +193,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
     latest = entry;
   } else if (relative - m_options.semantic_window_ms < m_archived_below) {
     // Absent here, but an archived entry of the key may be within the window.
-    latest = m_options.archive->latest(
+    latest = m_options.semantic_archive->latest(
         FlatHashMap<SemanticEntry>::order_key(FlatHashMap<SemanticEntry>::stored(identity.semantic_hash)));
   }
   if (latest && (*latest & k_id_mask) != id_tag) {

@@ -16,18 +16,19 @@ namespace dedupctl::core {
 
 inline constexpr std::int64_t k_default_semantic_window_ms = 5 * 60 * 1000;
 
-// Where the semantic rule keeps the keys it no longer holds in memory: runs of entries, each sorted
-// by key with every key once; `latest` answers from the newest run that has the key. It is asked
-// only about events whose time could be within the window of an entry it holds, which in a log
-// whose partitions are each roughly in time order is almost never. (connectors/file holds it in a
-// temporary file; the tests hold it in memory.)
-class SemanticArchive {
+// Where the analyzer keeps the keys it no longer holds in memory: runs of entries, each sorted by
+// key with every key once; `latest` answers from the newest run that has the key. The semantic rule
+// asks only about events whose time could be within the window of an entry it holds, which in a log
+// whose partitions are each roughly in time order is almost never; the id rule asks about every id
+// it does not hold, so its archive keeps a filter that answers most of them without a read.
+// (connectors/file holds them in temporary files; the tests hold them in memory.)
+class KeyArchive {
 public:
   struct Entry {
-    std::uint64_t key = 0;   // the semantic key's place in the table's order (FlatHashMap::order_key)
-    std::uint64_t value = 0; // the table's entry (time and id tag)
+    std::uint64_t key = 0;   // the key's place in its table's order (FlatHashMap::order_key)
+    std::uint64_t value = 0; // the table's entry (the semantic rule's time and id tag, an id's first payload)
   };
-  virtual ~SemanticArchive() = default;
+  virtual ~KeyArchive() = default;
   // Keeps one run; false when it could not (nothing of it is kept, and the analyzer holds on).
   virtual bool archive(std::span<const Entry> run) = 0;
   // The entry of the newest run that has `key`; throws UnreachableError when what was kept cannot
@@ -44,8 +45,14 @@ struct LogAnalyzerOptions {
   // whose latest event is older than every partition still being read by more than the window
   // (and a minute for clocks that disagree) go to the archive, so its memory follows the events
   // within the window, not the range. Without one, every key stays in memory.
-  SemanticArchive* archive = nullptr;
+  KeyArchive* semantic_archive = nullptr;
   std::size_t semantic_table_limit = std::size_t{1} << 20;
+  // With an archive, the id table holds at most this many ids: when full, all of them go to the
+  // archive as one run, and an id not in the table is asked there. A log duplicate or reuse can be
+  // any distance apart, so the id rule needs every id of the range; this keeps 12 bytes a slot for
+  // the latest ones only, and the archive's filter (about 1.5 bytes) for the rest.
+  KeyArchive* id_archive = nullptr;
+  std::size_t id_table_limit = std::size_t{1} << 20;
 };
 
 // Each counter counts events beyond the first of their group (report-v1 "summary").
@@ -111,6 +118,10 @@ private:
   };
   void tick(const Event& event, std::int64_t relative);
   void sweep();
+  // The id's first payload, from the table or the id archive; inserts `payload` as it when the id
+  // is new (`inserted`).
+  std::uint32_t first_payload(std::uint64_t id_hash, std::uint32_t payload, bool& inserted);
+  void spill_ids();
 
   LogAnalyzerOptions m_options;
   LogTally m_tally;
@@ -118,8 +129,11 @@ private:
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;
-  SemanticArchive* m_archive;
-  std::vector<SemanticArchive::Entry> m_run; // a sweep's, kept for the next
+  KeyArchive* m_archive;
+  KeyArchive* m_id_archive;
+  std::size_t m_id_limit;
+  bool m_ids_archived = false;
+  std::vector<KeyArchive::Entry> m_run; // a sweep's, kept for the next
   std::size_t m_semantic_limit;
   // Every archived entry's time is below this (relative); none archived: the lowest value.
   std::int64_t m_archived_below = INT64_MIN;

@@ -216,7 +216,8 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
         core::LogAnalyzerOptions options;
         options.max_examples = request.max_examples;
         options.id_specs = core::to_string(request.identify.id);
-        options.archive = request.semantic_archive;
+        options.semantic_archive = request.semantic_archive;
+        options.id_archive = request.id_archive;
         return options;
       }()),
       m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),

@@ -40,7 +40,8 @@ struct ReplayRequest {
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
   std::size_t batch_size = 5000; // events per claim, delivery and settle round (and transaction)
-  core::SemanticArchive* semantic_archive = nullptr; // see LogAnalyzerOptions::archive
+  core::KeyArchive* semantic_archive = nullptr; // see LogAnalyzerOptions::semantic_archive
+  core::KeyArchive* id_archive = nullptr;       // see LogAnalyzerOptions::id_archive
   reports::PlacementInfo placement;
   std::vector<core::Finding> placement_findings; // e.g. what the memory window may miss
   // Called after each batch: the checkpoint to write (execute), then the events so far (pacing and

@@ -307,13 +307,16 @@ TEST(CliScan, ATmpdirThatCannotBeWrittenChangesNoVerdict) {
   }
 }
 
-// Past about a million semantic keys the old ones go to TMPDIR. A retry sent long after under a
-// new id, with the time of the event it repeats, finds its key there: the report is that of a run
-// that keeps every key in memory (TMPDIR missing), and -v says how many keys moved and were found.
-TEST(CliScan, SemanticKeysMovedToTmpdirAreFoundByEventsThatFarBack) {
+// Past about a million semantic keys the old ones go to TMPDIR, and past about a million ids, the
+// ids. A retry sent long after under a new id, with the time of the event it repeats, finds its
+// key there, and an early event sent again or an early id reused finds its id: the report is that
+// of a run that keeps everything in memory (TMPDIR missing), and -v says how many moved and were found.
+TEST(CliScan, SemanticKeysAndIdsMovedToTmpdirAreFoundByEventsThatFarBack) {
   TempDir dir;
   constexpr int k_events = 1'200'000;
   constexpr int k_late = 1000;
+  constexpr int k_resent = 500;
+  constexpr int k_reused = 200;
   {
     std::ofstream out(dir.file("dump.ndjson"));
     auto line = [&](long long offset, long long ts, const std::string& id, long long order) {
@@ -327,6 +330,12 @@ TEST(CliScan, SemanticKeysMovedToTmpdirAreFoundByEventsThatFarBack) {
     }
     for (int j = 0; j < k_late; ++j) { // the retries: a second after the event they repeat
       line(k_events + j, base + j * 100 + 1000, "late" + std::to_string(j), j * 100);
+    }
+    for (int j = 0; j < k_resent; ++j) { // early events sent again as they were, ids long archived
+      line(k_events + k_late + j, base + j * 1000, "e" + std::to_string(j * 1000), j * 1000);
+    }
+    for (int j = 0; j < k_reused; ++j) { // early ids given to other events
+      line(k_events + k_late + k_resent + j, base + k_events + j, "e" + std::to_string(j * 1000 + 1), -1 - j);
     }
   }
   TempDir tmp;
@@ -343,10 +352,21 @@ TEST(CliScan, SemanticKeysMovedToTmpdirAreFoundByEventsThatFarBack) {
       << err;
   EXPECT_GT(std::stoll(moved[1]), 500'000);
   EXPECT_EQ(std::stoll(moved[3]), k_late);
+  // Past about a million ids, the ids go there too, and events that repeat one find it.
+  std::smatch ids;
+  ASSERT_TRUE(std::regex_search(err, ids, std::regex(R"(the id rule moved (\d+) event ids to the id rule's temporary )"
+                                                     R"(file in .* \(TMPDIR\); (\d+) events with an id not in memory )"
+                                                     R"(asked there \((\d+) blocks read\), (\d+) found theirs)")))
+      << err;
+  EXPECT_GE(std::stoll(ids[1]), 1'000'000);
+  EXPECT_EQ(std::stoll(ids[4]), k_resent + k_reused);
+  EXPECT_LT(std::stoll(ids[3]), k_resent + k_reused + std::stoll(ids[2]) / 50) << "the filter spares most reads";
   EXPECT_EQ(in_memory.err.find("moved"), std::string::npos) << in_memory.err;
   Json a = parse(archived);
   Json b = parse(in_memory);
   EXPECT_EQ(a.at("summary").at("semantic_duplicates"), k_late);
+  EXPECT_EQ(a.at("summary").at("log_duplicates"), k_resent);
+  EXPECT_EQ(a.at("summary").at("id_reuse"), k_reused);
   a.erase("generated_at");
   b.erase("generated_at");
   EXPECT_EQ(a, b);

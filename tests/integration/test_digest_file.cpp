@@ -6,7 +6,7 @@
 // memory, and a file cut short under it is an error, not a key missed.
 #include "connectors/file/digest_file.hpp"
 #include "connectors/file/record_runs.hpp"
-#include "connectors/file/semantic_archive.hpp"
+#include "connectors/file/key_archive.hpp"
 #include "core/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -288,8 +288,8 @@ TEST(RecordRuns, RunsCutShortUnderTheShardAreAnUnreachableErrorNamingThem) {
 
 namespace {
 
-using connectors::file::FileSemanticArchive;
-using Entry = core::SemanticArchive::Entry;
+using connectors::file::FileKeyArchive;
+using Entry = core::KeyArchive::Entry;
 
 // A run of `n` distinct random keys (from a small range, so that runs share keys), sorted.
 std::vector<Entry> random_run(std::mt19937_64& rng, std::size_t n, std::uint64_t tag) {
@@ -320,11 +320,11 @@ std::optional<std::uint64_t> newest(const std::vector<std::vector<Entry>>& runs,
 
 // Runs of 1, 255, 256, 257 and thousands of keys, sharing keys between them: every key in and
 // out of them is answered from the newest run that has it, and the file never shows in TMPDIR.
-TEST(FileSemanticArchive, EachKeyIsFoundInTheNewestRunThatHasIt) {
+TEST(FileKeyArchive, EachKeyIsFoundInTheNewestRunThatHasIt) {
   TempDir tmp;
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(41);
-  FileSemanticArchive archive;
+  FileKeyArchive archive;
   std::vector<std::vector<Entry>> runs;
   std::uint64_t tag = 0;
   for (std::size_t n : {1u, 255u, 256u, 257u, 5000u, 12000u, 3u}) {
@@ -342,14 +342,44 @@ TEST(FileSemanticArchive, EachKeyIsFoundInTheNewestRunThatHasIt) {
   EXPECT_EQ(archive.latest(UINT64_MAX), std::nullopt);
 }
 
+// The id rule's archive: the same answers, and its filters spare the reads of keys no run has (the
+// id rule asks about every id it does not hold, almost all of them new).
+TEST(FileKeyArchive, TheIdArchiveAnswersTheSameAndReadsAlmostOnlyForKeysItHas) {
+  TempDir tmp;
+  ScopedTmpdir scoped(tmp.path());
+  std::mt19937_64 rng(43);
+  FileKeyArchive archive(FileKeyArchive::Use::Ids);
+  std::vector<std::vector<Entry>> runs;
+  std::uint64_t tag = 0;
+  for (std::size_t n : {1u, 257u, 5000u, 12000u}) {
+    runs.push_back(random_run(rng, n, ++tag));
+    ASSERT_TRUE(archive.archive(runs.back()));
+  }
+  EXPECT_TRUE(entries(tmp.path()).empty()) << "the archive shows in TMPDIR";
+  std::size_t held = 0;
+  for (std::uint64_t key = 0; key <= 20001; ++key) {
+    auto want = newest(runs, key);
+    ASSERT_EQ(archive.latest(key), want) << "key " << key;
+    held += want ? 1 : 0;
+  }
+  std::uint64_t reads = archive.reads();
+  EXPECT_GE(reads, held);
+  EXPECT_LT(reads, held + 20002 / 20) << "a read for most absent keys: the filter is not asked";
+  std::uint64_t before = archive.reads();
+  for (int i = 0; i < 10000; ++i) {
+    EXPECT_EQ(archive.latest(30000 + rng() % (UINT64_MAX / 2)), std::nullopt);
+  }
+  EXPECT_LT(archive.reads() - before, 10000u * 4 / 50) << "under 2% of absent keys read a run";
+}
+
 // A TMPDIR that does not exist: no archive (the analyzer keeps every key in memory), and the
 // constructor's error names TMPDIR.
-TEST(FileSemanticArchive, ATmpdirThatCannotBeWrittenGivesNoArchive) {
+TEST(FileKeyArchive, ATmpdirThatCannotBeWrittenGivesNoArchive) {
   TempDir dir;
   ScopedTmpdir scoped(dir.file("missing"));
-  EXPECT_EQ(FileSemanticArchive::try_create(false), nullptr);
+  EXPECT_EQ(FileKeyArchive::try_create(false), nullptr);
   try {
-    FileSemanticArchive archive;
+    FileKeyArchive archive;
     FAIL() << "an archive was created in a missing TMPDIR";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(dir.file("missing") + " (TMPDIR)"), std::string::npos) << e.what();
@@ -358,11 +388,11 @@ TEST(FileSemanticArchive, ATmpdirThatCannotBeWrittenGivesNoArchive) {
 
 // A TMPDIR that fills: the run that does not fit is refused whole, and the runs before it still
 // answer.
-TEST(FileSemanticArchive, ARunThatDoesNotFitIsRefusedAndTheEarlierOnesStillAnswer) {
+TEST(FileKeyArchive, ARunThatDoesNotFitIsRefusedAndTheEarlierOnesStillAnswer) {
   TempDir tmp;
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(43);
-  FileSemanticArchive archive;
+  FileKeyArchive archive;
   std::vector<std::vector<Entry>> runs{random_run(rng, 1000, 1)};
   ASSERT_TRUE(archive.archive(runs.back()));
   std::vector<Entry> big = random_run(rng, 10000, 2);
@@ -380,11 +410,11 @@ TEST(FileSemanticArchive, ARunThatDoesNotFitIsRefusedAndTheEarlierOnesStillAnswe
 
 // An archive cut short under the analyzer is an UnreachableError naming it: a key it cannot read
 // back is not taken for a key it never had.
-TEST(FileSemanticArchive, AFileCutShortIsAnUnreachableErrorNotAKeyMissed) {
+TEST(FileKeyArchive, AFileCutShortIsAnUnreachableErrorNotAKeyMissed) {
   TempDir tmp;
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(47);
-  FileSemanticArchive archive;
+  FileKeyArchive archive;
   std::vector<Entry> run = random_run(rng, 4000, 1);
   ASSERT_TRUE(archive.archive(run));
   ASSERT_TRUE(cut_open_file_in_half(tmp.path() + "/dedupctl-semantic-"));
@@ -398,11 +428,11 @@ TEST(FileSemanticArchive, AFileCutShortIsAnUnreachableErrorNotAKeyMissed) {
 
 // With -v, a run TMPDIR cannot hold is said once, naming TMPDIR, with what follows: the keys stay
 // in memory from then on.
-TEST(FileSemanticArchive, ARefusedRunIsSaidWithVerbose) {
+TEST(FileKeyArchive, ARefusedRunIsSaidWithVerbose) {
   TempDir tmp;
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(59);
-  auto archive = FileSemanticArchive::try_create(true);
+  auto archive = FileKeyArchive::try_create(true);
   ASSERT_NE(archive, nullptr);
   std::vector<Entry> big = random_run(rng, 10000, 1);
   bool kept = true;

@@ -1,4 +1,5 @@
 #include "core/identify.hpp"
+#include "core/key_filter.hpp"
 #include "core/log_analyzer.hpp"
 #include "tests/unit/fakes.hpp"
 
@@ -192,7 +193,7 @@ TEST(LogAnalyzer, AMillionDistinctIdsAreAllDistinct) {
 namespace {
 
 // The archive in memory: runs of sorted entries, the newest asked first.
-class MemoryArchive final : public SemanticArchive {
+class MemoryArchive final : public KeyArchive {
 public:
   bool archive(std::span<const Entry> run) override {
     if (refuse) {
@@ -291,7 +292,7 @@ TEST(LogAnalyzer, ArchivingOldSemanticKeysChangesNoVerdict) {
     options.max_examples = 4;
     ::Run truth = analyze(log, options);
     MemoryArchive archive;
-    options.archive = &archive;
+    options.semantic_archive = &archive;
     options.semantic_table_limit = 64;
     ::Run got = analyze(log, options);
     std::string what = "trial " + std::to_string(trial);
@@ -314,7 +315,7 @@ TEST(LogAnalyzer, ArchivingOldSemanticKeysChangesNoVerdict) {
 TEST(LogAnalyzer, TheSemanticTableFollowsTheWindowNotTheRange) {
   MemoryArchive archive;
   LogAnalyzerOptions options;
-  options.archive = &archive;
+  options.semantic_archive = &archive;
   options.semantic_table_limit = 4096;
   std::vector<OwnedEvent> log;
   for (int i = 0; i < 100'000; ++i) {
@@ -337,7 +338,7 @@ TEST(LogAnalyzer, AnArchiveThatRefusesKeepsEveryKeyInMemory) {
   ::Run truth = analyze(log, options);
   MemoryArchive archive;
   archive.refuse = true;
-  options.archive = &archive;
+  options.semantic_archive = &archive;
   options.semantic_table_limit = 64;
   expect_same_run(analyze(log, options), truth, "refused");
   EXPECT_TRUE(archive.runs.empty());
@@ -353,10 +354,78 @@ TEST(LogAnalyzer, KeysAllWithinTheWindowGrowTheTableInsteadOfArchiving) {
   }
   MemoryArchive archive;
   LogAnalyzerOptions options;
-  options.archive = &archive;
+  options.semantic_archive = &archive;
   options.semantic_table_limit = 64;
   LogAnalyzer analyzer(options);
   observe_all(analyzer, log);
   EXPECT_TRUE(archive.runs.empty());
   EXPECT_EQ(analyzer.semantic_keys(), 2000u);
+}
+
+// With an id table of 64 ids that goes to the archive whenever full, every id is still found:
+// retries and reused ids far apart (ids drawn again from 50 across the whole log) give the counts,
+// partitions and examples of the analyzer that holds every id, both rules' archives at once.
+TEST(LogAnalyzer, ArchivingIdsChangesNoVerdict) {
+  std::mt19937_64 rng(41);
+  std::size_t found = 0;
+  std::size_t asked = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    auto log = clocked_log(rng, 1 + static_cast<int>(rng() % 5), 3000, trial % 2 == 0 ? 0 : 40);
+    LogAnalyzerOptions options;
+    options.max_examples = 4;
+    ::Run truth = analyze(log, options);
+    MemoryArchive ids;
+    MemoryArchive semantic;
+    options.id_archive = &ids;
+    options.id_table_limit = 64;
+    options.semantic_archive = trial % 4 < 2 ? &semantic : nullptr;
+    options.semantic_table_limit = 64;
+    expect_same_run(analyze(log, options), truth, "trial " + std::to_string(trial));
+    EXPECT_GE(ids.runs.size(), 30u);
+    found += ids.found;
+    asked += ids.asked;
+    if (HasFailure()) {
+      return;
+    }
+  }
+  EXPECT_GT(found, 1000u); // repeated ids met their first payload in the archive
+  EXPECT_GT(asked, 20'000u);
+}
+
+// An id archive that cannot keep a run leaves every id in memory: the same verdicts.
+TEST(LogAnalyzer, AnIdArchiveThatRefusesKeepsEveryIdInMemory) {
+  std::mt19937_64 rng(43);
+  auto log = clocked_log(rng, 3, 3000, 0);
+  LogAnalyzerOptions options;
+  ::Run truth = analyze(log, options);
+  MemoryArchive ids;
+  ids.refuse = true;
+  options.id_archive = &ids;
+  options.id_table_limit = 64;
+  expect_same_run(analyze(log, options), truth, "refused");
+  EXPECT_TRUE(ids.runs.empty());
+  EXPECT_EQ(ids.asked, 0u);
+}
+
+// Every key given passes; of keys never given, under 1% do (12 bits a key).
+TEST(KeyFilter, PassesEveryKeyGivenAndFewOthers) {
+  std::mt19937_64 rng(47);
+  for (std::size_t keys : {std::size_t{1}, std::size_t{1000}, std::size_t{100'000}}) {
+    KeyFilter filter(keys);
+    std::vector<std::uint64_t> given(keys);
+    for (auto& key : given) {
+      key = FlatHashMap<int>::order_key(rng());
+      filter.add(key);
+    }
+    for (auto key : given) {
+      ASSERT_TRUE(filter.may_contain(key)) << keys;
+    }
+    int passed = 0;
+    constexpr int k_tries = 200'000;
+    for (int i = 0; i < k_tries; ++i) {
+      passed += filter.may_contain(FlatHashMap<int>::order_key(rng())) ? 1 : 0;
+    }
+    EXPECT_LT(passed, k_tries / 100) << keys << " keys";
+    EXPECT_LE(filter.bytes(), keys * 12 / 8 + 64) << keys;
+  }
 }

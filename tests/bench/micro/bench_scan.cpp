@@ -90,7 +90,7 @@ void BM_LogAnalyzerDistinctIds(benchmark::State& state) {
 
 // 4M events one ms apart on 256 partitions, with every key in memory (0) or with the old ones
 // handed to an archive (1) that keeps nothing (in time order nothing is asked back).
-class DiscardingArchive final : public SemanticArchive {
+class DiscardingArchive final : public KeyArchive {
 public:
   bool archive(std::span<const Entry> run) override {
     archived += run.size();
@@ -106,7 +106,7 @@ void BM_LogAnalyzer4MEvents(benchmark::State& state) {
     DiscardingArchive archive;
     LogAnalyzerOptions options;
     options.expected_events = k_events;
-    options.archive = state.range(0) != 0 ? &archive : nullptr;
+    options.semantic_archive = state.range(0) != 0 ? &archive : nullptr;
     LogAnalyzer analyzer(options);
     Event e;
     e.topic = "bench";
