@@ -330,19 +330,23 @@ TEST(LogAnalyzer, TheSemanticTableFollowsTheWindowNotTheRange) {
   EXPECT_EQ(analyzer.counters().semantic_duplicates, 0);
 }
 
-// An archive that cannot keep a run (TMPDIR full) leaves every key in memory: the same verdicts.
+// An archive that cannot keep a run (TMPDIR full) leaves every key in memory: the same verdicts,
+// for the semantic rule's and for the id rule's.
 TEST(LogAnalyzer, AnArchiveThatRefusesKeepsEveryKeyInMemory) {
   std::mt19937_64 rng(37);
   auto log = clocked_log(rng, 3, 3000, 25);
-  LogAnalyzerOptions options;
-  ::Run truth = analyze(log, options);
-  MemoryArchive archive;
-  archive.refuse = true;
-  options.semantic_archive = &archive;
-  options.semantic_table_limit = 64;
-  expect_same_run(analyze(log, options), truth, "refused");
-  EXPECT_TRUE(archive.runs.empty());
-  EXPECT_EQ(archive.asked, 0u);
+  ::Run truth = analyze(log, {});
+  for (bool ids : {false, true}) {
+    MemoryArchive archive;
+    archive.refuse = true;
+    LogAnalyzerOptions options;
+    (ids ? options.id_archive : options.semantic_archive) = &archive;
+    options.semantic_table_limit = 64;
+    options.id_table_limit = 64;
+    expect_same_run(analyze(log, options), truth, ids ? "ids refused" : "semantic keys refused");
+    EXPECT_TRUE(archive.runs.empty());
+    EXPECT_EQ(archive.asked, 0u);
+  }
 }
 
 // A table whose keys are all within the window frees nothing by a sweep: it grows instead, and
@@ -390,21 +394,6 @@ TEST(LogAnalyzer, ArchivingIdsChangesNoVerdict) {
   }
   EXPECT_GT(found, 1000u); // repeated ids met their first payload in the archive
   EXPECT_GT(asked, 20'000u);
-}
-
-// An id archive that cannot keep a run leaves every id in memory: the same verdicts.
-TEST(LogAnalyzer, AnIdArchiveThatRefusesKeepsEveryIdInMemory) {
-  std::mt19937_64 rng(43);
-  auto log = clocked_log(rng, 3, 3000, 0);
-  LogAnalyzerOptions options;
-  ::Run truth = analyze(log, options);
-  MemoryArchive ids;
-  ids.refuse = true;
-  options.id_archive = &ids;
-  options.id_table_limit = 64;
-  expect_same_run(analyze(log, options), truth, "refused");
-  EXPECT_TRUE(ids.runs.empty());
-  EXPECT_EQ(ids.asked, 0u);
 }
 
 // Every key given passes; of keys never given, under 1% do (12 bits a key).
