@@ -1,7 +1,8 @@
 #pragma once
 
+#include "core/flat_map.hpp"
+
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,12 +36,7 @@ public:
   std::size_t bytes() const { return m_words.size() * sizeof(std::uint64_t); }
 
 private:
-  static std::uint64_t mix(std::uint64_t key) {
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ULL;
-    key ^= key >> 33;
-    return key;
-  }
+  static std::uint64_t mix(std::uint64_t key) { return FlatHashMap<std::uint8_t>::order_key(key); }
   std::size_t block_of(std::uint64_t key) const {
     return static_cast<std::size_t>(((key >> 32) * static_cast<std::uint64_t>(m_blocks)) >> 32); // m_blocks < 2^32
   }

@@ -20,7 +20,7 @@ LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
                                            : m_options.expected_events),
       m_semantic(m_options.semantic_archive ? std::min(m_options.expected_events, m_options.semantic_table_limit)
                                             : m_options.expected_events),
-      m_archive(m_options.semantic_archive), m_id_archive(m_options.id_archive),
+      m_semantic_archive(m_options.semantic_archive), m_id_archive(m_options.id_archive),
       m_id_limit(std::max<std::size_t>(m_options.id_table_limit, 16)),
       m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {}
 
@@ -113,12 +113,12 @@ void LogAnalyzer::sweep() {
   }
   m_run.clear();
   m_semantic.extract_if(old, m_run);
-  if (!m_archive->archive(m_run)) {
+  if (!m_semantic_archive->archive(m_run)) {
     for (const auto& entry : m_run) { // back in, and everything stays in memory from now on
       bool inserted = false;
       m_semantic.find_or_insert(FlatHashMap<SemanticEntry>::key_of_order(entry.key), inserted) = entry.value;
     }
-    m_archive = nullptr;
+    m_semantic_archive = nullptr;
     return;
   }
   m_archived_below = std::max(m_archived_below, below);
@@ -181,7 +181,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   constexpr std::uint64_t k_id_mask = SemanticStamp::k_id_mask;
   std::int64_t relative = SemanticStamp::relative(event.timestamp_ms, *m_time_base);
   std::uint64_t id_tag = identity.id_hash & k_id_mask;
-  if (m_archive) {
+  if (m_semantic_archive) {
     tick(event, relative);
     if (m_semantic.size() >= m_semantic_limit) {
       sweep();

@@ -129,11 +129,11 @@ private:
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;
-  KeyArchive* m_archive;
+  KeyArchive* m_semantic_archive;
   KeyArchive* m_id_archive;
   std::size_t m_id_limit;
   bool m_ids_archived = false;
-  std::vector<KeyArchive::Entry> m_run; // a sweep's, kept for the next
+  std::vector<KeyArchive::Entry> m_run; // a sweep's or an id spill's, kept for the next
   std::size_t m_semantic_limit;
   // Every archived entry's time is below this (relative); none archived: the lowest value.
   std::int64_t m_archived_below = INT64_MIN;
