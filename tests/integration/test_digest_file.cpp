@@ -316,6 +316,30 @@ std::optional<std::uint64_t> newest(const std::vector<std::vector<Entry>>& runs,
   return std::nullopt;
 }
 
+// Archives runs of `sizes` random keys (sharing keys between them), then checks that the file never
+// shows in TMPDIR and that every key from 0 to 20,001 is answered from the newest run that has it;
+// returns how many of those keys the runs hold.
+std::size_t expect_newest_answers(FileKeyArchive& archive, const std::string& tmpdir, std::mt19937_64& rng,
+                                  std::initializer_list<std::size_t> sizes) {
+  std::vector<std::vector<Entry>> runs;
+  std::uint64_t tag = 0;
+  for (std::size_t n : sizes) {
+    runs.push_back(random_run(rng, n, ++tag));
+    EXPECT_TRUE(archive.archive(runs.back())) << "a run of " << n;
+  }
+  EXPECT_TRUE(entries(tmpdir).empty()) << "the archive shows in TMPDIR";
+  std::size_t held = 0;
+  for (std::uint64_t key = 0; key <= 20001; ++key) {
+    auto want = newest(runs, key);
+    if (archive.latest(key) != want) {
+      ADD_FAILURE() << "key " << key;
+      break;
+    }
+    held += want ? 1 : 0;
+  }
+  return held;
+}
+
 } // namespace
 
 // Runs of 1, 255, 256, 257 and thousands of keys, sharing keys between them: every key in and
@@ -325,19 +349,7 @@ TEST(FileKeyArchive, EachKeyIsFoundInTheNewestRunThatHasIt) {
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(41);
   FileKeyArchive archive;
-  std::vector<std::vector<Entry>> runs;
-  std::uint64_t tag = 0;
-  for (std::size_t n : {1u, 255u, 256u, 257u, 5000u, 12000u, 3u}) {
-    runs.push_back(random_run(rng, n, ++tag));
-    ASSERT_TRUE(archive.archive(runs.back()));
-  }
-  EXPECT_TRUE(entries(tmp.path()).empty()) << "the archive shows in TMPDIR";
-  std::size_t found = 0;
-  for (std::uint64_t key = 0; key <= 20001; ++key) {
-    auto want = newest(runs, key);
-    ASSERT_EQ(archive.latest(key), want) << "key " << key;
-    found += want ? 1 : 0;
-  }
+  std::size_t found = expect_newest_answers(archive, tmp.path(), rng, {1u, 255u, 256u, 257u, 5000u, 12000u, 3u});
   EXPECT_GT(found, 10000u);
   EXPECT_EQ(archive.latest(UINT64_MAX), std::nullopt);
 }
@@ -349,19 +361,8 @@ TEST(FileKeyArchive, TheIdArchiveAnswersTheSameAndReadsAlmostOnlyForKeysItHas) {
   ScopedTmpdir scoped(tmp.path());
   std::mt19937_64 rng(43);
   FileKeyArchive archive(FileKeyArchive::Use::Ids);
-  std::vector<std::vector<Entry>> runs;
-  std::uint64_t tag = 0;
-  for (std::size_t n : {1u, 257u, 5000u, 12000u}) {
-    runs.push_back(random_run(rng, n, ++tag));
-    ASSERT_TRUE(archive.archive(runs.back()));
-  }
-  EXPECT_TRUE(entries(tmp.path()).empty()) << "the archive shows in TMPDIR";
-  std::size_t held = 0;
-  for (std::uint64_t key = 0; key <= 20001; ++key) {
-    auto want = newest(runs, key);
-    ASSERT_EQ(archive.latest(key), want) << "key " << key;
-    held += want ? 1 : 0;
-  }
+  std::size_t held = expect_newest_answers(archive, tmp.path(), rng, {1u, 257u, 5000u, 12000u});
+  ASSERT_FALSE(HasFailure());
   std::uint64_t reads = archive.reads();
   EXPECT_GE(reads, held);
   EXPECT_LT(reads, held + 20002 / 20) << "a read for most absent keys: the filter is not asked";
@@ -382,6 +383,20 @@ TEST(FileKeyArchive, ATmpdirThatCannotBeWrittenGivesNoArchive) {
     FileKeyArchive archive;
     FAIL() << "an archive was created in a missing TMPDIR";
   } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("missing") + " (TMPDIR)"), std::string::npos) << e.what();
+  }
+}
+
+// The same for the id rule's archive, whose error names its own file.
+TEST(FileKeyArchive, ATmpdirThatCannotBeWrittenGivesNoIdArchive) {
+  TempDir dir;
+  ScopedTmpdir scoped(dir.file("missing"));
+  EXPECT_EQ(FileKeyArchive::try_create(false, FileKeyArchive::Use::Ids), nullptr);
+  try {
+    FileKeyArchive archive(FileKeyArchive::Use::Ids);
+    FAIL() << "an archive was created in a missing TMPDIR";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the id rule's temporary file"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(dir.file("missing") + " (TMPDIR)"), std::string::npos) << e.what();
   }
 }
