@@ -149,6 +149,9 @@ public:
   // Batches that may be claimed before the earlier ones are settled (a transaction per batch on
   // one connection: 1).
   virtual std::size_t max_in_flight() const { return 8; }
+  // Whether settle may run while claim does, on another thread (a connection each): then a batch
+  // whose deliveries are in settles at once instead of after the later batches' claims.
+  virtual bool settles_apart() const { return false; }
   // What keys it answers Claim::Unfit for cannot be ("the inbox's id column is uuid"); empty when
   // it holds any key.
   virtual std::string unfit_keys() const { return ""; }

@@ -15,6 +15,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -192,15 +193,21 @@ private:
 
   // Once a claim is interrupted, the later ones claim nothing either (a placement sees the stop flag
   // itself; this holds it for any placement), so the chunks that claimed nothing are the last. Once
-  // a call fails, the later ones do nothing: the run ends at the first failure, in order, and what
-  // was queued behind it stays as a rerun expects to find it (claimed by this run, unsettled).
+  // a call fails, the later ones do nothing: the run ends at the first failure, and what was queued
+  // behind it stays as a rerun expects to find it (claimed by this run, unsettled). With settles
+  // apart, a settle already running on its lane still ends: an earlier chunk, delivered, marked done.
   std::atomic<bool> m_claims_interrupted{false};
-  std::exception_ptr m_placement_failure; // the first; only the worker's jobs touch it
+  std::mutex m_failure_mutex;
+  std::exception_ptr m_placement_failure; // the first, behind m_failure_mutex
   // The placement's calls run on a worker of their own, in order, so that its round trips overlap
   // reading, preparing and publishing; inline when batches must not overlap (one transaction per
-  // batch on one connection) and in a plan. Declared last: it goes first, so no job outlives what
-  // it works on.
+  // batch on one connection) and in a plan. A placement that settles apart from its claims settles
+  // on a second worker: the front chunk's settle does not wait behind the later chunks' claims (a
+  // key is never claimed while an earlier chunk that has it is in flight, so the two never meet on
+  // one key). Declared last: they go first, so no job outlives what it works on.
+  bool m_settles_apart;
   SerialWorker m_worker;
+  SerialWorker m_settle_worker;
 };
 
 ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
@@ -223,7 +230,8 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),
       m_unfit_examples(request.max_examples),
       m_unfit_reason("the placement cannot hold this id (" + placement.unfit_keys() + ")"),
-      m_worker(m_publishing && m_max_in_flight > 1) {
+      m_settles_apart(m_publishing && m_max_in_flight > 1 && placement.settles_apart()),
+      m_worker(m_publishing && m_max_in_flight > 1), m_settle_worker(m_settles_apart) {
   m_run.execute = request.execute;
   m_run.run_id = request.run_id;
   m_run.sink = sink ? sink->describe() : "";
@@ -454,9 +462,13 @@ void ReplayRunner::claim(Chunk& chunk) {
 }
 
 std::future<void> ReplayRunner::placement_call(std::function<void()> call, bool is_claim) {
-  return m_worker.submit([this, call = std::move(call), is_claim] {
-    if (m_placement_failure) {
-      std::rethrow_exception(m_placement_failure); // whichever future is read first says why
+  SerialWorker& lane = !is_claim && m_settles_apart ? m_settle_worker : m_worker;
+  return lane.submit([this, call = std::move(call), is_claim] {
+    {
+      std::lock_guard lock(m_failure_mutex);
+      if (m_placement_failure) {
+        std::rethrow_exception(m_placement_failure); // whichever future is read first says why
+      }
     }
     if (is_claim && m_claims_interrupted) {
       throw InterruptedError("interrupted");
@@ -467,7 +479,10 @@ std::future<void> ReplayRunner::placement_call(std::function<void()> call, bool 
       m_claims_interrupted = m_claims_interrupted || is_claim;
       throw;
     } catch (...) {
-      m_placement_failure = std::current_exception();
+      std::lock_guard lock(m_failure_mutex);
+      if (!m_placement_failure) {
+        m_placement_failure = std::current_exception();
+      }
       throw;
     }
   });

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 namespace dedupctl::connectors::redis {
@@ -87,6 +88,12 @@ public:
         m_markers(std::move(markers)), m_set_get(form == ClaimForm::Auto) {}
 
   std::string kind() const override { return "redis"; }
+  // Settles go through a connection of their own (one a master), opened at the first settle.
+  bool settles_apart() const override { return true; }
+  // Twice the default: a batch waits for its claims, its deliveries and its settle, and the reading
+  // goes on meanwhile (tests/bench/replay/run, 1M events: 6.07 -> 5.57 s mean of six runs with the
+  // settles apart, RSS 269 -> 297 MB).
+  std::size_t max_in_flight() const override { return 16; }
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     check_stop();
@@ -134,7 +141,15 @@ public:
         m_settle_delivered.push_back(delivered[i]);
       }
     }
-    m_nodes.exchange(
+    if (!m_settle_nodes) {
+      m_settle_nodes.emplace(m_settings);
+      // The sentinels may have named another master since the claims' connection was opened.
+      if (m_settle_nodes->topology() != m_nodes.topology()) {
+        throw UnreachableError(fmt::format("the Redis placement changed during the run: claimed on {}, settling on {}",
+                                           m_nodes.topology(), m_settle_nodes->topology()));
+      }
+    }
+    m_settle_nodes->exchange(
         m_settled, 1,
         [&](std::size_t i, CommandBuffer& buffer) {
           if (!m_settle_delivered[i]) {
@@ -219,6 +234,7 @@ private:
   bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
   std::vector<core::RecordState> m_states;
   std::vector<std::string> m_values;
+  std::optional<Nodes> m_settle_nodes; // settle's, apart from claim's m_nodes
   std::vector<std::string> m_settled;
   std::vector<bool> m_settle_delivered;
 };

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -315,6 +316,75 @@ TEST(ReplayPipeline, TheNextBatchIsReadWhileThePlacementStillClaimsThePrevious) 
   EXPECT_TRUE(placement.saw_next_batch) << "the first claim held up the reading of the next batch";
   EXPECT_EQ(summary(report, "replayed"), 9);
   EXPECT_EQ(sink.ids().size(), 9u);
+}
+
+// A placement that settles apart from its claims (a connection for each): the first batch's
+// settle is not queued behind the later batches' claims. Its second claim waits until the first
+// settle has begun, which on one lane, behind it, never comes.
+class SettlesApart final : public core::ReplayPlacement {
+public:
+  explicit SettlesApart(const FakeEventSource& source) : m_source(source) {}
+  FakePlacement inner; // behind m_mutex: the two lanes call at once
+  std::atomic<bool> settle_began{false};
+  std::atomic<bool> second_claim_saw_the_settle{false};
+
+  std::string kind() const override { return "apart"; }
+  bool settles_apart() const override { return true; }
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
+    std::lock_guard lock(m_mutex);
+    inner.plan(keys, out);
+  }
+  void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    int call = m_claims++;
+    // The first claim is still running when every batch has been read: the second and third are
+    // queued before the first settle can be.
+    wait_for([&] { return call != 0 || m_source.batches_served >= 3; });
+    if (call == 1) {
+      second_claim_saw_the_settle = wait_for([&] { return settle_began.load(); });
+    }
+    std::lock_guard lock(m_mutex);
+    inner.claim(keys, run, out);
+  }
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
+              const std::vector<bool>& delivered) override {
+    settle_began = true;
+    std::lock_guard lock(m_mutex);
+    inner.settle(keys, claims, delivered);
+  }
+
+private:
+  template <typename Done>
+  static bool wait_for(Done done) {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+  const FakeEventSource& m_source;
+  std::atomic<int> m_claims{0};
+  std::mutex m_mutex;
+};
+
+TEST(ReplayPipeline, AFrontBatchSettlesWhileLaterBatchesAreStillClaimed) {
+  FakeSink sink;
+  FakeEventSource source(events(9), 3);
+  SettlesApart placement(source);
+  std::optional<core::Checkpoint> saved;
+  auto report = run_replay(request(true, &saved), source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_TRUE(placement.second_claim_saw_the_settle) << "the first settle waited behind the later claims";
+  EXPECT_EQ(summary(report, "replayed"), 9);
+  expect_each_id_once(sink, 9);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(placement.inner.records["dedup:e-" + std::to_string(i)], "done") << i;
+  }
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 5);
+  EXPECT_EQ(saved->next_offset("orders", 1), 4);
 }
 
 // A key another run holds, again in a later chunk while the first is still in flight: the first is
