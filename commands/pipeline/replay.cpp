@@ -132,6 +132,8 @@ private:
   void add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity);
   void mark_in_flight(Chunk& chunk);
   bool in_flight(const std::string& key, std::uint64_t hash) const;
+  void index_in_flight(const Chunk& chunk);
+  void record_in_flight(const Chunk& chunk);
   // Claiming (or, in a plan, looking).
   void plan(Chunk& chunk);
   void claim(Chunk& chunk);
@@ -187,6 +189,7 @@ private:
   std::vector<std::shared_ptr<core::EventBatch>> m_batches;
   std::deque<Chunk> m_chunks;
   std::uint64_t m_next_seq = 0;
+  core::FlatHashMap<std::uint64_t> m_in_flight_index; // a key's hash → the seq of the latest chunk with it
   std::int64_t m_events_total = 0;
   std::int64_t m_published_total = 0; // handed to the sink by this run
   std::vector<core::Delivery> m_deliveries;
@@ -405,6 +408,7 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
     chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k], chunk.hashes[k]);
     chunk.asked_all = chunk.asked_all && !chunk.in_flight_elsewhere[k];
   }
+  index_in_flight(chunk);
   if (!chunk.asked_all) {
     for (std::size_t k = 0; k < n; ++k) {
       if (!chunk.in_flight_elsewhere[k]) {
@@ -417,8 +421,13 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
 
 // Whether an earlier chunk still in flight (not the one being built, at the back) has `key`. Its
 // event came earlier in the range, so this one is its duplicate whatever the earlier claim found;
-// asking the store again would only meet this run's own claim.
+// asking the store again would only meet this run's own claim. One probe of the run's index: only
+// a hash a chunk still in flight has (a duplicate, or a rare 64-bit collision) looks through them.
 bool ReplayRunner::in_flight(const std::string& key, std::uint64_t hash) const {
+  const std::uint64_t* last = m_in_flight_index.find(hash);
+  if (!last || m_chunks.size() < 2 || *last < m_chunks.front().seq) {
+    return false;
+  }
   for (std::size_t c = 0; c + 1 < m_chunks.size(); ++c) {
     const Chunk& other = m_chunks[c];
     const std::uint32_t* slot = other.index.find(hash);
@@ -428,6 +437,33 @@ bool ReplayRunner::in_flight(const std::string& key, std::uint64_t hash) const {
     }
   }
   return false;
+}
+
+// The chunk's key hashes into the run's index, each with the chunk's seq (the latest chunk that has
+// it): an entry older than the front chunk is a finished chunk's and counts as absent. Entries are
+// never removed one by one; once the index holds four times what is in flight it is built again
+// from the chunks in flight.
+void ReplayRunner::index_in_flight(const Chunk& chunk) {
+  std::size_t live = 0;
+  for (const auto& c : m_chunks) {
+    live += c.hashes.size();
+  }
+  if (m_in_flight_index.size() > std::max<std::size_t>(4 * live, 1U << 16)) {
+    m_in_flight_index = core::FlatHashMap<std::uint64_t>(2 * live);
+    for (const auto& c : m_chunks) {
+      if (&c != &chunk) {
+        record_in_flight(c);
+      }
+    }
+  }
+  record_in_flight(chunk);
+}
+
+void ReplayRunner::record_in_flight(const Chunk& chunk) {
+  for (std::uint64_t hash : chunk.hashes) {
+    bool inserted = false;
+    m_in_flight_index.find_or_insert(hash, inserted) = chunk.seq;
+  }
 }
 
 // A plan looks at the chunk's keys and finishes it at once. A key an earlier event of the range

@@ -248,6 +248,46 @@ TEST(ReplayPipeline, AKeyStillInFlightInAnEarlierChunkIsNotPublishedAgain) {
 namespace dedupctl::commands {
 namespace {
 
+// A placement that holds one batch in flight at a time.
+class OneInFlight final : public core::ReplayPlacement {
+public:
+  FakePlacement inner;
+  std::string kind() const override { return "one"; }
+  std::size_t max_in_flight() const override { return 1; }
+  void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override { inner.plan(keys, out); }
+  void claim(const std::vector<std::string>& keys, const std::string& run, std::vector<core::Claim>& out) override {
+    inner.claim(keys, run, out);
+  }
+  void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
+              const std::vector<bool>& delivered) override {
+    inner.settle(keys, claims, delivered);
+  }
+};
+
+// A key whose earlier chunk has finished is asked again, not taken for one in flight: here its first
+// delivery failed and was released, so its later event is claimed and published.
+TEST(ReplayPipeline, AKeyWhoseEarlierChunkFinishedIsClaimedAgain) {
+  OneInFlight placement;
+  FakeSink sink;
+  sink.fail_ids = {"e-1"};
+  auto log = events(4, 1);
+  log.push_back(with_header_id(0, 4, 2000, "e-1", "{}"));
+  FakeEventSource source(log, 5);
+  auto r = request(true);
+  r.batch_size = 2;
+  r.decide = [&](const core::DecisionRecord& d) {
+    if (d.offset == 3) {
+      sink.fail_ids.clear(); // e-1's second event, at offset 4, is delivered
+    }
+  };
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(placement.inner.claims, 5) << "e-1 asked twice";
+  EXPECT_EQ(summary(report, "failed"), 1);
+  EXPECT_EQ(summary(report, "replayed"), 4);
+  EXPECT_EQ(sink.ids().count("e-1"), 1u);
+  EXPECT_EQ(placement.inner.records.at("dedup:e-1"), "done");
+}
+
 // SIGINT while the next chunk is being claimed: the chunks in flight are delivered and settled, the
 // one being built is dropped, and the rerun publishes the rest, each event once.
 TEST(ReplayPipeline, AnInterruptSettlesWhatIsInFlightAndDropsTheChunkBeingBuilt) {
