@@ -83,6 +83,33 @@ struct Chunk {
   std::string start_position;              // the sink's position before this chunk published anything
   std::shared_ptr<core::EventBatch> batch; // the source batch its events are in, until published
   std::size_t begin = 0;                   // rows[j] is batch->events[begin + j]
+  std::size_t key_count = 0;               // keys[0, key_count) while it is built; then keys.size()
+
+  // As new, but with the memory of a finished chunk: its rows' ids and its keys are assigned over
+  // the strings already there, so a run does not allocate and free two strings an event.
+  void reuse() {
+    stage = Stage::Building;
+    seq = 0;
+    hashes.clear();
+    claims.clear();
+    in_flight_elsewhere.clear();
+    asked_all = true;
+    asked.clear();
+    asked_of.clear();
+    answers.clear();
+    claim_done = {};
+    settle_done = {};
+    claimed_nothing = false;
+    published.clear();
+    delivered.clear();
+    found_in_sink.clear();
+    outstanding = 0;
+    first_error.clear();
+    start_position.clear();
+    batch.reset();
+    begin = 0;
+    key_count = 0;
+  }
 };
 
 bool is_ready(const std::future<void>& done) {
@@ -129,7 +156,7 @@ private:
   // Preparing.
   std::uint32_t topic_index(std::string_view topic);
   void cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end);
-  void add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity);
+  void add_row(Chunk& chunk, Chunk::Row& row, const core::Event& event, const core::Identity& identity);
   void mark_in_flight(Chunk& chunk);
   bool in_flight(const std::string& key, std::uint64_t hash) const;
   void index_in_flight(const Chunk& chunk);
@@ -188,6 +215,7 @@ private:
   // read into while chunks of the others wait for their claims.
   std::vector<std::shared_ptr<core::EventBatch>> m_batches;
   std::deque<Chunk> m_chunks;
+  std::vector<Chunk> m_spare_chunks; // finished ones, whose memory the next chunks take over
   std::uint64_t m_next_seq = 0;
   core::FlatHashMap<std::uint64_t> m_in_flight_index; // a key's hash → the seq of the latest chunk with it
   std::int64_t m_events_total = 0;
@@ -352,28 +380,38 @@ std::uint32_t ReplayRunner::topic_index(std::string_view topic) {
 void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end) {
   auto timer = stage(&ReplayStageTimes::prepare);
   Chunk& chunk = m_chunks.emplace_back();
+  if (!m_spare_chunks.empty()) {
+    chunk = std::move(m_spare_chunks.back());
+    m_spare_chunks.pop_back();
+    chunk.reuse();
+  }
   chunk.seq = m_next_seq++;
   chunk.batch = batch;
   chunk.begin = begin;
   chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
+  chunk.rows.resize(end - begin);
   for (std::size_t i = begin; i < end; ++i) {
-    add_row(chunk, batch->events[i], m_identities[i]);
+    add_row(chunk, chunk.rows[i - begin], batch->events[i], m_identities[i]);
   }
+  chunk.keys.resize(chunk.key_count);
   mark_in_flight(chunk);
 }
 
 // One event as a row of the chunk. Later events of a key already in the chunk are its duplicates.
-void ReplayRunner::add_row(Chunk& chunk, const core::Event& event, const core::Identity& identity) {
-  Chunk::Row& row = chunk.rows.emplace_back();
+void ReplayRunner::add_row(Chunk& chunk, Chunk::Row& row, const core::Event& event, const core::Identity& identity) {
   row.topic = topic_index(event.topic);
   row.partition = event.partition;
   row.offset = event.offset;
   row.timestamp_ms = event.timestamp_ms;
+  row.key = SIZE_MAX;
+  row.first = false;
+  row.no_id_reason.clear();
+  row.id.clear();
   if (!identity.has_id) {
-    row.no_id_reason = std::string(identity.no_id_reason);
+    row.no_id_reason.assign(identity.no_id_reason);
     return;
   }
-  row.id = std::string(identity.id);
+  row.id.assign(identity.id);
   core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
   std::uint64_t hash = core::hash64(m_rendered, 0x4b);
   bool inserted = false;
@@ -382,18 +420,24 @@ void ReplayRunner::add_row(Chunk& chunk, const core::Event& event, const core::I
     row.key = slot - 1;
     return;
   }
+  auto built = chunk.keys.begin() + static_cast<std::ptrdiff_t>(chunk.key_count);
   if (!inserted) { // two keys of one chunk with one 64-bit hash: look them all through
-    auto found = std::find(chunk.keys.begin(), chunk.keys.end(), m_rendered);
-    if (found != chunk.keys.end()) {
+    auto found = std::find(chunk.keys.begin(), built, m_rendered);
+    if (found != built) {
       row.key = static_cast<std::size_t>(found - chunk.keys.begin());
       return;
     }
   } else {
-    slot = static_cast<std::uint32_t>(chunk.keys.size() + 1);
+    slot = static_cast<std::uint32_t>(chunk.key_count + 1);
   }
-  row.key = chunk.keys.size();
+  row.key = chunk.key_count;
   row.first = true;
-  chunk.keys.push_back(m_rendered);
+  if (chunk.key_count < chunk.keys.size()) {
+    chunk.keys[chunk.key_count].assign(m_rendered);
+  } else {
+    chunk.keys.push_back(m_rendered);
+  }
+  ++chunk.key_count;
   chunk.hashes.push_back(hash);
 }
 
@@ -694,6 +738,9 @@ void ReplayRunner::finish_front() {
   }
   checkpoint(chunk);
   m_events_total += static_cast<std::int64_t>(chunk.rows.size());
+  if (m_spare_chunks.size() < 2) {
+    m_spare_chunks.push_back(std::move(chunk));
+  }
   m_chunks.pop_front();
   if (m_request.after_batch) {
     m_request.after_batch(m_events_total);
