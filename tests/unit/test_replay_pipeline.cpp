@@ -248,6 +248,38 @@ TEST(ReplayPipeline, AKeyStillInFlightInAnEarlierChunkIsNotPublishedAgain) {
 namespace dedupctl::commands {
 namespace {
 
+// The run's index of keys in flight is built again once it holds 64k keys: the chunks still in
+// flight stay in it. Each chunk's first event repeats the last id of the chunk two before, which is
+// still in flight (the fake sink reports deliveries only to a caller that waits), also across the
+// rebuild: every repeat is a duplicate, and every id is published once.
+TEST(ReplayPipeline, KeysInFlightAreStillFoundAfterTheIndexIsBuiltAgain) {
+  constexpr int k_chunk = 1000;
+  constexpr int k_chunks = 80;
+  std::vector<OwnedEvent> log;
+  int offset = 0;
+  for (int c = 0; c < k_chunks; ++c) {
+    for (int j = 0; j < k_chunk; ++j) {
+      int id = c >= 2 && j == 0 ? (c - 2) * k_chunk + k_chunk - 1 : c * k_chunk + j;
+      log.push_back(with_header_id(0, offset++, 1000, "e-" + std::to_string(id), "{}"));
+    }
+  }
+  FakePlacement placement;
+  FakeSink sink;
+  FakeEventSource source(log, k_chunk);
+  auto r = request(true);
+  r.batch_size = k_chunk;
+  auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "skipped_duplicate"), k_chunks - 2);
+  EXPECT_EQ(summary(report, "replayed"), k_chunks * k_chunk - (k_chunks - 2));
+  std::map<std::string, int> published;
+  for (const auto& e : sink.received) {
+    ++published[*e.headers.front().second];
+  }
+  for (const auto& [id, times] : published) {
+    ASSERT_EQ(times, 1) << id << " published again";
+  }
+}
+
 // A placement that holds one batch in flight at a time.
 class OneInFlight final : public core::ReplayPlacement {
 public:
