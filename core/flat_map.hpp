@@ -98,6 +98,21 @@ public:
     __builtin_prefetch(m_values.data() + i);
   }
 
+  // Forgets every entry, ready for `expected` of them: the slots stay when they are the size
+  // `expected` needs (a replay's chunk fills its index again a thousand times a run), else the
+  // table is sized again.
+  void clear(std::size_t expected) {
+    std::size_t capacity = capacity_for(expected);
+    if (capacity != m_keys.size()) {
+      m_keys.clear();
+      m_values.clear();
+      rehash(capacity);
+      return;
+    }
+    std::fill(m_keys.begin(), m_keys.end(), 0);
+    m_size = 0;
+  }
+
   std::size_t size() const { return m_size; }
   std::size_t capacity() const { return m_keys.size(); }
 

@@ -379,16 +379,18 @@ std::uint32_t ReplayRunner::topic_index(std::string_view topic) {
 // them an earlier chunk in flight already has.
 void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end) {
   auto timer = stage(&ReplayStageTimes::prepare);
-  Chunk& chunk = m_chunks.emplace_back();
-  if (!m_spare_chunks.empty()) {
-    chunk = std::move(m_spare_chunks.back());
+  if (m_spare_chunks.empty()) {
+    m_chunks.emplace_back();
+  } else {
+    m_chunks.push_back(std::move(m_spare_chunks.back()));
     m_spare_chunks.pop_back();
-    chunk.reuse();
+    m_chunks.back().reuse();
   }
+  Chunk& chunk = m_chunks.back();
   chunk.seq = m_next_seq++;
   chunk.batch = batch;
   chunk.begin = begin;
-  chunk.index = core::FlatHashMap<std::uint32_t>(end - begin);
+  chunk.index.clear(end - begin);
   chunk.rows.resize(end - begin);
   for (std::size_t i = begin; i < end; ++i) {
     add_row(chunk, chunk.rows[i - begin], batch->events[i], m_identities[i]);

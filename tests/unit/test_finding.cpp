@@ -97,6 +97,31 @@ TEST(FlatHashMap, GrowingPastTwoMebibytesKeepsEveryKeyOnHugePageMemory) {
   }
 }
 
+// A replay's chunk empties its index and fills it again thousands of times a run: clear() forgets
+// every entry, and keeps the slots when they fit the next size (no allocation a chunk).
+TEST(FlatHashMap, ClearForgetsEveryEntryAndKeepsSlotsThatFit) {
+  FlatHashMap<std::uint32_t> map(5000);
+  bool inserted = false;
+  for (std::uint64_t k = 0; k < 5000; ++k) {
+    map.find_or_insert(k * 0x9e3779b97f4a7c15ULL, inserted) = static_cast<std::uint32_t>(k + 1);
+  }
+  std::size_t capacity = map.capacity();
+  map.clear(5000);
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_EQ(map.capacity(), capacity);
+  for (std::uint64_t k = 0; k < 5000; ++k) {
+    ASSERT_EQ(map.find(k * 0x9e3779b97f4a7c15ULL), nullptr) << k;
+  }
+  map.find_or_insert(0, inserted) = 7; // key 0 too
+  EXPECT_TRUE(inserted);
+  EXPECT_EQ(map.find_or_insert(0, inserted), 7u);
+  EXPECT_FALSE(inserted);
+  map.clear(40'000); // more than the slots hold: sized again, for the larger number
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_GE(map.capacity(), 50'000u);
+  EXPECT_EQ(map.find(0), nullptr);
+}
+
 TEST(FlatHashMap, FindsWhatItInsertedThroughGrowthIncludingKeyZero) {
   FlatHashMap<int> map(4);
   bool inserted = false;
