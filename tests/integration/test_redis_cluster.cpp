@@ -6,6 +6,8 @@
 #include "connectors/redis/redis.hpp"
 #include "core/errors.hpp"
 #include "core/redis_cluster.hpp"
+#include "core/replay.hpp"
+#include "core/span.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -447,4 +449,53 @@ TEST(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
   auto none = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/orders", free_port()));
   message = unreachable_message([&] { connectors::redis::open_store(none); });
   EXPECT_NE(message.find("no sentinel answered"), std::string::npos) << message;
+}
+
+// A replay claims through the master the sentinels name; its settles go through a connection of
+// their own, opened at the first settle. If the sentinels name another master by then (a failover
+// between the claims and the first settle), the claims were taken on a server that is no longer
+// the master, and replication is asynchronous: the run cannot vouch that they held. It stops with
+// an error naming both masters (exit 3) and settles nothing; the claims the new master has (here
+// all, replicated before the failover) stay claims and end with their lease.
+TEST(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndSettlesNothing) {
+  RedisServer master;
+  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  ASSERT_TRUE(replica.available()) << replica.why_unavailable();
+  RedisSentinel sentinel(master.port(), "orders");
+  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+  auto settings = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/orders", sentinel.port()));
+  auto placement = connectors::redis::open_replay_placement(settings, core::Span::finite(86'400'000), 60'000,
+                                                            {"processing"});
+  const std::vector<std::string> keys{"dedup:r-1", "dedup:r-2"};
+  std::vector<core::Claim> claims;
+  placement->claim(keys, "run-1", claims);
+  ASSERT_EQ(claims, (std::vector<core::Claim>{core::Claim::Claimed, core::Claim::Claimed}));
+  bool replicated = false;
+  for (int i = 0; i < 20 && !replicated; ++i) {
+    replicated = master.command("WAIT 1 1000") == ":1\r\n";
+  }
+  ASSERT_TRUE(replicated);
+  for (int i = 0; i < 200 && sentinel.command("SENTINEL REPLICAS orders").find(std::to_string(replica.port())) ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(sentinel.command("SENTINEL FAILOVER orders"), "+OK\r\n");
+  for (int i = 0; i < 200 && sentinel.master_port() != replica.port(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(sentinel.master_port(), replica.port());
+
+  std::string message = unreachable_message([&] { placement->settle(keys, claims, {true, true}); });
+  EXPECT_NE(message.find("the Redis placement changed during the run"), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("claimed on master 127.0.0.1:{} of 'orders'", master.port())), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(fmt::format("settling on master 127.0.0.1:{} of 'orders'", replica.port())),
+            std::string::npos)
+      << message;
+  for (const auto& key : keys) {
+    EXPECT_EQ(replica.command("GET " + key), "$16\r\nprocessing:run-1\r\n")
+        << key << ": the new master still holds the claim, not a `done` the run never settled there";
+  }
 }
