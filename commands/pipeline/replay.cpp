@@ -256,6 +256,9 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
         options.id_specs = core::to_string(request.identify.id);
         options.semantic_archive = request.semantic_archive;
         options.id_archive = request.id_archive;
+        if (auto expected = expected_events(info)) { // sized up front, as scan's and audit's
+          options.expected_events = expected;
+        }
         return options;
       }()),
       m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),
