@@ -135,6 +135,32 @@ std::string unreachable_message(const std::function<void()>& run) {
   return "no error";
 }
 
+// Whether the master's writes so far reached its replica (WAIT, a few tries).
+bool replicated(const RedisServer& master) {
+  for (int i = 0; i < 20; ++i) {
+    if (master.command("WAIT 1 1000") == ":1\r\n") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A failover the sentinel runs once it knows the replica: true when it names the replica master.
+bool fail_over(const RedisSentinel& sentinel, const RedisServer& replica) {
+  for (int i = 0; i < 200 && sentinel.command("SENTINEL REPLICAS orders").find(std::to_string(replica.port())) ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (sentinel.command("SENTINEL FAILOVER orders") != "+OK\r\n") {
+    return false;
+  }
+  for (int i = 0; i < 200 && sentinel.master_port() != replica.port(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return sentinel.master_port() == replica.port();
+}
+
 } // namespace
 
 class RedisClusterTest : public ::testing::Test {
@@ -400,21 +426,25 @@ TEST(RedisClusterFailover, AKilledMastersReplicaTakesItsKeys) {
   EXPECT_NE(cluster.master_of(core::key_slot(planted.keys[1])), victim) << "a replica was promoted";
 }
 
+// A master, its replica, and a sentinel that watches the master as 'orders'.
+class RedisSentinelTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
+    ASSERT_TRUE(replica.available()) << replica.why_unavailable();
+    DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+  }
+
+  RedisServer master;
+  RedisServer replica{{"--replicaof", "127.0.0.1", std::to_string(master.port())}};
+  RedisSentinel sentinel{master.port(), "orders"};
+};
+
 // redis+sentinel://: the master the sentinel names, before and after a failover; an unknown name and
 // no sentinel at all are errors that say so.
-TEST(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
-  RedisServer master;
-  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
-  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
-  ASSERT_TRUE(replica.available()) << replica.why_unavailable();
-  RedisSentinel sentinel(master.port(), "orders");
-  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+TEST_F(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
   ASSERT_EQ(master.command("SET dedup:pay:e-1 done PX 3600000"), "+OK\r\n");
-  bool replicated = false;
-  for (int i = 0; i < 20 && !replicated; ++i) {
-    replicated = master.command("WAIT 1 1000") == ":1\r\n"; // the replica is in sync and has the record
-  }
-  ASSERT_TRUE(replicated);
+  ASSERT_TRUE(replicated(master)); // the replica is in sync and has the record
   std::string uri = fmt::format("redis+sentinel://127.0.0.1:{},127.0.0.1:{}/orders", free_port(), sentinel.port());
   auto store_settings = settings_for(uri);
   auto store = connectors::redis::open_store(store_settings);
@@ -426,17 +456,7 @@ TEST(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
   EXPECT_EQ(states[0].kind, RecordState::Kind::Present);
   EXPECT_EQ(states[1].kind, RecordState::Kind::Absent);
 
-  // The sentinel must know the replica before it can promote it.
-  for (int i = 0; i < 200 && sentinel.command("SENTINEL REPLICAS orders").find(std::to_string(replica.port())) ==
-                                 std::string::npos;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(sentinel.command("SENTINEL FAILOVER orders"), "+OK\r\n");
-  for (int i = 0; i < 200 && sentinel.master_port() != replica.port(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(sentinel.master_port(), replica.port());
+  ASSERT_TRUE(fail_over(sentinel, replica));
   auto after = connectors::redis::open_store(store_settings);
   EXPECT_NE(after->topology().find(fmt::format("master 127.0.0.1:{} of 'orders'", replica.port())), std::string::npos)
       << after->topology();
@@ -457,13 +477,7 @@ TEST(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
 // the master, and replication is asynchronous: the run cannot vouch that they held. It stops with
 // an error naming both masters (exit 3) and settles nothing; the claims the new master has (here
 // all, replicated before the failover) stay claims and end with their lease.
-TEST(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndSettlesNothing) {
-  RedisServer master;
-  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
-  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
-  ASSERT_TRUE(replica.available()) << replica.why_unavailable();
-  RedisSentinel sentinel(master.port(), "orders");
-  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+TEST_F(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndSettlesNothing) {
   auto settings = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/orders", sentinel.port()));
   auto placement = connectors::redis::open_replay_placement(settings, core::Span::finite(86'400'000), 60'000,
                                                             {"processing"});
@@ -471,21 +485,8 @@ TEST(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndSet
   std::vector<core::Claim> claims;
   placement->claim(keys, "run-1", claims);
   ASSERT_EQ(claims, (std::vector<core::Claim>{core::Claim::Claimed, core::Claim::Claimed}));
-  bool replicated = false;
-  for (int i = 0; i < 20 && !replicated; ++i) {
-    replicated = master.command("WAIT 1 1000") == ":1\r\n";
-  }
-  ASSERT_TRUE(replicated);
-  for (int i = 0; i < 200 && sentinel.command("SENTINEL REPLICAS orders").find(std::to_string(replica.port())) ==
-                                 std::string::npos;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(sentinel.command("SENTINEL FAILOVER orders"), "+OK\r\n");
-  for (int i = 0; i < 200 && sentinel.master_port() != replica.port(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(sentinel.master_port(), replica.port());
+  ASSERT_TRUE(replicated(master));
+  ASSERT_TRUE(fail_over(sentinel, replica));
 
   std::string message = unreachable_message([&] { placement->settle(keys, claims, {true, true}); });
   EXPECT_NE(message.find("the Redis placement changed during the run"), std::string::npos) << message;
