@@ -102,11 +102,8 @@ public:
   // `expected` needs, else the table is sized again (each replay chunk fills its index afresh:
   // two hundred times in 1M events).
   void clear(std::size_t expected) {
-    std::size_t capacity = capacity_for(expected);
-    if (capacity != m_keys.size()) {
-      m_keys.clear();
-      m_values.clear();
-      rehash(capacity);
+    if (capacity_for(expected) != m_keys.size()) {
+      *this = FlatHashMap(expected);
       return;
     }
     std::fill(m_keys.begin(), m_keys.end(), 0);

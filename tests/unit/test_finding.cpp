@@ -97,8 +97,8 @@ TEST(FlatHashMap, GrowingPastTwoMebibytesKeepsEveryKeyOnHugePageMemory) {
   }
 }
 
-// A replay's chunk empties its index and fills it again thousands of times a run: clear() forgets
-// every entry, and keeps the slots when they fit the next size (no allocation a chunk).
+// A replay's chunk empties its index and fills it again, two hundred times in 1M events: clear()
+// forgets every entry, and keeps the slots when they fit the next size (no allocation a chunk).
 TEST(FlatHashMap, ClearForgetsEveryEntryAndKeepsSlotsThatFit) {
   FlatHashMap<std::uint32_t> map(5000);
   bool inserted = false;
