@@ -115,6 +115,12 @@ bool AuditAnalyzer::in_window(const PartitionState& partition, std::int64_t offs
   return window && offset >= window->from && offset < window->to;
 }
 
+bool AuditAnalyzer::external(std::uint16_t type) const {
+  std::string_view name = type < m_types.size() ? std::string_view(m_types[type]) : std::string_view{};
+  auto effect = m_options.side_effects.find(std::string(name));
+  return effect == m_options.side_effects.end() || effect->second == SideEffect::External;
+}
+
 void TimeHistogram::coarsen() {
   std::int64_t width = m_width * 2;
   std::int64_t origin = m_origin - ((m_origin % width) + width) % width;
@@ -190,14 +196,12 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
   case Coverage::Expired:
   case Coverage::Missing: {
     ++replay.would_reapply;
-    partition.last_maybe_bad = true;
     if (type < m_reapplied_by_type.size()) {
       ++m_reapplied_by_type[type];
     }
-    std::string_view name = type < m_types.size() ? std::string_view(m_types[type]) : std::string_view{};
-    auto effect = m_options.side_effects.find(std::string(name));
-    if (effect == m_options.side_effects.end() || effect->second == SideEffect::External) {
+    if (external(type)) {
       partition.max_bad_offset = std::max(partition.max_bad_offset.value_or(offset), offset);
+      partition.last_bad = true;
     }
     break;
   }
@@ -231,10 +235,10 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   }
   bool window = in_window(partition, event.offset);
   if (window) {
-    if (partition.last_maybe_bad) {
-      partition.after_bad.emplace_back(event.offset, event.timestamp_ms);
+    if (partition.last_bad) {
+      partition.after_bad.emplace(event.offset, event.timestamp_ms);
     }
-    partition.last_maybe_bad = false; // until this one turns out to be
+    partition.last_bad = false; // until this one turns out to be
   }
   auto example = [&] { return example_of(event, identity, dedup_key); };
   auto reapplied_example = [&](Coverage state) {
@@ -273,7 +277,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   if (absent && !pending && m_defer) {
     // Expired or missing depends on the TTL, which the records still have to tell.
     Deferred deferred{event.timestamp_ms, event.offset, &partition, type, -1};
-    partition.last_maybe_bad = window; // expired or missing: re-applied if its type has external effects
+    partition.last_bad = window && external(type); // expired or missing: re-applied either way
     if (m_deferred_examples.size() < k_deferred_examples) {
       deferred.example = static_cast<std::int16_t>(m_deferred_examples.size());
       m_deferred_examples.push_back(example());
@@ -355,10 +359,8 @@ AuditResult AuditAnalyzer::finish() {
     safe.partition = key.second;
     if (state.max_bad_offset) {
       safe.offset = *state.max_bad_offset + 1;
-      auto& times = state.after_bad;
-      auto it = std::lower_bound(times.begin(), times.end(), std::make_pair(safe.offset, INT64_MIN));
-      if (it != times.end() && it->first == safe.offset) {
-        safe.timestamp_ms = it->second;
+      if (state.after_bad && state.after_bad->first == safe.offset) {
+        safe.timestamp_ms = state.after_bad->second;
       }
     } else {
       safe.offset = state.coverage.window->from;

@@ -135,10 +135,11 @@ private:
     PartitionCoverage coverage;
     std::optional<std::int64_t> committed;
     std::optional<std::int64_t> max_bad_offset; // last external re-application in the window
-    // (offset, ts) of each window event that follows one that may be re-applied: safe_from's
-    // timestamp is one of these (or the window start's), so memory grows with the bad events only.
-    std::vector<std::pair<std::int64_t, std::int64_t>> after_bad;
-    bool last_maybe_bad = false; // the previous window event may be re-applied
+    // (offset, ts) of the window event right after the last external re-application so far:
+    // safe_from's timestamp when its offset is max_bad_offset + 1 (else the window start's). One
+    // pair a partition, however many events are re-applied.
+    std::optional<std::pair<std::int64_t, std::int64_t>> after_bad;
+    bool last_bad = false; // the previous window event is an external re-application
   };
   struct Deferred {
     std::int64_t timestamp_ms;
@@ -156,6 +157,8 @@ private:
   template <typename MakeExample>
   void add_example(Coverage state, std::int32_t partition, MakeExample&& make_example, std::int64_t gap_ms = 0);
   bool in_window(const PartitionState& partition, std::int64_t offset) const;
+  // Whether re-applying an event of this type has effects outside (unknown types do).
+  bool external(std::uint16_t type) const;
 
   AuditOptions m_options;
   bool m_defer;

@@ -314,3 +314,35 @@ TEST(AuditAnalyzer, SafeFromTakesTheTimestampOfTheEventRightAfterTheLastReapplic
   EXPECT_EQ(c.replay.safe_from[0].offset, 3);
   EXPECT_EQ(c.replay.safe_from[0].timestamp_ms, k_now - 20 * 60'000);
 }
+
+// Only an external re-application moves safe_from: a later idempotent one, or one without an id of
+// an idempotent type, leaves it (and its timestamp) right after the last external one, whether the
+// records decide the TTL at the end or the TTL is declared.
+TEST(AuditAnalyzer, SafeFromIgnoresLaterReapplicationsWithoutExternalEffects) {
+  for (bool declared : {false, true}) {
+    Harness h;
+    h.options.policy.now_ms = k_now;
+    h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+    if (declared) {
+      h.options.ttl = declared_ttl(Span::finite(k_hour));
+    }
+    h.options.side_effects["EmailSent"] = SideEffect::Idempotent;
+    h.committed = 7;
+    h.window = WindowBounds{0, 7, std::nullopt};
+    h.events = {
+        {0, k_now - 60 * 60'000, "e-0", "PaymentCharged", present(30 * 60'000)},
+        {1, k_now - 50 * 60'000, "e-1", "PaymentCharged", absent()},
+        {2, k_now - 45 * 60'000, "e-2", "PaymentCharged", present(40 * 60'000)},
+        {3, k_now - 40 * 60'000, "e-3", "EmailSent", absent()},
+        {4, k_now - 30 * 60'000, "e-4", "PaymentCharged", present(50 * 60'000)},
+        {5, k_now - 20 * 60'000, "", "EmailSent", absent()},
+        {6, k_now - 10 * 60'000, "e-6", "PaymentCharged", present(55 * 60'000)},
+    };
+    auto r = h.run();
+    SCOPED_TRACE(declared ? "TTL declared" : "TTL from the records");
+    EXPECT_EQ(r.replay.would_reapply, 3);
+    ASSERT_EQ(r.replay.safe_from.size(), 1U);
+    EXPECT_EQ(r.replay.safe_from[0].offset, 2);
+    EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 45 * 60'000);
+  }
+}
