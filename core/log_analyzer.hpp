@@ -133,7 +133,6 @@ private:
   KeyArchive* m_id_archive;
   std::size_t m_id_limit;
   bool m_ids_archived = false;
-  std::vector<KeyArchive::Entry> m_run; // a sweep's or an id spill's, kept for the next
   std::size_t m_semantic_limit;
   // Every archived entry's time is below this (relative); none archived: the lowest value.
   std::int64_t m_archived_below = INT64_MIN;
