@@ -80,14 +80,16 @@ struct TestProducer::State {
   }
 };
 
-TestProducer::TestProducer(const std::string& bootstrap, std::int64_t timeout_ms) : m_state(std::make_unique<State>()) {
+TestProducer::TestProducer(const std::string& bootstrap, std::int64_t timeout_ms,
+                           const std::vector<std::pair<std::string, std::string>>& properties)
+    : m_state(std::make_unique<State>()) {
   m_state->timeout_ms = timeout_ms;
-  m_state->rk = make(RD_KAFKA_PRODUCER, bootstrap,
-                     {{"acks", "all"},
-                      {"linger.ms", "5"},
-                      {"queue.buffering.max.messages", "1000000"},
-                      {"message.timeout.ms", std::to_string(timeout_ms)}},
-                     &State::delivered, m_state.get());
+  std::vector<std::pair<std::string, std::string>> all{{"acks", "all"},
+                                                       {"linger.ms", "5"},
+                                                       {"queue.buffering.max.messages", "1000000"},
+                                                       {"message.timeout.ms", std::to_string(timeout_ms)}};
+  all.insert(all.end(), properties.begin(), properties.end());
+  m_state->rk = make(RD_KAFKA_PRODUCER, bootstrap, all, &State::delivered, m_state.get());
 }
 
 TestProducer::~TestProducer() {

@@ -25,10 +25,12 @@ struct OutgoingRecord {
   std::int64_t timestamp_ms = 0;
 };
 
-// A producer (acks=all) that counts failed deliveries. Throws std::runtime_error.
+// A producer (acks=all) that counts failed deliveries; `properties` are set after its own.
+// Throws std::runtime_error.
 class TestProducer {
 public:
-  TestProducer(const std::string& bootstrap, std::int64_t timeout_ms);
+  TestProducer(const std::string& bootstrap, std::int64_t timeout_ms,
+               const std::vector<std::pair<std::string, std::string>>& properties = {});
   ~TestProducer();
   TestProducer(const TestProducer&) = delete;
   TestProducer& operator=(const TestProducer&) = delete;

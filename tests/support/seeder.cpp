@@ -6,11 +6,16 @@
 //   seeder -b HOST:PORT --topic T --create PARTITIONS [--config NAME=VALUE]…   (a real broker)
 //   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
+//          [--batch-bytes N]
 //
 // --input lines are kcat -J envelopes; their "partition" is kept (absent: by key), their "topic"
 // is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
 // minute old: bundled data keeps realistic ages. --expect-log-start checks after seeding that no
-// partition's log start moved (the mock silently evicts beyond 5 MiB a partition).
+// partition's log start moved (the mock silently evicts beyond 5 MiB a partition). --batch-bytes
+// (default 16384, the Java producer's batch.size) caps the producer's batches: with librdkafka's
+// 1 MB they grew with how fast the seeder ran, and a fetch brings at least one whole batch of each
+// partition, so the same bench's audit of 4M events in 256 partitions peaked anywhere from 250 to
+// 490 MB (570 MB with every batch near 1 MB, 227 MB with 16 KB ones).
 #include "core/kcat_line.hpp"
 #include "tests/support/kafka_tools.hpp"
 
@@ -39,6 +44,7 @@ struct Options {
   int partitions = 1;
   std::string id_in = "header";
   std::size_t payload_size = 200;
+  long long batch_bytes = 16384;
   long long start_ts = 1'700'000'000'000LL;
   long long step_ms = 1;
   long long expect_log_start = -1;
@@ -161,6 +167,8 @@ int main(int argc, char** argv) {
       options.partitions = std::atoi(value().c_str());
     } else if (arg == "--id-in") {
       options.id_in = value();
+    } else if (arg == "--batch-bytes") {
+      options.batch_bytes = std::atoll(value().c_str());
     } else if (arg == "--payload-size") {
       options.payload_size = static_cast<std::size_t>(std::atoll(value().c_str()));
     } else if (arg == "--start-ts") {
@@ -220,7 +228,9 @@ int main(int argc, char** argv) {
     usage("need -b, --topic and --input or --generate");
   }
   try {
-    auto producer = std::make_unique<dedupctl::testing::TestProducer>(options.bootstrap, 30'000);
+    auto producer = std::make_unique<dedupctl::testing::TestProducer>(
+        options.bootstrap, 30'000,
+        std::vector<std::pair<std::string, std::string>>{{"batch.size", std::to_string(options.batch_bytes)}});
     long long count = 0;
     if (options.generate >= 0) {
       for (long long i = 0; i < options.generate; ++i) {
