@@ -90,10 +90,13 @@ public:
   std::string kind() const override { return "redis"; }
   // Settles go through a connection of their own (one a master), opened at the first settle.
   bool settles_apart() const override { return true; }
-  // Twice the default: a batch waits for its claims, its deliveries and its settle, and the reading
-  // goes on meanwhile (tests/bench/replay/run, 1M events: 6.07 -> 5.57 s mean of six runs with the
-  // settles apart, RSS 269 -> 297 MB).
-  std::size_t max_in_flight() const override { return 16; }
+  // Four times the default: a batch waits for its claims, its deliveries and its settle, and the
+  // reading goes on meanwhile; Redis and this process share the cores, and a deeper queue rides out
+  // the moments one of them is starved (tests/bench/replay/run, 1M events: 6.07 -> 5.57 s mean of
+  // six runs with sixteen and the settles apart, RSS 269 -> 297 MB; with jemalloc, sixteen -> 32:
+  // 4.95 -> 4.76 s mean of six interleaved runs, RSS 260 -> 325 MB; 64: 4.59 s, 410 MB; twice the
+  // --batch at sixteen, the same events in flight, changed nothing).
+  std::size_t max_in_flight() const override { return 32; }
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     check_stop();

@@ -71,13 +71,13 @@ std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report
   return std::make_unique<Process>(argv, options);
 }
 
-// A slow run (--batch 10 --max-rate 200) with `args` and its checkpoint, in the background, once a
-// batch has settled. Batches of 10: the 16 a Redis run holds in flight are 160 of the 400 events,
+// A slow run (--batch 5 --max-rate 200) with `args` and its checkpoint, in the background, once a
+// batch has settled. Batches of 5: the 32 a Redis run holds in flight are 160 of the 400 events,
 // so an interrupt after the first checkpoint still comes mid-run.
 std::unique_ptr<Process> start_slow(const std::vector<std::string>& args, const std::string& checkpoint,
                                     const std::string& topic, bool report = false) {
   std::vector<std::string> slow = args;
-  slow.insert(slow.end(), {"--batch", "10", "--max-rate", "200", "--checkpoint", checkpoint});
+  slow.insert(slow.end(), {"--batch", "5", "--max-rate", "200", "--checkpoint", checkpoint});
   auto run = start(slow, report);
   EXPECT_TRUE(wait_for_progress(checkpoint, topic));
   return run;
