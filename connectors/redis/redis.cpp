@@ -93,9 +93,9 @@ public:
   // Four times the default: a batch waits for its claims, its deliveries and its settle, and the
   // reading goes on meanwhile; Redis and this process share the cores, and a deeper queue rides out
   // the moments one of them is starved (tests/bench/replay/run, 1M events: 6.07 -> 5.57 s mean of
-  // six runs with sixteen and the settles apart, RSS 269 -> 297 MB; with jemalloc, sixteen -> 32:
-  // 4.95 -> 4.76 s mean of six interleaved runs, RSS 260 -> 325 MB; 64: 4.59 s, 410 MB; twice the
-  // --batch at sixteen, the same events in flight, changed nothing).
+  // six runs with sixteen and the settles apart, RSS 269 -> 297 MB; with jemalloc, sixteen -> 32,
+  // twice three interleaved runs each: 4.95 -> 4.76 s and 5.07 -> 4.75 s, RSS 260 -> 325 MB; 64:
+  // 4.59 s, 410 MB; twice the --batch at sixteen, the same events in flight, changed nothing).
   std::size_t max_in_flight() const override { return 32; }
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
