@@ -13,7 +13,7 @@
 // after a second, and two arenas serve the few threads that allocate (4M audit: 217-224 MB, and a
 // 1M replay's CPU is unchanged; tests/bench/audit-redis/growth, tests/bench/replay/run).
 extern "C" {
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): the name jemalloc looks for
+// The name jemalloc looks for (unprefixed, as Debian builds it).
 extern const char* const malloc_conf;
 const char* const malloc_conf = "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0";
 }

@@ -9,7 +9,7 @@ namespace {
 
 #if defined(DEDUPCTL_JEMALLOC)
 // The executable allocates through jemalloc, librdkafka's and hiredis' allocations included (a
-// replay of 1M events took 15% less CPU than with glibc's malloc, tests/bench/replay/run). A build
+// replay of 1M events took 11% less CPU than on glibc's malloc, tests/bench/replay/run). A build
 // that drops the link would still pass every other test; this one asks jemalloc itself, through its
 // MALLOC_CONF, to print its statistics as the process exits, and checks the settings main.cpp gives
 // it took effect (a misspelt malloc_conf symbol is silently ignored).
