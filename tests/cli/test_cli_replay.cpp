@@ -755,9 +755,14 @@ TEST_P(Replay, APublishThatLandsAfterTheKilledRunDiedIsNotPublishedAgain) {
     late = claimed && !published ? i : -1;
   }
   ASSERT_GE(late, 0) << "the killed run had claims it had not published";
+  // The late record must land while the rerun waits for the sink to hold still (500 ms): the
+  // producer connects before the rerun starts, so that on a loaded machine its first send is not
+  // held up by the connection and the metadata (CI: it landed after the read-back, and the rerun,
+  // rightly by its rule, published the event again).
+  TestProducer producer(m_cluster.bootstrap, 10'000);
+  producer.connect(m_sink);
   auto rerun = std::async(std::launch::async, [&] { return run_dedupctl(command); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  TestProducer producer(m_cluster.bootstrap, 10'000);
   producer.send(OutgoingRecord{m_sink,
                                late % 2,
                                fmt::format("k{}", late),

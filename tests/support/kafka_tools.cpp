@@ -97,6 +97,20 @@ TestProducer::~TestProducer() {
   rd_kafka_destroy(m_state->rk);
 }
 
+void TestProducer::connect(const std::string& topic) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(m_state->rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* metadata = nullptr;
+  rd_kafka_resp_err_t err =
+      rd_kafka_metadata(m_state->rk, 0, rkt, &metadata, static_cast<int>(m_state->timeout_ms));
+  if (metadata) {
+    rd_kafka_metadata_destroy(metadata);
+  }
+  rd_kafka_topic_destroy(rkt);
+  if (err) {
+    throw std::runtime_error(fmt::format("cannot reach the leaders of {}: {}", topic, rd_kafka_err2str(err)));
+  }
+}
+
 void TestProducer::send(const OutgoingRecord& record) {
   for (;;) {
     rd_kafka_resp_err_t err = produce_one(m_state->rk, record);
