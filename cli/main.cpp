@@ -8,10 +8,11 @@
 
 #if defined(DEDUPCTL_JEMALLOC)
 // jemalloc's settings, read at its first allocation (MALLOC_CONF in the environment still overrides
-// them). Its defaults keep freed pages resident for ten seconds and open eight arenas a core: a
-// 4M-event audit then peaked at 265-292 MB against 215 MB on glibc's malloc. Freed pages go back
-// after a second, and two arenas serve the few threads that allocate (4M audit: 217-224 MB, and a
-// 1M replay's CPU is unchanged; tests/bench/audit-redis/growth, tests/bench/replay/run).
+// them). Its defaults keep freed pages resident for ten seconds and open four arenas a core (eight
+// on a 2-core machine): a 4M-event audit then peaked at 265-292 MB against 215 MB on glibc's
+// malloc. Here freed pages go back after a second, and two arenas serve the few threads that
+// allocate (4M audit: 217-224 MB, and a 1M replay's CPU is unchanged; tests/bench/audit-redis/growth,
+// tests/bench/replay/run).
 extern "C" {
 // The name jemalloc looks for (unprefixed, as Debian builds it).
 extern const char* const malloc_conf;
