@@ -4,9 +4,9 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/text.hpp"
-#include "core/config_check.hpp"
-#include "core/errors.hpp"
-#include "core/secrets.hpp"
+#include "core/check/config_check.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/secrets.hpp"
 #include "reports/report.hpp"
 
 #include <CLI/CLI.hpp>

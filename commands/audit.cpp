@@ -10,12 +10,12 @@
 #include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
-#include "core/committed_offsets.hpp"
-#include "core/errors.hpp"
-#include "core/inbox_rules.hpp"
-#include "core/retention.hpp"
-#include "core/store_uri.hpp"
-#include "core/time.hpp"
+#include "core/source/committed_offsets.hpp"
+#include "core/util/errors.hpp"
+#include "core/check/inbox_rules.hpp"
+#include "core/audit/retention.hpp"
+#include "core/store/store_uri.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -8,9 +8,9 @@
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
-#include "core/store_uri.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/store_uri.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

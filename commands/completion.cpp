@@ -2,7 +2,7 @@
 // from the parsed command line itself so that it never falls behind a new option.
 #include "commands/context.hpp"
 #include "commands/options.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/ttl.hpp"
+#include "core/audit/ttl.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -41,7 +41,7 @@ struct Context {
   std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
   std::string command;                            // the subcommand that ran, for error reports
   // The secrets on the command line (passwords in --store/--via URIs and conninfo, -X *.password):
-  // nothing written to stdout or stderr may contain one, in any spelling (core/secrets.hpp).
+  // nothing written to stdout or stderr may contain one, in any spelling (core/store/secrets.hpp).
   std::vector<std::string> secrets;
   // Where each option of the run got its value, Default when it kept it (long name without dashes:
   // "ttl", "max-lag"). Filled by the cli layer after parsing.

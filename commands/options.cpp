@@ -2,9 +2,9 @@
 
 #include "commands/settings.hpp"
 #include "connectors/postgres/inbox.hpp"
-#include "core/errors.hpp"
-#include "core/retention.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/audit/retention.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

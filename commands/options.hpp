@@ -2,12 +2,12 @@
 
 
 #include "commands/context.hpp"
-#include "core/audit_analyzer.hpp"
-#include "core/digest.hpp"
-#include "core/identify.hpp"
-#include "core/replay.hpp"
-#include "core/source_info.hpp"
-#include "core/store_uri.hpp"
+#include "core/audit/audit_analyzer.hpp"
+#include "core/merge/digest.hpp"
+#include "core/identity/identify.hpp"
+#include "core/replay/replay.hpp"
+#include "core/source/source_info.hpp"
+#include "core/store/store_uri.hpp"
 #include "reports/report.hpp"
 
 #include <functional>

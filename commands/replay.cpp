@@ -11,9 +11,9 @@
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
-#include "core/retention.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/audit/retention.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,8 +5,8 @@
 #include "commands/shard.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/key_archive.hpp"
-#include "core/errors.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,8 +1,8 @@
 #include "commands/settings.hpp"
 
-#include "core/errors.hpp"
-#include "core/inbox_rules.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/check/inbox_rules.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/store_uri.hpp"
+#include "core/store/store_uri.hpp"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "commands/shard.hpp"
 
-#include "core/secrets.hpp"
+#include "core/store/secrets.hpp"
 
 #include <fmt/format.h>
 

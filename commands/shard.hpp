@@ -5,7 +5,7 @@
 #include "commands/options.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/digest_file.hpp"
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 #include "reports/report.hpp"
 
 #include <memory>

@@ -5,11 +5,11 @@
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
-#include "core/inbox_snapshot.hpp"
-#include "core/snapshot_line.hpp"
-#include "core/store_uri.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/inbox_snapshot.hpp"
+#include "core/store/snapshot_line.hpp"
+#include "core/store/store_uri.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

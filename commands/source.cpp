@@ -2,11 +2,11 @@
 
 #include "commands/settings.hpp"
 #include "connectors/file/text.hpp"
-#include "core/committed_offsets.hpp"
-#include "core/errors.hpp"
-#include "core/offset_spec.hpp"
-#include "core/text.hpp"
-#include "core/time.hpp"
+#include "core/source/committed_offsets.hpp"
+#include "core/util/errors.hpp"
+#include "core/source/offset_spec.hpp"
+#include "core/util/text.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

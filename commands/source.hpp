@@ -4,8 +4,8 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/kcat_file.hpp"
-#include "core/replay.hpp"
-#include "core/source_info.hpp"
+#include "core/replay/replay.hpp"
+#include "core/source/source_info.hpp"
 
 #include <memory>
 #include <optional>

@@ -4,8 +4,8 @@
 #include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -6,9 +6,9 @@
 #include "commands/source.hpp"
 #include "commands/store.hpp"
 #include "connectors/file/text.hpp"
-#include "core/errors.hpp"
-#include "core/retention.hpp"
-#include "core/time.hpp"
+#include "core/util/errors.hpp"
+#include "core/audit/retention.hpp"
+#include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

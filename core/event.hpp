@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/arena.hpp"
+#include "core/util/arena.hpp"
 
 #include <cstdint>
 #include <memory>

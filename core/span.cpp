@@ -1,6 +1,6 @@
 #include "core/span.hpp"
 
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 
 namespace dedupctl::core {
 

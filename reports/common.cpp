@@ -1,6 +1,6 @@
 #include "reports/common.hpp"
 
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 #include "reports/common.hpp"
 #include "reports/report.hpp"
 
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 #include "reports/common.hpp"
 #include "reports/report.hpp"
 

@@ -1,4 +1,4 @@
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "reports/printable.hpp"
 #include "reports/report.hpp"
 

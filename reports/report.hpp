@@ -1,11 +1,11 @@
 #pragma once
 
-#include "core/audit_analyzer.hpp"
-#include "core/coverage.hpp"
+#include "core/audit/audit_analyzer.hpp"
+#include "core/audit/coverage.hpp"
 #include "core/finding.hpp"
-#include "core/source_info.hpp"
-#include "core/trace.hpp"
-#include "core/ttl.hpp"
+#include "core/source/source_info.hpp"
+#include "core/trace/trace.hpp"
+#include "core/audit/ttl.hpp"
 
 #include <cstdint>
 #include <cstdio>

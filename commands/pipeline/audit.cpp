@@ -2,9 +2,9 @@
 
 #include "commands/pipeline/common.hpp"
 #include "commands/pipeline/serial_worker.hpp"
-#include "core/range.hpp"
-#include "core/retention.hpp"
-#include "core/time.hpp"
+#include "core/source/range.hpp"
+#include "core/audit/retention.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "commands/pipeline/common.hpp"
 
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <algorithm>
 

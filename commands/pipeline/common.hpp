@@ -1,8 +1,8 @@
 #pragma once
 
 #include "core/event.hpp"
-#include "core/log_analyzer.hpp"
-#include "core/source_info.hpp"
+#include "core/scan/log_analyzer.hpp"
+#include "core/source/source_info.hpp"
 #include "reports/report.hpp"
 
 #include <chrono>

@@ -2,7 +2,7 @@
 
 #include "commands/pipeline/audit.hpp"
 #include "commands/pipeline/common.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 #include "reports/report.hpp"
 
 #include <memory>

@@ -2,11 +2,11 @@
 
 #include "core/event.hpp"
 #include "core/finding.hpp"
-#include "core/identify.hpp"
-#include "core/log_analyzer.hpp"
-#include "core/key_template.hpp"
-#include "core/replay.hpp"
-#include "core/source_info.hpp"
+#include "core/identity/identify.hpp"
+#include "core/scan/log_analyzer.hpp"
+#include "core/identity/key_template.hpp"
+#include "core/replay/replay.hpp"
+#include "core/source/source_info.hpp"
 #include "reports/report.hpp"
 
 #include <atomic>

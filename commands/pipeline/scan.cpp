@@ -1,7 +1,7 @@
 #include "commands/pipeline/scan.hpp"
 
 #include "commands/pipeline/common.hpp"
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 
 namespace dedupctl::commands {
 

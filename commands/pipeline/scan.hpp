@@ -1,11 +1,11 @@
 #pragma once
 
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
-#include "core/identify.hpp"
-#include "core/log_analyzer.hpp"
-#include "core/source_info.hpp"
+#include "core/identity/identify.hpp"
+#include "core/scan/log_analyzer.hpp"
+#include "core/source/source_info.hpp"
 #include "reports/report.hpp"
 
 #include <cstdint>

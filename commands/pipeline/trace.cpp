@@ -1,8 +1,8 @@
 #include "commands/pipeline/trace.hpp"
 
 #include "commands/pipeline/common.hpp"
-#include "core/log_analyzer.hpp"
-#include "core/time.hpp"
+#include "core/scan/log_analyzer.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 

@@ -1,12 +1,12 @@
 #pragma once
 
-#include "core/dedup_store.hpp"
+#include "core/store/dedup_store.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
-#include "core/identify.hpp"
-#include "core/key_template.hpp"
-#include "core/source_info.hpp"
-#include "core/trace.hpp"
+#include "core/identity/identify.hpp"
+#include "core/identity/key_template.hpp"
+#include "core/source/source_info.hpp"
+#include "core/trace/trace.hpp"
 #include "reports/report.hpp"
 
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 #include "connectors/file/output.hpp"
 #include "connectors/file/record_runs.hpp"
 

@@ -1,7 +1,7 @@
 #include "connectors/file/inbox_snapshot_store.hpp"
 
 #include "connectors/file/text.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

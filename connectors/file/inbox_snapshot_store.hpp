@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/dedup_store.hpp"
-#include "core/inbox_snapshot.hpp"
-#include "core/inbox_table.hpp"
+#include "core/store/dedup_store.hpp"
+#include "core/store/inbox_snapshot.hpp"
+#include "core/store/inbox_table.hpp"
 
 #include <string>
 

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 #include "core/event.hpp"
-#include "core/kcat_line.hpp"
-#include "core/offset_set.hpp"
-#include "core/range.hpp"
+#include "core/source/kcat_line.hpp"
+#include "core/util/offset_set.hpp"
+#include "core/source/range.hpp"
 
 #include <atomic>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "connectors/file/key_archive.hpp"
 
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <algorithm>
 #include <cstdio>

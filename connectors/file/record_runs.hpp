@@ -1,7 +1,7 @@
 #pragma once
 
 #include "connectors/file/temp_file.hpp"
-#include "core/digest.hpp"
+#include "core/merge/digest.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include "connectors/file/output.hpp"
 #include "connectors/file/text.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/replay.hpp"
+#include "core/replay/replay.hpp"
 
 #include <cstdio>
 #include <optional>

@@ -1,8 +1,8 @@
 #include "connectors/file/snapshot_store.hpp"
 
 #include "connectors/file/text.hpp"
-#include "core/errors.hpp"
-#include "core/fingerprint.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/fingerprint.hpp"
 
 #include <fmt/format.h>
 

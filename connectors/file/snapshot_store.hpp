@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/dedup_store.hpp"
-#include "core/flat_map.hpp"
-#include "core/snapshot_line.hpp"
+#include "core/store/dedup_store.hpp"
+#include "core/util/flat_map.hpp"
+#include "core/store/snapshot_line.hpp"
 
 #include <climits>
 #include <cstdint>

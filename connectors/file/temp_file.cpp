@@ -1,6 +1,6 @@
 #include "connectors/file/temp_file.hpp"
 
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "connectors/file/text.hpp"
 
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "connectors/kafka/kafka.hpp"
 
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 #include <librdkafka/rdkafka.h>

@@ -1,11 +1,11 @@
 #pragma once
 
 #include "core/event.hpp"
-#include "core/offset_spec.hpp"
-#include "core/range.hpp"
-#include "core/replay.hpp"
-#include "core/retention.hpp"
-#include "core/source_info.hpp"
+#include "core/source/offset_spec.hpp"
+#include "core/source/range.hpp"
+#include "core/replay/replay.hpp"
+#include "core/audit/retention.hpp"
+#include "core/source/source_info.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -1,9 +1,9 @@
 #include "connectors/postgres/inbox.hpp"
 
 #include "connectors/postgres/libpq_options.hpp"
-#include "core/errors.hpp"
-#include "core/store_uri.hpp"
-#include "core/text.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/store_uri.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>

@@ -2,11 +2,11 @@
 
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/libpq_options.hpp"
-#include "core/errors.hpp"
-#include "core/inbox_snapshot.hpp"
-#include "core/inbox_table.hpp"
-#include "core/store_uri.hpp"
-#include "core/text.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/inbox_snapshot.hpp"
+#include "core/store/inbox_table.hpp"
+#include "core/store/store_uri.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>

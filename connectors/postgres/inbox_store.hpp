@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/coverage.hpp"
-#include "core/dedup_store.hpp"
-#include "core/replay.hpp"
+#include "core/audit/coverage.hpp"
+#include "core/store/dedup_store.hpp"
+#include "core/replay/replay.hpp"
 
 #include <atomic>
 #include <cstdint>

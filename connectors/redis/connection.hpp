@@ -4,8 +4,8 @@
 // one-server and the cluster paths (connectors/redis/nodes.hpp). Internal to connectors/redis.
 
 #include "connectors/redis/redis.hpp"
-#include "core/coverage.hpp"
-#include "core/errors.hpp"
+#include "core/audit/coverage.hpp"
+#include "core/util/errors.hpp"
 
 #include <hiredis/hiredis.h>
 

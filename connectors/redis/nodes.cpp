@@ -1,6 +1,6 @@
 #include "connectors/redis/nodes.hpp"
 
-#include "core/text.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -8,7 +8,7 @@
 // redirects end it too ("the slot map kept changing"). Internal to connectors/redis.
 
 #include "connectors/redis/connection.hpp"
-#include "core/redis_cluster.hpp"
+#include "core/store/redis_cluster.hpp"
 
 #include <functional>
 #include <map>

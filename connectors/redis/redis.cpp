@@ -2,8 +2,8 @@
 
 #include "connectors/redis/connection.hpp"
 #include "connectors/redis/nodes.hpp"
-#include "core/errors.hpp"
-#include "core/text.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 

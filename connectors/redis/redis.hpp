@@ -1,9 +1,9 @@
 #pragma once
 
-#include "core/check_rules.hpp"
-#include "core/dedup_store.hpp"
-#include "core/replay.hpp"
-#include "core/store_uri.hpp"
+#include "core/check/check_rules.hpp"
+#include "core/store/dedup_store.hpp"
+#include "core/replay/replay.hpp"
+#include "core/store/store_uri.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
-#include "core/time.hpp"
+#include "core/util/time.hpp"
 #include "tests/cli/planted.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -7,7 +7,7 @@
 #include "connectors/file/digest_file.hpp"
 #include "connectors/file/record_runs.hpp"
 #include "connectors/file/key_archive.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <gtest/gtest.h>

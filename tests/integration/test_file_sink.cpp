@@ -2,7 +2,7 @@
 // a whole line, whatever stdio has written out so far, so a resumed run reads back from a line's
 // start; and a line a killed run left half-written is cut on open.
 #include "connectors/file/replay_sink.hpp"
-#include "core/kcat_line.hpp"
+#include "core/source/kcat_line.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 // real Apache Kafka broker (its instances named /kafka run in the real-kafka tier); the fault tests
 // on the mock, which can take a broker down.
 #include "connectors/kafka/kafka.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"

@@ -2,7 +2,7 @@
 // read. Every failure is an UnreachableError (exit 3 once it reaches the command) whose message
 // names the server and the cause, and never the password.
 #include "connectors/postgres/inbox_store.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>

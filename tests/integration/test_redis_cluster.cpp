@@ -4,9 +4,9 @@
 // master's settings, and the master a sentinel names before and after a failover.
 #include "connectors/redis/connection.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
-#include "core/redis_cluster.hpp"
-#include "core/replay.hpp"
+#include "core/util/errors.hpp"
+#include "core/store/redis_cluster.hpp"
+#include "core/replay/replay.hpp"
 #include "core/span.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -2,7 +2,7 @@
 // kind of record, what it leaves behind, and how settling ends it. Both claim forms run: SET … NX
 // PX … GET in one command (Redis 7), and SET NX then GET (older servers).
 #include "connectors/redis/redis.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // A snapshot file as the dedup store of an offline audit: every record read back as the file has
 // it, a key given twice taking its last line, and many keys sharing a value.
 #include "connectors/file/snapshot_store.hpp"
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>

@@ -16,7 +16,7 @@
 // 1 MB they grew with how fast the seeder ran, and a fetch brings at least one whole batch of each
 // partition, so the same bench's audit of 4M events in 256 partitions peaked anywhere from 250 to
 // 490 MB (570 MB with every batch near 1 MB, 227 MB with 16 KB ones).
-#include "core/kcat_line.hpp"
+#include "core/source/kcat_line.hpp"
 #include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>

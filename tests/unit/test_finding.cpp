@@ -1,6 +1,6 @@
-#include "core/errors.hpp"
+#include "core/util/errors.hpp"
 #include "core/finding.hpp"
-#include "core/flat_map.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <gtest/gtest.h>
 

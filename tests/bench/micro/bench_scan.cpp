@@ -1,6 +1,6 @@
 // Google Benchmark for scan's hot loops: identification (header and JSON ids) and the log analyzer.
-#include "core/identify.hpp"
-#include "core/log_analyzer.hpp"
+#include "core/identity/identify.hpp"
+#include "core/scan/log_analyzer.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

@@ -1,0 +1,102 @@
+#include "core/audit/coverage.hpp"
+
+#include <algorithm>
+
+namespace dedupctl::core {
+
+std::string_view to_string(Coverage state) {
+  switch (state) {
+  case Coverage::NoId:
+    return "no_id";
+  case Coverage::Pending:
+    return "pending";
+  case Coverage::InProgress:
+    return "in_progress";
+  case Coverage::Orphaned:
+    return "orphaned";
+  case Coverage::Covered:
+    return "covered";
+  case Coverage::Expiring:
+    return "expiring";
+  case Coverage::Expired:
+    return "expired";
+  case Coverage::Missing:
+    return "missing";
+  }
+  return "missing";
+}
+
+bool is_in_progress(std::string_view value, const std::vector<std::string>& markers) {
+  for (const auto& marker : markers) {
+    if (value == marker || (value.size() > marker.size() && value.starts_with(marker) && value[marker.size()] == ':')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy) {
+  Verdict verdict;
+  if (record.kind == RecordState::Kind::Absent) {
+    if (event.committed && event.offset >= *event.committed) {
+      verdict.state = Coverage::Pending; // not consumed yet: nothing is wrong
+    } else if (auto ttl = policy.ttl.finite_ms();
+               ttl && event.timestamp_ms + *ttl + policy.max_lag_ms < policy.now_ms) {
+      verdict.state = Coverage::Expired;
+    } else {
+      verdict.state = Coverage::Missing; // within its TTL, never expiring, or the TTL is unknown
+    }
+    return verdict;
+  }
+  if (is_in_progress(record.value, policy.in_progress_values)) {
+    bool consumed_past = event.committed && event.offset < *event.committed;
+    bool lease_over = event.timestamp_ms < policy.now_ms - policy.lease_ms;
+    verdict.state = consumed_past || lease_over ? Coverage::Orphaned : Coverage::InProgress;
+    return verdict;
+  }
+  verdict.state = Coverage::Covered;
+  auto remaining = remaining_ms(record, policy);
+  if (!remaining) {
+    verdict.no_expiry = true;
+    return verdict;
+  }
+  if (policy.retention.is_infinite()) {
+    verdict.state = Coverage::Expiring; // every TTL lapses while the event stays replayable
+    verdict.gap_ms = -1;
+  } else if (auto retention = policy.retention.finite_ms()) {
+    std::int64_t lapses = policy.now_ms + *remaining;
+    std::int64_t replayable_until = event.timestamp_ms + *retention;
+    if (lapses < replayable_until) {
+      verdict.state = Coverage::Expiring;
+      verdict.gap_ms = replayable_until - lapses;
+    }
+  }
+  return verdict;
+}
+
+RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status) {
+  RecordState state;
+  state.kind = RecordState::Kind::Present;
+  state.value = status;
+  state.processed_at_ms = processed_at_ms;
+  return state;
+}
+
+std::optional<std::int64_t> remaining_ms(const RecordState& record, const CoveragePolicy& policy) {
+  if (!record.processed_at_ms) {
+    return record.pttl_ms;
+  }
+  auto retention = policy.ttl.finite_ms();
+  if (!retention) {
+    return std::nullopt;
+  }
+  return std::max<std::int64_t>(0, *record.processed_at_ms + *retention - policy.now_ms);
+}
+
+void TtlEstimator::observe(std::int64_t pttl_ms, std::int64_t timestamp_ms, std::int64_t now_ms) {
+  std::int64_t upper = pttl_ms + std::max<std::int64_t>(0, now_ms - timestamp_ms);
+  m_low = m_low ? std::max(*m_low, pttl_ms) : pttl_ms;
+  m_high = m_high ? std::min(*m_high, upper) : upper;
+}
+
+} // namespace dedupctl::core

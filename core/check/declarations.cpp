@@ -1,0 +1,242 @@
+#include "core/check/declarations.hpp"
+
+#include "core/util/errors.hpp"
+#include "core/identity/key_template.hpp"
+#include "core/audit/retention.hpp"
+#include "core/util/time.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <set>
+
+namespace dedupctl::core {
+
+std::string_view to_string(Placement placement) {
+  switch (placement) {
+  case Placement::Redis:
+    return "redis";
+  case Placement::Postgres:
+    return "postgres";
+  case Placement::Memory:
+    return "memory";
+  case Placement::Design:
+    return "design";
+  }
+  return "redis";
+}
+
+SourcePosition ConsumerDeclaration::position_of(const std::string& field) const {
+  auto it = fields.find(field);
+  return it == fields.end() ? at : it->second;
+}
+
+namespace {
+
+const std::set<std::string, std::less<>> k_keys{"name",
+                                                "topic",
+                                                "group",
+                                                "placement",
+                                                "store",
+                                                "key_template",
+                                                "ttl",
+                                                "retention",
+                                                "max_lag",
+                                                "side_effects",
+                                                "inbox_table",
+                                                "inbox_id_column",
+                                                "inbox_consumer_column",
+                                                "inbox_time_column",
+                                                "inbox_status_column",
+                                                "inbox_retention"};
+
+SourcePosition position(const toml::source_region& region) {
+  return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
+}
+
+} // namespace
+
+Declarations parse_declarations(std::string_view text, std::string_view path) {
+  Declarations out;
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    out.errors.push_back({position(e.source()), std::string(e.description())});
+    return out;
+  }
+  for (auto&& [key, node] : root) {
+    if (key.str() != "consumer") {
+      out.errors.push_back(
+          {position(key.source()),
+           fmt::format("unknown top-level key '{}'; declare consumers as [[consumer]] tables", key.str())});
+    }
+  }
+  const toml::node* consumers = root.get("consumer");
+  if (!consumers) {
+    out.errors.push_back({SourcePosition{1, 1}, "no [[consumer]] declared"});
+    return out;
+  }
+  const toml::array* array = consumers->as_array();
+  if (!array) {
+    out.errors.push_back({position(consumers->source()), "'consumer' must be an array of tables: write [[consumer]]"});
+    return out;
+  }
+  std::set<std::string> names;
+  for (const toml::node& element : *array) {
+    const toml::table* table = element.as_table();
+    if (!table) {
+      out.errors.push_back({position(element.source()), "each consumer must be a table: write [[consumer]]"});
+      continue;
+    }
+    ConsumerDeclaration consumer;
+    bool placement_valid = false;
+    consumer.at = position(table->source());
+    auto error = [&](const toml::node& node, std::string message) {
+      out.errors.push_back({position(node.source()), std::move(message)});
+    };
+    auto string_of = [&](const std::string& name, const toml::node& node, std::string& target) {
+      if (auto value = node.value<std::string>()) {
+        target = *value;
+        return true;
+      }
+      error(node, fmt::format("'{}' must be a string", name));
+      return false;
+    };
+    auto duration_of = [&](const std::string& name, const toml::node& node, auto parse) -> std::optional<Span> {
+      std::string text_value;
+      if (!string_of(name, node, text_value)) {
+        return std::nullopt;
+      }
+      try {
+        return parse(text_value);
+      } catch (const UsageError&) {
+        error(node, fmt::format("'{}' is \"{}\": expected a duration such as \"90s\", \"15m\", \"6h\", \"7d\", "
+                                "\"1d12h\" or \"PT6H\"{}",
+                                name, text_value,
+                                name == "retention" ? ", or \"infinite\""
+                                : name == "max_lag" ? ""
+                                                    : ", or \"none\""));
+        return std::nullopt;
+      }
+    };
+    for (auto&& [key, node] : *table) {
+      std::string name(key.str());
+      consumer.fields[name] = position(key.source());
+      if (!k_keys.count(name)) {
+        out.errors.push_back({position(key.source()),
+                              fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
+                                          "placement, store, key_template, ttl, retention, max_lag, side_effects, "
+                                          "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
+                                          "inbox_status_column, inbox_retention",
+                                          name)});
+        continue;
+      }
+      if (name == "name") {
+        string_of(name, node, consumer.name);
+      } else if (name == "topic") {
+        string_of(name, node, consumer.topic);
+      } else if (name == "group") {
+        string_of(name, node, consumer.group);
+      } else if (name == "store") {
+        string_of(name, node, consumer.store);
+      } else if (name == "key_template") {
+        if (string_of(name, node, consumer.key_template)) {
+          try {
+            KeyTemplate::parse(consumer.key_template);
+          } catch (const UsageError& e) {
+            error(node, e.what());
+          }
+        }
+      } else if (name == "placement") {
+        std::string value;
+        if (string_of(name, node, value)) {
+          placement_valid = true;
+          if (value == "redis") {
+            consumer.placement = Placement::Redis;
+          } else if (value == "postgres") {
+            consumer.placement = Placement::Postgres;
+          } else if (value == "memory") {
+            consumer.placement = Placement::Memory;
+          } else if (value == "design") {
+            consumer.placement = Placement::Design;
+          } else {
+            placement_valid = false;
+            error(node, fmt::format("'placement' is '{}'; expected redis, postgres, memory or design", value));
+          }
+        }
+      } else if (name == "ttl") {
+        consumer.ttl = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
+      } else if (name == "retention") {
+        consumer.retention = duration_of(name, node, [](const std::string& t) { return parse_retention(t); });
+      } else if (name == "inbox_retention") {
+        consumer.inbox_retention = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
+      } else if (name == "max_lag") {
+        if (auto span = duration_of(name, node,
+                                    [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
+          consumer.max_lag_ms = span->finite_ms().value_or(0);
+        }
+      } else if (name == "side_effects") {
+        std::string value;
+        if (string_of(name, node, value)) {
+          try {
+            consumer.side_effects = parse_side_effect("x=" + value).second;
+          } catch (const UsageError&) {
+            error(node, fmt::format("'side_effects' is '{}'; expected external, internal or idempotent", value));
+          }
+        }
+      } else if (name == "inbox_table") {
+        string_of(name, node, consumer.inbox_table);
+      } else if (name == "inbox_id_column") {
+        string_of(name, node, consumer.inbox_id_column);
+      } else if (name == "inbox_consumer_column") {
+        string_of(name, node, consumer.inbox_consumer_column);
+      } else if (name == "inbox_time_column") {
+        string_of(name, node, consumer.inbox_time_column);
+      } else if (name == "inbox_status_column") {
+        string_of(name, node, consumer.inbox_status_column);
+      }
+    }
+    auto missing = [&](const char* field, const char* why) {
+      out.errors.push_back(
+          {consumer.at, fmt::format("consumer{} has no '{}' ({})",
+                                    consumer.name.empty() ? "" : " '" + consumer.name + "'", field, why)});
+    };
+    if (!consumer.fields.count("name")) {
+      missing("name", "every consumer is named");
+    } else if (!consumer.name.empty() && !names.insert(consumer.name).second) {
+      out.errors.push_back(
+          {consumer.position_of("name"), fmt::format("consumer '{}' is declared twice", consumer.name)});
+    }
+    if (!consumer.fields.count("topic")) {
+      missing("topic", "the topic it consumes");
+    }
+    if (!consumer.fields.count("placement")) {
+      missing("placement", "redis, postgres, memory or design");
+    }
+    if (placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
+      missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
+    }
+    // The inbox defaults of spec/cli.md; an inbox_consumer_column of "" declares that there is none.
+    if (consumer.inbox_table.empty()) {
+      consumer.inbox_table = "processed_events";
+    }
+    if (consumer.inbox_id_column.empty()) {
+      consumer.inbox_id_column = "event_id";
+    }
+    if (!consumer.fields.count("inbox_consumer_column")) {
+      consumer.inbox_consumer_column = "consumer_name";
+    }
+    if (consumer.inbox_time_column.empty()) {
+      consumer.inbox_time_column = "processed_at";
+    }
+    out.consumers.push_back(std::move(consumer));
+  }
+  std::stable_sort(out.errors.begin(), out.errors.end(), [](const DeclarationError& a, const DeclarationError& b) {
+    return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
+  });
+  return out;
+}
+
+} // namespace dedupctl::core

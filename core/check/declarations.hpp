@@ -1,0 +1,60 @@
+#pragma once
+
+#include "core/audit/audit_analyzer.hpp"
+#include "core/audit/coverage.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// The [[consumer]] declarations `dedupctl check` reads (spec/cli.md "check-specific").
+namespace dedupctl::core {
+
+struct SourcePosition {
+  int line = 0;
+  int column = 0;
+};
+
+enum class Placement { Redis, Postgres, Memory, Design };
+std::string_view to_string(Placement placement);
+
+struct ConsumerDeclaration {
+  std::string name;
+  SourcePosition at;                            // the [[consumer]] header
+  std::map<std::string, SourcePosition> fields; // where each key was written
+  std::string topic;
+  std::string group;
+  Placement placement = Placement::Redis;
+  std::string store;
+  std::string key_template;
+  std::optional<Span> ttl;
+  std::optional<Span> retention;
+  std::int64_t max_lag_ms = 0;
+  SideEffect side_effects = SideEffect::External;
+  std::string inbox_table;
+  std::string inbox_id_column;
+  std::string inbox_consumer_column;
+  std::string inbox_time_column;
+  std::string inbox_status_column;
+  std::optional<Span> inbox_retention;
+
+  // The line of a field when it was written, else the consumer's header.
+  SourcePosition position_of(const std::string& field) const;
+};
+
+struct DeclarationError {
+  SourcePosition at;
+  std::string message;
+};
+
+struct Declarations {
+  std::vector<ConsumerDeclaration> consumers;
+  std::vector<DeclarationError> errors; // every error of the file, in order
+};
+
+// Parses the text of a declarations file; never throws for bad content (errors are collected).
+Declarations parse_declarations(std::string_view text, std::string_view path);
+
+} // namespace dedupctl::core

@@ -1,0 +1,145 @@
+#include "core/identity/key_template.hpp"
+
+#include "core/util/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace dedupctl::core {
+
+KeyTemplate KeyTemplate::parse(std::string_view text) {
+  KeyTemplate tmpl;
+  tmpl.m_text = std::string(text);
+  auto bad = [&](std::string_view why) -> KeyTemplate {
+    throw UsageError(fmt::format("invalid --key-template '{}': {}; placeholders are {{event_id}}, {{type}}, "
+                                 "{{entity}}, {{topic}}, {{partition}}, {{offset}}, {{key}}, {{consumer}}, "
+                                 "{{header:NAME}}, {{json:/ptr}}, and {{{{ }}}} are literal braces",
+                                 text, why));
+  };
+  if (text.empty()) {
+    return bad("the template is empty, so every event would share one key (the consumer's is often "
+               "'dedup:{consumer}:{event_id}')");
+  }
+  std::string literal;
+  auto flush = [&] {
+    if (!literal.empty()) {
+      tmpl.m_segments.push_back(Segment{Part::Literal, literal, 0});
+      literal.clear();
+    }
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '}') {
+      if (i + 1 < text.size() && text[i + 1] == '}') {
+        literal += '}';
+        ++i;
+        continue;
+      }
+      return bad(fmt::format("a lone '}}' at position {} (write '}}}}' for a literal brace)", i));
+    }
+    if (c != '{') {
+      literal += c;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '{') {
+      literal += '{';
+      ++i;
+      continue;
+    }
+    auto close = text.find('}', i);
+    if (close == std::string_view::npos) {
+      return bad(fmt::format("the placeholder at position {} is not closed", i));
+    }
+    std::string_view name = text.substr(i + 1, close - i - 1);
+    Segment segment;
+    segment.text = std::string(name);
+    if (name == "event_id") {
+      segment.part = Part::EventId;
+    } else if (name == "type") {
+      segment.part = Part::Type;
+    } else if (name == "entity") {
+      segment.part = Part::Entity;
+    } else if (name == "topic") {
+      segment.part = Part::Topic;
+    } else if (name == "partition") {
+      segment.part = Part::Partition;
+    } else if (name == "offset") {
+      segment.part = Part::Offset;
+    } else if (name == "key") {
+      segment.part = Part::Key;
+    } else if (name == "consumer") {
+      segment.part = Part::Consumer;
+    } else if (name.starts_with("header:") || name.starts_with("json:")) {
+      std::string why;
+      auto spec = try_parse_field_spec(name, why);
+      if (!spec) {
+        return bad(fmt::format("placeholder {{{}}}: {}", name, why));
+      }
+      segment.part = Part::Field;
+      segment.field = tmpl.m_fields.size();
+      tmpl.m_fields.push_back(*spec);
+    } else {
+      return bad(fmt::format("unknown placeholder {{{}}}", name));
+    }
+    flush();
+    tmpl.m_segments.push_back(std::move(segment));
+    i = close;
+  }
+  flush();
+  return tmpl;
+}
+
+bool KeyTemplate::uses(Part part) const {
+  for (const auto& segment : m_segments) {
+    if (segment.part == part) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& out) {
+  out.clear();
+  char digits[24];
+  auto number = [&](std::int64_t n) {
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+    out.append(digits, end);
+  };
+  for (const auto& segment : tmpl.segments()) {
+    switch (segment.part) {
+    case KeyTemplate::Part::Literal:
+      out += segment.text;
+      break;
+    case KeyTemplate::Part::EventId:
+      out += values.event_id;
+      break;
+    case KeyTemplate::Part::Type:
+      out += values.type;
+      break;
+    case KeyTemplate::Part::Entity:
+      out += values.entity;
+      break;
+    case KeyTemplate::Part::Topic:
+      out += values.topic;
+      break;
+    case KeyTemplate::Part::Partition:
+      number(values.partition);
+      break;
+    case KeyTemplate::Part::Offset:
+      number(values.offset);
+      break;
+    case KeyTemplate::Part::Key:
+      out += values.key;
+      break;
+    case KeyTemplate::Part::Consumer:
+      out += values.consumer;
+      break;
+    case KeyTemplate::Part::Field:
+      out += values.fields ? values.fields[segment.field] : std::string_view{};
+      break;
+    }
+  }
+}
+
+} // namespace dedupctl::core

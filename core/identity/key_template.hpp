@@ -1,0 +1,54 @@
+#pragma once
+
+#include "core/identity/field_spec.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+// A dedup key template, fmt-style: "dedup:billing:{event_id}". Placeholders: {event_id},
+// {type}, {entity}, {topic}, {partition}, {offset}, {key}, {consumer}, {header:NAME},
+// {json:/pointer}; "{{" and "}}" are literal braces (Redis Cluster hash tags: "{{billing}}:{event_id}").
+class KeyTemplate {
+public:
+  enum class Part { Literal, EventId, Type, Entity, Topic, Partition, Offset, Key, Consumer, Field };
+  struct Segment {
+    Part part = Part::Literal;
+    std::string text;      // the literal, or the placeholder as written
+    std::size_t field = 0; // index into fields() for Part::Field
+  };
+
+  // Throws UsageError naming the template and the bad placeholder.
+  static KeyTemplate parse(std::string_view text);
+
+  const std::string& text() const { return m_text; }
+  const std::vector<Segment>& segments() const { return m_segments; }
+  // header: and json: placeholders, evaluated per event by the identify stage.
+  const std::vector<FieldSpec>& fields() const { return m_fields; }
+  bool uses(Part part) const;
+
+private:
+  std::string m_text;
+  std::vector<Segment> m_segments;
+  std::vector<FieldSpec> m_fields;
+};
+
+// The values a template is rendered from, for one event.
+struct KeyValues {
+  std::string_view event_id;
+  std::string_view type;
+  std::string_view entity;
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::string_view key;
+  std::string_view consumer;
+  const std::string_view* fields = nullptr; // one per template field, in order
+};
+
+// Appends the rendered key to `out` (cleared first).
+void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& out);
+
+} // namespace dedupctl::core

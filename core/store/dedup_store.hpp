@@ -1,0 +1,49 @@
+#pragma once
+
+#include "core/audit/coverage.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+// Where dedup records live, as an audit or a trace reads them. Abstract because the same audit
+// runs against Redis (connectors/redis), a PostgreSQL inbox (connectors/postgres) and a snapshot
+// file of either (connectors/file); in unit tests FakeDedupStore (tests/unit/fakes.hpp) stands in.
+class DedupStore {
+public:
+  virtual ~DedupStore() = default;
+  // The record state of every key, in order, with one round trip per call. Values point into
+  // storage the store keeps until the next call. Throws UnreachableError when the store fails.
+  virtual void lookup(const std::vector<std::string>& keys, std::vector<RecordState>& out) = 0;
+  // "redis", "file", … for the report.
+  virtual std::string kind() const = 0;
+  // The servers behind it when that is more than the URI says (a cluster's masters, the master a
+  // sentinel named); empty otherwise.
+  virtual std::string topology() const { return ""; }
+};
+
+// An inbox table as a DedupStore: the keys looked up are event ids; a present row carries its
+// processed_at (the coverage rules count the inbox retention from it) and its status (if any) as
+// the value. Abstract because an audit reads the live table (connectors/postgres) or an inbox
+// snapshot file (connectors/file) the same way, with the same findings of its schema and contents.
+class InboxStore : public DedupStore {
+public:
+  // now - the oldest processed_at of the consumer's rows: what the cleanup job keeps at least.
+  virtual std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) = 0;
+  // Whether a primary key or unique index covers (id) or (consumer, id); nullopt when not known
+  // (a snapshot file).
+  virtual std::optional<bool> has_unique_constraint() = 0;
+  // Event ids with rows under several consumers (only meaningful without --consumer).
+  virtual std::int64_t ids_under_several_consumers() = 0;
+  // How the lookups are done, for the report's settings ("batched = ANY", "COPY into memory", "file").
+  virtual std::string lookup_method() const = 0;
+  // What the lookups cost so far, for -v and the benchmark: rows loaded and ids looked up, with the
+  // wall time of each (the load runs beside the log read; lookups are what the audit waited for).
+  virtual std::string lookup_stats() const { return ""; }
+};
+
+} // namespace dedupctl::core

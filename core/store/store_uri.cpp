@@ -1,0 +1,177 @@
+#include "core/store/store_uri.hpp"
+
+#include "core/store/secrets.hpp"
+
+#include "core/util/errors.hpp"
+#include "core/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace dedupctl::core {
+
+namespace {
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      int value = 0;
+      auto [ptr, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec == std::errc{} && ptr == text.data() + i + 3) {
+        out += static_cast<char>(value);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// "h1:p1,h2:p2" (a port may be left out: `default_port`).
+bool parse_host_list(std::string_view text, int default_port, std::vector<HostPort>& out, std::string& why) {
+  for (auto item : split(text, ',')) {
+    HostPort node{std::string(item), default_port};
+    auto colon = item.rfind(':');
+    if (colon != std::string_view::npos) {
+      node.host = std::string(item.substr(0, colon));
+      if (!parse_whole(item.substr(colon + 1), node.port) || node.port <= 0 || node.port > 65535) {
+        why = fmt::format("'{}' is not a port", item.substr(colon + 1));
+        return false;
+      }
+    }
+    if (node.host.empty()) {
+      why = fmt::format("a node without a host in '{}'", text);
+      return false;
+    }
+    out.push_back(std::move(node));
+  }
+  return true;
+}
+
+} // namespace
+
+std::string HostPort::text() const { return fmt::format("{}:{}", host, port); }
+
+StoreUri parse_store_uri(std::string_view text, std::string_view what) {
+  StoreUri uri;
+  uri.text = std::string(text);
+  auto bad = [&](std::string_view why) -> StoreUri {
+    throw UsageError(fmt::format("invalid {} '{}': {}; expected redis://[user:pass@]host:port[/db], "
+                                 "redis+cluster://h1:p1,h2:p2, redis+sentinel://h1:26379/MASTER[/db], "
+                                 "redis+unix:///path[?db=N], postgres://…, file:PATH or memory:",
+                                 what, redact_secrets(text), why));
+  };
+  if (text.starts_with("file:")) {
+    uri.kind = StoreUri::Kind::File;
+    uri.path = std::string(text.substr(5));
+    return uri.path.empty() ? bad("the file path is empty") : uri;
+  }
+  if (text == "memory:" || text.starts_with("memory:")) {
+    uri.kind = StoreUri::Kind::Memory;
+    return uri;
+  }
+  bool has_scheme = text.find("://") != std::string_view::npos;
+  if (text.starts_with("postgres://") || text.starts_with("postgresql://") ||
+      (!has_scheme && text.find('=') != std::string_view::npos)) {
+    uri.kind = StoreUri::Kind::Postgres;
+    uri.conninfo = std::string(text);
+    return uri;
+  }
+  if (text.starts_with("redis+unix://")) {
+    std::string_view rest = text.substr(13);
+    auto query = rest.find('?');
+    uri.unix_path = std::string(rest.substr(0, query));
+    if (uri.unix_path.empty() || uri.unix_path[0] != '/') {
+      return bad("the socket path must be absolute (redis+unix:///run/redis.sock)");
+    }
+    if (query != std::string_view::npos) {
+      std::string_view params = rest.substr(query + 1);
+      if (!params.starts_with("db=") || !parse_whole(params.substr(3), uri.db) || uri.db < 0) {
+        return bad("the only query parameter is db=N");
+      }
+    }
+    return uri;
+  }
+  if (text.starts_with("rediss://")) {
+    // The db, if any, carries over to the tunnel's plain-text URI.
+    auto slash = text.find('/', 9);
+    std::string db = slash == std::string_view::npos ? "" : std::string(text.substr(slash));
+    throw UsageError(fmt::format(
+        "invalid {} '{}': TLS is not supported: the hiredis dedupctl is built with (Debian 12's 0.14) cannot speak "
+        "it, and dedupctl will not fall back to clear text. Reach the server through a local TLS tunnel, e.g. "
+        "stunnel with client = yes, accept = 127.0.0.1:6390, connect = HOST:PORT, and give {} redis://127.0.0.1:6390{}",
+        what, redact_secrets(text), what, db));
+  }
+  std::string_view scheme = text.substr(0, text.find("://"));
+  if (scheme == "redis+cluster") {
+    uri.mode = StoreUri::RedisMode::Cluster;
+  } else if (scheme == "redis+sentinel") {
+    uri.mode = StoreUri::RedisMode::Sentinel;
+  } else if (scheme != "redis") {
+    return bad("unknown scheme");
+  }
+  std::string_view rest = text.substr(scheme.size() + 3);
+  auto at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    std::string_view credentials = rest.substr(0, at);
+    auto colon = credentials.find(':');
+    if (colon == std::string_view::npos) {
+      uri.password = percent_decode(credentials); // redis://secret@host, as redis-cli -u takes it
+    } else {
+      uri.user = percent_decode(credentials.substr(0, colon));
+      uri.password = percent_decode(credentials.substr(colon + 1));
+    }
+    rest = rest.substr(at + 1);
+  }
+  auto slash = rest.find('/');
+  std::string_view hostport = rest.substr(0, slash);
+  if (uri.mode != StoreUri::RedisMode::Server) {
+    bool cluster = uri.mode == StoreUri::RedisMode::Cluster;
+    std::string why;
+    if (!parse_host_list(hostport, cluster ? 6379 : 26379, uri.seeds, why)) {
+      return bad(why);
+    }
+    std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+    if (cluster) {
+      // A cluster has database 0 only.
+      return path.empty() || path == "0" ? uri : bad("a Redis Cluster has no databases but 0; leave out the /db");
+    }
+    auto db_slash = path.find('/');
+    uri.master_name = std::string(path.substr(0, db_slash));
+    if (uri.master_name.empty()) {
+      return bad("the master's name is missing: redis+sentinel://h1:26379,h2:26379/MASTERNAME[/db], the name "
+                 "the sentinels monitor (SENTINEL MASTERS lists them)");
+    }
+    std::string_view db = db_slash == std::string_view::npos ? "" : path.substr(db_slash + 1);
+    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
+      return bad(fmt::format("'{}' is not a database number", db));
+    }
+    return uri;
+  }
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
+      return bad(fmt::format("'{}' is not a database number", db));
+    }
+  }
+  auto colon = hostport.rfind(':');
+  if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
+    uri.host = std::string(hostport.substr(0, colon));
+    if (!parse_whole(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
+      return bad(fmt::format("'{}' is not a port", hostport.substr(colon + 1)));
+    }
+  } else if (!hostport.empty()) {
+    uri.host = std::string(hostport);
+  }
+  if (uri.host.empty()) {
+    return bad("the host is empty");
+  }
+  return uri;
+}
+
+std::string StoreUri::redacted() const { return redact_secrets(text); }
+
+} // namespace dedupctl::core

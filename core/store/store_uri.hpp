@@ -1,0 +1,49 @@
+#pragma once
+
+#include "core/store/secrets.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedupctl::core {
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  bool operator==(const HostPort&) const = default;
+  std::string text() const;
+};
+
+// A --store / --via URI: redis://[user:pass@]host:port[/db] (one server, or any node of a Redis
+// Cluster, which is detected), redis+cluster://[user:pass@]h1:p1[,h2:p2…] (a cluster's seed
+// list), redis+sentinel://[user:pass@]h1:26379[,h2:p2…]/MASTERNAME[/db] (the master the sentinels
+// name; the credentials are the master's), redis+unix:///path[?db=N], postgres://… or a libpq
+// conninfo, file:PATH (a snapshot), memory:.
+struct StoreUri {
+  enum class Kind { Redis, Postgres, File, Memory };
+  enum class RedisMode { Server, Cluster, Sentinel };
+  Kind kind = Kind::Redis;
+  RedisMode mode = RedisMode::Server; // Server: a cluster node is detected on connect
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::vector<HostPort> seeds; // redis+cluster: the seed nodes; redis+sentinel: the sentinels
+  std::string master_name;     // redis+sentinel
+  std::string unix_path;       // redis+unix
+  int db = 0;
+  std::string user;
+  std::optional<std::string> password;
+  std::string path;     // file:
+  std::string conninfo; // postgres
+  std::string text;     // as given
+
+  // The URI for messages and reports: the password replaced by "***".
+  std::string redacted() const;
+};
+
+// Throws UsageError naming the flag.
+StoreUri parse_store_uri(std::string_view text, std::string_view what = "--store");
+
+} // namespace dedupctl::core

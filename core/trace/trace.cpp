@@ -1,0 +1,214 @@
+#include "core/trace/trace.hpp"
+
+#include "core/util/time.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace dedupctl::core {
+
+std::string_view to_string(TraceRecord::State state) {
+  switch (state) {
+  case TraceRecord::State::Absent:
+    return "absent";
+  case TraceRecord::State::Present:
+    return "present";
+  case TraceRecord::State::Unknown:
+    return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string where(const TraceOccurrence& o) {
+  return fmt::format("{}[{}]@{} ({})", o.topic, o.partition, o.offset,
+                     o.timestamp_ms >= 0 ? format_time(o.timestamp_ms) : std::string("no timestamp"));
+}
+
+std::string fingerprint_text(std::uint64_t fp) { return fmt::format("{:016x}", fp); }
+
+std::string record_text(const Trace& trace) {
+  const auto& r = trace.record;
+  std::string key = trace.dedup_keys.empty() ? "" : trace.dedup_keys.front();
+  if (r.state == TraceRecord::State::Absent) {
+    return fmt::format("no record under {}", key);
+  }
+  if (r.state == TraceRecord::State::Unknown) {
+    return "the record is unknown";
+  }
+  std::string value = r.status ? *r.status : r.value.value_or("");
+  return fmt::format("{} holds {}{}", key, value.empty() ? "a record" : "'" + value + "'",
+                     r.pttl_ms ? fmt::format(", {} left", format_duration(*r.pttl_ms)) : std::string(", no expiry"));
+}
+
+} // namespace
+
+TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
+  TraceVerdict v;
+  const auto& occ = trace.occurrences;
+  if (occ.empty()) {
+    v.id = "not-found";
+    v.text = fmt::format("{} is not in the range read: no event carries it", trace.event_id);
+    v.evidence = trace.notes;
+    return v;
+  }
+  std::set<std::uint64_t> payloads;
+  for (const auto& o : occ) {
+    payloads.insert(o.fingerprint);
+  }
+  if (payloads.size() > 1) {
+    v.id = "id-reused";
+    v.text = fmt::format("id reused: {} events carry {} different payloads under this id; a consumer that "
+                         "deduplicates by it dropped the later ones",
+                         occ.size(), payloads.size());
+    for (const auto& o : occ) {
+      v.evidence.push_back(fmt::format("{} payload {} ({} bytes, {})", where(o), fingerprint_text(o.fingerprint),
+                                       o.size, o.type.empty() ? "no type" : o.type));
+    }
+    return v;
+  }
+  bool any_delivered = std::any_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered == true; });
+  bool delivery_known = std::all_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered.has_value(); });
+  const auto& r = trace.record;
+  std::string value = r.status ? *r.status : r.value.value_or("");
+  if (r.state == TraceRecord::State::Present && is_in_progress(value, policy.in_progress_values) && any_delivered) {
+    v.id = "claim-orphaned";
+    v.text = "claimed, never completed: the group moved past it while its record still says in progress; a replay "
+             "will skip it";
+    v.evidence.push_back(record_text(trace));
+    for (const auto& o : occ) {
+      if (o.delivered == true) {
+        v.evidence.push_back(fmt::format("{} lies below the group's committed offset", where(o)));
+      }
+    }
+    return v;
+  }
+  auto ttl = policy.ttl.finite_ms();
+  std::vector<const TraceOccurrence*> delivered;
+  for (const auto& o : occ) {
+    if (o.delivered == true && o.timestamp_ms >= 0) {
+      delivered.push_back(&o);
+    }
+  }
+  std::sort(delivered.begin(), delivered.end(),
+            [](const auto* a, const auto* b) { return a->timestamp_ms < b->timestamp_ms; });
+  if (ttl) {
+    for (std::size_t i = 1; i < delivered.size(); ++i) {
+      std::int64_t gap = delivered[i]->timestamp_ms - delivered[i - 1]->timestamp_ms;
+      if (gap > *ttl) {
+        v.id = "applied-twice";
+        v.text = "likely applied twice: the record had expired when the second copy arrived";
+        v.evidence.push_back(fmt::format("copies at {} and {}, {} apart", where(*delivered[i - 1]),
+                                         where(*delivered[i]), format_duration(gap)));
+        v.evidence.push_back(fmt::format("the TTL is {}: the first copy's record lapsed {} before the second arrived",
+                                         format_duration(*ttl), format_duration(gap - *ttl)));
+        v.evidence.push_back("both lie below the group's committed offset: both were consumed");
+        return v;
+      }
+    }
+  }
+  if (r.state == TraceRecord::State::Absent) {
+    const TraceOccurrence* newest = &occ.front();
+    for (const auto& o : occ) {
+      if (o.timestamp_ms > newest->timestamp_ms) {
+        newest = &o;
+      }
+    }
+    bool consumed = newest->delivered != false;
+    std::int64_t age = policy.now_ms - newest->timestamp_ms;
+    if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl) {
+      v.id = "state-lost";
+      v.text = "dedup state lost (flush, failover or eviction): the record is missing although the event is within "
+               "its TTL";
+      v.evidence.push_back(fmt::format("the newest copy, {}, is {} old; the TTL is {}", where(*newest),
+                                       format_duration(age), format_duration(*ttl)));
+      v.evidence.push_back(record_text(trace));
+      if (!delivery_known) {
+        v.evidence.push_back("without --group, whether it was consumed is not known");
+      }
+      return v;
+    }
+    if (any_delivered || !delivery_known) {
+      v.id = "exposed";
+      v.text = any_delivered
+                   ? "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it"
+                   : "exposed: its record is gone and the log still holds it: a seek or replay re-applies it";
+      v.evidence.push_back(record_text(trace));
+      v.evidence.push_back(fmt::format("{} is still in the log", where(*newest)));
+      if (!delivery_known) {
+        v.evidence.push_back("without --group, whether it was consumed is not known");
+      }
+      return v;
+    }
+  }
+  v.id = "protected";
+  if (r.state == TraceRecord::State::Absent) {
+    v.text = "protected: not consumed yet (above the committed offset); its first delivery is still ahead";
+  } else {
+    v.text = "protected: the placement holds its record, so a redelivery is skipped";
+  }
+  v.evidence.push_back(record_text(trace));
+  if (occ.size() > 1) {
+    v.evidence.push_back(fmt::format("{} copies in the log, one payload", occ.size()));
+  }
+  return v;
+}
+
+std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log) {
+  std::vector<std::string> notes;
+  auto first = requested.find_first_not_of(" \t\r\n");
+  auto last = requested.find_last_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
+    notes.push_back("the id is empty or only whitespace");
+    return notes;
+  }
+  if (first != 0 || last != requested.size() - 1) {
+    notes.push_back(fmt::format("the id has stray whitespace; the log was searched for '{}' too",
+                                requested.substr(first, last - first + 1)));
+  }
+  if (!longer_ids_in_log.empty()) {
+    std::string list;
+    for (const auto& id : longer_ids_in_log) {
+      list += (list.empty() ? "" : ", ") + id;
+    }
+    notes.push_back(fmt::format("the id looks truncated: the log has {} starting with it", list));
+  }
+  return notes;
+}
+
+std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& policy) {
+  std::vector<TimelineEntry> out;
+  for (const auto& o : trace.occurrences) {
+    out.push_back(
+        {o.timestamp_ms, fmt::format("copy at {}[{}]@{}: {}, payload {} ({} bytes){}", o.topic, o.partition, o.offset,
+                                     o.type.empty() ? "no type" : o.type, fingerprint_text(o.fingerprint), o.size,
+                                     !o.delivered   ? ""
+                                     : *o.delivered ? ", consumed by the group"
+                                                    : ", not consumed yet")});
+  }
+  const auto& r = trace.record;
+  if (r.processed_at_ms) {
+    out.push_back({*r.processed_at_ms, "inbox row written (processed_at)"});
+  }
+  auto ttl = policy.ttl.finite_ms();
+  if (r.state == TraceRecord::State::Absent && ttl) {
+    for (const auto& o : trace.occurrences) {
+      if (o.delivered != false && o.timestamp_ms >= 0 && o.timestamp_ms + *ttl < policy.now_ms) {
+        out.push_back(
+            {o.timestamp_ms + *ttl, fmt::format("a record written for {}[{}]@{} lapses at the latest (TTL {})", o.topic,
+                                                o.partition, o.offset, format_duration(*ttl))});
+      }
+    }
+  }
+  out.push_back({policy.now_ms, fmt::format("now: {}", record_text(trace))});
+  if (r.state == TraceRecord::State::Present && r.pttl_ms) {
+    out.push_back({policy.now_ms + *r.pttl_ms, "the record expires"});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.at_ms < b.at_ms; });
+  return out;
+}
+
+} // namespace dedupctl::core

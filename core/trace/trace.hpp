@@ -1,0 +1,79 @@
+#pragma once
+
+#include "core/audit/coverage.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// dedupctl trace: one event id through the log and the placement, and a verdict from explicit
+// rules, each with its evidence (spec/report-v1.md "trace").
+namespace dedupctl::core {
+
+struct TraceOccurrence {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::string type;
+  std::uint64_t fingerprint = 0; // of the payload
+  std::int64_t size = 0;         // payload bytes
+  std::optional<bool> delivered; // below the group's committed offset; nullopt without --group
+};
+
+// What the placement holds for the id's dedup key now.
+struct TraceRecord {
+  enum class State { Absent, Present, Unknown } state = State::Unknown;
+  std::optional<std::int64_t> pttl_ms; // remaining TTL; nullopt: none, or not known
+  std::optional<std::string> value;
+  std::optional<std::int64_t> processed_at_ms; // inbox rows
+  std::optional<std::string> status;           // inbox rows
+};
+std::string_view to_string(TraceRecord::State state); // absent, present, unknown
+
+struct TraceVerdict {
+  std::string id; // applied-twice, state-lost, id-reused, claim-orphaned, exposed, protected, not-found
+  std::string text;
+  std::vector<std::string> evidence;
+};
+
+struct TracePolicy {
+  std::int64_t now_ms = 0;
+  Span ttl; // the placement's TTL (an inbox: its retention)
+  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+};
+
+// One line of the timeline, in time order: the occurrences, and when the record lapses or lapsed.
+struct TimelineEntry {
+  std::int64_t at_ms = 0;
+  std::string what;
+};
+
+struct Trace {
+  std::string event_id;                     // as requested
+  std::vector<TraceOccurrence> occurrences; // in log order (partition, offset)
+  std::vector<std::string> dedup_keys;      // distinct, as the template renders them
+  TraceRecord record;                       // of the first key
+  std::vector<std::string> notes;           // the id looks truncated, has stray whitespace, …
+  TraceVerdict verdict;
+  std::vector<TimelineEntry> timeline;
+};
+
+// The verdict, by the first rule that holds:
+//   not-found       no occurrence in the range read
+//   id-reused       occurrences with different payloads
+//   claim-orphaned  an in-progress claim while an occurrence was delivered (below committed)
+//   applied-twice   two delivered occurrences further apart than the TTL
+//   state-lost      no record although the newest occurrence is within the TTL
+//   exposed         no record, the event still in the log: a seek re-applies it
+//   protected       otherwise
+TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy);
+
+// Notes on a requested id: stray whitespace, or ids in the log that start with it (truncated?).
+std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log);
+
+std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& policy);
+
+} // namespace dedupctl::core

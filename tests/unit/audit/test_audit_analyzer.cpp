@@ -1,0 +1,348 @@
+#include "core/audit/audit_analyzer.hpp"
+#include "core/util/time.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl::core;
+
+namespace {
+
+constexpr std::int64_t k_hour = 3'600'000;
+constexpr std::int64_t k_now = 10'000 * k_hour;
+
+struct Planted {
+  std::int64_t offset;
+  std::int64_t ts;
+  std::string id; // empty: no id
+  std::string type;
+  RecordState record;
+};
+
+struct Harness {
+  AuditOptions options;
+  std::vector<Planted> events;
+  std::optional<std::int64_t> committed;
+  std::optional<WindowBounds> window;
+
+  AuditResult run() {
+    AuditAnalyzer analyzer(options);
+    analyzer.set_partition("orders", 0, committed, window);
+    for (const auto& p : events) {
+      Event e;
+      e.topic = "orders";
+      e.offset = p.offset;
+      e.timestamp_ms = p.ts;
+      Identity id;
+      id.has_id = !p.id.empty();
+      id.id = p.id;
+      id.id_hash = std::hash<std::string>{}(p.id) | 1;
+      id.type = p.type;
+      std::string key;
+      std::string_view field;
+      render_key(options.key_template, KeyValues{p.id, p.type, "", "orders", 0, p.offset, "", "", &field}, key);
+      analyzer.observe(e, id, key, p.record);
+    }
+    return analyzer.finish();
+  }
+};
+
+RecordState absent() { return RecordState{}; }
+RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "1") {
+  return RecordState{RecordState::Kind::Present, pttl, value, std::nullopt};
+}
+
+std::int64_t state(const AuditResult& r, Coverage c) { return r.states[static_cast<std::size_t>(c)]; }
+
+const Finding* finding(const AuditResult& r, const std::string& id) {
+  for (const auto& f : r.findings) {
+    if (f.id == id) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+Harness classic() {
+  // 1h TTL on a topic kept 7 days, a group committed at 8; one event of each state.
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.ttl = declared_ttl(Span::finite(k_hour));
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  h.options.side_effects = {{"EmailSent", SideEffect::Idempotent}};
+  h.committed = 8;
+  h.window = WindowBounds{0, 8, std::nullopt};
+  h.events = {
+      {0, k_now - 48 * k_hour, "e-0", "PaymentCharged", absent()},                     // expired (ttl gap)
+      {1, k_now - 30 * 60'000, "e-1", "PaymentCharged", absent()},                     // missing (within TTL)
+      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", present(30 * 60'000)},         // expiring
+      {3, k_now - 30 * 60'000, "e-3", "EmailSent", present(std::nullopt)},             // covered, no expiry
+      {4, k_now - 2 * k_hour, "e-4", "PaymentCharged", present(60'000, "processing")}, // orphaned (< committed)
+      {5, k_now - 48 * k_hour, "", "EmailSent", absent()},                             // no id
+      {6, k_now - 48 * k_hour, "e-6", "EmailSent", absent()},                          // expired, idempotent
+      {7, k_now - 60'000, "e-7", "PaymentCharged", present(60'000, "processing")},     // orphaned too (< committed)
+      {8, k_now - 60'000, "e-8", "PaymentCharged", present(60'000, "processing")},     // in progress
+      {9, k_now - 60'000, "e-9", "PaymentCharged", absent()},                          // pending
+  };
+  return h;
+}
+
+} // namespace
+
+TEST(AuditAnalyzer, EveryEventLandsInExactlyOneState) {
+  auto r = classic().run();
+  EXPECT_EQ(r.events, 10);
+  EXPECT_EQ(state(r, Coverage::Expired), 2);
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_EQ(state(r, Coverage::Expiring), 1);
+  EXPECT_EQ(state(r, Coverage::Covered), 1);
+  EXPECT_EQ(state(r, Coverage::Orphaned), 2);
+  EXPECT_EQ(state(r, Coverage::InProgress), 1);
+  EXPECT_EQ(state(r, Coverage::NoId), 1);
+  EXPECT_EQ(state(r, Coverage::Pending), 1);
+  std::int64_t sum = 0;
+  for (auto n : r.states) {
+    sum += n;
+  }
+  EXPECT_EQ(sum, r.events);
+  EXPECT_EQ(r.no_expiry, 1);
+}
+
+TEST(AuditAnalyzer, FindingsFollowTheStates) {
+  auto r = classic().run();
+  ASSERT_NE(finding(r, "ttl-shorter-than-retention"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-gap")->count, 2);
+  EXPECT_EQ(finding(r, "ttl-gap")->severity, Severity::Error);
+  EXPECT_EQ(finding(r, "missing-record")->count, 1);
+  EXPECT_EQ(finding(r, "orphaned-claim")->count, 2);
+  EXPECT_EQ(finding(r, "expiring-before-retention")->count, 1);
+  EXPECT_EQ(finding(r, "no-expiry")->count, 1);
+  EXPECT_EQ(finding(r, "key-template-lacks-event-id"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-gap")->examples[0].dedup_key, "e-0");
+  EXPECT_NE(finding(r, "expiring-before-retention")->examples[0].note.find("before the event leaves the log"),
+            std::string::npos);
+}
+
+TEST(AuditAnalyzer, TheReplayWindowCountsSkipsReapplicationsAndSafeFrom) {
+  auto r = classic().run();
+  const auto& replay = r.replay;
+  EXPECT_EQ(replay.events, 8);        // offsets 0..7
+  EXPECT_EQ(replay.would_reapply, 4); // e-0, e-1 (payments), offset 5 (no id), e-6 (email)
+  EXPECT_EQ(replay.would_skip, 2);    // e-2, e-3
+  EXPECT_EQ(replay.would_skip_unfinished, 2);
+  EXPECT_EQ(replay.by_type.at("PaymentCharged").would_reapply, 2);
+  EXPECT_EQ(replay.by_type.at("PaymentCharged").side_effects, SideEffect::External);
+  EXPECT_EQ(replay.by_type.at("EmailSent").would_reapply, 2);
+  EXPECT_EQ(replay.by_type.at("EmailSent").side_effects, SideEffect::Idempotent);
+  ASSERT_EQ(replay.safe_from.size(), 1u);
+  EXPECT_EQ(replay.safe_from[0].offset, 2); // the last external re-application is offset 1
+  EXPECT_EQ(replay.safe_from[0].timestamp_ms, k_now - 30 * 60'000);
+  const Finding* risk = finding(r, "replay-risk");
+  ASSERT_NE(risk, nullptr);
+  EXPECT_EQ(risk->severity, Severity::Error);
+  EXPECT_EQ(risk->count, 4);
+}
+
+TEST(AuditAnalyzer, OnlyIdempotentReapplicationsAreInfo) {
+  auto h = classic();
+  h.options.side_effects = {{"PaymentCharged", SideEffect::Idempotent}, {"EmailSent", SideEffect::Internal}};
+  auto r = h.run();
+  EXPECT_EQ(finding(r, "replay-risk")->severity, Severity::Warning);
+  h.options.side_effects["EmailSent"] = SideEffect::Idempotent;
+  EXPECT_EQ(finding(h.run(), "replay-risk")->severity, Severity::Info);
+}
+
+TEST(AuditAnalyzer, WithoutATtlTheEstimateClassifiesAbsentRecords) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  h.events = {
+      // Records written at the event's time with a 1h TTL: pttl = 1h - age.
+      {0, k_now - 10 * 60'000, "a", "T", present(50 * 60'000)},
+      {1, k_now - 20 * 60'000, "b", "T", present(40 * 60'000)},
+      {2, k_now - 2 * k_hour, "c", "T", absent()},  // older than 1h: expired
+      {3, k_now - 30 * 60'000, "d", "T", absent()}, // within 1h: missing
+  };
+  auto r = h.run();
+  EXPECT_EQ(r.ttl.estimate_low, 50 * 60'000);
+  EXPECT_EQ(r.ttl.estimate_high, 60 * 60'000);
+  EXPECT_EQ(r.ttl.span, Span::finite(60 * 60'000));
+  EXPECT_EQ(r.ttl.source, TtlSource::Estimated);
+  // The title says where the TTL came from.
+  EXPECT_NE(finding(r, "ttl-shorter-than-retention")->title.find("(1h, estimated from the records)"), std::string::npos)
+      << finding(r, "ttl-shorter-than-retention")->title;
+  EXPECT_EQ(state(r, Coverage::Expired), 1);
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_EQ(finding(r, "ttl-gap")->examples[0].event_id, "c");
+  EXPECT_NE(finding(r, "ttl-shorter-than-retention"), nullptr);
+}
+
+TEST(AuditAnalyzer, NoTtlAndNoRecordsSaysSoAndCountsMissing) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.events = {{0, 0, "a", "T", absent()}};
+  auto r = h.run();
+  EXPECT_EQ(state(r, Coverage::Missing), 1);
+  EXPECT_NE(finding(r, "ttl-unknown"), nullptr);
+  EXPECT_NE(finding(r, "retention-unknown"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-shorter-than-retention"), nullptr);
+}
+
+TEST(AuditAnalyzer, KeysFromABusinessIdCollideAndAreFlagged) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.ttl = declared_ttl(Span::finite(k_hour));
+  h.options.key_template = KeyTemplate::parse("dedup:{type}");
+  h.events = {{0, k_now, "a", "Refund", present(k_hour)},
+              {1, k_now, "b", "Refund", present(k_hour)},
+              {2, k_now, "c", "Refund", present(k_hour)},
+              {3, k_now, "a", "Refund", present(k_hour)}, // the same id again: not a collision
+              {4, k_now, "d", "Charge", present(k_hour)}};
+  auto r = h.run();
+  EXPECT_EQ(r.key_collisions, 2);
+  EXPECT_EQ(finding(r, "key-collision")->count, 2);
+  EXPECT_NE(finding(r, "key-template-lacks-event-id"), nullptr);
+}
+
+TEST(AuditAnalyzer, TtlMarginAndOffsetTemplates) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.ttl = declared_ttl(Span::finite(7 * 24 * k_hour + k_hour));
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  h.options.key_template = KeyTemplate::parse("dedup:{partition}:{offset}:{event_id}");
+  auto r = h.run();
+  EXPECT_NE(finding(r, "ttl-margin-thin"), nullptr);
+  EXPECT_EQ(finding(r, "ttl-shorter-than-retention"), nullptr);
+  EXPECT_NE(finding(r, "key-template-uses-offset"), nullptr);
+  h.options.ttl = declared_ttl(Span::finite(9 * 24 * k_hour));
+  EXPECT_EQ(finding(h.run(), "ttl-margin-thin"), nullptr);
+}
+
+namespace dedupctl::core {
+namespace {
+
+TEST(TimeHistogram, CountsEveryEventOnceInAtMost48BucketsWhateverTheOrder) {
+  TimeHistogram h;
+  std::int64_t base = 1'795'000'000'000;
+  std::int64_t total = 0;
+  // Two days in random-ish order, some before the first event, one without a timestamp.
+  for (int i = 0; i < 2000; ++i) {
+    std::int64_t ts = base + static_cast<std::int64_t>((i * 7919) % 2000) * 86'400;
+    h.add(ts, i % 3 == 0 ? Coverage::Expired : Coverage::Covered);
+    ++total;
+  }
+  h.add(base - 3 * 3'600'000, Coverage::Missing);
+  ++total;
+  h.add(-1, Coverage::Missing);
+  ASSERT_LE(h.buckets().size(), TimeHistogram::k_buckets);
+  std::int64_t counted = 0;
+  for (const auto& bucket : h.buckets()) {
+    for (auto n : bucket) {
+      counted += n;
+    }
+  }
+  EXPECT_EQ(counted, total) << "the event without a timestamp is left out, every other counted once";
+  EXPECT_LE(h.origin_ms(), base - 3 * 3'600'000);
+  EXPECT_GT(h.origin_ms() + static_cast<std::int64_t>(h.buckets().size()) * h.width_ms(), base + 1999 * 86'400);
+  EXPECT_EQ(h.origin_ms() % h.width_ms(), 0) << "buckets are aligned to their width";
+  EXPECT_EQ(h.buckets().front()[static_cast<std::size_t>(Coverage::Missing)], 1);
+}
+
+TEST(TimeHistogram, AFewMinutesStayInMinuteBuckets) {
+  TimeHistogram h;
+  h.add(120'000, Coverage::Covered);
+  h.add(125'000, Coverage::Covered);
+  h.add(300'000, Coverage::Expired);
+  EXPECT_EQ(h.width_ms(), 60'000);
+  EXPECT_EQ(h.origin_ms(), 120'000);
+  ASSERT_EQ(h.buckets().size(), 4u);
+  EXPECT_EQ(h.buckets()[0][static_cast<std::size_t>(Coverage::Covered)], 2);
+  EXPECT_EQ(h.buckets()[3][static_cast<std::size_t>(Coverage::Expired)], 1);
+}
+
+} // namespace
+} // namespace dedupctl::core
+
+// A seek by time the broker could not look up (the mock cluster): the window starts at the first
+// event read at or after the time, as ListOffsets would answer, not at the log start.
+TEST(AuditAnalyzer, ASeekByTimeStartsTheWindowAtTheFirstEventAtOrAfterIt) {
+  Harness h = classic();
+  std::int64_t time = k_now - 20 * 60'000; // offset 7 is the first event at or after it
+  h.window = WindowBounds{0, 8, time};
+  auto r = h.run();
+  ASSERT_EQ(r.partitions.size(), 1u);
+  EXPECT_EQ(r.partitions[0].seek_found, 7);
+  EXPECT_EQ(r.partitions[0].window->from, 7);
+  EXPECT_EQ(r.replay.events, 1) << "offset 7 only, not 0..7";
+  h.window = WindowBounds{0, 8, k_now + k_hour}; // after every event
+  auto after = h.run();
+  EXPECT_FALSE(after.partitions[0].seek_found);
+  EXPECT_EQ(after.replay.events, 0);
+}
+
+// safe_from's timestamp is that of the event right after the last external re-application: also
+// when the records decide the TTL (absent records are classified at the end), never one across a gap
+// of offsets; with nothing re-applied it is the window start's.
+TEST(AuditAnalyzer, SafeFromTakesTheTimestampOfTheEventRightAfterTheLastReapplication) {
+  Harness deferred;
+  deferred.options.policy.now_ms = k_now;
+  deferred.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  deferred.committed = 6;
+  deferred.window = WindowBounds{0, 6, std::nullopt};
+  deferred.events = {
+      {0, k_now - 50 * 60'000, "e-0", "PaymentCharged", absent()},
+      {1, k_now - 40 * 60'000, "e-1", "PaymentCharged", present(20 * 60'000)},
+      {2, k_now - 30 * 60'000, "e-2", "PaymentCharged", absent()},
+      {3, k_now - 20 * 60'000, "e-3", "PaymentCharged", present(40 * 60'000)},
+      {4, k_now - 10 * 60'000, "e-4", "PaymentCharged", present(50 * 60'000)},
+  };
+  auto r = deferred.run();
+  ASSERT_EQ(r.replay.safe_from.size(), 1U);
+  EXPECT_EQ(r.replay.would_reapply, 2);
+  EXPECT_EQ(r.replay.safe_from[0].offset, 3);
+  EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 20 * 60'000);
+
+  Harness gap = deferred;
+  gap.events.erase(gap.events.begin() + 3); // offset 3 compacted away
+  auto g = gap.run();
+  EXPECT_EQ(g.replay.safe_from[0].offset, 3);
+  EXPECT_FALSE(g.replay.safe_from[0].timestamp_ms.has_value()) << "no event at offset 3";
+
+  Harness clean = deferred;
+  clean.window = WindowBounds{3, 6, std::nullopt};
+  auto c = clean.run();
+  EXPECT_EQ(c.replay.would_reapply, 0);
+  EXPECT_EQ(c.replay.safe_from[0].offset, 3);
+  EXPECT_EQ(c.replay.safe_from[0].timestamp_ms, k_now - 20 * 60'000);
+}
+
+// Only an external re-application moves safe_from: a later idempotent one, or one without an id of
+// an idempotent type, leaves it (and its timestamp) right after the last external one, whether the
+// records decide the TTL at the end or the TTL is declared.
+TEST(AuditAnalyzer, SafeFromIgnoresLaterReapplicationsWithoutExternalEffects) {
+  for (bool declared : {false, true}) {
+    Harness h;
+    h.options.policy.now_ms = k_now;
+    h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+    if (declared) {
+      h.options.ttl = declared_ttl(Span::finite(k_hour));
+    }
+    h.options.side_effects["EmailSent"] = SideEffect::Idempotent;
+    h.committed = 7;
+    h.window = WindowBounds{0, 7, std::nullopt};
+    h.events = {
+        {0, k_now - 60 * 60'000, "e-0", "PaymentCharged", present(30 * 60'000)},
+        {1, k_now - 50 * 60'000, "e-1", "PaymentCharged", absent()},
+        {2, k_now - 45 * 60'000, "e-2", "PaymentCharged", present(40 * 60'000)},
+        {3, k_now - 40 * 60'000, "e-3", "EmailSent", absent()},
+        {4, k_now - 30 * 60'000, "e-4", "PaymentCharged", present(50 * 60'000)},
+        {5, k_now - 20 * 60'000, "", "EmailSent", absent()},
+        {6, k_now - 10 * 60'000, "e-6", "PaymentCharged", present(55 * 60'000)},
+    };
+    auto r = h.run();
+    SCOPED_TRACE(declared ? "TTL declared" : "TTL from the records");
+    EXPECT_EQ(r.replay.would_reapply, 3);
+    ASSERT_EQ(r.replay.safe_from.size(), 1U);
+    EXPECT_EQ(r.replay.safe_from[0].offset, 2);
+    EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 45 * 60'000);
+  }
+}

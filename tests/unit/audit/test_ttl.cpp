@@ -1,0 +1,159 @@
+#include "core/audit/retention.hpp"
+#include "core/span.hpp"
+#include "core/audit/ttl.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dedupctl::core {
+namespace {
+
+constexpr std::int64_t k_hour = 3'600'000;
+constexpr std::int64_t k_day = 24 * k_hour;
+
+TEST(Span, HasExactlyThreeStates) {
+  EXPECT_FALSE(Span().known());
+  EXPECT_EQ(Span(), Span::unknown());
+  EXPECT_FALSE(Span::unknown().finite_ms());
+  EXPECT_TRUE(Span::infinite().known());
+  EXPECT_TRUE(Span::infinite().is_infinite());
+  EXPECT_FALSE(Span::infinite().finite_ms()) << "an infinite span has no milliseconds to misuse";
+  EXPECT_EQ(Span::finite(0).finite_ms(), 0);
+  EXPECT_TRUE(Span::finite(5).is_finite());
+  EXPECT_NE(Span::finite(5), Span::finite(6));
+  EXPECT_EQ(to_text(Span::finite(7 * k_day)), "7d");
+  EXPECT_EQ(to_text(Span::infinite()), "infinite");
+  EXPECT_EQ(to_text(Span::unknown()), "unknown");
+}
+
+TEST(TtlDecision, EverySourceHasItsReportNameAndItsWords) {
+  struct Row {
+    TtlSource source;
+    std::string_view report, words;
+  };
+  for (const auto& row :
+       {Row{TtlSource::Flag, "flag", "flag"}, Row{TtlSource::Estimated, "estimate", "estimated from the records"},
+        Row{TtlSource::InboxRetentionFlag, "flag", "--inbox-retention"},
+        Row{TtlSource::InboxRetentionEstimated, "estimate", "estimated from the oldest row"},
+        Row{TtlSource::None, "unknown", "unknown"}}) {
+    EXPECT_EQ(report_name(row.source), row.report);
+    EXPECT_EQ(describe(row.source), row.words);
+  }
+}
+
+TEST(TtlDecision, ADeclaredTtlIsTheFlagAndNothingIsNone) {
+  EXPECT_EQ(declared_ttl(Span::finite(k_hour)).source, TtlSource::Flag);
+  EXPECT_EQ(declared_ttl(Span::infinite()).source, TtlSource::Flag);
+  auto none = declared_ttl(Span::unknown());
+  EXPECT_EQ(none.source, TtlSource::None);
+  EXPECT_FALSE(none.span.known());
+}
+
+TEST(TtlDecision, AnInboxTakesTheFlagThenTheOldestRowThenNothing) {
+  auto flag = inbox_ttl(Span::finite(7 * k_day), 2 * k_day);
+  EXPECT_EQ(flag.source, TtlSource::InboxRetentionFlag);
+  EXPECT_EQ(flag.span, Span::finite(7 * k_day));
+  auto oldest = inbox_ttl(std::nullopt, 2 * k_day);
+  EXPECT_EQ(oldest.source, TtlSource::InboxRetentionEstimated);
+  EXPECT_EQ(oldest.span, Span::finite(2 * k_day));
+  EXPECT_TRUE(oldest.estimated());
+  auto nothing = inbox_ttl(std::nullopt, std::nullopt);
+  EXPECT_EQ(nothing.source, TtlSource::None);
+  EXPECT_FALSE(nothing.span.known());
+}
+
+TEST(TtlDecision, TheEstimateReplacesOnlyAnUndeclaredTtl) {
+  TtlEstimator estimator;
+  estimator.observe(50 * 60'000, 0, 10 * 60'000); // 1h TTL, written at ts, seen 10 min later
+  auto estimated = with_estimate(declared_ttl(Span::unknown()), estimator);
+  EXPECT_EQ(estimated.source, TtlSource::Estimated);
+  EXPECT_EQ(estimated.span, Span::finite(k_hour)); // the upper bound
+  EXPECT_EQ(estimated.estimate_low, 50 * 60'000);
+  auto declared = with_estimate(declared_ttl(Span::finite(2 * k_hour)), estimator);
+  EXPECT_EQ(declared.source, TtlSource::Flag);
+  EXPECT_EQ(declared.span, Span::finite(2 * k_hour));
+  EXPECT_EQ(declared.estimate_high, k_hour) << "the bounds are reported beside a declared TTL";
+  auto none = with_estimate(declared_ttl(Span::unknown()), TtlEstimator{});
+  EXPECT_EQ(none.source, TtlSource::None);
+}
+
+TEST(TtlVsRetention, ShorterThinOrFine) {
+  auto shorter = ttl_vs_retention("TTL (1h, flag)", Span::finite(k_hour), Span::finite(7 * k_day), 0);
+  ASSERT_TRUE(shorter);
+  EXPECT_EQ(shorter->id, "ttl-shorter-than-retention");
+  EXPECT_EQ(shorter->severity, Severity::Error);
+  EXPECT_EQ(shorter->title, "the TTL (1h, flag) is shorter than the topic's retention (7d)");
+  EXPECT_NE(shorter->advice.find("at least 8d (retention 7d + max lag 0s + 1 day)"), std::string::npos)
+      << shorter->advice;
+  // Equal to the retention: not shorter, but within the margin of max lag + 1 day.
+  auto thin = ttl_vs_retention("ttl (7d)", Span::finite(7 * k_day), Span::finite(7 * k_day), k_hour);
+  ASSERT_TRUE(thin);
+  EXPECT_EQ(thin->id, "ttl-margin-thin");
+  EXPECT_EQ(thin->severity, Severity::Warning);
+  // The margin's edge: retention + lag + 1 day is enough, a millisecond less is thin.
+  EXPECT_FALSE(ttl_vs_retention("t", Span::finite(8 * k_day + k_hour), Span::finite(7 * k_day), k_hour));
+  EXPECT_TRUE(ttl_vs_retention("t", Span::finite(8 * k_day + k_hour - 1), Span::finite(7 * k_day), k_hour));
+}
+
+TEST(TtlVsRetention, InfiniteAndUnknownFigures) {
+  // A topic that keeps events forever outlives every finite TTL.
+  auto forever = ttl_vs_retention("t", Span::finite(30 * k_day), Span::infinite(), 0);
+  ASSERT_TRUE(forever);
+  EXPECT_EQ(forever->id, "ttl-shorter-than-retention");
+  EXPECT_NE(forever->advice.find("no expiry at all"), std::string::npos);
+  // No expiry, or a figure not known: nothing to compare.
+  EXPECT_FALSE(ttl_vs_retention("t", Span::infinite(), Span::finite(k_day), 0));
+  EXPECT_FALSE(ttl_vs_retention("t", Span::unknown(), Span::finite(k_day), 0));
+  EXPECT_FALSE(ttl_vs_retention("t", Span::finite(k_hour), Span::unknown(), 0));
+}
+
+} // namespace
+} // namespace dedupctl::core
+
+namespace dedupctl::core {
+namespace {
+
+TEST(TtlVsRetention, FiguresNearTheLimitSaturateInsteadOfWrapping) {
+  // retention = "106751991167d" once wrapped past INT64_MAX into "9h34m8s384ms" and hid the margin.
+  std::int64_t huge = 106'751'991'167LL * 24 * 3'600'000LL;
+  auto thin = ttl_vs_retention("ttl (x)", Span::finite(huge + 1000), Span::finite(huge), 3'600'000);
+  ASSERT_TRUE(thin);
+  EXPECT_EQ(thin->id, "ttl-margin-thin");
+  EXPECT_EQ(ttl_needed(Span::finite(huge), 3'600'000).find("at least 9h"), std::string::npos);
+  auto shorter = ttl_vs_retention("ttl (x)", Span::finite(1000), Span::finite(huge), INT64_MAX);
+  ASSERT_TRUE(shorter);
+  EXPECT_EQ(shorter->id, "ttl-shorter-than-retention");
+}
+
+} // namespace
+} // namespace dedupctl::core
+
+// A declared figure names where it was declared; the report-v1 source stays "flag" (declared).
+TEST(TtlDecision, ADeclaredFigureSaysWhereItWasDeclared) {
+  using namespace dedupctl::core;
+  auto ttl = declared_ttl(Span::finite(3'600'000));
+  EXPECT_EQ(describe(ttl), "flag");
+  ttl.origin = ValueOrigin::Config;
+  EXPECT_EQ(describe(ttl), "config");
+  EXPECT_EQ(report_name(ttl.source), "flag");
+  auto inbox = inbox_ttl(Span::finite(1), std::nullopt);
+  EXPECT_EQ(describe(inbox), "--inbox-retention");
+  inbox.origin = ValueOrigin::Environment;
+  EXPECT_EQ(describe(inbox), "inbox-retention, environment");
+  EXPECT_EQ(describe(inbox_ttl(std::nullopt, 5)), "estimated from the oldest row");
+  RetentionDecision retention{Span::finite(1), RetentionSource::Flag, ValueOrigin::Config};
+  EXPECT_EQ(describe(retention), "config");
+  retention.source = RetentionSource::Broker;
+  EXPECT_EQ(describe(retention), "broker");
+}
+
+// A compacted topic keeps the latest event of every key: the advice says no finite TTL covers it.
+TEST(TtlVsRetention, ACompactedTopicSaysWhatCompactionMeansForTheTtl) {
+  using namespace dedupctl::core;
+  auto plain = ttl_vs_retention("TTL (1h, flag)", Span::finite(3'600'000), Span::infinite(), 0);
+  auto compacted = ttl_vs_retention("TTL (1h, flag)", Span::finite(3'600'000), Span::infinite(), 0, true);
+  ASSERT_TRUE(plain && compacted);
+  EXPECT_EQ(plain->advice.find("compacted"), std::string::npos);
+  EXPECT_NE(compacted->advice.find("The topic is compacted"), std::string::npos) << compacted->advice;
+  EXPECT_TRUE(is_compacted(TopicRetention{std::nullopt, std::string("compact,delete"), std::nullopt}));
+  EXPECT_FALSE(is_compacted(TopicRetention{std::nullopt, std::string("delete"), std::nullopt}));
+}

@@ -1,0 +1,265 @@
+#include "commands/pipeline/check.hpp"
+#include "core/check/check_rules.hpp"
+#include "core/check/declarations.hpp"
+#include "core/util/errors.hpp"
+#include "tests/unit/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+using dedupctl::commands::run_check;
+using dedupctl::testing::FakeInspector;
+
+namespace {
+
+const char* k_file = R"([[consumer]]
+name = "billing"
+topic = "orders"
+placement = "redis"
+store = "redis://cache:6379"
+key_template = "dedup:{event_id}"
+ttl = "1d"
+retention = "7d"
+side_effects = "external"
+
+[[consumer]]
+name = "refunds"
+topic = "orders"
+placement = "redis"
+store = "redis://cache:6379"
+key_template = "dedup:refunds:{json:/order_id}:{offset}"
+ttl = "none"
+retention = "7d"
+
+[[consumer]]
+name = "shipping"
+topic = "orders"
+placement = "postgres"
+store = "postgres://db/shipping"
+inbox_consumer_column = ""
+inbox_retention = "8d"
+retention = "7d"
+max_lag = "1h"
+
+[[consumer]]
+name = "invoices"
+topic = "orders"
+placement = "postgres"
+store = "postgres://db/shipping"
+inbox_retention = "30d"
+retention = "7d"
+
+[[consumer]]
+name = "emails"
+topic = "orders"
+placement = "memory"
+
+[[consumer]]
+name = "verification"
+topic = "customers"
+placement = "design"
+)";
+
+std::vector<Finding> of(const std::vector<Finding>& findings, const std::string& id, const std::string& subject) {
+  std::vector<Finding> out;
+  for (const auto& f : findings) {
+    if (f.id == id && f.subject == subject) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+const char* k_redis_only = R"([[consumer]]
+name = "billing"
+topic = "orders"
+placement = "redis"
+store = "redis://cache:6379"
+key_template = "dedup:billing:{event_id}"
+ttl = "9d"
+)";
+
+} // namespace
+
+TEST(Declarations, ParseFieldsDefaultsAndPositions) {
+  auto d = parse_declarations(k_file, "d.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
+  ASSERT_EQ(d.consumers.size(), 6u);
+  const auto& billing = d.consumers[0];
+  EXPECT_EQ(billing.placement, Placement::Redis);
+  EXPECT_EQ(billing.ttl->finite_ms(), 86'400'000);
+  EXPECT_EQ(billing.at.line, 1);
+  EXPECT_EQ(billing.position_of("ttl").line, 7);
+  EXPECT_TRUE(d.consumers[1].ttl->is_infinite());
+  EXPECT_EQ(d.consumers[2].inbox_table, "processed_events");
+  EXPECT_EQ(d.consumers[2].inbox_consumer_column, ""); // declared as none
+  EXPECT_EQ(d.consumers[3].inbox_consumer_column, "consumer_name");
+  EXPECT_EQ(d.consumers[2].max_lag_ms, 3'600'000);
+  EXPECT_EQ(d.consumers[4].side_effects, SideEffect::External); // the default
+}
+
+TEST(Declarations, EveryErrorOfAFileInOneRunWithLineAndColumn) {
+  auto d =
+      parse_declarations("[[consumer]]\nname = \"a\"\ntopic = 5\nplacment = \"redis\"\nttl = \"7 days\"\n\n"
+                         "[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"cloud\"\nside_effects = \"scary\"\n",
+                         "bad.toml");
+  ASSERT_EQ(d.errors.size(), 7u);
+  std::vector<std::pair<int, std::string>> seen;
+  for (const auto& e : d.errors) {
+    seen.emplace_back(e.at.line, e.message.substr(0, 30));
+  }
+  EXPECT_EQ(d.errors[0].at.line, 1); // consumer 'a' has no 'placement'
+  EXPECT_EQ(d.errors[1].at.line, 3);
+  EXPECT_EQ(d.errors[1].at.column, 9);
+  EXPECT_EQ(d.errors[1].message, "'topic' must be a string");
+  EXPECT_EQ(d.errors[2].at.line, 4);
+  EXPECT_NE(d.errors[2].message.find("unknown key 'placment'"), std::string::npos);
+  EXPECT_NE(d.errors[3].message.find("'ttl' is \"7 days\""), std::string::npos);
+  EXPECT_NE(d.errors[4].message.find("declared twice"), std::string::npos);
+  EXPECT_NE(d.errors[5].message.find("'placement' is 'cloud'"), std::string::npos);
+  EXPECT_NE(d.errors[6].message.find("'side_effects' is 'scary'"), std::string::npos);
+  auto syntax = parse_declarations("[[consumer]\nname = 1", "broken.toml");
+  ASSERT_EQ(syntax.errors.size(), 1u);
+  EXPECT_EQ(syntax.errors[0].at.line, 1);
+  EXPECT_TRUE(parse_declarations("", "empty.toml").errors.size() == 1);
+}
+
+TEST(CheckRules, EachFindingPointsAtItsDeclaration) {
+  auto d = parse_declarations(k_file, "d.toml");
+  auto findings = check_consumers(d.consumers, "d.toml");
+  auto short_ttl = of(findings, "ttl-shorter-than-retention", "billing");
+  ASSERT_EQ(short_ttl.size(), 1u);
+  EXPECT_EQ(short_ttl[0].line, 7);
+  EXPECT_EQ(short_ttl[0].file, "d.toml");
+  EXPECT_EQ(short_ttl[0].severity, Severity::Error);
+  EXPECT_EQ(of(findings, "no-expiry", "refunds").size(), 1u);
+  EXPECT_EQ(of(findings, "key-template-lacks-event-id", "refunds")[0].line, 16);
+  EXPECT_EQ(of(findings, "key-template-uses-offset", "refunds").size(), 1u);
+  // "dedup:" is a prefix of "dedup:refunds:": the two consumers share a key space.
+  EXPECT_EQ(of(findings, "namespace-shared", "refunds").size(), 1u);
+  // 7d <= 8d < 7d + 1h + 1d: thin margin for shipping; invoices shares its inbox without a consumer column.
+  EXPECT_EQ(of(findings, "ttl-margin-thin", "shipping").size(), 1u);
+  EXPECT_EQ(of(findings, "namespace-shared", "invoices").size(), 1u);
+  EXPECT_EQ(of(findings, "memory-placement-for-external-effects", "emails").size(), 1u);
+  for (const auto& f : findings) {
+    EXPECT_NE(f.subject, "verification") << f.id; // a design placement needs no store
+  }
+  EXPECT_EQ(findings.front().severity, Severity::Error); // sorted
+}
+
+TEST(CheckRules, AConsumerPrefixedByItsNameDoesNotShare) {
+  auto d = parse_declarations(std::string(k_redis_only) +
+                                  "\n[[consumer]]\nname = \"fraud\"\ntopic = \"orders\"\n"
+                                  "placement = \"redis\"\nkey_template = \"dedup:fraud:{event_id}\"\n",
+                              "d.toml");
+  ASSERT_TRUE(d.errors.empty());
+  for (const auto& f : check_consumers(d.consumers, "d.toml")) {
+    EXPECT_NE(f.id, "namespace-shared");
+  }
+}
+
+TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
+  auto d = parse_declarations(k_redis_only, "d.toml"); // no retention declared
+  FakeInspector inspector;
+  inspector.retention_answer = TopicRetention{"777600000", "delete", "86400000"}; // 9d + 1d segments
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // 9d < 9d + 1d
+  EXPECT_EQ(inspector.asked, (std::vector<std::string>{"topic orders", "redis billing"}));
+  inspector.retention_answer = TopicRetention{"-1", std::nullopt, std::nullopt};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(of(report.findings, "ttl-shorter-than-retention", "billing").size(), 1u); // infinite
+  inspector.retention_answer.reset();                                                 // the mock cluster
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(of(report.findings, "check-unavailable", "billing").size(), 1u);
+  EXPECT_TRUE(report.complete) << "Redis could be checked";
+}
+
+TEST(CheckLive, RedisSettingsBecomeFindings) {
+  auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
+  FakeInspector inspector;
+  inspector.redis_answer = core::LiveInspector::Redis{"allkeys-lru", false, 10, 3, std::nullopt, "", ""};
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
+  ASSERT_EQ(eviction.size(), 1u);
+  EXPECT_EQ(eviction[0].severity, Severity::Error);
+  EXPECT_EQ(of(report.findings, "persistence-off", "billing").size(), 1u);
+  EXPECT_NE(of(report.findings, "no-expiry", "billing")[0].title.find("3 of 10 sampled keys"), std::string::npos);
+  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", true, 10, 0, std::nullopt, "", ""};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(of(report.findings, "eviction-policy-unsafe", "billing")[0].severity, Severity::Warning);
+  EXPECT_TRUE(of(report.findings, "persistence-off", "billing").empty());
+  inspector.redis_answer = core::LiveInspector::Redis{"noeviction", true, 10, 0, 9 * 86'400'000LL, "", ""};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_TRUE(report.findings.empty());
+  // A record with more time left than the declared ttl: the declaration is not what the consumer writes.
+  inspector.redis_answer.max_pttl_ms = 30 * 86'400'000LL;
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto mismatch = of(report.findings, "ttl-declaration-mismatch", "billing");
+  ASSERT_EQ(mismatch.size(), 1u);
+  EXPECT_EQ(mismatch[0].line, 7);
+  EXPECT_EQ(report.exit_code, 0);
+}
+
+TEST(CheckLive, InboxSchemaAndConstraint) {
+  auto d = parse_declarations("[[consumer]]\nname = \"shipping\"\ntopic = \"orders\"\nplacement = \"postgres\"\n"
+                              "store = \"postgres://db/x\"\ninbox_retention = \"9d\"\nretention = \"7d\"\n",
+                              "d.toml");
+  FakeInspector inspector;
+  inspector.inbox_answer = core::LiveInspector::Inbox{true, {"event_id", "consumer_name", "processed_at"}, false};
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(of(report.findings, "inbox-without-unique-constraint", "shipping").size(), 1u);
+  inspector.inbox_answer.unique_over_id = true;
+  EXPECT_TRUE(run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0).findings.empty());
+  inspector.inbox_answer.columns = {"id", "processed_at"};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto mismatch = of(report.findings, "inbox-schema-mismatch", "shipping");
+  ASSERT_EQ(mismatch.size(), 2u); // event_id and consumer_name
+  EXPECT_NE(mismatch[0].title.find("(it has id, processed_at)"), std::string::npos);
+  inspector.inbox_answer.table_exists = false;
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_NE(of(report.findings, "inbox-schema-mismatch", "shipping")[0].title.find("does not exist"),
+            std::string::npos);
+}
+
+TEST(CheckLive, NothingReachableIsIncompleteExit3) {
+  auto d = parse_declarations(k_redis_only, "d.toml");
+  FakeInspector inspector;
+  inspector.topic_unreachable = true;
+  inspector.redis_unreachable = true;
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(of(report.findings, "check-unavailable", "billing").size(), 2u);
+}
+
+// A cluster is as safe as its worst master, and the finding names that master.
+TEST(CheckLive, AClusterIsJudgedByItsWorstMaster) {
+  using core::RedisNodeFacts;
+  auto worst = core::worst_redis_node({RedisNodeFacts{"n1:7000", "noeviction", true},
+                                       RedisNodeFacts{"n2:7001", "volatile-lru", true},
+                                       RedisNodeFacts{"n3:7002", "noeviction", false}});
+  EXPECT_EQ(worst.maxmemory_policy, "volatile-lru");
+  EXPECT_EQ(worst.policy_node, "n2:7001");
+  EXPECT_EQ(worst.persistence, false);
+  EXPECT_EQ(worst.persistence_node, "n3:7002");
+  auto alike = core::worst_redis_node(
+      {RedisNodeFacts{"n1:7000", "allkeys-lru", false}, RedisNodeFacts{"n2:7001", "allkeys-lru", false}});
+  EXPECT_EQ(alike.maxmemory_policy, "allkeys-lru");
+  EXPECT_EQ(alike.policy_node, "") << "no master stands out";
+  EXPECT_EQ(alike.persistence_node, "");
+  auto unknown = core::worst_redis_node({RedisNodeFacts{"n1:7000", std::nullopt, std::nullopt}});
+  EXPECT_FALSE(unknown.maxmemory_policy);
+  EXPECT_FALSE(unknown.persistence);
+
+  auto d = parse_declarations(std::string(k_redis_only) + "retention = \"7d\"\n", "d.toml");
+  FakeInspector inspector;
+  inspector.redis_answer = core::LiveInspector::Redis{"volatile-lru", false, 10, 0, std::nullopt, "n2:7001", "n3:7002"};
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto eviction = of(report.findings, "eviction-policy-unsafe", "billing");
+  ASSERT_EQ(eviction.size(), 1u);
+  EXPECT_NE(eviction[0].title.find("volatile-lru on master n2:7001"), std::string::npos) << eviction[0].title;
+  auto persistence = of(report.findings, "persistence-off", "billing");
+  ASSERT_EQ(persistence.size(), 1u);
+  EXPECT_NE(persistence[0].title.find("Redis on master n3:7002 keeps no"), std::string::npos) << persistence[0].title;
+}

@@ -1,0 +1,204 @@
+#include "core/util/errors.hpp"
+#include "core/identity/field_spec.hpp"
+#include "core/identity/identify.hpp"
+#include "tests/unit/fakes.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+using dedupctl::testing::OwnedEvent;
+
+namespace {
+
+IdentifyOptions options(const std::string& id, const std::string& type = "header:type,json:/type",
+                        const std::string& entity = "", const std::string& semantic = "") {
+  IdentifyOptions o;
+  o.id = parse_field_specs(id, "--id");
+  o.type = parse_field_specs(type, "--type");
+  if (!entity.empty()) {
+    o.entity = parse_field_specs(entity, "--entity");
+  }
+  if (!semantic.empty()) {
+    o.semantic = parse_field_specs(semantic, "--semantic-key");
+  }
+  return o;
+}
+
+struct Result {
+  bool has_id;
+  std::string id;
+  std::string type;
+  std::string entity;
+  std::string reason;
+  std::uint64_t semantic;
+  std::uint64_t fingerprint;
+};
+
+Result identify(Identifier& identifier, const OwnedEvent& owned) {
+  std::vector<Header> headers;
+  Event e = dedupctl::testing::view(owned, headers);
+  Identity id = identifier.identify_one(e);
+  return {id.has_id,
+          std::string(id.id),
+          std::string(id.type),
+          std::string(id.entity),
+          std::string(id.no_id_reason),
+          id.semantic_hash,
+          id.payload_fingerprint};
+}
+
+OwnedEvent event(std::optional<std::string> payload,
+                 std::vector<std::pair<std::string, std::optional<std::string>>> headers = {},
+                 std::optional<std::string> key = std::nullopt) {
+  OwnedEvent e;
+  e.partition = 3;
+  e.offset = 17;
+  e.payload = std::move(payload);
+  e.headers = std::move(headers);
+  e.key = std::move(key);
+  return e;
+}
+
+} // namespace
+
+TEST(FieldSpec, ParsesAndRejects) {
+  auto specs = parse_field_specs("header:event_id,json:/meta/eventId,key,offset", "--id");
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[0].kind, FieldKind::Header);
+  EXPECT_EQ(specs[0].name, "event_id");
+  EXPECT_EQ(specs[1].kind, FieldKind::Json);
+  EXPECT_EQ(specs[1].name, "/meta/eventId");
+  EXPECT_EQ(specs[2].kind, FieldKind::Key);
+  EXPECT_EQ(specs[3].kind, FieldKind::Offset);
+  EXPECT_EQ(to_string(specs), "header:event_id,json:/meta/eventId,key,offset");
+  for (const char* bad : {"", "header:", "json:event_id", "json:", "body:/x", "key,", "json:/a~2b"}) {
+    EXPECT_THROW(parse_field_specs(bad, "--id"), UsageError) << bad;
+  }
+}
+
+TEST(Identify, FirstSpecThatYieldsWins) {
+  Identifier identifier(options("header:event_id,json:/event_id"));
+  auto from_header = identify(identifier, event(R"({"event_id":"json-1"})", {{"event_id", "hdr-1"}}));
+  EXPECT_TRUE(from_header.has_id);
+  EXPECT_EQ(from_header.id, "hdr-1");
+  auto from_json = identify(identifier, event(R"({"event_id":"json-1"})", {{"other", "x"}}));
+  EXPECT_EQ(from_json.id, "json-1");
+}
+
+TEST(Identify, TheLastHeaderOfANameWinsAndNullOrEmptyIsNoValue) {
+  Identifier identifier(options("header:event_id"));
+  EXPECT_EQ(identify(identifier, event("p", {{"event_id", "a"}, {"event_id", "b"}})).id, "b");
+  EXPECT_FALSE(identify(identifier, event("p", {{"event_id", std::nullopt}})).has_id);
+  EXPECT_FALSE(identify(identifier, event("p", {{"event_id", ""}})).has_id);
+}
+
+TEST(Identify, JsonPointersReadStringsNumbersAndEscapes) {
+  Identifier identifier(options("json:/metadata/eventId"));
+  EXPECT_EQ(identify(identifier, event(R"({"metadata":{"eventId":"a\"b\u00e9"}})")).id, "a\"b\xc3\xa9");
+  EXPECT_EQ(identify(identifier, event(R"({"metadata":{"eventId":12345678901234}})")).id, "12345678901234");
+  EXPECT_EQ(identify(identifier, event(R"({"metadata":{"eventId": 7 }})")).id, "7");
+  Identifier arrays(options("json:/items/1/id,json:/a~1b"));
+  EXPECT_EQ(identify(arrays, event(R"({"items":[{"id":"x"},{"id":"y"}]})")).id, "y");
+  EXPECT_EQ(identify(arrays, event(R"({"a/b":"slash"})")).id, "slash");
+}
+
+TEST(Identify, NoIdSaysWhyAndNeverThrows) {
+  Identifier identifier(options("header:event_id,json:/event_id"));
+  auto not_json = identify(identifier, event("plain text, not json"));
+  EXPECT_FALSE(not_json.has_id);
+  EXPECT_EQ(not_json.reason, "no header event_id, payload is not JSON");
+  EXPECT_EQ(identify(identifier, event(R"({"id":"x"})")).reason, "no header event_id, payload has no /event_id");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":null})")).reason, "no header event_id, payload has no /event_id");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":{"a":1}})")).reason,
+            "no header event_id, /event_id is not a string or number");
+  EXPECT_EQ(identify(identifier, event(std::nullopt)).reason, "no header event_id, payload is null");
+  EXPECT_FALSE(identify(identifier, event(R"({"event_id":"trunc)")).has_id);
+  EXPECT_FALSE(identify(identifier, event("")).has_id);
+}
+
+// Avro or Protobuf payloads: a json: spec yields nothing and says the payload is binary; a header
+// or the key still gives the id.
+TEST(Identify, ABinaryPayloadIsNamedAsSuchAndHeadersStillWork) {
+  Identifier identifier(options("json:/event_id"));
+  for (std::string binary : {std::string("\x02\x0ae-17\x10\x01", 7), std::string("\xc3\x28{\"event_id\":1}")}) {
+    auto result = identify(identifier, event(binary));
+    EXPECT_FALSE(result.has_id);
+    EXPECT_EQ(result.reason, "payload is binary, not JSON (Avro or Protobuf?)");
+  }
+  EXPECT_EQ(identify(identifier, event("plain\ttext")).reason, "payload is not JSON");
+  Identifier by_header(options("header:event_id,json:/event_id"));
+  EXPECT_EQ(identify(by_header, event(std::string("\x00\xff", 2), {{"event_id", "e-1"}})).id, "e-1");
+  Identifier by_key(options("json:/event_id,key"));
+  EXPECT_EQ(identify(by_key, event(std::string("\x00\xff", 2), {}, "k-1")).id, "k-1");
+}
+
+TEST(Identify, KeyAndOffsetSpecs) {
+  Identifier by_key(options("key"));
+  EXPECT_EQ(identify(by_key, event("p", {}, "order-9")).id, "order-9");
+  EXPECT_EQ(identify(by_key, event("p")).reason, "no key");
+  Identifier by_offset(options("offset"));
+  EXPECT_EQ(identify(by_offset, event("p")).id, "orders-3-17");
+}
+
+TEST(Identify, TypeAndEntityAreTakenWithFallbacks) {
+  Identifier identifier(options("header:event_id", "header:type,json:/type", "json:/order_id"));
+  auto r = identify(identifier, event(R"({"type":"PaymentCharged","order_id":"o-1"})", {{"event_id", "e"}}));
+  EXPECT_EQ(r.type, "PaymentCharged");
+  EXPECT_EQ(r.entity, "o-1");
+}
+
+TEST(Identify, DefaultSemanticKeyIgnoresTheIdSoARetryWithANewIdMatches) {
+  Identifier identifier(options("json:/event_id"));
+  auto first = identify(identifier, event(R"({"event_id":"e-1","type":"Charge","amount":5})"));
+  auto retry = identify(identifier, event(R"({"event_id":"e-2","type":"Charge","amount":5})"));
+  auto other = identify(identifier, event(R"({"event_id":"e-3","type":"Charge","amount":6})"));
+  EXPECT_EQ(first.semantic, retry.semantic);
+  EXPECT_NE(first.semantic, other.semantic);
+  EXPECT_NE(first.fingerprint, retry.fingerprint);
+}
+
+TEST(Identify, ExplicitSemanticKeyCombinesEverySpec) {
+  Identifier identifier(options("header:event_id", "header:type", "", "json:/order_id,json:/amount"));
+  auto a = identify(identifier, event(R"({"order_id":"o-1","amount":5,"note":"x"})", {{"event_id", "1"}}));
+  auto b = identify(identifier, event(R"({"order_id":"o-1","amount":5,"note":"y"})", {{"event_id", "2"}}));
+  auto c = identify(identifier, event(R"({"order_id":"o-1","amount":6})", {{"event_id", "3"}}));
+  auto d = identify(identifier, event(R"({"order_id":"o-15"})", {{"event_id", "4"}}));
+  auto e = identify(identifier, event(R"({"order_id":"o-1","amount":5})", {{"event_id", "5"}}));
+  EXPECT_EQ(a.semantic, b.semantic);
+  EXPECT_NE(a.semantic, c.semantic);
+  EXPECT_NE(a.semantic, d.semantic);
+  EXPECT_EQ(a.semantic, e.semantic);
+}
+
+TEST(Identify, BatchIdentitiesStayValidTogether) {
+  // Ids unescaped from JSON live in the identifier's arena: every identity of a batch must still
+  // read right after the whole batch was identified.
+  Identifier identifier(options("json:/event_id"));
+  std::vector<OwnedEvent> owned;
+  for (int i = 0; i < 500; ++i) {
+    owned.push_back(event("{\"event_id\":\"id-\\u0041" + std::to_string(i) + "\"}"));
+  }
+  EventBatch batch;
+  std::vector<std::vector<Header>> headers(owned.size());
+  for (std::size_t i = 0; i < owned.size(); ++i) {
+    batch.events.push_back(dedupctl::testing::view(owned[i], headers[i]));
+  }
+  std::vector<Identity> identities;
+  identifier.identify(batch, identities);
+  ASSERT_EQ(identities.size(), 500u);
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_EQ(identities[static_cast<std::size_t>(i)].id, "id-A" + std::to_string(i));
+  }
+}
+
+TEST(Identify, ATruncatedPayloadSurvivesSeveralJsonSpecs) {
+  // Found by fuzz_kcat_line: simdjson abandons a document after some errors, and a second json:
+  // spec (the default --type) must not reuse it.
+  Identifier identifier(options("json:/event_id", "json:/type,json:/kind", "json:/order_id"));
+  for (const char* payload : {R"({"type":"Invoic-9003")", R"({"a":[1,2)", R"({"type":)", "{", R"({"event_id":"x")"}) {
+    auto r = identify(identifier, event(payload));
+    EXPECT_FALSE(r.has_id && r.id != "x") << payload;
+  }
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"ok","type":"T"})")).type, "T");
+}

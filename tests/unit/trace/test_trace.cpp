@@ -1,0 +1,113 @@
+#include "core/trace/trace.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dedupctl::core {
+namespace {
+
+constexpr std::int64_t k_hour = 3'600'000;
+constexpr std::int64_t k_now = 1'795'000'000'000;
+
+TraceOccurrence copy(std::int64_t offset, std::int64_t age, std::optional<bool> delivered, std::uint64_t fp = 7) {
+  TraceOccurrence o;
+  o.topic = "pay";
+  o.offset = offset;
+  o.timestamp_ms = k_now - age;
+  o.type = "PaymentCharged";
+  o.fingerprint = fp;
+  o.size = 120;
+  o.delivered = delivered;
+  return o;
+}
+
+TracePolicy policy(std::int64_t ttl = k_hour) {
+  TracePolicy p;
+  p.now_ms = k_now;
+  p.ttl = Span::finite(ttl);
+  return p;
+}
+
+Trace trace_of(std::vector<TraceOccurrence> occ, TraceRecord::State state, std::string value = "") {
+  Trace t;
+  t.event_id = "e-1";
+  t.occurrences = std::move(occ);
+  t.dedup_keys = {"dedup:e-1"};
+  t.record.state = state;
+  if (state == TraceRecord::State::Present) {
+    t.record.value = value;
+    t.record.pttl_ms = 10 * 60'000;
+  }
+  return t;
+}
+
+TEST(Trace, TwoConsumedCopiesFurtherApartThanTheTtlWereLikelyAppliedTwice) {
+  auto t = trace_of({copy(3, 5 * k_hour, true), copy(90, 2 * k_hour, true)}, TraceRecord::State::Absent);
+  auto v = decide_trace(t, policy());
+  EXPECT_EQ(v.id, "applied-twice");
+  EXPECT_NE(v.text.find("the record had expired when the second copy arrived"), std::string::npos);
+  ASSERT_GE(v.evidence.size(), 2u);
+  EXPECT_NE(v.evidence[0].find("3h apart"), std::string::npos) << v.evidence[0];
+  // Within the TTL of each other, the second copy met the record: not applied twice.
+  auto close = trace_of({copy(3, 90 * 60'000, true), copy(90, 60 * 60'000, true)}, TraceRecord::State::Absent);
+  EXPECT_NE(decide_trace(close, policy()).id, "applied-twice");
+}
+
+TEST(Trace, AMissingRecordWithinTheTtlIsLostState) {
+  auto t = trace_of({copy(3, 10 * 60'000, true)}, TraceRecord::State::Absent);
+  auto v = decide_trace(t, policy());
+  EXPECT_EQ(v.id, "state-lost");
+  EXPECT_NE(v.text.find("flush, failover or eviction"), std::string::npos);
+}
+
+TEST(Trace, DifferentPayloadsUnderOneIdAreIdReuseWhateverTheRecord) {
+  auto t = trace_of({copy(3, 10 * 60'000, true, 1), copy(4, 9 * 60'000, true, 2)}, TraceRecord::State::Present, "done");
+  auto v = decide_trace(t, policy());
+  EXPECT_EQ(v.id, "id-reused");
+  EXPECT_EQ(v.evidence.size(), 2u);
+}
+
+TEST(Trace, AnInProgressClaimBelowTheCommittedOffsetIsOrphaned) {
+  auto t = trace_of({copy(3, 10 * 60'000, true)}, TraceRecord::State::Present, "processing");
+  EXPECT_EQ(decide_trace(t, policy()).id, "claim-orphaned");
+  auto pending = trace_of({copy(3, 10 * 60'000, false)}, TraceRecord::State::Present, "processing");
+  EXPECT_EQ(decide_trace(pending, policy()).id, "protected") << "not consumed yet: the claim is live";
+}
+
+TEST(Trace, AConsumedEventWhoseRecordLapsedIsExposedAndAHeldRecordProtects) {
+  auto exposed = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
+  EXPECT_EQ(decide_trace(exposed, policy()).id, "exposed");
+  auto held =
+      trace_of({copy(3, 5 * k_hour, true), copy(4, 5 * k_hour - 1000, true)}, TraceRecord::State::Present, "done");
+  auto v = decide_trace(held, policy());
+  EXPECT_EQ(v.id, "protected");
+  EXPECT_NE(v.evidence[0].find("dedup:e-1 holds 'done', 10m left"), std::string::npos) << v.evidence[0];
+  auto ahead = trace_of({copy(3, 5 * k_hour, false)}, TraceRecord::State::Absent);
+  EXPECT_EQ(decide_trace(ahead, policy()).id, "protected");
+}
+
+TEST(Trace, AnIdNotInTheLogIsNotFoundWithNotesOnItsShape) {
+  Trace t;
+  t.event_id = " e-17";
+  t.notes = id_notes(t.event_id, {"e-170", "e-171"});
+  auto v = decide_trace(t, policy());
+  EXPECT_EQ(v.id, "not-found");
+  ASSERT_EQ(v.evidence.size(), 2u);
+  EXPECT_NE(v.evidence[0].find("stray whitespace"), std::string::npos);
+  EXPECT_NE(v.evidence[1].find("looks truncated: the log has e-170, e-171"), std::string::npos);
+  EXPECT_TRUE(id_notes("e-17", {}).empty());
+}
+
+TEST(Trace, TheTimelineIsInTimeOrderWithTheLapseAndNow) {
+  auto t = trace_of({copy(90, 2 * k_hour, true), copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
+  auto lines = timeline(t, policy());
+  ASSERT_GE(lines.size(), 4u);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_LE(lines[i - 1].at_ms, lines[i].at_ms);
+  }
+  EXPECT_NE(lines[0].what.find("@3"), std::string::npos);
+  EXPECT_NE(lines[1].what.find("lapses at the latest"), std::string::npos) << lines[1].what;
+  EXPECT_NE(lines.back().what.find("now: no record under dedup:e-1"), std::string::npos) << lines.back().what;
+}
+
+} // namespace
+} // namespace dedupctl::core
