@@ -11,7 +11,7 @@
 
 namespace dedupctl::commands {
 
-OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOptions& options, Context& context,
+OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementFlags& options, Context& context,
                              std::optional<std::int64_t> expected_events) {
   OpenedStore out;
   const auto& uri = placement.uri;
@@ -61,8 +61,7 @@ OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOp
 
 core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag, std::int64_t now_ms,
                                    Context& context) {
-  auto decision = core::inbox_ttl(flag, flag ? std::nullopt : inbox.oldest_row_age_ms(now_ms));
-  decision.origin = context.origin_of("inbox-retention");
+  auto decision = core::decide_inbox_ttl(inbox, flag, now_ms, context.origin_of("inbox-retention"));
   if (decision.source == core::TtlSource::InboxRetentionEstimated) {
     context.note(fmt::format("inbox retention estimated from the oldest row: at least {}; pass --inbox-retention",
                              core::to_text(decision.span)));

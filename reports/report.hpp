@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/audit/audit_analyzer.hpp"
+#include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
 #include "core/finding.hpp"
 #include "core/source/source_info.hpp"

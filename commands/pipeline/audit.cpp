@@ -14,22 +14,6 @@
 
 namespace dedupctl::commands {
 
-core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                         core::TopicConfigs* configs, core::ValueOrigin origin) {
-  if (flag.known()) {
-    return {flag, core::RetentionSource::Flag, origin};
-  }
-  if (configs && !topics.empty()) {
-    if (auto described = configs->retention(topics.front())) {
-      auto span = core::retention_from_configs(*described);
-      if (span.known()) {
-        return {span, core::RetentionSource::Broker, core::ValueOrigin::Flag, core::is_compacted(*described)};
-      }
-    }
-  }
-  return {core::Span::unknown(), core::RetentionSource::Unknown};
-}
-
 std::string AuditStageTimes::describe() const {
   return fmt::format("read {:.2f} s, identify {:.2f} s, render keys {:.2f} s, wait for lookups {:.2f} s, classify "
                      "{:.2f} s; lookups {:.2f} s on their own thread",

@@ -48,12 +48,6 @@ struct AuditRequest {
   core::DigestRecorder* digest = nullptr;
 };
 
-// --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
-// `origin` says where the declared figure came from (flag, config, environment).
-core::RetentionDecision decide_retention(const core::Span& flag, const std::vector<std::string>& topics,
-                                         core::TopicConfigs* configs,
-                                         core::ValueOrigin origin = core::ValueOrigin::Flag);
-
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
 // and classifies every event (../shared/DESIGN.md "Coverage"). A source or store that fails midway gives an
 // incomplete report (exit 3, or 130 when interrupted) over what was read, never a clean verdict.

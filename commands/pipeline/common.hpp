@@ -12,11 +12,11 @@
 // incomplete) and folding in what the log alone shows.
 namespace dedupctl::commands {
 
-// Runs `body`; an UnreachableError or InterruptedError in it marks the report incomplete (exit 3
-// or 130) instead of propagating.
 // A command's report before anything is read: its name, time and --fail-on.
 reports::Report start_report(std::string command, std::int64_t now_ms, std::string fail_on_text);
 
+// Runs `body`; an UnreachableError or InterruptedError in it marks the report incomplete (exit 3
+// or 130) instead of propagating.
 void incomplete_on_failure(reports::Report& report, const std::function<void()>& body);
 
 // Calls `on_batch` for every batch. An UnreachableError or InterruptedError marks the report

@@ -8,7 +8,6 @@
 // PostgreSQL through libpqxx, included by connectors/postgres/*.cpp only.
 namespace dedupctl::connectors::postgres {
 
-inline constexpr std::int64_t k_default_timeout_ms = 10'000;
 
 // What the catalog says about an inbox table. Read-only.
 struct InboxFacts {

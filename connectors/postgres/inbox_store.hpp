@@ -2,6 +2,8 @@
 
 #include "core/audit/coverage.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/inbox_schema.hpp"
+#include "core/util/time.hpp"
 #include "core/replay/replay.hpp"
 
 #include <atomic>
@@ -14,26 +16,19 @@
 
 namespace dedupctl::connectors::postgres {
 
-// An inbox table: a row per processed event, written in the consumer's business transaction.
-struct InboxSchema {
-  std::string table = "processed_events"; // may be schema-qualified
-  std::string id_column = "event_id";
-  std::string consumer_column = "consumer_name"; // empty: the table has none
-  std::string time_column = "processed_at";
-  std::string status_column; // empty: none
-};
-
 // How an audit looks event ids up: batched `= ANY($1::type[])` statements, or the whole inbox (the
 // consumer's rows) loaded once with COPY … TO STDOUT into memory while the log is read. Auto loads a
 // text-like id column with a deterministic collation (where byte equality is the column's equality)
 // when the table is not much larger than the audit; otherwise it batches.
+using InboxSchema = core::InboxSchema;
+
 enum class InboxLookup { Auto, Batches, Load };
 
 struct InboxSettings {
   std::string conninfo;
   InboxLookup lookup = InboxLookup::Auto;
   std::optional<std::int64_t> expected_events; // what the audit will look up, when known (for Auto)
-  std::int64_t timeout_ms = 10'000;            // connect_timeout and statement_timeout
+  std::int64_t timeout_ms = core::k_default_timeout_ms; // connect_timeout and statement_timeout
   InboxSchema schema;
   std::string consumer; // rows of this consumer only (needs a consumer column)
   const std::atomic<bool>* stop = nullptr;

@@ -4,6 +4,7 @@
 #include "core/store/dedup_store.hpp"
 #include "core/replay/replay.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/time.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -13,14 +14,13 @@
 #include <string>
 #include <vector>
 
-// Redis through hiredis, included by connectors/redis/redis.cpp only.
+// Redis through hiredis, which only connectors/redis/ includes (connection.hpp and the .cpp files).
 namespace dedupctl::connectors::redis {
 
-inline constexpr std::int64_t k_default_timeout_ms = 10'000;
 
 struct RedisSettings {
   core::StoreUri uri;
-  std::int64_t timeout_ms = k_default_timeout_ms; // connect and every command
+  std::int64_t timeout_ms = core::k_default_timeout_ms; // connect and every command
   const std::atomic<bool>* stop = nullptr;
 };
 

@@ -1,5 +1,6 @@
 #include "core/audit/audit_analyzer.hpp"
 
+#include "core/audit/audit_findings.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
 #include "core/source/range.hpp"
@@ -10,42 +11,6 @@
 #include <algorithm>
 
 namespace dedupctl::core {
-
-std::string_view to_string(SideEffect effect) {
-  switch (effect) {
-  case SideEffect::External:
-    return "external";
-  case SideEffect::Internal:
-    return "internal";
-  case SideEffect::Idempotent:
-    return "idempotent";
-  }
-  return "external";
-}
-
-std::pair<std::string, SideEffect> parse_side_effect(std::string_view text) {
-  auto eq = text.rfind('=');
-  auto bad = [&]() -> std::pair<std::string, SideEffect> {
-    throw UsageError(fmt::format("invalid --side-effects '{}': expected TYPE=external, TYPE=internal or "
-                                 "TYPE=idempotent",
-                                 text));
-  };
-  if (eq == std::string_view::npos || eq == 0) {
-    return bad();
-  }
-  std::string_view value = text.substr(eq + 1);
-  SideEffect effect = SideEffect::External;
-  if (value == "external") {
-    effect = SideEffect::External;
-  } else if (value == "internal") {
-    effect = SideEffect::Internal;
-  } else if (value == "idempotent") {
-    effect = SideEffect::Idempotent;
-  } else {
-    return bad();
-  }
-  return {std::string(text.substr(0, eq)), effect};
-}
 
 namespace {
 
@@ -119,51 +84,6 @@ bool AuditAnalyzer::external(std::uint16_t type) const {
   std::string_view name = type < m_types.size() ? std::string_view(m_types[type]) : std::string_view{};
   auto effect = m_options.side_effects.find(std::string(name));
   return effect == m_options.side_effects.end() || effect->second == SideEffect::External;
-}
-
-void TimeHistogram::coarsen() {
-  std::int64_t width = m_width * 2;
-  std::int64_t origin = m_origin - ((m_origin % width) + width) % width;
-  std::vector<std::array<std::int64_t, k_coverage_states>> merged;
-  for (std::size_t i = 0; i < m_counts.size(); ++i) {
-    auto j = static_cast<std::size_t>((m_origin + static_cast<std::int64_t>(i) * m_width - origin) / width);
-    if (merged.size() <= j) {
-      merged.resize(j + 1, std::array<std::int64_t, k_coverage_states>{});
-    }
-    for (std::size_t s = 0; s < k_coverage_states; ++s) {
-      merged[j][s] += m_counts[i][s];
-    }
-  }
-  m_counts = std::move(merged);
-  m_origin = origin;
-  m_width = width;
-}
-
-void TimeHistogram::add(std::int64_t timestamp_ms, Coverage state) {
-  if (timestamp_ms < 0) {
-    return; // no timestamp: not on a time axis
-  }
-  if (m_counts.empty()) {
-    m_origin = timestamp_ms - timestamp_ms % m_width;
-    m_counts.resize(1, std::array<std::int64_t, k_coverage_states>{});
-  }
-  while (timestamp_ms < m_origin) {
-    if (m_counts.size() < k_buckets) {
-      m_counts.insert(m_counts.begin(), std::array<std::int64_t, k_coverage_states>{});
-      m_origin -= m_width;
-    } else {
-      coarsen();
-    }
-  }
-  auto index = static_cast<std::size_t>((timestamp_ms - m_origin) / m_width);
-  while (index >= k_buckets) {
-    coarsen();
-    index = static_cast<std::size_t>((timestamp_ms - m_origin) / m_width);
-  }
-  if (m_counts.size() <= index) {
-    m_counts.resize(index + 1, std::array<std::int64_t, k_coverage_states>{});
-  }
-  ++m_counts[index][static_cast<std::size_t>(state)];
 }
 
 void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
@@ -368,131 +288,7 @@ AuditResult AuditAnalyzer::finish() {
     }
     replay.safe_from.push_back(safe);
   }
-
-  // Findings.
-  auto& findings = result.findings;
-  auto push = [&](std::optional<Finding> finding) {
-    if (finding) {
-      findings.push_back(std::move(*finding));
-    }
-  };
-  auto policy_finding = [&](std::string id, Severity severity, std::string title, std::string advice) {
-    Finding f;
-    f.id = std::move(id);
-    f.severity = severity;
-    f.title = std::move(title);
-    f.count = 1;
-    f.advice = std::move(advice);
-    findings.push_back(std::move(f));
-  };
-  const Span& ttl = result.ttl.span;
-  const Span& retention = m_options.policy.retention;
-  std::string needed = ttl_needed(retention, m_options.policy.max_lag_ms);
-  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
-                        m_options.policy.max_lag_ms, m_options.policy.compacted));
-  if (!retention.known()) {
-    policy_finding("retention-unknown", Severity::Info,
-                   "the topic's retention is unknown: TTL-vs-retention checks and expiring records were skipped",
-                   "Pass --retention DURATION (the topic's retention.ms, or infinite), or let dedupctl read it with "
-                   "DescribeConfigs.");
-  }
-  if (!ttl.known()) {
-    policy_finding("ttl-unknown", Severity::Info,
-                   "the TTL is neither declared nor estimable (no record with a TTL was found): absent records "
-                   "count as missing",
-                   "Pass --ttl DURATION (or none) as the consumer sets it.");
-  }
-  if (!m_options.key_template.uses(KeyTemplate::Part::EventId)) {
-    policy_finding("key-template-lacks-event-id", Severity::Error,
-                   fmt::format("the key template '{}' has no {{event_id}}", m_options.key_template.text()),
-                   "Keys built from a business id (an order id) make distinct events share one record: the "
-                   "consumer drops all but the first. Put {event_id} in the key.");
-  }
-  if (m_options.key_template.uses(KeyTemplate::Part::Offset) ||
-      m_options.key_template.uses(KeyTemplate::Part::Partition)) {
-    policy_finding("key-template-uses-offset", Severity::Warning,
-                   fmt::format("the key template '{}' uses the partition or offset", m_options.key_template.text()),
-                   "Offsets change when a topic is recreated, mirrored or replayed from another cluster: the same "
-                   "event gets a new key. Use {event_id}.");
-  }
-  auto state_builder = [&](Coverage state) -> const FindingBuilder& {
-    return m_examples[static_cast<std::size_t>(state)];
-  };
-  auto n = [&](Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
-  if (n(Coverage::Expired) > 0) {
-    Finding f =
-        *state_builder(Coverage::Expired)
-             .build("ttl-gap", Severity::Error,
-                    fmt::format("{} events are still replayable but their dedup records expired", n(Coverage::Expired)),
-                    fmt::format("A seek into these events re-applies them. Raise the TTL to {}.", needed));
-    f.count = n(Coverage::Expired);
-    findings.push_back(std::move(f));
-  }
-  if (n(Coverage::Expiring) > 0) {
-    push(state_builder(Coverage::Expiring)
-             .build(
-                 "expiring-before-retention", Severity::Warning,
-                 fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
-                             m_max_gap_ms > 0 ? fmt::format(" (by up to {})", format_duration(m_max_gap_ms)) : ""),
-                 fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
-                             needed)));
-  }
-  if (n(Coverage::Missing) > 0) {
-    Finding f =
-        *state_builder(Coverage::Missing)
-             .build("missing-record", Severity::Error,
-                    ttl.known() ? fmt::format("{} dedup records are missing although their events are within the TTL",
-                                              n(Coverage::Missing))
-                                : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
-                                              "told from a loss)",
-                                              n(Coverage::Missing)),
-                    "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
-                    "or never written (check --key-template against the consumer's code). A seek re-applies "
-                    "these events.");
-    f.count = n(Coverage::Missing);
-    findings.push_back(std::move(f));
-  }
-  if (n(Coverage::Orphaned) > 0) {
-    push(state_builder(Coverage::Orphaned)
-             .build("orphaned-claim", Severity::Error,
-                    fmt::format("{} events were claimed (in progress) and never completed", n(Coverage::Orphaned)),
-                    "The consumer moved past these claims, or their lease ran out: a replay skips them although "
-                    "their work never completed. Check the listed events, finish or compensate them, then DEL their "
-                    "keys before seeking."));
-  }
-  if (result.no_expiry > 0) {
-    Finding f =
-        *state_builder(Coverage::Covered)
-             .build("no-expiry", Severity::Warning, fmt::format("{} dedup records never expire", result.no_expiry),
-                    "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
-                    "SET key value NX PX <ttl>.");
-    f.count = result.no_expiry;
-    findings.push_back(std::move(f));
-  }
-  push(m_collisions.build(
-      "key-collision", Severity::Error,
-      fmt::format("{} events render to a dedup key already taken by another event id", m_collisions.count()),
-      "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
-  if (replay.would_reapply > 0) {
-    Severity severity = Severity::Info;
-    std::int64_t external = 0;
-    for (const auto& [type, risk] : replay.by_type) {
-      if (risk.side_effects == SideEffect::External) {
-        severity = Severity::Error;
-        external += risk.would_reapply;
-      } else if (risk.side_effects == SideEffect::Internal && severity == Severity::Info) {
-        severity = Severity::Warning;
-      }
-    }
-    Finding f = *m_reapplied.build(
-        "replay-risk", severity,
-        fmt::format("a seek over {} would re-apply {} events ({} with external effects)", replay.window,
-                    replay.would_reapply, external),
-        "Seek no further back than safe_from, or replay through a placement that still holds these ids "
-        "(dedupctl replay --via).");
-    f.count = replay.would_reapply;
-    findings.push_back(std::move(f));
-  }
+  add_audit_findings(m_options, {m_examples, m_collisions, m_reapplied, m_max_gap_ms}, result);
   return std::move(result);
 }
 

@@ -1,12 +1,15 @@
 #pragma once
 
+#include "core/audit/audit_options.hpp"
+#include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/util/flat_map.hpp"
 #include "core/identity/identify.hpp"
 #include "core/identity/key_template.hpp"
-#include "core/replay/replay.hpp"
+#include "core/replay_summary.hpp"
+#include "core/side_effect.hpp"
 #include "core/audit/ttl.hpp"
 
 #include <array>
@@ -17,100 +20,6 @@
 #include <vector>
 
 namespace dedupctl::core {
-
-enum class SideEffect { External, Internal, Idempotent };
-std::string_view to_string(SideEffect effect);
-// Parses "TYPE=external|internal|idempotent"; throws UsageError.
-std::pair<std::string, SideEffect> parse_side_effect(std::string_view text);
-
-struct AuditOptions {
-  CoveragePolicy policy;                          // policy.ttl is ignored: ttl decides
-  TtlDecision ttl;                                // source None: estimated from the records
-  std::map<std::string, SideEffect> side_effects; // unknown types are external
-  KeyTemplate key_template = KeyTemplate::parse("{event_id}");
-  std::size_t max_examples = 5;
-  std::size_t expected_events = 1024;
-  std::string window_label = "[from, to)"; // "[seek, committed)" with a seek
-  // Partitions not announced with set_partition get a window of everything read (file sources).
-  bool default_window = false;
-  // Key collisions are looked for here (false: a merge of shards decides them over all shards'
-  // keys and hands them in with add_key_collisions).
-  bool check_collisions = true;
-};
-
-// One partition's replay window: [from, to) (a seek and the committed offset, or the scanned range).
-struct WindowBounds {
-  std::int64_t from = 0;
-  std::int64_t to = 0;
-  // A seek by time the broker could not look up (librdkafka's mock cluster): the window starts at
-  // the first event read whose timestamp is at or after this, the offset ListOffsets would give;
-  // none such: the window is empty (from = to), as a time after the last event gives the log end.
-  std::optional<std::int64_t> from_timestamp;
-};
-
-// Coverage states over event time in at most k_buckets buckets, for charts: buckets start one
-// minute wide and double (merging pairs) whenever an event would not fit, so memory is fixed and
-// every event is counted once.
-class TimeHistogram {
-public:
-  static constexpr std::size_t k_buckets = 48;
-  void add(std::int64_t timestamp_ms, Coverage state);
-  bool empty() const { return m_counts.empty(); }
-  std::int64_t origin_ms() const { return m_origin; }
-  std::int64_t width_ms() const { return m_width; }
-  const std::vector<std::array<std::int64_t, k_coverage_states>>& buckets() const { return m_counts; }
-
-private:
-  void coarsen();
-  std::int64_t m_origin = 0;
-  std::int64_t m_width = 60'000;
-  std::vector<std::array<std::int64_t, k_coverage_states>> m_counts;
-};
-
-struct PartitionCoverage {
-  std::string topic;
-  std::int32_t partition = 0;
-  std::array<std::int64_t, k_coverage_states> states{};
-  std::optional<WindowBounds> window;
-  TimeHistogram histogram;
-  std::optional<std::int64_t> window_start_ms; // the timestamp of the window's first event (the seek point)
-  std::optional<std::int64_t> seek_found;      // a seek by time: the first offset read at or after it
-};
-
-struct TypeRisk {
-  SideEffect side_effects = SideEffect::External;
-  std::int64_t would_reapply = 0;
-};
-
-struct SafeFrom {
-  std::string topic;
-  std::int32_t partition = 0;
-  std::int64_t offset = 0;
-  std::optional<std::int64_t> timestamp_ms;
-};
-
-struct ReplaySummary {
-  std::string window; // "[seek, committed)" or "scanned range"
-  std::int64_t events = 0;
-  std::int64_t would_skip = 0;
-  std::int64_t would_reapply = 0;
-  std::int64_t would_skip_unfinished = 0;
-  std::int64_t first_delivery = 0; // pending events in the window: applied for the first time
-  std::map<std::string, TypeRisk> by_type;
-  std::vector<SafeFrom> safe_from;
-  std::optional<ReplayRun> run; // replay plans and runs
-};
-
-struct AuditResult {
-  std::array<std::int64_t, k_coverage_states> states{};
-  std::int64_t events = 0;
-  std::int64_t no_expiry = 0;
-  std::int64_t key_collisions = 0;
-  TtlDecision ttl; // what classified the events, with the records' estimate when they allowed one
-  std::vector<PartitionCoverage> partitions;
-  ReplaySummary replay;
-  std::vector<Finding> findings;
-};
 
 // Classifies every event against its record and derives the placement's findings. Streaming:
 // events are observed batch by batch; absent records wait for finish() only when the TTL must be

@@ -74,14 +74,6 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
   return verdict;
 }
 
-RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status) {
-  RecordState state;
-  state.kind = RecordState::Kind::Present;
-  state.value = status;
-  state.processed_at_ms = processed_at_ms;
-  return state;
-}
-
 std::optional<std::int64_t> remaining_ms(const RecordState& record, const CoveragePolicy& policy) {
   if (!record.processed_at_ms) {
     return record.pttl_ms;

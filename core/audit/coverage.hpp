@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/span.hpp"
+#include "core/store/record_state.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -10,17 +11,6 @@
 
 // The verdict per event (../shared/DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
 namespace dedupctl::core {
-
-// What the placement holds for one dedup key now.
-struct RecordState {
-  enum class Kind { Absent, Present };
-  Kind kind = Kind::Absent;
-  std::optional<std::int64_t> pttl_ms; // present: remaining TTL; nullopt: no expiry
-  std::string_view value;              // the first bytes of the value (claim markers)
-  // An inbox row: when it was processed. Its remaining TTL is the policy's (the cleanup job's
-  // retention) counted from here, decided by remaining_ms(), not by the store.
-  std::optional<std::int64_t> processed_at_ms;
-};
 
 enum class Coverage { NoId, Pending, InProgress, Orphaned, Covered, Expiring, Expired, Missing };
 inline constexpr int k_coverage_states = 8;
@@ -54,10 +44,6 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
 
 // Rules 2–7 of ../shared/DESIGN.md in order (rule 1, no id, is decided before a lookup).
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
-
-// An inbox row as the coverage rules see it: present, its status (claim markers) as the value, and
-// processed_at (NULL: the row never expires).
-RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status);
 
 // How long a present record has left: its pttl, or for an inbox row processed_at + the policy's TTL
 // (the inbox retention) - now, never below zero (none when that TTL is unknown or infinite).

@@ -59,17 +59,4 @@ Span parse_retention(std::string_view text) {
   return Span::finite(parse_duration(text, "--retention"));
 }
 
-Span parse_ttl(std::string_view text, std::string_view flag) {
-  if (text == "none") {
-    return Span::infinite();
-  }
-  auto ms = parse_duration(text, flag);
-  if (ms <= 0) {
-    throw UsageError(fmt::format("invalid {} '{}': a TTL must be longer than 0 (a record that lapses at once protects "
-                                 "nothing); say none for records that never expire",
-                                 flag, text));
-  }
-  return Span::finite(ms);
-}
-
 } // namespace dedupctl::core

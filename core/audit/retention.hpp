@@ -39,7 +39,5 @@ Span parse_retention(std::string_view text);
 Span retention_from_configs(const TopicRetention& configs);
 // cleanup.policy has compact ("compact" or "compact,delete"): the latest event of a key stays.
 bool is_compacted(const TopicRetention& configs);
-// --ttl DURATION | none (or another flag of that form, named in the error). Throws UsageError.
-Span parse_ttl(std::string_view text, std::string_view flag = "--ttl");
 
 } // namespace dedupctl::core

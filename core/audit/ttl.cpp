@@ -1,5 +1,6 @@
 #include "core/audit/ttl.hpp"
 
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -12,20 +13,6 @@ namespace {
 constexpr std::int64_t k_margin_ms = k_ms_per_day;
 
 } // namespace
-
-std::string_view origin_name(ValueOrigin origin) {
-  switch (origin) {
-  case ValueOrigin::Flag:
-    return "flag";
-  case ValueOrigin::Config:
-    return "config";
-  case ValueOrigin::Environment:
-    return "environment";
-  case ValueOrigin::Default:
-    return "default";
-  }
-  return "default";
-}
 
 std::string describe(const TtlDecision& decision) {
   if (decision.source == TtlSource::Flag) {
@@ -165,6 +152,42 @@ std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& tt
     return f;
   }
   return std::nullopt;
+}
+
+Span parse_ttl(std::string_view text, std::string_view flag) {
+  if (text == "none") {
+    return Span::infinite();
+  }
+  auto ms = parse_duration(text, flag);
+  if (ms <= 0) {
+    throw UsageError(fmt::format("invalid {} '{}': a TTL must be longer than 0 (a record that lapses at once protects "
+                                 "nothing); say none for records that never expire",
+                                 flag, text));
+  }
+  return Span::finite(ms);
+}
+
+RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics,
+                                         TopicConfigs* configs, ValueOrigin origin) {
+  if (flag.known()) {
+    return {flag, RetentionSource::Flag, origin};
+  }
+  if (configs && !topics.empty()) {
+    if (auto described = configs->retention(topics.front())) {
+      auto span = retention_from_configs(*described);
+      if (span.known()) {
+        return {span, RetentionSource::Broker, ValueOrigin::Flag, is_compacted(*described)};
+      }
+    }
+  }
+  return {Span::unknown(), RetentionSource::Unknown};
+}
+
+TtlDecision decide_inbox_ttl(InboxStore& inbox, const std::optional<Span>& flag, std::int64_t now_ms,
+                             ValueOrigin origin) {
+  auto decision = inbox_ttl(flag, flag ? std::nullopt : inbox.oldest_row_age_ms(now_ms));
+  decision.origin = origin;
+  return decision;
 }
 
 } // namespace dedupctl::core

@@ -1,21 +1,21 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/audit/retention.hpp"
+#include "core/store/dedup_store.hpp"
 #include "core/finding.hpp"
 #include "core/span.hpp"
+#include "core/value_origin.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // How long a dedup record lives, and how long the topic keeps its event: each decided once, here,
 // with where the figure came from, and used by audit, trace, check, replay and every renderer.
 namespace dedupctl::core {
-
-// Where a value the user gave came from, in the order spec/cli.md ranks them.
-enum class ValueOrigin { Flag, Config, Environment, Default };
-std::string_view origin_name(ValueOrigin origin); // "flag", "config", "environment", "default"
 
 enum class TtlSource {
   Flag,                    // --ttl (or a declaration's ttl)
@@ -79,5 +79,20 @@ std::string ttl_needed(const Span& retention, std::int64_t max_lag_ms);
 // A compacted topic's advice says what compaction means for a TTL.
 std::optional<Finding> ttl_vs_retention(std::string_view subject, const Span& ttl, const Span& retention,
                                         std::int64_t max_lag_ms, bool compacted = false);
+
+// --ttl DURATION | none (or another flag of that form, named in the error). Throws UsageError.
+Span parse_ttl(std::string_view text, std::string_view flag = "--ttl");
+
+// --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
+// `origin` says where the declared figure came from (flag, config, environment).
+RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics,
+                                         TopicConfigs* configs,
+                                         ValueOrigin origin = ValueOrigin::Flag);
+
+// An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the
+// oldest row, else unknown. `origin` says where a declared figure came from. Throws
+// UnreachableError when the inbox cannot be asked.
+TtlDecision decide_inbox_ttl(InboxStore& inbox, const std::optional<Span>& flag, std::int64_t now_ms,
+                             ValueOrigin origin = ValueOrigin::Flag);
 
 } // namespace dedupctl::core

@@ -1,5 +1,6 @@
 #include "core/check/declarations.hpp"
 
+#include "core/store/inbox_schema.hpp"
 #include "core/util/errors.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/audit/retention.hpp"
@@ -219,17 +220,18 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
       missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
     }
     // The inbox defaults of spec/cli.md; an inbox_consumer_column of "" declares that there is none.
+    const InboxSchema defaults;
     if (consumer.inbox_table.empty()) {
-      consumer.inbox_table = "processed_events";
+      consumer.inbox_table = defaults.table;
     }
     if (consumer.inbox_id_column.empty()) {
-      consumer.inbox_id_column = "event_id";
+      consumer.inbox_id_column = defaults.id_column;
     }
     if (!consumer.fields.count("inbox_consumer_column")) {
-      consumer.inbox_consumer_column = "consumer_name";
+      consumer.inbox_consumer_column = defaults.consumer_column;
     }
     if (consumer.inbox_time_column.empty()) {
-      consumer.inbox_time_column = "processed_at";
+      consumer.inbox_time_column = defaults.time_column;
     }
     out.consumers.push_back(std::move(consumer));
   }

@@ -1,7 +1,7 @@
 #include "core/replay/replay.hpp"
 
 #include "core/util/fingerprint.hpp"
-#include "core/source/kcat_line.hpp"
+#include "core/util/json_text.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>

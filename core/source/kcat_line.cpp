@@ -1,6 +1,7 @@
 #include "core/source/kcat_line.hpp"
 
 #include "core/util/escapes.hpp"
+#include "core/util/json_text.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -514,25 +515,6 @@ void KcatLineParser::seal(EventBatch& batch) {
     batch.events[i].headers = std::span<const Header>(batch.headers.data() + ranges[i].first, ranges[i].second);
   }
   ranges.clear();
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-  static const char* hex = "0123456789abcdef";
-  out += '"';
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += "\\u00";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
 }
 
 namespace {

@@ -36,7 +36,4 @@ private:
 // JSON-escaped byte for byte: bytes below 0x20 as \u00XX, others as they are.
 std::string format_kcat_line(const Event& event);
 
-// Appends `text` as a JSON string literal (RFC 8259 escapes; bytes >= 0x80 pass as they are).
-void append_json_string(std::string& out, std::string_view text);
-
 } // namespace dedupctl::core

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/audit/coverage.hpp"
+#include "core/store/record_state.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>

@@ -12,6 +12,8 @@ inline constexpr std::int64_t k_ms_per_second = 1000;
 inline constexpr std::int64_t k_ms_per_minute = 60 * k_ms_per_second;
 inline constexpr std::int64_t k_ms_per_hour = 60 * k_ms_per_minute;
 inline constexpr std::int64_t k_ms_per_day = 24 * k_ms_per_hour;
+// --timeout's default: connecting to a system and each request to it (Kafka, Redis, PostgreSQL).
+inline constexpr std::int64_t k_default_timeout_ms = 10 * k_ms_per_second;
 
 // Parses "90s", "15m", "6h", "7d", "1d12h", "500ms", "2w" or ISO 8601 "PT6H", "P7D", "P1DT2H30M".
 // Throws UsageError naming `what` (the flag) when the text is not a duration.

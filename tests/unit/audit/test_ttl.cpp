@@ -1,6 +1,7 @@
 #include "core/audit/retention.hpp"
 #include "core/span.hpp"
 #include "core/audit/ttl.hpp"
+#include "tests/unit/fakes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,21 +10,6 @@ namespace {
 
 constexpr std::int64_t k_hour = 3'600'000;
 constexpr std::int64_t k_day = 24 * k_hour;
-
-TEST(Span, HasExactlyThreeStates) {
-  EXPECT_FALSE(Span().known());
-  EXPECT_EQ(Span(), Span::unknown());
-  EXPECT_FALSE(Span::unknown().finite_ms());
-  EXPECT_TRUE(Span::infinite().known());
-  EXPECT_TRUE(Span::infinite().is_infinite());
-  EXPECT_FALSE(Span::infinite().finite_ms()) << "an infinite span has no milliseconds to misuse";
-  EXPECT_EQ(Span::finite(0).finite_ms(), 0);
-  EXPECT_TRUE(Span::finite(5).is_finite());
-  EXPECT_NE(Span::finite(5), Span::finite(6));
-  EXPECT_EQ(to_text(Span::finite(7 * k_day)), "7d");
-  EXPECT_EQ(to_text(Span::infinite()), "infinite");
-  EXPECT_EQ(to_text(Span::unknown()), "unknown");
-}
 
 TEST(TtlDecision, EverySourceHasItsReportNameAndItsWords) {
   struct Row {
@@ -157,3 +143,31 @@ TEST(TtlVsRetention, ACompactedTopicSaysWhatCompactionMeansForTheTtl) {
   EXPECT_TRUE(is_compacted(TopicRetention{std::nullopt, std::string("compact,delete"), std::nullopt}));
   EXPECT_FALSE(is_compacted(TopicRetention{std::nullopt, std::string("delete"), std::nullopt}));
 }
+
+namespace dedupctl {
+namespace {
+
+using testing::FakeTopicConfigs;
+constexpr std::int64_t k_hour = 3'600'000;
+
+TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
+  FakeTopicConfigs broker;
+  broker.answer = core::TopicRetention{"86400000", "delete", std::nullopt};
+  auto flag = core::decide_retention(core::Span::finite(7 * 24 * k_hour), {"orders"}, &broker);
+  EXPECT_EQ(flag.source, core::RetentionSource::Flag);
+  EXPECT_TRUE(broker.asked.empty()) << "a flag means the broker is not asked";
+  auto described = core::decide_retention(core::Span::unknown(), {"orders", "other"}, &broker);
+  EXPECT_EQ(described.source, core::RetentionSource::Broker);
+  EXPECT_EQ(described.span, core::Span::finite(24 * k_hour));
+  EXPECT_EQ(broker.asked, std::vector<std::string>{"orders"});
+  broker.answer = core::TopicRetention{"604800000", "compact", std::nullopt};
+  EXPECT_TRUE(core::decide_retention(core::Span::unknown(), {"orders"}, &broker).span.is_infinite());
+  broker.answer.reset(); // the mock cluster: no answer
+  auto unknown = core::decide_retention(core::Span::unknown(), {"orders"}, &broker);
+  EXPECT_EQ(unknown.source, core::RetentionSource::Unknown);
+  EXPECT_FALSE(unknown.span.known());
+  EXPECT_EQ(core::decide_retention(core::Span::unknown(), {"orders"}, nullptr).source, core::RetentionSource::Unknown);
+}
+
+} // namespace
+} // namespace dedupctl

@@ -11,7 +11,6 @@ using namespace dedupctl;
 using namespace dedupctl::commands;
 using dedupctl::testing::FakeDedupStore;
 using dedupctl::testing::FakeEventSource;
-using dedupctl::testing::FakeTopicConfigs;
 using dedupctl::testing::with_header_id;
 
 namespace {
@@ -22,25 +21,6 @@ constexpr std::int64_t k_now = 1000 * k_hour;
 using dedupctl::testing::summary;
 
 } // namespace
-
-TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
-  FakeTopicConfigs broker;
-  broker.answer = core::TopicRetention{"86400000", "delete", std::nullopt};
-  auto flag = decide_retention(core::Span::finite(7 * 24 * k_hour), {"orders"}, &broker);
-  EXPECT_EQ(flag.source, core::RetentionSource::Flag);
-  EXPECT_TRUE(broker.asked.empty()) << "a flag means the broker is not asked";
-  auto described = decide_retention(core::Span::unknown(), {"orders", "other"}, &broker);
-  EXPECT_EQ(described.source, core::RetentionSource::Broker);
-  EXPECT_EQ(described.span, core::Span::finite(24 * k_hour));
-  EXPECT_EQ(broker.asked, std::vector<std::string>{"orders"});
-  broker.answer = core::TopicRetention{"604800000", "compact", std::nullopt};
-  EXPECT_TRUE(decide_retention(core::Span::unknown(), {"orders"}, &broker).span.is_infinite());
-  broker.answer.reset(); // the mock cluster: no answer
-  auto unknown = decide_retention(core::Span::unknown(), {"orders"}, &broker);
-  EXPECT_EQ(unknown.source, core::RetentionSource::Unknown);
-  EXPECT_FALSE(unknown.span.known());
-  EXPECT_EQ(decide_retention(core::Span::unknown(), {"orders"}, nullptr).source, core::RetentionSource::Unknown);
-}
 
 TEST(AuditPipeline, LooksUpOneBatchAtATimeAndClassifies) {
   FakeEventSource source({with_header_id(0, 0, k_now - 48 * k_hour, "a", "{}"),

@@ -1,3 +1,4 @@
+#include "core/audit/coverage.hpp"
 #include "core/store/inbox_table.hpp"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,136 @@
+#include "core/audit/audit_findings.hpp"
+
+#include "core/util/time.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::core {
+
+void add_audit_findings(const AuditOptions& options, const AuditEvidence& evidence, AuditResult& result) {
+  const auto& replay = result.replay;
+  auto& findings = result.findings;
+  auto push = [&](std::optional<Finding> finding) {
+    if (finding) {
+      findings.push_back(std::move(*finding));
+    }
+  };
+  auto policy_finding = [&](std::string id, Severity severity, std::string title, std::string advice) {
+    Finding f;
+    f.id = std::move(id);
+    f.severity = severity;
+    f.title = std::move(title);
+    f.count = 1;
+    f.advice = std::move(advice);
+    findings.push_back(std::move(f));
+  };
+  const Span& ttl = result.ttl.span;
+  const Span& retention = options.policy.retention;
+  std::string needed = ttl_needed(retention, options.policy.max_lag_ms);
+  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
+                        options.policy.max_lag_ms, options.policy.compacted));
+  if (!retention.known()) {
+    policy_finding("retention-unknown", Severity::Info,
+                   "the topic's retention is unknown: TTL-vs-retention checks and expiring records were skipped",
+                   "Pass --retention DURATION (the topic's retention.ms, or infinite), or let dedupctl read it with "
+                   "DescribeConfigs.");
+  }
+  if (!ttl.known()) {
+    policy_finding("ttl-unknown", Severity::Info,
+                   "the TTL is neither declared nor estimable (no record with a TTL was found): absent records "
+                   "count as missing",
+                   "Pass --ttl DURATION (or none) as the consumer sets it.");
+  }
+  if (!options.key_template.uses(KeyTemplate::Part::EventId)) {
+    policy_finding("key-template-lacks-event-id", Severity::Error,
+                   fmt::format("the key template '{}' has no {{event_id}}", options.key_template.text()),
+                   "Keys built from a business id (an order id) make distinct events share one record: the "
+                   "consumer drops all but the first. Put {event_id} in the key.");
+  }
+  if (options.key_template.uses(KeyTemplate::Part::Offset) ||
+      options.key_template.uses(KeyTemplate::Part::Partition)) {
+    policy_finding("key-template-uses-offset", Severity::Warning,
+                   fmt::format("the key template '{}' uses the partition or offset", options.key_template.text()),
+                   "Offsets change when a topic is recreated, mirrored or replayed from another cluster: the same "
+                   "event gets a new key. Use {event_id}.");
+  }
+  auto state_builder = [&](Coverage state) -> const FindingBuilder& {
+    return evidence.examples[static_cast<std::size_t>(state)];
+  };
+  auto n = [&](Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
+  if (n(Coverage::Expired) > 0) {
+    Finding f =
+        *state_builder(Coverage::Expired)
+             .build("ttl-gap", Severity::Error,
+                    fmt::format("{} events are still replayable but their dedup records expired", n(Coverage::Expired)),
+                    fmt::format("A seek into these events re-applies them. Raise the TTL to {}.", needed));
+    f.count = n(Coverage::Expired);
+    findings.push_back(std::move(f));
+  }
+  if (n(Coverage::Expiring) > 0) {
+    push(state_builder(Coverage::Expiring)
+             .build(
+                 "expiring-before-retention", Severity::Warning,
+                 fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
+                             evidence.max_gap_ms > 0 ? fmt::format(" (by up to {})", format_duration(evidence.max_gap_ms)) : ""),
+                 fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
+                             needed)));
+  }
+  if (n(Coverage::Missing) > 0) {
+    Finding f =
+        *state_builder(Coverage::Missing)
+             .build("missing-record", Severity::Error,
+                    ttl.known() ? fmt::format("{} dedup records are missing although their events are within the TTL",
+                                              n(Coverage::Missing))
+                                : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
+                                              "told from a loss)",
+                                              n(Coverage::Missing)),
+                    "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
+                    "or never written (check --key-template against the consumer's code). A seek re-applies "
+                    "these events.");
+    f.count = n(Coverage::Missing);
+    findings.push_back(std::move(f));
+  }
+  if (n(Coverage::Orphaned) > 0) {
+    push(state_builder(Coverage::Orphaned)
+             .build("orphaned-claim", Severity::Error,
+                    fmt::format("{} events were claimed (in progress) and never completed", n(Coverage::Orphaned)),
+                    "The consumer moved past these claims, or their lease ran out: a replay skips them although "
+                    "their work never completed. Check the listed events, finish or compensate them, then DEL their "
+                    "keys before seeking."));
+  }
+  if (result.no_expiry > 0) {
+    Finding f =
+        *state_builder(Coverage::Covered)
+             .build("no-expiry", Severity::Warning, fmt::format("{} dedup records never expire", result.no_expiry),
+                    "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
+                    "SET key value NX PX <ttl>.");
+    f.count = result.no_expiry;
+    findings.push_back(std::move(f));
+  }
+  push(evidence.collisions.build(
+      "key-collision", Severity::Error,
+      fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
+      "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
+  if (replay.would_reapply > 0) {
+    Severity severity = Severity::Info;
+    std::int64_t external = 0;
+    for (const auto& [type, risk] : replay.by_type) {
+      if (risk.side_effects == SideEffect::External) {
+        severity = Severity::Error;
+        external += risk.would_reapply;
+      } else if (risk.side_effects == SideEffect::Internal && severity == Severity::Info) {
+        severity = Severity::Warning;
+      }
+    }
+    Finding f = *evidence.reapplied.build(
+        "replay-risk", severity,
+        fmt::format("a seek over {} would re-apply {} events ({} with external effects)", replay.window,
+                    replay.would_reapply, external),
+        "Seek no further back than safe_from, or replay through a placement that still holds these ids "
+        "(dedupctl replay --via).");
+    f.count = replay.would_reapply;
+    findings.push_back(std::move(f));
+  }
+}
+
+} // namespace dedupctl::core

@@ -1,0 +1,30 @@
+#pragma once
+
+#include "core/audit/coverage.hpp"
+#include "core/audit/ttl.hpp"
+#include "core/identity/key_template.hpp"
+#include "core/side_effect.hpp"
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace dedupctl::core {
+
+// What an audit classifies with (parsed from the flags by commands/).
+struct AuditOptions {
+  CoveragePolicy policy;                          // policy.ttl is ignored: ttl decides
+  TtlDecision ttl;                                // source None: estimated from the records
+  std::map<std::string, SideEffect> side_effects; // unknown types are external
+  KeyTemplate key_template = KeyTemplate::parse("{event_id}");
+  std::size_t max_examples = 5;
+  std::size_t expected_events = 1024;
+  std::string window_label = "[from, to)"; // "[seek, committed)" with a seek
+  // Partitions not announced with set_partition get a window of everything read (file sources).
+  bool default_window = false;
+  // Key collisions are looked for here (false: a merge of shards decides them over all shards'
+  // keys and hands them in with add_key_collisions).
+  bool check_collisions = true;
+};
+
+} // namespace dedupctl::core

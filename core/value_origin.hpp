@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string_view>
+
+namespace dedupctl::core {
+
+// Where a value the user gave came from, in the order spec/cli.md ranks them.
+enum class ValueOrigin { Flag, Config, Environment, Default };
+std::string_view origin_name(ValueOrigin origin); // "flag", "config", "environment", "default"
+
+} // namespace dedupctl::core
