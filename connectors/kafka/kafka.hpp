@@ -6,6 +6,7 @@
 #include "core/replay/replay.hpp"
 #include "core/audit/retention.hpp"
 #include "core/source/source_info.hpp"
+#include "core/util/time.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -15,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-// Kafka through librdkafka: range resolution, a range reader, a producer. librdkafka is included
-// by connectors/kafka/*.cpp only.
+// Kafka through librdkafka, split by job: client (handles, shared requests; client.hpp is the only
+// header that includes librdkafka, and only this folder includes it), range (resolution), reader,
+// sink (the replay's producer) and admin (DescribeConfigs).
 namespace dedupctl::connectors::kafka {
 
-inline constexpr std::int64_t k_default_timeout_ms = 10'000;
 
 // How a reader held partitions back to deliver the canonical order.
 struct ReaderCounters {
@@ -33,7 +34,7 @@ struct ReaderCounters {
 struct KafkaSettings {
   std::string bootstrap;
   std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
-  std::int64_t timeout_ms = k_default_timeout_ms;              // each broker request, and a read that stalls
+  std::int64_t timeout_ms = core::k_default_timeout_ms;              // each broker request, and a read that stalls
   int verbosity = 0;                                           // librdkafka's own log lines show from -vv
   const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
   // A reader holds at most about this much of the partitions that are ahead of the canonical order

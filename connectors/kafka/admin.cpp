@@ -1,0 +1,51 @@
+#include "connectors/kafka/client.hpp"
+
+#include <memory>
+#include <string_view>
+
+// Admin requests: DescribeConfigs for a topic's retention.
+namespace dedupctl::connectors::kafka {
+
+std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
+                                                       std::int64_t timeout_ms) {
+  KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
+  rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  QueueHandle queue(rd_kafka_queue_new(rk.get()));
+  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  char errstr[256];
+  rd_kafka_AdminOptions_set_request_timeout(options, static_cast<int>(timeout_ms), errstr, sizeof errstr);
+  rd_kafka_DescribeConfigs(rk.get(), &resource, 1, options, queue.get());
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_ConfigResource_destroy(resource);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue.get(), static_cast<int>(timeout_ms + 500));
+  if (!event) {
+    return std::nullopt;
+  }
+  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> guard(event, rd_kafka_event_destroy);
+  if (rd_kafka_event_error(event)) {
+    return std::nullopt;
+  }
+  const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(event);
+  std::size_t count = 0;
+  const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(result, &count);
+  if (count != 1 || rd_kafka_ConfigResource_error(resources[0])) {
+    return std::nullopt;
+  }
+  core::TopicRetention config;
+  std::size_t entries = 0;
+  const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(resources[0], &entries);
+  for (std::size_t i = 0; i < entries; ++i) {
+    std::string_view name = rd_kafka_ConfigEntry_name(configs[i]);
+    const char* value = rd_kafka_ConfigEntry_value(configs[i]);
+    if (name == "retention.ms" && value) {
+      config.retention_ms = value;
+    } else if (name == "cleanup.policy" && value) {
+      config.cleanup_policy = value;
+    } else if (name == "segment.ms" && value) {
+      config.segment_ms = value;
+    }
+  }
+  return config;
+}
+
+} // namespace dedupctl::connectors::kafka
