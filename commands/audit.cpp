@@ -39,11 +39,11 @@ private:
   const Context& m_context;
 };
 
-struct AuditOptions {
-  SourceOptions source;
-  ShardOptions shard;
-  IdentityOptions identity;
-  PlacementOptions placement;
+struct AuditFlags {
+  SourceFlags source;
+  ShardFlags shard;
+  IdentityFlags identity;
+  PlacementFlags placement;
   std::string seek;
   std::string committed;
   std::string window = "5m";
@@ -52,7 +52,7 @@ struct AuditOptions {
 
 // The inbox's TTL is the cleanup job's retention, counted from processed_at. Its schema and contents
 // add findings of their own.
-void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const AuditOptions& options,
+void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const AuditFlags& options,
                    AuditRequest& request, std::int64_t now, Context& context) {
   request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
   request.placement.ttl = request.audit.ttl;
@@ -70,9 +70,9 @@ void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& dec
   }
 }
 
-int run(const AuditOptions& options, Context& context) {
+int run(const AuditFlags& options, Context& context) {
   auto format = parse_output_format(context);
-  SourceOptions source = options.source;
+  SourceFlags source = options.source;
   apply_shard_options(options.shard, source, context, true);
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
@@ -84,12 +84,12 @@ int run(const AuditOptions& options, Context& context) {
   if (request.has_seek && options.source.group.empty()) {
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
-  ParsedPlacement placement = parse_placement(options.placement, context);
+  PlacementOptions placement = parse_placement(options.placement, context);
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
-  request.placement.retention = decide_retention(placement.audit.policy.retention, {}, nullptr,
+  request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
                                                  placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
@@ -116,7 +116,7 @@ int run(const AuditOptions& options, Context& context) {
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
     BrokerTopicConfigs broker(context);
-    auto decision = decide_retention(request.audit.policy.retention, opened.info.topics,
+    auto decision = core::decide_retention(request.audit.policy.retention, opened.info.topics,
                                      opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
     request.audit.policy.retention = decision.span;
     request.audit.policy.compacted = decision.compacted;
@@ -183,7 +183,7 @@ int run(const AuditOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_audit(CLI::App& app, Context& context) {
-  auto options = std::make_shared<AuditOptions>();
+  auto options = std::make_shared<AuditFlags>();
   auto* sub = app.add_subcommand("audit", "The log against a dedup placement: coverage, TTL gaps, collisions, replay "
                                           "risk of a seek");
   add_source_options(*sub, options->source);

@@ -23,7 +23,7 @@ namespace {
 constexpr std::int64_t k_live_timeout_ms = 3000;
 constexpr std::int64_t k_sample_keys = 100;
 
-struct CheckOptions {
+struct CheckFlags {
   std::string file;
   bool live = false;
 };
@@ -69,7 +69,7 @@ private:
   const Context& m_context;
 };
 
-int run(const CheckOptions& options, Context& context) {
+int run(const CheckFlags& options, Context& context) {
   auto format = parse_output_format(context);
   auto fail_on = core::parse_fail_on(context.global.fail_on);
   core::parse_duration(context.global.timeout, "--timeout");
@@ -92,7 +92,7 @@ int run(const CheckOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_check(CLI::App& app, Context& context) {
-  auto options = std::make_shared<CheckOptions>();
+  auto options = std::make_shared<CheckFlags>();
   auto* sub = app.add_subcommand("check", "CI gate over dedup declarations: TTL vs retention, keys, namespaces, "
                                           "placements (--live: the brokers', Redis' and PostgreSQL's own settings)");
   sub->add_option("file", options->file, "the TOML file declaring [[consumer]] entries")

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/audit/ttl.hpp"
+#include "core/util/time.hpp"
+#include "core/value_origin.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -19,13 +20,13 @@ class Option_group;
 namespace dedupctl::commands {
 
 // The global options of spec/cli.md, shared by every command.
-struct GlobalOptions {
+struct GlobalFlags {
   std::string bootstrap;
   std::vector<std::string> properties; // -X prop=value
   std::string format = "text";
   std::string output;
   std::string fail_on = "error";
-  std::string timeout = "10s";
+  std::string timeout = core::format_duration(core::k_default_timeout_ms);
   int verbose = 0;
   int quiet = 0;
   bool no_progress = false;
@@ -34,7 +35,7 @@ struct GlobalOptions {
 
 // What the cli layer hands every command: options, the stop flag, the clock, diagnostics.
 struct Context {
-  GlobalOptions global;
+  GlobalFlags global;
   std::atomic<bool> stop{false};
   std::function<std::int64_t()> now_ms;           // wall clock, epoch ms
   std::function<void(std::string_view)> progress; // a transient status line; empty when not a TTY
@@ -57,7 +58,7 @@ struct Context {
 // and returns the exit code.
 using CommandRunner = std::function<int()>;
 
-void add_global_options(CLI::App& app, GlobalOptions& global);
+void add_global_options(CLI::App& app, GlobalFlags& global);
 CommandRunner register_scan(CLI::App& app, Context& context);
 CommandRunner register_audit(CLI::App& app, Context& context);
 CommandRunner register_snapshot(CLI::App& app, Context& context);

@@ -11,7 +11,7 @@
 
 namespace dedupctl::commands {
 
-void add_global_options(CLI::App& app, GlobalOptions& global) {
+void add_global_options(CLI::App& app, GlobalFlags& global) {
   auto* group = app.add_option_group("Global options");
   group->add_option("-b,--bootstrap-server,--brokers", global.bootstrap, "Kafka brokers HOST:PORT[,...]")
       ->envname("DEDUPCTL_BOOTSTRAP_SERVER");
@@ -30,7 +30,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
   group->add_flag("--no-color", global.no_color, "no colour in text reports");
 }
 
-void add_source_options(CLI::App& app, SourceOptions& options) {
+void add_source_options(CLI::App& app, SourceFlags& options) {
   auto* group = app.add_option_group("Source", "Where the events come from");
   group->add_option("--topic", options.topics, "topic and optional partitions, T or T:0,1,5 (repeatable)")
       ->type_name("T[:P,...]");
@@ -49,7 +49,7 @@ void add_source_options(CLI::App& app, SourceOptions& options) {
                   "see)");
 }
 
-void add_shard_options(CLI::App& app, ShardOptions& options) {
+void add_shard_options(CLI::App& app, ShardFlags& options) {
   auto* group = app.add_option_group("Sharding", "One of N processes over one range, put together by dedupctl merge");
   group
       ->add_option("--shard", options.shard,
@@ -63,7 +63,7 @@ void add_shard_options(CLI::App& app, ShardOptions& options) {
       ->type_name("TIME");
 }
 
-void apply_shard_options(const ShardOptions& options, SourceOptions& source, Context& context, bool needs_now) {
+void apply_shard_options(const ShardFlags& options, SourceFlags& source, Context& context, bool needs_now) {
   if (!options.now.empty()) {
     std::int64_t now = core::parse_time(options.now, "--now");
     context.now_ms = [now] { return now; };
@@ -86,7 +86,7 @@ void apply_shard_options(const ShardOptions& options, SourceOptions& source, Con
   }
 }
 
-void add_identity_options(CLI::App& app, IdentityOptions& options) {
+void add_identity_options(CLI::App& app, IdentityFlags& options) {
   auto* group = app.add_option_group("Identity", "How an event is identified: header:NAME, json:/pointer, key, offset");
   group->add_option("--id", options.id, "event id; the first spec that yields a value wins")->type_name("SPEC[,...]");
   group->add_option("--type", options.type, "event type; the first spec that yields a value wins")
@@ -100,7 +100,7 @@ void add_identity_options(CLI::App& app, IdentityOptions& options) {
       ->type_name("SPEC[,...]");
 }
 
-void add_inbox_options(CLI::Option_group& group, InboxOptions& options) {
+void add_inbox_options(CLI::Option_group& group, InboxFlags& options) {
   group.add_option("--inbox-table", options.table, "the inbox table of a postgres:// store (may be schema-qualified)")
       ->type_name("TABLE");
   group.add_option("--inbox-id-column", options.id_column, "the inbox's event id column")->type_name("COLUMN");
@@ -115,7 +115,7 @@ void add_inbox_options(CLI::Option_group& group, InboxOptions& options) {
       ->type_name("COLUMN");
 }
 
-void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUse use) {
+void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse use) {
   bool audit = use == PlacementUse::Audit;
   auto* group = app.add_option_group("Placement", audit ? "Where and how the consumer keeps its dedup records"
                                                         : "The placement the replay routes every event through");
@@ -204,8 +204,8 @@ void add_examples_option(CLI::Option_group& group, std::size_t& examples) {
       ->check(bounded);
 }
 
-ParsedPlacement parse_placement(const PlacementOptions& options, const Context& context, std::string_view store_flag) {
-  ParsedPlacement out;
+PlacementOptions parse_placement(const PlacementFlags& options, const Context& context, std::string_view store_flag) {
+  PlacementOptions out;
   if (!options.store.empty()) {
     out.uri = core::parse_store_uri(options.store, std::string(store_flag));
     if (out.uri.kind == core::StoreUri::Kind::Postgres) {
@@ -249,7 +249,7 @@ std::string kind_name(core::StoreUri::Kind kind) {
   return "redis";
 }
 
-core::IdentifyOptions parse_identity(const IdentityOptions& options) {
+core::IdentifyOptions parse_identity(const IdentityFlags& options) {
   core::IdentifyOptions out;
   out.id = core::parse_field_specs(options.id, "--id");
   out.type = core::parse_field_specs(options.type, "--type");

@@ -7,6 +7,7 @@
 #include "core/identity/identify.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
+#include "core/store/inbox_schema.hpp"
 #include "core/store/store_uri.hpp"
 #include "reports/report.hpp"
 
@@ -19,7 +20,7 @@
 namespace dedupctl::commands {
 
 // Where the events come from (spec/cli.md), shared by scan, audit, trace and replay.
-struct SourceOptions {
+struct SourceFlags {
   std::vector<std::string> topics;
   std::string input;
   std::string from = "earliest";
@@ -31,18 +32,18 @@ struct SourceOptions {
 };
 
 // --shard and --digest (scan, audit): one shard of a run that dedupctl merge puts together.
-struct ShardOptions {
+struct ShardFlags {
   std::string shard;  // K/N
   std::string digest; // FILE
   std::string now;    // TIME: the run's clock, which every shard of an audit must share
 };
-void add_shard_options(CLI::App& app, ShardOptions& options);
+void add_shard_options(CLI::App& app, ShardFlags& options);
 // Parses --shard into `source` and --now into the context's clock (UsageError); --shard needs
 // --digest, which alone means 0/1; an audit of several shards needs --now (`needs_now`).
-void apply_shard_options(const ShardOptions& options, SourceOptions& source, Context& context, bool needs_now);
+void apply_shard_options(const ShardFlags& options, SourceFlags& source, Context& context, bool needs_now);
 
 // How an event is identified (spec/cli.md).
-struct IdentityOptions {
+struct IdentityFlags {
   std::string id = "header:event_id,json:/event_id";
   std::string type = "header:type,json:/type";
   std::string entity;
@@ -50,17 +51,17 @@ struct IdentityOptions {
 };
 
 // An inbox table's schema (postgres:// stores), shared by audit and snapshot.
-struct InboxOptions {
-  std::string table = "processed_events";
-  std::string id_column = "event_id";
-  std::string consumer_column = "consumer_name";
-  std::string time_column = "processed_at";
-  std::string status_column;
+struct InboxFlags {
+  std::string table = core::InboxSchema().table;
+  std::string id_column = core::InboxSchema().id_column;
+  std::string consumer_column = core::InboxSchema().consumer_column;
+  std::string time_column = core::InboxSchema().time_column;
+  std::string status_column = core::InboxSchema().status_column;
 };
-void add_inbox_options(CLI::Option_group& group, InboxOptions& options);
+void add_inbox_options(CLI::Option_group& group, InboxFlags& options);
 
 // The dedup placement (spec/cli.md "The placement"), shared by audit, trace and replay.
-struct PlacementOptions {
+struct PlacementFlags {
   std::string store;
   std::string key_template = "{event_id}";
   std::string consumer;
@@ -70,34 +71,34 @@ struct PlacementOptions {
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
   std::string lease = "15m";
   std::vector<std::string> side_effects;
-  InboxOptions inbox;
+  InboxFlags inbox;
   std::string inbox_retention;
   std::string inbox_lookup = "auto";
 };
 
-struct ParsedPlacement {
+struct PlacementOptions {
   core::StoreUri uri;
   core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
   std::optional<core::Span> inbox_retention;                    // --inbox-retention
   core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
 };
 
-void add_source_options(CLI::App& app, SourceOptions& options);
+void add_source_options(CLI::App& app, SourceFlags& options);
 // audit: --store (required) and every flag; replay: --via (optional) and the flags a claim uses.
 enum class PlacementUse { Audit, Replay };
-void add_placement_options(CLI::App& app, PlacementOptions& options, PlacementUse use = PlacementUse::Audit);
+void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse use = PlacementUse::Audit);
 // Throws UsageError naming the flag.
 // `context` says where the TTL and retention came from (flag, config, environment).
-ParsedPlacement parse_placement(const PlacementOptions& options, const Context& context,
+PlacementOptions parse_placement(const PlacementFlags& options, const Context& context,
                                 std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
-void add_identity_options(CLI::App& app, IdentityOptions& options);
+void add_identity_options(CLI::App& app, IdentityFlags& options);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).
 inline constexpr std::size_t k_max_examples = 1000;
 void add_examples_option(CLI::Option_group& group, std::size_t& examples);
 
 // Parses the identity flags; throws UsageError naming the flag.
-core::IdentifyOptions parse_identity(const IdentityOptions& options);
+core::IdentifyOptions parse_identity(const IdentityFlags& options);
 
 // --format, refusing before anything is contacted a format no command renders yet (html).
 reports::Format parse_output_format(const Context& context);

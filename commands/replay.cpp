@@ -27,10 +27,10 @@ namespace dedupctl::commands {
 
 namespace {
 
-struct ReplayOptions {
-  SourceOptions source;
-  IdentityOptions identity;
-  PlacementOptions placement;
+struct ReplayFlags {
+  SourceFlags source;
+  IdentityFlags identity;
+  PlacementFlags placement;
   std::string sink;
   bool execute = false;
   bool dry_run = false;
@@ -62,14 +62,14 @@ SinkSpec parse_sink(const std::string& text) {
   throw UsageError(fmt::format("--sink {}: expected kafka:TOPIC or file:PATH", text));
 }
 
-int run(const ReplayOptions& options, Context& context) {
+int run(const ReplayFlags& options, Context& context) {
   auto format = parse_output_format(context);
   // Everything typed is checked before anything is contacted.
   if (options.execute && options.dry_run) {
     throw UsageError("--dry-run and --execute are mutually exclusive");
   }
   SinkSpec sink_spec = parse_sink(options.sink);
-  ParsedPlacement placement = parse_placement(options.placement, context, "--via");
+  PlacementOptions placement = parse_placement(options.placement, context, "--via");
   bool has_via = !options.placement.store.empty();
   if (has_via && options.no_dedup) {
     throw UsageError("--via and --no-dedup contradict each other: pick one");
@@ -241,7 +241,7 @@ int run(const ReplayOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_replay(CLI::App& app, Context& context) {
-  auto options = std::make_shared<ReplayOptions>();
+  auto options = std::make_shared<ReplayFlags>();
   auto* sub = app.add_subcommand("replay", "Re-publish a range through a dedup placement; a plan unless --execute");
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);

@@ -15,15 +15,15 @@ namespace dedupctl::commands {
 
 namespace {
 
-struct ScanOptions {
-  SourceOptions source;
-  ShardOptions shard;
-  IdentityOptions identity;
+struct ScanFlags {
+  SourceFlags source;
+  ShardFlags shard;
+  IdentityFlags identity;
   std::string window = "5m";
   std::size_t examples = 5;
 };
 
-int run(const ScanOptions& options, Context& context) {
+int run(const ScanFlags& options, Context& context) {
   // Everything the user typed is validated before anything is contacted.
   auto format = parse_output_format(context);
   ScanRequest request;
@@ -35,7 +35,7 @@ int run(const ScanOptions& options, Context& context) {
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
   }
-  SourceOptions source = options.source;
+  SourceFlags source = options.source;
   apply_shard_options(options.shard, source, context, false);
   auto digest = open_shard_digest(options.shard, source);
   if (digest) {
@@ -63,7 +63,7 @@ int run(const ScanOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_scan(CLI::App& app, Context& context) {
-  auto options = std::make_shared<ScanOptions>();
+  auto options = std::make_shared<ScanFlags>();
   auto* sub = app.add_subcommand("scan", "What the log itself shows: duplicate ids, id reuse, semantic duplicates, "
                                          "events without ids");
   add_source_options(*sub, options->source);

@@ -16,14 +16,14 @@ connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const
   return settings;
 }
 
-void check_inbox_options(const InboxOptions& inbox) {
+void check_inbox_options(const InboxFlags& inbox) {
   core::check_inbox_names(inbox.table, {{"--inbox-id-column", inbox.id_column},
                                         {"--inbox-consumer-column", inbox.consumer_column},
                                         {"--inbox-time-column", inbox.time_column},
                                         {"--inbox-status-column", inbox.status_column}});
 }
 
-connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
+connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxFlags& inbox,
                                                    const std::string& consumer, const Context& context) {
   check_inbox_options(inbox);
   connectors::postgres::InboxSettings settings;

@@ -17,8 +17,8 @@ connectors::kafka::KafkaSettings kafka_settings(const Context& context);
 connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context);
 // A postgres:// store's settings: the inbox schema flags, --consumer, --timeout and the stop flag.
 // The inbox flags' names, checked before anything is contacted (UsageError naming the flag).
-void check_inbox_options(const InboxOptions& inbox);
-connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxOptions& inbox,
+void check_inbox_options(const InboxFlags& inbox);
+connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxFlags& inbox,
                                                    const std::string& consumer, const Context& context);
 
 } // namespace dedupctl::commands

@@ -6,7 +6,7 @@
 
 namespace dedupctl::commands {
 
-ShardDigest::ShardDigest(const ShardOptions& options, core::ShardSpec shard)
+ShardDigest::ShardDigest(const ShardFlags& options, core::ShardSpec shard)
     : m_shard(shard), m_writer(options.digest), m_recorder(m_sink) {}
 
 void ShardDigest::finish(const reports::Report& report, const OpenedSource& opened, const Context& context) {
@@ -46,7 +46,7 @@ void ShardDigest::finish(const reports::Report& report, const OpenedSource& open
   m_writer.finish(header);
 }
 
-std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source) {
+std::optional<ShardDigest> open_shard_digest(const ShardFlags& options, const SourceFlags& source) {
   if (!source.shard) {
     return std::nullopt;
   }

@@ -17,7 +17,7 @@ namespace dedupctl::commands {
 class ShardDigest {
 public:
   // Opens FILE for writing (UsageError naming it when it cannot be), before anything is contacted.
-  ShardDigest(const ShardOptions& options, core::ShardSpec shard);
+  ShardDigest(const ShardFlags& options, core::ShardSpec shard);
 
   core::DigestRecorder* recorder() { return &m_recorder; }
 
@@ -46,6 +46,6 @@ private:
 };
 
 // With --shard or --digest, the run's digest; nullopt otherwise.
-std::optional<ShardDigest> open_shard_digest(const ShardOptions& options, const SourceOptions& source);
+std::optional<ShardDigest> open_shard_digest(const ShardFlags& options, const SourceFlags& source);
 
 } // namespace dedupctl::commands

@@ -19,15 +19,15 @@ namespace dedupctl::commands {
 
 namespace {
 
-struct SnapshotOptions {
+struct SnapshotFlags {
   std::string store;
   std::string match = "*";
   std::string consumer;
-  InboxOptions inbox;
+  InboxFlags inbox;
 };
 
 // COPY of the inbox's rows, behind a header with the time the export started.
-int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Context& context) {
+int snapshot_inbox(const SnapshotFlags& options, const core::StoreUri& uri, Context& context) {
   auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
   std::vector<std::string> lines;
   std::int64_t taken_at = connectors::postgres::export_inbox(settings, [&](const std::string& line) {
@@ -53,7 +53,7 @@ int snapshot_inbox(const SnapshotOptions& options, const core::StoreUri& uri, Co
   return k_exit_ok;
 }
 
-int run(const SnapshotOptions& options, Context& context) {
+int run(const SnapshotFlags& options, Context& context) {
   auto uri = core::parse_store_uri(options.store, "--store");
   if (uri.kind == core::StoreUri::Kind::Postgres) {
     connectors::postgres::check_conninfo(uri.conninfo, "--store");
@@ -102,7 +102,7 @@ int run(const SnapshotOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_snapshot(CLI::App& app, Context& context) {
-  auto options = std::make_shared<SnapshotOptions>();
+  auto options = std::make_shared<SnapshotFlags>();
   auto* sub = app.add_subcommand("snapshot", "Export a placement's records (SCAN, PTTL, value prefix) to a file for "
                                              "offline audits with --store file:PATH");
   sub->add_option("--store", options->store,

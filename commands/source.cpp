@@ -65,7 +65,7 @@ void shard_range(const core::ShardSpec& shard, connectors::kafka::ResolvedRange&
 
 } // namespace
 
-OpenedSource open_source(const SourceOptions& options, const Context& context, const std::optional<std::string>& seek,
+OpenedSource open_source(const SourceFlags& options, const Context& context, const std::optional<std::string>& seek,
                          const core::Checkpoint* resume, const std::string& committed) {
   auto from = core::parse_offset_spec(options.from, "--from");
   auto to = core::parse_offset_spec(options.to, "--to");

@@ -32,7 +32,7 @@ struct OpenedSource {
 // With `resume` (a replay's checkpoint), each Kafka partition is read from its checkpointed offset
 // instead of the range's start.
 // A --seek on a kcat dump needs the group's committed offsets from `committed` (--committed FILE).
-OpenedSource open_source(const SourceOptions& options, const Context& context,
+OpenedSource open_source(const SourceFlags& options, const Context& context,
                          const std::optional<std::string>& seek = std::nullopt,
                          const core::Checkpoint* resume = nullptr, const std::string& committed = {});
 

@@ -22,7 +22,7 @@ struct OpenedStore {
 };
 
 // Throws UsageError for a bad schema or file; an unreachable server is returned in `failure`.
-OpenedStore open_dedup_store(const ParsedPlacement& placement, const PlacementOptions& options, Context& context,
+OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementFlags& options, Context& context,
                              std::optional<std::int64_t> expected_events);
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest

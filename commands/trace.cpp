@@ -17,17 +17,17 @@ namespace dedupctl::commands {
 
 namespace {
 
-struct TraceOptions {
-  SourceOptions source;
-  IdentityOptions identity;
-  PlacementOptions placement;
+struct TraceFlags {
+  SourceFlags source;
+  IdentityFlags identity;
+  PlacementFlags placement;
   std::vector<std::string> event_ids;
   std::string ids_from;
   std::size_t examples = 5;
 };
 
 // --event-id values, then --ids-from's lines (one id a line; blank lines and # comments skipped).
-std::vector<std::string> requested_ids(const TraceOptions& options) {
+std::vector<std::string> requested_ids(const TraceFlags& options) {
   std::vector<std::string> ids = options.event_ids;
   if (!options.ids_from.empty()) {
     std::string text = connectors::file::read_text_file(options.ids_from, "--ids-from");
@@ -51,7 +51,7 @@ std::vector<std::string> requested_ids(const TraceOptions& options) {
   return ids;
 }
 
-int run(const TraceOptions& options, Context& context) {
+int run(const TraceFlags& options, Context& context) {
   auto format = parse_output_format(context);
   TraceRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
@@ -59,7 +59,7 @@ int run(const TraceOptions& options, Context& context) {
   request.identify = parse_identity(options.identity);
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
-  ParsedPlacement placement = parse_placement(options.placement, context);
+  PlacementOptions placement = parse_placement(options.placement, context);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
   request.placement.ttl = placement.audit.ttl;
@@ -107,7 +107,7 @@ int run(const TraceOptions& options, Context& context) {
 } // namespace
 
 CommandRunner register_trace(CLI::App& app, Context& context) {
-  auto options = std::make_shared<TraceOptions>();
+  auto options = std::make_shared<TraceFlags>();
   auto* sub = app.add_subcommand("trace", "Follow event ids through the log and the placement: a timeline and a "
                                           "verdict");
   add_source_options(*sub, options->source);
