@@ -46,7 +46,7 @@ struct AuditFlags {
   PlacementFlags placement;
   std::string seek;
   std::string committed;
-  std::string window = "5m";
+  std::string semantic_window = core::format_duration(core::k_default_semantic_window_ms); // --window
   std::size_t examples = 5;
 };
 
@@ -78,7 +78,7 @@ int run(const AuditFlags& options, Context& context) {
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity);
-  request.analyzer.semantic_window_ms = core::parse_duration(options.window, "--window");
+  request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
   request.max_examples = options.examples;
   request.has_seek = !options.seek.empty();
   if (request.has_seek && options.source.group.empty()) {
@@ -199,7 +199,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
                    "--reset-offsets --to-current --dry-run --export")
       ->type_name("FILE");
   add_examples_option(*audit, options->examples);
-  audit->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
+  audit->add_option("--window", options->semantic_window, "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {

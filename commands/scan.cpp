@@ -19,7 +19,7 @@ struct ScanFlags {
   SourceFlags source;
   ShardFlags shard;
   IdentityFlags identity;
-  std::string window = "5m";
+  std::string semantic_window = core::format_duration(core::k_default_semantic_window_ms); // --window
   std::size_t examples = 5;
 };
 
@@ -30,7 +30,7 @@ int run(const ScanFlags& options, Context& context) {
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity);
-  request.analyzer.semantic_window_ms = core::parse_duration(options.window, "--window");
+  request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
   request.max_examples = options.examples;
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
@@ -70,7 +70,7 @@ CommandRunner register_scan(CLI::App& app, Context& context) {
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
   auto* analysis = sub->add_option_group("Analysis");
-  analysis->add_option("--window", options->window, "how close in time two events must be to be semantic duplicates")
+  analysis->add_option("--window", options->semantic_window, "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
   add_examples_option(*analysis, options->examples);
   return [options, &context, sub]() -> int {
