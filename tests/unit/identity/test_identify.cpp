@@ -62,21 +62,6 @@ OwnedEvent event(std::optional<std::string> payload,
 
 } // namespace
 
-TEST(FieldSpec, ParsesAndRejects) {
-  auto specs = parse_field_specs("header:event_id,json:/meta/eventId,key,offset", "--id");
-  ASSERT_EQ(specs.size(), 4u);
-  EXPECT_EQ(specs[0].kind, FieldKind::Header);
-  EXPECT_EQ(specs[0].name, "event_id");
-  EXPECT_EQ(specs[1].kind, FieldKind::Json);
-  EXPECT_EQ(specs[1].name, "/meta/eventId");
-  EXPECT_EQ(specs[2].kind, FieldKind::Key);
-  EXPECT_EQ(specs[3].kind, FieldKind::Offset);
-  EXPECT_EQ(to_string(specs), "header:event_id,json:/meta/eventId,key,offset");
-  for (const char* bad : {"", "header:", "json:event_id", "json:", "body:/x", "key,", "json:/a~2b"}) {
-    EXPECT_THROW(parse_field_specs(bad, "--id"), UsageError) << bad;
-  }
-}
-
 TEST(Identify, FirstSpecThatYieldsWins) {
   Identifier identifier(options("header:event_id,json:/event_id"));
   auto from_header = identify(identifier, event(R"({"event_id":"json-1"})", {{"event_id", "hdr-1"}}));

@@ -137,52 +137,6 @@ TEST(Shard, KOfNIsParsedAndAnythingElseIsAUsageErrorNamingIt) {
   }
 }
 
-TEST(CanonicalOrder, RoundsOfBlocksThenRankThenOffset) {
-  PartitionPlan a;
-  a.rank = 0;
-  a.ranks = 3;
-  a.order_base = 100;
-  PartitionPlan c = a;
-  c.rank = 2;
-  c.order_base = 0;
-  // a's offsets 100..1123 are round 0, before c's round 0; c's offset 5 is before a's 1124 (round 1).
-  EXPECT_LT(canonical_seq(a, 100), canonical_seq(a, 1123));
-  EXPECT_LT(canonical_seq(a, 1123), canonical_seq(c, 0));
-  EXPECT_LT(canonical_seq(c, 1023), canonical_seq(a, 1124));
-  EXPECT_LT(canonical_seq(a, 1124), canonical_seq(c, 1024));
-  EXPECT_EQ(canonical_seq(a, 100), 0u);
-  EXPECT_EQ(canonical_seq(c, 5), 2u * 1024 + 5);
-}
-
-TEST(CanonicalOrder, TheBlockShrinksAsPartitionsGrow) {
-  EXPECT_EQ(order_block(1), 1024);
-  EXPECT_EQ(order_block(64), 1024);
-  EXPECT_EQ(order_block(128), 512);
-  EXPECT_EQ(order_block(512), 128);
-  EXPECT_EQ(order_block(4096), 16);
-  EXPECT_EQ(order_block(100000), 16);
-}
-
-TEST(FindingBuilder, AddAtKeepsTheLowestSeqsAndMergeAddsUp) {
-  FindingBuilder a(2);
-  FindingBuilder b(2);
-  auto ex = [](std::uint64_t seq) {
-    Example e;
-    e.seq = seq;
-    return e;
-  };
-  a.add_at(1, 50, [&] { return ex(50); });
-  a.add_at(3, 10, [&] { return ex(10); });
-  a.add_at(1, 70, [&] { return ex(70); });
-  b.add_at(2, 20, [&] { return ex(20); });
-  a.merge(b);
-  EXPECT_EQ(a.count(), 4);
-  EXPECT_EQ(a.partitions(), (std::vector<std::int32_t>{1, 2, 3}));
-  ASSERT_EQ(a.examples().size(), 2u);
-  EXPECT_EQ(a.examples()[0].seq, 10u);
-  EXPECT_EQ(a.examples()[1].seq, 20u);
-}
-
 // The merge of N shards' records decides log duplicates, id reuse and semantic duplicates, with
 // their partitions and examples, exactly as LogAnalyzer over all events in canonical order: random
 // logs with few ids, payloads and semantic keys, so that every rule fires across shards.

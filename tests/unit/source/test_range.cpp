@@ -138,3 +138,29 @@ TEST(FinalizeSource, ATimeStartThatLandsOnATruncatedLogStartIsClamped) {
   EXPECT_EQ(info.partitions[0].from, 200);
   EXPECT_FALSE(range_clamped_finding(info, 5).has_value());
 }
+
+TEST(CanonicalOrder, RoundsOfBlocksThenRankThenOffset) {
+  PartitionPlan a;
+  a.rank = 0;
+  a.ranks = 3;
+  a.order_base = 100;
+  PartitionPlan c = a;
+  c.rank = 2;
+  c.order_base = 0;
+  // a's offsets 100..1123 are round 0, before c's round 0; c's offset 5 is before a's 1124 (round 1).
+  EXPECT_LT(canonical_seq(a, 100), canonical_seq(a, 1123));
+  EXPECT_LT(canonical_seq(a, 1123), canonical_seq(c, 0));
+  EXPECT_LT(canonical_seq(c, 1023), canonical_seq(a, 1124));
+  EXPECT_LT(canonical_seq(a, 1124), canonical_seq(c, 1024));
+  EXPECT_EQ(canonical_seq(a, 100), 0u);
+  EXPECT_EQ(canonical_seq(c, 5), 2u * 1024 + 5);
+}
+
+TEST(CanonicalOrder, TheBlockShrinksAsPartitionsGrow) {
+  EXPECT_EQ(order_block(1), 1024);
+  EXPECT_EQ(order_block(64), 1024);
+  EXPECT_EQ(order_block(128), 512);
+  EXPECT_EQ(order_block(512), 128);
+  EXPECT_EQ(order_block(4096), 16);
+  EXPECT_EQ(order_block(100000), 16);
+}
