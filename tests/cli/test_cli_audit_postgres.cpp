@@ -1,8 +1,9 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
 #include "core/util/time.hpp"
-#include "tests/cli/planted.hpp"
+#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -284,11 +285,7 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
   std::string lines;
   const char* ids[] = {"0A0B0C0D-0000-4000-8000-000000000001", "0a0b0c0d-0000-4000-8000-000000000002", "e-17"};
   for (int i = 0; i < 3; ++i) {
-    lines +=
-        fmt::format(
-            R"({{"topic":"uu","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],"key":null,"payload":"{{}}"}})",
-            i, now - 60'000, ids[i]) +
-        "\n";
+    lines += Envelope{.topic = "uu", .offset = i, .ts = now - 60'000, .headers = {{"event_id", ids[i]}}}.line();
   }
   MockBroker broker({"uu:1"});
   broker.seed("uu", lines);

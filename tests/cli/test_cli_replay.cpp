@@ -4,6 +4,7 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -27,11 +28,14 @@ constexpr int k_events = 400;
 std::string source_events() {
   std::string out;
   for (int i = 0; i < k_events; ++i) {
-    out += fmt::format(
-        R"({{"topic":"src","partition":{},"offset":{},"ts":{},"headers":["event_id","e-{}","type","PaymentCharged"],)"
-        R"("key":"k{}","payload":"{{\"n\":{}}}"}})"
-        "\n",
-        i % 2, i / 2, 1'795'000'000'000LL + i, i, i, i);
+    out += Envelope{.topic = "src",
+                    .partition = i % 2,
+                    .offset = i / 2,
+                    .ts = 1'795'000'000'000LL + i,
+                    .headers = {{"event_id", fmt::format("e-{}", i)}, {"type", "PaymentCharged"}},
+                    .key = fmt::format("k{}", i),
+                    .payload = fmt::format(R"({{"n":{}}})", i)}
+               .line();
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -374,10 +375,8 @@ TEST(CliScan, SemanticKeysAndIdsMovedToTmpdirAreFoundByEventsThatFarBack) {
 }
 
 TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
-  std::string dump = R"({"topic":"t","partition":0,"offset":0,"ts":1,"key":null,"payload":"\u0000\u0001binary"})"
-                     "\n"
-                     R"({"topic":"t","partition":0,"offset":1,"ts":2,"key":null,"payload":"{\"event_id\":\"a\"}"})"
-                     "\n";
+  std::string dump = Envelope{.payload = std::string("\0\1binary", 8)}.line() +
+                     Envelope{.offset = 1, .ts = 2, .payload = R"({"event_id":"a"})"}.line();
   auto result = run_dedupctl({"scan", "--input", "-", "--id", "json:/event_id", "-o", "json"}, dump);
   EXPECT_EQ(result.exit_code, 0) << result.err; // a warning does not fail --fail-on error
   auto doc = parse(result);
@@ -409,7 +408,7 @@ TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
   options.pipe_stdin = true;
   options.pipe_stdout = true;
   Process process({DEDUPCTL_BINARY, "scan", "--input", "-", "-o", "json", "-q"}, options);
-  process.write_line(R"({"topic":"t","partition":0,"offset":0,"ts":1,"payload":"x","headers":["event_id","a"]})");
+  process.write_line(Envelope{.headers = {{"event_id", "a"}}, .payload = "x"}.json());
   interrupt_and_expect_130(process);
 }
 

@@ -5,6 +5,7 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -64,8 +65,6 @@ std::vector<Plant> plants() {
 // (repeat, what it repeats) as partitions: dup-A, reuse-B twice, sem-2 and sem-3.
 const std::vector<std::pair<int, int>> k_pairs{{0, 1}, {1, 2}, {3, 2}, {3, 2}, {2, 3}};
 
-std::string json_string(const std::string& s) { return Json(s).dump(); }
-
 // kcat -J lines, partition after partition.
 std::string planted_dump() {
   auto planted = plants();
@@ -82,10 +81,11 @@ std::string planted_dump() {
           ts = plant.ts;
         }
       }
-      std::string headers = id.empty() ? "[]" : fmt::format(R"(["event_id",{}])", json_string(id));
-      out += fmt::format(R"({{"topic":"orders","partition":{},"offset":{},"ts":{},"key":"k{}","payload":{},"headers":{}}})",
-                         p, i, ts, i, json_string(payload), headers);
-      out += '\n';
+      Envelope e{.topic = "orders", .partition = p, .offset = i, .ts = ts, .key = fmt::format("k{}", i), .payload = payload};
+      if (!id.empty()) {
+        e.headers.emplace_back("event_id", id);
+      }
+      out += e.line();
     }
   }
   return out;

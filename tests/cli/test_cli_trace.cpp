@@ -1,10 +1,11 @@
 // dedupctl trace end to end: planted events, one per verdict, on the mock cluster and on the real
 // Apache Kafka broker (the /kafka instances run in the real-kafka tier), a group that consumed them,
 // and a real Redis holding (or not) their records.
-#include "tests/cli/planted.hpp"
+#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,11 +17,13 @@ using Json = nlohmann::json;
 namespace {
 
 std::string copy(long long offset, long long ts, const std::string& id, int payload) {
-  return fmt::format(
-      R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":["event_id","{}","type","PaymentCharged"],)"
-      R"("key":"k","payload":"{{\"amount\":{}}}"}})"
-      "\n",
-      offset, ts, id, payload);
+  return Envelope{.topic = "pay",
+                  .offset = offset,
+                  .ts = ts,
+                  .headers = {{"event_id", id}, {"type", "PaymentCharged"}},
+                  .key = "k",
+                  .payload = fmt::format(R"({{"amount":{}}})", payload)}
+      .line();
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -37,10 +38,13 @@ std::string planted(int partitions, int per_partition) {
   std::string out;
   for (int p = 0; p < partitions; ++p) {
     for (int i = 0; i < per_partition; ++i) {
-      out += fmt::format(
-          R"({{"topic":"t","partition":{},"offset":{},"ts":{},"key":"k{}","payload":"{{\"n\":{}}}","headers":["event_id","e-{}-{}"]}})",
-          p, i, k_base_ts + i * 60'000, i, i, p, i);
-      out += '\n';
+      out += Envelope{.partition = p,
+                      .offset = i,
+                      .ts = k_base_ts + i * 60'000,
+                      .headers = {{"event_id", fmt::format("e-{}-{}", p, i)}},
+                      .key = fmt::format("k{}", i),
+                      .payload = fmt::format(R"({{"n":{}}})", i)}
+                 .line();
     }
   }
   return out;

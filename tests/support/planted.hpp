@@ -4,6 +4,7 @@
 // once the matching records are written: see each test for the records.
 
 #include "tests/support/fixtures.hpp"
+#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -26,12 +27,14 @@ inline long long wall_ms() {
 }
 
 inline std::string envelope(long long offset, long long ts, const std::string& id, const std::string& type) {
-  std::string headers =
-      id.empty() ? fmt::format(R"(["type","{}"])", type) : fmt::format(R"(["event_id","{}","type","{}"])", id, type);
-  return fmt::format(
-             R"({{"topic":"pay","partition":0,"offset":{},"ts":{},"headers":{},"key":"k{}","payload":"{{\"n\":{}}}"}})",
-             offset, ts, headers, offset, offset) +
-         "\n";
+  Envelope e{.topic = "pay", .offset = offset, .ts = ts};
+  if (!id.empty()) {
+    e.headers.emplace_back("event_id", id);
+  }
+  e.headers.emplace_back("type", type);
+  e.key = fmt::format("k{}", offset);
+  e.payload = fmt::format(R"({{"n":{}}})", offset);
+  return e.line();
 }
 
 // Ten events, one partition, group "billing" committed at 8; TTL 1h, retention 7d. `now` is the
