@@ -5,8 +5,8 @@
 #include "commands/options.hpp"
 #include "connectors/file/text.hpp"
 #include "core/check/config_check.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/secrets.hpp"
+#include "core/util/errors.hpp"
 #include "reports/report.hpp"
 
 #include <CLI/CLI.hpp>
@@ -201,10 +201,10 @@ int run(int argc, char** argv) {
              "reached (report incomplete), 4 internal error, 130 interrupted. See dedupctl(1).");
   commands::add_global_options(app, context.global);
   std::vector<commands::CommandRunner> runners{
-      commands::register_scan(app, context),    commands::register_audit(app, context),
-      commands::register_check(app, context),   commands::register_snapshot(app, context),
-      commands::register_replay(app, context),  commands::register_trace(app, context),
-      commands::register_merge(app, context),   commands::register_version(app, context),
+      commands::register_scan(app, context),      commands::register_audit(app, context),
+      commands::register_check(app, context),     commands::register_snapshot(app, context),
+      commands::register_replay(app, context),    commands::register_trace(app, context),
+      commands::register_merge(app, context),     commands::register_version(app, context),
       commands::register_completion(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();

@@ -2,19 +2,19 @@
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
 #include "commands/options.hpp"
-#include "commands/shard.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
+#include "commands/shard.hpp"
 #include "commands/source.hpp"
 #include "commands/store.hpp"
 #include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
-#include "core/source/committed_offsets.hpp"
-#include "core/util/errors.hpp"
-#include "core/check/inbox_rules.hpp"
 #include "core/audit/retention.hpp"
+#include "core/check/inbox_rules.hpp"
+#include "core/source/committed_offsets.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
@@ -90,7 +90,7 @@ int run(const AuditFlags& options, Context& context) {
   request.placement.kind = kind_name(placement.uri.kind);
   request.placement.store = placement.uri.redacted();
   request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
-                                                 placement.retention_origin); // until asked
+                                                       placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
@@ -110,14 +110,13 @@ int run(const AuditFlags& options, Context& context) {
   }
   connectors::file::AnalyzerArchives archives(context.global.verbose > 0);
   archives.attach(request.analyzer);
-  OpenedSource opened =
-      open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt, nullptr,
-                  options.committed);
+  OpenedSource opened = open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt,
+                                    nullptr, options.committed);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
     BrokerTopicConfigs broker(context);
     auto decision = core::decide_retention(request.audit.policy.retention, opened.info.topics,
-                                     opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
+                                           opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
     request.audit.policy.retention = decision.span;
     request.audit.policy.compacted = decision.compacted;
     request.placement.retention = decision;
@@ -199,7 +198,9 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
                    "--reset-offsets --to-current --dry-run --export")
       ->type_name("FILE");
   add_examples_option(*audit, options->examples);
-  audit->add_option("--window", options->semantic_window, "how close in time two events must be to be semantic duplicates")
+  audit
+      ->add_option("--window", options->semantic_window,
+                   "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {

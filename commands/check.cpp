@@ -8,8 +8,8 @@
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,8 @@
 #include "commands/delivery.hpp"
 
 #include "connectors/file/output.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/secrets.hpp"
+#include "core/util/errors.hpp"
 #include "reports/printable.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
+#include "commands/pipeline/merge.hpp"
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
 #include "commands/options.hpp"
-#include "commands/pipeline/merge.hpp"
 #include "connectors/file/digest_file.hpp"
 
 #include <CLI/CLI.hpp>

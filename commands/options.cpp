@@ -2,8 +2,8 @@
 
 #include "commands/settings.hpp"
 #include "connectors/postgres/inbox.hpp"
-#include "core/util/errors.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>

@@ -1,10 +1,9 @@
 #pragma once
 
-
 #include "commands/context.hpp"
 #include "core/audit/audit_analyzer.hpp"
-#include "core/merge/digest.hpp"
 #include "core/identity/identify.hpp"
+#include "core/merge/digest.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/inbox_schema.hpp"
@@ -27,7 +26,7 @@ struct SourceFlags {
   std::string to = "latest";
   std::string group;
   bool skip_invalid = false;
-  bool read_uncommitted = false; // aborted transactions too (forensics); read_committed otherwise
+  bool read_uncommitted = false;        // aborted transactions too (forensics); read_committed otherwise
   std::optional<core::ShardSpec> shard; // --shard K/N (scan, audit): only partitions p with p mod N = K
 };
 
@@ -90,7 +89,7 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
 // Throws UsageError naming the flag.
 // `context` says where the TTL and retention came from (flag, config, environment).
 PlacementOptions parse_placement(const PlacementFlags& options, const Context& context,
-                                std::string_view store_flag = "--store");
+                                 std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityFlags& options);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).

@@ -5,14 +5,14 @@
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
+#include "connectors/file/key_archive.hpp"
 #include "connectors/file/replay_files.hpp"
 #include "connectors/file/replay_sink.hpp"
-#include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/util/errors.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>

@@ -70,7 +70,9 @@ CommandRunner register_scan(CLI::App& app, Context& context) {
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
   auto* analysis = sub->add_option_group("Analysis");
-  analysis->add_option("--window", options->semantic_window, "how close in time two events must be to be semantic duplicates")
+  analysis
+      ->add_option("--window", options->semantic_window,
+                   "how close in time two events must be to be semantic duplicates")
       ->type_name("DURATION");
   add_examples_option(*analysis, options->examples);
   return [options, &context, sub]() -> int {

@@ -1,7 +1,7 @@
 #include "commands/settings.hpp"
 
-#include "core/util/errors.hpp"
 #include "core/check/inbox_rules.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>

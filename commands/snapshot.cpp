@@ -5,10 +5,10 @@
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/store/snapshot_line.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>

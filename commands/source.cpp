@@ -3,8 +3,8 @@
 #include "commands/settings.hpp"
 #include "connectors/file/text.hpp"
 #include "core/source/committed_offsets.hpp"
-#include "core/util/errors.hpp"
 #include "core/source/offset_spec.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 #include "core/util/time.hpp"
 
@@ -46,8 +46,8 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
 
 // Keeps the shard's partitions of a resolved range, and notes the whole range for the merge.
 void shard_range(const core::ShardSpec& shard, connectors::kafka::ResolvedRange& resolved, OpenedSource& opened) {
-  std::string key = fmt::format("kafka isolation {} group {}", resolved.info.isolation,
-                                resolved.info.group.value_or("-"));
+  std::string key =
+      fmt::format("kafka isolation {} group {}", resolved.info.isolation, resolved.info.group.value_or("-"));
   for (const auto& r : resolved.info.partitions) {
     key += fmt::format("; {}[{}] {}..{} committed {} seek {} seek_ts {} from_ts {}", r.topic, r.partition, r.from, r.to,
                        r.committed.value_or(-1), r.seek.value_or(-1), r.seek_timestamp.value_or(-1),

@@ -3,8 +3,8 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/postgres/inbox_store.hpp"
-#include "core/store/dedup_store.hpp"
 #include "core/audit/ttl.hpp"
+#include "core/store/dedup_store.hpp"
 
 #include <memory>
 #include <optional>

@@ -6,8 +6,8 @@
 #include "commands/source.hpp"
 #include "commands/store.hpp"
 #include "connectors/file/text.hpp"
-#include "core/util/errors.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>

@@ -78,8 +78,8 @@ public:
   // are the lowest `seq` of both.
   void merge(const FindingBuilder& other);
   // A builder as a shard wrote it down.
-  static FindingBuilder restore(std::size_t max_examples, std::int64_t count, const std::vector<std::int32_t>& partitions,
-                                std::vector<Example> examples);
+  static FindingBuilder restore(std::size_t max_examples, std::int64_t count,
+                                const std::vector<std::int32_t>& partitions, std::vector<Example> examples);
 
   std::int64_t count() const { return m_count; }
   std::vector<std::int32_t> partitions() const { return {m_partitions.begin(), m_partitions.end()}; }

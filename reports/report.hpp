@@ -2,10 +2,10 @@
 
 #include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/audit/ttl.hpp"
 #include "core/finding.hpp"
 #include "core/source/source_info.hpp"
 #include "core/trace/trace.hpp"
-#include "core/audit/ttl.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -2,8 +2,8 @@
 
 #include "commands/pipeline/common.hpp"
 #include "commands/pipeline/serial_worker.hpp"
-#include "core/source/range.hpp"
 #include "core/audit/retention.hpp"
+#include "core/source/range.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -216,24 +216,23 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     for (const auto& value : o.policy.in_progress_values) {
       in_progress += value + ",";
     }
-    request.digest->settings = {
-        {"type", core::to_string(request.identify.type)},
-        {"entity", core::to_string(request.identify.entity)},
-        {"semantic key", core::to_string(request.identify.semantic)},
-        {"semantic window", core::format_duration(log_options.semantic_window_ms)},
-        {"key template", o.key_template.text()},
-        {"consumer", request.consumer},
-        {"store", placement.store},
-        {"ttl", core::to_text(o.ttl.span)},
-        {"ttl source", std::string(core::report_name(o.ttl.source))},
-        {"retention", core::to_text(o.policy.retention)},
-        {"compacted", o.policy.compacted ? "yes" : "no"},
-        {"side effects", side_effects},
-        {"in progress values", in_progress},
-        {"window", o.window_label}};
-    request.digest->audit = core::AuditDigest{audit_options,      request.has_seek,   std::move(windows),
-                                              placement.kind,     placement.store,    request.consumer,
-                                              placement.retention, request.placement_findings};
+    request.digest->settings = {{"type", core::to_string(request.identify.type)},
+                                {"entity", core::to_string(request.identify.entity)},
+                                {"semantic key", core::to_string(request.identify.semantic)},
+                                {"semantic window", core::format_duration(log_options.semantic_window_ms)},
+                                {"key template", o.key_template.text()},
+                                {"consumer", request.consumer},
+                                {"store", placement.store},
+                                {"ttl", core::to_text(o.ttl.span)},
+                                {"ttl source", std::string(core::report_name(o.ttl.source))},
+                                {"retention", core::to_text(o.policy.retention)},
+                                {"compacted", o.policy.compacted ? "yes" : "no"},
+                                {"side effects", side_effects},
+                                {"in progress values", in_progress},
+                                {"window", o.window_label}};
+    request.digest->audit =
+        core::AuditDigest{audit_options,   request.has_seek, std::move(windows),  placement.kind,
+                          placement.store, request.consumer, placement.retention, request.placement_findings};
   }
   finish_audit_report(report, std::move(info), audit, log.tally(), log_options, std::move(placement),
                       request.placement_findings, request.max_examples, request.fail_on, source.positions());
@@ -277,8 +276,8 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
   for (const auto& finding : placement_findings) {
     result.findings.push_back(finding);
   }
-  finish_report(report, std::move(info), core::log_findings(log, log_options), std::move(result.findings),
-                max_examples, fail_on, positions);
+  finish_report(report, std::move(info), core::log_findings(log, log_options), std::move(result.findings), max_examples,
+                fail_on, positions);
 }
 
 } // namespace dedupctl::commands

@@ -1,13 +1,13 @@
 #pragma once
 
 #include "core/audit/audit_analyzer.hpp"
-#include "core/store/dedup_store.hpp"
-#include "core/merge/digest.hpp"
+#include "core/audit/retention.hpp"
 #include "core/event.hpp"
 #include "core/identity/identify.hpp"
+#include "core/merge/digest.hpp"
 #include "core/scan/log_analyzer.hpp"
-#include "core/audit/retention.hpp"
 #include "core/source/source_info.hpp"
+#include "core/store/dedup_store.hpp"
 #include "reports/report.hpp"
 
 #include <functional>

@@ -1,8 +1,8 @@
 #include "commands/pipeline/check.hpp"
 
 #include "commands/pipeline/common.hpp"
-#include "core/util/errors.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "core/audit/retention.hpp"
 #include "core/check/check_rules.hpp"
 #include "core/check/declarations.hpp"
-#include "core/audit/retention.hpp"
 #include "reports/report.hpp"
 
 #include <optional>

@@ -2,10 +2,10 @@
 
 #include "commands/pipeline/common.hpp"
 #include "commands/pipeline/serial_worker.hpp"
+#include "core/scan/log_analyzer.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
 #include "core/util/flat_map.hpp"
-#include "core/scan/log_analyzer.hpp"
 
 #include <fmt/format.h>
 

@@ -3,9 +3,9 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
-#include "core/scan/log_analyzer.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/replay/replay.hpp"
+#include "core/scan/log_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "reports/report.hpp"
 
@@ -39,7 +39,7 @@ struct ReplayRequest {
   core::FailOn fail_on;
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
-  std::size_t batch_size = 5000; // events per claim, delivery and settle round (and transaction)
+  std::size_t batch_size = 5000;                // events per claim, delivery and settle round (and transaction)
   core::KeyArchive* semantic_archive = nullptr; // see LogAnalyzerOptions::semantic_archive
   core::KeyArchive* id_archive = nullptr;       // see LogAnalyzerOptions::id_archive
   reports::PlacementInfo placement;

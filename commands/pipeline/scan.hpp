@@ -1,9 +1,9 @@
 #pragma once
 
-#include "core/merge/digest.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
+#include "core/merge/digest.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "reports/report.hpp"

@@ -1,11 +1,11 @@
 #pragma once
 
-#include "core/store/dedup_store.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/source/source_info.hpp"
+#include "core/store/dedup_store.hpp"
 #include "core/trace/trace.hpp"
 #include "reports/report.hpp"
 

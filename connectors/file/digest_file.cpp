@@ -26,9 +26,14 @@ template <typename T> std::optional<T> opt_of(const Json& j) {
 }
 
 Json example_json(const core::Example& ex) {
-  return Json{{"event_id", ex.event_id}, {"topic", ex.topic}, {"partition", ex.partition},
-              {"offset", ex.offset},     {"timestamp_ms", ex.timestamp_ms}, {"dedup_key", ex.dedup_key},
-              {"note", ex.note},         {"seq", ex.seq}};
+  return Json{{"event_id", ex.event_id},
+              {"topic", ex.topic},
+              {"partition", ex.partition},
+              {"offset", ex.offset},
+              {"timestamp_ms", ex.timestamp_ms},
+              {"dedup_key", ex.dedup_key},
+              {"note", ex.note},
+              {"seq", ex.seq}};
 }
 
 core::Example example_of_json(const Json& j) {
@@ -142,11 +147,16 @@ Json finding_json(const core::Finding& f) {
   for (const auto& ex : f.examples) {
     examples.push_back(example_json(ex));
   }
-  return Json{{"id", f.id},           {"severity", static_cast<int>(f.severity)},
-              {"title", f.title},     {"count", f.count},
-              {"partitions", f.partitions}, {"examples", std::move(examples)},
-              {"advice", f.advice},   {"file", f.file},
-              {"line", f.line},       {"column", f.column},
+  return Json{{"id", f.id},
+              {"severity", static_cast<int>(f.severity)},
+              {"title", f.title},
+              {"count", f.count},
+              {"partitions", f.partitions},
+              {"examples", std::move(examples)},
+              {"advice", f.advice},
+              {"file", f.file},
+              {"line", f.line},
+              {"column", f.column},
               {"subject", f.subject}};
 }
 
@@ -272,10 +282,9 @@ core::AuditDigest audit_of_json(const Json& j) {
   a.consumer = j.at("consumer").get<std::string>();
   if (!j.at("retention").is_null()) {
     const Json& r = j.at("retention");
-    a.retention = core::RetentionDecision{span_of_json(r.at("span")),
-                                          static_cast<core::RetentionSource>(r.at("source").get<int>()),
-                                          static_cast<core::ValueOrigin>(r.at("origin").get<int>()),
-                                          r.at("compacted").get<bool>()};
+    a.retention = core::RetentionDecision{
+        span_of_json(r.at("span")), static_cast<core::RetentionSource>(r.at("source").get<int>()),
+        static_cast<core::ValueOrigin>(r.at("origin").get<int>()), r.at("compacted").get<bool>()};
   }
   for (const auto& f : j.at("placement_findings")) {
     a.placement_findings.push_back(finding_of_json(f));
@@ -303,14 +312,13 @@ Json header_json(const core::DigestHeader& h, const std::vector<std::string>& to
               {"check_keys", h.check_keys},
               {"range_order", h.range_order},
               {"source", source_json(h.source)},
-              {"log",
-               Json{{"events", c.events},
-                    {"no_id", c.no_id},
-                    {"log_duplicates", c.log_duplicates},
-                    {"id_reuse", c.id_reuse},
-                    {"semantic_duplicates", c.semantic_duplicates},
-                    {"no_id_binary", h.log.no_id_binary},
-                    {"missing_id", builder_json(h.log.missing_id)}}},
+              {"log", Json{{"events", c.events},
+                           {"no_id", c.no_id},
+                           {"log_duplicates", c.log_duplicates},
+                           {"id_reuse", c.id_reuse},
+                           {"semantic_duplicates", c.semantic_duplicates},
+                           {"no_id_binary", h.log.no_id_binary},
+                           {"missing_id", builder_json(h.log.missing_id)}}},
               {"topics", topics},
               {"audit", h.audit ? audit_json(*h.audit) : Json(nullptr)}};
 }
@@ -370,8 +378,8 @@ public:
 
   void read(void* data, std::size_t size) {
     if (size > m_left || std::fread(data, 1, size, m_file) != size) {
-      throw UsageError(fmt::format("the digest {} ends inside a section: it is cut short or not a digest; write it again",
-                                   m_path));
+      throw UsageError(
+          fmt::format("the digest {} ends inside a section: it is cut short or not a digest; write it again", m_path));
     }
     m_left -= size;
   }
@@ -431,9 +439,8 @@ public:
     }
     EventHead head{};
     m_section.read(&head, sizeof head);
-    if (head.topic >= m_topics.size() || std::uint64_t{head.id_size} + head.key_size + head.type_size +
-                                                 head.value_size >
-                                             m_section.left()) {
+    if (head.topic >= m_topics.size() ||
+        std::uint64_t{head.id_size} + head.key_size + head.type_size + head.value_size > m_section.left()) {
       throw UsageError(fmt::format("the digest {} is damaged (an event names no topic or runs past its section); "
                                    "write it again",
                                    m_path));
@@ -553,8 +560,8 @@ void DigestWriter::finish(const core::DigestHeader& header) {
 
 DigestFile::DigestFile(std::string path) : m_path(std::move(path)) {
   auto refuse = [&](const std::string& why) {
-    throw UsageError(fmt::format("{} is not a dedupctl digest ({}): give the files shards wrote with --digest", m_path,
-                                 why));
+    throw UsageError(
+        fmt::format("{} is not a dedupctl digest ({}): give the files shards wrote with --digest", m_path, why));
   };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(m_path.c_str(), "rb"), std::fclose);
   if (!file) {
@@ -563,7 +570,8 @@ DigestFile::DigestFile(std::string path) : m_path(std::move(path)) {
   char magic[8];
   std::uint64_t layout[k_layout_words];
   char end[8];
-  if (std::fread(magic, 1, sizeof magic, file.get()) != sizeof magic || std::memcmp(magic, k_magic, sizeof magic) != 0) {
+  if (std::fread(magic, 1, sizeof magic, file.get()) != sizeof magic ||
+      std::memcmp(magic, k_magic, sizeof magic) != 0) {
     refuse("it does not start as one");
   }
   if (::fseeko(file.get(), -static_cast<off_t>(sizeof layout + sizeof end), SEEK_END) != 0 ||
@@ -611,8 +619,8 @@ std::unique_ptr<core::DigestRecords> DigestFile::records(core::DigestOrder order
 }
 
 std::unique_ptr<core::DigestEvents> DigestFile::events() const {
-  return std::make_unique<EventStream>(m_path, m_layout.events_at, m_layout.id_at - m_layout.events_at,
-                                       m_layout.events, m_topics);
+  return std::make_unique<EventStream>(m_path, m_layout.events_at, m_layout.id_at - m_layout.events_at, m_layout.events,
+                                       m_topics);
 }
 
 } // namespace dedupctl::connectors::file

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/merge/digest.hpp"
 #include "connectors/file/output.hpp"
 #include "connectors/file/record_runs.hpp"
+#include "core/merge/digest.hpp"
 
 #include <cstdio>
 #include <map>

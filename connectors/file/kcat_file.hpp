@@ -1,16 +1,16 @@
 #pragma once
 
-#include "core/merge/digest.hpp"
 #include "core/event.hpp"
+#include "core/merge/digest.hpp"
 #include "core/source/kcat_line.hpp"
-#include "core/util/offset_set.hpp"
 #include "core/source/range.hpp"
+#include "core/util/offset_set.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

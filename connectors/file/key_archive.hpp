@@ -1,8 +1,8 @@
 #pragma once
 
 #include "connectors/file/temp_file.hpp"
-#include "core/util/key_filter.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/util/key_filter.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -110,13 +110,13 @@ void RecordRuns::write_sorted(core::DigestOrder order, const std::function<void(
     spill();
     m_buffer = {};
   }
-  std::size_t buffer_records = std::clamp<std::size_t>(k_merge_buffer_bytes / sizeof(core::DigestRecord) / m_runs.size(),
-                                                       64, std::size_t{16} << 10);
+  std::size_t buffer_records = std::clamp<std::size_t>(
+      k_merge_buffer_bytes / sizeof(core::DigestRecord) / m_runs.size(), 64, std::size_t{16} << 10);
   std::vector<RunReader> readers;
   readers.reserve(m_runs.size());
   for (const auto& run : m_runs) {
-    readers.emplace_back(m_file, run.at[order_index(order)],
-                         order == core::DigestOrder::Key ? run.keyed : run.count, buffer_records);
+    readers.emplace_back(m_file, run.at[order_index(order)], order == core::DigestOrder::Key ? run.keyed : run.count,
+                         buffer_records);
   }
   std::vector<RunReader*> streams;
   for (auto& reader : readers) {
@@ -125,7 +125,8 @@ void RecordRuns::write_sorted(core::DigestOrder order, const std::function<void(
   std::vector<core::DigestRecord> out;
   out.reserve(buffer_records);
   core::kway_merge<core::DigestRecord>(
-      streams, [order](const core::DigestRecord& a, const core::DigestRecord& b) { return core::digest_before(a, b, order); },
+      streams,
+      [order](const core::DigestRecord& a, const core::DigestRecord& b) { return core::digest_before(a, b, order); },
       [&](const core::DigestRecord& record) {
         out.push_back(record);
         if (out.size() == out.capacity()) {

@@ -1,8 +1,8 @@
 #include "connectors/file/replay_sink.hpp"
 
 #include "connectors/file/kcat_file.hpp"
-#include "core/util/errors.hpp"
 #include "core/source/kcat_line.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

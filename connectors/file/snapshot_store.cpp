@@ -39,7 +39,7 @@ SnapshotStore::SnapshotStore(const std::string& path) {
   }
   std::error_code size_error;
   if (auto size = std::filesystem::file_size(path, size_error); !size_error) {
-    m_arena.reserve(size + size / 2); // a line's tabs and digits against a record's 16 bytes and padding
+    m_arena.reserve(size + size / 2);            // a line's tabs and digits against a record's 16 bytes and padding
     m_index = core::FlatHashMap<Ref>(size / 32); // a line is rarely shorter
   }
   std::vector<core::SnapshotEntry> entries(k_group);

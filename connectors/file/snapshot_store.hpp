@@ -1,8 +1,8 @@
 #pragma once
 
 #include "core/store/dedup_store.hpp"
-#include "core/util/flat_map.hpp"
 #include "core/store/snapshot_line.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <climits>
 #include <cstdint>

@@ -40,8 +40,8 @@ TempFile::TempFile(const std::string& stem, std::string what, std::string room) 
   std::string name = m_dir + "/" + stem + "-XXXXXX";
   m_fd = ::mkstemp(name.data());
   if (m_fd < 0) {
-    throw UsageError(fmt::format("cannot create {}: {}; set TMPDIR to a writable directory with room for {}", m_describe,
-                                 std::strerror(errno), m_room));
+    throw UsageError(fmt::format("cannot create {}: {}; set TMPDIR to a writable directory with room for {}",
+                                 m_describe, std::strerror(errno), m_room));
   }
   ::unlink(name.c_str()); // gone with the process, however it ends
 }

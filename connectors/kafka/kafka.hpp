@@ -1,10 +1,10 @@
 #pragma once
 
+#include "core/audit/retention.hpp"
 #include "core/event.hpp"
+#include "core/replay/replay.hpp"
 #include "core/source/offset_spec.hpp"
 #include "core/source/range.hpp"
-#include "core/replay/replay.hpp"
-#include "core/audit/retention.hpp"
 #include "core/source/source_info.hpp"
 #include "core/util/time.hpp"
 
@@ -21,7 +21,6 @@
 // sink (the replay's producer) and admin (DescribeConfigs).
 namespace dedupctl::connectors::kafka {
 
-
 // How a reader held partitions back to deliver the canonical order.
 struct ReaderCounters {
   std::int64_t pauses = 0;
@@ -34,7 +33,7 @@ struct ReaderCounters {
 struct KafkaSettings {
   std::string bootstrap;
   std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
-  std::int64_t timeout_ms = core::k_default_timeout_ms;              // each broker request, and a read that stalls
+  std::int64_t timeout_ms = core::k_default_timeout_ms;        // each broker request, and a read that stalls
   int verbosity = 0;                                           // librdkafka's own log lines show from -vv
   const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
   // A reader holds at most about this much of the partitions that are ahead of the canonical order

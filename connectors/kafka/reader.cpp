@@ -49,8 +49,8 @@ public:
     // partitions each fetch brings less, so that one fetch of all stays near 32 MiB.
     std::size_t partitions = std::max<std::size_t>(1, plans.size());
     std::size_t fetch_bytes = std::clamp<std::size_t>((32U << 20) / partitions, 32U << 10, 1U << 20);
-    m_reorder_cap =
-        m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
+    m_reorder_cap = m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes
+                                                 : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
     // The prefetch scales with the partitions read (a shard reads a share of them), 512 KiB each
     // between 8 and 28 MiB; a smaller queue drains sooner, so the broker thread is woken sooner
     // (see the refresh below): tests/bench/shards/run, a shard of 16 partitions 118 -> 77 MB at

@@ -1,8 +1,8 @@
 #include "connectors/postgres/inbox.hpp"
 
 #include "connectors/postgres/libpq_options.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>

@@ -8,7 +8,6 @@
 // PostgreSQL through libpqxx, included by connectors/postgres/*.cpp only.
 namespace dedupctl::connectors::postgres {
 
-
 // What the catalog says about an inbox table. Read-only.
 struct InboxFacts {
   bool table_exists = false;

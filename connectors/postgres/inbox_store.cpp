@@ -2,10 +2,10 @@
 
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/libpq_options.hpp"
-#include "core/util/errors.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/store/inbox_table.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>

@@ -1,10 +1,10 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/inbox_schema.hpp"
 #include "core/util/time.hpp"
-#include "core/replay/replay.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -27,7 +27,7 @@ enum class InboxLookup { Auto, Batches, Load };
 struct InboxSettings {
   std::string conninfo;
   InboxLookup lookup = InboxLookup::Auto;
-  std::optional<std::int64_t> expected_events; // what the audit will look up, when known (for Auto)
+  std::optional<std::int64_t> expected_events;          // what the audit will look up, when known (for Auto)
   std::int64_t timeout_ms = core::k_default_timeout_ms; // connect_timeout and statement_timeout
   InboxSchema schema;
   std::string consumer; // rows of this consumer only (needs a consumer column)

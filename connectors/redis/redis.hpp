@@ -1,8 +1,8 @@
 #pragma once
 
 #include "core/check/check_rules.hpp"
-#include "core/store/dedup_store.hpp"
 #include "core/replay/replay.hpp"
+#include "core/store/dedup_store.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/time.hpp"
 
@@ -16,7 +16,6 @@
 
 // Redis through hiredis, which only connectors/redis/ includes (connection.hpp and the .cpp files).
 namespace dedupctl::connectors::redis {
-
 
 struct RedisSettings {
   core::StoreUri uri;

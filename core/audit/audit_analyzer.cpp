@@ -1,9 +1,9 @@
 #include "core/audit/audit_analyzer.hpp"
 
 #include "core/audit/audit_findings.hpp"
+#include "core/source/range.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
-#include "core/source/range.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +20,8 @@ constexpr std::size_t k_deferred_examples = 256;
 
 AuditAnalyzer::AuditAnalyzer(AuditOptions options)
     : m_options(std::move(options)), m_defer(!m_options.ttl.span.known()), m_collisions(m_options.max_examples),
-      m_reapplied(m_options.max_examples), m_check_collisions(m_options.check_collisions && !m_options.key_template.uses(KeyTemplate::Part::EventId)),
+      m_reapplied(m_options.max_examples),
+      m_check_collisions(m_options.check_collisions && !m_options.key_template.uses(KeyTemplate::Part::EventId)),
       m_key_owner(m_check_collisions ? m_options.expected_events : 16) {
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);

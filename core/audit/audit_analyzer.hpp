@@ -3,14 +3,14 @@
 #include "core/audit/audit_options.hpp"
 #include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/audit/ttl.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
-#include "core/util/flat_map.hpp"
 #include "core/identity/identify.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/replay_summary.hpp"
 #include "core/side_effect.hpp"
-#include "core/audit/ttl.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <array>
 #include <cstdint>

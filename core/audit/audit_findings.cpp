@@ -46,8 +46,7 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
                    "Keys built from a business id (an order id) make distinct events share one record: the "
                    "consumer drops all but the first. Put {event_id} in the key.");
   }
-  if (options.key_template.uses(KeyTemplate::Part::Offset) ||
-      options.key_template.uses(KeyTemplate::Part::Partition)) {
+  if (options.key_template.uses(KeyTemplate::Part::Offset) || options.key_template.uses(KeyTemplate::Part::Partition)) {
     policy_finding("key-template-uses-offset", Severity::Warning,
                    fmt::format("the key template '{}' uses the partition or offset", options.key_template.text()),
                    "Offsets change when a topic is recreated, mirrored or replayed from another cluster: the same "
@@ -71,7 +70,9 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
              .build(
                  "expiring-before-retention", Severity::Warning,
                  fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
-                             evidence.max_gap_ms > 0 ? fmt::format(" (by up to {})", format_duration(evidence.max_gap_ms)) : ""),
+                             evidence.max_gap_ms > 0
+                                 ? fmt::format(" (by up to {})", format_duration(evidence.max_gap_ms))
+                                 : ""),
                  fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
                              needed)));
   }

@@ -167,8 +167,8 @@ Span parse_ttl(std::string_view text, std::string_view flag) {
   return Span::finite(ms);
 }
 
-RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics,
-                                         TopicConfigs* configs, ValueOrigin origin) {
+RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics, TopicConfigs* configs,
+                                   ValueOrigin origin) {
   if (flag.known()) {
     return {flag, RetentionSource::Flag, origin};
   }

@@ -2,9 +2,9 @@
 
 #include "core/audit/coverage.hpp"
 #include "core/audit/retention.hpp"
-#include "core/store/dedup_store.hpp"
 #include "core/finding.hpp"
 #include "core/span.hpp"
+#include "core/store/dedup_store.hpp"
 #include "core/value_origin.hpp"
 
 #include <cstdint>
@@ -85,9 +85,8 @@ Span parse_ttl(std::string_view text, std::string_view flag = "--ttl");
 
 // --retention when given; otherwise the broker's configs of the first topic; otherwise unknown.
 // `origin` says where the declared figure came from (flag, config, environment).
-RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics,
-                                         TopicConfigs* configs,
-                                         ValueOrigin origin = ValueOrigin::Flag);
+RetentionDecision decide_retention(const Span& flag, const std::vector<std::string>& topics, TopicConfigs* configs,
+                                   ValueOrigin origin = ValueOrigin::Flag);
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the
 // oldest row, else unknown. `origin` says where a declared figure came from. Throws

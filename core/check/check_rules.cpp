@@ -1,9 +1,9 @@
 #include "core/check/check_rules.hpp"
 
+#include "core/audit/ttl.hpp"
 #include "core/check/inbox_rules.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/util/time.hpp"
-#include "core/audit/ttl.hpp"
 
 #include <fmt/format.h>
 

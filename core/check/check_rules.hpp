@@ -1,8 +1,8 @@
 #pragma once
 
+#include "core/audit/retention.hpp"
 #include "core/check/declarations.hpp"
 #include "core/finding.hpp"
-#include "core/audit/retention.hpp"
 
 #include <map>
 #include <optional>

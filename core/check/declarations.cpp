@@ -1,9 +1,9 @@
 #include "core/check/declarations.hpp"
 
+#include "core/audit/retention.hpp"
+#include "core/identity/key_template.hpp"
 #include "core/store/inbox_schema.hpp"
 #include "core/util/errors.hpp"
-#include "core/identity/key_template.hpp"
-#include "core/audit/retention.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>

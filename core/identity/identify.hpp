@@ -1,8 +1,8 @@
 #pragma once
 
 #include "core/event.hpp"
-#include "core/identity/field_spec.hpp"
 #include "core/finding.hpp"
+#include "core/identity/field_spec.hpp"
 #include "core/identity/key_template.hpp"
 
 #include <cstdint>

@@ -182,7 +182,8 @@ CrossPartitionTally merge_cross_partition(const std::vector<DigestRecords*>& by_
         ex.dedup_key = event.dedup_key;
       }
     }
-    *builder = FindingBuilder::restore(options.max_examples, builder->count(), builder->partitions(), std::move(filled));
+    *builder =
+        FindingBuilder::restore(options.max_examples, builder->count(), builder->partitions(), std::move(filled));
   }
   return out;
 }

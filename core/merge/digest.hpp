@@ -8,8 +8,8 @@
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/source_info.hpp"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>

@@ -74,7 +74,8 @@ std::uint32_t LogAnalyzer::first_payload(std::uint64_t id_hash, std::uint32_t pa
 // Notes the event's time on its partition's clock.
 void LogAnalyzer::tick(const Event& event, std::int64_t relative) {
   if (m_clock_topic >= m_clocks.size() || event.topic != m_clocks[m_clock_topic].topic) {
-    auto it = std::find_if(m_clocks.begin(), m_clocks.end(), [&](const TopicClocks& t) { return t.topic == event.topic; });
+    auto it =
+        std::find_if(m_clocks.begin(), m_clocks.end(), [&](const TopicClocks& t) { return t.topic == event.topic; });
     if (it == m_clocks.end()) {
       it = m_clocks.insert(it, TopicClocks{std::string(event.topic), {}});
     }
@@ -156,7 +157,7 @@ void LogAnalyzer::observe(const Event& event, const Identity& identity) {
     ++counters.no_id;
     m_tally.no_id_binary += identity.binary_payload ? 1 : 0;
     m_tally.missing_id.add(event.partition,
-                     [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
+                           [&] { return example_of(event, identity, {}, std::string(identity.no_id_reason)); });
     return;
   }
   bool inserted = false;
@@ -233,18 +234,19 @@ std::vector<Finding> log_findings(const LogTally& tally, const LogAnalyzerOption
       "producer keep the id across retries (generate it once, before the first send), or deduplicate on "
       "a business key (--semantic-key) where the handler allows it."));
   std::string binary = tally.no_id_binary == 0 ? std::string{}
-                                           : fmt::format(" ({} of them have a binary payload that json: specs "
-                                                         "cannot read)",
-                                                         tally.no_id_binary);
+                                               : fmt::format(" ({} of them have a binary payload that json: specs "
+                                                             "cannot read)",
+                                                             tally.no_id_binary);
   push(tally.missing_id.build(
-      "missing-event-id", Severity::Warning, fmt::format("{} events carry no event id{}", tally.missing_id.count(), binary),
+      "missing-event-id", Severity::Warning,
+      fmt::format("{} events carry no event id{}", tally.missing_id.count(), binary),
       fmt::format("These events cannot be deduplicated by id and every redelivery re-applies them. Check "
                   "that --id ({}) names where the producer puts the id, or fix the producer.{}",
                   options.id_specs,
                   tally.no_id_binary == 0 ? ""
-                                      : " A binary payload (Avro, Protobuf behind a schema registry) is not "
-                                        "read: take the id from a header (--id header:event_id) or the "
-                                        "record key (--id key).")));
+                                          : " A binary payload (Avro, Protobuf behind a schema registry) is not "
+                                            "read: take the id from a header (--id header:event_id) or the "
+                                            "record key (--id key).")));
   push(tally.log_duplicate.build(
       "log-duplicate", Severity::Info,
       fmt::format("{} events repeat an earlier event (same id, same payload)", tally.log_duplicate.count()),

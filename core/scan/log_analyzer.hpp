@@ -2,8 +2,8 @@
 
 #include "core/event.hpp"
 #include "core/finding.hpp"
-#include "core/util/flat_map.hpp"
 #include "core/identity/identify.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -125,7 +125,7 @@ private:
 
   LogAnalyzerOptions m_options;
   LogTally m_tally;
-  FlatHashMap<std::uint32_t> m_first_payload; // id → first payload
+  FlatHashMap<std::uint32_t> m_first_payload;                             // id → first payload
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;
   FlatHashMap<SemanticEntry> m_semantic;
@@ -140,7 +140,7 @@ private:
     std::string topic;
     std::vector<Clock> partitions; // by partition number
   };
-  std::vector<TopicClocks> m_clocks;      // a topic each (few)
+  std::vector<TopicClocks> m_clocks;    // a topic each (few)
   std::size_t m_clock_topic = SIZE_MAX; // the last event's topic's
   std::uint64_t m_generation = 1;
 };

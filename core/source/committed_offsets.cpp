@@ -1,7 +1,7 @@
 #include "core/source/committed_offsets.hpp"
 
-#include "core/util/errors.hpp"
 #include "core/source/range.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>

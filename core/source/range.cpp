@@ -1,7 +1,7 @@
 #include "core/source/range.hpp"
 
-#include "core/util/errors.hpp"
 #include "core/source/offset_spec.hpp"
+#include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 // dedupctl audit and snapshot end to end: a real redis-server and the mock cluster, planted data,
 // exact counts for every coverage state and finding, and every way the store can fail.
-#include "tests/support/planted.hpp"
 #include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
+#include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

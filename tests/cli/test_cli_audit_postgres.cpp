@@ -1,9 +1,9 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
 #include "core/util/time.hpp"
-#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kcat_envelope.hpp"
+#include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // --format html in a real browser: headless Chromium renders the audit's page; the DOM it dumps
 // must carry the numbers of the JSON report, and screenshots at desktop and phone widths are kept
 // in build/artifacts.
-#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -665,11 +665,11 @@ namespace {
 std::string header_events() {
   std::string events;
   for (int i = 0; i < 30; ++i) {
-    events += fmt::format(
-        R"({{"topic":"hdrs","partition":0,"offset":{},"ts":{},"headers":["trace","t-{}","event_id","h-{}",)"
-        R"("trace","again-{}","empty","","null",null],"key":{},"payload":"{{\"n\":{}}}"}})"
-        "\n",
-        i, 1'795'000'100'000LL + i * 7, i, i, i, i % 3 == 0 ? "null" : fmt::format(R"("k{}")", i), i);
+    events +=
+        fmt::format(R"({{"topic":"hdrs","partition":0,"offset":{},"ts":{},"headers":["trace","t-{}","event_id","h-{}",)"
+                    R"("trace","again-{}","empty","","null",null],"key":{},"payload":"{{\"n\":{}}}"}})"
+                    "\n",
+                    i, 1'795'000'100'000LL + i * 7, i, i, i, i % 3 == 0 ? "null" : fmt::format(R"("k{}")", i), i);
   }
   return events;
 }
@@ -686,8 +686,10 @@ std::map<std::string, Json> records_by_id(const std::string& bootstrap, const st
     const Json& headers = record.at("headers");
     for (std::size_t h = 0; h + 1 < headers.size(); h += 2) {
       if (headers[h] == "event_id") {
-        out[headers[h + 1].get<std::string>()] = Json{{"headers", headers}, {"key", record.at("key")},
-                                                      {"payload", record.at("payload")}, {"ts", record.at("ts")}};
+        out[headers[h + 1].get<std::string>()] = Json{{"headers", headers},
+                                                      {"key", record.at("key")},
+                                                      {"payload", record.at("payload")},
+                                                      {"ts", record.at("ts")}};
       }
     }
   }

@@ -1,8 +1,8 @@
 // The SARIF that scan, audit and check write passes Microsoft's SARIF Multitool: the SARIF 2.1.0
 // JSON schema and the rules GitHub's upload-sarif applies (`validate --rule-kind "Sarif;Gh"`).
 // The tool is fetched once from npm by tests/support/sarif/fetch (test-only, like the Kafka jars).
-#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/planted.hpp"
 
 #include <gtest/gtest.h>
 

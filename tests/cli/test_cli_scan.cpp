@@ -294,7 +294,8 @@ TEST(CliScan, ATmpdirThatCannotBeWrittenChangesNoVerdict) {
     auto without = run_dedupctl(args, {}, {{"TMPDIR", missing}});
     EXPECT_EQ(without.exit_code, with.exit_code) << command << ": " << without.err;
     EXPECT_NE(without.err.find("the semantic rule keeps every key in memory: cannot create the semantic rule's "
-                               "temporary file in " + missing + " (TMPDIR)"),
+                               "temporary file in " +
+                               missing + " (TMPDIR)"),
               std::string::npos)
         << command << ": " << without.err;
     Json a = parse(with);
@@ -322,8 +323,7 @@ TEST(CliScan, SemanticKeysAndIdsMovedToTmpdirAreFoundByEventsThatFarBack) {
     std::ofstream out(dir.file("dump.ndjson"));
     auto line = [&](long long offset, long long ts, const std::string& id, long long order) {
       out << R"({"topic":"t","partition":0,"offset":)" << offset << R"(,"ts":)" << ts
-          << R"(,"key":null,"payload":"{\"event_id\":\")" << id << R"(\",\"order\":\"o)" << order << R"(\"}"})"
-          << '\n';
+          << R"(,"key":null,"payload":"{\"event_id\":\")" << id << R"(\",\"order\":\"o)" << order << R"(\"}"})" << '\n';
     };
     const long long base = 1'700'000'000'000;
     for (int i = 0; i < k_events; ++i) {
@@ -347,17 +347,19 @@ TEST(CliScan, SemanticKeysAndIdsMovedToTmpdirAreFoundByEventsThatFarBack) {
   ASSERT_EQ(in_memory.exit_code, 0) << in_memory.err;
   std::smatch moved;
   std::string err = archived.err;
-  ASSERT_TRUE(std::regex_search(err, moved, std::regex(R"(moved (\d+) keys older than the window to the semantic rule's )"
-                                                       R"(temporary file in .* \(TMPDIR\); (\d+) events with a time )"
-                                                       R"(that far back asked there, (\d+) found their key)")))
+  ASSERT_TRUE(std::regex_search(err, moved,
+                                std::regex(R"(moved (\d+) keys older than the window to the semantic rule's )"
+                                           R"(temporary file in .* \(TMPDIR\); (\d+) events with a time )"
+                                           R"(that far back asked there, (\d+) found their key)")))
       << err;
   EXPECT_GT(std::stoll(moved[1]), 500'000);
   EXPECT_EQ(std::stoll(moved[3]), k_late);
   // Past about a million ids, the ids go there too, and events that repeat one find it.
   std::smatch ids;
-  ASSERT_TRUE(std::regex_search(err, ids, std::regex(R"(the id rule moved (\d+) event ids to the id rule's temporary )"
-                                                     R"(file in .* \(TMPDIR\); (\d+) events with an id not in memory )"
-                                                     R"(asked there \((\d+) blocks read\), (\d+) found theirs)")))
+  ASSERT_TRUE(std::regex_search(err, ids,
+                                std::regex(R"(the id rule moved (\d+) event ids to the id rule's temporary )"
+                                           R"(file in .* \(TMPDIR\); (\d+) events with an id not in memory )"
+                                           R"(asked there \((\d+) blocks read\), (\d+) found theirs)")))
       << err;
   EXPECT_GE(std::stoll(ids[1]), 1'000'000);
   EXPECT_EQ(std::stoll(ids[4]), k_resent + k_reused);

@@ -1,9 +1,9 @@
 // A secret never appears in any output, in any spelling the user may have typed it: every form
 // of core/store/secrets.hpp, against every renderer, on stdout and stderr, with the store unreachable
 // (the error messages name the store) and with a bad URI (the usage error names it).
-#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -13,9 +13,9 @@
 
 #include <csignal>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <thread>
-#include <set>
 
 using namespace dedupctl::testing;
 using Json = nlohmann::json;
@@ -81,7 +81,8 @@ std::string planted_dump() {
           ts = plant.ts;
         }
       }
-      Envelope e{.topic = "orders", .partition = p, .offset = i, .ts = ts, .key = fmt::format("k{}", i), .payload = payload};
+      Envelope e{
+          .topic = "orders", .partition = p, .offset = i, .ts = ts, .key = fmt::format("k{}", i), .payload = payload};
       if (!id.empty()) {
         e.headers.emplace_back("event_id", id);
       }
@@ -303,7 +304,7 @@ TEST_P(ShardedAudit, TheMergeOfNShardsIsTheReportOfOneProcessFieldByField) {
     for (const char* state : redis ? std::vector<const char*>{"covered", "expired", "missing"}
                                    : std::vector<const char*>{"expiring", "missing"}) {
       EXPECT_GT(summary.at(state).get<long long>(), 0) << state << (redis ? " against Redis" : " offline") << "\n"
-                                                      << summary.dump();
+                                                       << summary.dump();
     }
     if (!redis) {
       EXPECT_EQ(whole.at("placement").at("ttl_source"), "estimate");
@@ -328,8 +329,9 @@ protected:
   // Shard K of N of a scan of the dump, with `extra` options; returns its digest.
   std::string shard(int k, int n, std::vector<std::string> extra = {}, const std::string& command = "scan") {
     std::string digest = m_dir.file(fmt::format("{}-{}-{}-{}.digest", command, k, n, m_count++));
-    std::vector<std::string> args{command, "--input", m_dir.file("orders.ndjson"), "--shard", fmt::format("{}/{}", k, n),
-                                   "--digest", digest, "--format", "json"};
+    std::vector<std::string> args{
+        command,    "--input", m_dir.file("orders.ndjson"), "--shard", fmt::format("{}/{}", k, n), "--digest", digest,
+        "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto result = run_dedupctl(args);
     EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.err;
@@ -444,7 +446,8 @@ TEST(MergeIncomplete, AFailedShardMakesTheMergeIncomplete) {
 
 // A digest that cannot be written is exit 3 naming it: the shard's work is lost, and says so.
 TEST_F(MergeRefusals, ADigestOnAFullDiskIsExit3NamingIt) {
-  auto result = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", "/dev/full"});
+  auto result =
+      run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", "/dev/full"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("/dev/full"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
@@ -499,8 +502,8 @@ TEST_F(MergeRefusals, AShardKilledMidRunIsMissingUntilItIsRunAgain) {
   EXPECT_NE(refused.err.find(first), std::string::npos) << refused.err;
 
   // Run again, the shard merges to what one process reports.
-  auto again = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", first,
-                             "--format", "json"});
+  auto again = run_dedupctl(
+      {"scan", "--input", m_dir.file("orders.ndjson"), "--shard", "0/2", "--digest", first, "--format", "json"});
   EXPECT_TRUE(again.exit_code == 0 || again.exit_code == 1) << again.err;
   auto merged = run_dedupctl({"merge", first, second, "--format", "json"});
   auto whole = run_dedupctl({"scan", "--input", m_dir.file("orders.ndjson"), "--format", "json"});
@@ -532,8 +535,8 @@ TEST(ShardSecrets, APasswordInTheStoreIsInNoDigestAndNoOutput) {
     EXPECT_EQ(merged.exit_code, password == "Sh4rdS3cret" ? 1 : 3) << merged.err;
     everything += merged.out + merged.err;
     auto at = everything.find(password);
-    EXPECT_EQ(at, std::string::npos) << password << " leaked: "
-                                     << everything.substr(at == std::string::npos ? 0 : at - 100, 200);
+    EXPECT_EQ(at, std::string::npos) << password
+                                     << " leaked: " << everything.substr(at == std::string::npos ? 0 : at - 100, 200);
   }
 }
 

@@ -1,11 +1,11 @@
 // dedupctl trace end to end: planted events, one per verdict, on the mock cluster and on the real
 // Apache Kafka broker (the /kafka instances run in the real-kafka tier), a group that consumed them,
 // and a real Redis holding (or not) their records.
-#include "tests/support/planted.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
 #include "tests/support/kcat_envelope.hpp"
+#include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -3,13 +3,13 @@
 // checkpoint files a run reads back. Build with clang and
 // -DDEDUPCTL_FUZZ=ON; run e.g. build-fuzz/tests/fuzz/fuzz_kcat_line -max_total_time=60.
 #include "core/check/config_check.hpp"
-#include "core/util/errors.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/identify.hpp"
+#include "core/replay/replay.hpp"
 #include "core/source/kcat_line.hpp"
 #include "core/source/offset_spec.hpp"
-#include "core/replay/replay.hpp"
 #include "core/store/snapshot_line.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
 #include <cstdint>

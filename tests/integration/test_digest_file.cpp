@@ -5,8 +5,8 @@
 // has it, as a sorted list in memory finds it; a TMPDIR that cannot hold it leaves the keys in
 // memory, and a file cut short under it is an error, not a key missed.
 #include "connectors/file/digest_file.hpp"
-#include "connectors/file/record_runs.hpp"
 #include "connectors/file/key_archive.hpp"
+#include "connectors/file/record_runs.hpp"
 #include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -4,10 +4,10 @@
 // master's settings, and the master a sentinel names before and after a failover.
 #include "connectors/redis/connection.hpp"
 #include "connectors/redis/redis.hpp"
-#include "core/util/errors.hpp"
-#include "core/store/redis_cluster.hpp"
 #include "core/replay/replay.hpp"
 #include "core/span.hpp"
+#include "core/store/redis_cluster.hpp"
+#include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
@@ -338,7 +338,7 @@ TEST_F(RedisClusterTest, ADownClusterIsWaitedForUntilItIsUpAgain) {
   auto store_settings = settings_for(m_cluster.seed_uri(), 10'000);
   auto store = connectors::redis::open_store(store_settings);
   ASSERT_NO_FATAL_FAILURE(take_down(m_cluster, slot));
-  std::jthread mend([&] { // joined however the lookup ends
+  std::jthread mend([&] {                                 // joined however the lookup ends
     std::this_thread::sleep_for(std::chrono::seconds(4)); // longer than 16 rounds of 200 ms
     owner->command(fmt::format("CLUSTER ADDSLOTS {}", slot));
   });
@@ -479,8 +479,8 @@ TEST_F(RedisSentinelTest, TheSentinelsMasterBeforeAndAfterAFailover) {
 // all, replicated before the failover) stay claims and end with their lease.
 TEST_F(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndSettlesNothing) {
   auto settings = settings_for(fmt::format("redis+sentinel://127.0.0.1:{}/orders", sentinel.port()));
-  auto placement = connectors::redis::open_replay_placement(settings, core::Span::finite(86'400'000), 60'000,
-                                                            {"processing"});
+  auto placement =
+      connectors::redis::open_replay_placement(settings, core::Span::finite(86'400'000), 60'000, {"processing"});
   const std::vector<std::string> keys{"dedup:r-1", "dedup:r-2"};
   std::vector<core::Claim> claims;
   placement->claim(keys, "run-1", claims);
@@ -492,8 +492,7 @@ TEST_F(RedisSentinelTest, AReplayWhoseMasterChangesBeforeItsFirstSettleStopsAndS
   EXPECT_NE(message.find("the Redis placement changed during the run"), std::string::npos) << message;
   EXPECT_NE(message.find(fmt::format("claimed on master 127.0.0.1:{} of 'orders'", master.port())), std::string::npos)
       << message;
-  EXPECT_NE(message.find(fmt::format("settling on master 127.0.0.1:{} of 'orders'", replica.port())),
-            std::string::npos)
+  EXPECT_NE(message.find(fmt::format("settling on master 127.0.0.1:{} of 'orders'", replica.port())), std::string::npos)
       << message;
   for (const auto& key : keys) {
     EXPECT_EQ(replica.command("GET " + key), "$16\r\nprocessing:run-1\r\n")

@@ -100,8 +100,7 @@ TestProducer::~TestProducer() {
 void TestProducer::connect(const std::string& topic) {
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(m_state->rk, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* metadata = nullptr;
-  rd_kafka_resp_err_t err =
-      rd_kafka_metadata(m_state->rk, 0, rkt, &metadata, static_cast<int>(m_state->timeout_ms));
+  rd_kafka_resp_err_t err = rd_kafka_metadata(m_state->rk, 0, rkt, &metadata, static_cast<int>(m_state->timeout_ms));
   if (metadata) {
     rd_kafka_metadata_destroy(metadata);
   }

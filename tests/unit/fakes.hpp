@@ -3,13 +3,13 @@
 // In-memory fakes of our own interfaces (core/), for unit tests of the pipeline (never of a client
 // library): one place for every fake, each named for the interface it stands in for.
 
+#include "core/audit/retention.hpp"
 #include "core/check/check_rules.hpp"
+#include "core/event.hpp"
+#include "core/replay/replay.hpp"
+#include "core/source/range.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/util/errors.hpp"
-#include "core/event.hpp"
-#include "core/source/range.hpp"
-#include "core/replay/replay.hpp"
-#include "core/audit/retention.hpp"
 
 #include <atomic>
 #include <deque>

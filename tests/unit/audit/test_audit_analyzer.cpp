@@ -218,9 +218,7 @@ TEST(AuditAnalyzer, TtlMarginAndOffsetTemplates) {
 }
 
 namespace dedupctl::core {
-namespace {
-
-} // namespace
+namespace {} // namespace
 } // namespace dedupctl::core
 
 // A seek by time the broker could not look up (the mock cluster): the window starts at the first

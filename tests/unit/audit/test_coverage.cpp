@@ -91,5 +91,5 @@ TEST(TtlEstimator, BoundsTheConfiguredTtl) {
   EXPECT_EQ(estimator.high(), 60 * 60'000);
 }
 
-#include "core/util/errors.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/errors.hpp"

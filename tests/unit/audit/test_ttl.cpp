@@ -1,6 +1,6 @@
 #include "core/audit/retention.hpp"
-#include "core/span.hpp"
 #include "core/audit/ttl.hpp"
+#include "core/span.hpp"
 #include "tests/unit/fakes.hpp"
 
 #include <gtest/gtest.h>

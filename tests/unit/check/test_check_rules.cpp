@@ -15,7 +15,6 @@ using dedupctl::testing::k_file;
 
 namespace {
 
-
 std::vector<Finding> of(const std::vector<Finding>& findings, const std::string& id, const std::string& subject) {
   std::vector<Finding> out;
   for (const auto& f : findings) {

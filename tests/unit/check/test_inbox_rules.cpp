@@ -1,5 +1,5 @@
-#include "core/util/errors.hpp"
 #include "core/check/inbox_rules.hpp"
+#include "core/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "core/util/errors.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/identify.hpp"
+#include "core/util/errors.hpp"
 #include "tests/unit/fakes.hpp"
 #include <gtest/gtest.h>
 

@@ -2,10 +2,10 @@
 // order, and the merge of the analyses that span partitions against LogAnalyzer itself over the
 // same events in canonical order.
 #include "core/merge/digest.hpp"
-#include "core/util/errors.hpp"
-#include "core/util/fingerprint.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/range.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/fingerprint.hpp"
 
 #include <gtest/gtest.h>
 
@@ -132,7 +132,8 @@ TEST(Shard, KOfNIsParsedAndAnythingElseIsAUsageErrorNamingIt) {
       parse_shard(bad);
       ADD_FAILURE() << bad << " was accepted";
     } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("invalid --shard '") + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("invalid --shard '") + bad + "'"), std::string::npos)
+          << e.what();
     }
   }
 }

@@ -425,8 +425,7 @@ public:
   }
 
 private:
-  template <typename Done>
-  static bool wait_for(Done done) {
+  template <typename Done> static bool wait_for(Done done) {
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!done()) {
       if (std::chrono::steady_clock::now() > give_up) {

@@ -2,9 +2,9 @@
 #include "core/util/time.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
-#include <gtest/gtest.h>
 #include <cstdio>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 
 using namespace dedupctl;

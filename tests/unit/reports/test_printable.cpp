@@ -2,9 +2,9 @@
 #include "core/util/time.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
-#include <gtest/gtest.h>
 #include <cstdio>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 
 using namespace dedupctl;
@@ -16,7 +16,9 @@ using dedupctl::testing::sample;
 
 // An id, key and type from the log that try to retitle (OSC) and recolour (CSI, C1) the terminal.
 TEST(Printable, HumanFormatsEscapeWhatTheLogMayCarryAndJsonStaysExact) {
-  const std::string osc = "e-\x1b]0;pwned\x07", csi = "k\x1b[31mred", c1 = "T\xc2\x9b" "31m";
+  const std::string osc = "e-\x1b]0;pwned\x07", csi = "k\x1b[31mred",
+                    c1 = "T\xc2\x9b"
+                         "31m";
   Report report = sample();
   core::Example ex;
   ex.event_id = osc;

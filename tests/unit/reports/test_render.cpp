@@ -16,7 +16,6 @@ using dedupctl::testing::golden;
 using dedupctl::testing::rendered;
 using dedupctl::testing::sample;
 
-
 TEST(Formats, ParseAndRefuseUnknown) {
   EXPECT_EQ(parse_format("json"), Format::Json);
   EXPECT_EQ(parse_format("markdown"), Format::Markdown);
@@ -37,6 +36,4 @@ TEST(Formats, HtmlIsOneSelfContainedPageWithEscapedText) {
   EXPECT_LT(html.find("id=\"verdict\""), html.find("Findings"));
 }
 
-namespace {
-
-} // namespace
+namespace {} // namespace

@@ -1,6 +1,6 @@
 #include "core/identity/identify.hpp"
-#include "core/util/key_filter.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/util/key_filter.hpp"
 #include "tests/unit/fakes.hpp"
 
 #include <gtest/gtest.h>
@@ -24,7 +24,8 @@ struct Run {
 
 // Identifies each event and hands it to `analyzer`, calling `after()` after each.
 template <typename After = void (*)()>
-void observe_all(LogAnalyzer& analyzer, const std::vector<OwnedEvent>& events, After after = [] {}) {
+void observe_all(
+    LogAnalyzer& analyzer, const std::vector<OwnedEvent>& events, After after = [] {}) {
   Identifier identifier(default_identify_options());
   for (const auto& owned : events) {
     std::vector<Header> headers;
@@ -207,7 +208,8 @@ public:
   std::optional<std::uint64_t> latest(std::uint64_t key) override {
     ++asked;
     for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-      auto it = std::lower_bound(run->begin(), run->end(), key, [](const Entry& e, std::uint64_t k) { return e.key < k; });
+      auto it =
+          std::lower_bound(run->begin(), run->end(), key, [](const Entry& e, std::uint64_t k) { return e.key < k; });
       if (it != run->end() && it->key == key) {
         ++found;
         return it->value;
@@ -319,7 +321,8 @@ TEST(LogAnalyzer, TheSemanticTableFollowsTheWindowNotTheRange) {
   options.semantic_table_limit = 4096;
   std::vector<OwnedEvent> log;
   for (int i = 0; i < 100'000; ++i) {
-    log.push_back(ev(i / 4, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i * 360, i % 4));
+    log.push_back(
+        ev(i / 4, "id-" + std::to_string(i), "intent-" + std::to_string(i), 1'700'000'000'000 + i * 360, i % 4));
   }
   LogAnalyzer analyzer(options);
   std::size_t held = 0;

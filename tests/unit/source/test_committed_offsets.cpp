@@ -1,9 +1,9 @@
 // The group's committed offsets for a kcat dump (--committed FILE): the CSV kafka-consumer-groups
 // --reset-offsets --export prints, and the replay window a --seek opens on a dump before it is read.
 #include "core/source/committed_offsets.hpp"
-#include "core/util/errors.hpp"
 #include "core/source/offset_spec.hpp"
 #include "core/source/range.hpp"
+#include "core/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "core/util/errors.hpp"
 #include "core/source/offset_spec.hpp"
 #include "core/source/source_info.hpp"
+#include "core/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

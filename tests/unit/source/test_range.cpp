@@ -1,7 +1,7 @@
-#include "core/util/errors.hpp"
 #include "core/source/offset_spec.hpp"
 #include "core/source/range.hpp"
 #include "core/source/source_info.hpp"
+#include "core/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include "core/source/kcat_line.hpp"
-#include <gtest/gtest.h>
 #include "core/store/inbox_snapshot.hpp"
+#include <gtest/gtest.h>
 
 using namespace dedupctl::core;
 

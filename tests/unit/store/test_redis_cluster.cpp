@@ -1,7 +1,7 @@
 // A key's slot and a redirect, as Redis Cluster decides them; the cluster and sentinel URI forms.
-#include "core/util/errors.hpp"
 #include "core/store/redis_cluster.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-#include "core/util/errors.hpp"
 #include "core/finding.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/flat_map.hpp"
 #include <gtest/gtest.h>
 #include <map>

@@ -1,9 +1,9 @@
 #include "core/identity/identify.hpp"
-#include "core/util/key_filter.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/util/key_filter.hpp"
 #include "tests/unit/fakes.hpp"
-#include <gtest/gtest.h>
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <random>
 
 using namespace dedupctl;

@@ -1,6 +1,6 @@
-#include "core/util/errors.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 #include <gtest/gtest.h>
 
