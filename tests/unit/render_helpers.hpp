@@ -37,6 +37,16 @@ inline std::int64_t summary(const reports::Report& report, const std::string& na
   return -1;
 }
 
+// A scan that could not finish (exit 3), for what every renderer must say of it.
+inline reports::Report incomplete_report(std::string error) {
+  reports::Report report;
+  report.command = "scan";
+  report.complete = false;
+  report.exit_code = 3;
+  report.error = std::move(error);
+  return report;
+}
+
 // A scan report with a finding of each severity that has examples: what the renderers are tested on.
 inline reports::Report sample() {
   using namespace core;

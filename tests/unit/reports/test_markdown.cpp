@@ -1,16 +1,11 @@
-#include "core/util/errors.hpp"
-#include "core/util/time.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
-#include <cstdio>
-#include <fstream>
-#include <gtest/gtest.h>
-#include <sstream>
 
-using namespace dedupctl;
-using namespace dedupctl::core;
+#include <gtest/gtest.h>
+
+#include <string>
+
 using namespace dedupctl::reports;
-using dedupctl::testing::golden;
 using dedupctl::testing::rendered;
 using dedupctl::testing::sample;
 

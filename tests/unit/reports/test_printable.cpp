@@ -1,16 +1,12 @@
-#include "core/util/errors.hpp"
-#include "core/util/time.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
-#include <cstdio>
-#include <fstream>
+
 #include <gtest/gtest.h>
-#include <sstream>
+
+#include <string>
 
 using namespace dedupctl;
-using namespace dedupctl::core;
 using namespace dedupctl::reports;
-using dedupctl::testing::golden;
 using dedupctl::testing::rendered;
 using dedupctl::testing::sample;
 

@@ -1,16 +1,12 @@
-#include "core/util/errors.hpp"
-#include "core/util/time.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
-#include <cstdio>
-#include <fstream>
-#include <gtest/gtest.h>
-#include <sstream>
 
-using namespace dedupctl;
-using namespace dedupctl::core;
+#include <gtest/gtest.h>
+
+#include <string>
+
 using namespace dedupctl::reports;
-using dedupctl::testing::golden;
+using dedupctl::testing::incomplete_report;
 using dedupctl::testing::rendered;
 using dedupctl::testing::sample;
 
@@ -28,11 +24,7 @@ TEST(TextReport, ShowsTheRangeSummaryFindingsAndVerdict) {
 }
 
 TEST(TextReport, NeverPrintsACleanVerdictOverAnIncompleteRun) {
-  Report report;
-  report.command = "scan";
-  report.complete = false;
-  report.exit_code = 3;
-  report.error = "no data from Kafka";
+  Report report = incomplete_report("no data from Kafka");
   auto text = rendered(report, Format::Text);
   EXPECT_EQ(text.find("clean"), std::string::npos) << text;
   EXPECT_NE(text.find("INCOMPLETE: no data from Kafka."), std::string::npos) << text;
