@@ -1,8 +1,8 @@
 // dedupctl audit against a PostgreSQL inbox table: a real PostgreSQL started by the fixture, the
 // mock cluster, the planted events of planted.hpp, and every way the inbox can be wrong.
 #include "core/util/time.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
-#include "tests/support/kcat_envelope.hpp"
 #include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
@@ -285,7 +285,8 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
   std::string lines;
   const char* ids[] = {"0A0B0C0D-0000-4000-8000-000000000001", "0a0b0c0d-0000-4000-8000-000000000002", "e-17"};
   for (int i = 0; i < 3; ++i) {
-    lines += Envelope{.topic = "uu", .offset = i, .ts = now - 60'000, .headers = {{"event_id", ids[i]}}}.line();
+    lines += kcat_line(OwnedEvent{
+        .topic = "uu", .offset = i, .timestamp_ms = now - 60'000, .headers = {{"event_id", ids[i]}}, .payload = "{}"});
   }
   MockBroker broker({"uu:1"});
   broker.seed("uu", lines);

@@ -2,9 +2,9 @@
 // coverage states are exactly those of one server; a master killed mid-audit is exit 3 and an
 // incomplete report; cluster and sentinel URIs that cannot work are refused with the right code.
 #include "tests/cli/report_json.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
-#include "tests/support/kcat_envelope.hpp"
 #include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
@@ -123,8 +123,9 @@ TEST(RedisClusterUris, MistakesAreRefusedWithTheRightCode) {
       {fmt::format("redis+sentinel://127.0.0.1:{}/orders", dead), 3, "no sentinel answered"},
   };
   for (const auto& c : cases) {
-    auto result = run_dedupctl({"audit", "--input", "-", "--store", c.store, "--ttl", "1h", "-o", "json"},
-                               Envelope{.headers = {{"event_id", "e"}}}.line());
+    auto result = run_dedupctl(
+        {"audit", "--input", "-", "--store", c.store, "--ttl", "1h", "-o", "json"},
+        kcat_line(OwnedEvent{.topic = "t", .timestamp_ms = 1, .headers = {{"event_id", "e"}}, .payload = "{}"}));
     EXPECT_EQ(result.exit_code, c.exit_code) << c.store << ": " << result.err;
     EXPECT_NE(result.err.find(c.says), std::string::npos) << c.store << ": " << result.err;
     if (c.exit_code == 3) {

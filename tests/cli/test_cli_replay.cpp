@@ -1,10 +1,10 @@
 // dedupctl replay end to end: the mock cluster and a real Kafka broker as source and sink, a real
 // Redis and a real PostgreSQL as placements, produce failures injected in the mock, and runs killed
 // with SIGKILL.
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
-#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -28,14 +28,13 @@ constexpr int k_events = 400;
 std::string source_events() {
   std::string out;
   for (int i = 0; i < k_events; ++i) {
-    out += Envelope{.topic = "src",
-                    .partition = i % 2,
-                    .offset = i / 2,
-                    .ts = 1'795'000'000'000LL + i,
-                    .headers = {{"event_id", fmt::format("e-{}", i)}, {"type", "PaymentCharged"}},
-                    .key = fmt::format("k{}", i),
-                    .payload = fmt::format(R"({{"n":{}}})", i)}
-               .line();
+    out += kcat_line(OwnedEvent{.topic = "src",
+                                .partition = i % 2,
+                                .offset = i / 2,
+                                .timestamp_ms = 1'795'000'000'000LL + i,
+                                .headers = {{"event_id", fmt::format("e-{}", i)}, {"type", "PaymentCharged"}},
+                                .key = fmt::format("k{}", i),
+                                .payload = fmt::format(R"({{"n":{}}})", i)});
   }
   return out;
 }

@@ -1,10 +1,10 @@
 // The built binary end to end: exit codes, messages, report-v1 JSON, on a seeded mock cluster and
 // on kcat dumps.
 #include "tests/cli/report_json.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
-#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -377,8 +377,9 @@ TEST(CliScan, SemanticKeysAndIdsMovedToTmpdirAreFoundByEventsThatFarBack) {
 }
 
 TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
-  std::string dump = Envelope{.payload = std::string("\0\1binary", 8)}.line() +
-                     Envelope{.offset = 1, .ts = 2, .payload = R"({"event_id":"a"})"}.line();
+  std::string dump =
+      kcat_line(OwnedEvent{.topic = "t", .timestamp_ms = 1, .payload = std::string("\0\1binary", 8)}) +
+      kcat_line(OwnedEvent{.topic = "t", .offset = 1, .timestamp_ms = 2, .payload = R"({"event_id":"a"})"});
   auto result = run_dedupctl({"scan", "--input", "-", "--id", "json:/event_id", "-o", "json"}, dump);
   EXPECT_EQ(result.exit_code, 0) << result.err; // a warning does not fail --fail-on error
   auto doc = parse(result);
@@ -410,7 +411,8 @@ TEST(CliScan, SigintWritesAnIncompleteReportAndExits130) {
   options.pipe_stdin = true;
   options.pipe_stdout = true;
   Process process({DEDUPCTL_BINARY, "scan", "--input", "-", "-o", "json", "-q"}, options);
-  process.write_line(Envelope{.headers = {{"event_id", "a"}}, .payload = "x"}.json());
+  process.write_line(
+      kcat_json(OwnedEvent{.topic = "t", .timestamp_ms = 1, .headers = {{"event_id", "a"}}, .payload = "x"}));
   interrupt_and_expect_130(process);
 }
 

@@ -2,10 +2,10 @@
 // p mod N = K, put together by `dedupctl merge`, give the report one process over the whole range
 // gives, field by field; and merge refuses what cannot be put together exactly.
 #include "tests/cli/report_json.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
-#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -81,12 +81,16 @@ std::string planted_dump() {
           ts = plant.ts;
         }
       }
-      Envelope e{
-          .topic = "orders", .partition = p, .offset = i, .ts = ts, .key = fmt::format("k{}", i), .payload = payload};
+      OwnedEvent e{.topic = "orders",
+                   .partition = p,
+                   .offset = i,
+                   .timestamp_ms = ts,
+                   .key = fmt::format("k{}", i),
+                   .payload = payload};
       if (!id.empty()) {
         e.headers.emplace_back("event_id", id);
       }
-      out += e.line();
+      out += kcat_line(e);
     }
   }
   return out;

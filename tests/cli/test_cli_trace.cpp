@@ -1,10 +1,10 @@
 // dedupctl trace end to end: planted events, one per verdict, on the mock cluster and on the real
 // Apache Kafka broker (the /kafka instances run in the real-kafka tier), a group that consumed them,
 // and a real Redis holding (or not) their records.
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
-#include "tests/support/kcat_envelope.hpp"
 #include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
@@ -17,13 +17,12 @@ using Json = nlohmann::json;
 namespace {
 
 std::string copy(long long offset, long long ts, const std::string& id, int payload) {
-  return Envelope{.topic = "pay",
-                  .offset = offset,
-                  .ts = ts,
-                  .headers = {{"event_id", id}, {"type", "PaymentCharged"}},
-                  .key = "k",
-                  .payload = fmt::format(R"({{"amount":{}}})", payload)}
-      .line();
+  return kcat_line(OwnedEvent{.topic = "pay",
+                              .offset = offset,
+                              .timestamp_ms = ts,
+                              .headers = {{"event_id", id}, {"type", "PaymentCharged"}},
+                              .key = "k",
+                              .payload = fmt::format(R"({{"amount":{}}})", payload)});
 }
 
 } // namespace

@@ -3,10 +3,10 @@
 // on the mock, which can take a broker down.
 #include "connectors/kafka/kafka.hpp"
 #include "core/util/errors.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
-#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -38,13 +38,13 @@ std::string planted(int partitions, int per_partition) {
   std::string out;
   for (int p = 0; p < partitions; ++p) {
     for (int i = 0; i < per_partition; ++i) {
-      out += Envelope{.partition = p,
-                      .offset = i,
-                      .ts = k_base_ts + i * 60'000,
-                      .headers = {{"event_id", fmt::format("e-{}-{}", p, i)}},
-                      .key = fmt::format("k{}", i),
-                      .payload = fmt::format(R"({{"n":{}}})", i)}
-                 .line();
+      out += kcat_line(OwnedEvent{.topic = "t",
+                                  .partition = p,
+                                  .offset = i,
+                                  .timestamp_ms = k_base_ts + i * 60'000,
+                                  .headers = {{"event_id", fmt::format("e-{}-{}", p, i)}},
+                                  .key = fmt::format("k{}", i),
+                                  .payload = fmt::format(R"({{"n":{}}})", i)});
     }
   }
   return out;

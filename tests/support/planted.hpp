@@ -3,8 +3,8 @@
 // Ten planted events on topic "pay" (one partition) for the audit tests, one per coverage state
 // once the matching records are written: see each test for the records.
 
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
-#include "tests/support/kcat_envelope.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -27,14 +27,14 @@ inline long long wall_ms() {
 }
 
 inline std::string envelope(long long offset, long long ts, const std::string& id, const std::string& type) {
-  Envelope e{.topic = "pay", .offset = offset, .ts = ts};
+  OwnedEvent e{.topic = "pay", .offset = offset, .timestamp_ms = ts};
   if (!id.empty()) {
     e.headers.emplace_back("event_id", id);
   }
   e.headers.emplace_back("type", type);
   e.key = fmt::format("k{}", offset);
   e.payload = fmt::format(R"({{"n":{}}})", offset);
-  return e.line();
+  return kcat_line(e);
 }
 
 // Ten events, one partition, group "billing" committed at 8; TTL 1h, retention 7d. `now` is the

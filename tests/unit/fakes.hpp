@@ -10,6 +10,7 @@
 #include "core/source/range.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/util/errors.hpp"
+#include "tests/support/events.hpp"
 
 #include <atomic>
 #include <deque>
@@ -25,17 +26,6 @@
 
 namespace dedupctl::testing {
 
-// An event that owns its bytes.
-struct OwnedEvent {
-  std::string topic = "orders";
-  std::int32_t partition = 0;
-  std::int64_t offset = 0;
-  std::int64_t timestamp_ms = 0;
-  std::optional<std::string> key;
-  std::optional<std::string> payload;
-  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-};
-
 inline OwnedEvent with_header_id(std::int32_t partition, std::int64_t offset, std::int64_t ts, std::string id,
                                  std::string payload) {
   OwnedEvent e;
@@ -44,27 +34,6 @@ inline OwnedEvent with_header_id(std::int32_t partition, std::int64_t offset, st
   e.timestamp_ms = ts;
   e.payload = std::move(payload);
   e.headers.emplace_back("event_id", std::move(id));
-  return e;
-}
-
-// Views an owned event as a core::Event (headers stored in `headers`, which must outlive it).
-inline core::Event view(const OwnedEvent& owned, std::vector<core::Header>& headers) {
-  headers.clear();
-  for (const auto& [name, value] : owned.headers) {
-    headers.push_back(core::Header{name, value ? std::optional<std::string_view>(*value) : std::nullopt});
-  }
-  core::Event e;
-  e.topic = owned.topic;
-  e.partition = owned.partition;
-  e.offset = owned.offset;
-  e.timestamp_ms = owned.timestamp_ms;
-  if (owned.key) {
-    e.key = *owned.key;
-  }
-  if (owned.payload) {
-    e.payload = *owned.payload;
-  }
-  e.headers = headers;
   return e;
 }
 
