@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/source/partition.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,14 +38,6 @@ std::optional<std::int64_t> spec_timestamp(const OffsetSpec& spec, std::int64_t 
 std::optional<std::string> inverted_range(const OffsetSpec& from, const OffsetSpec& to, std::int64_t now_ms);
 
 enum class SpecRole { From, To, Seek };
-
-// What the broker told us about one partition.
-struct PartitionFacts {
-  std::int64_t log_start = 0;
-  std::int64_t log_end = 0;
-  std::optional<std::int64_t> committed;   // the group's committed offset, if any
-  std::optional<std::int64_t> time_lookup; // answer to offsets_for_times, -1 for "none/unknown"
-};
 
 struct ResolvedOffset {
   std::int64_t offset = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/event.hpp"
+#include "core/source/partition.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,25 +10,6 @@
 #include <string>
 
 namespace dedupctl::core {
-
-inline constexpr std::int64_t k_offset_max = std::numeric_limits<std::int64_t>::max();
-
-// What to read of one partition: [start, end), optionally narrowed by timestamps when the broker
-// could not resolve a time SPEC to an offset.
-struct PartitionPlan {
-  std::string topic;
-  std::int32_t partition = 0;
-  std::int64_t start = 0;
-  std::int64_t end = k_offset_max;
-  std::optional<std::int64_t> skip_before_ts; // skip until the first event with ts >= this
-  std::optional<std::int64_t> stop_at_ts;     // stop at the first event with ts >= this
-  // Where this partition stands in the canonical order (canonical_seq): its index among all the
-  // partitions of the resolved range (`ranks` of them, whichever shard reads it) and the offset
-  // its rounds count from (the range's start, kept when a replay resumes later).
-  std::uint32_t rank = 0;
-  std::uint32_t ranks = 1;
-  std::int64_t order_base = 0;
-};
 
 // Events are analysed in one order that every source, every run and every shard agrees on, so that
 // "the first occurrence" and "the first five examples" never depend on which partition a broker

@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 #include "core/finding.hpp"
+#include "core/source/partition.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -9,28 +10,6 @@
 #include <vector>
 
 namespace dedupctl::core {
-
-// One partition of the range as resolved and read: the report's `source.partitions[]`.
-struct PartitionRange {
-  std::string topic;
-  std::int32_t partition = 0;
-  std::int64_t from = 0; // first offset of the range (inclusive)
-  std::int64_t to = 0;   // end of the range (exclusive)
-  std::optional<std::int64_t> log_start;
-  std::optional<std::int64_t> log_end;
-  std::optional<std::int64_t> committed;
-  std::optional<std::int64_t> seek;
-  // The seek was a time the broker could not look up: the audit finds its offset while reading.
-  std::optional<std::int64_t> seek_timestamp;
-  std::int64_t events = 0;
-  std::optional<std::int64_t> first_timestamp;
-  std::optional<std::int64_t> last_timestamp;
-  // The requested start lay before the log start.
-  bool clamped = false;
-  std::int64_t requested_from = 0;
-  // The requested start was a time the broker could not resolve; the reader skipped older events.
-  std::optional<std::int64_t> from_timestamp;
-};
 
 struct SourceInfo {
   std::string kind;                // "kafka" or "file"
