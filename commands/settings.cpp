@@ -39,10 +39,15 @@ connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, co
 connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
   connectors::kafka::KafkaSettings settings;
   settings.bootstrap = context.global.bootstrap;
-  for (const auto& property : context.global.properties) {
+  const auto& properties = context.global.properties;
+  for (std::size_t i = 0; i < properties.size(); ++i) {
+    const auto& property = properties[i];
     auto eq = property.find('=');
     if (eq == std::string::npos || eq == 0) {
-      throw UsageError(fmt::format("invalid -X '{}': expected prop=value", property));
+      // Not shown: a value typed with the wrong separator (sasl.password:…) is still a secret.
+      throw UsageError(fmt::format("invalid -X (number {} of {}): expected PROP=VALUE, as kcat's -X; the argument is "
+                                   "not shown, since it may hold a secret",
+                                   i + 1, properties.size()));
     }
     settings.properties.emplace_back(property.substr(0, eq), property.substr(eq + 1));
   }

@@ -36,8 +36,17 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
   auto set = [&](const std::string& name, const std::string& value, bool user) {
     if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
-      throw UsageError(user ? fmt::format("invalid -X {}={}: {}", name, value, errstr)
-                            : fmt::format("cannot set Kafka property {}: {}", name, errstr));
+      // A -X value may be a secret (sasl.password with its name misspelt), and librdkafka quotes
+      // an invalid value in its message: the value is never shown.
+      std::string why = errstr;
+      if (!value.empty()) {
+        for (auto at = why.find(value); at != std::string::npos; at = why.find(value, at + 3)) {
+          why.replace(at, value.size(), "***");
+        }
+      }
+      throw UsageError(
+          user ? fmt::format("invalid -X {}: {} (value not shown); see librdkafka's CONFIGURATION.md", name, why)
+               : fmt::format("cannot set Kafka property {}: {}", name, why));
     }
   };
   set("bootstrap.servers", settings.bootstrap, false);

@@ -239,7 +239,7 @@ TEST(CliScan, BadInputIsExit2NamingIt) {
       {{"scan", "--input", k_orders, "--topic", "orders"}, "--input and --topic exclude each other"},
       {{"scan", "--topic", "orders", "-b", "127.0.0.1:1", "--from", "committed"}, "'committed' needs --group"},
       {{"scan", "--topic", "orders:x", "-b", "127.0.0.1:1"}, "invalid --topic 'orders:x'"},
-      {{"scan", "--topic", "orders", "-b", "127.0.0.1:1", "-X", "no.such.property=1"}, "invalid -X no.such.property=1"},
+      {{"scan", "--topic", "orders", "-b", "127.0.0.1:1", "-X", "no.such.property=1"}, "invalid -X no.such.property: "},
       {{"scan"}, "no events to read"},
       {{"scan", "--no-such-flag"}, "--no-such-flag"},
       {{"frobnicate"}, "unknown command 'frobnicate' (commands: scan, audit, check, "},

@@ -78,3 +78,28 @@ TEST(SecretsInAnyInput, ASecretSpelledLikeJsonSyntaxLeavesTheReportValid) {
   EXPECT_EQ(doc.at("placement").at("store").get<std::string>().find("null"), std::string::npos) << result.out;
   EXPECT_TRUE(doc.at("placement").at("ttl_estimate_ms").is_null());
 }
+
+// A -X that librdkafka refuses (a misspelt name, a value it cannot take) or that lacks '=' is exit 2
+// before anything is contacted, naming the property where there is one, and never echoing a value:
+// `-X sasl.pasword=…` is a password typed with a typo.
+TEST(SecretsInKafkaProperties, ARefusedPropertyIsNamedAndItsValueNeverShown) {
+  struct Case {
+    std::string property;
+    std::string secret;
+    std::string says;
+  };
+  const std::vector<Case> cases{
+      {"sasl.pasword=Typ0dSecret", "Typ0dSecret", "invalid -X sasl.pasword: "},
+      {"linger.ms=Bad1Value", "Bad1Value", "invalid -X linger.ms: "},
+      {"sasl.password:C0lonSecret", "C0lonSecret", "expected PROP=VALUE"},
+  };
+  for (const auto& c : cases) {
+    for (std::string format : {"text", "json"}) {
+      auto result = run_dedupctl({"scan", "--topic", "orders", "-b", "127.0.0.1:1", "-X", c.property, "-o", format});
+      EXPECT_EQ(result.exit_code, 2) << c.property << ": " << result.err;
+      EXPECT_NE(result.err.find(c.says), std::string::npos) << c.property << ": " << result.err;
+      EXPECT_EQ(result.err.find(c.secret), std::string::npos) << c.property << " stderr: " << result.err;
+      EXPECT_EQ(result.out.find(c.secret), std::string::npos) << c.property << " stdout: " << result.out;
+    }
+  }
+}
