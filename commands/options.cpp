@@ -15,8 +15,11 @@ void add_global_options(CLI::App& app, GlobalFlags& global) {
   auto* group = app.add_option_group("Global options");
   group->add_option("-b,--bootstrap-server,--brokers", global.bootstrap, "Kafka brokers HOST:PORT[,...]")
       ->envname("DEDUPCTL_BOOTSTRAP_SERVER");
+  // One value an occurrence, as kcat's -X: a vector option would take every word up to the next
+  // flag, the file of `check -X a=b FILE` included.
   group->add_option("-X", global.properties, "librdkafka property prop=value (repeatable), as in kcat")
-      ->type_name("PROP=VALUE");
+      ->type_name("PROP=VALUE")
+      ->allow_extra_args(false);
   group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit or github")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");

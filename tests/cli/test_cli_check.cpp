@@ -36,6 +36,20 @@ TEST(CliCheck, TheBundledDeclarationsFailOnTheShortInboxRetention) {
   EXPECT_EQ(location.at("line"), 30);
 }
 
+// -X takes exactly one value, as in kcat: the file after it is the file to check, not a second
+// property (it was swallowed, and check said "file is required").
+TEST(CliCheck, DashXTakesOneValueAndLeavesTheFileToCheck) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"check", "-X", "client.id=ci", k_example, "-o", "json"},
+        std::vector<std::string>{"check", "-X", "client.id=ci", "-X", "socket.timeout.ms=5000", k_example, "-o",
+                                 "json"}}) {
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    EXPECT_EQ(result.err.find("file is required"), std::string::npos) << result.err;
+    EXPECT_EQ(Json::parse(result.out).at("summary").at("consumers"), 4) << result.out;
+  }
+}
+
 TEST(CliCheck, TheExitCodeIsTheSameWhateverTheFormat) {
   for (const std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "html"}) {
     EXPECT_EQ(run_dedupctl({"check", k_example, "-o", format}).exit_code, 1) << format;
