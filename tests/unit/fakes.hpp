@@ -120,6 +120,25 @@ public:
 };
 
 // A dedup store in memory that records the batches it was asked, and can fail on the Nth.
+// An inbox whose oldest row is `oldest_age_ms` old; records the times it was asked.
+class FakeInboxStore final : public core::InboxStore {
+public:
+  std::optional<std::int64_t> oldest_age_ms;
+  std::vector<std::int64_t> asked_at;
+
+  void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    out.assign(keys.size(), core::RecordState{});
+  }
+  std::string kind() const override { return "fake inbox"; }
+  std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
+    asked_at.push_back(now_ms);
+    return oldest_age_ms;
+  }
+  std::optional<bool> has_unique_constraint() override { return true; }
+  std::int64_t ids_under_several_consumers() override { return 0; }
+  std::string lookup_method() const override { return "fake"; }
+};
+
 class FakeDedupStore final : public core::DedupStore {
 public:
   std::map<std::string, std::pair<std::optional<std::int64_t>, std::string>> records;

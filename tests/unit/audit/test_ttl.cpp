@@ -147,6 +147,7 @@ TEST(TtlVsRetention, ACompactedTopicSaysWhatCompactionMeansForTheTtl) {
 namespace dedupctl {
 namespace {
 
+using testing::FakeInboxStore;
 using testing::FakeTopicConfigs;
 constexpr std::int64_t k_hour = 3'600'000;
 
@@ -167,6 +168,23 @@ TEST(DecideRetention, TheFlagWinsThenTheBrokerThenUnknown) {
   EXPECT_EQ(unknown.source, core::RetentionSource::Unknown);
   EXPECT_FALSE(unknown.span.known());
   EXPECT_EQ(core::decide_retention(core::Span::unknown(), {"orders"}, nullptr).source, core::RetentionSource::Unknown);
+}
+
+// The rule moved from commands/store into core: a declared --inbox-retention wins and the inbox is
+// not asked; without one, the oldest row's age bounds the TTL from below, as of `now`.
+TEST(DecideInboxTtl, TheFlagWinsWithoutAskingTheInboxElseTheOldestRow) {
+  FakeInboxStore inbox;
+  inbox.oldest_age_ms = 2 * 24 * k_hour;
+  auto flag = core::decide_inbox_ttl(inbox, core::Span::finite(7 * 24 * k_hour), 1000, core::ValueOrigin::Config);
+  EXPECT_EQ(flag.source, core::TtlSource::InboxRetentionFlag);
+  EXPECT_EQ(flag.origin, core::ValueOrigin::Config);
+  EXPECT_TRUE(inbox.asked_at.empty()) << "a declared retention means the inbox is not asked";
+  auto oldest = core::decide_inbox_ttl(inbox, std::nullopt, 1000);
+  EXPECT_EQ(oldest.source, core::TtlSource::InboxRetentionEstimated);
+  EXPECT_EQ(oldest.span, core::Span::finite(2 * 24 * k_hour));
+  EXPECT_EQ(inbox.asked_at, std::vector<std::int64_t>{1000});
+  inbox.oldest_age_ms.reset(); // an empty inbox
+  EXPECT_EQ(core::decide_inbox_ttl(inbox, std::nullopt, 1000).source, core::TtlSource::None);
 }
 
 } // namespace
