@@ -1,5 +1,6 @@
 #include "connectors/kafka/client.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string_view>
 
@@ -17,8 +18,15 @@ std::optional<core::TopicRetention> describe_retention(const KafkaSettings& sett
   rd_kafka_DescribeConfigs(rk.get(), &resource, 1, options, queue.get());
   rd_kafka_AdminOptions_destroy(options);
   rd_kafka_ConfigResource_destroy(resource);
-  rd_kafka_event_t* event = rd_kafka_queue_poll(queue.get(), static_cast<int>(timeout_ms + 500));
+  // Polled in short waits: a refused login or TLS handshake ends it at once.
+  rd_kafka_event_t* event = nullptr;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms + 500);
+  while (!event && std::chrono::steady_clock::now() < deadline) {
+    throw_if_refused(rk.get());
+    event = rd_kafka_queue_poll(queue.get(), k_refusal_check_ms);
+  }
   if (!event) {
+    throw_if_refused(rk.get());
     return std::nullopt;
   }
   std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> guard(event, rd_kafka_event_destroy);

@@ -7,22 +7,124 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 namespace dedupctl::connectors::kafka {
 
 namespace {
 
+// What make_handle keeps for a handle, as its opaque: the settings, and the first authentication or
+// TLS failure its connections met (written by librdkafka's broker threads).
+struct HandleState {
+  const KafkaSettings* settings = nullptr;
+  std::mutex mutex;
+  std::string failure;
+};
+
+std::string property_of(const KafkaSettings& settings, std::string_view name, std::string_view fallback) {
+  std::string value(fallback);
+  for (const auto& [key, v] : settings.properties) {
+    if (key == name) {
+      value = v;
+    }
+  }
+  return value;
+}
+
+// "sasl_ssl://127.0.0.1:9094/bootstrap: SSL handshake failed: …" -> "127.0.0.1:9094".
+std::string broker_of(std::string_view text) {
+  auto scheme = text.find("://");
+  if (scheme == std::string_view::npos) {
+    return "the broker";
+  }
+  auto start = scheme + 3;
+  auto end = text.find_first_of("/: ", text.find(':', start) + 1);
+  return std::string(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+}
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+// A connection failure librdkafka logged (facility FAIL) in words, when it is one that trying again
+// cannot mend: the brokers refused the login or the TLS handshake. Empty otherwise (a refused or
+// lost connection is retried until --timeout).
+std::string refusal_in_words(const KafkaSettings& settings, std::string_view text) {
+  if (contains(text, "SASL authentication error") || contains(text, "Authentication failed")) {
+    std::string mechanism = property_of(settings, "sasl.mechanisms", property_of(settings, "sasl.mechanism", "GSSAPI"));
+    std::string cause =
+        contains(text, "invalid credentials") || contains(text, "Invalid username or password")
+            ? "invalid credentials"
+            : std::string(text.substr(text.find(": ") == std::string_view::npos ? 0 : text.find(": ") + 2));
+    return fmt::format("SASL authentication failed for user '{}' ({}) at {}: {}; check sasl.username and "
+                       "sasl.password",
+                       property_of(settings, "sasl.username", ""), mechanism, broker_of(text), cause);
+  }
+  if (contains(text, "SSL handshake failed") || contains(text, "SSL routines") ||
+      contains(text, "SSL transport error")) {
+    std::string cause;
+    std::string hint;
+    if (contains(text, "certificate verify failed")) {
+      cause = "certificate verify failed";
+      hint = "check ssl.ca.location (the CA that signed the brokers' certificates)";
+    } else if (contains(text, "alert bad certificate") || contains(text, "certificate required") ||
+               contains(text, "alert handshake failure")) {
+      // TLS 1.3: the broker judges the client's certificate after the handshake, and says so in an alert.
+      cause = "the broker refused the client certificate (or got none)";
+      hint = "set ssl.certificate.location and ssl.key.location to a certificate its CA signed";
+    } else if (contains(text, "wrong version number") || contains(text, "packet length too long")) {
+      cause = "the listener does not speak TLS";
+      hint = "check security.protocol and the port";
+    } else {
+      cause = std::string(text.substr(text.find("failed: ") == std::string_view::npos ? 0 : text.find("failed: ") + 8));
+      hint = "check the ssl.* properties";
+    }
+    return fmt::format("TLS handshake with {} failed: {}; {}", broker_of(text), cause, hint);
+  }
+  return {};
+}
+
 void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
-  const auto* settings = static_cast<const KafkaSettings*>(rd_kafka_opaque(rk));
+  auto* state = static_cast<HandleState*>(rd_kafka_opaque(rk));
+  if (!state) {
+    return;
+  }
+  if (std::string_view(facility) == "FAIL") {
+    if (std::string words = refusal_in_words(*state->settings, text); !words.empty()) {
+      std::lock_guard lock(state->mutex);
+      if (state->failure.empty()) {
+        state->failure = std::move(words);
+      }
+    }
+  }
   // librdkafka logs every refused connection; an operator sees our one message instead, and the
   // library's own lines with -vv.
-  if (settings && settings->verbosity >= 2) {
+  if (state->settings->verbosity >= 2) {
     std::fprintf(stderr, "dedupctl: librdkafka[%d] %s: %s\n", level, facility, text);
   }
 }
 
 } // namespace
+
+void destroy_handle(rd_kafka_t* rk) {
+  auto* state = static_cast<HandleState*>(rd_kafka_opaque(rk));
+  rd_kafka_destroy(rk);
+  delete state;
+}
+
+std::string connection_failure(rd_kafka_t* rk) {
+  auto* state = static_cast<HandleState*>(rd_kafka_opaque(rk));
+  if (!state) {
+    return {};
+  }
+  std::lock_guard lock(state->mutex);
+  return state->failure;
+}
+
+void throw_if_refused(rd_kafka_t* rk) {
+  if (std::string failure = connection_failure(rk); !failure.empty()) {
+    throw UnreachableError(failure);
+  }
+}
 
 KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
                         const std::vector<std::pair<std::string, std::string>>& defaults,
@@ -61,12 +163,15 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
   if (on_delivery) {
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   }
-  rd_kafka_conf_set_opaque(conf, const_cast<KafkaSettings*>(&settings));
+  auto state = std::make_unique<HandleState>();
+  state->settings = &settings;
+  rd_kafka_conf_set_opaque(conf, state.get());
   rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
   if (!rk) {
     rd_kafka_conf_destroy(conf);
     throw UsageError(fmt::format("cannot create a Kafka client: {}", errstr));
   }
+  state.release(); // the handle's, deleted by destroy_handle
   return KafkaHandle(rk);
 }
 
@@ -91,9 +196,26 @@ int timeout_of(const KafkaSettings& settings) {
 std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& settings, const std::string& topic) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings.timeout_ms);
   while (true) {
+    // The first request of a handle: asked in short waits, so that a refused login or TLS
+    // handshake ends it at once (throw_if_refused) rather than at --timeout.
     const rd_kafka_metadata_t* raw = nullptr;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, nullptr, &raw, timeout_of(settings));
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    // (A request that ends before the connection is up says _TRANSPORT: asked again too.)
+    while (err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT) {
+      throw_if_refused(rk);
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        break;
+      }
+      auto asked = std::chrono::steady_clock::now();
+      err = rd_kafka_metadata(rk, 1, nullptr, &raw,
+                              static_cast<int>(std::min<std::int64_t>(left.count(), k_refusal_check_ms)));
+      if (err && std::chrono::steady_clock::now() - asked < std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50)); // an answer at once: not a busy loop
+      }
+    }
     if (err) {
+      throw_if_refused(rk);
       unreachable(settings, fmt::format("metadata for topic '{}'", topic), err);
     }
     Metadata md(raw);
@@ -141,20 +263,49 @@ std::optional<std::int64_t> list_offset(const rd_kafka_topic_partition_list_t* l
   return std::nullopt;
 }
 
-std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
-                                                                 const std::string& topic) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (auto partition : topic_partitions(rk, settings, topic)) {
-    std::int64_t low = 0;
-    std::int64_t high = 0;
-    rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, timeout_of(settings));
-    if (err) {
-      unreachable(settings, fmt::format("watermarks of {}[{}]", topic, partition), err);
+// ListOffsets with the earliest and the latest sentinel as the time, for every partition at once.
+// Not rd_kafka_query_watermark_offsets, two requests a partition whose replies it notices only
+// when the broker thread scans its requests, once a second (librdkafka#4878): with librdkafka 2.8
+// on a real broker, one range resolution in twelve stalled 1-2 s on it.
+std::vector<std::pair<std::int64_t, std::int64_t>>
+watermarks(rd_kafka_t* rk, const KafkaSettings& settings,
+           const std::vector<std::pair<std::string, std::int32_t>>& partitions) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out(partitions.size());
+  if (partitions.empty()) {
+    return out;
+  }
+  for (std::int64_t end : {RD_KAFKA_OFFSET_BEGINNING, RD_KAFKA_OFFSET_END}) {
+    PartitionList list = make_list(partitions, end);
+    const char* which = end == RD_KAFKA_OFFSET_END ? "high" : "low";
+    if (rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list.get(), timeout_of(settings))) {
+      unreachable(settings, fmt::format("{} watermarks", which), err);
     }
-    out.emplace_back(low, high);
+    for (int i = 0; i < list->cnt; ++i) {
+      if (list->elems[i].err) {
+        unreachable(settings,
+                    fmt::format("{} watermark of {}[{}]", which, list->elems[i].topic, list->elems[i].partition),
+                    list->elems[i].err);
+      }
+    }
+    for (std::size_t k = 0; k < partitions.size(); ++k) {
+      auto offset = list_offset(list.get(), partitions[k].first, partitions[k].second);
+      if (!offset) {
+        unreachable(settings, fmt::format("watermarks of {}[{}]", partitions[k].first, partitions[k].second),
+                    RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+      }
+      (end == RD_KAFKA_OFFSET_END ? out[k].second : out[k].first) = *offset;
+    }
   }
   return out;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
+                                                                 const std::string& topic) {
+  std::vector<std::pair<std::string, std::int32_t>> partitions;
+  for (auto partition : topic_partitions(rk, settings, topic)) {
+    partitions.emplace_back(topic, partition);
+  }
+  return watermarks(rk, settings, partitions);
 }
 
 } // namespace dedupctl::connectors::kafka

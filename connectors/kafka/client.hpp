@@ -23,8 +23,10 @@ constexpr int k_poll_interval_ms = 100;
 // sink copies a read event's headers from it).
 inline constexpr char k_message_kind = 'K';
 
+// Destroys the handle, then what make_handle kept for it (its opaque).
+void destroy_handle(rd_kafka_t* rk);
 struct KafkaDeleter {
-  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+  void operator()(rd_kafka_t* rk) const { destroy_handle(rk); }
 };
 using KafkaHandle = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
 
@@ -55,6 +57,16 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
                         const std::vector<std::pair<std::string, std::string>>& defaults,
                         DeliveryCallback on_delivery = nullptr);
 
+// An authentication or TLS failure librdkafka met on this handle's connections, in words ("SASL
+// authentication failed for user 'app' (SCRAM-SHA-512): invalid credentials"); empty while none.
+// Whatever waits on the brokers checks it between short waits, so that a refused login ends the
+// run within a second or so instead of at --timeout.
+std::string connection_failure(rd_kafka_t* rk);
+// Throws UnreachableError with connection_failure() when there is one.
+void throw_if_refused(rd_kafka_t* rk);
+// How long one of those short waits is.
+constexpr int k_refusal_check_ms = 250;
+
 // Throws UnreachableError naming the brokers, what was asked and librdkafka's error.
 [[noreturn]] void unreachable(const KafkaSettings& settings, std::string_view what, rd_kafka_resp_err_t err);
 // The errors that mean the brokers could not be reached (rather than refused the request).
@@ -68,7 +80,12 @@ std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& 
 PartitionList make_list(const std::vector<std::pair<std::string, std::int32_t>>& partitions, std::int64_t value);
 std::optional<std::int64_t> list_offset(const rd_kafka_topic_partition_list_t* list, const std::string& topic,
                                         std::int32_t partition);
-// The watermarks through an existing handle (the sink's producer: no new connection per call).
+// The (low, high) watermarks of these partitions, in their order: two requests for all of them.
+std::vector<std::pair<std::int64_t, std::int64_t>>
+watermarks(rd_kafka_t* rk, const KafkaSettings& settings,
+           const std::vector<std::pair<std::string, std::int32_t>>& partitions);
+// The watermarks of each partition of a topic through an existing handle (the sink's producer: no
+// new connection per call).
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
                                                                  const std::string& topic);
 

@@ -58,14 +58,10 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
   }
 
   std::map<std::pair<std::string, std::int32_t>, core::PartitionFacts> facts;
-  for (const auto& key : all) {
-    core::PartitionFacts f;
-    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk.get(), key.first.c_str(), key.second, &f.log_start,
-                                                               &f.log_end, timeout_of(settings));
-    if (err) {
-      unreachable(settings, fmt::format("watermarks of {}[{}]", key.first, key.second), err);
-    }
-    facts[key] = f;
+  auto marks = watermarks(rk.get(), settings, all);
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    facts[all[k]].log_start = marks[k].first;
+    facts[all[k]].log_end = marks[k].second;
   }
   if (request.group && !all.empty()) {
     PartitionList list = make_list(all, RD_KAFKA_OFFSET_INVALID);

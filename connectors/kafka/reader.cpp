@@ -52,11 +52,9 @@ public:
     m_reorder_cap = m_settings.reorder_bytes > 0 ? m_settings.reorder_bytes
                                                  : std::max<std::size_t>(64U << 20, 2 * partitions * fetch_bytes);
     // The prefetch scales with the partitions read (a shard reads a share of them), 512 KiB each
-    // between 8 and 28 MiB; a smaller queue drains sooner, so the broker thread is woken sooner
-    // (see the refresh below): tests/bench/shards/run, a shard of 16 partitions 118 -> 77 MB at
-    // the same speed.
+    // between 8 and 28 MiB: tests/bench/shards/run, a shard of 16 partitions 118 -> 77 MB at the
+    // same speed.
     std::size_t queue_kbytes = std::clamp<std::size_t>(partitions * 512, 8192, 28672);
-    std::size_t refresh_ms = std::clamp<std::size_t>(250 * queue_kbytes / 28672, 50, 250);
     m_rk = make_handle(RD_KAFKA_CONSUMER, m_settings,
                        {{"group.id", fmt::format("dedupctl-reader-{}", ::getpid())},
                         {"enable.auto.commit", "false"},
@@ -65,22 +63,18 @@ public:
                         {"auto.offset.reset", "error"},
                         {"allow.auto.create.topics", "false"},
                         // Every partition's fetch queue is forwarded to the one consumer queue, and
-                        // librdkafka 2.0.2 compares the thresholds with that shared queue: once it is
-                        // over them all partitions stop fetching until the broker thread wakes again
-                        // (~0.3 s; 2.2 added fetch.queue.backoff.ms for this). The message count is
-                        // therefore taken out of play and the bytes bound the prefetch: 28 MiB keeps a
-                        // 1M-event scan within 160 MB while stalls stay rare (tests/bench/scan/run).
+                        // librdkafka compares the thresholds with that shared queue. The message count
+                        // is therefore taken out of play and the bytes bound the prefetch: 28 MiB keeps
+                        // a 1M-event scan within 160 MB (tests/bench/scan/run).
                         {"queued.min.messages", "10000000"},
                         {"queued.max.messages.kbytes", std::to_string(queue_kbytes)},
-                        // A consumer slower than the broker (an audit waiting on its lookups, a
-                        // replay on its claims) fills that queue again and again, and in 2.0.2
-                        // nothing wakes the idle broker thread once it is drained: each stall lasted
-                        // up to a second and tripled an audit's read time. A metadata refresh is a
-                        // request the broker thread serves, and waking it re-decides the fetches;
-                        // every 250 ms bounds a stall to that (tests/bench/audit-redis/run: read
-                        // 3.0 s -> 0.7 s of 1M events); a smaller queue, sooner, down to 50 ms. One
-                        // small request per interval for our topics.
-                        {"topic.metadata.refresh.interval.ms", std::to_string(refresh_ms)},
+                        // Once the queue is over them, a partition's next fetch waits this long
+                        // (librdkafka 2.2 and later; 1 s by default). A consumer slower than the
+                        // broker (an audit waiting on its lookups, a replay on its claims) meets that
+                        // again and again, and even a small scan met it in one run of three (1.13 s
+                        // instead of 0.13 s, on the mock cluster): 10 ms. It replaces the 250 ms
+                        // metadata refresh that woke librdkafka 2.0.2's idle broker thread.
+                        {"fetch.queue.backoff.ms", "10"},
                         {"max.partition.fetch.bytes", std::to_string(fetch_bytes)}});
     std::stable_sort(plans.begin(), plans.end(),
                      [](const core::PartitionPlan& a, const core::PartitionPlan& b) { return a.rank < b.rank; });
@@ -250,6 +244,7 @@ private:
       unreachable(m_settings, "consume", rd_kafka_last_error());
     }
     if (n == 0) {
+      throw_if_refused(m_rk.get()); // a token or a password that stopped working mid-run
       check_stall();
       return;
     }
@@ -276,10 +271,10 @@ private:
 
   // Whether the partition already holds its events of the round after this one. Only those pause:
   // a partition paused with less would be the one the order waits for a round later, and a resumed
-  // partition waits for the broker thread to fetch again (up to topic.metadata.refresh.interval.ms
-  // in 2.0.2): pausing every partition that held anything made each one wait in turn, round after
-  // round, once a single slow fetch had filled the cap (a 1M-event audit of 256 partitions took
-  // 128 s instead of 4). So the reader holds at most about two rounds and a fetch of each partition.
+  // partition waits for the broker thread to fetch it again (in librdkafka 2.0.2 up to a metadata
+  // refresh; since then a fetch backoff): pausing every partition that held anything made each one wait in turn, round
+  // after round, once a single slow fetch had filled the cap (a 1M-event audit of 256 partitions took 128 s instead of
+  // 4). So the reader holds at most about two rounds and a fetch of each partition.
   bool holds_next_round(const Part& part) const {
     return !part.pending.empty() &&
            part.pending.back()->offset >= block_end(part) + core::order_block(part.cursor.plan().ranks) - 1;

@@ -169,13 +169,27 @@ std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string&
                         : found ? rd_kafka_err2str(found->err)
                                 : "no such topic");
   } else {
-    for (int p = 0; p < found->partition_cnt && error.empty(); ++p) {
-      std::int64_t low = 0, high = 0;
-      err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, static_cast<int>(timeout_ms));
-      if (err) {
-        error = fmt::format("watermarks of {}[{}]: {}", topic, p, rd_kafka_err2str(err));
+    // Both ends of every partition in two ListOffsets requests (the earliest and latest sentinels
+    // as times): rd_kafka_query_watermark_offsets notices a reply only at the broker thread's
+    // once-a-second scan (librdkafka#4878).
+    out.resize(static_cast<std::size_t>(found->partition_cnt));
+    for (std::int64_t end : {RD_KAFKA_OFFSET_BEGINNING, RD_KAFKA_OFFSET_END}) {
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(found->partition_cnt);
+      for (int p = 0; p < found->partition_cnt; ++p) {
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = end;
       }
-      out.emplace_back(low, high);
+      err = rd_kafka_offsets_for_times(rk, list, static_cast<int>(timeout_ms));
+      for (int i = 0; i < list->cnt && error.empty(); ++i) {
+        const auto& elem = list->elems[i];
+        if (err || elem.err) {
+          error =
+              fmt::format("watermarks of {}[{}]: {}", topic, elem.partition, rd_kafka_err2str(err ? err : elem.err));
+        } else {
+          auto& mark = out[static_cast<std::size_t>(elem.partition)];
+          (end == RD_KAFKA_OFFSET_END ? mark.second : mark.first) = elem.offset;
+        }
+      }
+      rd_kafka_topic_partition_list_destroy(list);
     }
   }
   if (metadata) {
