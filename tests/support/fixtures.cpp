@@ -424,6 +424,63 @@ void RedisServer::kill() {
   }
 }
 
+TestCertificates::TestCertificates() {
+  std::string openssl = find_program("openssl");
+  if (openssl.empty()) {
+    m_why = "openssl is not installed (apt-get install openssl)";
+    return;
+  }
+  auto run = [&](std::vector<std::string> args) {
+    if (!m_why.empty()) {
+      return;
+    }
+    args.insert(args.begin(), openssl);
+    auto result = run_command(args);
+    if (result.exit_code != 0) {
+      m_why = "openssl " + args[1] + " failed: " + result.err;
+    }
+  };
+  auto key = [&](const std::string& name) {
+    run({"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", m_dir.file(name + ".key")});
+  };
+  auto self_signed = [&](const std::string& name, const std::string& cn) {
+    key(name);
+    run({"req", "-x509", "-new", "-key", m_dir.file(name + ".key"), "-out", m_dir.file(name + ".pem"), "-days", "2",
+         "-subj", "/CN=" + cn, "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+         "keyUsage=critical,keyCertSign,cRLSign"});
+  };
+  auto signed_by_ca = [&](const std::string& name, const std::string& cn, const std::string& extensions) {
+    key(name);
+    run({"req", "-new", "-key", m_dir.file(name + ".key"), "-out", m_dir.file(name + ".csr"), "-subj", "/CN=" + cn});
+    write_file(m_dir.file(name + ".ext"), extensions + "\n");
+    run({"x509", "-req", "-in", m_dir.file(name + ".csr"), "-CA", m_dir.file("ca.pem"), "-CAkey", m_dir.file("ca.key"),
+         "-CAcreateserial", "-out", m_dir.file(name + ".pem"), "-days", "2", "-extfile", m_dir.file(name + ".ext")});
+  };
+  self_signed("ca", "dedupctl test CA");
+  self_signed("other-ca", "a CA nobody trusts");
+  signed_by_ca("server", "localhost",
+               "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth");
+  signed_by_ca("elsewhere", "elsewhere.example",
+               "subjectAltName=DNS:elsewhere.example\nextendedKeyUsage=serverAuth,clientAuth");
+  signed_by_ca("client", "app", "extendedKeyUsage=clientAuth");
+}
+
+TlsRedisServer::TlsRedisServer(const TestCertificates& certs, bool require_client_cert, bool wrong_name) {
+  if (!certs.available()) {
+    return;
+  }
+  m_tls_port = free_port();
+  m_server = std::make_unique<RedisServer>(
+      std::vector<std::string>{"--tls-port", std::to_string(m_tls_port), "--tls-cert-file",
+                               wrong_name ? certs.wrong_name_cert() : certs.server_cert(), "--tls-key-file",
+                               wrong_name ? certs.wrong_name_key() : certs.server_key(), "--tls-ca-cert-file",
+                               certs.ca(), "--tls-auth-clients", require_client_cert ? "yes" : "no"});
+}
+
+std::string TlsRedisServer::tls_uri(const std::string& query) const {
+  return "rediss://127.0.0.1:" + std::to_string(m_tls_port) + (query.empty() ? "" : "?" + query);
+}
+
 std::string redis_command(int port, const std::string& line) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

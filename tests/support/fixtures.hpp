@@ -190,6 +190,48 @@ private:
   std::string m_why;
 };
 
+// Throwaway certificates made with the openssl tool (P-256 keys, PKCS#8, valid two days): a CA; a
+// server certificate for localhost and 127.0.0.1 and one for another name, both signed by it; a
+// client certificate signed by it; and a second CA that signs nothing and nobody trusts.
+class TestCertificates {
+public:
+  TestCertificates();
+  bool available() const { return m_why.empty(); }
+  const std::string& why_unavailable() const { return m_why; }
+  std::string ca() const { return m_dir.file("ca.pem"); }
+  std::string other_ca() const { return m_dir.file("other-ca.pem"); }
+  std::string server_cert() const { return m_dir.file("server.pem"); }
+  std::string server_key() const { return m_dir.file("server.key"); }
+  std::string wrong_name_cert() const { return m_dir.file("elsewhere.pem"); }
+  std::string wrong_name_key() const { return m_dir.file("elsewhere.key"); }
+  std::string client_cert() const { return m_dir.file("client.pem"); }
+  std::string client_key() const { return m_dir.file("client.key"); }
+
+private:
+  TempDir m_dir;
+  std::string m_why;
+};
+
+// A redis-server that speaks TLS on tls_port() with `certs`' server certificate (or the one for
+// another name), client certificates required when `require_client_cert`. Its clear-text port
+// (port(), command()) is the fixture's own, for seeding keys and CONFIG SET: the tool under test is
+// only ever given tls_uri().
+class TlsRedisServer {
+public:
+  TlsRedisServer(const TestCertificates& certs, bool require_client_cert, bool wrong_name = false);
+  bool available() const { return m_server && m_server->available(); }
+  std::string why_unavailable() const { return m_server ? m_server->why_unavailable() : "no certificates"; }
+  int port() const { return m_server->port(); }
+  int tls_port() const { return m_tls_port; }
+  std::string command(const std::string& line) const { return m_server->command(line); }
+  // rediss://127.0.0.1:TLSPORT?QUERY (the query as given, without the '?').
+  std::string tls_uri(const std::string& query = {}) const;
+
+private:
+  int m_tls_port = 0;
+  std::unique_ptr<RedisServer> m_server;
+};
+
 // A throwaway PostgreSQL: initdb + pg_ctl into a temp dir, as an unprivileged user when we are
 // root (PostgreSQL refuses to run as root): DEDUPCTL_PG_USER, default "dedupctl".
 class PostgresServer {

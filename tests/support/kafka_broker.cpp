@@ -82,7 +82,43 @@ std::string kafka_libs(std::string& why) {
   return libs;
 }
 
-KafkaBroker::KafkaBroker() {
+namespace {
+
+// The lines server.properties gets after the template's for the secured listeners (a later key
+// wins), and the broker's PEM keystore beside them.
+std::string secured_properties(const TestCertificates& certs, const TempDir& dir, int port, int controller_port,
+                               const SecuredListeners& listeners) {
+  write_file(dir.file("keystore.pem"), read_file(certs.server_key()) + read_file(certs.server_cert()));
+  std::string plain = fmt::format("PLAINTEXT://127.0.0.1:{}", port);
+  std::string secured =
+      fmt::format("SASL_SSL://{},SSL://{},OAUTH://{}", listeners.sasl_ssl, listeners.ssl, listeners.oauthbearer);
+  std::string scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
+  return fmt::format(
+      "listeners={0},CONTROLLER://127.0.0.1:{1},{2}\n"
+      "advertised.listeners={0},{2}\n"
+      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,"
+      "OAUTH:SASL_PLAINTEXT\n"
+      "ssl.keystore.type=PEM\nssl.keystore.location={3}\n"
+      "ssl.truststore.type=PEM\nssl.truststore.location={4}\n"
+      "listener.name.ssl.ssl.client.auth=required\n"
+      "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN\n"
+      "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config={5}\n"
+      "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={5}\n"
+      "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+      "required user_{6}=\"{7}\";\n"
+      "listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER\n"
+      "listener.name.oauth.oauthbearer.sasl.jaas.config="
+      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n",
+      plain, controller_port, secured, dir.file("keystore.pem"), certs.ca(), scram, k_kafka_user, k_kafka_password);
+}
+
+} // namespace
+
+KafkaBroker::KafkaBroker(const TestCertificates* secured) {
+  if (secured && !secured->available()) {
+    m_why = secured->why_unavailable();
+    return;
+  }
   m_java = find_program("java");
   if (m_java.empty()) {
     m_why = "java is not installed (scripts/install-deps installs openjdk-17-jre-headless)";
@@ -104,14 +140,25 @@ KafkaBroker::KafkaBroker() {
     write_file(m_dir.file("log4j2.properties"),
                from_template("log4j2.properties.in", {{"@LOG_FILE@", m_dir.file("server.log")}}));
     write_file(m_dir.file("tools-log4j2.properties"), "status = warn\nrootLogger.level = warn\n");
-    write_file(m_dir.file("server.properties"),
-               from_template("server.properties.in", {{"@PORT@", std::to_string(m_port)},
-                                                      {"@CONTROLLER_PORT@", std::to_string(m_controller_port)},
-                                                      {"@LOG_DIRS@", m_dir.file("data")}}));
-    auto format = run_command(java_command(m_java, m_libs, "kafka.tools.StorageTool",
-                                           {"format", "-t", kraft_cluster_id(), "-c", m_dir.file("server.properties")},
-                                           m_dir.file("log4j2.properties")),
-                              {}, std::chrono::minutes(2));
+    std::string properties =
+        from_template("server.properties.in", {{"@PORT@", std::to_string(m_port)},
+                                               {"@CONTROLLER_PORT@", std::to_string(m_controller_port)},
+                                               {"@LOG_DIRS@", m_dir.file("data")}});
+    std::vector<std::string> format_args{"format", "-t", kraft_cluster_id(), "-c", m_dir.file("server.properties")};
+    if (secured) {
+      m_secured = {fmt::format("127.0.0.1:{}", free_port()), fmt::format("127.0.0.1:{}", free_port()),
+                   fmt::format("127.0.0.1:{}", free_port())};
+      properties += secured_properties(*secured, m_dir, m_port, m_controller_port, m_secured);
+      // The SCRAM credentials go into the metadata log as it is formatted (kafka-storage --add-scram).
+      for (const char* mechanism : {"SCRAM-SHA-256", "SCRAM-SHA-512"}) {
+        format_args.insert(format_args.end(), {"--add-scram", fmt::format("{}=[name={},password={}]", mechanism,
+                                                                          k_kafka_user, k_kafka_password)});
+      }
+    }
+    write_file(m_dir.file("server.properties"), properties);
+    auto format = run_command(
+        java_command(m_java, m_libs, "kafka.tools.StorageTool", format_args, m_dir.file("log4j2.properties")), {},
+        std::chrono::minutes(2));
     if (format.exit_code != 0) {
       m_why = "kafka-storage format failed: " + format.out + format.err;
       return;
@@ -166,6 +213,16 @@ std::string KafkaBroker::log() const { return read_file(m_dir.file("server.log")
 
 KafkaBroker& shared_kafka_broker() {
   static KafkaBroker broker;
+  return broker;
+}
+
+const TestCertificates& shared_test_certificates() {
+  static TestCertificates certs;
+  return certs;
+}
+
+KafkaBroker& shared_secured_kafka_broker() {
+  static KafkaBroker broker(&shared_test_certificates());
   return broker;
 }
 

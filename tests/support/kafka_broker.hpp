@@ -16,9 +16,21 @@
 
 namespace dedupctl::testing {
 
+// Secured listeners beside the plaintext one, as managed services run them: SASL_SSL (SCRAM-SHA-256,
+// SCRAM-SHA-512 and PLAIN for user `k_kafka_user`), SSL with client certificates required, and
+// SASL_PLAINTEXT OAUTHBEARER with Kafka's unsecured validator (any unsigned JWT with a `sub`), all
+// with `certs`' server certificate.
+inline constexpr const char* k_kafka_user = "app";
+inline constexpr const char* k_kafka_password = "Kafka-s3cret-pw";
+struct SecuredListeners {
+  std::string sasl_ssl;
+  std::string ssl;
+  std::string oauthbearer;
+};
+
 class KafkaBroker {
 public:
-  KafkaBroker();
+  explicit KafkaBroker(const TestCertificates* secured = nullptr);
   ~KafkaBroker();
   KafkaBroker(const KafkaBroker&) = delete;
   KafkaBroker& operator=(const KafkaBroker&) = delete;
@@ -26,6 +38,8 @@ public:
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   const std::string& bootstrap() const { return m_bootstrap; }
+  // The secured listeners' host:port (empty without `secured`).
+  const SecuredListeners& secured() const { return m_secured; }
 
   // Stops the broker (SIGTERM, SIGKILL after 20 s) and starts it again on the same log dir and ports.
   void stop();
@@ -46,6 +60,7 @@ private:
   std::string m_why;
   int m_port = 0;
   int m_controller_port = 0;
+  SecuredListeners m_secured;
   std::unique_ptr<Process> m_process;
 };
 
@@ -64,6 +79,9 @@ std::string kafka_libs(std::string& why);
 
 // The broker every test of a binary shares (started on first use, stopped at exit).
 KafkaBroker& shared_kafka_broker();
+// A broker with the secured listeners above, shared the same way, and its certificates.
+KafkaBroker& shared_secured_kafka_broker();
+const TestCertificates& shared_test_certificates();
 
 // A topic of a test's own, for tests parameterised over the brokers: `name` on a mock cluster of its
 // own ("mock"), or `name-N` on the shared real broker ("kafka"); seeded with `events` (kcat -J lines)
