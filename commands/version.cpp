@@ -1,4 +1,5 @@
 #include "commands/context.hpp"
+#include "connectors/library_versions.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -6,13 +7,17 @@
 namespace dedupctl::commands {
 
 CommandRunner register_version(CLI::App& app, Context& context) {
-  auto* sub = app.add_subcommand("version", "Print the version");
+  auto* sub = app.add_subcommand("version", "Print the version and the client libraries it carries");
   return [sub, &context]() -> int {
     if (!sub->parsed()) {
       return -1;
     }
     context.command = "version";
+    // Its own version first (what scripts read), then what it carries, as `kcat -V` does.
     fmt::print("dedupctl {}\n", DEDUPCTL_VERSION);
+    for (const auto& [name, version] : connectors::library_versions()) {
+      fmt::print("{} {}\n", name, version);
+    }
     return 0;
   };
 }
