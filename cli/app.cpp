@@ -29,13 +29,17 @@ std::int64_t wall_clock_ms() {
       .count();
 }
 
-// Every secret typed on the command line, to scrub from whatever is printed.
+// Every secret typed on the command line or given in a variable, to scrub from whatever is printed.
 std::vector<std::string> secrets_of(int argc, char** argv) {
   std::vector<std::string> out;
   for (int i = 1; i < argc; ++i) {
     for (auto& secret : core::secrets_in(argv[i])) {
       out.push_back(std::move(secret));
     }
+  }
+  // redis-cli's password variable (commands/settings.cpp).
+  if (const char* auth = std::getenv("REDISCLI_AUTH"); auth && *auth) {
+    out.emplace_back(auth);
   }
   return out;
 }

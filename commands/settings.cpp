@@ -6,11 +6,22 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace dedupctl::commands {
 
 connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context) {
   connectors::redis::RedisSettings settings;
   settings.uri = uri;
+  // redis-cli's variable: the password off the command line (and out of `ps`).
+  if (const char* auth = std::getenv("REDISCLI_AUTH"); auth && *auth && !settings.uri.password) {
+    settings.uri.password = auth;
+  }
+  if (uri.tls.enabled && uri.tls.mode == core::TlsMode::Require && context.note) {
+    context.note(fmt::format("warning: {} has sslmode=require: the traffic is encrypted, but the server's "
+                             "certificate is not verified (use verify-full with sslrootcert)",
+                             uri.redacted()));
+  }
   settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
   settings.stop = &context.stop;
   return settings;

@@ -1,10 +1,16 @@
 #include "connectors/redis/connection.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <hiredis/hiredis_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <mutex>
 #include <sys/time.h>
 
 namespace dedupctl::connectors::redis {
@@ -62,6 +68,9 @@ Connection::Connection(const RedisSettings& settings, Endpoint endpoint)
   if (redisSetTimeout(m_ctx.get(), tv) != REDIS_OK) {
     fail("set timeout");
   }
+  if (settings.uri.tls.enabled && m_endpoint.unix_path.empty()) {
+    start_tls();
+  }
   const auto& uri = settings.uri;
   if (m_endpoint.authenticate && uri.password) {
     std::vector<std::string> auth{"AUTH"};
@@ -82,6 +91,134 @@ Connection::Connection(const RedisSettings& settings, Endpoint endpoint)
       throw UnreachableError(fmt::format("Redis at {} refused SELECT {} ({}); check the database in --store", where(),
                                          uri.db, text_of(*reply)));
     }
+  }
+}
+
+namespace {
+
+struct SslCtxDeleter {
+  void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
+};
+struct SslDeleter {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+
+bool is_ip_literal(const std::string& host) {
+  unsigned char buffer[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buffer) == 1 || ::inet_pton(AF_INET6, host.c_str(), buffer) == 1;
+}
+
+// OpenSSL's reason for the last error on this thread, or `fallback`.
+std::string openssl_reason(std::string_view fallback) {
+  unsigned long e = ERR_peek_last_error();
+  const char* reason = e ? ERR_reason_error_string(e) : nullptr;
+  return reason ? reason : std::string(fallback);
+}
+
+} // namespace
+
+// The client's TLS context is made for each connection from the URI's files: a handful of
+// connections a run (a cluster's masters, a sentinel), and nothing shared between threads.
+void Connection::start_tls() {
+  static std::once_flag once;
+  std::call_once(once, [] { redisInitOpenSSL(); });
+  const core::RedisTls& tls = m_settings.uri.tls;
+  std::unique_ptr<SSL_CTX, SslCtxDeleter> ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) {
+    throw UnreachableError(fmt::format("cannot set up TLS for Redis at {}: {}", where(), openssl_reason("no context")));
+  }
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  // A file the URI names that cannot be used is the user's to fix: exit 2, before any handshake.
+  auto bad_file = [&](std::string_view parameter, const std::string& file) {
+    throw UsageError(fmt::format("cannot use {} '{}' of --store {}: {}; check the file (PEM)", parameter, file,
+                                 m_settings.uri.redacted(), openssl_reason("unreadable")));
+  };
+  if (tls.mode != core::TlsMode::Require) {
+    if (!tls.root_cert.empty()) {
+      if (SSL_CTX_load_verify_locations(ctx.get(), tls.root_cert.c_str(), nullptr) != 1) {
+        bad_file("sslrootcert", tls.root_cert);
+      }
+    } else if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
+      throw UnreachableError(fmt::format("cannot load the system's CA certificates for Redis at {}: {}", where(),
+                                         openssl_reason("unreadable")));
+    }
+    SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  }
+  if (!tls.cert.empty()) {
+    if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert.c_str()) != 1) {
+      bad_file("sslcert", tls.cert);
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(ctx.get()) != 1) {
+      bad_file("sslkey", tls.key);
+    }
+  }
+  std::unique_ptr<SSL, SslDeleter> ssl(SSL_new(ctx.get()));
+  if (!ssl) {
+    throw UnreachableError(fmt::format("cannot set up TLS for Redis at {}: {}", where(), openssl_reason("no session")));
+  }
+  const std::string& host = m_endpoint.node.host;
+  bool ip = is_ip_literal(host);
+  if (tls.sni && !ip) {
+    SSL_set_tlsext_host_name(ssl.get(), host.c_str());
+  }
+  if (tls.mode == core::TlsMode::VerifyFull) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl.get());
+    if ((ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+            : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0)) != 1) {
+      throw UnreachableError(fmt::format("cannot verify the name of Redis at {}", where()));
+    }
+  }
+  ERR_clear_error();
+  errno = 0;
+  if (redisInitiateSSL(m_ctx.get(), ssl.get()) == REDIS_OK) {
+    ssl.release(); // the connection's now, freed with it
+    confirm_tls();
+    return;
+  }
+  int saved = errno;
+  long verify = SSL_get_verify_result(ssl.get());
+  if (verify != X509_V_OK) {
+    std::string_view hint = verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH
+                                ? "connect by a name the certificate holds, or use sslmode=verify-ca"
+                            : tls.root_cert.empty() ? "give the CA that signed it as sslrootcert in --store"
+                                                    : "check sslrootcert in --store";
+    throw UnreachableError(fmt::format("TLS handshake with Redis at {} failed: certificate verify failed ({}); {}",
+                                       where(), X509_verify_cert_error_string(verify), hint));
+  }
+  // A refusal in TLS itself (an alert: no protocol in common) will be the same on the next try; a
+  // connection that died on the way may find its node again.
+  if (ERR_peek_last_error() != 0) {
+    throw UnreachableError(fmt::format("TLS handshake with Redis at {} failed: {}; check the ssl* parameters of "
+                                       "--store",
+                                       where(), openssl_reason(m_ctx->errstr)));
+  }
+  if (saved == EAGAIN || saved == EWOULDBLOCK || saved == ETIMEDOUT) {
+    throw ConnectionLost(fmt::format("TLS handshake with Redis at {} failed: no answer in {} ms; check that {} is "
+                                     "the server's TLS port (redis-server --tls-port)",
+                                     where(), m_settings.timeout_ms, m_endpoint.node.port));
+  }
+  throw ConnectionLost(fmt::format("TLS handshake with Redis at {} failed: {}; check --store and that the server "
+                                   "speaks TLS on that port",
+                                   where(), saved ? std::strerror(saved) : "the server closed the connection"));
+}
+
+// In TLS 1.3 the server judges the client's certificate after the client's side of the handshake
+// is done: a server that requires one and got none closes the connection at the first command.
+// One PING now says so as what it is, rather than as a lost connection later (whatever it
+// answers, NOAUTH included, the connection holds).
+void Connection::confirm_tls() {
+  try {
+    command({"PING"});
+  } catch (const ConnectionLost&) {
+    std::string alert = openssl_reason("");
+    bool no_cert = m_settings.uri.tls.cert.empty();
+    throw UnreachableError(fmt::format(
+        "TLS handshake with Redis at {} failed: the server closed the connection after it{}{}", where(),
+        alert.empty() ? "" : fmt::format(" ({})", alert),
+        no_cert ? "; a server that requires a client certificate (tls-auth-clients yes) needs sslcert and sslkey in "
+                  "--store"
+                : "; check that the server trusts the CA of sslcert"));
   }
 }
 

@@ -106,6 +106,9 @@ public:
               std::vector<std::string>& values);
 
 private:
+  // TLS on the connected socket, as the URI's ssl* parameters say (rediss://).
+  void start_tls();
+  void confirm_tls();
   [[noreturn]] void fail(std::string_view during);
 
   const RedisSettings& m_settings;

@@ -51,6 +51,62 @@ bool parse_host_list(std::string_view text, int default_port, std::vector<HostPo
   return true;
 }
 
+// The TLS parameters of a rediss URI's query ("sslmode=verify-ca&sslrootcert=/ca.pem"); on a
+// clear-text scheme, any of them is an error. Returns why it is refused, or "".
+std::string parse_tls_query(std::string_view query, std::string_view scheme, RedisTls& tls) {
+  std::string tls_scheme = fmt::format("rediss{}", scheme.substr(5)); // redis+cluster -> rediss+cluster
+  bool has_cert = false;
+  bool has_key = false;
+  for (auto item : split(query, '&')) {
+    if (item.empty()) {
+      continue;
+    }
+    auto eq = item.find('=');
+    std::string name(item.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? "" : percent_decode(item.substr(eq + 1));
+    bool known =
+        name == "sslmode" || name == "sslrootcert" || name == "sslcert" || name == "sslkey" || name == "sslsni";
+    if (!known) {
+      return fmt::format("unknown parameter '{}' (sslmode, sslrootcert, sslcert, sslkey, sslsni)", name);
+    }
+    if (!tls.enabled) {
+      return fmt::format("{} needs {}://, TLS; {}:// is clear text", name, tls_scheme, scheme);
+    }
+    if (name == "sslmode") {
+      if (value == "require") {
+        tls.mode = TlsMode::Require;
+      } else if (value == "verify-ca") {
+        tls.mode = TlsMode::VerifyCa;
+      } else if (value == "verify-full") {
+        tls.mode = TlsMode::VerifyFull;
+      } else {
+        return fmt::format("sslmode '{}' is not for {}://, which always encrypts: require, verify-ca or "
+                           "verify-full (the default); for clear text use {}://",
+                           value, tls_scheme, scheme);
+      }
+    } else if (name == "sslsni") {
+      if (value != "1" && value != "0") {
+        return fmt::format("sslsni is 1 or 0 (got '{}')", value);
+      }
+      tls.sni = value == "1";
+    } else if (value.empty()) {
+      return fmt::format("{} is empty: give a file", name);
+    } else if (name == "sslrootcert") {
+      tls.root_cert = value;
+    } else if (name == "sslcert") {
+      tls.cert = value;
+      has_cert = true;
+    } else {
+      tls.key = value;
+      has_key = true;
+    }
+  }
+  if (has_cert != has_key) {
+    return "sslcert and sslkey go together: a client certificate and its key";
+  }
+  return {};
+}
+
 } // namespace
 
 std::string HostPort::text() const { return fmt::format("{}:{}", host, port); }
@@ -59,8 +115,8 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   StoreUri uri;
   uri.text = std::string(text);
   auto bad = [&](std::string_view why) -> StoreUri {
-    throw UsageError(fmt::format("invalid {} '{}': {}; expected redis://[user:pass@]host:port[/db], "
-                                 "redis+cluster://h1:p1,h2:p2, redis+sentinel://h1:26379/MASTER[/db], "
+    throw UsageError(fmt::format("invalid {} '{}': {}; expected redis[s]://[user:pass@]host:port[/db][?sslmode=…], "
+                                 "redis[s]+cluster://h1:p1,h2:p2, redis[s]+sentinel://h1:26379/MASTER[/db], "
                                  "redis+unix:///path[?db=N], postgres://…, file:PATH or memory:",
                                  what, redact_secrets(text), why));
   };
@@ -95,25 +151,29 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     }
     return uri;
   }
-  if (text.starts_with("rediss://")) {
-    // The db, if any, carries over to the tunnel's plain-text URI.
-    auto slash = text.find('/', 9);
-    std::string db = slash == std::string_view::npos ? "" : std::string(text.substr(slash));
-    throw UsageError(fmt::format(
-        "invalid {} '{}': TLS is not supported: the hiredis dedupctl is built with (Debian 12's 0.14) cannot speak "
-        "it, and dedupctl will not fall back to clear text. Reach the server through a local TLS tunnel, e.g. "
-        "stunnel with client = yes, accept = 127.0.0.1:6390, connect = HOST:PORT, and give {} redis://127.0.0.1:6390{}",
-        what, redact_secrets(text), what, db));
-  }
   std::string_view scheme = text.substr(0, text.find("://"));
-  if (scheme == "redis+cluster") {
+  std::string_view plain_scheme = scheme;
+  if (scheme.starts_with("rediss")) {
+    uri.tls.enabled = true;
+    plain_scheme = scheme == "rediss"            ? "redis"
+                   : scheme == "rediss+cluster"  ? "redis+cluster"
+                   : scheme == "rediss+sentinel" ? "redis+sentinel"
+                                                 : "";
+  }
+  if (plain_scheme == "redis+cluster") {
     uri.mode = StoreUri::RedisMode::Cluster;
-  } else if (scheme == "redis+sentinel") {
+  } else if (plain_scheme == "redis+sentinel") {
     uri.mode = StoreUri::RedisMode::Sentinel;
-  } else if (scheme != "redis") {
+  } else if (plain_scheme != "redis") {
     return bad("unknown scheme");
   }
   std::string_view rest = text.substr(scheme.size() + 3);
+  if (auto query = rest.find('?'); query != std::string_view::npos) {
+    if (std::string why = parse_tls_query(rest.substr(query + 1), plain_scheme, uri.tls); !why.empty()) {
+      return bad(why);
+    }
+    rest = rest.substr(0, query);
+  }
   auto at = rest.rfind('@');
   if (at != std::string_view::npos) {
     std::string_view credentials = rest.substr(0, at);

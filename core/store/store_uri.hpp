@@ -17,11 +17,27 @@ struct HostPort {
   std::string text() const;
 };
 
+// rediss://: TLS, with libpq's words and meanings as query parameters (one vocabulary for both stores).
+enum class TlsMode {
+  Require,    // encrypted, the certificate not verified (said in a warning)
+  VerifyCa,   // the certificate chains to a trusted CA
+  VerifyFull, // that, and it names the host connected to (the default)
+};
+struct RedisTls {
+  bool enabled = false; // rediss, rediss+cluster, rediss+sentinel
+  TlsMode mode = TlsMode::VerifyFull;
+  std::string root_cert; // sslrootcert: a CA file; empty: the system's store
+  std::string cert;      // sslcert and sslkey: a client certificate and its key (PEM files)
+  std::string key;
+  bool sni = true; // sslsni: send the host name (Server Name Indication)
+};
+
 // A --store / --via URI: redis://[user:pass@]host:port[/db] (one server, or any node of a Redis
 // Cluster, which is detected), redis+cluster://[user:pass@]h1:p1[,h2:p2…] (a cluster's seed
 // list), redis+sentinel://[user:pass@]h1:26379[,h2:p2…]/MASTERNAME[/db] (the master the sentinels
 // name; the credentials are the master's), redis+unix:///path[?db=N], postgres://… or a libpq
-// conninfo, file:PATH (a snapshot), memory:.
+// conninfo, file:PATH (a snapshot), memory:. rediss://, rediss+cluster:// and rediss+sentinel://
+// are the same over TLS, with ?sslmode=…&sslrootcert=…&sslcert=…&sslkey=…&sslsni=….
 struct StoreUri {
   enum class Kind { Redis, Postgres, File, Memory };
   enum class RedisMode { Server, Cluster, Sentinel };
@@ -35,6 +51,7 @@ struct StoreUri {
   int db = 0;
   std::string user;
   std::optional<std::string> password;
+  RedisTls tls;
   std::string path;     // file:
   std::string conninfo; // postgres
   std::string text;     // as given
