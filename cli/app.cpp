@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -251,6 +252,20 @@ int run(int argc, char** argv) {
   }
 
   context.origins = option_origins(app, argc, argv, config_present);
+  // The secrets a config file's kafka-property or a -F file holds are scrubbed like those typed.
+  for (const auto& property : context.global.properties) {
+    for (auto& secret : core::secrets_in(property)) {
+      context.secrets.push_back(std::move(secret));
+    }
+  }
+  if (!context.global.kafka_config.empty()) {
+    std::ifstream file(context.global.kafka_config);
+    for (std::string line; std::getline(file, line);) {
+      for (auto& secret : core::secrets_in(line)) {
+        context.secrets.push_back(std::move(secret));
+      }
+    }
+  }
   bool tty = ::isatty(STDERR_FILENO) == 1;
   context.note = [&context](std::string_view line) {
     if (context.global.quiet == 0) {

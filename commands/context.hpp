@@ -22,7 +22,9 @@ namespace dedupctl::commands {
 // The global options of spec/cli.md, shared by every command.
 struct GlobalFlags {
   std::string bootstrap;
-  std::vector<std::string> properties; // -X prop=value
+  std::vector<std::string> properties; // -X prop=value (or kafka-property in the config file)
+  std::string kafka_config;            // -F FILE (or DEDUPCTL_KAFKA_CONFIG)
+  std::string kafka_token_command;     // --kafka-token-command (or DEDUPCTL_KAFKA_TOKEN_COMMAND)
   std::string format = "text";
   std::string output;
   std::string fail_on = "error";

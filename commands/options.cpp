@@ -17,9 +17,24 @@ void add_global_options(CLI::App& app, GlobalFlags& global) {
       ->envname("DEDUPCTL_BOOTSTRAP_SERVER");
   // One value an occurrence, as kcat's -X: a vector option would take every word up to the next
   // flag, the file of `check -X a=b FILE` included.
-  group->add_option("-X", global.properties, "librdkafka property prop=value (repeatable), as in kcat")
+  group
+      ->add_option("-X,--kafka-property", global.properties,
+                   "librdkafka property prop=value (repeatable), as in kcat; overrides -F")
       ->type_name("PROP=VALUE")
       ->allow_extra_args(false);
+  // Secrets off the command line: a file of properties, as kcat's -F, named by a flag, the config
+  // file or the environment.
+  group
+      ->add_option("-F,--kafka-config", global.kafka_config,
+                   "librdkafka properties from FILE (PROP=VALUE lines, # comments), as kcat's -F")
+      ->type_name("FILE")
+      ->envname("DEDUPCTL_KAFKA_CONFIG");
+  group
+      ->add_option("--kafka-token-command", global.kafka_token_command,
+                   "SASL OAUTHBEARER: a command that prints a token (a JWT, or JSON {token, expires_at_ms, "
+                   "principal}), run again before it expires")
+      ->type_name("CMD")
+      ->envname("DEDUPCTL_KAFKA_TOKEN_COMMAND");
   group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit or github")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");

@@ -1,7 +1,9 @@
 #include "commands/settings.hpp"
 
+#include "connectors/file/text.hpp"
 #include "core/check/inbox_rules.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/properties.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -50,6 +52,15 @@ connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, co
 connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
   connectors::kafka::KafkaSettings settings;
   settings.bootstrap = context.global.bootstrap;
+  settings.token_command = context.global.kafka_token_command;
+  // -F's file first, then each -X: a later property wins, as in kcat.
+  if (!context.global.kafka_config.empty()) {
+    const std::string& path = context.global.kafka_config;
+    for (auto& line : core::parse_properties(connectors::file::read_text_file(path, "-F"), path)) {
+      settings.properties.emplace_back(std::move(line.name), std::move(line.value));
+      settings.property_sources.push_back(fmt::format("property in {}:{}", path, line.line));
+    }
+  }
   const auto& properties = context.global.properties;
   for (std::size_t i = 0; i < properties.size(); ++i) {
     const auto& property = properties[i];
@@ -61,6 +72,7 @@ connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
                                    i + 1, properties.size()));
     }
     settings.properties.emplace_back(property.substr(0, eq), property.substr(eq + 1));
+    settings.property_sources.emplace_back("-X");
   }
   settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
   if (settings.timeout_ms <= 0) {

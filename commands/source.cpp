@@ -139,6 +139,7 @@ OpenedSource open_source(const SourceFlags& options, const Context& context, con
   }
   if (!isolation_given) {
     settings.properties.insert(settings.properties.begin(), {"isolation.level", isolation});
+    settings.property_sources.insert(settings.property_sources.begin(), "--read-uncommitted");
   }
   connectors::kafka::RangeRequest request;
   for (const auto& topic : options.topics) {

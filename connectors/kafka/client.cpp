@@ -1,5 +1,7 @@
 #include "connectors/kafka/client.hpp"
 
+#include "connectors/process/shell.hpp"
+#include "core/source/bearer_token.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
@@ -50,14 +52,18 @@ bool contains(std::string_view text, std::string_view part) { return text.find(p
 // lost connection is retried until --timeout).
 std::string refusal_in_words(const KafkaSettings& settings, std::string_view text) {
   if (contains(text, "SASL authentication error") || contains(text, "Authentication failed")) {
-    std::string mechanism = property_of(settings, "sasl.mechanisms", property_of(settings, "sasl.mechanism", "GSSAPI"));
+    std::string mechanism =
+        property_of(settings, "sasl.mechanisms",
+                    property_of(settings, "sasl.mechanism", settings.token_command.empty() ? "GSSAPI" : "OAUTHBEARER"));
     std::string cause =
         contains(text, "invalid credentials") || contains(text, "Invalid username or password")
             ? "invalid credentials"
             : std::string(text.substr(text.find(": ") == std::string_view::npos ? 0 : text.find(": ") + 2));
-    return fmt::format("SASL authentication failed for user '{}' ({}) at {}: {}; check sasl.username and "
-                       "sasl.password",
-                       property_of(settings, "sasl.username", ""), mechanism, broker_of(text), cause);
+    std::string user = property_of(settings, "sasl.username", "");
+    return fmt::format("SASL authentication failed{} ({}) at {}: {}; {}",
+                       user.empty() ? "" : fmt::format(" for user '{}'", user), mechanism, broker_of(text), cause,
+                       mechanism == "OAUTHBEARER" ? "check the token (--kafka-token-command) or sasl.oauthbearer.*"
+                                                  : "check sasl.username and sasl.password");
   }
   if (contains(text, "SSL handshake failed") || contains(text, "SSL routines") ||
       contains(text, "SSL transport error")) {
@@ -83,6 +89,13 @@ std::string refusal_in_words(const KafkaSettings& settings, std::string_view tex
   return {};
 }
 
+void record_failure(HandleState& state, std::string words) {
+  std::lock_guard lock(state.mutex);
+  if (state.failure.empty()) {
+    state.failure = std::move(words);
+  }
+}
+
 void log_callback(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
   auto* state = static_cast<HandleState*>(rd_kafka_opaque(rk));
   if (!state) {
@@ -90,10 +103,7 @@ void log_callback(const rd_kafka_t* rk, int level, const char* facility, const c
   }
   if (std::string_view(facility) == "FAIL") {
     if (std::string words = refusal_in_words(*state->settings, text); !words.empty()) {
-      std::lock_guard lock(state->mutex);
-      if (state->failure.empty()) {
-        state->failure = std::move(words);
-      }
+      record_failure(*state, std::move(words));
     }
   }
   // librdkafka logs every refused connection; an operator sees our one message instead, and the
@@ -103,11 +113,53 @@ void log_callback(const rd_kafka_t* rk, int level, const char* facility, const c
   }
 }
 
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// librdkafka asks for a token (at the first connection, and again at 80% of the last one's life):
+// the token command's output, or a failure that ends the run naming the command, never its
+// output (it may be a token).
+void token_refresh(rd_kafka_t* rk, const char* /*config*/, void* opaque) {
+  auto* state = static_cast<HandleState*>(opaque);
+  const KafkaSettings& settings = *state->settings;
+  auto run = process::run_shell(settings.token_command, settings.timeout_ms);
+  std::string why;
+  core::BearerToken token;
+  if (!run.error.empty()) {
+    why = fmt::format("it could not be started ({})", run.error);
+  } else if (run.timed_out) {
+    why = fmt::format("it did not finish within {} ms", settings.timeout_ms);
+  } else if (run.exit_code != 0) {
+    why = fmt::format("it exited with status {}", run.exit_code);
+  } else {
+    token = core::parse_bearer_token(run.out, wall_ms());
+    why = token.error;
+  }
+  if (why.empty()) {
+    char errstr[512];
+    std::string principal = token.principal.empty() ? "dedupctl" : token.principal;
+    if (rd_kafka_oauthbearer_set_token(rk, token.token.c_str(), token.expires_at_ms, principal.c_str(), nullptr, 0,
+                                       errstr, sizeof errstr) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return;
+    }
+    why = fmt::format("librdkafka refused its token ({})", errstr);
+  }
+  std::string words =
+      fmt::format("the Kafka token command '{}' failed: {}; run it by hand to see why", settings.token_command, why);
+  rd_kafka_oauthbearer_set_token_failure(rk, words.c_str());
+  record_failure(*state, std::move(words));
+}
+
 } // namespace
 
+// Without the consumer close: our consumers assign and never commit or join a group, so there is
+// nothing to leave, and with librdkafka 2.8 closing one that had fetched took a second (every
+// audit that failed on its store took 1.03 s instead of 0.03 s).
 void destroy_handle(rd_kafka_t* rk) {
   auto* state = static_cast<HandleState*>(rd_kafka_opaque(rk));
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   delete state;
 }
 
@@ -135,7 +187,7 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
   }
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char errstr[512];
-  auto set = [&](const std::string& name, const std::string& value, bool user) {
+  auto set = [&](const std::string& name, const std::string& value, const std::string* user) {
     if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
       // A -X value may be a secret (sasl.password with its name misspelt), and librdkafka quotes
@@ -147,17 +199,26 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
         }
       }
       throw UsageError(
-          user ? fmt::format("invalid -X {}: {} (value not shown); see librdkafka's CONFIGURATION.md", name, why)
+          user ? fmt::format("invalid {} {}: {} (value not shown); see librdkafka's CONFIGURATION.md", *user, name, why)
                : fmt::format("cannot set Kafka property {}: {}", name, why));
     }
   };
-  set("bootstrap.servers", settings.bootstrap, false);
-  set("socket.connection.setup.timeout.ms", std::to_string(std::max<std::int64_t>(1000, settings.timeout_ms)), false);
+  set("bootstrap.servers", settings.bootstrap, nullptr);
+  set("socket.connection.setup.timeout.ms", std::to_string(std::max<std::int64_t>(1000, settings.timeout_ms)), nullptr);
   for (const auto& [name, value] : defaults) {
-    set(name, value, false);
+    set(name, value, nullptr);
   }
-  for (const auto& [name, value] : settings.properties) {
-    set(name, value, true);
+  if (!settings.token_command.empty()) {
+    set("security.protocol", "SASL_SSL", nullptr);
+    set("sasl.mechanisms", "OAUTHBEARER", nullptr);
+    rd_kafka_conf_set_oauthbearer_token_refresh_cb(conf, token_refresh);
+    // The refresh runs on librdkafka's background thread (below), not in our polls.
+    rd_kafka_conf_enable_sasl_queue(conf, 1);
+  }
+  const std::string dash_x = "-X";
+  for (std::size_t i = 0; i < settings.properties.size(); ++i) {
+    const auto& [name, value] = settings.properties[i];
+    set(name, value, i < settings.property_sources.size() ? &settings.property_sources[i] : &dash_x);
   }
   rd_kafka_conf_set_log_cb(conf, log_callback);
   if (on_delivery) {
@@ -172,7 +233,15 @@ KafkaHandle make_handle(rd_kafka_type_t type, const KafkaSettings& settings,
     throw UsageError(fmt::format("cannot create a Kafka client: {}", errstr));
   }
   state.release(); // the handle's, deleted by destroy_handle
-  return KafkaHandle(rk);
+  KafkaHandle handle(rk);
+  if (!settings.token_command.empty()) {
+    if (rd_kafka_error_t* error = rd_kafka_sasl_background_callbacks_enable(rk)) {
+      std::string why = rd_kafka_error_string(error);
+      rd_kafka_error_destroy(error);
+      throw UnreachableError(fmt::format("cannot run the Kafka token command in the background: {}", why));
+    }
+  }
+  return handle;
 }
 
 [[noreturn]] void unreachable(const KafkaSettings& settings, std::string_view what, rd_kafka_resp_err_t err) {

@@ -32,10 +32,15 @@ struct ReaderCounters {
 
 struct KafkaSettings {
   std::string bootstrap;
-  std::vector<std::pair<std::string, std::string>> properties; // -X prop=value, applied last
-  std::int64_t timeout_ms = core::k_default_timeout_ms;        // each broker request, and a read that stalls
-  int verbosity = 0;                                           // librdkafka's own log lines show from -vv
-  const std::atomic<bool>* stop = nullptr;                     // raised by SIGINT/SIGTERM
+  std::vector<std::pair<std::string, std::string>> properties; // -F's, then -X's, applied last
+  std::vector<std::string> property_sources; // where each came from, for errors ("-X"; "-X" when missing)
+  // SASL OAUTHBEARER with a token a command prints (core::parse_bearer_token), run when a handle
+  // needs one and again before it expires; empty: none. It makes OAUTHBEARER over SASL_SSL the
+  // defaults, which properties override.
+  std::string token_command;
+  std::int64_t timeout_ms = core::k_default_timeout_ms; // each broker request, and a read that stalls
+  int verbosity = 0;                                    // librdkafka's own log lines show from -vv
+  const std::atomic<bool>* stop = nullptr;              // raised by SIGINT/SIGTERM
   // A reader holds at most about this much of the partitions that are ahead of the canonical order
   // before it pauses those that hold their next round already (see KafkaReader); 0: twice what one
   // fetch brings of every partition, at least 64 MiB.

@@ -107,11 +107,9 @@ public:
         rd_kafka_message_destroy(message);
       }
     }
-    if (m_rk) {
-      rd_kafka_assign(m_rk.get(), nullptr);
-      m_queue.reset();
-      rd_kafka_consumer_close(m_rk.get());
-    }
+    // The queue goes before the handle; the handle goes without a consumer close (see
+    // destroy_handle).
+    m_queue.reset();
   }
 
   bool next_batch(core::EventBatch& batch) override {

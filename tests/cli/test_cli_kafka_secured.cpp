@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 
 using namespace dedupctl::testing;
@@ -115,6 +116,147 @@ TEST_P(SecuredKafka, AnUntrustedCaOrNoClientCertificateFailsFastSayingSo) {
   auto no_cert = failing(scan(m_listeners.ssl, {"security.protocol=SSL", "ssl.ca.location=" + certs.ca()}));
   EXPECT_NE(no_cert.err.find("TLS handshake with " + m_listeners.ssl + " failed"), std::string::npos) << no_cert.err;
   EXPECT_NE(no_cert.err.find("ssl.certificate.location"), std::string::npos) << no_cert.err;
+}
+
+// Secrets off argv: the properties from a file (-F, as kcat's), named by the flag, by
+// DEDUPCTL_KAFKA_CONFIG or by the config file, or listed in the config file; -X overrides them.
+TEST_P(SecuredKafka, PropertiesFromAFileTheEnvironmentOrTheConfigFile) {
+  TempDir dir;
+  std::string properties;
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    properties += property + "\n";
+  }
+  write_file(dir.file("kafka.conf"), "# the MSK cluster, SCRAM\n\n" + properties);
+  write_file(dir.file("wrong.conf"), "# an old password\n" + properties + "sasl.password=Wr0ng-pa55\n");
+  write_file(dir.file("file.toml"), "kafka-config = \"" + dir.file("kafka.conf") + "\"\n");
+  std::string list;
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    list += (list.empty() ? "" : ", ") + ("\"" + property + "\"");
+  }
+  write_file(dir.file("list.toml"), "kafka-property = [" + list + "]\n");
+
+  struct Case {
+    std::string name;
+    std::vector<std::string> extra;
+    std::map<std::string, std::string> env;
+  };
+  for (const Case& c : {
+           Case{"-F", {"-F", dir.file("kafka.conf")}, {}},
+           Case{"DEDUPCTL_KAFKA_CONFIG", {}, {{"DEDUPCTL_KAFKA_CONFIG", dir.file("kafka.conf")}}},
+           Case{"kafka-config in --config", {"--config", dir.file("file.toml")}, {}},
+           Case{"kafka-property in --config", {"--config", dir.file("list.toml")}, {}},
+           Case{"-X after -F",
+                {"-F", dir.file("wrong.conf"), "-X", std::string("sasl.password=") + k_kafka_password},
+                {}},
+       }) {
+    SCOPED_TRACE(c.name);
+    auto args = scan(m_listeners.sasl_ssl, {});
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    auto result = run_dedupctl(args, {}, c.env);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(parse(result).at("summary").at("events"), 10) << result.out;
+  }
+  // Without the -X, the file's last sasl.password is the wrong one: refused, and said.
+  auto args = scan(m_listeners.sasl_ssl, {});
+  args.insert(args.end(), {"-F", dir.file("wrong.conf")});
+  auto wrong = failing(args);
+  EXPECT_NE(wrong.err.find("SASL authentication failed"), std::string::npos) << wrong.err;
+
+  // A bad line names the file and the line, not the text; a property librdkafka does not know names
+  // itself, never its value.
+  write_file(dir.file("bad.conf"), "security.protocol=SASL_SSL\nsasl.password: Wr0ng-pa55\n");
+  args = scan(m_listeners.sasl_ssl, {});
+  args.insert(args.end(), {"-F", dir.file("bad.conf")});
+  auto bad = run_dedupctl(args);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(dir.file("bad.conf") + ":2: expected PROP=VALUE"), std::string::npos) << bad.err;
+  write_file(dir.file("typo.conf"), "security.protocol=SASL_SSL\nsasl.pasword=Wr0ng-pa55\n");
+  args = scan(m_listeners.sasl_ssl, {});
+  args.insert(args.end(), {"-F", dir.file("typo.conf")});
+  auto typo = run_dedupctl(args);
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("invalid property in " + dir.file("typo.conf") + ":2 sasl.pasword"), std::string::npos)
+      << typo.err;
+  auto missing = run_dedupctl({"scan", "-b", m_listeners.sasl_ssl, "--topic", m_topic, "-F", dir.file("none.conf")});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find(dir.file("none.conf")), std::string::npos) << missing.err;
+  for (const auto* text : {&bad.err, &bad.out, &typo.err, &typo.out}) {
+    EXPECT_EQ(text->find("Wr0ng-pa55"), std::string::npos) << *text;
+  }
+}
+
+// OAUTHBEARER with a token command (MSK IAM through a signer, Azure Event Hubs, an OIDC CLI): run
+// as the connection needs a token; a bare JWT or JSON; a command that fails, or prints an expired
+// token, is exit 3 at once, naming the command and never printing its output.
+TEST_P(SecuredKafka, OauthbearerTakesItsTokenFromACommand) {
+  TempDir dir;
+  // An unsigned JWT for Kafka's unsecured validator, made fresh at each run, living LIFETIME s.
+  write_file(dir.file("jwt.sh"), "#!/bin/sh\n"
+                                 "b64() { base64 -w0 | tr '+/' '-_' | tr -d '='; }\n"
+                                 "now=$(date +%s)\n"
+                                 "h=$(printf '{\"alg\":\"none\"}' | b64)\n"
+                                 "p=$(printf '{\"sub\":\"app\",\"iat\":%d,\"exp\":%d}' $now $((now + $1)) | b64)\n"
+                                 "echo run >>\"$2\"\n"
+                                 "printf '%s.%s.\\n' \"$h\" \"$p\"\n");
+  std::string runs = dir.file("runs");
+  auto with_command = [&](const std::string& command) {
+    auto args = scan(m_listeners.oauthbearer, {"security.protocol=SASL_PLAINTEXT"});
+    args.insert(args.end(), {"--kafka-token-command", command});
+    return args;
+  };
+  auto jwt = run_dedupctl(with_command("sh " + dir.file("jwt.sh") + " 3600 " + runs));
+  EXPECT_EQ(jwt.exit_code, 0) << jwt.err;
+  EXPECT_EQ(parse(jwt).at("summary").at("events"), 10) << jwt.out;
+  EXPECT_GE(read_file(runs).size(), 4u) << "the token command never ran";
+
+  // The JSON form, with the token a JWT command made, from the environment.
+  write_file(dir.file("json.sh"),
+             "#!/bin/sh\n"
+             "t=$(sh " +
+                 dir.file("jwt.sh") + " 3600 " + runs +
+                 ")\n"
+                 "printf '{\"token\":\"%s\",\"expires_at_ms\":%d000,\"principal\":\"app\"}' \"$t\" "
+                 "$(( $(date +%s) + 3600 ))\n");
+  auto args = scan(m_listeners.oauthbearer, {"security.protocol=SASL_PLAINTEXT"});
+  auto json = run_dedupctl(args, {}, {{"DEDUPCTL_KAFKA_TOKEN_COMMAND", "sh " + dir.file("json.sh")}});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(parse(json).at("summary").at("events"), 10) << json.out;
+
+  write_file(dir.file("fail.sh"), "#!/bin/sh\necho eyJhbGciOiJub25lIn0.s3cr3t-token-text.\nexit 4\n");
+  auto failed = failing(with_command("sh " + dir.file("fail.sh")));
+  EXPECT_NE(failed.err.find("the Kafka token command 'sh " + dir.file("fail.sh") +
+                            "' failed: it exited with status 4; run it by hand to see why"),
+            std::string::npos)
+      << failed.err;
+  EXPECT_EQ(failed.err.find("s3cr3t-token-text"), std::string::npos) << failed.err;
+  EXPECT_EQ(failed.out.find("s3cr3t-token-text"), std::string::npos) << failed.out;
+
+  auto expired = failing(with_command("sh " + dir.file("jwt.sh") + " -60 " + runs));
+  EXPECT_NE(expired.err.find("failed: its token expired 60 s ago"), std::string::npos) << expired.err;
+}
+
+// librdkafka's own OIDC client (sasl.oauthbearer.method=oidc, which needs libcurl in it): a
+// client-credentials request to the token endpoint, the access token handed to the broker.
+TEST_P(SecuredKafka, OidcTakesItsTokenFromTheEndpoint) {
+  std::atomic<bool> client_credentials{false};
+  HttpResponder endpoint([&](const std::string& request) {
+    if (request.find("grant_type=client_credentials") != std::string::npos &&
+        request.find("Authorization: Basic ") != std::string::npos) {
+      client_credentials = true;
+    }
+    long long exp = wall_ms() / 1000 + 3600;
+    return R"({"access_token":")" + unsigned_jwt("app", exp) + R"(","token_type":"bearer","expires_in":3600})";
+  });
+  auto result = run_dedupctl(
+      scan(m_listeners.oauthbearer,
+           {"security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=OAUTHBEARER", "sasl.oauthbearer.method=oidc",
+            "sasl.oauthbearer.client.id=app", "sasl.oauthbearer.client.secret=Oidc-s3cret",
+            "sasl.oauthbearer.token.endpoint.url=http://127.0.0.1:" + std::to_string(endpoint.port()) + "/token"}));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(parse(result).at("summary").at("events"), 10) << result.out;
+  EXPECT_GE(endpoint.requests(), 1);
+  EXPECT_TRUE(client_credentials);
+  EXPECT_EQ(result.err.find("Oidc-s3cret"), std::string::npos) << result.err;
 }
 
 } // namespace

@@ -465,6 +465,97 @@ TestCertificates::TestCertificates() {
   signed_by_ca("client", "app", "extendedKeyUsage=clientAuth");
 }
 
+std::string unsigned_jwt(const std::string& sub, long long exp_s) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  auto encode = [](const std::string& text) {
+    std::string out;
+    unsigned bits = 0;
+    int count = 0;
+    for (unsigned char c : text) {
+      bits = (bits << 8) | c;
+      count += 8;
+      while (count >= 6) {
+        count -= 6;
+        out += alphabet[(bits >> count) & 63];
+      }
+    }
+    if (count > 0) {
+      out += alphabet[(bits << (6 - count)) & 63];
+    }
+    return out;
+  };
+  long long now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return encode(R"({"alg":"none"})") + "." +
+         encode(fmt::format(R"({{"sub":"{}","iat":{},"exp":{}}})", sub, now_s, exp_s)) + ".";
+}
+
+HttpResponder::HttpResponder(std::function<std::string(const std::string& request)> respond)
+    : m_respond(std::move(respond)) {
+  m_listen = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(m_listen, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(m_listen, 8) != 0 ||
+      ::getsockname(m_listen, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("HttpResponder: cannot listen on loopback");
+  }
+  m_port = ntohs(addr.sin_port);
+  m_thread = std::thread([this] {
+    while (!m_stop) {
+      pollfd pfd{m_listen, POLLIN, 0};
+      if (::poll(&pfd, 1, 100) <= 0) {
+        continue;
+      }
+      int fd = ::accept4(m_listen, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        continue;
+      }
+      // The head, then as much body as Content-Length says.
+      std::string request;
+      char chunk[4096];
+      std::size_t need = std::string::npos;
+      while (need == std::string::npos || request.size() < need) {
+        pollfd in{fd, POLLIN, 0};
+        if (::poll(&in, 1, 2000) <= 0) {
+          break;
+        }
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) {
+          break;
+        }
+        request.append(chunk, static_cast<std::size_t>(n));
+        auto head_end = request.find("\r\n\r\n");
+        if (need == std::string::npos && head_end != std::string::npos) {
+          std::size_t body = 0;
+          std::string lower = request.substr(0, head_end);
+          std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+          if (auto at = lower.find("content-length:"); at != std::string::npos) {
+            body = std::stoul(lower.substr(at + 15));
+          }
+          need = head_end + 4 + body;
+        }
+      }
+      std::string body = m_respond(request);
+      std::string response = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                         "{}\r\nConnection: close\r\n\r\n{}",
+                                         body.size(), body);
+      [[maybe_unused]] ssize_t written = ::write(fd, response.data(), response.size());
+      ::close(fd);
+      ++m_requests;
+    }
+  });
+}
+
+HttpResponder::~HttpResponder() {
+  m_stop = true;
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+  ::close(m_listen);
+}
+
 TlsRedisServer::TlsRedisServer(const TestCertificates& certs, bool require_client_cert, bool wrong_name) {
   if (!certs.available()) {
     return;

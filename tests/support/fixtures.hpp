@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <thread>
 #include <vector>
 
 namespace dedupctl::testing {
@@ -210,6 +213,31 @@ public:
 private:
   TempDir m_dir;
   std::string m_why;
+};
+
+// An unsigned JWT (alg none, as Kafka's unsecured OAUTHBEARER validator takes them) for `sub`,
+// issued now and expiring at `exp_s` (epoch seconds).
+std::string unsigned_jwt(const std::string& sub, long long exp_s);
+
+// A one-route HTTP/1.1 server on 127.0.0.1 for clients under test (an OIDC token endpoint): every
+// request gets `respond(request)` as a 200 application/json body, one connection at a time, on a
+// thread of its own until destroyed. requests() counts what it answered.
+class HttpResponder {
+public:
+  explicit HttpResponder(std::function<std::string(const std::string& request)> respond);
+  ~HttpResponder();
+  HttpResponder(const HttpResponder&) = delete;
+  HttpResponder& operator=(const HttpResponder&) = delete;
+  int port() const { return m_port; }
+  int requests() const { return m_requests.load(); }
+
+private:
+  std::function<std::string(const std::string&)> m_respond;
+  int m_listen = -1;
+  int m_port = 0;
+  std::atomic<int> m_requests{0};
+  std::atomic<bool> m_stop{false};
+  std::thread m_thread;
 };
 
 // A redis-server that speaks TLS on tls_port() with `certs`' server certificate (or the one for

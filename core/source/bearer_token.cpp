@@ -1,0 +1,127 @@
+#include "core/source/bearer_token.hpp"
+
+#include "core/util/text.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cmath>
+
+namespace dedupctl::core {
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// base64url without padding (RFC 7515); false on a byte outside its alphabet.
+bool base64url_decode(std::string_view text, std::string& out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') {
+      return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+      return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+      return c - '0' + 52;
+    }
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
+  };
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=') {
+      break;
+    }
+    int v = value(c);
+    if (v < 0) {
+      return false;
+    }
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xFF);
+    }
+  }
+  return true;
+}
+
+BearerToken from_json(std::string_view text) {
+  BearerToken out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(text.data(), text.size()).get(doc) || !doc.is_object()) {
+    out.error = "it printed neither a JWT nor a JSON object {\"token\", \"expires_at_ms\", \"principal\"}";
+    return out;
+  }
+  std::string_view token;
+  if (doc["token"].get(token) || token.empty()) {
+    out.error = "its JSON has no \"token\" string";
+    return out;
+  }
+  out.token = std::string(token);
+  std::int64_t expires = 0;
+  if (doc["expires_at_ms"].get(expires)) {
+    out.error = "its JSON has no \"expires_at_ms\" number (the token's expiry, epoch milliseconds)";
+    return out;
+  }
+  out.expires_at_ms = expires;
+  std::string_view principal;
+  if (!doc["principal"].get(principal)) {
+    out.principal = std::string(principal);
+  }
+  return out;
+}
+
+BearerToken from_jwt(std::string_view text) {
+  BearerToken out;
+  auto parts = split(text, '.');
+  std::string payload;
+  if (parts.size() != 3 || !base64url_decode(parts[1], payload)) {
+    out.error = "it printed neither a JWT nor a JSON object {\"token\", \"expires_at_ms\", \"principal\"}";
+    return out;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element claims;
+  if (parser.parse(payload).get(claims) || !claims.is_object()) {
+    out.error = "its JWT's payload is not a JSON object";
+    return out;
+  }
+  double exp = 0;
+  if (claims["exp"].get(exp)) {
+    out.error = "its JWT has no \"exp\" claim (the expiry, epoch seconds)";
+    return out;
+  }
+  out.token = std::string(text);
+  out.expires_at_ms = static_cast<std::int64_t>(std::floor(exp * 1000));
+  std::string_view sub;
+  if (!claims["sub"].get(sub)) {
+    out.principal = std::string(sub);
+  }
+  return out;
+}
+
+} // namespace
+
+BearerToken parse_bearer_token(std::string_view output, std::int64_t now_ms) {
+  std::string_view text = trim(output);
+  BearerToken out = !text.empty() && text.front() == '{' ? from_json(text) : from_jwt(text);
+  if (out.error.empty() && out.expires_at_ms <= now_ms) {
+    out.error = fmt::format("its token expired {} s ago", (now_ms - out.expires_at_ms) / 1000);
+  }
+  if (!out.error.empty()) {
+    out.token.clear();
+  }
+  return out;
+}
+
+} // namespace dedupctl::core
