@@ -185,4 +185,23 @@ TEST_F(RedisTls, ThePasswordFromRedisCliAuthNeverPrinted) {
   EXPECT_NE(none.err.find("NOAUTH"), std::string::npos) << none.err;
 }
 
+// A Redis Cluster over TLS (tls-cluster yes) announces its TLS ports: the audit follows them from
+// a rediss+cluster:// seed, and counts exactly as against one clear-text server with the same keys.
+TEST_F(RedisTls, AClusterOverTlsIsFollowedToTheTlsPortsItAnnounces) {
+  RedisCluster cluster(3, 0, &m_certs);
+  DEDUPCTL_REQUIRE_SERVER(cluster.available(), cluster.why_unavailable());
+  plant_records(cluster);
+  RedisServer single;
+  DEDUPCTL_REQUIRE_SERVER(single.available(), single.why_unavailable());
+  plant_records(single);
+  auto clear = run_dedupctl(audit(single.uri()));
+  ASSERT_EQ(clear.exit_code, 1) << clear.err;
+  auto result = run_dedupctl(audit(cluster.seed_uri(1)));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), true) << result.err;
+  EXPECT_EQ(doc.at("summary"), parse(clear).at("summary"));
+  EXPECT_GT(doc.at("summary").at("covered").get<int>(), 0);
+}
+
 } // namespace

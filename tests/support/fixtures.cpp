@@ -712,24 +712,40 @@ CommandResult PostgresServer::psql(const std::string& sql) const {
 
 namespace dedupctl::testing {
 
-RedisCluster::RedisCluster(int masters, int replicas) {
+RedisCluster::RedisCluster(int masters, int replicas, const TestCertificates* tls) {
   m_cli = find_program("redis-cli");
   if (m_cli.empty()) {
     m_why = "redis-cli is not installed (apt-get install redis-tools)";
     return;
   }
+  if (tls && !tls->available()) {
+    m_why = tls->why_unavailable();
+    return;
+  }
+  if (tls) {
+    m_ca = tls->ca();
+    m_tls_cli_args = {"--tls", "--cacert", tls->ca()};
+  }
   std::vector<std::string> create{m_cli, "--cluster", "create"};
   for (int i = 0; i < masters * (1 + replicas); ++i) {
-    auto node = std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port())});
+    std::vector<std::string> args{"--cluster-enabled",        "yes", "--cluster-node-timeout", "1000", "--cluster-port",
+                                  std::to_string(free_port())};
+    if (tls) {
+      m_tls_ports.push_back(free_port());
+      args.insert(args.end(), {"--tls-port", std::to_string(m_tls_ports.back()), "--tls-cert-file", tls->server_cert(),
+                               "--tls-key-file", tls->server_key(), "--tls-ca-cert-file", tls->ca(),
+                               "--tls-auth-clients", "no", "--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
+    auto node = std::make_unique<RedisServer>(args);
     if (!node->available()) {
       m_why = node->why_unavailable();
       return;
     }
-    create.push_back("127.0.0.1:" + std::to_string(node->port()));
+    create.push_back("127.0.0.1:" + std::to_string(tls ? m_tls_ports.back() : node->port()));
     m_nodes.push_back(std::move(node));
   }
   create.insert(create.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  create.insert(create.end(), m_tls_cli_args.begin(), m_tls_cli_args.end());
   auto created = run_command(create);
   if (created.exit_code != 0) {
     m_why = "redis-cli --cluster create failed: " + created.out + created.err;
@@ -738,6 +754,10 @@ RedisCluster::RedisCluster(int masters, int replicas) {
   if (!wait_ok()) {
     m_why = "the cluster did not reach cluster_state:ok";
   }
+}
+
+int RedisCluster::announced_port(std::size_t i) const {
+  return m_tls_ports.empty() ? m_nodes[i]->port() : m_tls_ports[i];
 }
 
 std::vector<RedisServer*> RedisCluster::nodes() {
@@ -749,17 +769,18 @@ std::vector<RedisServer*> RedisCluster::nodes() {
 }
 
 std::string RedisCluster::seed_uri(std::size_t seeds) const {
-  std::string uri = "redis+cluster://";
+  std::string uri = m_ca.empty() ? "redis+cluster://" : "rediss+cluster://";
   for (std::size_t i = 0; i < m_nodes.size() && (seeds == 0 || i < seeds); ++i) {
-    uri += (i ? "," : "") + fmt::format("127.0.0.1:{}", m_nodes[i]->port());
+    uri += (i ? "," : "") + fmt::format("127.0.0.1:{}", announced_port(i));
   }
-  return uri;
+  return m_ca.empty() ? uri : uri + "?sslrootcert=" + m_ca;
 }
 
 CommandResult RedisCluster::cli(const std::vector<std::string>& args) const {
-  for (const auto& node : m_nodes) {
-    if (node->command("PING").starts_with("+PONG")) {
-      std::vector<std::string> argv{m_cli, "-c", "-p", std::to_string(node->port())};
+  for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+    if (m_nodes[i]->command("PING").starts_with("+PONG")) {
+      std::vector<std::string> argv{m_cli, "-c", "-p", std::to_string(announced_port(i))};
+      argv.insert(argv.end(), m_tls_cli_args.begin(), m_tls_cli_args.end());
       argv.insert(argv.end(), args.begin(), args.end());
       return run_command(argv);
     }
@@ -788,10 +809,10 @@ std::vector<RedisServer*> RedisCluster::slot_owners() {
       auto dash = f[i].find('-');
       int first = std::stoi(f[i].substr(0, dash));
       int last = dash == std::string::npos ? first : std::stoi(f[i].substr(dash + 1));
-      for (auto& node : m_nodes) {
-        if (node->port() == port) {
+      for (std::size_t n = 0; n < m_nodes.size(); ++n) {
+        if (announced_port(n) == port) {
           for (int slot = first; slot <= last && slot < 16384; ++slot) {
-            owners[static_cast<std::size_t>(slot)] = node.get();
+            owners[static_cast<std::size_t>(slot)] = m_nodes[n].get();
           }
         }
       }

@@ -126,6 +126,28 @@ private:
 // Sends one inline command to a Redis on 127.0.0.1:port; the raw reply, empty when none.
 std::string redis_command(int port, const std::string& line);
 
+// Throwaway certificates made with the openssl tool (P-256 keys, PKCS#8, valid two days): a CA; a
+// server certificate for localhost and 127.0.0.1 and one for another name, both signed by it; a
+// client certificate signed by it; and a second CA that signs nothing and nobody trusts.
+class TestCertificates {
+public:
+  TestCertificates();
+  bool available() const { return m_why.empty(); }
+  const std::string& why_unavailable() const { return m_why; }
+  std::string ca() const { return m_dir.file("ca.pem"); }
+  std::string other_ca() const { return m_dir.file("other-ca.pem"); }
+  std::string server_cert() const { return m_dir.file("server.pem"); }
+  std::string server_key() const { return m_dir.file("server.key"); }
+  std::string wrong_name_cert() const { return m_dir.file("elsewhere.pem"); }
+  std::string wrong_name_key() const { return m_dir.file("elsewhere.key"); }
+  std::string client_cert() const { return m_dir.file("client.pem"); }
+  std::string client_key() const { return m_dir.file("client.key"); }
+
+private:
+  TempDir m_dir;
+  std::string m_why;
+};
+
 // A throwaway redis-server on 127.0.0.1: no persistence, its own temp dir.
 class RedisServer {
 public:
@@ -172,7 +194,10 @@ private:
 // cluster-node-timeout is 1 s so that a replica takes over a killed master within seconds.
 class RedisCluster {
 public:
-  RedisCluster(int masters, int replicas);
+  // With `tls`: every node also speaks TLS (no client certificates asked), the cluster bus and
+  // replication too (tls-cluster yes), so the cluster announces the TLS ports; seed_uri() is then
+  // rediss+cluster:// with the CA, cli() speaks TLS, and the clear-text ports stay the fixture's.
+  RedisCluster(int masters, int replicas, const TestCertificates* tls = nullptr);
   bool available() const { return m_why.empty(); }
   const std::string& why_unavailable() const { return m_why; }
   // Every node, masters first as created (the replicas' masters are assigned by redis-cli).
@@ -188,30 +213,14 @@ public:
   bool wait_ok(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 private:
+  // The port the cluster announces for node i (its TLS port with `tls`).
+  int announced_port(std::size_t i) const;
+
   std::vector<std::unique_ptr<RedisServer>> m_nodes;
+  std::vector<int> m_tls_ports; // with `tls`, per node
+  std::vector<std::string> m_tls_cli_args;
+  std::string m_ca;
   std::string m_cli;
-  std::string m_why;
-};
-
-// Throwaway certificates made with the openssl tool (P-256 keys, PKCS#8, valid two days): a CA; a
-// server certificate for localhost and 127.0.0.1 and one for another name, both signed by it; a
-// client certificate signed by it; and a second CA that signs nothing and nobody trusts.
-class TestCertificates {
-public:
-  TestCertificates();
-  bool available() const { return m_why.empty(); }
-  const std::string& why_unavailable() const { return m_why; }
-  std::string ca() const { return m_dir.file("ca.pem"); }
-  std::string other_ca() const { return m_dir.file("other-ca.pem"); }
-  std::string server_cert() const { return m_dir.file("server.pem"); }
-  std::string server_key() const { return m_dir.file("server.key"); }
-  std::string wrong_name_cert() const { return m_dir.file("elsewhere.pem"); }
-  std::string wrong_name_key() const { return m_dir.file("elsewhere.key"); }
-  std::string client_cert() const { return m_dir.file("client.pem"); }
-  std::string client_key() const { return m_dir.file("client.key"); }
-
-private:
-  TempDir m_dir;
   std::string m_why;
 };
 
