@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 using namespace dedupctl::testing;
@@ -27,27 +28,7 @@ protected:
   }
 
   std::vector<std::string> audit(const std::string& store) const {
-    return {"audit",
-            "--input",
-            m_dir.file("dump.json"),
-            "--committed",
-            m_dir.file("committed.csv"),
-            "--group",
-            "billing",
-            "--seek",
-            "2",
-            "--store",
-            store,
-            "--key-template",
-            "dedup:pay:{event_id}",
-            "--ttl",
-            "1h",
-            "--retention",
-            "7d",
-            "-o",
-            "json",
-            "--timeout",
-            "20s"};
+    return audit_args_on_dump(m_dir.file("dump.json"), m_dir.file("committed.csv"), store, {"--timeout", "20s"});
   }
 
   // Runs an audit that must fail for a reason of the connection: exit 3, within seconds (not the
@@ -152,7 +133,7 @@ TEST_F(RedisTls, ClearTextAndTlsOnTheWrongPortsFailFast) {
   // A clear-text server does not answer a TLS hello at all (it waits for the end of a command
   // line): that takes the --timeout, and says what to check.
   auto args = audit("rediss://127.0.0.1:" + std::to_string(redis.port()) + "?sslrootcert=" + m_certs.ca());
-  args.back() = "2s";
+  *(std::find(args.begin(), args.end(), "--timeout") + 1) = "2s";
   auto tls_to_plain = run_dedupctl(args);
   EXPECT_EQ(tls_to_plain.exit_code, 3) << tls_to_plain.err;
   EXPECT_NE(tls_to_plain.err.find("TLS handshake with Redis at 127.0.0.1:" + std::to_string(redis.port()) +

@@ -1,5 +1,7 @@
 #include "tests/support/fixtures.hpp"
 
+#include "tests/support/jwt.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -466,28 +468,9 @@ TestCertificates::TestCertificates() {
 }
 
 std::string unsigned_jwt(const std::string& sub, long long exp_s) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  auto encode = [](const std::string& text) {
-    std::string out;
-    unsigned bits = 0;
-    int count = 0;
-    for (unsigned char c : text) {
-      bits = (bits << 8) | c;
-      count += 8;
-      while (count >= 6) {
-        count -= 6;
-        out += alphabet[(bits >> count) & 63];
-      }
-    }
-    if (count > 0) {
-      out += alphabet[(bits << (6 - count)) & 63];
-    }
-    return out;
-  };
   long long now_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return encode(R"({"alg":"none"})") + "." +
-         encode(fmt::format(R"({{"sub":"{}","iat":{},"exp":{}}})", sub, now_s, exp_s)) + ".";
+  return unsigned_jwt(fmt::format(R"({{"sub":"{}","iat":{},"exp":{}}})", sub, now_s, exp_s));
 }
 
 HttpResponder::HttpResponder(std::function<std::string(const std::string& request)> respond)

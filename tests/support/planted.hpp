@@ -164,4 +164,14 @@ inline void expect_planted(const nlohmann::json& doc) {
   EXPECT_EQ(doc.at("exit_code"), 1);
 }
 
+// audit_args over a kcat -J dump of the planted events and a committed-offsets file instead of a
+// broker.
+inline std::vector<std::string> audit_args_on_dump(const std::string& dump, const std::string& committed,
+                                                   const std::string& store, std::vector<std::string> extra = {}) {
+  auto args = audit_args("", store, std::move(extra));
+  args.erase(args.begin() + 1, args.begin() + 5); // -b B --topic T
+  args.insert(args.end(), {"--input", dump, "--committed", committed});
+  return args;
+}
+
 } // namespace dedupctl::testing

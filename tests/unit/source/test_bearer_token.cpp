@@ -1,4 +1,5 @@
 #include "core/source/bearer_token.hpp"
+#include "tests/support/jwt.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,28 +9,8 @@ namespace {
 
 constexpr std::int64_t k_now = 1'790'000'000'000; // 2026-09-21
 
-// An unsigned JWT (alg none) with these claims, as Kafka's unsecured validator takes them.
-std::string jwt(const std::string& claims) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  auto encode = [](const std::string& text) {
-    std::string out;
-    unsigned bits = 0;
-    int count = 0;
-    for (unsigned char c : text) {
-      bits = (bits << 8) | c;
-      count += 8;
-      while (count >= 6) {
-        count -= 6;
-        out += alphabet[(bits >> count) & 63];
-      }
-    }
-    if (count > 0) {
-      out += alphabet[(bits << (6 - count)) & 63];
-    }
-    return out;
-  };
-  return encode(R"({"alg":"none"})") + "." + encode(claims) + ".";
-}
+// An unsigned JWT with these claims.
+std::string jwt(const std::string& claims) { return dedupctl::testing::unsigned_jwt(claims); }
 
 } // namespace
 
