@@ -11,9 +11,9 @@
 //   error APIKEY ERRCODE [COUNT]  fail the next COUNT requests of an API (e.g. error 0 1 3: Produce)
 //   clear APIKEY                  forget pushed errors of an API
 //
-// Facts about the mock in librdkafka 2.0.2 that tests must mind: at most 5 MiB of batches per
+// Facts about the mock in librdkafka 2.8.0 that tests must mind: at most 5 MiB of batches per
 // partition (older ones silently evicted: check the low watermark after seeding);
-// offsets_for_times answers -1; no DescribeConfigs, CreateTopics or ListGroups; committed offsets
+// offsets_for_times answers a time with -1 (the earliest and latest sentinels work); committed offsets
 // work; the first group join takes ~3 s.
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
