@@ -13,8 +13,8 @@
 //
 // Facts about the mock in librdkafka 2.8.0 that tests must mind: at most 5 MiB of batches per
 // partition (older ones silently evicted: check the low watermark after seeding);
-// offsets_for_times answers a time with -1 (the earliest and latest sentinels work); committed offsets
-// work; the first group join takes ~3 s.
+// offsets_for_times answers a time with -1 (the earliest and latest sentinels work); no
+// DescribeConfigs, CreateTopics or ListGroups; committed offsets work; the first group join takes ~3 s.
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
