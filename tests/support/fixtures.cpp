@@ -21,6 +21,7 @@
 #include <sstream>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -444,6 +445,7 @@ TestCertificates::TestCertificates() {
   };
   auto key = [&](const std::string& name) {
     run({"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", m_dir.file(name + ".key")});
+    ::chmod(m_dir.file(name + ".key").c_str(), 0600); // libpq refuses a client key others can read
   };
   auto self_signed = [&](const std::string& name, const std::string& cn) {
     key(name);
@@ -579,7 +581,11 @@ std::string redis_command(int port, const std::string& line) {
   return reply;
 }
 
-PostgresServer::PostgresServer() {
+PostgresServer::PostgresServer(const TestCertificates* tls) {
+  if (tls && !tls->available()) {
+    m_why = tls->why_unavailable();
+    return;
+  }
   std::vector<std::string> candidates;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
@@ -634,6 +640,30 @@ PostgresServer::PostgresServer() {
                    "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--locale=C"}) != 0) {
     m_why = "initdb failed";
     return;
+  }
+  if (tls) {
+    // The server's files in its data directory, its user's, the key 0600 as PostgreSQL demands.
+    std::string data = m_dir + "/data";
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {tls->server_cert(), "server.pem"}, {tls->server_key(), "server.key"}, {tls->ca(), "ca.pem"}}) {
+      write_file(data + "/" + to, read_file(from));
+      if ((m_uid && ::chown((data + "/" + to).c_str(), *m_uid, *m_gid) != 0) ||
+          ::chmod((data + "/" + to).c_str(), 0600) != 0) {
+        m_why = "cannot hand the certificates to PostgreSQL's user";
+        return;
+      }
+    }
+    std::ofstream(data + "/postgresql.conf", std::ios::app)
+        << "ssl = on\nssl_cert_file = 'server.pem'\nssl_key_file = 'server.key'\nssl_ca_file = 'ca.pem'\n";
+    std::istringstream hba(read_file(data + "/pg_hba.conf"));
+    std::string rewritten;
+    for (std::string line; std::getline(hba, line);) {
+      if (line.starts_with("host ")) {
+        line = "hostssl" + line.substr(4) + " clientcert=verify-ca";
+      }
+      rewritten += line + "\n";
+    }
+    write_file(data + "/pg_hba.conf", rewritten);
   }
   for (int attempt = 0; attempt < 3 && !m_running; ++attempt) {
     m_port = free_port();

@@ -273,7 +273,9 @@ private:
 // root (PostgreSQL refuses to run as root): DEDUPCTL_PG_USER, default "dedupctl".
 class PostgresServer {
 public:
-  PostgresServer();
+  // With `tls`: ssl=on with its server certificate, and TCP connections only over TLS with a client
+  // certificate its CA signed as well as the password (hostssl … scram-sha-256 clientcert=verify-ca).
+  explicit PostgresServer(const TestCertificates* tls = nullptr);
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
