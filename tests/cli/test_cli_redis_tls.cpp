@@ -185,4 +185,25 @@ TEST_F(RedisTls, AClusterOverTlsIsFollowedToTheTlsPortsItAnnounces) {
   EXPECT_GT(doc.at("summary").at("covered").get<int>(), 0);
 }
 
+// Sentinel over TLS: the sentinel is asked over TLS and names a master reached over TLS.
+TEST_F(RedisTls, ASentinelOverTlsNamesAMasterReachedOverTls) {
+  TlsRedisServer master(m_certs, false);
+  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
+  for (const auto& command : planted_record_commands()) {
+    ASSERT_EQ(master.command(command), "+OK\r\n") << command;
+  }
+  RedisSentinel sentinel(master.tls_port(), "pay", &m_certs);
+  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+  auto clear = run_dedupctl(audit("redis://127.0.0.1:" + std::to_string(master.port())));
+  ASSERT_EQ(clear.exit_code, 1) << clear.err;
+  auto result = run_dedupctl(
+      audit("rediss+sentinel://127.0.0.1:" + std::to_string(sentinel.tls_port()) + "/pay?sslrootcert=" + m_certs.ca()));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), true) << result.err;
+  EXPECT_EQ(doc.at("summary"), parse(clear).at("summary"));
+  EXPECT_NE(result.out.find("master 127.0.0.1:" + std::to_string(master.tls_port()) + " of 'pay'"), std::string::npos)
+      << result.out;
+}
+
 } // namespace

@@ -858,7 +858,14 @@ bool RedisCluster::wait_ok(std::chrono::milliseconds timeout) {
 
 namespace dedupctl::testing {
 
-RedisSentinel::RedisSentinel(int master_port, const std::string& name) : m_name(name) {
+RedisSentinel::RedisSentinel(int master_port, const std::string& name, const TestCertificates* tls) : m_name(name) {
+  std::string tls_lines;
+  if (tls) {
+    m_tls_port = free_port();
+    tls_lines = fmt::format("tls-port {}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n"
+                            "tls-auth-clients no\ntls-replication yes\n",
+                            m_tls_port, tls->server_cert(), tls->server_key(), tls->ca());
+  }
   std::string program = find_program("redis-server");
   if (program.empty()) {
     m_why = "redis-server is not installed (apt-get install redis-server)";
@@ -868,10 +875,11 @@ RedisSentinel::RedisSentinel(int master_port, const std::string& name) : m_name(
       [&](int port) {
         // A sentinel rewrites its configuration file: it gets one of its own.
         write_file(m_dir.file("sentinel.conf"),
-                   fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n"
+                   fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n{}"
                                "sentinel monitor {} 127.0.0.1 {} 1\n"
                                "sentinel down-after-milliseconds {} 1000\nsentinel failover-timeout {} 5000\n",
-                               port, m_dir.path(), m_dir.file("sentinel.log"), name, master_port, name, name));
+                               port, m_dir.path(), m_dir.file("sentinel.log"), tls_lines, name, master_port, name,
+                               name));
         return std::vector<std::string>{program, m_dir.file("sentinel.conf"), "--sentinel"};
       },
       m_port);

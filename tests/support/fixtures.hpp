@@ -173,7 +173,10 @@ private:
 // monitoring the master at `master_port` as `name`, quorum 1, down after 1 s.
 class RedisSentinel {
 public:
-  RedisSentinel(int master_port, const std::string& name);
+  // With `tls`: the sentinel also listens on tls_port() and reaches the master over TLS
+  // (tls-replication yes), so `master_port` is then the master's TLS port.
+  RedisSentinel(int master_port, const std::string& name, const TestCertificates* tls = nullptr);
+  int tls_port() const { return m_tls_port; }
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }
@@ -184,6 +187,7 @@ public:
 private:
   TempDir m_dir;
   int m_port = 0;
+  int m_tls_port = 0;
   std::string m_name;
   std::unique_ptr<Process> m_process;
   std::string m_why;
