@@ -11,16 +11,6 @@ namespace dedupctl::core {
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 // base64url without padding (RFC 7515); false on a byte outside its alphabet.
 bool base64url_decode(std::string_view text, std::string& out) {
   auto value = [](char c) -> int {

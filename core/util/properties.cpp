@@ -7,25 +7,6 @@
 
 namespace dedupctl::core {
 
-namespace {
-
-std::string_view trim_front(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  return text;
-}
-
-std::string_view trim(std::string_view text) {
-  text = trim_front(text);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-} // namespace
-
 std::vector<PropertyLine> parse_properties(std::string_view text, std::string_view origin) {
   std::vector<PropertyLine> out;
   int number = 0;

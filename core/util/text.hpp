@@ -38,4 +38,20 @@ inline std::string ascii_lower(std::string_view text) {
   return out;
 }
 
+// `text` without the ASCII whitespace (space, tab, CR, LF, VT, FF) at its start, or at both ends.
+inline bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+inline std::string_view trim_front(std::string_view text) {
+  while (!text.empty() && ascii_space(text.front())) {
+    text.remove_prefix(1);
+  }
+  return text;
+}
+inline std::string_view trim(std::string_view text) {
+  text = trim_front(text);
+  while (!text.empty() && ascii_space(text.back())) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
 } // namespace dedupctl::core
