@@ -519,7 +519,18 @@ private:
           m_work->exec_prepared("release", array_literal(failed), m_session.settings().consumer);
         }
       }
-      m_work->commit();
+      try {
+        m_work->commit();
+      } catch (const pqxx::in_doubt_error&) {
+        // The COMMIT went out and the connection died before its answer: the batch may be durable.
+        // The checkpoint stays before it; a rerun with it finds those rows (a dedup record exists)
+        // and their events in the sink, so nothing is applied twice either way.
+        m_work.reset();
+        throw UnreachableError(fmt::format(
+            "PostgreSQL at {} went away during a batch's COMMIT: whether it committed is unknown; rerun with "
+            "--checkpoint (what committed is then skipped as a dedup record)",
+            core::redact_secrets(m_session.settings().conninfo)));
+      }
       m_work.reset();
     });
   }
