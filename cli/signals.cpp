@@ -25,6 +25,10 @@ void install_stop_handlers(std::atomic<bool>& stop) {
   action.sa_flags = SA_RESETHAND; // the second signal takes the default action
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A write to a socket the server closed (hiredis and OpenSSL write without MSG_NOSIGNAL, a Redis
+  // connection killed mid-pipeline) or to a reader that went away fails with EPIPE and is reported
+  // like any failed write (exit 3), as redis-cli does, instead of killing the run without a report.
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 } // namespace dedupctl::cli

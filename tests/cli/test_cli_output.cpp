@@ -30,6 +30,18 @@ TEST(Output, AFailedWriteToStdoutIsAnErrorNotASuccess) {
   }
 }
 
+// A reader that went away (`| head` that has its lines, a pager quit) is a failed write like any:
+// exit 3 and why, not a silent death by SIGPIPE. SIGPIPE is ignored because a Redis or PostgreSQL
+// connection the server closed mid-pipeline must fail as an error the run reports, not kill it.
+TEST(Output, AReaderThatWentAwayIsAFailedWriteNotADeathBySigpipe) {
+  auto result = run_command({"bash", "-c",
+                             "{ sleep 0.3; exec " + shell_quote(DEDUPCTL_BINARY) + " scan --input " +
+                                 shell_quote(k_orders) + " -o json; } | true; echo ${PIPESTATUS[0]}"});
+  EXPECT_EQ(result.out, "3\n") << result.err;
+  EXPECT_NE(result.err.find("cannot write the report to standard output: Broken pipe"), std::string::npos)
+      << result.err;
+}
+
 TEST(Output, ADeviceIsWrittenInPlaceNeverReplaced) {
   struct stat before {};
   ASSERT_EQ(::stat("/dev/null", &before), 0);

@@ -98,6 +98,9 @@ namespace {
 
 [[noreturn]] void exec_child(const std::vector<std::string>& argv, const SpawnOptions& options) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The harness ignores SIGPIPE (a child that exits before reading its input); a child gets the
+  // default a shell gives it, so that a test meets what a user's run meets.
+  std::signal(SIGPIPE, SIG_DFL);
   for (const auto& [name, value] : options.env) {
     ::setenv(name.c_str(), value.c_str(), 1);
   }
