@@ -7,6 +7,7 @@
 #include "core/check/config_check.hpp"
 #include "core/store/secrets.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/text.hpp"
 #include "reports/report.hpp"
 
 #include <CLI/CLI.hpp>
@@ -263,6 +264,15 @@ int run(int argc, char** argv) {
     for (std::string line; std::getline(file, line);) {
       for (auto& secret : core::secrets_in(line)) {
         context.secrets.push_back(std::move(secret));
+      }
+    }
+  }
+  // The Redis password file's password, in whatever it is written.
+  if (!context.global.redis_password_file.empty()) {
+    std::ifstream file(context.global.redis_password_file);
+    for (std::string line; std::getline(file, line);) {
+      if (auto secret = core::trim(line); !secret.empty()) {
+        context.secrets.emplace_back(secret);
       }
     }
   }

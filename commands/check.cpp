@@ -41,8 +41,8 @@ public:
   }
 
   Redis redis(const core::ConsumerDeclaration& consumer) override {
-    connectors::redis::RedisSettings settings;
-    settings.uri = core::parse_store_uri(consumer.store, "store");
+    // The password as for every command (REDISCLI_AUTH, a password file or command), TLS as the URI says.
+    auto settings = redis_settings(core::parse_store_uri(consumer.store, "store"), m_context);
     settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
     auto facts = connectors::redis::inspect_server(settings, key_pattern(consumer), k_sample_keys);
     auto worst = core::worst_redis_node(facts.nodes);

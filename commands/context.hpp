@@ -25,6 +25,8 @@ struct GlobalFlags {
   std::vector<std::string> properties; // -X prop=value (or kafka-property in the config file)
   std::string kafka_config;            // -F FILE (or DEDUPCTL_KAFKA_CONFIG)
   std::string kafka_token_command;     // --kafka-token-command (or DEDUPCTL_KAFKA_TOKEN_COMMAND)
+  std::string redis_password_file;     // --redis-password-file (or DEDUPCTL_REDIS_PASSWORD_FILE)
+  std::string redis_password_command;  // --redis-password-command (or DEDUPCTL_REDIS_PASSWORD_COMMAND)
   std::string format = "text";
   std::string output;
   std::string fail_on = "error";

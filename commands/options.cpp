@@ -35,6 +35,18 @@ void add_global_options(CLI::App& app, GlobalFlags& global) {
                    "principal}), run again before it expires")
       ->type_name("CMD")
       ->envname("DEDUPCTL_KAFKA_TOKEN_COMMAND");
+  // Redis passwords off the command line, for a token that rotates: read or run at every connection.
+  group
+      ->add_option("--redis-password-file", global.redis_password_file,
+                   "the Redis password from FILE, read again at every connection")
+      ->type_name("FILE")
+      ->envname("DEDUPCTL_REDIS_PASSWORD_FILE");
+  group
+      ->add_option("--redis-password-command", global.redis_password_command,
+                   "a command that prints the Redis password (a token), run at every connection and again "
+                   "when the server refuses the last one")
+      ->type_name("CMD")
+      ->envname("DEDUPCTL_REDIS_PASSWORD_COMMAND");
   group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit or github")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");

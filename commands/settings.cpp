@@ -15,8 +15,23 @@ namespace dedupctl::commands {
 connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const Context& context) {
   connectors::redis::RedisSettings settings;
   settings.uri = uri;
+  const auto& global = context.global;
+  if (!global.redis_password_file.empty() && !global.redis_password_command.empty()) {
+    throw UsageError("--redis-password-file and --redis-password-command both give the Redis password: keep one");
+  }
+  if (uri.password && (!global.redis_password_file.empty() || !global.redis_password_command.empty())) {
+    throw UsageError(
+        fmt::format("{} has a password and {} gives another: keep one", uri.redacted(),
+                    global.redis_password_file.empty() ? "--redis-password-command" : "--redis-password-file"));
+  }
+  if (!global.redis_password_file.empty()) {
+    connectors::file::read_text_file(global.redis_password_file, "--redis-password-file"); // readable now
+  }
+  settings.password_file = global.redis_password_file;
+  settings.password_command = global.redis_password_command;
   // redis-cli's variable: the password off the command line (and out of `ps`).
-  if (const char* auth = std::getenv("REDISCLI_AUTH"); auth && *auth && !settings.uri.password) {
+  if (const char* auth = std::getenv("REDISCLI_AUTH");
+      auth && *auth && !settings.uri.password && settings.password_file.empty() && settings.password_command.empty()) {
     settings.uri.password = auth;
   }
   if (uri.tls.enabled && uri.tls.mode == core::TlsMode::Require && context.note) {

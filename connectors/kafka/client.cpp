@@ -125,15 +125,9 @@ void token_refresh(rd_kafka_t* rk, const char* /*config*/, void* opaque) {
   auto* state = static_cast<HandleState*>(opaque);
   const KafkaSettings& settings = *state->settings;
   auto run = process::run_shell(settings.token_command, settings.timeout_ms);
-  std::string why;
+  std::string why = process::failure_of(run, settings.timeout_ms);
   core::BearerToken token;
-  if (!run.error.empty()) {
-    why = fmt::format("it could not be started ({})", run.error);
-  } else if (run.timed_out) {
-    why = fmt::format("it did not finish within {} ms", settings.timeout_ms);
-  } else if (run.exit_code != 0) {
-    why = fmt::format("it exited with status {}", run.exit_code);
-  } else {
+  if (why.empty()) {
     token = core::parse_bearer_token(run.out, wall_ms());
     why = token.error;
   }

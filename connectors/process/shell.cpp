@@ -69,4 +69,17 @@ ShellResult run_shell(const std::string& command, std::int64_t timeout_ms) {
   return result;
 }
 
+std::string failure_of(const ShellResult& run, std::int64_t timeout_ms) {
+  if (!run.error.empty()) {
+    return "it could not be started (" + run.error + ")";
+  }
+  if (run.timed_out) {
+    return "it did not finish within " + std::to_string(timeout_ms) + " ms";
+  }
+  if (run.exit_code != 0) {
+    return "it exited with status " + std::to_string(run.exit_code);
+  }
+  return {};
+}
+
 } // namespace dedupctl::connectors::process

@@ -16,4 +16,8 @@ struct ShellResult {
 
 ShellResult run_shell(const std::string& command, std::int64_t timeout_ms);
 
+// Why a run failed, in words ("it exited with status 1"), or empty when it succeeded; never its
+// output, which may be a secret.
+std::string failure_of(const ShellResult& run, std::int64_t timeout_ms);
+
 } // namespace dedupctl::connectors::process

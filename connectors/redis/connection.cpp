@@ -1,5 +1,8 @@
 #include "connectors/redis/connection.hpp"
 
+#include "connectors/process/shell.hpp"
+#include "core/util/text.hpp"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <hiredis/hiredis_ssl.h>
@@ -10,7 +13,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <sys/time.h>
 
 namespace dedupctl::connectors::redis {
@@ -72,18 +78,8 @@ Connection::Connection(const RedisSettings& settings, Endpoint endpoint)
     start_tls();
   }
   const auto& uri = settings.uri;
-  if (m_endpoint.authenticate && uri.password) {
-    std::vector<std::string> auth{"AUTH"};
-    if (!uri.user.empty()) {
-      auth.push_back(uri.user);
-    }
-    auth.push_back(*uri.password);
-    Reply reply = command(auth);
-    if (reply->type == REDIS_REPLY_ERROR) {
-      throw UnreachableError(fmt::format("Redis at {} refused the credentials ({}); check the user and password "
-                                         "in --store",
-                                         where(), text_of(*reply)));
-    }
+  if (m_endpoint.authenticate) {
+    authenticate();
   }
   if (m_endpoint.authenticate && uri.db != 0) {
     Reply reply = command({"SELECT", std::to_string(uri.db)});
@@ -92,6 +88,73 @@ Connection::Connection(const RedisSettings& settings, Endpoint endpoint)
                                          uri.db, text_of(*reply)));
     }
   }
+  m_ready = true;
+}
+
+// AUTH with the URI's password, or one taken now from the password file or command. A command's
+// password the server refuses is asked for once more: it may have rotated between the two.
+void Connection::authenticate() {
+  const auto& uri = m_settings.uri;
+  bool from_command = !uri.password && !m_settings.password_command.empty();
+  for (int attempt = 0;; ++attempt) {
+    std::optional<std::string> password = password_now();
+    if (!password) {
+      return;
+    }
+    std::vector<std::string> auth{"AUTH"};
+    if (!uri.user.empty()) {
+      auth.push_back(uri.user);
+    }
+    auth.push_back(std::move(*password));
+    Reply reply = command(auth);
+    if (reply->type != REDIS_REPLY_ERROR) {
+      return;
+    }
+    if (from_command && attempt == 0) {
+      continue;
+    }
+    std::string source = uri.password   ? "the user and password in --store"
+                         : from_command ? "the user in --store and what the password command prints"
+                                        : "the user in --store and the password in " + m_settings.password_file;
+    throw UnreachableError(
+        fmt::format("Redis at {} refused the credentials ({}); check {}", where(), text_of(*reply), source));
+  }
+}
+
+// The password for this connection: the URI's, else the file's (read now) or the command's (run
+// now), the line's end trimmed; nullopt when there is none.
+std::optional<std::string> Connection::password_now() const {
+  if (m_settings.uri.password) {
+    return m_settings.uri.password;
+  }
+  std::string text;
+  if (!m_settings.password_file.empty()) {
+    std::ifstream file(m_settings.password_file, std::ios::binary);
+    std::ostringstream content;
+    content << file.rdbuf();
+    if (!file) {
+      throw UnreachableError(fmt::format("cannot read the Redis password file '{}' ({}) to connect to {}",
+                                         m_settings.password_file, std::strerror(errno), where()));
+    }
+    text = content.str();
+  } else if (!m_settings.password_command.empty()) {
+    auto run = process::run_shell(m_settings.password_command, m_settings.timeout_ms);
+    std::string why = process::failure_of(run, m_settings.timeout_ms);
+    if (why.empty() && core::trim(run.out).empty()) {
+      why = "it printed nothing";
+    }
+    if (!why.empty()) {
+      throw UnreachableError(fmt::format("the Redis password command '{}' failed: {}; run it by hand to see why",
+                                         m_settings.password_command, why));
+    }
+    text = std::move(run.out);
+  } else {
+    return std::nullopt;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  return text;
 }
 
 namespace {
@@ -269,6 +332,13 @@ Reply Connection::read(std::string_view during) {
     fail(during);
   }
   Reply reply(static_cast<redisReply*>(raw));
+  // Credentials that lapsed on an open connection (a token's end, a rotated password, a server that
+  // restarted with requirepass): the connection is as good as lost.
+  if (m_ready && reply->type == REDIS_REPLY_ERROR &&
+      (text_of(*reply).starts_with("NOAUTH") || text_of(*reply).starts_with("WRONGPASS"))) {
+    throw ConnectionLost(
+        fmt::format("Redis at {} no longer accepts this connection's credentials ({})", where(), text_of(*reply)));
+  }
   if (reply->type == REDIS_REPLY_ERROR && text_of(*reply).starts_with("LOADING")) {
     throw UnreachableError(
         fmt::format("Redis at {} is loading its dataset into memory; try again when it is done", where()));

@@ -11,6 +11,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,7 +106,12 @@ public:
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
               std::vector<std::string>& values);
 
+  // The connection's endpoint, to open another like it.
+  const Endpoint& endpoint() const { return m_endpoint; }
+
 private:
+  void authenticate();
+  std::optional<std::string> password_now() const;
   // TLS on the connected socket, as the URI's ssl* parameters say (rediss://).
   void start_tls();
   void confirm_tls();
@@ -115,6 +121,7 @@ private:
   Endpoint m_endpoint;
   std::unique_ptr<redisContext, ContextDeleter> m_ctx;
   CommandBuffer m_buffer;
+  bool m_ready = false; // connected, authenticated, its database selected
 };
 
 // A PTTL reply as a record's state (absent, present with or without a TTL); throws on an error.

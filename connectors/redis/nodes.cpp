@@ -45,6 +45,7 @@ Nodes::Nodes(const RedisSettings& settings) : m_settings(settings) {
   if (uri.mode == core::StoreUri::RedisMode::Server) {
     m_server = std::make_unique<Connection>(settings, Endpoint{{uri.host, uri.port}, uri.unix_path});
     if (!uri.unix_path.empty() || !load_slots(*m_server)) {
+      m_run_id = run_id_of(*m_server);
       return; // one server
     }
     m_cluster = true;
@@ -118,6 +119,7 @@ void Nodes::resolve_sentinel() {
     bool is_master = role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
                      role->element[0]->type == REDIS_REPLY_STRING && text_of(*role->element[0]) == "master";
     if (is_master) {
+      m_run_id = run_id_of(*m_server);
       m_topology = fmt::format("master {} of '{}', named by sentinel {}", master->text(), uri.master_name, named_by);
       if (!unreachable.empty()) {
         m_topology += fmt::format("; sentinels that did not answer: {}", fmt::join(unreachable, "; "));
@@ -247,6 +249,53 @@ void Nodes::wait_for_failover(const std::set<std::string>& lost_nodes, const std
   }
 }
 
+// A lost connection to the one server is opened again: a killed client connection or lapsed
+// credentials are not a lost server, and a server that does not answer is tried again until
+// --timeout, as a cluster's failover is waited for. A server that restarted meanwhile (its run_id
+// changed) may have lost its keyspace or become a replica: what the run saw before is not what it
+// would see now.
+void Nodes::reopen(const std::string& cause) {
+  Endpoint endpoint = m_server->endpoint();
+  auto deadline = Clock::now() + std::chrono::milliseconds(m_settings.timeout_ms);
+  // The lost connection stays until another is open: used again, it fails again.
+  for (bool open = false; !open;) {
+    try {
+      m_server = std::make_unique<Connection>(m_settings, endpoint);
+      open = true;
+    } catch (const ConnectionLost& again) {
+      if (Clock::now() >= deadline) {
+        throw UnreachableError(
+            fmt::format("{}; connecting again failed for {} ms: {}", cause, m_settings.timeout_ms, again.what()));
+      }
+      if (m_settings.stop && m_settings.stop->load()) {
+        throw InterruptedError("interrupted");
+      }
+      std::this_thread::sleep_for(k_failover_poll);
+    }
+  }
+  std::string run_id = run_id_of(*m_server);
+  if (run_id != m_run_id) {
+    throw UnreachableError(fmt::format("{}; connected again, but Redis at {} restarted meanwhile (its run_id changed): "
+                                       "its keyspace may not be the one the run began with. Run again",
+                                       cause, endpoint.text()));
+  }
+}
+
+// INFO server's run_id (empty where INFO is refused, as some managed services do).
+std::string Nodes::run_id_of(Connection& server) {
+  Reply reply = server.command({"INFO", "server"});
+  if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_VERB) {
+    return {};
+  }
+  std::string_view text = text_of(*reply);
+  auto at = text.find("run_id:");
+  if (at == std::string_view::npos) {
+    return {};
+  }
+  text.remove_prefix(at + 7);
+  return std::string(core::trim(text.substr(0, text.find('\n'))));
+}
+
 void Nodes::describe() {
   std::vector<std::string> masters;
   for (const auto& master : m_masters) {
@@ -281,13 +330,15 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
     if (m_buffer.count() == 0) {
       return;
     }
-    m_server->send(m_buffer);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      for (auto& reply : replies) {
-        reply = m_server->read(during);
+    on_server([&](Connection& server) {
+      server.send(m_buffer);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        for (auto& reply : replies) {
+          reply = server.read(during);
+        }
+        read(i, replies);
       }
-      read(i, replies);
-    }
+    });
     return;
   }
   struct Group {

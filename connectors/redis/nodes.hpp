@@ -30,8 +30,19 @@ public:
   // What was connected, for the report: "one server", "cluster of 3 masters: …", "master … named
   // by sentinel …", with the seeds that did not answer.
   std::string topology() const { return m_topology; }
-  // One server (not clustered).
-  Connection& server() { return *m_server; }
+  // Runs `body` on the one server (not clustered). When its connection is lost (closed, killed,
+  // credentials lapsed), it is opened again once (a password file read again, a password command
+  // run again) and `body` runs again: callers' batches are safe to repeat (a lookup reads; a claim
+  // finds this run's own marker; settling writes the same values).
+  template <typename F> void on_server(F&& body) {
+    try {
+      body(*m_server);
+      return;
+    } catch (const ConnectionLost& lost) {
+      reopen(lost.what());
+    }
+    body(*m_server);
+  }
 
   // Writes `per_key` commands for key i with `write(i, buffer)`, to the master of the key's slot;
   // every master's batch is sent before any is read, so the masters work at once. Calls
@@ -45,6 +56,8 @@ public:
   std::vector<Connection*> masters();
 
 private:
+  void reopen(const std::string& cause);
+  static std::string run_id_of(Connection& server);
   void resolve_sentinel();
   // Asks the known masters, then the seeds, for CLUSTER SLOTS; the first answer is the map.
   void refresh(const std::set<std::string>& lost);
@@ -58,6 +71,7 @@ private:
   const RedisSettings& m_settings;
   bool m_cluster = false;
   std::unique_ptr<Connection> m_server;
+  std::string m_run_id; // the one server's, when connected
   std::vector<core::HostPort> m_seeds;
   std::vector<std::string> m_unanswered; // seeds that did not answer, with why
   std::vector<core::HostPort> m_masters;

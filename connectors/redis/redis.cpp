@@ -46,7 +46,7 @@ void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string
 void lookup_all(Nodes& nodes, const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                 std::vector<std::string>& values) {
   if (!nodes.clustered()) {
-    nodes.server().lookup(keys, out, values);
+    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values); });
     return;
   }
   out.assign(keys.size(), core::RecordState{});

@@ -19,6 +19,10 @@ namespace dedupctl::connectors::redis {
 
 struct RedisSettings {
   core::StoreUri uri;
+  // Where the password comes from when the URI has none: a file read again and a command run again
+  // at every connection (a token that rotates: Azure Entra, ElastiCache IAM). At most one of them.
+  std::string password_file;
+  std::string password_command;
   std::int64_t timeout_ms = core::k_default_timeout_ms; // connect and every command
   const std::atomic<bool>* stop = nullptr;
 };

@@ -182,7 +182,10 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
       uri.password = percent_decode(credentials); // redis://secret@host, as redis-cli -u takes it
     } else {
       uri.user = percent_decode(credentials.substr(0, colon));
-      uri.password = percent_decode(credentials.substr(colon + 1));
+      // redis://user:@host names the user only: the password comes from REDISCLI_AUTH, a file or a command.
+      if (colon + 1 < credentials.size()) {
+        uri.password = percent_decode(credentials.substr(colon + 1));
+      }
     }
     rest = rest.substr(at + 1);
   }

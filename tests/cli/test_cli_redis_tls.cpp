@@ -166,6 +166,107 @@ TEST_F(RedisTls, ThePasswordFromRedisCliAuthNeverPrinted) {
   EXPECT_NE(none.err.find("NOAUTH"), std::string::npos) << none.err;
 }
 
+// The password from a file or a command, as a rotating token is handed out (a file a sidecar
+// rewrites, a CLI that prints the token), for an ACL user named in the URI (rediss://app:@…).
+TEST_F(RedisTls, ThePasswordFromAFileOrACommandNeverPrinted) {
+  TlsRedisServer redis(m_certs, false);
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_EQ(redis.command("ACL SETUSER app on >T0ken-right ~* +@all"), "+OK\r\n");
+  ASSERT_EQ(redis.command("ACL SETUSER default off"), "+OK\r\n");
+  std::string store = "rediss://app:@127.0.0.1:" + std::to_string(redis.tls_port()) + "?sslrootcert=" + m_certs.ca();
+  write_file(m_dir.file("token"), "T0ken-right\n");
+  write_file(m_dir.file("wrong"), "T0ken-wrong\n");
+  write_file(m_dir.file("leaky.sh"), "echo T0ken-leaked; exit 7\n");
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = audit(store);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  std::vector<CommandResult> results;
+  auto from_file = run_dedupctl(with({"--redis-password-file", m_dir.file("token")}));
+  EXPECT_EQ(from_file.exit_code, 1) << from_file.err;
+  EXPECT_EQ(parse(from_file).at("complete"), true);
+  std::string counted = "echo run >> " + m_dir.file("runs") + "; cat ";
+  auto from_command = run_dedupctl(with({"--redis-password-command", counted + m_dir.file("token")}));
+  EXPECT_EQ(from_command.exit_code, 1) << from_command.err;
+  auto from_env = run_dedupctl(audit(store), {}, {{"DEDUPCTL_REDIS_PASSWORD_COMMAND", "cat " + m_dir.file("token")}});
+  EXPECT_EQ(from_env.exit_code, 1) << from_env.err;
+  EXPECT_EQ(parse(from_env).at("summary"), parse(from_file).at("summary"));
+  results.insert(results.end(), {from_file, from_command, from_env});
+
+  // Refused: the command is asked once more (the token may have rotated between), then exit 3.
+  write_file(m_dir.file("runs"), "");
+  auto wrong_command = failing(store, {{"DEDUPCTL_REDIS_PASSWORD_COMMAND", counted + m_dir.file("wrong")}});
+  EXPECT_NE(wrong_command.err.find("refused the credentials (WRONGPASS"), std::string::npos) << wrong_command.err;
+  EXPECT_NE(wrong_command.err.find("what the password command prints"), std::string::npos) << wrong_command.err;
+  EXPECT_EQ(read_file(m_dir.file("runs")), "run\nrun\n");
+  auto wrong_file = failing(store, {{"DEDUPCTL_REDIS_PASSWORD_FILE", m_dir.file("wrong")}});
+  EXPECT_NE(wrong_file.err.find("the password in " + m_dir.file("wrong")), std::string::npos) << wrong_file.err;
+  // A command that fails names itself and its status, never what it printed.
+  auto failed = failing(store, {{"DEDUPCTL_REDIS_PASSWORD_COMMAND", "sh " + m_dir.file("leaky.sh")}});
+  EXPECT_NE(failed.err.find("the Redis password command 'sh " + m_dir.file("leaky.sh") +
+                            "' failed: it exited with status 7; run it by hand to see why"),
+            std::string::npos)
+      << failed.err;
+  results.insert(results.end(), {wrong_command, wrong_file, failed});
+
+  // Two sources of one password are a usage error, before anything is contacted.
+  auto both = run_dedupctl(
+      with({"--redis-password-file", m_dir.file("token"), "--redis-password-command", "cat " + m_dir.file("token")}));
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  auto uri_and_file = run_dedupctl(audit_args_on_dump(
+      m_dir.file("dump.json"), m_dir.file("committed.csv"),
+      "rediss://app:T0ken-right@127.0.0.1:" + std::to_string(redis.tls_port()) + "?sslrootcert=" + m_certs.ca(),
+      {"--redis-password-file", m_dir.file("token")}));
+  EXPECT_EQ(uri_and_file.exit_code, 2) << uri_and_file.err;
+  EXPECT_NE(uri_and_file.err.find("has a password and --redis-password-file gives another"), std::string::npos)
+      << uri_and_file.err;
+  auto missing = run_dedupctl(with({"--redis-password-file", m_dir.file("absent")}));
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("--redis-password-file"), std::string::npos) << missing.err;
+  results.insert(results.end(), {both, uri_and_file, missing});
+  for (const auto& result : results) {
+    for (const auto* secret : {"T0ken-right", "T0ken-wrong", "T0ken-leaked"}) {
+      EXPECT_EQ(result.out.find(secret), std::string::npos) << result.out;
+      EXPECT_EQ(result.err.find(secret), std::string::npos) << result.err;
+    }
+  }
+}
+
+// snapshot, trace and check --live reach Redis as audit does: TLS, an ACL user named in the URI,
+// its password from a file; without it the server says NOAUTH and each is exit 3.
+TEST_F(RedisTls, EveryCommandTakesThePasswordTheSameWay) {
+  TlsRedisServer redis(m_certs, false);
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  for (const auto& command : planted_record_commands()) {
+    ASSERT_EQ(redis.command(command), "+OK\r\n") << command;
+  }
+  ASSERT_EQ(redis.command("ACL SETUSER app on >T0ken-right ~* +@all"), "+OK\r\n");
+  ASSERT_EQ(redis.command("ACL SETUSER default off"), "+OK\r\n");
+  std::string store = "rediss://app:@127.0.0.1:" + std::to_string(redis.tls_port()) + "?sslrootcert=" + m_certs.ca();
+  write_file(m_dir.file("token"), "T0ken-right\n");
+  write_file(m_dir.file("d.toml"),
+             "[[consumer]]\nname = \"billing\"\ntopic = \"pay\"\nplacement = \"redis\"\nstore = \"" + store +
+                 "\"\nkey_template = \"dedup:pay:{event_id}\"\nttl = \"9d\"\nretention = \"7d\"\n");
+  std::vector<std::vector<std::string>> commands{
+      {"snapshot", "--store", store, "--match", "dedup:pay:*", "--output", m_dir.file("keys.tsv")},
+      {"trace", "--input", m_dir.file("dump.json"), "--store", store, "--key-template", "dedup:pay:{event_id}", "--ttl",
+       "1h", "--event-id", "e-1"},
+      {"check", "--live", m_dir.file("d.toml")}};
+  for (auto args : commands) {
+    SCOPED_TRACE(args[0]);
+    args.insert(args.end(), {"-o", "json", "--timeout", "20s"});
+    auto with = run_dedupctl(args, {}, {{"DEDUPCTL_REDIS_PASSWORD_FILE", m_dir.file("token")}});
+    EXPECT_LE(with.exit_code, 1) << with.err;
+    if (args[0] != "snapshot") { // its report is the file
+      EXPECT_EQ(parse(with).value("complete", true), true) << with.out;
+    }
+    auto without = run_dedupctl(args);
+    EXPECT_EQ(without.exit_code, 3) << without.err;
+    EXPECT_NE((without.err + without.out).find("NOAUTH"), std::string::npos) << without.err << without.out;
+  }
+}
+
 // A Redis Cluster over TLS (tls-cluster yes) announces its TLS ports: the audit follows them from
 // a rediss+cluster:// seed, and counts exactly as against one clear-text server with the same keys.
 TEST_F(RedisTls, AClusterOverTlsIsFollowedToTheTlsPortsItAnnounces) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <functional>
@@ -339,6 +340,54 @@ TEST_P(Replay, ContradictoryFlagsAndForeignCheckpointsAreUsageErrors) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   expect_usage(run_dedupctl(via_redis({"--execute", "--sink", sink(), "--checkpoint", dir.file("cp")})),
                "belongs to a replay into file:");
+}
+
+// A token that rotates (Azure Entra, ElastiCache IAM): the password is changed and every connection
+// of the run killed mid-run. With a password command the run connects again with the new one and
+// finishes, each event in the sink once and a record each.
+TEST_F(ReplayMock, APasswordRotatedMidRunIsTakenAgainFromTheCommandAndTheRunFinishesExactlyOnce) {
+  ASSERT_EQ(m_redis.command("ACL SETUSER app on >Old-t0ken ~* +@all"), "+OK\r\n");
+  TempDir dir;
+  write_file(dir.file("token"), "Old-t0ken\n");
+  std::string command = fmt::format("echo run >> {}; cat {}", dir.file("runs"), dir.file("token"));
+  auto with_user = via_redis({"--execute", "--sink", sink(), "--redis-password-command", command});
+  std::replace(with_user.begin(), with_user.end(), m_redis.uri(),
+               "redis://app:@127.0.0.1:" + std::to_string(m_redis.port()));
+  auto run = start_slow(with_user, dir.file("cp"), m_src, true);
+  ASSERT_EQ(m_redis.command("ACL SETUSER app resetpass >New-t0ken"), "+OK\r\n");
+  write_file(dir.file("token"), "New-t0ken\n");
+  EXPECT_NE(m_redis.command("CLIENT KILL USER app"), ":0\r\n") << "the run's connections were killed";
+  std::string out;
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  ASSERT_EQ(run->wait(), 0) << out;
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), true);
+  EXPECT_EQ(doc.at("summary").at("replayed"), k_events);
+  EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", k_events));
+  expect_each_event_once_in_sink();
+  std::string runs = read_file(dir.file("runs"));
+  EXPECT_GE(std::count(runs.begin(), runs.end(), '\n'), 3) << "a connection for claims, one for settling, and again";
+  EXPECT_EQ(out.find("t0ken"), std::string::npos);
+}
+
+// The one server restarted (empty) between two batches: connecting again works, but it is not the
+// keyspace the run began with, so the run ends incomplete with its checkpoint, saying so.
+TEST_F(ReplayMock, AServerThatRestartedMidRunEndsTheRunSayingSo) {
+  TempDir dir;
+  auto run = start_slow(via_redis({"--execute", "--sink", sink()}), dir.file("cp"), m_src, true);
+  ASSERT_TRUE(m_redis.restart());
+  std::string out;
+  while (auto line = run->read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  EXPECT_EQ(run->wait(), 3) << out;
+  auto doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("restarted meanwhile (its run_id changed)"),
+            std::string::npos)
+      << doc.dump();
 }
 
 TEST_F(ReplayMock, TheMemoryPlacementIntoAFileSinkSkipsRepeatsWithinTheRun) {

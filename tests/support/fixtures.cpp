@@ -413,12 +413,25 @@ RedisServer::RedisServer(const std::vector<std::string>& extra) {
                                       "--save",     "",          "--appendonly",          "no",          "--dir",
                                       m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"};
         argv.insert(argv.end(), extra.begin(), extra.end());
+        m_argv = argv;
         return argv;
       },
       m_port);
   if (!m_process) {
     m_why = "redis-server did not start: " + read_file(m_dir.file("redis.log"));
   }
+}
+
+bool RedisServer::restart() {
+  kill();
+  m_process = std::make_unique<Process>(m_argv);
+  for (int i = 0; i < 100; ++i) {
+    if (redis_command(m_port, "PING").starts_with("+PONG")) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 std::string RedisServer::command(const std::string& line) const { return redis_command(m_port, line); }

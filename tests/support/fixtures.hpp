@@ -161,9 +161,13 @@ public:
   std::string command(const std::string& line) const;
   // Kills the server at once (SIGKILL), as a crash would.
   void kill();
+  // Kills it and starts it again on the same port, empty (nothing is persisted); false when it does
+  // not answer again.
+  bool restart();
 
 private:
   TempDir m_dir;
+  std::vector<std::string> m_argv;
   int m_port = 0;
   std::unique_ptr<Process> m_process;
   std::string m_why;

@@ -21,6 +21,10 @@ TEST(StoreUri, ParsesRedisFormsAndNeverShowsThePassword) {
   EXPECT_EQ(plain.redacted(), "redis://127.0.0.1:6399");
   EXPECT_EQ(parse_store_uri("redis://pw@h:1").password, "pw");
   EXPECT_EQ(parse_store_uri("redis://pw@h:1").redacted(), "redis://***@h:1");
+  // The user alone: the password comes from REDISCLI_AUTH, a file or a command.
+  auto user_only = parse_store_uri("rediss://app:@h:1");
+  EXPECT_EQ(user_only.user, "app");
+  EXPECT_FALSE(user_only.password.has_value());
   auto unix_socket = parse_store_uri("redis+unix:///run/redis.sock?db=3");
   EXPECT_EQ(unix_socket.unix_path, "/run/redis.sock");
   EXPECT_EQ(unix_socket.db, 3);
