@@ -192,16 +192,17 @@ TEST_F(RedisClusterTest, LookupsRouteBySlotFromASeedListOrAnyNodeGivenAsRedis) {
   }
 }
 
-TEST_F(RedisClusterTest, ASlotMigratingMidRunIsFollowedByAskThenMoved) {
-  auto store_settings = settings_for(m_cluster.seed_uri());
+// Moves the slot of planted key 1 (a record) to another master by hand mid-run, as redis-cli
+// --cluster reshard does: the store follows ASK while it migrates, then MOVED.
+static void move_a_slot_mid_run(RedisCluster& cluster, const Planted& planted) {
+  auto store_settings = settings_for(cluster.seed_uri());
   auto store = connectors::redis::open_store(store_settings);
-  expect_states(*store, m_planted); // the slot map is loaded
-  // Move the slot of key 1 (a record) to another master by hand, as redis-cli --cluster reshard does.
-  const std::string& key = m_planted.keys[1];
+  expect_states(*store, planted); // the slot map is loaded
+  const std::string& key = planted.keys[1];
   int slot = core::key_slot(key);
-  RedisServer* source = m_cluster.master_of(slot);
+  RedisServer* source = cluster.master_of(slot);
   RedisServer* target = nullptr;
-  for (auto* node : m_cluster.nodes()) {
+  for (auto* node : cluster.nodes()) {
     if (node != source) {
       target = node;
       break;
@@ -213,16 +214,31 @@ TEST_F(RedisClusterTest, ASlotMigratingMidRunIsFollowedByAskThenMoved) {
   };
   ASSERT_EQ(target->command(fmt::format("CLUSTER SETSLOT {} IMPORTING {}", slot, id_of(source))), "+OK\r\n");
   ASSERT_EQ(source->command(fmt::format("CLUSTER SETSLOT {} MIGRATING {}", slot, id_of(target))), "+OK\r\n");
-  ASSERT_EQ(source->command(fmt::format("MIGRATE 127.0.0.1 {} {} 0 5000", target->port(), key)), "+OK\r\n");
+  ASSERT_EQ(source->command(fmt::format("MIGRATE 127.0.0.1 {} {} 0 5000", cluster.announced_port(target), key)),
+            "+OK\r\n");
   // Midway: the key is on the target; the source answers ASK for it.
   EXPECT_EQ(source->command("GET " + key).substr(0, 4), "-ASK");
-  expect_states(*store, m_planted);
+  expect_states(*store, planted);
   // Done: every node gives the slot to the target; the source answers MOVED.
-  for (auto* node : m_cluster.nodes()) {
+  for (auto* node : cluster.nodes()) {
     ASSERT_EQ(node->command(fmt::format("CLUSTER SETSLOT {} NODE {}", slot, id_of(target))), "+OK\r\n");
   }
   EXPECT_EQ(source->command("GET " + key).substr(0, 6), "-MOVED");
-  expect_states(*store, m_planted);
+  expect_states(*store, planted);
+}
+
+TEST_F(RedisClusterTest, ASlotMigratingMidRunIsFollowedByAskThenMoved) { move_a_slot_mid_run(m_cluster, m_planted); }
+
+// The same over TLS (tls-cluster yes): the redirects name the TLS ports, which the store follows.
+TEST(RedisClusterTls, ASlotMigratingMidRunIsFollowedToTheTlsPorts) {
+  TestCertificates certs;
+  DEDUPCTL_REQUIRE_SERVER(certs.available(), certs.why_unavailable());
+  RedisCluster cluster(3, 0, &certs);
+  DEDUPCTL_REQUIRE_SERVER(cluster.available(), cluster.why_unavailable());
+  Planted planted;
+  write_planted(cluster, planted, 400);
+  ASSERT_EQ(cluster.seed_uri().rfind("rediss+cluster://", 0), 0u) << cluster.seed_uri();
+  move_a_slot_mid_run(cluster, planted);
 }
 
 TEST_F(RedisClusterTest, AMasterKilledWithoutAReplicaEndsTheRunNamingIt) {

@@ -789,6 +789,15 @@ int RedisCluster::announced_port(std::size_t i) const {
   return m_tls_ports.empty() ? m_nodes[i]->port() : m_tls_ports[i];
 }
 
+int RedisCluster::announced_port(const RedisServer* node) const {
+  for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+    if (m_nodes[i].get() == node) {
+      return announced_port(i);
+    }
+  }
+  return 0;
+}
+
 std::vector<RedisServer*> RedisCluster::nodes() {
   std::vector<RedisServer*> out;
   for (auto& node : m_nodes) {

@@ -219,9 +219,10 @@ public:
   CommandResult cli(const std::vector<std::string>& args) const;
   // Waits until every live node says cluster_state:ok and agrees on the slot owners; false on timeout.
   bool wait_ok(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // The port the cluster announces for `node` (its TLS port with `tls`): where MIGRATE goes.
+  int announced_port(const RedisServer* node) const;
 
 private:
-  // The port the cluster announces for node i (its TLS port with `tls`).
   int announced_port(std::size_t i) const;
 
   std::vector<std::unique_ptr<RedisServer>> m_nodes;
