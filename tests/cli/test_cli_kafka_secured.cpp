@@ -8,8 +8,10 @@
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/planted.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -233,6 +235,53 @@ TEST_P(SecuredKafka, OauthbearerTakesItsTokenFromACommand) {
 
   auto expired = failing(with_command("sh " + dir.file("jwt.sh") + " -60 " + runs));
   EXPECT_NE(expired.err.find("failed: its token expired 60 s ago"), std::string::npos) << expired.err;
+}
+
+// A token is asked for again before it expires (librdkafka asks at 80% of its life): a replay that
+// holds its connection for ~5 s (10 events at --max-rate 2) runs a command whose tokens live 3 s
+// more often than one whose tokens live an hour, and ends complete.
+TEST_P(SecuredKafka, ATokenIsTakenAgainBeforeItExpires) {
+  TempDir dir;
+  write_file(dir.file("jwt.sh"), "#!/bin/sh\n"
+                                 "b64() { base64 -w0 | tr '+/' '-_' | tr -d '='; }\n"
+                                 "now=$(date +%s)\n"
+                                 "h=$(printf '{\"alg\":\"none\"}' | b64)\n"
+                                 "p=$(printf '{\"sub\":\"app\",\"iat\":%d,\"exp\":%d}' $now $((now + $1)) | b64)\n"
+                                 "echo run >>\"$2\"\n"
+                                 "printf '%s.%s.\\n' \"$h\" \"$p\"\n");
+  auto runs_with_lifetime = [&](int seconds) {
+    std::string runs = dir.file("runs-" + std::to_string(seconds));
+    std::vector<std::string> args{"replay",
+                                  "-b",
+                                  m_listeners.oauthbearer,
+                                  "--topic",
+                                  m_topic,
+                                  "-X",
+                                  "security.protocol=SASL_PLAINTEXT",
+                                  "--kafka-token-command",
+                                  fmt::format("sh {} {} {}", dir.file("jwt.sh"), seconds, runs),
+                                  "--via",
+                                  "memory:",
+                                  "--execute",
+                                  "--sink",
+                                  "file:" + dir.file(std::to_string(seconds) + ".ndjson"),
+                                  "--max-rate",
+                                  "2",
+                                  "-o",
+                                  "json",
+                                  "-q",
+                                  "--timeout",
+                                  "60s"};
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(parse(result).at("complete"), true) << result.out;
+    std::string text = read_file(runs);
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  auto hour = runs_with_lifetime(3600);
+  auto short_lived = runs_with_lifetime(3);
+  EXPECT_GT(short_lived, hour) << "tokens of 3 s were not taken again during a 5 s run (" << hour
+                               << " runs for tokens of an hour)";
 }
 
 // librdkafka's own OIDC client (sasl.oauthbearer.method=oidc, which needs libcurl in it): a
