@@ -3,6 +3,7 @@
 #include "connectors/process/shell.hpp"
 #include "core/source/bearer_token.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -48,9 +49,27 @@ std::string broker_of(std::string_view text) {
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 // A connection failure librdkafka logged (facility FAIL) in words, when it is one that trying again
-// cannot mend: the brokers refused the login or the TLS handshake. Empty otherwise (a refused or
-// lost connection is retried until --timeout).
+// cannot mend: the brokers refused the login, the mechanism or the TLS handshake, or a clear-text
+// client met a TLS listener. Empty otherwise (a refused or lost connection is retried until
+// --timeout).
 std::string refusal_in_words(const KafkaSettings& settings, std::string_view text) {
+  // "SASL X mechanism handshake failed: Broker: Unsupported SASL mechanism: broker's supported
+  // mechanisms: A,B"
+  if (contains(text, "mechanism handshake failed")) {
+    std::string mechanism = property_of(settings, "sasl.mechanisms", property_of(settings, "sasl.mechanism", "GSSAPI"));
+    constexpr std::string_view k_supported = "supported mechanisms: ";
+    auto at = text.find(k_supported);
+    std::string offered =
+        at == std::string_view::npos ? "" : std::string(core::trim(text.substr(at + k_supported.size())));
+    return fmt::format("the broker at {} does not enable SASL mechanism {}{}; check sasl.mechanisms", broker_of(text),
+                       mechanism, offered.empty() ? "" : " (it enables " + offered + ")");
+  }
+  // Clear text to a TLS listener: the broker drops a request it cannot read as TLS.
+  if (contains(text, "connecting to a SSL listener?")) {
+    return fmt::format("the broker at {} closed the connection at the first request: it is likely a TLS listener; "
+                       "check security.protocol (SSL or SASL_SSL) and the port",
+                       broker_of(text));
+  }
   if (contains(text, "SASL authentication error") || contains(text, "Authentication failed")) {
     std::string mechanism =
         property_of(settings, "sasl.mechanisms",

@@ -120,6 +120,24 @@ TEST_P(SecuredKafka, AnUntrustedCaOrNoClientCertificateFailsFastSayingSo) {
   EXPECT_NE(no_cert.err.find("ssl.certificate.location"), std::string::npos) << no_cert.err;
 }
 
+// The other mistakes of a secured connection librdkafka says plainly, each exit 3 within seconds
+// with what to check, not after --timeout: a mechanism the listener does not enable (and the ones it
+// does), and clear text to a TLS listener.
+TEST_P(SecuredKafka, AMechanismNotEnabledOrClearTextToTlsFailsFastSayingSo) {
+  // OAUTHBEARER with librdkafka's own unsecured token, at the listener that enables SCRAM and PLAIN.
+  auto mechanism = failing(
+      scan(m_listeners.sasl_ssl,
+           {"security.protocol=SASL_SSL", "sasl.mechanisms=OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt=true",
+            "sasl.oauthbearer.config=principal=app", "ssl.ca.location=" + shared_test_certificates().ca()}));
+  EXPECT_NE(mechanism.err.find("does not enable SASL mechanism OAUTHBEARER"), std::string::npos) << mechanism.err;
+  EXPECT_NE(mechanism.err.find("SCRAM-SHA-512"), std::string::npos) << mechanism.err;
+  EXPECT_NE(mechanism.err.find("check sasl.mechanisms"), std::string::npos) << mechanism.err;
+
+  auto clear_text = failing(scan(m_listeners.sasl_ssl, {}));
+  EXPECT_NE(clear_text.err.find("closed the connection at the first request"), std::string::npos) << clear_text.err;
+  EXPECT_NE(clear_text.err.find("check security.protocol"), std::string::npos) << clear_text.err;
+}
+
 // Secrets off argv: the properties from a file (-F, as kcat's), named by the flag, by
 // DEDUPCTL_KAFKA_CONFIG or by the config file, or listed in the config file; -X overrides them.
 TEST_P(SecuredKafka, PropertiesFromAFileTheEnvironmentOrTheConfigFile) {
