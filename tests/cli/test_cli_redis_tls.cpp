@@ -209,6 +209,14 @@ TEST_F(RedisTls, ThePasswordFromAFileOrACommandNeverPrinted) {
             std::string::npos)
       << failed.err;
   results.insert(results.end(), {wrong_command, wrong_file, failed});
+  // Every report format, and librdkafka's and our diagnostics at -vv.
+  for (const char* format : {"text", "markdown", "html", "sarif", "junit", "github"}) {
+    auto args = with({"--redis-password-file", m_dir.file("wrong"), "-vv"});
+    *std::find(args.begin(), args.end(), "json") = format;
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 3) << format << ": " << result.err;
+    results.push_back(result);
+  }
 
   // Two sources of one password are a usage error, before anything is contacted.
   auto both = run_dedupctl(
