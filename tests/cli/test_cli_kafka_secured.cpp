@@ -19,6 +19,18 @@ using namespace dedupctl::testing;
 
 namespace {
 
+// DIR/jwt.sh LIFETIME RUNS: prints an unsigned JWT for Kafka's unsecured validator, made fresh at
+// each run, living LIFETIME s, and appends a line to the file RUNS.
+void write_jwt_command(const TempDir& dir) {
+  write_file(dir.file("jwt.sh"), "#!/bin/sh\n"
+                                 "b64() { base64 -w0 | tr '+/' '-_' | tr -d '='; }\n"
+                                 "now=$(date +%s)\n"
+                                 "h=$(printf '{\"alg\":\"none\"}' | b64)\n"
+                                 "p=$(printf '{\"sub\":\"app\",\"iat\":%d,\"exp\":%d}' $now $((now + $1)) | b64)\n"
+                                 "echo run >>\"$2\"\n"
+                                 "printf '%s.%s.\\n' \"$h\" \"$p\"\n");
+}
+
 // Parameterised over "kafka" only, so that the real-kafka tier (*/kafka) runs it.
 class SecuredKafka : public ::testing::TestWithParam<std::string> {
 protected:
@@ -210,14 +222,7 @@ TEST_P(SecuredKafka, PropertiesFromAFileTheEnvironmentOrTheConfigFile) {
 // token, is exit 3 at once, naming the command and never printing its output.
 TEST_P(SecuredKafka, OauthbearerTakesItsTokenFromACommand) {
   TempDir dir;
-  // An unsigned JWT for Kafka's unsecured validator, made fresh at each run, living LIFETIME s.
-  write_file(dir.file("jwt.sh"), "#!/bin/sh\n"
-                                 "b64() { base64 -w0 | tr '+/' '-_' | tr -d '='; }\n"
-                                 "now=$(date +%s)\n"
-                                 "h=$(printf '{\"alg\":\"none\"}' | b64)\n"
-                                 "p=$(printf '{\"sub\":\"app\",\"iat\":%d,\"exp\":%d}' $now $((now + $1)) | b64)\n"
-                                 "echo run >>\"$2\"\n"
-                                 "printf '%s.%s.\\n' \"$h\" \"$p\"\n");
+  write_jwt_command(dir);
   std::string runs = dir.file("runs");
   auto with_command = [&](const std::string& command) {
     auto args = scan(m_listeners.oauthbearer, {"security.protocol=SASL_PLAINTEXT"});
@@ -260,13 +265,7 @@ TEST_P(SecuredKafka, OauthbearerTakesItsTokenFromACommand) {
 // more often than one whose tokens live an hour, and ends complete.
 TEST_P(SecuredKafka, ATokenIsTakenAgainBeforeItExpires) {
   TempDir dir;
-  write_file(dir.file("jwt.sh"), "#!/bin/sh\n"
-                                 "b64() { base64 -w0 | tr '+/' '-_' | tr -d '='; }\n"
-                                 "now=$(date +%s)\n"
-                                 "h=$(printf '{\"alg\":\"none\"}' | b64)\n"
-                                 "p=$(printf '{\"sub\":\"app\",\"iat\":%d,\"exp\":%d}' $now $((now + $1)) | b64)\n"
-                                 "echo run >>\"$2\"\n"
-                                 "printf '%s.%s.\\n' \"$h\" \"$p\"\n");
+  write_jwt_command(dir);
   auto runs_with_lifetime = [&](int seconds) {
     std::string runs = dir.file("runs-" + std::to_string(seconds));
     std::vector<std::string> args{"replay",
