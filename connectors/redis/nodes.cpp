@@ -257,10 +257,15 @@ void Nodes::wait_for_failover(const std::set<std::string>& lost_nodes, const std
 void Nodes::reopen(const std::string& cause) {
   Endpoint endpoint = m_server->endpoint();
   auto deadline = Clock::now() + std::chrono::milliseconds(m_settings.timeout_ms);
-  // The lost connection stays until another is open: used again, it fails again.
+  // The lost connection stays until another is open: used again, it fails again. A connection that
+  // fails before it answered INFO is one more failed try (a server killed while it was being
+  // connected to resets what it had accepted).
+  std::string run_id;
   for (bool open = false; !open;) {
     try {
-      m_server = std::make_unique<Connection>(m_settings, endpoint);
+      auto connection = std::make_unique<Connection>(m_settings, endpoint);
+      run_id = run_id_of(*connection);
+      m_server = std::move(connection);
       open = true;
     } catch (const ConnectionLost& again) {
       if (Clock::now() >= deadline) {
@@ -273,7 +278,6 @@ void Nodes::reopen(const std::string& cause) {
       std::this_thread::sleep_for(k_failover_poll);
     }
   }
-  std::string run_id = run_id_of(*m_server);
   if (run_id != m_run_id) {
     throw UnreachableError(fmt::format("{}; connected again, but Redis at {} restarted meanwhile (its run_id changed): "
                                        "its keyspace may not be the one the run began with. Run again",
