@@ -87,16 +87,22 @@ std::unique_ptr<Process> start_slow(const std::vector<std::string>& args, const 
   return run;
 }
 
+// What a run started with its report on a pipe printed, to its end (30 s at most between lines).
+std::string report_of(Process& run) {
+  std::string out;
+  while (auto line = run.read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  return out;
+}
+
 // A slow run interrupted by `interrupt` (stop its store, signal it) once a batch has settled; then its
 // exit code and its report, which says incomplete.
 std::pair<int, Json> run_interrupted(const std::vector<std::string>& args, const std::string& checkpoint,
                                      const std::string& topic, const std::function<void(Process&)>& interrupt) {
   auto run = start_slow(args, checkpoint, topic, true);
   interrupt(*run);
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
+  std::string out = report_of(*run);
   int code = run->wait();
   auto doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), false);
@@ -357,10 +363,7 @@ TEST_F(ReplayMock, APasswordRotatedMidRunIsTakenAgainFromTheCommandAndTheRunFini
   ASSERT_EQ(m_redis.command("ACL SETUSER app resetpass >New-t0ken"), "+OK\r\n");
   write_file(dir.file("token"), "New-t0ken\n");
   EXPECT_NE(m_redis.command("CLIENT KILL USER app"), ":0\r\n") << "the run's connections were killed";
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
+  std::string out = report_of(*run);
   ASSERT_EQ(run->wait(), 0) << out;
   auto doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), true);
@@ -378,10 +381,7 @@ TEST_F(ReplayMock, AServerThatRestartedMidRunEndsTheRunSayingSo) {
   TempDir dir;
   auto run = start_slow(via_redis({"--execute", "--sink", sink()}), dir.file("cp"), m_src, true);
   ASSERT_TRUE(m_redis.restart());
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
+  std::string out = report_of(*run);
   EXPECT_EQ(run->wait(), 3) << out;
   auto doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), false);
@@ -535,10 +535,7 @@ TEST_P(ReplayInbox, ACommitLeftInDoubtIsSaidAndTheRerunAppliesNothingTwice) {
   }
   ASSERT_TRUE(waiting) << "the first batch's COMMIT never waited for the standby";
   m_pg.stop();
-  std::string out;
-  while (auto line = run->read_line(std::chrono::seconds(30))) {
-    out += *line + "\n";
-  }
+  std::string out = report_of(*run);
   EXPECT_EQ(run->wait(), 3);
   Json doc = Json::parse(out);
   EXPECT_EQ(doc.at("complete"), false);
