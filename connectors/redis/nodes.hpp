@@ -31,9 +31,10 @@ public:
   // by sentinel …", with the seeds that did not answer.
   std::string topology() const { return m_topology; }
   // Runs `body` on the one server (not clustered). When its connection is lost (closed, killed,
-  // credentials lapsed), it is opened again once (a password file read again, a password command
-  // run again) and `body` runs again: callers' batches are safe to repeat (a lookup reads; a claim
-  // finds this run's own marker; settling writes the same values).
+  // credentials lapsed), it is opened again (tried until --timeout; a password file read again, a
+  // password command run again; a changed run_id ends the run) and `body` runs once more: callers'
+  // batches are safe to repeat (a lookup reads; a claim finds this run's own marker; settling
+  // writes the same values).
   template <typename F> void on_server(F&& body) {
     try {
       body(*m_server);
