@@ -1,5 +1,6 @@
 #include "commands/context.hpp"
 #include "connectors/library_versions.hpp"
+#include "core/util/build_info.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -13,8 +14,10 @@ CommandRunner register_version(CLI::App& app, Context& context) {
       return -1;
     }
     context.command = "version";
-    // Its own version first (what scripts read), then what it carries, as `kcat -V` does.
-    fmt::print("dedupctl {}\n", DEDUPCTL_VERSION);
+    // Its own version first (what scripts read), then how it was built, then what it carries, as
+    // `kcat -V` does: a bug report quoting this says which build and which libraries it ran on.
+    fmt::print("dedupctl {}\n", core::build::version());
+    fmt::print("build {} ({})\n", core::build::build_type(), core::build::compiler());
     for (const auto& [name, version] : connectors::library_versions()) {
       fmt::print("{} {}\n", name, version);
     }

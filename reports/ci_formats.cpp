@@ -1,4 +1,5 @@
 // Formats for CI: SARIF 2.1.0 (code scanning), JUnit XML (test reports), GitHub workflow commands.
+#include "core/util/build_info.hpp"
 #include "reports/common.hpp"
 #include "reports/report.hpp"
 
@@ -155,13 +156,12 @@ void render_sarif(const Report& report, std::FILE* out) {
     invocation["toolExecutionNotifications"] =
         Json::array({Json{{"level", "error"}, {"message", Json{{"text", *report.error}}}}});
   }
+  Json driver{{"name", "dedupctl"}, {"version", std::string(core::build::version())}, {"rules", rules}};
   Json doc{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
            {"version", "2.1.0"},
-           {"runs",
-            Json::array({Json{
-                {"tool", Json{{"driver", Json{{"name", "dedupctl"}, {"version", DEDUPCTL_VERSION}, {"rules", rules}}}}},
-                {"invocations", Json::array({invocation})},
-                {"results", results}}})}};
+           {"runs", Json::array({Json{{"tool", Json{{"driver", driver}}},
+                                      {"invocations", Json::array({invocation})},
+                                      {"results", results}}})}};
   std::string text = doc.dump(2) + "\n";
   std::fwrite(text.data(), 1, text.size(), out);
 }

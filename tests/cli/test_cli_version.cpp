@@ -36,6 +36,17 @@ TEST(Version, NamesItselfFirstThenTheLibrariesItCarries) {
   auto result = run_dedupctl({"version"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out.rfind("dedupctl 0.", 0), 0u) << result.out;
+  // The version of cmake/Version.cmake (its rules are tests/scripts/version-test's), then the build.
+  std::istringstream lines(result.out);
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_TRUE(
+      std::regex_match(first, std::regex(R"(dedupctl [0-9]+\.[0-9]+\.[0-9]+([~+][0-9]+\.g[0-9a-f]{7,}(\.dirty)?)?)")))
+      << first;
+  EXPECT_TRUE(
+      std::regex_match(second, std::regex(R"(build (Release|RelWithDebInfo|Debug|MinSizeRel) \(GNU [0-9.]+\))")))
+      << second;
   // SCRAM against Kafka 4.x needs 2.6.1 (librdkafka#4895); OIDC needs libcurl in it.
   std::string rdkafka = line_of(result.out, "librdkafka");
   EXPECT_GE(version_number(rdkafka, "librdkafka"), 20601) << result.out;

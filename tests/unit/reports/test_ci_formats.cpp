@@ -1,3 +1,4 @@
+#include "core/util/build_info.hpp"
 #include "reports/report.hpp"
 #include "tests/unit/render_helpers.hpp"
 
@@ -60,7 +61,7 @@ TEST(JunitFormat, MatchesTheGoldenATestCasePerConsumerAndAFailurePerFindingAtFai
 
 TEST(SarifFormat, MatchesTheGolden) {
   std::string expected = golden("check.sarif.json");
-  expected.replace(expected.find("VERSION"), 7, DEDUPCTL_VERSION);
+  expected.replace(expected.find("VERSION"), 7, dedupctl::core::build::version());
   EXPECT_EQ(rendered(check_report(), Format::Sarif), expected);
 }
 
