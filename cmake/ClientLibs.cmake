@@ -26,6 +26,10 @@ if(DEDUPCTL_CLIENT_LIBS)
                         "${DEDUPCTL_RDKAFKA_MIN} or newer, hiredis ${DEDUPCTL_HIREDIS_MIN} or newer with hiredis_ssl)")
   endif()
   set(ENV{PKG_CONFIG_PATH} "${DEDUPCTL_CLIENT_LIBS}/lib/pkgconfig:$ENV{PKG_CONFIG_PATH}")
+  # Its second line names the Debian source packages built there ("librdkafka 2.8.0-1, hiredis
+  # 1.2.0-6"): the Debian package's description says what the executable carries.
+  file(STRINGS "${DEDUPCTL_CLIENT_LIBS}/.complete" dedupctl_client_libs_complete LIMIT_COUNT 2)
+  list(GET dedupctl_client_libs_complete 1 DEDUPCTL_CLIENT_LIBS_VERSIONS)
   # Only the static libraries are there: their own dependencies are linked as pkg-config says,
   # shared, without following those (libcurl's own are the system's business).
   set(dedupctl_client_libs_static ON)

@@ -190,9 +190,17 @@ CommandRunner register_completion(CLI::App& app, Context& context) {
     if (*shell == "bash") {
       fmt::print("{}", bash_script(app));
     } else if (*shell == "zsh") {
-      // zsh runs bash completion functions through bashcompinit.
-      fmt::print("# dedupctl completion for zsh: source it from ~/.zshrc\n"
-                 "autoload -U +X bashcompinit && bashcompinit\n{}",
+      // zsh runs bash completion functions through bashcompinit. The same text serves both ways
+      // zsh takes it: sourced from ~/.zshrc, or found by compinit in a folder of $fpath as
+      // _dedupctl (its first line is #compdef, as packages install it); then the file is the body
+      // of the first _dedupctl call, which defines the bash function and answers that call too.
+      fmt::print("#compdef dedupctl\n"
+                 "# dedupctl completion for zsh: source it from ~/.zshrc, or save it as _dedupctl in a\n"
+                 "# folder of $fpath (/usr/share/zsh/vendor-completions for everyone).\n"
+                 "autoload -U +X bashcompinit && bashcompinit\n{}"
+                 "if [[ ${{funcstack[1]}} == _dedupctl ]]; then\n"
+                 "  _bash_complete -F _dedupctl\n"
+                 "fi\n",
                  bash_script(app));
     } else if (*shell == "fish") {
       fmt::print("{}", fish_script(app));
