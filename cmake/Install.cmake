@@ -73,14 +73,8 @@ wrote them.
                                           "${library_text}")
   endforeach()
 endif()
-# Written only when it changes (the texts hold '@' and '${', so not through file(CONFIGURE)).
-set(dedupctl_copyright_old "")
-if(EXISTS "${PROJECT_BINARY_DIR}/copyright")
-  file(READ "${PROJECT_BINARY_DIR}/copyright" dedupctl_copyright_old)
-endif()
-if(NOT dedupctl_copyright_old STREQUAL dedupctl_copyright_text)
-  file(WRITE "${PROJECT_BINARY_DIR}/copyright" "${dedupctl_copyright_text}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
+dedupctl_write_if_changed("${PROJECT_BINARY_DIR}/copyright" "${dedupctl_copyright_text}")
 
 set(dedupctl_docdir ${CMAKE_INSTALL_DATADIR}/doc/dedupctl)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${dedupctl_docdir})

@@ -59,9 +59,5 @@ std::string_view compiler() { return \"${COMPILER}\"; }
 
 } // namespace dedupctl::core::build
 ")
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" old)
-endif()
-if(NOT old STREQUAL text)
-  file(WRITE "${OUTPUT}" "${text}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
+dedupctl_write_if_changed("${OUTPUT}" "${text}")
