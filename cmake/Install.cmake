@@ -79,6 +79,12 @@ dedupctl_write_if_changed("${PROJECT_BINARY_DIR}/copyright" "${dedupctl_copyrigh
 set(dedupctl_docdir ${CMAKE_INSTALL_DATADIR}/doc/dedupctl)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${dedupctl_docdir})
 install(FILES "${PROJECT_BINARY_DIR}/copyright" DESTINATION ${dedupctl_docdir})
+# The licence's text for a prefix of its own; a Debian package refers to common-licenses instead
+# (scripts/package turns it off: lintian's extra-license-file).
+option(DEDUPCTL_INSTALL_LICENSE "Install the Apache-2.0 text (LICENSE) beside the copyright file" ON)
+if(DEDUPCTL_INSTALL_LICENSE)
+  install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${dedupctl_docdir})
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/examples/dedupctl.toml ${PROJECT_SOURCE_DIR}/examples/orders.ndjson
         DESTINATION ${dedupctl_docdir}/examples)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/k8s DESTINATION ${dedupctl_docdir}/examples)
