@@ -9,12 +9,9 @@ set(text "dedupctl (${CPACK_DEBIAN_PACKAGE_VERSION}) unstable; urgency=medium
 
  -- ${CPACK_DEBIAN_PACKAGE_MAINTAINER}  ${date}
 ")
-file(GLOB_RECURSE docdirs LIST_DIRECTORIES true "${CPACK_TEMPORARY_DIRECTORY}/*/share/doc/dedupctl")
-list(FILTER docdirs INCLUDE REGEX "/share/doc/dedupctl$")
-if(NOT docdirs)
-  message(FATAL_ERROR "no share/doc/dedupctl under ${CPACK_TEMPORARY_DIRECTORY}")
+set(docdir "${CPACK_TEMPORARY_DIRECTORY}${CPACK_PACKAGING_INSTALL_PREFIX}/share/doc/dedupctl")
+if(NOT IS_DIRECTORY "${docdir}")
+  message(FATAL_ERROR "no ${docdir} in cpack's staging folder")
 endif()
-foreach(docdir IN LISTS docdirs)
-  file(WRITE "${docdir}/changelog" "${text}")
-  execute_process(COMMAND gzip -9nf "${docdir}/changelog" COMMAND_ERROR_IS_FATAL ANY)
-endforeach()
+file(WRITE "${docdir}/changelog" "${text}")
+execute_process(COMMAND gzip -9nf "${docdir}/changelog" COMMAND_ERROR_IS_FATAL ANY)
