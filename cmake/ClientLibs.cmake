@@ -30,6 +30,14 @@ if(DEDUPCTL_CLIENT_LIBS)
   # 1.2.0-6"): the Debian package's description says what the executable carries.
   file(STRINGS "${DEDUPCTL_CLIENT_LIBS}/.complete" dedupctl_client_libs_complete LIMIT_COUNT 2)
   list(GET dedupctl_client_libs_complete 1 DEDUPCTL_CLIENT_LIBS_VERSIONS)
+  # Their copyright files, which the executable's copyright carries (cmake/Install.cmake): a cache
+  # that lacks them was filled by an install-deps older than its recipe v3.
+  foreach(library librdkafka hiredis)
+    if(NOT EXISTS "${DEDUPCTL_CLIENT_LIBS}/share/doc/${library}/copyright")
+      message(FATAL_ERROR "${DEDUPCTL_CLIENT_LIBS}/share/doc/${library}/copyright is missing: "
+                          "DEDUPCTL_CLIENT_LIBS was filled by an older scripts/install-deps; run scripts/install-deps again")
+    endif()
+  endforeach()
   # Only the static libraries are there: their own dependencies are linked as pkg-config says,
   # shared, without following those (libcurl's own are the system's business).
   set(dedupctl_client_libs_static ON)

@@ -63,12 +63,8 @@ scripts/install-deps and linked statically. Their copyright files follow as Debi
 wrote them.
 ")
   foreach(library librdkafka hiredis)
-    set(library_copyright "${DEDUPCTL_CLIENT_LIBS}/share/doc/${library}/copyright")
-    if(NOT EXISTS "${library_copyright}")
-      message(FATAL_ERROR "${library_copyright} is missing: DEDUPCTL_CLIENT_LIBS was filled by an older "
-                          "scripts/install-deps; run scripts/install-deps again")
-    endif()
-    file(READ "${library_copyright}" library_text)
+    # cmake/ClientLibs.cmake refused a cache without them.
+    file(READ "${DEDUPCTL_CLIENT_LIBS}/share/doc/${library}/copyright" library_text)
     string(APPEND dedupctl_copyright_text "\n==== ${library} (debian/copyright of Debian's source package) ====\n\n"
                                           "${library_text}")
   endforeach()
