@@ -36,7 +36,12 @@ time_lookups(rd_kafka_t* rk, const KafkaSettings& settings,
 ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& request) {
   std::vector<std::pair<std::string, std::string>> defaults{{"enable.auto.commit", "false"},
                                                             {"allow.auto.create.topics", "false"}};
-  defaults.emplace_back("group.id", request.group.value_or(fmt::format("dedupctl-resolve-{}", ::getpid())));
+  // In a group only when its committed offsets are asked for: a consumer with a group.id finds and
+  // connects to the group's coordinator, and destroying the handle while that connection was still
+  // being made held the run for up to a second.
+  if (request.group) {
+    defaults.emplace_back("group.id", *request.group);
+  }
   KafkaHandle rk = make_handle(RD_KAFKA_CONSUMER, settings, defaults);
 
   ResolvedRange out;
