@@ -1,16 +1,20 @@
-// The reference for tests/bench/audit-redis: a plain hiredis loop doing pipelined PTTL of the
-// keys dedup:evt-000000000000 … (N keys), 4096 per round trip. Prints the keys found.
-//   pttl_loop SOCKET_PATH N
+// The references for tests/bench/audit-redis: a plain hiredis loop over the keys
+// dedup:evt-000000000000 … (N keys), 4096 per round trip, doing pipelined PTTL of each (the
+// classic lookup), or with --values also one MGET of the round's keys (the commands an audit sends:
+// the values tell a claim from a done record). Prints the keys found.
+//   pttl_loop SOCKET_PATH N [--values]
 #include <hiredis/hiredis.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: pttl_loop SOCKET_PATH N\n");
+  bool values = argc == 4 && std::strcmp(argv[3], "--values") == 0;
+  if (argc != 3 && !values) {
+    std::fprintf(stderr, "usage: pttl_loop SOCKET_PATH N [--values]\n");
     return 2;
   }
   redisContext* c = redisConnectUnix(argv[1]);
@@ -21,20 +25,46 @@ int main(int argc, char** argv) {
   long long n = std::atoll(argv[2]);
   long long found = 0;
   constexpr long long k_batch = 4096;
-  char key[64];
+  std::vector<std::string> keys;
+  std::vector<const char*> args;
+  std::vector<std::size_t> lengths;
+  auto reply_of = [&]() -> redisReply* {
+    void* reply = nullptr;
+    if (redisGetReply(c, &reply) != REDIS_OK) {
+      std::fprintf(stderr, "pttl_loop: %s\n", c->errstr);
+      std::exit(3);
+    }
+    return static_cast<redisReply*>(reply);
+  };
   for (long long start = 0; start < n; start += k_batch) {
     long long end = std::min(n, start + k_batch);
+    keys.clear();
+    char key[64];
     for (long long i = start; i < end; ++i) {
       std::snprintf(key, sizeof key, "dedup:evt-%012lld", i);
+      keys.emplace_back(key);
       redisAppendCommand(c, "PTTL %s", key);
     }
-    for (long long i = start; i < end; ++i) {
-      void* reply = nullptr;
-      if (redisGetReply(c, &reply) != REDIS_OK) {
-        std::fprintf(stderr, "pttl_loop: %s\n", c->errstr);
+    if (values) {
+      args.assign(1, "MGET");
+      lengths.assign(1, 4);
+      for (const auto& k : keys) {
+        args.push_back(k.c_str());
+        lengths.push_back(k.size());
+      }
+      redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lengths.data());
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      redisReply* reply = reply_of();
+      found += reply->integer != -2 ? 1 : 0;
+      freeReplyObject(reply);
+    }
+    if (values) {
+      redisReply* reply = reply_of();
+      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != keys.size()) {
+        std::fprintf(stderr, "pttl_loop: MGET answered something else\n");
         return 3;
       }
-      found += static_cast<redisReply*>(reply)->integer != -2 ? 1 : 0;
       freeReplyObject(reply);
     }
   }

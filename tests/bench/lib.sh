@@ -1,0 +1,204 @@
+# What every bench script shares (sourced, not run): the broker it runs against, the servers it
+# starts, and how a run is measured and a ratio judged.
+#
+# The broker is a real Apache Kafka broker (tests/support/kafka/broker: KRaft, one node, this
+# machine) unless DEDUPCTL_BENCH_KAFKA=mock asks for librdkafka's mock cluster
+# (tests/support/mockbroker), kept for comparison with the figures taken on it before.
+#
+# Each measured run records, in $bench_work/runs/NAME, one line: its wall time (s), its peak RSS
+# (KB), its own CPU time (s, user + system), and the CPU time (s) the broker and the other servers
+# (Redis, PostgreSQL: bench_server) used during it, since they share this machine's cores. A ratio
+# is taken run by run (the scripts interleave the runs they compare) and a target is judged met
+# when at least two of three runs meet it.
+#
+#   bench_begin                    (once, first) installs, builds, makes $bench_work, cleans up at exit
+#   bench_kafka TOPIC:PARTITIONS…  starts the broker and makes the topics; sets bootstrap
+#   bench_redis [ARGS…]            a redis-server on the socket $bench_work/redis.sock; sets redis_sock
+#   bench_server PID               counts PID's CPU (and its reaped children's) as a server's
+#   bench_time NAME COMMAND…       one run of COMMAND (its stdout kept in $bench_work/out/NAME)
+#   bench_record NAME SECONDS      a time taken some other way (a command's own accounting)
+#   bench_show NAME…               the runs of each NAME, one line each
+#   bench_ratio LABEL TOP BOTTOM OP TARGET
+#                                  per run, TOP's time over BOTTOM's; TOP and BOTTOM are a NAME, or
+#                                  NAMEs joined by + (their sum) or by , (the least); OP is <= or >=
+#   bench_rss_target NAME MB       whether NAME's peak RSS stays at or under MB in two of three runs
+#   bench_median NAME FIELD        the median of a field (wall, rss_mb, cpu, broker_cpu, server_cpu)
+#   bench_best NAME                the least wall time of NAME's runs
+
+bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin="$bench_top/build"
+bench_broker=${DEDUPCTL_BENCH_KAFKA:-real}
+bench_work=""
+bench_broker_pid=""
+bench_mock_pid=""
+bench_servers=()
+bench_cleanups=()
+
+bench_begin() {
+  case "$bench_broker" in
+  real | mock) ;;
+  *)
+    echo "bench: DEDUPCTL_BENCH_KAFKA is real (the default) or mock (got '$bench_broker')" >&2
+    exit 2
+    ;;
+  esac
+  if [ -z "${DEDUPCTL_BENCH_NO_BUILD:-}" ]; then
+    "$bench_top/scripts/install-deps"
+    "$bench_top/scripts/build"
+  fi
+  bench_work=$(mktemp -d)
+  chmod 755 "$bench_work"
+  mkdir "$bench_work/runs" "$bench_work/out"
+  trap bench_end EXIT
+}
+
+# Registers a command run at exit (before the work folder goes), last registered first.
+bench_on_exit() {
+  bench_cleanups=("$*" "${bench_cleanups[@]}")
+}
+
+bench_end() {
+  local cleanup
+  for cleanup in "${bench_cleanups[@]}"; do
+    eval "$cleanup" >/dev/null 2>&1 || true
+  done
+  if [ -n "$bench_mock_pid" ]; then
+    kill "$bench_mock_pid" 2>/dev/null || true
+    wait "$bench_mock_pid" 2>/dev/null || true
+  fi
+  if [ -d "$bench_work/kafka" ]; then
+    "$bench_top/tests/support/kafka/broker" stop "$bench_work/kafka" || true
+  fi
+  rm -rf "$bench_work"
+}
+
+bench_kafka() {
+  local spec topics=()
+  for spec in "$@"; do
+    topics+=(--topic "$spec")
+  done
+  if [ "$bench_broker" = mock ]; then
+    mkfifo "$bench_work/mock.out"
+    "$bin/tests/support/mockbroker" "${topics[@]}" >"$bench_work/mock.out" </dev/null &
+    bench_mock_pid=$!
+    read -r bootstrap <"$bench_work/mock.out"
+    bench_broker_pid=$bench_mock_pid
+  else
+    bootstrap=$("$bench_top/tests/support/kafka/broker" start "$bench_work/kafka")
+    bench_broker_pid=$(cat "$bench_work/kafka/broker.pid")
+    for spec in "$@"; do
+      # The seeder's CreateTimes are from 2023: without retention.ms=-1 the broker deletes them.
+      "$bin/tests/support/seeder" -b "$bootstrap" --topic "${spec%%:*}" --create "${spec##*:}" \
+        --config retention.ms=-1 >/dev/null
+    done
+  fi
+  echo "bench: $bench_broker broker at $bootstrap" >&2
+}
+
+bench_redis() {
+  redis_sock="$bench_work/redis.sock"
+  redis-server --port 0 --unixsocket "$redis_sock" --save "" --appendonly no --dir "$bench_work" \
+    --logfile "$bench_work/redis.log" "$@" </dev/null >/dev/null 2>&1 &
+  local pid=$!
+  bench_on_exit "kill $pid; wait $pid"
+  bench_server "$pid"
+  for _ in $(seq 100); do
+    redis-cli -s "$redis_sock" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "bench: redis-server did not start; its log is $bench_work/redis.log" >&2
+  exit 1
+}
+
+bench_server() {
+  bench_servers+=("$1")
+}
+
+# The CPU time, in clock ticks, of the processes given (their own and their reaped children's).
+bench_cpu_ticks() {
+  local pid stat total=0
+  for pid in "$@"; do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    stat=${stat##*) }
+    # shellcheck disable=SC2086 # the fields, split
+    set -- $stat
+    total=$(( total + ${12} + ${13} + ${14} + ${15} ))
+  done
+  echo "$total"
+}
+
+bench_time() {
+  local name=$1 b0 s0 t0 t1 b1 s1 rss user sys
+  shift
+  b0=$(bench_cpu_ticks $bench_broker_pid)
+  s0=$(bench_cpu_ticks "${bench_servers[@]}")
+  t0=$(date +%s%N)
+  /usr/bin/time -f '%M %U %S' -o "$bench_work/time" "$@" >"$bench_work/out/$name"
+  t1=$(date +%s%N)
+  b1=$(bench_cpu_ticks $bench_broker_pid)
+  s1=$(bench_cpu_ticks "${bench_servers[@]}")
+  read -r rss user sys <"$bench_work/time"
+  awk -v w=$(( t1 - t0 )) -v r="$rss" -v u="$user" -v s="$sys" -v b=$(( b1 - b0 )) -v v=$(( s1 - s0 )) \
+    -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f %d %.2f %.2f %.2f\n", w / 1e9, r, u + s, b / hz, v / hz }' \
+    >>"$bench_work/runs/$name"
+}
+
+bench_record() {
+  echo "$2 0 0 0 0" >>"$bench_work/runs/$1"
+}
+
+bench_show() {
+  local name
+  for name in "$@"; do
+    awk -v name="$name" '{ w = w sprintf(" %.3f", $1); r = r sprintf(" %.0f", $2 / 1024); c = c sprintf(" %.2f", $3)
+        b = b sprintf(" %.2f", $4); s = s sprintf(" %.2f", $5) }
+      END { printf "%-14s wall s%s | peak RSS MB%s | CPU s%s | broker CPU s%s | server CPU s%s\n", name, w, r, c, b, s }' \
+      "$bench_work/runs/$name"
+  done
+}
+
+# The wall times of a NAME, NAMEs joined by + (summed run by run) or by , (the least, run by run),
+# one a line.
+bench_walls() {
+  local spec=$1 names op=+
+  if [[ "$spec" == *,* ]]; then op=,; fi
+  IFS="$op" read -r -a names <<<"$spec"
+  (cd "$bench_work/runs" && awk -v op="$op" '{ v = $1 + 0; if (!(FNR in t)) t[FNR] = v; else if (op == "+") t[FNR] += v;
+      else if (v < t[FNR]) t[FNR] = v; n[FNR]++ }
+    END { for (i = 1; i in t; i++) if (n[i] == ARGC - 1) printf "%.6f\n", t[i] }' "${names[@]}")
+}
+
+bench_ratio() {
+  local label=$1 top=$2 bottom=$3 op=$4 target=$5 name
+  for name in ${top//[+,]/ } ${bottom//[+,]/ }; do
+    if [ ! -s "$bench_work/runs/$name" ]; then
+      echo "bench: no runs of $name for $label" >&2
+      exit 1
+    fi
+  done
+  paste -d' ' <(bench_walls "$top") <(bench_walls "$bottom") | awk -v label="$label" -v op="$op" -v t="$target" '
+    { r = $1 / $2; line = line sprintf("%s%.2f", NR > 1 ? ", " : "", r); runs++
+      if ((op == "<=" && r <= t) || (op == ">=" && r >= t)) met++ }
+    END { printf "%s: %s (target %s %s: met in %d of %d)\n", label, line, op, t, met, runs }'
+}
+
+bench_rss_target() {
+  awk -v name="$1" -v t="$2" '{ mb = $2 / 1024; line = line sprintf("%s%.0f", NR > 1 ? ", " : "", mb); runs++
+      if (mb <= t) met++ }
+    END { printf "%s peak RSS MB: %s (target <= %s: met in %d of %d)\n", name, line, t, met, runs }' \
+    "$bench_work/runs/$1"
+}
+
+bench_median() {
+  local column
+  case "$2" in
+  wall) column=1 ;; rss_mb) column=2 ;; cpu) column=3 ;; broker_cpu) column=4 ;; server_cpu) column=5 ;;
+  *) echo "bench: no field $2" >&2; exit 1 ;;
+  esac
+  awk -v c="$column" '{ print $c }' "$bench_work/runs/$1" | sort -g |
+    awk -v c="$column" '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; if (c == 2) printf "%.1f\n", m / 1024; else print m }'
+}
+
+bench_best() {
+  sort -g "$bench_work/runs/$1" | awk 'NR == 1 { print $1 }'
+}
