@@ -21,6 +21,8 @@
 #   bench_ratio LABEL TOP BOTTOM OP TARGET
 #                                  per run, TOP's time over BOTTOM's; TOP and BOTTOM are a NAME, or
 #                                  NAMEs joined by + (their sum) or by , (the least); OP is <= or >=
+#   bench_cpu_floor NAME           per run, the CPU of NAME, the broker and the servers over this
+#                                  machine's cores: the least wall time those processes allow together
 #   bench_rss_target NAME MB       whether NAME's peak RSS stays at or under MB in two of three runs
 #   bench_median NAME FIELD        the median of a field (wall, rss_mb, cpu, broker_cpu, server_cpu)
 #   bench_best NAME                the least wall time of NAME's runs
@@ -114,10 +116,12 @@ bench_server() {
   bench_servers+=("$1")
 }
 
-# The CPU time, in clock ticks, of the processes given (their own and their reaped children's).
+# The CPU time, in clock ticks, of the processes given and their children (PostgreSQL's backends):
+# their own and their reaped children's.
 bench_cpu_ticks() {
   local pid stat total=0
-  for pid in "$@"; do
+  # shellcheck disable=SC2046 # one pid a word
+  for pid in "$@" $(for pid in "$@"; do pgrep -P "$pid"; done); do
     stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
     stat=${stat##*) }
     # shellcheck disable=SC2086 # the fields, split
@@ -180,6 +184,13 @@ bench_ratio() {
     { r = $1 / $2; line = line sprintf("%s%.2f", NR > 1 ? ", " : "", r); runs++
       if ((op == "<=" && r <= t) || (op == ">=" && r >= t)) met++ }
     END { printf "%s: %s (target %s %s: met in %d of %d)\n", label, line, op, t, met, runs }'
+}
+
+bench_cpu_floor() {
+  awk -v name="$1" -v cores="$(nproc)" '{ f = ($3 + $4 + $5) / cores; floors = floors sprintf("%s%.2f", NR > 1 ? ", " : "", f)
+      ratios = ratios sprintf("%s%.2f", NR > 1 ? ", " : "", $1 / f) }
+    END { printf "%s: CPU (ours + broker + servers) / %d cores: %s s; wall / that: %s\n", name, cores, floors, ratios }' \
+    "$bench_work/runs/$1"
 }
 
 bench_rss_target() {
