@@ -113,6 +113,10 @@ bench_redis() {
 }
 
 bench_server() {
+  if ! [[ "$1" =~ ^[0-9]+$ ]]; then
+    echo "bench: a server's pid is a number (got '$1')" >&2
+    exit 1
+  fi
   bench_servers+=("$1")
 }
 
