@@ -9,7 +9,7 @@
 # (KB), its own CPU time (s, user + system), and the CPU time (s) the broker and the other servers
 # (Redis, PostgreSQL: bench_server) used during it, since they share this machine's cores. A ratio
 # is taken run by run (the scripts interleave the runs they compare) and a target is judged met
-# when at least two of three runs meet it.
+# when at least two of three runs meet it (DEDUPCTL_BENCH_ROUNDS: another count of rounds).
 #
 #   bench_begin                    (once, first) installs, builds, makes $bench_work, cleans up at exit
 #   bench_kafka TOPIC:PARTITIONS…  starts the broker and makes the topics; sets bootstrap
@@ -30,6 +30,8 @@
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin="$bench_top/build"
 bench_broker=${DEDUPCTL_BENCH_KAFKA:-real}
+# How many rounds a bench measures (three; one for a long scale run: DEDUPCTL_BENCH_ROUNDS=1).
+bench_rounds=${DEDUPCTL_BENCH_ROUNDS:-3}
 bench_work=""
 bench_broker_pid=""
 bench_mock_pid=""
@@ -37,6 +39,10 @@ bench_servers=()
 bench_cleanups=()
 
 bench_begin() {
+  if ! [[ "$bench_rounds" =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench: DEDUPCTL_BENCH_ROUNDS is a count of rounds (got '$bench_rounds')" >&2
+    exit 2
+  fi
   case "$bench_broker" in
   real | mock) ;;
   *)

@@ -12,6 +12,7 @@
 #include "core/util/errors.hpp"
 #include "tests/support/events.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -145,20 +146,32 @@ public:
   std::vector<std::size_t> batch_sizes;
   std::optional<std::size_t> fail_on_batch;
 
+  // As the real stores do, the values point into storage kept until the next call, which this one
+  // overwrites first: a caller that kept them longer reads '#'s.
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
     if (fail_on_batch && batch_sizes.size() == *fail_on_batch) {
       throw UnreachableError("cannot reach Redis at fake:6379 during a lookup (the server closed the connection)");
     }
     batch_sizes.push_back(keys.size());
+    for (auto& value : m_values) {
+      std::fill(value.begin(), value.end(), '#');
+    }
+    if (m_values.size() < keys.size()) {
+      m_values.resize(keys.size());
+    }
     out.assign(keys.size(), core::RecordState{});
     for (std::size_t i = 0; i < keys.size(); ++i) {
       auto it = records.find(keys[i]);
       if (it != records.end()) {
-        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, it->second.second, std::nullopt};
+        m_values[i] = it->second.second;
+        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, m_values[i], std::nullopt};
       }
     }
   }
   std::string kind() const override { return "fake"; }
+
+private:
+  std::vector<std::string> m_values;
 };
 
 class FakeInspector final : public core::LiveInspector {
