@@ -30,7 +30,8 @@
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin="$bench_top/build"
 bench_broker=${DEDUPCTL_BENCH_KAFKA:-real}
-# How many rounds a bench measures (three; one for a long scale run: DEDUPCTL_BENCH_ROUNDS=1).
+# How many rounds a bench measures (three; one for a long scale run: DEDUPCTL_BENCH_ROUNDS=1). The
+# replay bench keeps three: it writes a sink topic a round.
 bench_rounds=${DEDUPCTL_BENCH_ROUNDS:-3}
 bench_work=""
 bench_broker_pid=""
