@@ -159,14 +159,14 @@ TEST_P(SeededTopic, ScanReportsThePlantedProblemsExactlyAndExits1) {
 TEST_P(SeededTopic, WithoutAGroupTheRangeIsResolvedWithoutAGroupCoordinator) {
   // The resolver's handle is the first destroyed: its log is what comes before that.
   auto resolver_log = [](const std::string& err) { return err.substr(0, err.find("Terminating instance")); };
-  auto plain = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--format", "json", "-vv", "-X",
-                             "debug=protocol"});
+  auto plain =
+      run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--format", "json", "-vv", "-X", "debug=protocol"});
   EXPECT_EQ(plain.exit_code, 1) << plain.err;
   ASSERT_NE(resolver_log(plain.err).find("Sent ListOffsetsRequest"), std::string::npos)
       << "the resolver's protocol log is not where it was: " << plain.err.substr(0, 4000);
   EXPECT_EQ(resolver_log(plain.err).find("FindCoordinator"), std::string::npos) << resolver_log(plain.err);
-  auto grouped = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--group", "billing", "--format",
-                               "json", "-vv", "-X", "debug=protocol"});
+  auto grouped = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--group", "billing", "--format", "json",
+                               "-vv", "-X", "debug=protocol"});
   EXPECT_NE(resolver_log(grouped.err).find("Sent FindCoordinatorRequest"), std::string::npos)
       << "the check above cannot tell: " << grouped.err.substr(0, 4000);
 }
@@ -176,8 +176,8 @@ TEST_P(SeededTopic, WithoutAGroupTheRangeIsResolvedWithoutAGroupCoordinator) {
 // waits up to a second for its last push (rd_kafka_telemetry_await_termination), which a
 // GroupCoordinator reconnecting at close made a 1 s stall in one run of ten. -X turns it back on.
 TEST_P(SeededTopic, NoHandlePushesClientMetricsUnlessAskedTo) {
-  auto plain = run_dedupctl({"scan", "-b", bootstrap(), "--topic", "orders", "--format", "json", "-vv", "-X",
-                             "debug=telemetry,generic"});
+  auto plain = run_dedupctl(
+      {"scan", "-b", bootstrap(), "--topic", "orders", "--format", "json", "-vv", "-X", "debug=telemetry,generic"});
   EXPECT_EQ(plain.exit_code, 1) << plain.err;
   ASSERT_NE(plain.err.find("Terminating instance"), std::string::npos) << "the debug log is not where it was";
   EXPECT_EQ(plain.err.find("Awaiting termination of telemetry"), std::string::npos) << plain.err.substr(0, 4000);
