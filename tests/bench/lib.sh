@@ -13,7 +13,12 @@
 #
 #   bench_begin                    (once, first) installs, builds, makes $bench_work, cleans up at exit
 #   bench_kafka TOPIC:PARTITIONS…  starts the broker and makes the topics; sets bootstrap
+#   bench_seed TOPIC EVENTS PARTITIONS [ID_IN]
+#                                  the seeder's EVENTS of ~200 bytes in TOPIC (ids in headers, or as
+#                                  ID_IN says: header, json)
 #   bench_redis [ARGS…]            a redis-server on the socket $bench_work/redis.sock; sets redis_sock
+#   bench_dedup_keys EVENTS [PX]   the SET commands (Redis protocol, for redis-cli --pipe) of the dedup
+#                                  keys of 90% of EVENTS seeded events, "done", with PX ms to live or none
 #   bench_server PID               counts PID's CPU (and its reaped children's) as a server's
 #   bench_time NAME COMMAND…       one run of COMMAND (its stdout kept in $bench_work/out/NAME)
 #   bench_record NAME SECONDS      a time taken some other way (a command's own accounting)
@@ -102,6 +107,19 @@ bench_kafka() {
     done
   fi
   echo "bench: $bench_broker broker at $bootstrap" >&2
+}
+
+bench_seed() {
+  "$bin/tests/support/seeder" -b "$bootstrap" --topic "$1" --generate "$2" --partitions "$3" --id-in "${4:-header}" \
+    --payload-size 200 --expect-log-start 0 >/dev/null
+}
+
+bench_dedup_keys() {
+  awk -v n="$1" -v px="${2:-}" 'function bulk(s) { return "$" length(s) "\r\n" s "\r\n" }
+    BEGIN { for (i = 0; i < n; i++) if (i % 10 != 0) {
+      k = sprintf("dedup:evt-%012d", i)
+      if (px == "") printf "*3\r\n%s%s%s", bulk("SET"), bulk(k), bulk("done")
+      else printf "*5\r\n%s%s%s%s%s", bulk("SET"), bulk(k), bulk("done"), bulk("PX"), bulk(px) } }'
 }
 
 bench_redis() {
