@@ -1,0 +1,206 @@
+#include "core/watch/watch_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace dedupctl::core;
+
+namespace {
+
+constexpr std::int64_t k_s = 1000;
+constexpr std::int64_t k_hour = 3600 * k_s;
+constexpr std::int64_t k_t0 = 1'000 * k_hour;
+
+WatchPolicy policy(std::optional<std::int64_t> ttl = k_hour, std::optional<std::int64_t> retention = 24 * k_hour) {
+  WatchPolicy p;
+  p.policy.ttl = ttl ? Span::finite(*ttl) : Span::unknown();
+  p.ttl_declared = ttl.has_value();
+  p.policy.retention = retention ? Span::finite(*retention) : Span::infinite();
+  return p;
+}
+
+TrackedRecord present(std::int64_t lapses_at = k_never_ms) { return {TrackedRecord::Kind::Present, lapses_at}; }
+TrackedRecord absent() { return {TrackedRecord::Kind::Absent, k_never_ms}; }
+TrackedRecord no_id() { return {TrackedRecord::Kind::NoId, k_never_ms}; }
+TrackedRecord claim(std::int64_t lapses_at = k_never_ms) { return {TrackedRecord::Kind::Claim, lapses_at}; }
+
+std::int64_t count(const WatchGauges& g, Coverage state, std::int32_t partition = 0) {
+  for (const auto& p : g.partitions) {
+    if (p.partition == partition) {
+      return p.states[static_cast<std::size_t>(state)];
+    }
+  }
+  ADD_FAILURE() << "no gauge for partition " << partition;
+  return -1;
+}
+
+} // namespace
+
+TEST(WatchState, TrackTurnsARemainingTtlIntoTheTimeTheRecordLapses) {
+  CoveragePolicy p = policy().policy;
+  RecordState redis{RecordState::Kind::Present, 30 * k_s, "done", std::nullopt};
+  EXPECT_EQ(track(redis, k_t0, p).kind, TrackedRecord::Kind::Present);
+  EXPECT_EQ(track(redis, k_t0, p).lapses_at_ms, k_t0 + 30 * k_s);
+  RecordState forever{RecordState::Kind::Present, std::nullopt, "done", std::nullopt};
+  EXPECT_EQ(track(forever, k_t0, p).lapses_at_ms, k_never_ms);
+  RecordState claimed{RecordState::Kind::Present, 60 * k_s, "processing:run-1", std::nullopt};
+  EXPECT_EQ(track(claimed, k_t0, p).kind, TrackedRecord::Kind::Claim);
+  // An inbox row lapses when the cleanup job's retention (the policy's TTL) has passed since processed_at.
+  RecordState row = inbox_row(k_t0 - 10 * k_s, "done");
+  EXPECT_EQ(track(row, k_t0, p).lapses_at_ms, k_t0 - 10 * k_s + k_hour);
+  EXPECT_EQ(track(RecordState{}, k_t0, p).kind, TrackedRecord::Kind::Absent);
+}
+
+TEST(WatchState, APartitionShowsNoGaugeUntilItWasReadFromItsStart) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.append("orders", 0, 0, k_t0, "", present());
+  EXPECT_TRUE(state.evaluate(k_t0, {}).partitions.empty());
+  state.set_complete("orders", 0);
+  auto g = state.evaluate(k_t0, {});
+  ASSERT_EQ(g.partitions.size(), 1u);
+  EXPECT_EQ(count(g, Coverage::Covered), 1);
+}
+
+TEST(WatchState, ARecordIsExpiredAtItsExpiryTimeWithoutAnotherLookup) {
+  WatchState state(policy(10 * k_s, 24 * k_hour));
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  // Written at its event's time with a 10 s TTL.
+  state.append("orders", 0, 5, k_t0, "", present(k_t0 + 10 * k_s));
+  auto before = state.evaluate(k_t0 + 4 * k_s, {});
+  EXPECT_EQ(count(before, Coverage::Expiring), 1); // it lapses long before the event leaves the log
+  EXPECT_DOUBLE_EQ(before.seconds_until_ttl_gap.at("orders"), 6.0);
+  auto after = state.evaluate(k_t0 + 11 * k_s, {});
+  EXPECT_EQ(count(after, Coverage::Expired), 1);
+  EXPECT_EQ(count(after, Coverage::Expiring), 0);
+  EXPECT_DOUBLE_EQ(after.seconds_until_ttl_gap.at("orders"), 0.0);
+}
+
+TEST(WatchState, NoGapAheadIsInfinityAndARecordOutlivingItsEventIsCovered) {
+  WatchState state(policy(48 * k_hour, 24 * k_hour));
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 0, k_t0, "", present(k_t0 + 48 * k_hour));
+  state.append("orders", 0, 1, k_t0, "", present());
+  auto g = state.evaluate(k_t0 + k_s, {});
+  EXPECT_EQ(count(g, Coverage::Covered), 2);
+  EXPECT_TRUE(std::isinf(g.seconds_until_ttl_gap.at("orders")));
+}
+
+TEST(WatchState, ARecordThatVanishedAtARefreshIsMissingWithinItsTtl) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 7, k_t0, "", present(k_t0 + k_hour));
+  EXPECT_TRUE(state.update("orders", 0, 7, absent()));
+  auto g = state.evaluate(k_t0 + k_s, {});
+  EXPECT_EQ(count(g, Coverage::Missing), 1);
+  EXPECT_EQ(count(g, Coverage::Covered), 0);
+  EXPECT_FALSE(state.update("orders", 0, 8, absent())); // not held
+  EXPECT_FALSE(state.update("orders", 1, 7, absent()));
+}
+
+TEST(WatchState, UpdateFindsEventsAcrossBlocksAndGaps) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  for (std::int64_t o = 0; o < 10'000; ++o) {
+    state.append("orders", 0, o * 3, k_t0, "", present());
+  }
+  EXPECT_TRUE(state.update("orders", 0, 3 * 4096, absent()));
+  EXPECT_TRUE(state.update("orders", 0, 3 * 9999, absent()));
+  EXPECT_FALSE(state.update("orders", 0, 3 * 4096 + 1, absent()));
+  auto g = state.evaluate(k_t0, {});
+  EXPECT_EQ(count(g, Coverage::Missing), 2);
+  EXPECT_EQ(count(g, Coverage::Covered), 9998);
+  EXPECT_EQ(state.next_offset("orders", 0), 3 * 9999 + 1);
+}
+
+TEST(WatchState, EventsLeavingTheLogLeaveTheGauges) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  for (std::int64_t o = 0; o < 5000; ++o) {
+    state.append("orders", 0, o, k_t0, "", present());
+  }
+  state.set_partition("orders", 0, std::nullopt, 4500);
+  EXPECT_EQ(state.events(), 500);
+  EXPECT_EQ(count(state.evaluate(k_t0, {}), Coverage::Covered), 500);
+  state.append("orders", 0, 3, k_t0, "", present()); // before the log start: not held
+  EXPECT_EQ(state.events(), 500);
+  state.set_partition("orders", 0, std::nullopt, 6000);
+  EXPECT_EQ(state.events(), 0);
+  EXPECT_EQ(state.next_offset("orders", 0), 6000);
+}
+
+TEST(WatchState, ClaimsAreInProgressWithinTheLeaseAndOrphanedAfter) {
+  WatchPolicy p = policy();
+  p.policy.lease_ms = 60 * k_s;
+  WatchState state(p);
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 0, k_t0, "", claim());
+  EXPECT_EQ(count(state.evaluate(k_t0 + 30 * k_s, {}), Coverage::InProgress), 1);
+  EXPECT_EQ(count(state.evaluate(k_t0 + 61 * k_s, {}), Coverage::Orphaned), 1);
+}
+
+TEST(WatchState, AbsentRecordsAtOrPastTheCommittedOffsetArePending) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, 10, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 9, k_t0, "", absent());
+  state.append("orders", 0, 10, k_t0, "", absent());
+  auto g = state.evaluate(k_t0 + k_s, {});
+  EXPECT_EQ(count(g, Coverage::Missing), 1);
+  EXPECT_EQ(count(g, Coverage::Pending), 1);
+}
+
+TEST(WatchState, ASeekRepliesWhatItsWindowWouldReapplyBySideEffectClass) {
+  WatchPolicy p = policy(10 * k_s);
+  p.side_effects = {{"charge", SideEffect::External}, {"cache", SideEffect::Idempotent}};
+  WatchState state(p);
+  state.set_partition("orders", 0, 100, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 10, k_t0, "charge", absent());                // before the seek
+  state.append("orders", 0, 50, k_t0, "charge", absent());                // missing → re-applied
+  state.append("orders", 0, 51, k_t0, "cache", absent());                 // idempotent class
+  state.append("orders", 0, 52, k_t0, "unknown-type", no_id());           // no id: re-applied, external
+  state.append("orders", 0, 53, k_t0, "charge", present());               // covered: skipped
+  state.append("orders", 0, 54, k_t0, "charge", present(k_t0 + 5 * k_s)); // lapses at +5 s
+  state.append("orders", 0, 120, k_t0, "charge", absent());               // past committed: pending
+  WatchSeek seek{"@-1h", {{{"orders", 0}, 50}}};
+  auto g = state.evaluate(k_t0 + k_s, {seek});
+  using Key = std::tuple<std::string, std::string, std::string>;
+  EXPECT_EQ(g.would_reapply.at(Key("orders", "@-1h", "external")), 2);
+  EXPECT_EQ(g.would_reapply.at(Key("orders", "@-1h", "idempotent")), 1);
+  EXPECT_EQ(g.would_reapply.at(Key("orders", "@-1h", "internal")), 0);
+  // Time passes: the record at 54 lapses, and 10 s after the events they are expired, not missing.
+  auto later = state.evaluate(k_t0 + 11 * k_s, {seek});
+  EXPECT_EQ(later.would_reapply.at(Key("orders", "@-1h", "external")), 3);
+  EXPECT_EQ(count(later, Coverage::Expired), 4);
+  EXPECT_EQ(count(later, Coverage::Pending), 1);
+}
+
+TEST(WatchState, AnUndeclaredTtlIsEstimatedFromTheRecordsSeen) {
+  WatchState state(policy(std::nullopt));
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 0, k_t0, "", absent());
+  EXPECT_EQ(count(state.evaluate(k_t0 + 2 * k_hour, {}), Coverage::Missing), 1); // TTL unknown
+  // A record written at its event's time showed 10 s left 50 s later: the TTL is at most 60 s.
+  state.observe_ttl(10 * k_s, k_t0, k_t0 + 50 * k_s);
+  auto g = state.evaluate(k_t0 + 2 * k_hour, {});
+  EXPECT_EQ(g.ttl_estimate_high_ms, 60 * k_s);
+  EXPECT_EQ(count(g, Coverage::Expired), 1);
+}
+
+TEST(WatchState, EventsCostAtMostTwentyFourBytesInFullBlocks) {
+  WatchState state(policy());
+  state.set_partition("orders", 0, std::nullopt, 0);
+  for (std::int64_t o = 0; o < 4096 * 16; ++o) {
+    state.append("orders", 0, o, k_t0, "", present());
+  }
+  EXPECT_LE(static_cast<double>(state.bytes()) / static_cast<double>(state.events()), 24.0);
+}
