@@ -180,12 +180,21 @@ std::map<std::string, core::ValueOrigin> option_origins(CLI::App& app, int argc,
 
 } // namespace
 
-int run(int argc, char** argv) {
+namespace {
+
+// One run of the command line; with `validate_only`, its parse only (watch's check of a changed
+// config file after SIGHUP), which touches no signal handler.
+int run_once(int argc, char** argv, bool validate_only) {
   commands::Context context;
   context.now_ms = wall_clock_ms;
   context.secrets = secrets_of(argc, argv);
+  context.validate_only = validate_only;
+  context.validate = [argc, argv] { return run_once(argc, argv, true); };
   const ErrorLine error_line(context.secrets);
-  install_stop_handlers(context.stop);
+  if (!validate_only) {
+    install_stop_handlers(context.stop);
+    install_reload_handler(context.reload);
+  }
 
   CLI::App app{"dedupctl: audit Kafka consumers' dedup placements before a seek or replay", "dedupctl"};
   app.option_defaults()->always_capture_default();
@@ -207,11 +216,11 @@ int run(int argc, char** argv) {
              "reached (report incomplete), 4 internal error, 130 interrupted. See dedupctl(1).");
   commands::add_global_options(app, context.global);
   std::vector<commands::CommandRunner> runners{
-      commands::register_scan(app, context),      commands::register_audit(app, context),
-      commands::register_check(app, context),     commands::register_snapshot(app, context),
-      commands::register_replay(app, context),    commands::register_trace(app, context),
-      commands::register_merge(app, context),     commands::register_version(app, context),
-      commands::register_completion(app, context)};
+      commands::register_scan(app, context),       commands::register_audit(app, context),
+      commands::register_check(app, context),      commands::register_snapshot(app, context),
+      commands::register_replay(app, context),     commands::register_trace(app, context),
+      commands::register_merge(app, context),      commands::register_version(app, context),
+      commands::register_completion(app, context), commands::register_watch(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();
   }
@@ -293,7 +302,7 @@ int run(int argc, char** argv) {
   try {
     for (auto& runner : runners) {
       int code = runner();
-      if (code >= 0) {
+      if (code >= 0 || code == commands::k_run_again) {
         return code;
       }
     }
@@ -315,6 +324,17 @@ int run(int argc, char** argv) {
     error_line(fmt::format("internal error: {}; please report it with the command line", e.what()));
     json_error_report(context, e.what(), k_exit_internal);
     return k_exit_internal;
+  }
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  for (;;) {
+    int code = run_once(argc, argv, false);
+    if (code != commands::k_run_again) {
+      return code;
+    }
   }
 }
 

@@ -7,6 +7,13 @@ namespace dedupctl::cli {
 namespace {
 
 std::atomic<bool>* g_stop = nullptr;
+std::atomic<bool>* g_reload = nullptr;
+
+extern "C" void on_reload_signal(int) {
+  if (g_reload) {
+    g_reload->store(true);
+  }
+}
 
 extern "C" void on_stop_signal(int) {
   if (g_stop) {
@@ -29,6 +36,15 @@ void install_stop_handlers(std::atomic<bool>& stop) {
   // connection killed mid-pipeline) or to a reader that went away fails with EPIPE and is reported
   // like any failed write (exit 3), as redis-cli does, instead of killing the run without a report.
   std::signal(SIGPIPE, SIG_IGN);
+}
+
+void install_reload_handler(std::atomic<bool>& reload) {
+  g_reload = &reload;
+  struct sigaction action {};
+  action.sa_handler = on_reload_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGHUP, &action, nullptr);
 }
 
 } // namespace dedupctl::cli

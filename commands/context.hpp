@@ -41,6 +41,11 @@ struct GlobalFlags {
 struct Context {
   GlobalFlags global;
   std::atomic<bool> stop{false};
+  std::atomic<bool> reload{false}; // raised by SIGHUP: watch re-reads its config file
+  // Parse the command line and the config file, connect to nothing, run nothing: how watch checks a
+  // changed config file before it takes it (validate() runs a context in this mode).
+  bool validate_only = false;
+  std::function<int()> validate;                  // 0 when the command line and the config file as they are now parse
   std::function<std::int64_t()> now_ms;           // wall clock, epoch ms
   std::function<void(std::string_view)> progress; // a transient status line; empty when not a TTY
   std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
@@ -72,5 +77,9 @@ CommandRunner register_trace(CLI::App& app, Context& context);
 CommandRunner register_merge(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
 CommandRunner register_completion(CLI::App& app, Context& context);
+CommandRunner register_watch(CLI::App& app, Context& context);
+
+// What a command returns to be run again from the start (watch after SIGHUP): never an exit code.
+inline constexpr int k_run_again = -2;
 
 } // namespace dedupctl::commands

@@ -14,7 +14,24 @@
 
 namespace dedupctl::commands {
 
-namespace {
+connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Context& context) {
+  auto settings = kafka_settings(context);
+  // Transactions: what a consumer sees (read_committed, librdkafka's default too) unless asked; a
+  // -X isolation.level of the user's wins, as every -X does.
+  std::string isolation = read_uncommitted ? "read_uncommitted" : "read_committed";
+  bool isolation_given = false;
+  for (const auto& [name, value] : settings.properties) {
+    if (name == "isolation.level") {
+      isolation = value;
+      isolation_given = true;
+    }
+  }
+  if (!isolation_given) {
+    settings.properties.insert(settings.properties.begin(), {"isolation.level", isolation});
+    settings.property_sources.insert(settings.property_sources.begin(), "--read-uncommitted");
+  }
+  return settings;
+}
 
 connectors::kafka::TopicRequest parse_topic(const std::string& text) {
   connectors::kafka::TopicRequest request;
@@ -43,6 +60,8 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text) {
   }
   return request;
 }
+
+namespace {
 
 // Keeps the shard's partitions of a resolved range, and notes the whole range for the merge.
 void shard_range(const core::ShardSpec& shard, connectors::kafka::ResolvedRange& resolved, OpenedSource& opened) {
@@ -126,20 +145,12 @@ OpenedSource open_source(const SourceFlags& options, const Context& context, con
   if (!committed.empty()) {
     context.note("--committed " + committed + " is for a kcat dump: the group's offsets are read from the broker");
   }
-  auto settings = kafka_settings(context);
-  // Transactions: what a consumer sees (read_committed, librdkafka's default too) unless asked; a
-  // -X isolation.level of the user's wins, as every -X does.
-  std::string isolation = options.read_uncommitted ? "read_uncommitted" : "read_committed";
-  bool isolation_given = false;
+  auto settings = reader_settings(options.read_uncommitted, context);
+  std::string isolation;
   for (const auto& [name, value] : settings.properties) {
     if (name == "isolation.level") {
-      isolation = value;
-      isolation_given = true;
+      isolation = value; // the last one wins, as in librdkafka
     }
-  }
-  if (!isolation_given) {
-    settings.properties.insert(settings.properties.begin(), {"isolation.level", isolation});
-    settings.property_sources.insert(settings.property_sources.begin(), "--read-uncommitted");
   }
   connectors::kafka::RangeRequest request;
   for (const auto& topic : options.topics) {

@@ -4,6 +4,7 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/kcat_file.hpp"
+#include "connectors/kafka/kafka.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
 
@@ -35,6 +36,13 @@ struct OpenedSource {
 OpenedSource open_source(const SourceFlags& options, const Context& context,
                          const std::optional<std::string>& seek = std::nullopt,
                          const core::Checkpoint* resume = nullptr, const std::string& committed = {});
+
+// --topic T or T:0,1,5 as a range request's topic; throws UsageError.
+connectors::kafka::TopicRequest parse_topic(const std::string& text);
+
+// The settings a reader of the log uses: the context's, with read_committed unless
+// --read-uncommitted (a -X isolation.level wins).
+connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Context& context);
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
 void note_ranges(const core::SourceInfo& info, const Context& context);

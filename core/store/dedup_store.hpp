@@ -13,6 +13,16 @@ namespace dedupctl::core {
 // Where dedup records live, as an audit or a trace reads them. Abstract because the same audit
 // runs against Redis (connectors/redis), a PostgreSQL inbox (connectors/postgres) and a snapshot
 // file of either (connectors/file); in unit tests FakeDedupStore (tests/unit/fakes.hpp) stands in.
+// What a store says of its keyspace as a whole, for a watcher to notice that records may have gone
+// without a lookup telling it: a server that restarted or failed over (another run_id or role), or
+// keys that went faster than expiry and eviction explain.
+struct KeyspaceProbe {
+  std::string incarnation;  // run_id and role of every master, in a fixed order
+  std::int64_t keys = 0;    // DBSIZE, summed over masters
+  std::int64_t expired = 0; // expired_keys so far
+  std::int64_t evicted = 0; // evicted_keys so far
+};
+
 class DedupStore {
 public:
   virtual ~DedupStore() = default;
@@ -24,6 +34,9 @@ public:
   // The servers behind it when that is more than the URI says (a cluster's masters, the master a
   // sentinel named); empty otherwise.
   virtual std::string topology() const { return ""; }
+  // The keyspace as a whole (one round trip a master); nullopt where the store cannot tell (an
+  // inbox, a file). Throws UnreachableError when the store fails.
+  virtual std::optional<KeyspaceProbe> probe() { return std::nullopt; }
 };
 
 // An inbox table as a DedupStore: the keys looked up are event ids; a present row carries its

@@ -22,6 +22,16 @@ TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, con
   return tracked;
 }
 
+bool keyspace_lost_records(const KeyspaceProbe& before, const KeyspaceProbe& after) {
+  if (before.incarnation != after.incarnation) {
+    return true;
+  }
+  std::int64_t gone = before.keys - after.keys;
+  std::int64_t explained = std::max<std::int64_t>(0, after.expired - before.expired) +
+                           std::max<std::int64_t>(0, after.evicted - before.evicted);
+  return gone > explained;
+}
+
 WatchState::WatchState(WatchPolicy policy) : m_policy(std::move(policy)) {}
 
 WatchState::Partition& WatchState::partition_of(const std::string& topic, std::int32_t partition) {

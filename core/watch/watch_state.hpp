@@ -2,6 +2,7 @@
 
 #include "core/audit/coverage.hpp"
 #include "core/side_effect.hpp"
+#include "core/store/dedup_store.hpp"
 
 #include <array>
 #include <cstdint>
@@ -32,6 +33,12 @@ struct TrackedRecord {
 // The record a lookup at `looked_up_at_ms` returned, tracked: a claim marker is a Claim (its lease is
 // the event's, decided by classify), an inbox row lapses at processed_at + the policy's TTL.
 TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, const CoveragePolicy& policy);
+
+// Whether records may have gone without a lookup telling: the store is another incarnation (it
+// restarted or failed over), or it holds fewer keys than its expiries and evictions since `before`
+// explain (a FLUSHALL, a replica promoted with an older keyspace). A watcher then looks every record
+// up again at once instead of at its next refresh.
+bool keyspace_lost_records(const KeyspaceProbe& before, const KeyspaceProbe& after);
 
 // A seek being priced: its name as the metric label shows it, and per partition the offset it
 // resolves to now (a partition without one is not in its window).
@@ -67,6 +74,10 @@ struct WatchPolicy {
 class WatchState {
 public:
   explicit WatchState(WatchPolicy policy);
+
+  // The TTL or retention decided again (the side effects stay as they were).
+  void set_policy(WatchPolicy policy) { m_policy = std::move(policy); }
+  const WatchPolicy& policy() const { return m_policy; }
 
   // A partition being watched, with its group's committed offset (nullopt without a group) and the
   // start of its log: events before it left the range and are dropped.

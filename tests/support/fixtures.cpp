@@ -3,6 +3,7 @@
 #include "tests/support/jwt.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -923,6 +924,146 @@ int RedisSentinel::master_port() const {
     return 0;
   }
   return std::stoi(reply.substr(last + 2));
+}
+
+std::optional<HttpAnswer> http_get(int port, const std::string& target, const std::string& accept,
+                                   std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!accept.empty()) {
+    request += "Accept: " + accept + "\r\n";
+  }
+  request += "\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string raw;
+  char chunk[8192];
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd in{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&in, 1, static_cast<int>(left)) <= 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) {
+      break;
+    }
+    raw.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  auto end = raw.find("\r\n\r\n");
+  if (end == std::string::npos || raw.size() < 12) {
+    return std::nullopt;
+  }
+  HttpAnswer answer;
+  answer.status = std::atoi(raw.c_str() + 9);
+  answer.headers = raw.substr(0, end);
+  answer.body = raw.substr(end + 4);
+  // Prometheus answers its API chunked: put the chunks together.
+  if (answer.headers.find("Transfer-Encoding: chunked") != std::string::npos) {
+    std::string body;
+    std::size_t at = 0;
+    while (at < answer.body.size()) {
+      std::size_t line = answer.body.find("\r\n", at);
+      if (line == std::string::npos) {
+        break;
+      }
+      std::size_t size = std::stoul(answer.body.substr(at, line - at), nullptr, 16);
+      if (size == 0) {
+        break;
+      }
+      body += answer.body.substr(line + 2, size);
+      at = line + 2 + size + 2;
+    }
+    answer.body = body;
+  }
+  return answer;
+}
+
+std::string url_encode(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+PrometheusServer::PrometheusServer(int target_port) {
+  std::string program = find_program("prometheus");
+  if (program.empty()) {
+    m_why = "prometheus is not installed (apt-get install prometheus)";
+    return;
+  }
+  write_file(m_dir.file("prometheus.yml"), fmt::format("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                                                       "  evaluation_interval: 1s\n"
+                                                       "scrape_configs:\n  - job_name: dedupctl\n"
+                                                       "    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
+                                                       target_port));
+  m_port = free_port();
+  SpawnOptions options;
+  options.stderr_file = m_dir.file("prometheus.log");
+  options.silence = true;
+  m_process =
+      std::make_unique<Process>(std::vector<std::string>{program, "--config.file=" + m_dir.file("prometheus.yml"),
+                                                         "--storage.tsdb.path=" + m_dir.file("data"),
+                                                         fmt::format("--web.listen-address=127.0.0.1:{}", m_port)},
+                                options);
+  for (int i = 0; i < 200; ++i) {
+    if (auto ready = http_get(m_port, "/-/ready"); ready && ready->status == 200) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  m_why = "prometheus did not become ready: " + log();
+  m_process.reset();
+}
+
+std::map<std::string, double> PrometheusServer::query(const std::string& promql, const std::string& by) const {
+  auto answer = http_get(m_port, "/api/v1/query?query=" + url_encode(promql));
+  if (!answer || answer->status != 200) {
+    throw std::runtime_error("prometheus refused " + promql + ": " + (answer ? answer->body : "no answer"));
+  }
+  auto doc = nlohmann::json::parse(answer->body);
+  std::map<std::string, double> out;
+  for (const auto& sample : doc.at("data").at("result")) {
+    std::string key = by.empty() ? "" : sample.at("metric").value(by, "");
+    std::string value = sample.at("value").at(1);
+    out[key] = value == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(value);
+  }
+  return out;
+}
+
+std::map<std::string, double>
+PrometheusServer::wait_for(const std::string& promql,
+                           const std::function<bool(const std::map<std::string, double>&)>& done,
+                           std::chrono::milliseconds timeout, const std::string& by) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<std::string, double> last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    last = query(promql, by);
+    if (done(last)) {
+      return last;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return last;
 }
 
 } // namespace dedupctl::testing

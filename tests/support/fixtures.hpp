@@ -311,4 +311,41 @@ private:
   std::string m_why;
 };
 
+// An HTTP/1.1 GET of `target` ("/metrics", "/api/v1/query?query=…") on 127.0.0.1:port, the whole
+// answer read until the server closes; nullopt when nothing answers within `timeout`.
+struct HttpAnswer {
+  int status = 0;
+  std::string headers;
+  std::string body;
+};
+std::optional<HttpAnswer> http_get(int port, const std::string& target, const std::string& accept = {},
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(5));
+// Percent-encodes a query parameter's value.
+std::string url_encode(std::string_view text);
+
+// Debian's Prometheus on 127.0.0.1, scraping 127.0.0.1:`target_port` every second (job "dedupctl"),
+// its TSDB in a temp dir of its own.
+class PrometheusServer {
+public:
+  explicit PrometheusServer(int target_port);
+  bool available() const { return m_process != nullptr; }
+  const std::string& why_unavailable() const { return m_why; }
+  int port() const { return m_port; }
+  // The instant query's samples, by the value of label `by` (or "" for one sample without it);
+  // empty when there are none. Throws when Prometheus refuses the query.
+  std::map<std::string, double> query(const std::string& promql, const std::string& by = {}) const;
+  // Asks `promql` until `done(samples)` or `timeout` passed; returns the last samples.
+  std::map<std::string, double> wait_for(const std::string& promql,
+                                         const std::function<bool(const std::map<std::string, double>&)>& done,
+                                         std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                         const std::string& by = {}) const;
+  std::string log() const { return read_file(m_dir.file("prometheus.log")); }
+
+private:
+  TempDir m_dir;
+  int m_port = 0;
+  std::unique_ptr<Process> m_process;
+  std::string m_why;
+};
+
 } // namespace dedupctl::testing

@@ -204,3 +204,15 @@ TEST(WatchState, EventsCostAtMostTwentyFourBytesInFullBlocks) {
   }
   EXPECT_LE(static_cast<double>(state.bytes()) / static_cast<double>(state.events()), 24.0);
 }
+
+TEST(WatchState, AKeyspaceLostRecordsWhenItIsAnotherServerOrShrankMoreThanExpiryExplains) {
+  KeyspaceProbe before{"abc/master;", 100, 10, 0};
+  EXPECT_FALSE(keyspace_lost_records(before, before));
+  EXPECT_FALSE(keyspace_lost_records(before, {"abc/master;", 95, 15, 0}));  // five expired
+  EXPECT_FALSE(keyspace_lost_records(before, {"abc/master;", 90, 12, 8}));  // two expired, eight evicted
+  EXPECT_FALSE(keyspace_lost_records(before, {"abc/master;", 150, 10, 0})); // grew
+  EXPECT_TRUE(keyspace_lost_records(before, {"abc/master;", 94, 15, 0}));   // one more went
+  EXPECT_TRUE(keyspace_lost_records(before, {"abc/master;", 0, 10, 0}));    // FLUSHALL
+  EXPECT_TRUE(keyspace_lost_records(before, {"def/master;", 100, 0, 0}));   // restarted
+  EXPECT_TRUE(keyspace_lost_records(before, {"abc/slave;", 100, 10, 0}));   // demoted
+}

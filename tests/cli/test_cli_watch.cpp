@@ -1,0 +1,350 @@
+// dedupctl watch end to end: a real Prometheus (Debian's) scrapes it while the tests plant failures
+// in a real redis-server and produce to either broker, and asks Prometheus's HTTP API what it saw.
+#include "tests/cli/report_json.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
+#include "tests/support/planted.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <thread>
+
+using namespace dedupctl::testing;
+using Samples = std::map<std::string, double>;
+
+namespace {
+
+const std::vector<std::string> k_states{"no_id",   "covered", "expiring",    "expired",
+                                        "missing", "pending", "in_progress", "orphaned"};
+
+// A watch of the planted events (tests/support/planted.hpp) with the audit tests' placement.
+std::vector<std::string> watch_args(const std::string& bootstrap, const std::string& topic, const std::string& store,
+                                    int port, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{DEDUPCTL_BINARY,
+                                "watch",
+                                "-b",
+                                bootstrap,
+                                "--topic",
+                                topic,
+                                "--group",
+                                "billing",
+                                "--seek",
+                                "2",
+                                "--store",
+                                store,
+                                "--key-template",
+                                "dedup:pay:{event_id}",
+                                "--ttl",
+                                "1h",
+                                "--retention",
+                                "7d",
+                                "--side-effects",
+                                "EmailSent=idempotent",
+                                "--listen",
+                                fmt::format("127.0.0.1:{}", port),
+                                "--interval",
+                                "250ms",
+                                "--refresh",
+                                "3s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+bool equals(const Samples& samples, const Samples& expected) { return samples == expected; }
+
+// The planted events' states as the audit counts them (expect_planted).
+Samples planted_states() {
+  return {{"no_id", 1},   {"covered", 2}, {"expiring", 1},    {"expired", 1},
+          {"missing", 2}, {"pending", 1}, {"in_progress", 1}, {"orphaned", 1}};
+}
+
+std::string describe(const Samples& samples) {
+  std::string out;
+  for (const auto& [k, v] : samples) {
+    out += fmt::format("{}={} ", k, v);
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+} // namespace
+
+class Watch : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    DEDUPCTL_REQUIRE_SERVER(!find_program("prometheus").empty(), "prometheus is not installed");
+    m_now = wall_ms();
+    m_cluster = fresh_topic(GetParam(), "pay", 1, planted(m_now, m_now - 30 * k_minute), "billing", {{0, 8}});
+    DEDUPCTL_REQUIRE_SERVER(!m_cluster.bootstrap.empty(), m_cluster.why);
+    plant_records(m_redis);
+    m_port = free_port();
+  }
+
+  // Starts the watch and Prometheus. `extra` flags replace those of watch_args of the same name
+  // (and "--ttl", "" drops it).
+  void start(std::vector<std::string> extra = {}) {
+    SpawnOptions options;
+    options.stderr_file = m_dir.file("watch.err");
+    options.silence = true;
+    auto args = watch_args(m_cluster.bootstrap, m_cluster.topic, m_redis.uri(), m_port);
+    for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
+      auto at = std::find(args.begin(), args.end(), extra[i]);
+      if (at != args.end()) {
+        at = args.erase(at, at + 2);
+      }
+      if (!extra[i + 1].empty()) {
+        args.insert(at, {extra[i], extra[i + 1]});
+      }
+    }
+    m_watch = std::make_unique<Process>(args, options);
+    m_prometheus = std::make_unique<PrometheusServer>(m_port);
+    ASSERT_TRUE(m_prometheus->available()) << m_prometheus->why_unavailable();
+  }
+
+  Samples wait_for(const std::string& promql, const Samples& expected, const std::string& by = {},
+                   std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    return m_prometheus->wait_for(
+        promql, [&](const Samples& s) { return equals(s, expected); }, timeout, by);
+  }
+
+  std::string err() const { return read_file(m_dir.file("watch.err")); }
+
+  TempDir m_dir;
+  TestTopic m_cluster;
+  RedisServer m_redis;
+  long long m_now = 0;
+  int m_port = 0;
+  std::unique_ptr<Process> m_watch;
+  std::unique_ptr<PrometheusServer> m_prometheus;
+};
+
+INSTANTIATE_TEST_SUITE_P(Brokers, Watch, ::testing::Values("mock", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+// Prometheus sees every coverage state, and what a seek would re-apply, as the audit of the same
+// range counts them; /metrics passes promtool's lint.
+TEST_P(Watch, PrometheusSeesEveryStateAsTheAuditCountsThem) {
+  start();
+  auto states = wait_for("sum by (state) (dedupctl_events)", planted_states(), "state");
+  EXPECT_EQ(states, planted_states()) << describe(states) << err();
+  auto audit = run_dedupctl(audit_args(m_cluster.bootstrap, m_redis.uri(), {}, "json", m_cluster.topic));
+  auto doc = parse(audit);
+  for (const auto& state : k_states) {
+    EXPECT_EQ(states[state], doc.at("summary").at(state).get<double>()) << state;
+  }
+  // Seek 2 of [2, 8): e-5 has no id (EmailSent, idempotent), e-7 is missing; the rest are skipped.
+  auto reapply = m_prometheus->query("dedupctl_replay_would_reapply{seek=\"2\"}", "side_effects");
+  EXPECT_EQ(reapply, (Samples{{"external", 1}, {"idempotent", 1}, {"internal", 0}})) << describe(reapply);
+  EXPECT_EQ(doc.at("replay").at("would_reapply"), 2);
+  // e-0 lost its record to the TTL while the topic keeps it: the gap is now.
+  EXPECT_EQ(m_prometheus->query("dedupctl_seconds_until_ttl_gap"), (Samples{{"", 0}}));
+  EXPECT_EQ(m_prometheus->query("dedupctl_ttl_seconds{source=\"flag\"}"), (Samples{{"", 3600}}));
+  EXPECT_EQ(m_prometheus->query("dedupctl_retention_seconds{source=\"flag\"}"), (Samples{{"", 7 * 86400}}));
+  EXPECT_EQ(m_prometheus->query("dedupctl_up", "system"), (Samples{{"kafka", 1}, {"redis", 1}}));
+  auto metrics = http_get(m_port, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  auto lint = run_command({find_program("promtool"), "check", "metrics"}, metrics->body);
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  auto open = http_get(m_port, "/metrics", "application/openmetrics-text; version=1.0.0");
+  ASSERT_TRUE(open);
+  EXPECT_TRUE(open->body.ends_with("# EOF\n"));
+  EXPECT_NE(open->headers.find("application/openmetrics-text"), std::string::npos);
+  auto health = http_get(m_port, "/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(http_get(m_port, "/nothing")->status, 404);
+}
+
+// Records deleted behind the watcher's back (a failover to a replica that had not caught up) show
+// as missing within a refresh, and the replay risk of the seek rises with them.
+TEST_P(Watch, DeletedRecordsShowAsMissingWithinARefresh) {
+  start({"--refresh", "1h"}); // only the keyspace probe can notice
+  wait_for("sum by (state) (dedupctl_events)", planted_states(), "state");
+  EXPECT_EQ(m_redis.command("DEL dedup:pay:e-3 dedup:pay:e-6"), ":2\r\n");
+  Samples expected = planted_states();
+  expected["covered"] = 0;
+  expected["missing"] = 4;
+  auto states = wait_for("sum by (state) (dedupctl_events)", expected, "state");
+  EXPECT_EQ(states, expected) << describe(states) << err();
+  EXPECT_EQ(m_prometheus->query("dedupctl_replay_would_reapply{seek=\"2\",side_effects=\"external\"}"),
+            (Samples{{"", 3}}));
+  EXPECT_NE(err().find("looking every record up again"), std::string::npos) << err();
+}
+
+// A record that lapses while its event stays replayable opens a TTL gap at its expiry time, with no
+// lookup (the refresh is an hour away): seconds_until_ttl_gap counts down to it, then is 0.
+TEST_P(Watch, ARecordThatLapsesOpensATtlGapAtItsExpiryTime) {
+  std::string topic = add_topic(m_cluster, "lapse", 1,
+                                envelope(0, m_now - 1000, "l-0", "PaymentCharged") +
+                                    envelope(1, m_now - 1000, "l-1", "PaymentCharged"));
+  m_cluster.topic = topic;
+  ASSERT_EQ(m_redis.command("SET dedup:pay:l-0 done PX 6000"), "+OK\r\n");
+  ASSERT_EQ(m_redis.command("SET dedup:pay:l-1 done PX 600000"), "+OK\r\n");
+  start({"--ttl", "4s", "--refresh", "1h"});
+  auto gap = m_prometheus->wait_for("dedupctl_seconds_until_ttl_gap",
+                                    [](const Samples& s) { return s.count("") && s.at("") > 0 && s.at("") <= 6; });
+  EXPECT_TRUE(gap.count("") && gap.at("") > 0 && gap.at("") <= 6) << describe(gap) << err();
+  gap = wait_for("dedupctl_seconds_until_ttl_gap", {{"", 0}});
+  EXPECT_EQ(gap, (Samples{{"", 0}})) << err();
+  auto expired = wait_for("sum(dedupctl_events{state=\"expired\"})", {{"", 1}});
+  EXPECT_EQ(expired, (Samples{{"", 1}})) << err();
+}
+
+// What arrives while watching is classified and counted: a producer retry (same id, same payload),
+// a reused id (another payload), a new event without a record (missing).
+TEST_P(Watch, ArrivalsAreClassifiedAndDuplicatesCounted) {
+  start();
+  wait_for("sum by (state) (dedupctl_events)", planted_states(), "state");
+  auto before = m_prometheus->query("dedupctl_log_duplicates_total");
+  EXPECT_EQ(before, (Samples{{"", 0}}));
+  TestProducer producer(m_cluster.bootstrap, 10'000);
+  producer.connect(m_cluster.topic);
+  auto record = [&](const std::string& id, const std::string& payload) {
+    OutgoingRecord r;
+    r.topic = m_cluster.topic;
+    r.partition = 0;
+    r.key = "k";
+    r.payload = payload;
+    r.headers = {{"event_id", id}, {"type", "PaymentCharged"}};
+    r.timestamp_ms = wall_ms();
+    return r;
+  };
+  producer.send(record("e-6", R"({"n":6})"));   // the same event again: a log duplicate
+  producer.send(record("e-6", R"({"n":60})"));  // another payload under its id: a reuse
+  producer.send(record("e-10", R"({"n":10})")); // new, no record, past the committed offset: pending
+  std::string error;
+  ASSERT_EQ(producer.flush(error), 0) << error;
+  EXPECT_EQ(wait_for("dedupctl_log_duplicates_total", {{"", 1}}), (Samples{{"", 1}})) << err();
+  EXPECT_EQ(wait_for("dedupctl_id_reuse_total", {{"", 1}}), (Samples{{"", 1}})) << err();
+  Samples expected = planted_states();
+  expected["covered"] = 4; // e-6's record covers its two copies
+  expected["pending"] = 2;
+  auto states = wait_for("sum by (state) (dedupctl_events)", expected, "state");
+  EXPECT_EQ(states, expected) << describe(states) << err();
+}
+
+// Redis stopped: dedupctl_up{system="redis"} 0 and no coverage gauge at all (nothing unseen is
+// covered); Redis back, empty: up again, and every record it lost is missing.
+TEST_P(Watch, RedisDownIsNotCoveredAndItsRecoveryIsSeen) {
+  start();
+  wait_for("sum by (state) (dedupctl_events)", planted_states(), "state");
+  m_redis.kill();
+  EXPECT_EQ(wait_for("dedupctl_up{system=\"redis\"}", {{"", 0}}), (Samples{{"", 0}})) << err();
+  EXPECT_EQ(wait_for("count(dedupctl_events)", {}), Samples{}) << err();
+  ASSERT_TRUE(m_redis.restart());
+  EXPECT_EQ(wait_for("dedupctl_up{system=\"redis\"}", {{"", 1}}), (Samples{{"", 1}})) << err();
+  // Empty: e-0 and e-4 expired (older than the TTL), e-8 and e-9 pending (at or past committed),
+  // the other five with ids missing.
+  Samples expected{{"no_id", 1},   {"covered", 0}, {"expiring", 0},    {"expired", 2},
+                   {"missing", 5}, {"pending", 2}, {"in_progress", 0}, {"orphaned", 0}};
+  auto states = wait_for("sum by (state) (dedupctl_events)", expected, "state");
+  EXPECT_EQ(states, expected) << describe(states) << err();
+  EXPECT_NE(err().find("redis down"), std::string::npos) << err();
+  EXPECT_NE(err().find("redis answers again"), std::string::npos) << err();
+}
+
+// SIGTERM: a clean exit (0) within a second, the port closed.
+TEST_P(Watch, SigtermExitsCleanlyWithinASecond) {
+  start();
+  wait_for("sum by (state) (dedupctl_events)", planted_states(), "state");
+  auto sent = std::chrono::steady_clock::now();
+  m_watch->signal(SIGTERM);
+  int code = m_watch->wait();
+  auto took = std::chrono::steady_clock::now() - sent;
+  EXPECT_EQ(code, 0) << err();
+  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_FALSE(http_get(m_port, "/healthz", {}, std::chrono::milliseconds(500)));
+}
+
+// SIGHUP reads the config file again: a valid change is taken, a broken file is refused (said on
+// stderr) and the watch goes on with what it had.
+TEST_P(Watch, SighupReadsTheConfigFileAgainAndKeepsTheOldOneWhenBroken) {
+  std::string config = m_dir.file("dedupctl.toml");
+  write_file(config, "[watch]\nttl = \"1h\"\n");
+  start({"--config", config, "--ttl", ""}); // the TTL from the file only (a flag would win over it)
+  EXPECT_EQ(wait_for("dedupctl_ttl_seconds", {{"", 3600}}), (Samples{{"", 3600}}));
+  write_file(config, "[watch]\nttl = \"2h\"\n");
+  m_watch->signal(SIGHUP);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (err().find("read again") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(err().find("SIGHUP: the config file was read again"), std::string::npos) << err();
+  EXPECT_EQ(wait_for("dedupctl_ttl_seconds", {{"", 7200}}), (Samples{{"", 7200}})) << err();
+  write_file(config, "[watch]\nttl = \"3h\"\nno-such-flag = 1\n");
+  m_watch->signal(SIGHUP);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (err().find("watching on with the settings it had") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(err().find("watching on with the settings it had"), std::string::npos) << err();
+  EXPECT_NE(err().find("no-such-flag"), std::string::npos) << err();
+  EXPECT_TRUE(m_watch->running());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(m_prometheus->query("dedupctl_ttl_seconds"), (Samples{{"", 7200}}));
+  auto health = http_get(m_port, "/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+// Bad input is exit 2 before anything is served; a port in use too.
+TEST(WatchUsage, BadFlagsAreRefusedWithExitTwo) {
+  auto base = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "redis://127.0.0.1:1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto seek = run_dedupctl(base({"--seek", "-10"}));
+  EXPECT_EQ(seek.exit_code, 2);
+  EXPECT_NE(seek.err.find("--seek needs --group"), std::string::npos) << seek.err;
+  auto listen = run_dedupctl(base({"--listen", "nowhere"}));
+  EXPECT_EQ(listen.exit_code, 2);
+  EXPECT_NE(listen.err.find("--listen nowhere"), std::string::npos) << listen.err;
+  auto file = run_dedupctl(base({"--store", "file:/tmp/x.snapshot"}));
+  EXPECT_EQ(file.exit_code, 2) << file.err;
+  auto refresh = run_dedupctl(base({"--refresh", "1s", "--interval", "5s"}));
+  EXPECT_EQ(refresh.exit_code, 2);
+  EXPECT_NE(refresh.err.find("--refresh"), std::string::npos) << refresh.err;
+  HttpResponder busy([](const std::string&) { return std::string("{}"); });
+  auto in_use = run_dedupctl(base({"--listen", fmt::format("127.0.0.1:{}", busy.port())}));
+  EXPECT_EQ(in_use.exit_code, 2);
+  EXPECT_NE(in_use.err.find("cannot listen there"), std::string::npos) << in_use.err;
+}
+
+// Brokers that do not answer: the endpoint is served with dedupctl_up{system="kafka"} 0 and no
+// coverage gauge, never a clean zero.
+TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  int port = free_port();
+  TempDir dir;
+  SpawnOptions options;
+  options.stderr_file = dir.file("err");
+  options.silence = true;
+  Process watch({DEDUPCTL_BINARY, "watch", "-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "t", "--store",
+                 redis.uri(), "--ttl", "1h", "--retention", "7d", "--listen", fmt::format("127.0.0.1:{}", port),
+                 "--interval", "200ms", "--timeout", "1s"},
+                options);
+  std::optional<HttpAnswer> metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = http_get(port, "/metrics");
+    if (metrics && metrics->body.find("dedupctl_up{system=\"kafka\"} 0") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+  EXPECT_NE(metrics->body.find("dedupctl_up{system=\"kafka\"} 0"), std::string::npos) << metrics->body;
+  EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
+  EXPECT_EQ(metrics->body.find("\ndedupctl_seconds_until_ttl_gap{"), std::string::npos) << metrics->body;
+  watch.signal(SIGTERM);
+  EXPECT_EQ(watch.wait(), 0);
+}
