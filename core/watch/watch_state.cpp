@@ -6,17 +6,19 @@
 namespace dedupctl::core {
 
 TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, const CoveragePolicy& policy) {
+  using Kind = TrackedRecord::Kind;
   TrackedRecord tracked;
   if (record.kind == RecordState::Kind::Absent) {
     return tracked;
   }
-  tracked.kind = is_in_progress(record.value, policy.in_progress_values) ? TrackedRecord::Kind::Claim
-                                                                         : TrackedRecord::Kind::Present;
+  bool claim = is_in_progress(record.value, policy.in_progress_values);
   if (record.processed_at_ms) {
-    if (auto ttl = policy.ttl.finite_ms()) {
-      tracked.lapses_at_ms = *record.processed_at_ms + *ttl;
-    }
-  } else if (record.pttl_ms) {
+    tracked.kind = claim ? Kind::RowClaim : Kind::Row;
+    tracked.lapses_at_ms = *record.processed_at_ms;
+    return tracked;
+  }
+  tracked.kind = claim ? Kind::Claim : Kind::Present;
+  if (record.pttl_ms) {
     tracked.lapses_at_ms = looked_up_at_ms + *record.pttl_ms;
   }
   return tracked;
@@ -193,14 +195,19 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
         std::int64_t offset = block.offset(i);
         Coverage state = Coverage::NoId;
         if (kind != TrackedRecord::Kind::NoId) {
+          using Kind = TrackedRecord::Kind;
           RecordState record;
           std::int64_t lapses = block.lapses_at[i];
-          if (kind != TrackedRecord::Kind::Absent && lapses > now_ms) {
+          bool row = kind == Kind::Row || kind == Kind::RowClaim;
+          if (row) {
+            record = inbox_row(lapses == k_never_ms ? std::nullopt : std::optional<std::int64_t>(lapses),
+                               kind == Kind::RowClaim ? std::string_view(marker) : std::string_view("done"));
+          } else if (kind != Kind::Absent && lapses > now_ms) {
             record.kind = RecordState::Kind::Present;
             if (lapses != k_never_ms) {
               record.pttl_ms = lapses - now_ms;
             }
-            if (kind == TrackedRecord::Kind::Claim) {
+            if (kind == Kind::Claim) {
               record.value = marker;
             }
           }
@@ -209,7 +216,7 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
           if (state == Coverage::Expired) {
             gap = 0;
           } else if (state == Coverage::Expiring) {
-            gap = std::min(gap, static_cast<double>(lapses - now_ms) / 1000.0);
+            gap = std::min(gap, static_cast<double>(remaining_ms(record, policy).value_or(0)) / 1000.0);
           }
         }
         ++gauge.states[static_cast<std::size_t>(state)];

@@ -22,16 +22,20 @@ namespace dedupctl::core {
 
 inline constexpr std::int64_t k_never_ms = std::numeric_limits<std::int64_t>::max();
 
-// A record as last looked up, in a form that stays true as time passes: a remaining TTL becomes the
-// time the record lapses, so that a record is expired at its expiry time without another lookup.
+// A record as last looked up, in a form that stays true as time passes: a Redis record's remaining
+// TTL becomes the time it lapses (it is gone then, without another lookup); an inbox row keeps its
+// processed_at, since the row stays until the cleanup job deletes it and only then does a lookup
+// see it gone.
 struct TrackedRecord {
-  enum class Kind : std::uint8_t { NoId, Absent, Present, Claim };
+  enum class Kind : std::uint8_t { NoId, Absent, Present, Claim, Row, RowClaim };
   Kind kind = Kind::Absent;
-  std::int64_t lapses_at_ms = k_never_ms; // Present and Claim: when the record goes (k_never_ms: never)
+  // Present and Claim: when the record lapses; Row and RowClaim: processed_at; k_never_ms: never
+  // (no TTL, a NULL processed_at).
+  std::int64_t lapses_at_ms = k_never_ms;
 };
 
 // The record a lookup at `looked_up_at_ms` returned, tracked: a claim marker is a Claim (its lease is
-// the event's, decided by classify), an inbox row lapses at processed_at + the policy's TTL.
+// the event's, decided by classify).
 TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, const CoveragePolicy& policy);
 
 // Whether records may have gone without a lookup telling: the store is another incarnation (it

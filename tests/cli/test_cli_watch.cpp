@@ -348,3 +348,179 @@ TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
   watch.signal(SIGTERM);
   EXPECT_EQ(watch.wait(), 0);
 }
+
+namespace {
+
+// Runs `args` (after the binary) as a watch whose stderr goes to `err`.
+std::unique_ptr<Process> spawn_watch(std::vector<std::string> args, const std::string& err) {
+  args.insert(args.begin(), DEDUPCTL_BINARY);
+  SpawnOptions options;
+  options.stderr_file = err;
+  options.silence = true;
+  return std::make_unique<Process>(args, options);
+}
+
+// The audit's per-state counts (report-v1 summary) of `args`.
+Samples audit_states(const std::vector<std::string>& args) {
+  auto result = run_dedupctl(args);
+  auto doc = nlohmann::json::parse(result.out);
+  Samples out;
+  for (const auto& state : k_states) {
+    out[state] = doc.at("summary").at(state).get<double>();
+  }
+  return out;
+}
+
+} // namespace
+
+// A PostgreSQL inbox watched through a restart of the server: postgres down (no gauges), then back
+// with the same states the audit counts.
+TEST(WatchInbox, APostgresRestartIsSurvived) {
+  PostgresServer pg;
+  DEDUPCTL_REQUIRE_SERVER(pg.available(), pg.why_unavailable());
+  DEDUPCTL_REQUIRE_SERVER(!find_program("prometheus").empty(), "prometheus is not installed");
+  MockBroker broker{{"pay:1"}};
+  long long now = wall_ms();
+  broker.seed("pay", planted(now, now - 30 * k_minute));
+  broker.commit("billing", "pay", "0=8");
+  auto sql = pg.psql(
+      "CREATE TABLE processed_events (event_id text NOT NULL, consumer_name text NOT NULL, processed_at timestamptz "
+      "NOT NULL, status text, PRIMARY KEY (consumer_name, event_id));" +
+      fmt::format("INSERT INTO processed_events VALUES ('e-2', 'billing', now(), 'done'), ('e-3', 'billing', now(), "
+                  "'done'), ('e-4', 'billing', now() - interval '2 hours', 'processing'), ('e-6', 'billing', now(), "
+                  "'done');"));
+  ASSERT_EQ(sql.exit_code, 0) << sql.err;
+  std::vector<std::string> common{"-b",
+                                  broker.bootstrap(),
+                                  "--topic",
+                                  "pay",
+                                  "--group",
+                                  "billing",
+                                  "--store",
+                                  pg.conninfo(),
+                                  "--consumer",
+                                  "billing",
+                                  "--inbox-status-column",
+                                  "status",
+                                  "--inbox-retention",
+                                  "1h",
+                                  "--retention",
+                                  "7d"};
+  std::vector<std::string> audit{"audit"};
+  audit.insert(audit.end(), common.begin(), common.end());
+  audit.insert(audit.end(), {"-o", "json"});
+  Samples expected = audit_states(audit);
+  EXPECT_EQ(expected["covered"] + expected["expiring"], 3) << describe(expected);
+  int port = free_port();
+  TempDir dir;
+  std::vector<std::string> args{"watch"};
+  args.insert(args.end(), common.begin(), common.end());
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s",
+                           "--timeout", "2s"});
+  auto watch = spawn_watch(args, dir.file("err"));
+  PrometheusServer prometheus(port);
+  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
+  auto same = [&](const Samples& s) { return s == expected; };
+  auto states = prometheus.wait_for("sum by (state) (dedupctl_events)", same, std::chrono::seconds(30), "state");
+  EXPECT_EQ(states, expected) << describe(states) << read_file(dir.file("err"));
+  pg.stop();
+  auto down = prometheus.wait_for("dedupctl_up{system=\"postgres\"}", [](const Samples& s) {
+    return s == Samples{{"", 0}};
+  });
+  EXPECT_EQ(down, (Samples{{"", 0}})) << read_file(dir.file("err"));
+  EXPECT_EQ(prometheus.wait_for("count(dedupctl_events)", [](const Samples& s) { return s.empty(); }), Samples{});
+  ASSERT_TRUE(pg.start());
+  states = prometheus.wait_for("sum by (state) (dedupctl_events)", same, std::chrono::seconds(30), "state");
+  EXPECT_EQ(states, expected) << describe(states) << read_file(dir.file("err"));
+  EXPECT_EQ(prometheus.query("dedupctl_up{system=\"postgres\"}"), (Samples{{"", 1}}));
+  watch->signal(SIGTERM);
+  EXPECT_EQ(watch->wait(), 0) << read_file(dir.file("err"));
+}
+
+// A broker of its own (the real one), stopped and started again under the watch: kafka down (no
+// gauges), then the same states, and nothing read twice (no log duplicate, ten events held).
+class WatchBrokerRestart : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Brokers, WatchBrokerRestart, ::testing::Values("kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& broker) { return broker.param; });
+
+TEST_P(WatchBrokerRestart, ABrokerRestartIsSurvivedWithoutCountingTwice) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  DEDUPCTL_REQUIRE_SERVER(!find_program("prometheus").empty(), "prometheus is not installed");
+  KafkaBroker broker;
+  DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+  long long now = wall_ms();
+  create_topic(broker.bootstrap(), "pay", 1);
+  seed_topic(broker.bootstrap(), "pay", planted(now, now - 30 * k_minute));
+  commit_offsets(broker.bootstrap(), "billing", "pay", {{0, 8}});
+  plant_records(redis);
+  int port = free_port();
+  TempDir dir;
+  auto args = watch_args(broker.bootstrap(), "pay", redis.uri(), port, {"--timeout", "2s"});
+  args.erase(args.begin());
+  auto watch = spawn_watch(args, dir.file("err"));
+  PrometheusServer prometheus(port);
+  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
+  auto planted_seen = [](const Samples& s) { return s == planted_states(); };
+  auto states =
+      prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(30), "state");
+  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  broker.stop();
+  auto down = prometheus.wait_for("dedupctl_up{system=\"kafka\"}", [](const Samples& s) {
+    return s == Samples{{"", 0}};
+  });
+  EXPECT_EQ(down, (Samples{{"", 0}})) << read_file(dir.file("err"));
+  EXPECT_EQ(prometheus.wait_for("count(dedupctl_events)", [](const Samples& s) { return s.empty(); }), Samples{});
+  ASSERT_TRUE(broker.start()) << broker.log();
+  states = prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(60), "state");
+  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  EXPECT_EQ(prometheus.query("dedupctl_watch_events_held"), (Samples{{"", 10}}));
+  EXPECT_EQ(prometheus.query("dedupctl_log_duplicates_total"), (Samples{{"", 0}}));
+  EXPECT_NE(read_file(dir.file("err")).find("kafka answers again"), std::string::npos) << read_file(dir.file("err"));
+  watch->signal(SIGTERM);
+  EXPECT_EQ(watch->wait(), 0);
+}
+
+// Two watchers, --shard 0/2 and 1/2, split the partitions; Prometheus's sum over both is the
+// unsharded audit's count of every state.
+TEST_P(Watch, ShardsSplitThePartitionsAndSumToTheWhole) {
+  std::string events;
+  for (int i = 0; i < 40; ++i) {
+    OwnedEvent e{.topic = "wide", .partition = i % 4, .offset = i / 4, .timestamp_ms = m_now - i * 1000};
+    e.headers = {{"event_id", fmt::format("w-{}", i)}, {"type", "PaymentCharged"}};
+    e.payload = fmt::format(R"({{"n":{}}})", i);
+    events += kcat_line(e);
+    if (i % 3 == 0) {
+      ASSERT_EQ(m_redis.command(fmt::format("SET dedup:pay:w-{} done PX 600000", i)), "+OK\r\n");
+    }
+  }
+  std::string topic = add_topic(m_cluster, "wide", 4, events);
+  std::vector<int> ports{free_port(), free_port()};
+  std::vector<std::unique_ptr<Process>> watchers;
+  for (int k = 0; k < 2; ++k) {
+    auto args = watch_args(m_cluster.bootstrap, topic, m_redis.uri(), ports[k], {"--shard", fmt::format("{}/2", k)});
+    args.erase(args.begin());
+    std::erase(args, std::string("--seek"));
+    std::erase(args, std::string("2"));
+    std::erase(args, std::string("--group"));
+    std::erase(args, std::string("billing"));
+    watchers.push_back(spawn_watch(args, m_dir.file(fmt::format("shard{}.err", k))));
+  }
+  PrometheusServer prometheus(ports);
+  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
+  auto audit = audit_args(m_cluster.bootstrap, m_redis.uri(), {}, "json", topic);
+  for (const char* flag : {"--seek", "--group"}) {
+    auto at = std::find(audit.begin(), audit.end(), flag);
+    audit.erase(at, at + 2);
+  }
+  Samples expected = audit_states(audit);
+  EXPECT_EQ(expected["covered"] + expected["expiring"], 14) << describe(expected);
+  auto states = prometheus.wait_for(
+      "sum by (state) (dedupctl_events)", [&](const Samples& s) { return s == expected; }, std::chrono::seconds(30),
+      "state");
+  EXPECT_EQ(states, expected) << describe(states);
+  // Each watcher shows its own two partitions only.
+  auto partitions = prometheus.query("count by (instance) (dedupctl_events{state=\"covered\"})", "instance");
+  EXPECT_EQ(partitions,
+            (Samples{{fmt::format("127.0.0.1:{}", ports[0]), 2}, {fmt::format("127.0.0.1:{}", ports[1]), 2}}));
+}

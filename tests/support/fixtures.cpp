@@ -1005,17 +1005,21 @@ std::string url_encode(std::string_view text) {
   return out;
 }
 
-PrometheusServer::PrometheusServer(int target_port) {
+PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
   std::string program = find_program("prometheus");
   if (program.empty()) {
     m_why = "prometheus is not installed (apt-get install prometheus)";
     return;
   }
+  std::string targets;
+  for (int port : target_ports) {
+    targets += fmt::format("{}'127.0.0.1:{}'", targets.empty() ? "" : ", ", port);
+  }
   write_file(m_dir.file("prometheus.yml"), fmt::format("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
                                                        "  evaluation_interval: 1s\n"
                                                        "scrape_configs:\n  - job_name: dedupctl\n"
-                                                       "    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
-                                                       target_port));
+                                                       "    static_configs:\n      - targets: [{}]\n",
+                                                       targets));
   m_port = free_port();
   SpawnOptions options;
   options.stderr_file = m_dir.file("prometheus.log");

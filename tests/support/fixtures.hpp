@@ -323,11 +323,12 @@ std::optional<HttpAnswer> http_get(int port, const std::string& target, const st
 // Percent-encodes a query parameter's value.
 std::string url_encode(std::string_view text);
 
-// Debian's Prometheus on 127.0.0.1, scraping 127.0.0.1:`target_port` every second (job "dedupctl"),
-// its TSDB in a temp dir of its own.
+// Debian's Prometheus on 127.0.0.1, scraping 127.0.0.1:PORT of each target every second (job
+// "dedupctl"), its TSDB in a temp dir of its own.
 class PrometheusServer {
 public:
-  explicit PrometheusServer(int target_port);
+  explicit PrometheusServer(const std::vector<int>& target_ports);
+  explicit PrometheusServer(int target_port) : PrometheusServer(std::vector<int>{target_port}) {}
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }

@@ -258,16 +258,12 @@ std::string seeded_cluster(const std::string& kind, const std::vector<std::strin
   return bootstrap;
 }
 
-namespace {
-
 void seed_topic(const std::string& bootstrap, const std::string& topic, const std::string& events) {
   auto seeded = run_command({DEDUPCTL_SEEDER, "-b", bootstrap, "--topic", topic, "--input", "-"}, events);
   if (seeded.exit_code != 0) {
     throw std::runtime_error("seeder failed: " + seeded.err);
   }
 }
-
-} // namespace
 
 TestTopic fresh_topic(const std::string& kind, const std::string& name, int partitions, const std::string& events,
                       const std::string& group, const std::vector<std::pair<std::int32_t, std::int64_t>>& commits) {

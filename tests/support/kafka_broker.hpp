@@ -97,6 +97,10 @@ TestTopic fresh_topic(const std::string& kind, const std::string& name, int part
                       const std::string& group = {},
                       const std::vector<std::pair<std::int32_t, std::int64_t>>& commits = {});
 
+// Produces kcat -J envelopes (NDJSON; partition and timestamp as each line says) into an existing
+// topic with the seeder. Throws std::runtime_error.
+void seed_topic(const std::string& bootstrap, const std::string& topic, const std::string& events);
+
 // Another topic on the same cluster (on the real broker a name of its own, returned), holding
 // `events` when given.
 std::string add_topic(TestTopic& cluster, const std::string& name, int partitions, const std::string& events = {});

@@ -46,9 +46,13 @@ TEST(WatchState, TrackTurnsARemainingTtlIntoTheTimeTheRecordLapses) {
   EXPECT_EQ(track(forever, k_t0, p).lapses_at_ms, k_never_ms);
   RecordState claimed{RecordState::Kind::Present, 60 * k_s, "processing:run-1", std::nullopt};
   EXPECT_EQ(track(claimed, k_t0, p).kind, TrackedRecord::Kind::Claim);
-  // An inbox row lapses when the cleanup job's retention (the policy's TTL) has passed since processed_at.
+  // An inbox row keeps its processed_at: it stays until the cleanup job deletes it.
   RecordState row = inbox_row(k_t0 - 10 * k_s, "done");
-  EXPECT_EQ(track(row, k_t0, p).lapses_at_ms, k_t0 - 10 * k_s + k_hour);
+  EXPECT_EQ(track(row, k_t0, p).kind, TrackedRecord::Kind::Row);
+  EXPECT_EQ(track(row, k_t0, p).lapses_at_ms, k_t0 - 10 * k_s);
+  EXPECT_EQ(track(inbox_row(k_t0, "processing"), k_t0, p).kind, TrackedRecord::Kind::RowClaim);
+  // A NULL processed_at never expires, as a record without a TTL.
+  EXPECT_EQ(track(inbox_row(std::nullopt, "done"), k_t0, p).lapses_at_ms, k_never_ms);
   EXPECT_EQ(track(RecordState{}, k_t0, p).kind, TrackedRecord::Kind::Absent);
 }
 
@@ -215,4 +219,22 @@ TEST(WatchState, AKeyspaceLostRecordsWhenItIsAnotherServerOrShrankMoreThanExpiry
   EXPECT_TRUE(keyspace_lost_records(before, {"abc/master;", 0, 10, 0}));    // FLUSHALL
   EXPECT_TRUE(keyspace_lost_records(before, {"def/master;", 100, 0, 0}));   // restarted
   EXPECT_TRUE(keyspace_lost_records(before, {"abc/slave;", 100, 10, 0}));   // demoted
+}
+
+// An inbox row is not gone when processed_at + the inbox retention has passed: the row is there until
+// the cleanup job deletes it, so a claim left `processing` two hours ago is orphaned (as the audit
+// says), never expired; a done row is expiring with the time the cleanup has left.
+TEST(WatchState, AnInboxRowStaysUntilALookupSeesItGone) {
+  WatchState state(policy(k_hour, 24 * k_hour));
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  CoveragePolicy p = policy(k_hour).policy;
+  state.append("orders", 0, 0, k_t0 - 2 * k_hour, "", track(inbox_row(k_t0 - 2 * k_hour, "processing"), k_t0, p));
+  state.append("orders", 0, 1, k_t0 - 2 * k_hour, "", track(inbox_row(k_t0 - 2 * k_hour, "done"), k_t0, p));
+  state.append("orders", 0, 2, k_t0, "", track(inbox_row(k_t0 - 10 * k_s, "done"), k_t0, p));
+  auto g = state.evaluate(k_t0, {});
+  EXPECT_EQ(count(g, Coverage::Orphaned), 1);
+  EXPECT_EQ(count(g, Coverage::Expiring), 2);
+  EXPECT_EQ(count(g, Coverage::Expired), 0);
+  EXPECT_DOUBLE_EQ(g.seconds_until_ttl_gap.at("orders"), 0.0); // the row of offset 1 is past its retention
 }
