@@ -41,9 +41,11 @@ TEST(Completion, BashCompletesEveryCommandAndEachCommandsFlags) {
   EXPECT_EQ(complete(path, {"dedupctl", "scan", "--bootstrap"}), "--bootstrap-server\n") << "globals after it";
   EXPECT_EQ(complete(path, {"dedupctl", "scan", "--st"}), "") << "scan has no --store";
   EXPECT_EQ(complete(path, {"dedupctl", "completion", "f"}), "fish\n");
+  EXPECT_EQ(complete(path, {"dedupctl", "watch", "--lis"}), "--listen\n");
   // Every command is offered.
   std::string commands = complete(path, {"dedupctl", ""});
-  for (const char* command : {"scan", "audit", "check", "snapshot", "replay", "trace", "version", "completion"}) {
+  for (const char* command :
+       {"scan", "audit", "check", "snapshot", "replay", "trace", "merge", "watch", "version", "completion"}) {
     EXPECT_NE(commands.find(std::string(command) + "\n"), std::string::npos) << command << " in:\n" << commands;
   }
   // A path option completes file names.

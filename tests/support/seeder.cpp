@@ -6,7 +6,7 @@
 //   seeder -b HOST:PORT --topic T --create PARTITIONS [--config NAME=VALUE]…   (a real broker)
 //   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
-//          [--batch-bytes N]
+//          [--batch-bytes N] [--first I]
 //
 // --input lines are kcat -J envelopes; their "partition" is kept (absent: by key), their "topic"
 // is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
@@ -47,6 +47,7 @@ struct Options {
   long long batch_bytes = 16384;
   long long start_ts = 1'700'000'000'000LL;
   long long step_ms = 1;
+  long long first = 0; // --first: the first generated event's number (its id, key and partition)
   long long expect_log_start = -1;
   std::string commit_group;
   std::string commit;
@@ -137,7 +138,7 @@ OutgoingRecord generated(const Options& options, long long i) {
     record.headers.emplace_back("event_id", id);
   }
   record.headers.emplace_back("type", "OrderPlaced");
-  record.timestamp_ms = options.start_ts + i * options.step_ms;
+  record.timestamp_ms = options.start_ts + (i - options.first) * options.step_ms;
   return record;
 }
 
@@ -173,6 +174,8 @@ int main(int argc, char** argv) {
       options.payload_size = static_cast<std::size_t>(std::atoll(value().c_str()));
     } else if (arg == "--start-ts") {
       options.start_ts = std::atoll(value().c_str());
+    } else if (arg == "--first") {
+      options.first = std::atoll(value().c_str());
     } else if (arg == "--step-ms") {
       options.step_ms = std::atoll(value().c_str());
     } else if (arg == "--commit-group") {
@@ -233,7 +236,7 @@ int main(int argc, char** argv) {
         std::vector<std::pair<std::string, std::string>>{{"batch.size", std::to_string(options.batch_bytes)}});
     long long count = 0;
     if (options.generate >= 0) {
-      for (long long i = 0; i < options.generate; ++i) {
+      for (long long i = options.first; i < options.first + options.generate; ++i) {
         producer->send(generated(options, i));
       }
       count = options.generate;
