@@ -125,16 +125,41 @@ std::int64_t steady_ms() {
       .count();
 }
 
-// What the watcher found of one topic's log as it arrived.
+// The log rules over one topic's events: the scan's analyzer and the audit's key collisions.
 struct TopicLog {
   explicit TopicLog(core::LogAnalyzerOptions options) : archives(false) {
     archives.attach(options);
     log = std::make_unique<core::LogAnalyzer>(options);
   }
+  reports::TopicCounters counters() const {
+    const auto& c = log->counters();
+    return {c.log_duplicates, c.id_reuse, c.semantic_duplicates, key_collisions};
+  }
   connectors::file::AnalyzerArchives archives;
   std::unique_ptr<core::LogAnalyzer> log;
   core::FlatHashMap<std::uint64_t> key_owner; // dedup key → the first event id hash rendered to it
   std::int64_t key_collisions = 0;
+};
+
+reports::TopicCounters operator+(reports::TopicCounters a, const reports::TopicCounters& b) {
+  return {a.log_duplicates + b.log_duplicates, a.id_reuse + b.id_reuse, a.semantic_duplicates + b.semantic_duplicates,
+          a.key_collisions + b.key_collisions};
+}
+reports::TopicCounters operator-(reports::TopicCounters a, const reports::TopicCounters& b) {
+  return {a.log_duplicates - b.log_duplicates, a.id_reuse - b.id_reuse, a.semantic_duplicates - b.semantic_duplicates,
+          a.key_collisions - b.key_collisions};
+}
+
+// One topic's counters as they are served: what was counted before the last refresh (`base`), and
+// what the current rules counted since. A refresh reads the range again into fresh rules (`next`),
+// which then replace the current ones: what the rules hold follows the range (the events still
+// replayable), not every id seen since the watch started, and the counters still only grow.
+struct TopicCount {
+  std::unique_ptr<TopicLog> current;
+  std::unique_ptr<TopicLog> next;
+  reports::TopicCounters base;
+  reports::TopicCounters current_at_start; // what the range itself held when `current` took over
+  reports::TopicCounters served() const { return base + (current->counters() - current_at_start); }
 };
 
 class Watcher {
@@ -372,9 +397,24 @@ private:
   }
 
   void refresh() {
+    for (auto& [topic, count] : m_logs) {
+      count.next = make_log();
+    }
     auto todo = plans(false);
     if (!todo.empty()) {
-      read(std::move(todo), false);
+      try {
+        read(std::move(todo), false);
+      } catch (...) {
+        for (auto& [topic, count] : m_logs) {
+          count.next.reset();
+        }
+        throw;
+      }
+    }
+    for (auto& [topic, count] : m_logs) {
+      count.base = count.served();
+      count.current = std::move(count.next);
+      count.current_at_start = count.current->counters();
     }
     m_last_refresh_ms = m_context.now_ms();
     m_refresh_due = false;
@@ -383,15 +423,24 @@ private:
     m_metrics.last_refresh_seconds = static_cast<double>(m_last_refresh_ms) / 1000.0;
   }
 
-  TopicLog& topic_log(std::string_view topic) {
+  std::unique_ptr<TopicLog> make_log() const {
+    core::LogAnalyzerOptions options;
+    options.semantic_window_ms = m_config.semantic_window_ms;
+    options.max_examples = 0;
+    return std::make_unique<TopicLog>(options);
+  }
+
+  // The rules an event goes to: an arrival's topic's current ones, a refresh's next ones.
+  TopicLog& topic_log(std::string_view topic, bool arrivals) {
     auto it = m_logs.find(topic);
     if (it == m_logs.end()) {
-      core::LogAnalyzerOptions options;
-      options.semantic_window_ms = m_config.semantic_window_ms;
-      options.max_examples = 0;
-      it = m_logs.emplace(std::string(topic), std::make_unique<TopicLog>(options)).first;
+      it = m_logs.emplace(std::string(topic), TopicCount{make_log(), nullptr, {}, {}}).first;
     }
-    return *it->second;
+    TopicCount& count = it->second;
+    if (!arrivals && !count.next) {
+      count.next = make_log();
+    }
+    return arrivals ? *count.current : *count.next;
   }
 
   // Reads the plans, looks every event's record up and adds the events (arrivals) or updates them
@@ -435,11 +484,7 @@ private:
           }
         }
         std::string topic(event.topic);
-        if (!arrivals) {
-          m_state.update(topic, event.partition, event.offset, tracked);
-          continue;
-        }
-        TopicLog& log = topic_log(event.topic);
+        TopicLog& log = topic_log(event.topic, arrivals);
         log.log->observe(event, identity);
         if (m_check_collisions && m_key_of[i] != SIZE_MAX) {
           bool inserted = false;
@@ -450,7 +495,11 @@ private:
             ++log.key_collisions;
           }
         }
-        m_state.append(topic, event.partition, event.offset, event.timestamp_ms, identity.type, tracked);
+        if (arrivals) {
+          m_state.append(topic, event.partition, event.offset, event.timestamp_ms, identity.type, tracked);
+        } else {
+          m_state.update(topic, event.partition, event.offset, tracked);
+        }
       }
       std::lock_guard lock(m_mutex);
       m_metrics.lookup_seconds.observe(seconds);
@@ -467,9 +516,8 @@ private:
     m_metrics.gauges = std::move(gauges);
     m_metrics.up = m_up;
     m_metrics.retention = m_retention;
-    for (auto& [topic, log] : m_logs) {
-      const auto& c = log->log->counters();
-      m_metrics.counters[topic] = {c.log_duplicates, c.id_reuse, c.semantic_duplicates, log->key_collisions};
+    for (const auto& [topic, count] : m_logs) {
+      m_metrics.counters[topic] = count.served();
     }
     for (const auto& t : m_config.topics) {
       m_metrics.counters.try_emplace(t.topic);
@@ -502,7 +550,7 @@ private:
   bool m_check_collisions = false;
   std::vector<core::PartitionRange> m_ranges;
   std::vector<core::WatchSeek> m_seeks;
-  std::map<std::string, std::unique_ptr<TopicLog>, std::less<>> m_logs;
+  std::map<std::string, TopicCount, std::less<>> m_logs;
   std::unique_ptr<core::DedupStore> m_store;
   std::optional<core::KeyspaceProbe> m_probe;
   core::TtlDecision m_ttl;
