@@ -23,35 +23,15 @@ namespace {
 const std::vector<std::string> k_states{"no_id",   "covered", "expiring",    "expired",
                                         "missing", "pending", "in_progress", "orphaned"};
 
-// A watch of the planted events (tests/support/planted.hpp) with the audit tests' placement.
+// A watch of the planted events (tests/support/planted.hpp) with the audit tests' placement: the
+// audit's arguments, as a watch.
 std::vector<std::string> watch_args(const std::string& bootstrap, const std::string& topic, const std::string& store,
                                     int port, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{DEDUPCTL_BINARY,
-                                "watch",
-                                "-b",
-                                bootstrap,
-                                "--topic",
-                                topic,
-                                "--group",
-                                "billing",
-                                "--seek",
-                                "2",
-                                "--store",
-                                store,
-                                "--key-template",
-                                "dedup:pay:{event_id}",
-                                "--ttl",
-                                "1h",
-                                "--retention",
-                                "7d",
-                                "--side-effects",
-                                "EmailSent=idempotent",
-                                "--listen",
-                                fmt::format("127.0.0.1:{}", port),
-                                "--interval",
-                                "250ms",
-                                "--refresh",
-                                "3s"};
+  std::vector<std::string> args = audit_args(bootstrap, store, {}, "json", topic);
+  args.resize(args.size() - 2); // -o json
+  args.front() = "watch";
+  args.insert(args.begin(), DEDUPCTL_BINARY);
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s"});
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

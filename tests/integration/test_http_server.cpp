@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,13 +23,8 @@ connectors::http::Response echo(std::string_view path, std::string_view accept) 
 
 // Sends `raw` on a new connection and returns everything the server answers.
 std::string exchange(int port, const std::string& raw) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
+  int fd = connect_loopback(port);
+  if (fd < 0) {
     return "";
   }
   (void)::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
@@ -67,12 +60,8 @@ TEST(HttpServer, AnswersGetWithPathAndAcceptHeadWithoutBodyAndRefusesOtherMethod
 // larger than 8 KiB is dropped.
 TEST(HttpServer, AStalledOrHugeRequestIsDroppedAndTheNextOneServed) {
   connectors::http::Server server("127.0.0.1:0", echo);
-  int stalled = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(server.port());
-  ASSERT_EQ(::connect(stalled, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int stalled = connect_loopback(server.port());
+  ASSERT_GE(stalled, 0);
   (void)::send(stalled, "GET /", 5, MSG_NOSIGNAL);
   auto got = http_get(server.port(), "/after", {}, std::chrono::seconds(15));
   ASSERT_TRUE(got) << "the request after a stalled client was never answered";

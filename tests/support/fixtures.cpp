@@ -926,8 +926,7 @@ int RedisSentinel::master_port() const {
   return std::stoi(reply.substr(last + 2));
 }
 
-std::optional<HttpAnswer> http_get(int port, const std::string& target, const std::string& accept,
-                                   std::chrono::milliseconds timeout) {
+int connect_loopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -935,6 +934,15 @@ std::optional<HttpAnswer> http_get(int port, const std::string& target, const st
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::optional<HttpAnswer> http_get(int port, const std::string& target, const std::string& accept,
+                                   std::chrono::milliseconds timeout) {
+  int fd = connect_loopback(port);
+  if (fd < 0) {
     return std::nullopt;
   }
   std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";

@@ -311,6 +311,9 @@ private:
   std::string m_why;
 };
 
+// A TCP connection to 127.0.0.1:port (blocking), or -1.
+int connect_loopback(int port);
+
 // An HTTP/1.1 GET of `target` ("/metrics", "/api/v1/query?query=…") on 127.0.0.1:port, the whole
 // answer read until the server closes; nullopt when nothing answers within `timeout`.
 struct HttpAnswer {
