@@ -55,6 +55,7 @@ struct WatchFlags {
   std::string refresh = "5m";
   std::string interval = "5s";
   std::string semantic_window = core::format_duration(core::k_default_semantic_window_ms);
+  std::int64_t refresh_rate = 100'000;
 };
 
 // The flags, parsed and checked (UsageError) before anything is contacted.
@@ -69,6 +70,7 @@ struct WatchConfig {
   std::int64_t refresh_ms = 0;
   std::int64_t interval_ms = 0;
   std::int64_t semantic_window_ms = 0;
+  std::int64_t refresh_rate = 0; // keys a second a refresh looks up at most (0: no limit)
 };
 
 WatchConfig parse_flags(const WatchFlags& flags, const Context& context) {
@@ -117,6 +119,10 @@ WatchConfig parse_flags(const WatchFlags& flags, const Context& context) {
                                  flags.refresh, flags.interval));
   }
   config.semantic_window_ms = core::parse_duration(flags.semantic_window, "--window");
+  if (flags.refresh_rate < 0) {
+    throw UsageError(fmt::format("--refresh-rate {}: a count of keys a second, or 0 for no limit", flags.refresh_rate));
+  }
+  config.refresh_rate = flags.refresh_rate;
   return config;
 }
 
@@ -182,6 +188,10 @@ public:
   // One round: the partitions, what arrived, a refresh when due; then the gauges are published.
   void tick() {
     std::int64_t now = m_context.now_ms();
+    if (steady_ms() < m_retry_at_ms) { // backing off after a failure
+      publish(now, m_up["kafka"], m_up[m_inbox ? "postgres" : "redis"]);
+      return;
+    }
     bool kafka_up = resolve(now);
     bool store_up = kafka_up && open_store(now);
     if (kafka_up && store_up) {
@@ -200,6 +210,14 @@ public:
           kafka_up = false;
         }
       }
+    }
+    // A system that failed is asked again after the interval, then twice as long each time it fails
+    // again, up to 10 s (librdkafka's reconnect backoff).
+    if (kafka_up && store_up) {
+      m_backoff_ms = 0;
+    } else {
+      m_backoff_ms = std::min<std::int64_t>(k_max_backoff_ms, std::max(m_config.interval_ms, 2 * m_backoff_ms));
+      m_retry_at_ms = steady_ms() + m_backoff_ms - m_config.interval_ms;
     }
     publish(m_context.now_ms(), kafka_up, store_up);
   }
@@ -449,7 +467,17 @@ private:
   void read(std::vector<core::PartitionPlan> todo, bool arrivals) {
     auto source = connectors::kafka::open_reader(m_kafka, std::move(todo));
     core::EventBatch batch;
+    std::int64_t started_ms = steady_ms();
+    std::int64_t keys_looked_up = 0;
     while (source->next_batch(batch)) {
+      // A refresh looks up at most --refresh-rate keys a second, so that it does not load the store
+      // the consumers write to.
+      if (!arrivals && m_config.refresh_rate > 0) {
+        std::int64_t due_ms = started_ms + keys_looked_up * 1000 / m_config.refresh_rate;
+        while (steady_ms() < due_ms && !m_context.stop.load()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(20, due_ms - steady_ms())));
+        }
+      }
       m_progress = steady_ms();
       m_identifier->identify(batch, m_identities);
       std::size_t n = 0;
@@ -465,6 +493,7 @@ private:
         m_key_of[i] = n++;
       }
       m_keys.resize(n);
+      keys_looked_up += static_cast<std::int64_t>(n);
       auto started = std::chrono::steady_clock::now();
       m_in_lookup = true;
       m_store->lookup(m_keys, m_records);
@@ -560,6 +589,9 @@ private:
   bool m_records_current = false;
   bool m_refresh_due = true;
   bool m_in_lookup = false;
+  static constexpr std::int64_t k_max_backoff_ms = 10'000;
+  std::int64_t m_backoff_ms = 0;
+  std::int64_t m_retry_at_ms = 0; // steady clock
   std::int64_t m_last_refresh_ms = 0;
   std::map<std::string, bool> m_up;
   std::set<std::string> m_seen; // systems asked once at least
@@ -647,6 +679,10 @@ CommandRunner register_watch(CLI::App& app, Context& context) {
       ->type_name("HOST:PORT");
   watch->add_option("--refresh", flags->refresh, "how often every record in range is looked up again")
       ->type_name("DURATION");
+  watch
+      ->add_option("--refresh-rate", flags->refresh_rate,
+                   "at most this many keys a second looked up by a refresh (0: no limit)")
+      ->type_name("KEYS");
   watch->add_option("--interval", flags->interval, "how often new events are read and the states decided again")
       ->type_name("DURATION");
   watch

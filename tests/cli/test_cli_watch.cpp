@@ -298,6 +298,9 @@ TEST(WatchUsage, BadFlagsAreRefusedWithExitTwo) {
   EXPECT_NE(listen.err.find("--listen nowhere"), std::string::npos) << listen.err;
   auto file = run_dedupctl(base({"--store", "file:/tmp/x.snapshot"}));
   EXPECT_EQ(file.exit_code, 2) << file.err;
+  auto rate = run_dedupctl(base({"--refresh-rate", "-5"}));
+  EXPECT_EQ(rate.exit_code, 2);
+  EXPECT_NE(rate.err.find("--refresh-rate -5"), std::string::npos) << rate.err;
   auto refresh = run_dedupctl(base({"--refresh", "1s", "--interval", "5s"}));
   EXPECT_EQ(refresh.exit_code, 2);
   EXPECT_NE(refresh.err.find("--refresh"), std::string::npos) << refresh.err;
