@@ -339,7 +339,7 @@ private:
   }
 
   // Opens the store when it is not, and asks whether it lost records since the last tick.
-  bool open_store(std::int64_t now) {
+  bool open_store(std::int64_t now, bool reconnecting = false) {
     std::string system = m_inbox ? "postgres" : "redis";
     try {
       if (!m_store) {
@@ -365,10 +365,18 @@ private:
       }
       if (auto probe = m_store->probe()) {
         if (m_probe && core::keyspace_lost_records(*m_probe, *probe)) {
-          m_context.note(fmt::format("{}: the keyspace changed ({}); looking every record up again", system,
-                                     m_probe->incarnation == probe->incarnation ? "keys went that did not expire"
-                                                                                : "another server or role"));
+          bool another = m_probe->incarnation != probe->incarnation;
+          m_context.note(
+              fmt::format("{}: the keyspace changed ({}); looking every record up again", system,
+                          another ? "another server or role: connecting again" : "keys went that did not expire"));
           m_refresh_due = true;
+          if (another && !reconnecting) {
+            // A master demoted by a failover still answers, as a replica: connect again, so that a
+            // sentinel names the new master.
+            m_store.reset();
+            m_probe.reset();
+            return open_store(now, true);
+          }
         }
         m_probe = probe;
       }

@@ -24,15 +24,23 @@ const std::vector<std::string> k_states{"no_id",   "covered", "expiring",    "ex
                                         "missing", "pending", "in_progress", "orphaned"};
 
 // A watch of the planted events (tests/support/planted.hpp) with the audit tests' placement: the
-// audit's arguments, as a watch.
+// audit's arguments, as a watch. `extra` flags replace those of the same name ("--ttl", "" drops it).
 std::vector<std::string> watch_args(const std::string& bootstrap, const std::string& topic, const std::string& store,
-                                    int port, std::vector<std::string> extra = {}) {
+                                    int port, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = audit_args(bootstrap, store, {}, "json", topic);
   args.resize(args.size() - 2); // -o json
   args.front() = "watch";
   args.insert(args.begin(), DEDUPCTL_BINARY);
   args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s"});
-  args.insert(args.end(), extra.begin(), extra.end());
+  for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
+    auto at = std::find(args.begin(), args.end(), extra[i]);
+    if (at != args.end()) {
+      at = args.erase(at, at + 2);
+    }
+    if (!extra[i + 1].empty()) {
+      args.insert(at, {extra[i], extra[i + 1]});
+    }
+  }
   return args;
 }
 
@@ -66,22 +74,12 @@ protected:
     m_port = free_port();
   }
 
-  // Starts the watch and Prometheus. `extra` flags replace those of watch_args of the same name
-  // (and "--ttl", "" drops it).
-  void start(std::vector<std::string> extra = {}) {
+  // Starts the watch (watch_args with `extra`) and Prometheus.
+  void start(const std::vector<std::string>& extra = {}) {
     SpawnOptions options;
     options.stderr_file = m_dir.file("watch.err");
     options.silence = true;
-    auto args = watch_args(m_cluster.bootstrap, m_cluster.topic, m_redis.uri(), m_port);
-    for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
-      auto at = std::find(args.begin(), args.end(), extra[i]);
-      if (at != args.end()) {
-        at = args.erase(at, at + 2);
-      }
-      if (!extra[i + 1].empty()) {
-        args.insert(at, {extra[i], extra[i + 1]});
-      }
-    }
+    auto args = watch_args(m_cluster.bootstrap, m_cluster.topic, m_redis.uri(), m_port, extra);
     m_watch = std::make_unique<Process>(args, options);
     m_prometheus = std::make_unique<PrometheusServer>(m_port);
     ASSERT_TRUE(m_prometheus->available()) << m_prometheus->why_unavailable();
@@ -514,4 +512,65 @@ TEST_P(Watch, ShardsSplitThePartitionsAndSumToTheWhole) {
   auto partitions = prometheus.query("count by (instance) (dedupctl_events{state=\"covered\"})", "instance");
   EXPECT_EQ(partitions,
             (Samples{{fmt::format("127.0.0.1:{}", ports[0]), 2}, {fmt::format("127.0.0.1:{}", ports[1]), 2}}));
+}
+
+// A Sentinel failover to a replica that had lost a record: the demoted master's new role is seen,
+// the watcher connects again to the master the sentinel names, and the lost record is missing.
+TEST(WatchSentinel, AFailoverToAReplicaThatLostARecordShowsItMissing) {
+  RedisServer master;
+  DEDUPCTL_REQUIRE_SERVER(master.available(), master.why_unavailable());
+  DEDUPCTL_REQUIRE_SERVER(!find_program("prometheus").empty(), "prometheus is not installed");
+  plant_records(master);
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  DEDUPCTL_REQUIRE_SERVER(replica.available(), replica.why_unavailable());
+  auto synced = [&] { return replica.command("DBSIZE") == ":6\r\n"; };
+  for (int i = 0; i < 100 && !synced(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(synced()) << replica.command("INFO replication");
+  // The replica loses e-3 (a write on a writable replica is not replicated): it has not caught up.
+  ASSERT_EQ(replica.command("CONFIG SET replica-read-only no"), "+OK\r\n");
+  ASSERT_EQ(replica.command("DEL dedup:pay:e-3"), ":1\r\n");
+  RedisSentinel sentinel(master.port(), "pay");
+  DEDUPCTL_REQUIRE_SERVER(sentinel.available(), sentinel.why_unavailable());
+  long long now = wall_ms();
+  auto topic = fresh_topic("mock", "pay", 1, planted(now, now - 30 * k_minute), "billing", {{0, 8}});
+  DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
+  int port = free_port();
+  TempDir dir;
+  auto args = watch_args(topic.bootstrap, topic.topic,
+                         fmt::format("redis+sentinel://127.0.0.1:{}/pay", sentinel.port()), port, {"--refresh", "1h"});
+  args.erase(args.begin());
+  auto watch = spawn_watch(args, dir.file("err"));
+  PrometheusServer prometheus(port);
+  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
+  auto planted_seen = [](const Samples& s) { return s == planted_states(); };
+  auto states =
+      prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(30), "state");
+  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  // The sentinel learns of the replica from the master's INFO (every 10 s), then fails over to it.
+  std::string answer;
+  for (int i = 0; i < 300; ++i) {
+    answer = sentinel.command("SENTINEL FAILOVER pay");
+    if (answer.starts_with("+OK")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(answer.starts_with("+OK")) << answer;
+  Samples expected = planted_states();
+  expected["covered"] = 1; // e-6
+  expected["missing"] = 3;
+  states = prometheus.wait_for(
+      "sum by (state) (dedupctl_events)", [&](const Samples& s) { return s == expected; }, std::chrono::seconds(60),
+      "state");
+  EXPECT_EQ(states, expected) << describe(states) << read_file(dir.file("err"));
+  EXPECT_EQ(sentinel.master_port(), replica.port());
+  // Redis closes its clients' connections when it is demoted (else the probe sees the new role):
+  // either way the watcher connected again to the master the sentinel names now.
+  EXPECT_NE(read_file(dir.file("err")).find(fmt::format("master 127.0.0.1:{} of 'pay'", replica.port())),
+            std::string::npos)
+      << read_file(dir.file("err"));
+  watch->signal(SIGTERM);
+  EXPECT_EQ(watch->wait(), 0);
 }
