@@ -326,3 +326,75 @@ TEST_P(SecuredKafka, OidcTakesItsTokenFromTheEndpoint) {
 }
 
 } // namespace
+
+// watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
+// states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
+// is dedupctl_up{system="kafka"} 0, said on stderr without the secret.
+TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
+  const std::string redis_password = "R3dis-s3cret-pw";
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_EQ(redis.command("CONFIG SET requirepass " + redis_password), "+OK\r\n");
+  for (const std::string& kafka_password : {std::string(k_kafka_password), std::string("Wr0ng-pa55")}) {
+    bool right = kafka_password == k_kafka_password;
+    int port = free_port();
+    TempDir dir;
+    std::vector<std::string> args{DEDUPCTL_BINARY,
+                                  "watch",
+                                  "-b",
+                                  m_listeners.sasl_ssl,
+                                  "--topic",
+                                  m_topic,
+                                  "--store",
+                                  fmt::format("redis://:{}@127.0.0.1:{}", redis_password, redis.port()),
+                                  "--ttl",
+                                  "1h",
+                                  "--retention",
+                                  "7d",
+                                  "--listen",
+                                  fmt::format("127.0.0.1:{}", port),
+                                  "--interval",
+                                  "250ms",
+                                  "--timeout",
+                                  "20s"};
+    for (const auto& property : scram("SCRAM-SHA-512", kafka_password)) {
+      args.insert(args.end(), {"-X", property});
+    }
+    SpawnOptions options;
+    options.stderr_file = dir.file("err");
+    options.silence = true;
+    Process watch(args, options);
+    std::string expected = right ? "dedupctl_up{system=\"kafka\"} 1" : "dedupctl_up{system=\"kafka\"} 0";
+    std::optional<HttpAnswer> metrics;
+    for (int i = 0; i < 300; ++i) {
+      metrics = http_get(port, "/metrics");
+      bool shown = metrics && metrics->body.find(expected) != std::string::npos &&
+                   (!right || metrics->body.find("\ndedupctl_events{") != std::string::npos);
+      if (shown) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+    EXPECT_NE(metrics->body.find(expected), std::string::npos) << metrics->body << read_file(dir.file("err"));
+    if (right) {
+      EXPECT_NE(metrics->body.find("dedupctl_up{system=\"redis\"} 1"), std::string::npos) << metrics->body;
+      // An empty Redis, no group: e-0 and e-4 are older than the TTL, the seven other ids missing.
+      EXPECT_NE(metrics->body.find("state=\"expired\"} 2"), std::string::npos) << metrics->body;
+      EXPECT_NE(metrics->body.find("state=\"missing\"} 7"), std::string::npos) << metrics->body;
+    } else {
+      EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
+    }
+    watch.signal(SIGTERM);
+    EXPECT_EQ(watch.wait(), 0);
+    std::string err = read_file(dir.file("err"));
+    if (!right) {
+      EXPECT_NE(err.find("kafka down"), std::string::npos) << err;
+    }
+    for (const auto& text : {metrics->body, err}) {
+      for (const auto& secret : {kafka_password, redis_password}) {
+        EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in:\n" << text;
+      }
+    }
+  }
+}
