@@ -360,6 +360,29 @@ Samples audit_states(const std::vector<std::string>& args) {
   return out;
 }
 
+// A watch of the planted events (watch_args with `extra`), its stderr in a temp dir of its own,
+// scraped by a Prometheus; planted_seen() waits until Prometheus sees the planted states.
+struct ScrapedWatch {
+  ScrapedWatch(const std::string& bootstrap, const std::string& topic, const std::string& store,
+               const std::vector<std::string>& extra)
+      : port(free_port()) {
+    auto args = watch_args(bootstrap, topic, store, port, extra);
+    args.erase(args.begin());
+    process = spawn_watch(args, dir.file("err"));
+    prometheus = std::make_unique<PrometheusServer>(port);
+  }
+  std::string err() const { return read_file(dir.file("err")); }
+  Samples planted_seen() const {
+    return prometheus->wait_for(
+        "sum by (state) (dedupctl_events)", [](const Samples& s) { return s == planted_states(); },
+        std::chrono::seconds(30), "state");
+  }
+  TempDir dir;
+  int port;
+  std::unique_ptr<Process> process;
+  std::unique_ptr<PrometheusServer> prometheus;
+};
+
 } // namespace
 
 // A PostgreSQL inbox watched through a restart of the server: postgres down (no gauges), then back
@@ -443,31 +466,26 @@ TEST_P(WatchBrokerRestart, ABrokerRestartIsSurvivedWithoutCountingTwice) {
   seed_topic(broker.bootstrap(), "pay", planted(now, now - 30 * k_minute));
   commit_offsets(broker.bootstrap(), "billing", "pay", {{0, 8}});
   plant_records(redis);
-  int port = free_port();
-  TempDir dir;
-  auto args = watch_args(broker.bootstrap(), "pay", redis.uri(), port, {"--timeout", "2s"});
-  args.erase(args.begin());
-  auto watch = spawn_watch(args, dir.file("err"));
-  PrometheusServer prometheus(port);
-  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
+  ScrapedWatch w(broker.bootstrap(), "pay", redis.uri(), {"--timeout", "2s"});
+  ASSERT_TRUE(w.prometheus->available()) << w.prometheus->why_unavailable();
+  auto& prometheus = *w.prometheus;
   auto planted_seen = [](const Samples& s) { return s == planted_states(); };
-  auto states =
-      prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(30), "state");
-  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  auto states = w.planted_seen();
+  EXPECT_EQ(states, planted_states()) << describe(states) << w.err();
   broker.stop();
   auto down = prometheus.wait_for("dedupctl_up{system=\"kafka\"}", [](const Samples& s) {
     return s == Samples{{"", 0}};
   });
-  EXPECT_EQ(down, (Samples{{"", 0}})) << read_file(dir.file("err"));
+  EXPECT_EQ(down, (Samples{{"", 0}})) << w.err();
   EXPECT_EQ(prometheus.wait_for("count(dedupctl_events)", [](const Samples& s) { return s.empty(); }), Samples{});
   ASSERT_TRUE(broker.start()) << broker.log();
   states = prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(60), "state");
-  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  EXPECT_EQ(states, planted_states()) << describe(states) << w.err();
   EXPECT_EQ(prometheus.query("dedupctl_watch_events_held"), (Samples{{"", 10}}));
   EXPECT_EQ(prometheus.query("dedupctl_log_duplicates_total"), (Samples{{"", 0}}));
-  EXPECT_NE(read_file(dir.file("err")).find("kafka answers again"), std::string::npos) << read_file(dir.file("err"));
-  watch->signal(SIGTERM);
-  EXPECT_EQ(watch->wait(), 0);
+  EXPECT_NE(w.err().find("kafka answers again"), std::string::npos) << w.err();
+  w.process->signal(SIGTERM);
+  EXPECT_EQ(w.process->wait(), 0);
 }
 
 // Two watchers, --shard 0/2 and 1/2, split the partitions; Prometheus's sum over both is the
@@ -536,18 +554,12 @@ TEST(WatchSentinel, AFailoverToAReplicaThatLostARecordShowsItMissing) {
   long long now = wall_ms();
   auto topic = fresh_topic("mock", "pay", 1, planted(now, now - 30 * k_minute), "billing", {{0, 8}});
   DEDUPCTL_REQUIRE_SERVER(!topic.bootstrap.empty(), topic.why);
-  int port = free_port();
-  TempDir dir;
-  auto args = watch_args(topic.bootstrap, topic.topic,
-                         fmt::format("redis+sentinel://127.0.0.1:{}/pay", sentinel.port()), port, {"--refresh", "1h"});
-  args.erase(args.begin());
-  auto watch = spawn_watch(args, dir.file("err"));
-  PrometheusServer prometheus(port);
-  ASSERT_TRUE(prometheus.available()) << prometheus.why_unavailable();
-  auto planted_seen = [](const Samples& s) { return s == planted_states(); };
-  auto states =
-      prometheus.wait_for("sum by (state) (dedupctl_events)", planted_seen, std::chrono::seconds(30), "state");
-  EXPECT_EQ(states, planted_states()) << describe(states) << read_file(dir.file("err"));
+  ScrapedWatch w(topic.bootstrap, topic.topic, fmt::format("redis+sentinel://127.0.0.1:{}/pay", sentinel.port()),
+                 {"--refresh", "1h"});
+  ASSERT_TRUE(w.prometheus->available()) << w.prometheus->why_unavailable();
+  auto& prometheus = *w.prometheus;
+  auto states = w.planted_seen();
+  EXPECT_EQ(states, planted_states()) << describe(states) << w.err();
   // The sentinel learns of the replica from the master's INFO (every 10 s), then fails over to it.
   std::string answer;
   for (int i = 0; i < 300; ++i) {
@@ -564,13 +576,11 @@ TEST(WatchSentinel, AFailoverToAReplicaThatLostARecordShowsItMissing) {
   states = prometheus.wait_for(
       "sum by (state) (dedupctl_events)", [&](const Samples& s) { return s == expected; }, std::chrono::seconds(60),
       "state");
-  EXPECT_EQ(states, expected) << describe(states) << read_file(dir.file("err"));
+  EXPECT_EQ(states, expected) << describe(states) << w.err();
   EXPECT_EQ(sentinel.master_port(), replica.port());
   // Redis closes its clients' connections when it is demoted (else the probe sees the new role):
   // either way the watcher connected again to the master the sentinel names now.
-  EXPECT_NE(read_file(dir.file("err")).find(fmt::format("master 127.0.0.1:{} of 'pay'", replica.port())),
-            std::string::npos)
-      << read_file(dir.file("err"));
-  watch->signal(SIGTERM);
-  EXPECT_EQ(watch->wait(), 0);
+  EXPECT_NE(w.err().find(fmt::format("master 127.0.0.1:{} of 'pay'", replica.port())), std::string::npos) << w.err();
+  w.process->signal(SIGTERM);
+  EXPECT_EQ(w.process->wait(), 0);
 }
