@@ -415,9 +415,22 @@ private:
     if (!todo.empty()) {
       read(std::move(todo), true);
     }
+    bool all = true;
     for (const auto& range : m_ranges) {
       if (m_state.next_offset(range.topic, range.partition).value_or(range.from) >= range.to) {
         m_state.set_complete(range.topic, range.partition);
+      } else {
+        all = false;
+      }
+    }
+    // The counters count what arrives while watching: the range read at the start only teaches the
+    // rules its ids. (Counting it too would make every restart look like a burst of duplicates to
+    // rate() and increase().)
+    if (all && !m_caught_up) {
+      m_caught_up = true;
+      for (auto& [topic, count] : m_logs) {
+        count.base = {};
+        count.current_at_start = count.current->counters();
       }
     }
   }
@@ -554,7 +567,7 @@ private:
     m_metrics.up = m_up;
     m_metrics.retention = m_retention;
     for (const auto& [topic, count] : m_logs) {
-      m_metrics.counters[topic] = count.served();
+      m_metrics.counters[topic] = m_caught_up ? count.served() : reports::TopicCounters{};
     }
     for (const auto& t : m_config.topics) {
       m_metrics.counters.try_emplace(t.topic);
@@ -595,6 +608,7 @@ private:
   std::map<std::string, reports::Figure> m_retention;
   bool m_retention_known = false;
   bool m_records_current = false;
+  bool m_caught_up = false; // every partition was read once to its end
   bool m_refresh_due = true;
   bool m_in_lookup = false;
   static constexpr std::int64_t k_max_backoff_ms = 10'000;

@@ -216,6 +216,29 @@ TEST_P(Watch, ArrivalsAreClassifiedAndDuplicatesCounted) {
   EXPECT_EQ(states, expected) << describe(states) << err();
 }
 
+// The counters count what arrives while watching: a duplicate already in the range at the start is
+// not counted (the audit reports it), one arriving later is, against the range.
+TEST_P(Watch, TheCountersCountWhatArrivesNotTheRangeAtTheStart) {
+  std::string topic = add_topic(m_cluster, "dups", 1,
+                                envelope(0, m_now - 2000, "d-1", "PaymentCharged") +
+                                    envelope(0, m_now - 1000, "d-1", "PaymentCharged"));
+  m_cluster.topic = topic;
+  start({"--group", "", "--seek", ""});
+  auto held = m_prometheus->wait_for("dedupctl_watch_events_held", [](const Samples& s) {
+    return s == Samples{{"", 2}};
+  });
+  EXPECT_EQ(held, (Samples{{"", 2}})) << err();
+  EXPECT_EQ(m_prometheus->wait_for("dedupctl_log_duplicates_total", [](const Samples& s) { return !s.empty(); }),
+            (Samples{{"", 0}}));
+  TestProducer producer(m_cluster.bootstrap, 10'000);
+  producer.connect(topic);
+  OutgoingRecord again{topic, 0, "k0", R"({"n":0})", {{"event_id", "d-1"}, {"type", "PaymentCharged"}}, wall_ms()};
+  producer.send(again);
+  std::string error;
+  ASSERT_EQ(producer.flush(error), 0) << error;
+  EXPECT_EQ(wait_for("dedupctl_log_duplicates_total", {{"", 1}}), (Samples{{"", 1}})) << err();
+}
+
 // Redis stopped: dedupctl_up{system="redis"} 0 and no coverage gauge at all (nothing unseen is
 // covered); Redis back, empty: up again, and every record it lost is missing.
 TEST_P(Watch, RedisDownIsNotCoveredAndItsRecoveryIsSeen) {
