@@ -24,21 +24,6 @@ namespace dedupctl::commands {
 
 namespace {
 
-// DescribeConfigs gets a short leash: the audit can go on without it (retention unknown).
-constexpr std::int64_t k_describe_timeout_ms = 3000;
-
-// The admin path: DescribeConfigs through the Kafka connector.
-class BrokerTopicConfigs final : public core::TopicConfigs {
-public:
-  explicit BrokerTopicConfigs(const Context& context) : m_context(context) {}
-  std::optional<core::TopicRetention> retention(const std::string& topic) override {
-    return connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_describe_timeout_ms);
-  }
-
-private:
-  const Context& m_context;
-};
-
 struct AuditFlags {
   SourceFlags source;
   ShardFlags shard;
@@ -114,7 +99,7 @@ int run(const AuditFlags& options, Context& context) {
                                     nullptr, options.committed);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
-    BrokerTopicConfigs broker(context);
+    BrokerTopicConfigs broker(kafka_settings(context));
     auto decision = core::decide_retention(request.audit.policy.retention, opened.info.topics,
                                            opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
     request.audit.policy.retention = decision.span;

@@ -33,6 +33,11 @@ connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Co
   return settings;
 }
 
+std::optional<core::TopicRetention> BrokerTopicConfigs::retention(const std::string& topic) {
+  constexpr std::int64_t k_describe_timeout_ms = 3000;
+  return connectors::kafka::describe_retention(m_settings, topic, k_describe_timeout_ms);
+}
+
 connectors::kafka::TopicRequest parse_topic(const std::string& text) {
   connectors::kafka::TopicRequest request;
   auto colon = text.find(':');

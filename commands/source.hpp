@@ -5,6 +5,7 @@
 #include "commands/options.hpp"
 #include "connectors/file/kcat_file.hpp"
 #include "connectors/kafka/kafka.hpp"
+#include "core/audit/retention.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
 
@@ -43,6 +44,17 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text);
 // The settings a reader of the log uses: the context's, with read_committed unless
 // --read-uncommitted (a -X isolation.level wins).
 connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Context& context);
+
+// A topic's retention through DescribeConfigs, with a short leash (3 s): audit and watch go on
+// without it (retention unknown).
+class BrokerTopicConfigs final : public core::TopicConfigs {
+public:
+  explicit BrokerTopicConfigs(connectors::kafka::KafkaSettings settings) : m_settings(std::move(settings)) {}
+  std::optional<core::TopicRetention> retention(const std::string& topic) override;
+
+private:
+  connectors::kafka::KafkaSettings m_settings;
+};
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.
 void note_ranges(const core::SourceInfo& info, const Context& context);

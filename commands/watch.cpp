@@ -13,8 +13,6 @@
 #include "core/source/offset_spec.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
-#include "core/util/fingerprint.hpp"
-#include "core/util/flat_map.hpp"
 #include "core/util/time.hpp"
 #include "core/watch/watch_state.hpp"
 #include "reports/metrics.hpp"
@@ -46,7 +44,6 @@ struct WatchFlags {
   std::vector<std::string> topics;
   std::string from = "earliest";
   std::string group;
-  bool read_uncommitted = false;
   std::string shard;
   IdentityFlags identity;
   PlacementFlags placement;
@@ -126,6 +123,17 @@ WatchConfig parse_flags(const WatchFlags& flags, const Context& context) {
   return config;
 }
 
+// A span as a metric shows it: seconds, +Inf, or nothing while unknown.
+std::optional<double> seconds_of(const core::Span& span) {
+  if (span.is_infinite()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  if (auto ms = span.finite_ms()) {
+    return static_cast<double>(*ms) / 1000.0;
+  }
+  return std::nullopt;
+}
+
 std::int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -143,7 +151,7 @@ struct TopicLog {
   }
   connectors::file::AnalyzerArchives archives;
   std::unique_ptr<core::LogAnalyzer> log;
-  core::FlatHashMap<std::uint64_t> key_owner; // dedup key → the first event id hash rendered to it
+  core::KeyOwners key_owners;
   std::int64_t key_collisions = 0;
 };
 
@@ -231,11 +239,17 @@ public:
   std::int64_t last_progress_ms() const { return m_progress.load(); }
 
 private:
+  // The policy as decided so far: the flags', the retention once the broker told it, an inbox's
+  // TTL once the inbox was opened.
   core::WatchPolicy policy() const {
     core::WatchPolicy p;
     p.policy = m_config.placement.audit.policy;
-    p.ttl_declared = m_config.placement.audit.ttl.span.known() && !m_inbox;
-    p.policy.ttl = m_config.placement.audit.ttl.span;
+    p.policy.ttl = m_inbox ? m_ttl.span : m_config.placement.audit.ttl.span;
+    p.ttl_declared = m_inbox || m_config.placement.audit.ttl.span.known();
+    if (m_retention_known) {
+      p.policy.retention = m_retention_decision.span;
+      p.policy.compacted = m_retention_decision.compacted;
+    }
     p.side_effects = m_config.placement.audit.side_effects;
     return p;
   }
@@ -308,32 +322,15 @@ private:
     for (const auto& t : m_config.topics) {
       topics.push_back(t.topic);
     }
-    auto configs = [this](const std::string& topic) {
-      return connectors::kafka::describe_retention(m_kafka, topic, 3000);
-    };
-    struct Configs final : core::TopicConfigs {
-      std::function<std::optional<core::TopicRetention>(const std::string&)> ask;
-      std::optional<core::TopicRetention> retention(const std::string& topic) override { return ask(topic); }
-    } broker;
-    broker.ask = configs;
-    auto all = core::decide_retention(flag, topics, &broker, m_config.placement.retention_origin);
-    core::WatchPolicy p = policy();
-    p.policy.retention = all.span;
-    p.policy.compacted = all.compacted;
-    m_policy_retention = all;
-    m_state.set_policy(p);
+    BrokerTopicConfigs broker(m_kafka);
+    m_retention_decision = core::decide_retention(flag, topics, &broker, m_config.placement.retention_origin);
+    m_retention_known = true;
+    m_state.set_policy(policy());
     for (const auto& topic : topics) {
       auto one = core::decide_retention(flag, {topic}, &broker, m_config.placement.retention_origin);
-      reports::Figure figure{std::nullopt, std::string(core::report_name(one.source))};
-      if (one.span.is_infinite()) {
-        figure.seconds = std::numeric_limits<double>::infinity();
-      } else if (auto ms = one.span.finite_ms()) {
-        figure.seconds = static_cast<double>(*ms) / 1000.0;
-      }
-      m_retention[topic] = figure;
+      m_retention[topic] = {seconds_of(one.span), std::string(core::report_name(one.source))};
     }
-    m_retention_known = true;
-    if (all.source == core::RetentionSource::Unknown) {
+    if (m_retention_decision.source == core::RetentionSource::Unknown) {
       m_context.note("the retention is unknown (the broker did not answer DescribeConfigs); pass --retention");
     }
   }
@@ -343,10 +340,9 @@ private:
     std::string system = m_inbox ? "postgres" : "redis";
     try {
       if (!m_store) {
-        PlacementOptions placement = m_config.placement;
         PlacementFlags flags = m_placement_flags;
         flags.inbox_lookup = "batches"; // rows that arrive after a load would never be seen
-        auto opened = open_dedup_store(placement, flags, m_context, std::nullopt);
+        auto opened = open_dedup_store(m_config.placement, flags, m_context, std::nullopt);
         if (opened.failure) {
           store_down(*opened.failure);
           return false;
@@ -354,12 +350,7 @@ private:
         m_store = std::move(opened.store);
         if (opened.inbox) {
           m_ttl = decide_inbox_ttl(*opened.inbox, m_config.placement.inbox_retention, now, m_context);
-          core::WatchPolicy p = policy();
-          p.policy.retention = m_policy_retention.span;
-          p.policy.compacted = m_policy_retention.compacted;
-          p.policy.ttl = m_ttl.span;
-          p.ttl_declared = true;
-          m_state.set_policy(p);
+          m_state.set_policy(policy());
         }
         m_refresh_due = true;
       }
@@ -501,20 +492,8 @@ private:
       }
       m_progress = steady_ms();
       m_identifier->identify(batch, m_identities);
-      std::size_t n = 0;
-      m_key_of.assign(batch.events.size(), SIZE_MAX);
-      for (std::size_t i = 0; i < batch.events.size(); ++i) {
-        if (!m_identities[i].has_id) {
-          continue;
-        }
-        if (n == m_keys.size()) {
-          m_keys.emplace_back();
-        }
-        core::render_event_key(m_key_template, batch.events[i], m_identities[i], m_placement_flags.consumer, m_keys[n]);
-        m_key_of[i] = n++;
-      }
-      m_keys.resize(n);
-      keys_looked_up += static_cast<std::int64_t>(n);
+      core::render_batch_keys(m_key_template, batch, m_identities, m_placement_flags.consumer, m_keys, m_key_of);
+      keys_looked_up += static_cast<std::int64_t>(m_keys.size());
       auto started = std::chrono::steady_clock::now();
       m_in_lookup = true;
       m_store->lookup(m_keys, m_records);
@@ -536,14 +515,9 @@ private:
         std::string topic(event.topic);
         TopicLog& log = topic_log(event.topic, arrivals);
         log.log->observe(event, identity);
-        if (m_check_collisions && m_key_of[i] != SIZE_MAX) {
-          bool inserted = false;
-          std::uint64_t& owner = log.key_owner.find_or_insert(core::hash64(m_keys[m_key_of[i]], 0x6b), inserted);
-          if (inserted) {
-            owner = identity.id_hash;
-          } else if (owner != identity.id_hash) {
-            ++log.key_collisions;
-          }
+        if (m_check_collisions && m_key_of[i] != SIZE_MAX &&
+            log.key_owners.collides(m_keys[m_key_of[i]], identity.id_hash)) {
+          ++log.key_collisions;
         }
         if (arrivals) {
           m_state.append(topic, event.partition, event.offset, event.timestamp_ms, identity.type, tracked);
@@ -574,13 +548,9 @@ private:
     }
     m_metrics.ttl = {};
     if (m_inbox) {
-      if (auto ms = m_ttl.span.finite_ms()) {
-        m_metrics.ttl = {static_cast<double>(*ms) / 1000.0, std::string(core::report_name(m_ttl.source))};
-      }
-    } else if (auto ms = m_config.placement.audit.ttl.span.finite_ms()) {
-      m_metrics.ttl = {static_cast<double>(*ms) / 1000.0, "flag"};
-    } else if (m_config.placement.audit.ttl.span.is_infinite()) {
-      m_metrics.ttl = {std::numeric_limits<double>::infinity(), "flag"};
+      m_metrics.ttl = {seconds_of(m_ttl.span), std::string(core::report_name(m_ttl.source))};
+    } else if (m_config.placement.audit.ttl.span.known()) {
+      m_metrics.ttl = {seconds_of(m_config.placement.audit.ttl.span), "flag"};
     } else if (visible && m_metrics.gauges.ttl_estimate_high_ms) {
       m_metrics.ttl = {static_cast<double>(*m_metrics.gauges.ttl_estimate_high_ms) / 1000.0, "estimate"};
     }
@@ -603,8 +573,8 @@ private:
   std::map<std::string, TopicCount, std::less<>> m_logs;
   std::unique_ptr<core::DedupStore> m_store;
   std::optional<core::KeyspaceProbe> m_probe;
-  core::TtlDecision m_ttl;
-  core::RetentionDecision m_policy_retention;
+  core::TtlDecision m_ttl; // an inbox's, once opened
+  core::RetentionDecision m_retention_decision;
   std::map<std::string, reports::Figure> m_retention;
   bool m_retention_known = false;
   bool m_records_current = false;

@@ -113,20 +113,8 @@ private:
     }
     StageTimer timer(stage(&AuditStageTimes::render));
     // The key strings of the slot's previous batch are rendered over: no allocation a key.
-    std::size_t n = 0;
-    slot.key_of.assign(slot.batch.events.size(), SIZE_MAX);
-    for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
-      const auto& identity = slot.identities[i];
-      if (!identity.has_id) {
-        continue;
-      }
-      if (n == slot.keys.size()) {
-        slot.keys.emplace_back();
-      }
-      core::render_event_key(m_options.key_template, slot.batch.events[i], identity, m_request.consumer, slot.keys[n]);
-      slot.key_of[i] = n++;
-    }
-    slot.keys.resize(n);
+    core::render_batch_keys(m_options.key_template, slot.batch, slot.identities, m_request.consumer, slot.keys,
+                            slot.key_of);
   }
 
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).

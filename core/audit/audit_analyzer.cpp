@@ -179,11 +179,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     return;
   }
   if (m_check_collisions) {
-    bool inserted = false;
-    std::uint64_t& owner = m_key_owner.find_or_insert(hash64(dedup_key, 0x6b), inserted);
-    if (inserted) {
-      owner = identity.id_hash;
-    } else if (owner != identity.id_hash) {
+    if (m_key_owner.collides(dedup_key, identity.id_hash)) {
       ++m_result.key_collisions;
       m_collisions.add(event.partition, [&] {
         Example ex = example();

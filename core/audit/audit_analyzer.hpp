@@ -86,7 +86,7 @@ private:
   FindingBuilder m_reapplied;
   std::int64_t m_max_gap_ms = 0;
   bool m_check_collisions;
-  FlatHashMap<std::uint64_t> m_key_owner; // dedup key → the first event id hash rendered to it
+  KeyOwners m_key_owner;
 };
 
 } // namespace dedupctl::core

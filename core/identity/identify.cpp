@@ -263,6 +263,35 @@ struct Identifier::Impl {
   }
 };
 
+void render_batch_keys(const KeyTemplate& tmpl, const EventBatch& batch, const std::vector<Identity>& identities,
+                       std::string_view consumer, std::vector<std::string>& keys, std::vector<std::size_t>& key_of) {
+  std::size_t n = 0;
+  key_of.assign(batch.events.size(), SIZE_MAX);
+  for (std::size_t i = 0; i < batch.events.size(); ++i) {
+    if (!identities[i].has_id) {
+      continue;
+    }
+    if (n == keys.size()) {
+      keys.emplace_back();
+    }
+    render_event_key(tmpl, batch.events[i], identities[i], consumer, keys[n]);
+    key_of[i] = n++;
+  }
+  keys.resize(n);
+}
+
+std::uint64_t dedup_key_hash(std::string_view dedup_key) { return hash64(dedup_key, 0x6b); }
+
+bool KeyOwners::collides(std::string_view dedup_key, std::uint64_t id_hash) {
+  bool inserted = false;
+  std::uint64_t& owner = m_owner.find_or_insert(dedup_key_hash(dedup_key), inserted);
+  if (inserted) {
+    owner = id_hash;
+    return false;
+  }
+  return owner != id_hash;
+}
+
 void render_event_key(const KeyTemplate& tmpl, const Event& event, const Identity& identity, std::string_view consumer,
                       std::string& out) {
   KeyValues values{identity.id,

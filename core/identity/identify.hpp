@@ -4,6 +4,7 @@
 #include "core/finding.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/key_template.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,26 @@ struct Identity {
 // fields, the event's coordinates and key, and the consumer), into `out`.
 void render_event_key(const KeyTemplate& tmpl, const Event& event, const Identity& identity, std::string_view consumer,
                       std::string& out);
+
+// The dedup keys of a batch's events that have an id, rendered over the strings `keys` holds
+// already (no allocation a key): keys[key_of[i]] is event i's, key_of[i] is SIZE_MAX without an id.
+void render_batch_keys(const KeyTemplate& tmpl, const EventBatch& batch, const std::vector<Identity>& identities,
+                       std::string_view consumer, std::vector<std::string>& keys, std::vector<std::size_t>& key_of);
+
+// A dedup key's 64-bit hash, as the key-collision rule and the shards' digests keep it.
+std::uint64_t dedup_key_hash(std::string_view dedup_key);
+
+// The key-collision rule: the first event id rendered to a dedup key owns it; another id rendered
+// to it later collides. 16 bytes a key.
+class KeyOwners {
+public:
+  explicit KeyOwners(std::size_t expected = 16) : m_owner(expected) {}
+  // Whether `dedup_key` already belongs to another id (it is taken by this one when new).
+  bool collides(std::string_view dedup_key, std::uint64_t id_hash);
+
+private:
+  FlatHashMap<std::uint64_t> m_owner;
+};
 
 // A finding's example for one event: its id, topic, partition, offset and timestamp.
 Example example_of(const Event& event, const Identity& identity, std::string_view dedup_key = {},

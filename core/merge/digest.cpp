@@ -43,7 +43,7 @@ void DigestRecorder::observe(const Event& event, const Identity& identity, std::
   digest.id_hash = identity.id_hash;
   digest.semantic_hash = identity.semantic_hash;
   if (m_check_keys) {
-    digest.key_hash = hash64(dedup_key, 0x6b);
+    digest.key_hash = dedup_key_hash(dedup_key);
     digest.key_hash = digest.key_hash == 0 ? 1 : digest.key_hash; // as digest_key reads it
   }
   digest.seq = event.seq;

@@ -71,8 +71,6 @@ void WatchState::set_complete(const std::string& topic, std::int32_t partition) 
   partition_of(topic, partition).complete = true;
 }
 
-void WatchState::forget(const std::string& topic, std::int32_t partition) { m_partitions.erase({topic, partition}); }
-
 std::uint16_t WatchState::type_index(std::string_view type) {
   auto it = m_type_index.find(type);
   if (it != m_type_index.end()) {

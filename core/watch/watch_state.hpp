@@ -89,8 +89,6 @@ public:
                      std::int64_t log_start);
   // The partition has been read from its log start once: its gauges can be shown.
   void set_complete(const std::string& topic, std::int32_t partition);
-  // Forgets a partition (it left this watcher's shard, or it is being read again from its start).
-  void forget(const std::string& topic, std::int32_t partition);
 
   // An event that arrived; its offset is past every offset held for the partition.
   void append(const std::string& topic, std::int32_t partition, std::int64_t offset, std::int64_t timestamp_ms,

@@ -223,7 +223,8 @@ TEST_P(Watch, TheCountersCountWhatArrivesNotTheRangeAtTheStart) {
                                 envelope(0, m_now - 2000, "d-1", "PaymentCharged") +
                                     envelope(0, m_now - 1000, "d-1", "PaymentCharged"));
   m_cluster.topic = topic;
-  start({"--group", "", "--seek", ""});
+  // Keys from the type, not the id: another id of the same type collides with d-1's key.
+  start({"--group", "", "--seek", "", "--key-template", "dedup:pay:{type}"});
   auto held = m_prometheus->wait_for("dedupctl_watch_events_held", [](const Samples& s) {
     return s == Samples{{"", 2}};
   });
@@ -237,6 +238,11 @@ TEST_P(Watch, TheCountersCountWhatArrivesNotTheRangeAtTheStart) {
   std::string error;
   ASSERT_EQ(producer.flush(error), 0) << error;
   EXPECT_EQ(wait_for("dedupctl_log_duplicates_total", {{"", 1}}), (Samples{{"", 1}})) << err();
+  EXPECT_EQ(m_prometheus->query("dedupctl_key_collisions_total"), (Samples{{"", 0}}));
+  OutgoingRecord other{topic, 0, "k1", R"({"n":1})", {{"event_id", "d-2"}, {"type", "PaymentCharged"}}, wall_ms()};
+  producer.send(other);
+  ASSERT_EQ(producer.flush(error), 0) << error;
+  EXPECT_EQ(wait_for("dedupctl_key_collisions_total", {{"", 1}}), (Samples{{"", 1}})) << err();
 }
 
 // Redis stopped: dedupctl_up{system="redis"} 0 and no coverage gauge at all (nothing unseen is

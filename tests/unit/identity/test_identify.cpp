@@ -187,3 +187,12 @@ TEST(Identify, ATruncatedPayloadSurvivesSeveralJsonSpecs) {
   }
   EXPECT_EQ(identify(identifier, event(R"({"event_id":"ok","type":"T"})")).type, "T");
 }
+
+TEST(KeyOwners, TheFirstIdRenderedToAKeyOwnsItAnotherCollides) {
+  KeyOwners owners;
+  EXPECT_FALSE(owners.collides("dedup:order-1", 11));
+  EXPECT_FALSE(owners.collides("dedup:order-1", 11)); // the same id again: its own key
+  EXPECT_TRUE(owners.collides("dedup:order-1", 12));
+  EXPECT_FALSE(owners.collides("dedup:order-2", 12));
+  EXPECT_TRUE(owners.collides("dedup:order-1", 12)); // still 11's
+}
