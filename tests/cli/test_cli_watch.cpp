@@ -325,6 +325,23 @@ TEST(WatchUsage, BadFlagsAreRefusedWithExitTwo) {
   EXPECT_NE(listen.err.find("--listen nowhere"), std::string::npos) << listen.err;
   auto file = run_dedupctl(base({"--store", "file:/tmp/x.snapshot"}));
   EXPECT_EQ(file.exit_code, 2) << file.err;
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {
+           Case{{"watch", "-b", "127.0.0.1:1", "--store", "redis://127.0.0.1:1"}, "watch needs --topic"},
+           Case{{"watch", "--topic", "t", "--store", "redis://127.0.0.1:1"}, "watch needs --bootstrap-server"},
+           Case{base({"--from", "committed"}), "--from committed needs --group"},
+           Case{base({"--interval", "50ms"}), "--interval 50ms: at least 100ms"},
+           Case{{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "memory:"}, "watch reads a live placement"},
+           Case{{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "file:/tmp/x.snapshot"},
+                "watch reads a live placement"},
+       }) {
+    auto refused = run_dedupctl(c.args);
+    EXPECT_EQ(refused.exit_code, 2) << c.says << ": " << refused.err;
+    EXPECT_NE(refused.err.find(c.says), std::string::npos) << refused.err;
+  }
   auto rate = run_dedupctl(base({"--refresh-rate", "-5"}));
   EXPECT_EQ(rate.exit_code, 2);
   EXPECT_NE(rate.err.find("--refresh-rate -5"), std::string::npos) << rate.err;
