@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <thread>
 
 using namespace dedupctl::testing;
 using Json = nlohmann::json;
@@ -316,3 +318,87 @@ TEST_F(RedisTls, ASentinelOverTlsNamesAMasterReachedOverTls) {
 }
 
 } // namespace
+
+// watch over TLS with a client certificate and the password from REDISCLI_AUTH: the keyspace probe
+// and the lookups go through the same secured connection; an untrusted CA and a wrong password are
+// dedupctl_up{system="redis"} 0 with the cause on stderr, no coverage gauge, and no password anywhere.
+TEST_F(RedisTls, WatchOverTlsAndItsBadTwins) {
+  TlsRedisServer redis(m_certs, true);
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  for (const auto& command : planted_record_commands()) {
+    ASSERT_EQ(redis.command(command), "+OK\r\n") << command;
+  }
+  ASSERT_EQ(redis.command("CONFIG SET requirepass Corr3ct-horse"), "+OK\r\n");
+  MockBroker broker{{"pay:1"}};
+  long long now = wall_ms();
+  broker.seed("pay", planted(now, now - 30 * k_minute));
+  broker.commit("billing", "pay", "0=8");
+  std::string client = "&sslcert=" + m_certs.client_cert() + "&sslkey=" + m_certs.client_key();
+  struct Case {
+    std::string store;
+    std::string password;
+    std::string says; // on stderr; empty: the watch sees everything
+  };
+  for (const Case& c :
+       {Case{redis.tls_uri("sslrootcert=" + m_certs.ca() + client), "Corr3ct-horse", ""},
+        Case{redis.tls_uri("sslrootcert=" + m_certs.other_ca() + client), "Corr3ct-horse", "certificate verify failed"},
+        Case{redis.tls_uri("sslrootcert=" + m_certs.ca() + client), "Wr0ng-battery", "refused the credentials"}}) {
+    SCOPED_TRACE(c.store + " " + c.says);
+    int port = free_port();
+    SpawnOptions options;
+    options.stderr_file = m_dir.file("watch.err");
+    options.silence = true;
+    options.env = {{"REDISCLI_AUTH", c.password}};
+    Process watch({DEDUPCTL_BINARY,
+                   "watch",
+                   "-b",
+                   broker.bootstrap(),
+                   "--topic",
+                   "pay",
+                   "--group",
+                   "billing",
+                   "--store",
+                   c.store,
+                   "--key-template",
+                   "dedup:pay:{event_id}",
+                   "--ttl",
+                   "1h",
+                   "--retention",
+                   "7d",
+                   "--listen",
+                   fmt::format("127.0.0.1:{}", port),
+                   "--interval",
+                   "250ms",
+                   "--timeout",
+                   "5s"},
+                  options);
+    std::string expected = c.says.empty() ? "dedupctl_events{topic=\"pay\",partition=\"0\",state=\"covered\"} 2"
+                                          : "dedupctl_up{system=\"redis\"} 0";
+    std::optional<HttpAnswer> metrics;
+    for (int i = 0; i < 200; ++i) {
+      metrics = http_get(port, "/metrics");
+      if (metrics && metrics->body.find(expected) != std::string::npos &&
+          (c.says.empty() || read_file(m_dir.file("watch.err")).find(c.says) != std::string::npos)) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find(expected), std::string::npos) << metrics->body;
+    if (c.says.empty()) {
+      EXPECT_NE(metrics->body.find("dedupctl_up{system=\"redis\"} 1"), std::string::npos) << metrics->body;
+    } else {
+      EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
+    }
+    watch.signal(SIGTERM);
+    EXPECT_EQ(watch.wait(), 0);
+    std::string err = read_file(m_dir.file("watch.err"));
+    if (!c.says.empty()) {
+      EXPECT_NE(err.find(c.says), std::string::npos) << err;
+    }
+    for (const auto& text : {metrics->body, err}) {
+      EXPECT_EQ(text.find("Corr3ct-horse"), std::string::npos) << text;
+      EXPECT_EQ(text.find("Wr0ng-battery"), std::string::npos) << text;
+    }
+  }
+}
