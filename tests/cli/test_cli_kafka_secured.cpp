@@ -339,42 +339,21 @@ TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
     bool right = kafka_password == k_kafka_password;
     int port = free_port();
     TempDir dir;
-    std::vector<std::string> args{DEDUPCTL_BINARY,
-                                  "watch",
-                                  "-b",
-                                  m_listeners.sasl_ssl,
-                                  "--topic",
-                                  m_topic,
-                                  "--store",
-                                  fmt::format("redis://:{}@127.0.0.1:{}", redis_password, redis.port()),
-                                  "--ttl",
-                                  "1h",
-                                  "--retention",
-                                  "7d",
-                                  "--listen",
-                                  fmt::format("127.0.0.1:{}", port),
-                                  "--interval",
-                                  "250ms",
-                                  "--timeout",
-                                  "20s"};
+    auto args =
+        watch_args(m_listeners.sasl_ssl, m_topic, fmt::format("redis://:{}@127.0.0.1:{}", redis_password, redis.port()),
+                   port, {"--group", "", "--seek", "", "--timeout", "20s"});
     for (const auto& property : scram("SCRAM-SHA-512", kafka_password)) {
       args.insert(args.end(), {"-X", property});
     }
-    SpawnOptions options;
-    options.stderr_file = dir.file("err");
-    options.silence = true;
-    Process watch(args, options);
+    auto watch = spawn_watch(args, dir.file("err"));
     std::string expected = right ? "dedupctl_up{system=\"kafka\"} 1" : "dedupctl_up{system=\"kafka\"} 0";
-    std::optional<HttpAnswer> metrics;
-    for (int i = 0; i < 300; ++i) {
-      metrics = http_get(port, "/metrics");
-      bool shown = metrics && metrics->body.find(expected) != std::string::npos &&
-                   (!right || metrics->body.find("\ndedupctl_events{") != std::string::npos);
-      if (shown) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    auto metrics = poll_http(
+        port, "/metrics",
+        [&](const HttpAnswer& a) {
+          return a.body.find(expected) != std::string::npos &&
+                 (!right || a.body.find("\ndedupctl_events{") != std::string::npos);
+        },
+        std::chrono::seconds(30));
     ASSERT_TRUE(metrics) << read_file(dir.file("err"));
     EXPECT_NE(metrics->body.find(expected), std::string::npos) << metrics->body << read_file(dir.file("err"));
     if (right) {
@@ -385,8 +364,8 @@ TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
     } else {
       EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
     }
-    watch.signal(SIGTERM);
-    EXPECT_EQ(watch.wait(), 0);
+    watch->signal(SIGTERM);
+    EXPECT_EQ(watch->wait(), 0);
     std::string err = read_file(dir.file("err"));
     if (!right) {
       EXPECT_NE(err.find("kafka down"), std::string::npos) << err;

@@ -345,44 +345,14 @@ TEST_F(RedisTls, WatchOverTlsAndItsBadTwins) {
         Case{redis.tls_uri("sslrootcert=" + m_certs.ca() + client), "Wr0ng-battery", "refused the credentials"}}) {
     SCOPED_TRACE(c.store + " " + c.says);
     int port = free_port();
-    SpawnOptions options;
-    options.stderr_file = m_dir.file("watch.err");
-    options.silence = true;
-    options.env = {{"REDISCLI_AUTH", c.password}};
-    Process watch({DEDUPCTL_BINARY,
-                   "watch",
-                   "-b",
-                   broker.bootstrap(),
-                   "--topic",
-                   "pay",
-                   "--group",
-                   "billing",
-                   "--store",
-                   c.store,
-                   "--key-template",
-                   "dedup:pay:{event_id}",
-                   "--ttl",
-                   "1h",
-                   "--retention",
-                   "7d",
-                   "--listen",
-                   fmt::format("127.0.0.1:{}", port),
-                   "--interval",
-                   "250ms",
-                   "--timeout",
-                   "5s"},
-                  options);
+    auto watch = spawn_watch(watch_args(broker.bootstrap(), "pay", c.store, port, {"--timeout", "5s"}),
+                             m_dir.file("watch.err"), {{"REDISCLI_AUTH", c.password}});
     std::string expected = c.says.empty() ? "dedupctl_events{topic=\"pay\",partition=\"0\",state=\"covered\"} 2"
                                           : "dedupctl_up{system=\"redis\"} 0";
-    std::optional<HttpAnswer> metrics;
-    for (int i = 0; i < 200; ++i) {
-      metrics = http_get(port, "/metrics");
-      if (metrics && metrics->body.find(expected) != std::string::npos &&
-          (c.says.empty() || read_file(m_dir.file("watch.err")).find(c.says) != std::string::npos)) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    auto metrics = poll_http(port, "/metrics", [&](const HttpAnswer& a) {
+      return a.body.find(expected) != std::string::npos &&
+             (c.says.empty() || read_file(m_dir.file("watch.err")).find(c.says) != std::string::npos);
+    });
     ASSERT_TRUE(metrics);
     EXPECT_NE(metrics->body.find(expected), std::string::npos) << metrics->body;
     if (c.says.empty()) {
@@ -390,8 +360,8 @@ TEST_F(RedisTls, WatchOverTlsAndItsBadTwins) {
     } else {
       EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
     }
-    watch.signal(SIGTERM);
-    EXPECT_EQ(watch.wait(), 0);
+    watch->signal(SIGTERM);
+    EXPECT_EQ(watch->wait(), 0);
     std::string err = read_file(m_dir.file("watch.err"));
     if (!c.says.empty()) {
       EXPECT_NE(err.find(c.says), std::string::npos) << err;

@@ -23,27 +23,6 @@ namespace {
 const std::vector<std::string> k_states{"no_id",   "covered", "expiring",    "expired",
                                         "missing", "pending", "in_progress", "orphaned"};
 
-// A watch of the planted events (tests/support/planted.hpp) with the audit tests' placement: the
-// audit's arguments, as a watch. `extra` flags replace those of the same name ("--ttl", "" drops it).
-std::vector<std::string> watch_args(const std::string& bootstrap, const std::string& topic, const std::string& store,
-                                    int port, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = audit_args(bootstrap, store, {}, "json", topic);
-  args.resize(args.size() - 2); // -o json
-  args.front() = "watch";
-  args.insert(args.begin(), DEDUPCTL_BINARY);
-  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s"});
-  for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
-    auto at = std::find(args.begin(), args.end(), extra[i]);
-    if (at != args.end()) {
-      at = args.erase(at, at + 2);
-    }
-    if (!extra[i + 1].empty()) {
-      args.insert(at, {extra[i], extra[i + 1]});
-    }
-  }
-  return args;
-}
-
 bool equals(const Samples& samples, const Samples& expected) { return samples == expected; }
 
 // The planted events' states as the audit counts them (expect_planted).
@@ -79,8 +58,8 @@ protected:
     SpawnOptions options;
     options.stderr_file = m_dir.file("watch.err");
     options.silence = true;
-    auto args = watch_args(m_cluster.bootstrap, m_cluster.topic, m_redis.uri(), m_port, extra);
-    m_watch = std::make_unique<Process>(args, options);
+    m_watch = std::make_unique<Process>(watch_args(m_cluster.bootstrap, m_cluster.topic, m_redis.uri(), m_port, extra),
+                                        options);
     m_prometheus = std::make_unique<PrometheusServer>(m_port);
     ASSERT_TRUE(m_prometheus->available()) << m_prometheus->why_unavailable();
   }
@@ -368,14 +347,9 @@ TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
                  redis.uri(), "--ttl", "1h", "--retention", "7d", "--listen", fmt::format("127.0.0.1:{}", port),
                  "--interval", "200ms", "--timeout", "1s"},
                 options);
-  std::optional<HttpAnswer> metrics;
-  for (int i = 0; i < 100; ++i) {
-    metrics = http_get(port, "/metrics");
-    if (metrics && metrics->body.find("dedupctl_up{system=\"kafka\"} 0") != std::string::npos) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"kafka\"} 0") != std::string::npos;
+  });
   ASSERT_TRUE(metrics) << read_file(dir.file("err"));
   EXPECT_NE(metrics->body.find("dedupctl_up{system=\"kafka\"} 0"), std::string::npos) << metrics->body;
   EXPECT_EQ(metrics->body.find("\ndedupctl_events{"), std::string::npos) << metrics->body;
@@ -385,15 +359,6 @@ TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
 }
 
 namespace {
-
-// Runs `args` (after the binary) as a watch whose stderr goes to `err`.
-std::unique_ptr<Process> spawn_watch(std::vector<std::string> args, const std::string& err) {
-  args.insert(args.begin(), DEDUPCTL_BINARY);
-  SpawnOptions options;
-  options.stderr_file = err;
-  options.silence = true;
-  return std::make_unique<Process>(args, options);
-}
 
 // The audit's per-state counts (report-v1 summary) of `args`.
 Samples audit_states(const std::vector<std::string>& args) {
@@ -412,9 +377,7 @@ struct ScrapedWatch {
   ScrapedWatch(const std::string& bootstrap, const std::string& topic, const std::string& store,
                const std::vector<std::string>& extra)
       : port(free_port()) {
-    auto args = watch_args(bootstrap, topic, store, port, extra);
-    args.erase(args.begin());
-    process = spawn_watch(args, dir.file("err"));
+    process = spawn_watch(watch_args(bootstrap, topic, store, port, extra), dir.file("err"));
     prometheus = std::make_unique<PrometheusServer>(port);
   }
   std::string err() const { return read_file(dir.file("err")); }
@@ -471,7 +434,7 @@ TEST(WatchInbox, APostgresRestartIsSurvived) {
   EXPECT_EQ(expected["covered"] + expected["expiring"], 3) << describe(expected);
   int port = free_port();
   TempDir dir;
-  std::vector<std::string> args{"watch"};
+  std::vector<std::string> args{DEDUPCTL_BINARY, "watch"};
   args.insert(args.end(), common.begin(), common.end());
   args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s",
                            "--timeout", "2s"});
@@ -551,12 +514,8 @@ TEST_P(Watch, ShardsSplitThePartitionsAndSumToTheWhole) {
   std::vector<int> ports{free_port(), free_port()};
   std::vector<std::unique_ptr<Process>> watchers;
   for (int k = 0; k < 2; ++k) {
-    auto args = watch_args(m_cluster.bootstrap, topic, m_redis.uri(), ports[k], {"--shard", fmt::format("{}/2", k)});
-    args.erase(args.begin());
-    std::erase(args, std::string("--seek"));
-    std::erase(args, std::string("2"));
-    std::erase(args, std::string("--group"));
-    std::erase(args, std::string("billing"));
+    auto args = watch_args(m_cluster.bootstrap, topic, m_redis.uri(), ports[k],
+                           {"--shard", fmt::format("{}/2", k), "--seek", "", "--group", ""});
     watchers.push_back(spawn_watch(args, m_dir.file(fmt::format("shard{}.err", k))));
   }
   PrometheusServer prometheus(ports);

@@ -1001,6 +1001,23 @@ std::optional<HttpAnswer> http_get(int port, const std::string& target, const st
   return answer;
 }
 
+std::optional<HttpAnswer> poll_http(int port, const std::string& target,
+                                    const std::function<bool(const HttpAnswer&)>& done,
+                                    std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::optional<HttpAnswer> last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto answer = http_get(port, target)) {
+      last = std::move(answer);
+      if (done(*last)) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
 std::string url_encode(std::string_view text) {
   std::string out;
   for (unsigned char c : text) {

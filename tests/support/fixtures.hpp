@@ -323,6 +323,11 @@ struct HttpAnswer {
 };
 std::optional<HttpAnswer> http_get(int port, const std::string& target, const std::string& accept = {},
                                    std::chrono::milliseconds timeout = std::chrono::seconds(5));
+// Asks GET `target` every 100 ms until `done(answer)` or `timeout`; the last answer (nullopt when
+// nothing ever answered).
+std::optional<HttpAnswer> poll_http(int port, const std::string& target,
+                                    const std::function<bool(const HttpAnswer&)>& done,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // Percent-encodes a query parameter's value.
 std::string url_encode(std::string_view text);
 

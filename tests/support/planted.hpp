@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <ranges>
@@ -109,6 +110,39 @@ inline std::vector<std::string> audit_args(const std::string& bootstrap, const s
                                 format};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
+}
+
+// A watch of the planted events with audit_args' placement (the binary first): the audit's
+// arguments as a watch on 127.0.0.1:port, a tick every 250 ms, a refresh every 3 s. `extra` flags
+// replace those of the same name ("--seek", "" drops it).
+inline std::vector<std::string> watch_args(const std::string& bootstrap, const std::string& topic,
+                                           const std::string& store, int port,
+                                           const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = audit_args(bootstrap, store, {}, "json", topic);
+  args.resize(args.size() - 2); // -o json
+  args.front() = "watch";
+  args.insert(args.begin(), DEDUPCTL_BINARY);
+  args.insert(args.end(), {"--listen", fmt::format("127.0.0.1:{}", port), "--interval", "250ms", "--refresh", "3s"});
+  for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
+    auto at = std::find(args.begin(), args.end(), extra[i]);
+    if (at != args.end()) {
+      at = args.erase(at, at + 2);
+    }
+    if (!extra[i + 1].empty()) {
+      args.insert(at, {extra[i], extra[i + 1]});
+    }
+  }
+  return args;
+}
+
+// Runs `args` (the binary first) as a watch whose stderr goes to `err`, with `env` added.
+inline std::unique_ptr<Process> spawn_watch(const std::vector<std::string>& args, const std::string& err,
+                                            std::map<std::string, std::string> env = {}) {
+  SpawnOptions options;
+  options.stderr_file = err;
+  options.silence = true;
+  options.env = std::move(env);
+  return std::make_unique<Process>(args, options);
 }
 
 inline std::map<std::string, long long> finding_counts(const nlohmann::json& doc) {
