@@ -24,9 +24,10 @@ std::optional<FieldSpec> try_parse_field_spec(std::string_view item, std::string
     if (spec.name.empty()) {
       return bad("the header name is empty");
     }
-  } else if (item.starts_with("json:")) {
-    spec.kind = FieldKind::Json;
-    spec.name = std::string(item.substr(5));
+  } else if (item.starts_with("json:") || item.starts_with("key-json:")) {
+    bool key = item.starts_with("key-json:");
+    spec.kind = key ? FieldKind::KeyJson : FieldKind::Json;
+    spec.name = std::string(item.substr(key ? 9 : 5));
     if (spec.name.empty() || spec.name[0] != '/') {
       return bad("a JSON pointer starts with '/' (RFC 6901)");
     }
@@ -50,7 +51,8 @@ FieldSpec parse_one(std::string_view item, std::string_view what) {
   auto spec = try_parse_field_spec(item, why);
   if (!spec) {
     throw UsageError(
-        fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key or offset", what, item, why));
+        fmt::format("invalid {} spec '{}': {}; expected header:NAME, json:/pointer, key-json:/pointer, key or offset",
+                    what, item, why));
   }
   return *spec;
 }

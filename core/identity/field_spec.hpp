@@ -5,11 +5,12 @@
 #include <string_view>
 #include <vector>
 
-// Where a value of an event is taken from: `header:NAME`, `json:/pointer` (RFC 6901), `key`,
-// `offset` (rendered topic-partition-offset).
+// Where a value of an event is taken from: `header:NAME`, `json:/pointer` (RFC 6901) into the
+// payload, `key-json:/pointer` into the key, `key`, `offset` (rendered topic-partition-offset). A
+// payload or key in a schema registry's wire format is decoded first when a decoder is given.
 namespace dedupctl::core {
 
-enum class FieldKind { Header, Json, Key, Offset };
+enum class FieldKind { Header, Json, KeyJson, Key, Offset };
 
 struct FieldSpec {
   FieldKind kind = FieldKind::Key;

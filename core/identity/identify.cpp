@@ -1,5 +1,6 @@
 #include "core/identity/identify.hpp"
 
+#include "core/identity/payload_decoder.hpp"
 #include "core/util/fingerprint.hpp"
 
 #include <fmt/format.h>
@@ -39,43 +40,31 @@ bool looks_binary(std::string_view payload) {
 
 } // namespace
 
-struct Identifier::Impl {
-  IdentifyOptions options;
-  Arena arena;
+// One JSON document parsed on demand: a payload's or a key's, at most once per event.
+struct JsonDocument {
   simdjson::ondemand::parser parser;
   std::vector<char> padded;
   simdjson::ondemand::document document;
   const Event* parsed_for = nullptr; // the event `document` belongs to
   bool parse_failed = false;
-  std::string reason;
-  bool binary_seen = false;                   // a json: spec of this event met a binary payload
-  std::vector<std::string_view> extra_values; // reserved per batch: identities point into it
 
-  explicit Impl(IdentifyOptions opts) : options(std::move(opts)) {}
-
-  void begin_event() {
-    parsed_for = nullptr;
-    parse_failed = false;
-  }
-
-  bool ensure_parsed(const Event& event) {
+  bool ensure_parsed(const Event& event, std::optional<std::string_view> text) {
     if (parsed_for == &event) {
       return !parse_failed;
     }
     parsed_for = &event;
     parse_failed = true;
-    if (!event.payload || event.payload->empty()) {
+    if (!text || text->empty()) {
       return false;
     }
     // simdjson reads up to SIMDJSON_PADDING bytes past the end: copy into a padded buffer
     // (events are views into the client's buffers, which are not padded).
-    const auto& payload = *event.payload;
-    if (padded.size() < payload.size() + simdjson::SIMDJSON_PADDING) {
-      padded.resize(payload.size() + simdjson::SIMDJSON_PADDING);
+    if (padded.size() < text->size() + simdjson::SIMDJSON_PADDING) {
+      padded.resize(text->size() + simdjson::SIMDJSON_PADDING);
     }
-    std::memcpy(padded.data(), payload.data(), payload.size());
-    std::memset(padded.data() + payload.size(), 0, simdjson::SIMDJSON_PADDING);
-    auto result = parser.iterate(padded.data(), payload.size(), padded.size());
+    std::memcpy(padded.data(), text->data(), text->size());
+    std::memset(padded.data() + text->size(), 0, simdjson::SIMDJSON_PADDING);
+    auto result = parser.iterate(padded.data(), text->size(), padded.size());
     if (result.error()) {
       return false;
     }
@@ -84,8 +73,9 @@ struct Identifier::Impl {
     return true;
   }
 
-  Outcome json_value(const Event& event, const std::string& pointer, std::string_view& out) {
-    if (!ensure_parsed(event)) {
+  Outcome value(const Event& event, std::optional<std::string_view> text, const std::string& pointer, Arena& arena,
+                std::string_view& out) {
+    if (!ensure_parsed(event, text)) {
       return Outcome::NotJson;
     }
     auto value = document.at_pointer(pointer);
@@ -104,12 +94,12 @@ struct Identifier::Impl {
       return Outcome::NotJson;
     }
     if (type == simdjson::ondemand::json_type::string) {
-      std::string_view text;
-      if (value.get_string().get(text)) {
+      std::string_view string;
+      if (value.get_string().get(string)) {
         parsed_for = nullptr;
         return Outcome::NotJson;
       }
-      out = arena.copy(text);
+      out = arena.copy(string);
       return Outcome::Found;
     }
     if (type == simdjson::ondemand::json_type::number) {
@@ -125,6 +115,80 @@ struct Identifier::Impl {
       return Outcome::Missing;
     }
     return Outcome::NotScalar;
+  }
+};
+
+// A payload or key as the json: specs read it: the bytes themselves, or the JSON of the record a
+// schema registry's frame holds (decoded once per event, and only with a decoder).
+struct DecodedText {
+  const Event* decoded_for = nullptr;
+  std::optional<std::string_view> raw;
+  std::string json;
+  std::string error; // why a framed value could not be decoded; "" when decoded or not framed
+  bool decoded = false;
+
+  void prepare(const Event& event, std::optional<std::string_view> bytes, const PayloadDecoder* decoder) {
+    if (decoded_for == &event) {
+      return;
+    }
+    decoded_for = &event;
+    raw = bytes;
+    decoded = false;
+    error.clear();
+    if (!decoder || !bytes) {
+      return;
+    }
+    auto frame = parse_wire_frame(*bytes);
+    if (!frame) {
+      return;
+    }
+    error = decoder->decode(*frame, json);
+    decoded = error.empty();
+  }
+
+  std::optional<std::string_view> text() const {
+    if (decoded) {
+      return std::string_view(json);
+    }
+    return raw;
+  }
+
+  // Why a json: spec found no JSON here.
+  std::string why_not_json(bool has_decoder, bool& binary) const {
+    if (!raw) {
+      return "null";
+    }
+    if (!error.empty()) {
+      binary = true;
+      return error;
+    }
+    if (looks_binary(*raw)) {
+      binary = true;
+      return has_decoder ? unframed_reason(*raw) : "binary, not JSON (Avro or Protobuf? see --registry)";
+    }
+    return "not JSON";
+  }
+};
+
+struct Identifier::Impl {
+  IdentifyOptions options;
+  Arena arena;
+  JsonDocument payload_document;
+  JsonDocument key_document;
+  DecodedText payload;
+  DecodedText key;
+  std::string reason;
+  bool binary_seen = false;                   // a json: spec of this event met a binary payload
+  std::vector<std::string_view> extra_values; // reserved per batch: identities point into it
+
+  explicit Impl(IdentifyOptions opts) : options(std::move(opts)) {}
+
+  void begin_event(const Event& event) {
+    payload_document.parsed_for = nullptr;
+    key_document.parsed_for = nullptr;
+    payload.decoded_for = nullptr;
+    key.decoded_for = nullptr;
+    payload.prepare(event, event.payload, options.decoder.get());
   }
 
   // Evaluates one spec; on failure appends why to `reason` (when asked to).
@@ -159,26 +223,32 @@ struct Identifier::Impl {
       out = arena.copy(text);
       return true;
     }
-    case FieldKind::Json: {
-      Outcome outcome = json_value(event, spec.name, out);
+    case FieldKind::Json:
+    case FieldKind::KeyJson: {
+      bool of_key = spec.kind == FieldKind::KeyJson;
+      DecodedText& text = of_key ? key : payload;
+      if (of_key) {
+        key.prepare(event, event.key, options.decoder.get());
+      }
+      JsonDocument& document = of_key ? key_document : payload_document;
+      Outcome outcome = document.value(event, text.text(), spec.name, arena, out);
       if (outcome == Outcome::Found && !out.empty()) {
         return true;
       }
       if (explain) {
+        std::string_view what = of_key ? "key" : "payload";
         switch (outcome) {
-        case Outcome::NotJson:
-          if (event.payload && looks_binary(*event.payload)) {
-            binary_seen = true;
-            note("payload is binary, not JSON (Avro or Protobuf?)");
-          } else {
-            note(event.payload ? "payload is not JSON" : "payload is null");
-          }
+        case Outcome::NotJson: {
+          bool binary = false;
+          note(fmt::format("{} is {}", what, text.why_not_json(options.decoder != nullptr, binary)));
+          binary_seen = binary_seen || (binary && !of_key);
           break;
+        }
         case Outcome::NotScalar:
           note(fmt::format("{} is not a string or number", spec.name));
           break;
         default:
-          note(fmt::format("payload has no {}", spec.name));
+          note(fmt::format("{} has no {}", what, spec.name));
           break;
         }
       }
@@ -205,12 +275,14 @@ struct Identifier::Impl {
   }
 
   Identity identify(const Event& event) {
-    begin_event();
+    begin_event(event);
     Identity identity;
     reason.clear();
     binary_seen = false;
-    std::string_view payload = event.payload.value_or(std::string_view{});
-    identity.payload_fingerprint = event.payload ? hash64(payload) : 0;
+    // A decoded record is fingerprinted by its content, so that the same event written under two
+    // schema versions has one fingerprint; anything else by its bytes.
+    std::string_view content = payload.text().value_or(std::string_view{});
+    identity.payload_fingerprint = event.payload ? hash64(content) : 0;
     identity.has_id = first_of(event, options.id, identity.id, true);
     if (identity.has_id) {
       identity.id_hash = hash64(identity.id, k_seed_id);
@@ -220,7 +292,7 @@ struct Identifier::Impl {
     }
     first_of(event, options.type, identity.type, false);
     first_of(event, options.entity, identity.entity, false);
-    identity.semantic_hash = semantic(event, identity, payload);
+    identity.semantic_hash = semantic(event, identity, content);
     if (!options.extra.empty()) {
       std::size_t first = extra_values.size();
       for (const auto& spec : options.extra) {
@@ -232,7 +304,7 @@ struct Identifier::Impl {
     return identity;
   }
 
-  std::uint64_t semantic(const Event& event, const Identity& identity, std::string_view payload) {
+  std::uint64_t semantic(const Event& event, const Identity& identity, std::string_view content) {
     XXH3_state_t state;
     XXH3_64bits_reset_withSeed(&state, k_seed_semantic);
     auto add = [&](std::string_view bytes) {
@@ -252,12 +324,12 @@ struct Identifier::Impl {
     add(identity.entity);
     // The payload without the event id's first occurrence: a producer that retried with a new id
     // sent the same bytes but for the id.
-    std::size_t at = identity.has_id && !identity.id.empty() ? payload.find(identity.id) : std::string_view::npos;
+    std::size_t at = identity.has_id && !identity.id.empty() ? content.find(identity.id) : std::string_view::npos;
     if (at == std::string_view::npos) {
-      add(payload);
+      add(content);
     } else {
-      XXH3_64bits_update(&state, payload.data(), at);
-      XXH3_64bits_update(&state, payload.data() + at + identity.id.size(), payload.size() - at - identity.id.size());
+      XXH3_64bits_update(&state, content.data(), at);
+      XXH3_64bits_update(&state, content.data() + at + identity.id.size(), content.size() - at - identity.id.size());
     }
     return XXH3_64bits_digest(&state);
   }

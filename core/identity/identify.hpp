@@ -4,6 +4,7 @@
 #include "core/finding.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/key_template.hpp"
+#include "core/identity/payload_decoder.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>
@@ -22,6 +23,9 @@ struct IdentifyOptions {
   std::vector<FieldSpec> semantic;
   // Further values taken per event (a key template's {header:…} and {json:…}); empty when absent.
   std::vector<FieldSpec> extra;
+  // Decodes payloads and keys in a schema registry's wire format for the json: and key-json: specs
+  // and the fingerprints; none: they are read as they are.
+  std::shared_ptr<const PayloadDecoder> decoder;
 };
 
 IdentifyOptions default_identify_options();

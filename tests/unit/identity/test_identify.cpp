@@ -109,7 +109,7 @@ TEST(Identify, ABinaryPayloadIsNamedAsSuchAndHeadersStillWork) {
   for (std::string binary : {std::string("\x02\x0ae-17\x10\x01", 7), std::string("\xc3\x28{\"event_id\":1}")}) {
     auto result = identify(identifier, event(binary));
     EXPECT_FALSE(result.has_id);
-    EXPECT_EQ(result.reason, "payload is binary, not JSON (Avro or Protobuf?)");
+    EXPECT_EQ(result.reason, "payload is binary, not JSON (Avro or Protobuf? see --registry)");
   }
   EXPECT_EQ(identify(identifier, event("plain\ttext")).reason, "payload is not JSON");
   Identifier by_header(options("header:event_id,json:/event_id"));

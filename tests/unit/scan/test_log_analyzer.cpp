@@ -147,7 +147,7 @@ TEST(LogAnalyzer, EventsWithBinaryPayloadsAreCountedApartWithWhatToDo) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "3 events carry no event id (2 of them have a binary payload that json: specs cannot read)");
   EXPECT_NE(f->advice.find("--id header:event_id"), std::string::npos) << f->advice;
-  EXPECT_EQ(f->examples[0].note, "no header event_id, payload is binary, not JSON (Avro or Protobuf?)");
+  EXPECT_EQ(f->examples[0].note, "no header event_id, payload is binary, not JSON (Avro or Protobuf? see --registry)");
   auto plain = analyze({text});
   EXPECT_EQ(find(plain, "missing-event-id")->title, "1 events carry no event id");
 }
