@@ -62,7 +62,7 @@ int run(const AuditFlags& options, Context& context) {
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
-  request.identify = parse_identity(options.identity);
+  request.identify = parse_identity(options.identity, context);
   request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
   request.max_examples = options.examples;
   request.has_seek = !options.seek.empty();
@@ -97,6 +97,7 @@ int run(const AuditFlags& options, Context& context) {
   archives.attach(request.analyzer);
   OpenedSource opened = open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt,
                                     nullptr, options.committed);
+  opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
     BrokerTopicConfigs broker(kafka_settings(context));

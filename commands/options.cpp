@@ -1,9 +1,12 @@
 #include "commands/options.hpp"
 
 #include "commands/settings.hpp"
+#include "connectors/file/text.hpp"
 #include "connectors/postgres/inbox.hpp"
+#include "connectors/schema/decoder.hpp"
 #include "core/audit/retention.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/text.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
@@ -128,6 +131,70 @@ void add_identity_options(CLI::App& app, IdentityFlags& options) {
                    "what makes two events the same intent, all specs combined (default: type + entity + payload "
                    "without the id)")
       ->type_name("SPEC[,...]");
+  auto* registry = app.add_option_group(
+      "Schema registry", "Payloads and keys in a schema registry's wire format (Avro, Protobuf, JSON Schema) are "
+                         "decoded for json: and key-json: specs");
+  registry
+      ->add_option("--registry", options.registry,
+                   "the schema registry's URL (Confluent API; Apicurio's ccompat), e.g. https://registry:8081")
+      ->type_name("URL")
+      ->envname("DEDUPCTL_REGISTRY_URL");
+  registry->add_option("--registry-ca", options.registry_ca, "trust these CAs (PEM) for an https registry")
+      ->type_name("FILE")
+      ->envname("DEDUPCTL_REGISTRY_CA");
+  registry
+      ->add_option("--registry-user-info-file", options.registry_user_info_file,
+                   "basic auth USER:PASSWORD from FILE (or DEDUPCTL_REGISTRY_USER_INFO)")
+      ->type_name("FILE")
+      ->envname("DEDUPCTL_REGISTRY_USER_INFO_FILE");
+  registry
+      ->add_option("--registry-token-file", options.registry_token_file,
+                   "a bearer token from FILE, read at start (or DEDUPCTL_REGISTRY_TOKEN)")
+      ->type_name("FILE")
+      ->envname("DEDUPCTL_REGISTRY_TOKEN_FILE");
+  registry
+      ->add_option("--schemas", options.schemas,
+                   "schemas from DIR (<id>.json, as dedupctl schemas export writes them) instead of a registry")
+      ->type_name("DIR");
+}
+
+std::optional<connectors::schema::RegistrySettings> registry_settings(const IdentityFlags& options, Context& context) {
+  if (options.registry.empty()) {
+    return std::nullopt;
+  }
+  connectors::schema::RegistrySettings settings;
+  settings.url = options.registry;
+  settings.ca_file = options.registry_ca;
+  auto secret_of = [](const std::string& file, const char* variable, const char* flag) {
+    std::string value;
+    if (!file.empty()) {
+      value = std::string(core::trim(connectors::file::read_text_file(file, flag)));
+    } else if (const char* env = std::getenv(variable); env && *env) {
+      value = env;
+    }
+    return value;
+  };
+  settings.user_info =
+      secret_of(options.registry_user_info_file, "DEDUPCTL_REGISTRY_USER_INFO", "--registry-user-info-file");
+  settings.token = secret_of(options.registry_token_file, "DEDUPCTL_REGISTRY_TOKEN", "--registry-token-file");
+  std::string from_url;
+  connectors::schema::strip_credentials(settings.url, &from_url);
+  for (const std::string* secret : {&settings.user_info, &settings.token, &from_url}) {
+    if (!secret->empty()) {
+      context.secrets.push_back(*secret);
+      if (auto colon = secret->find(':'); secret != &settings.token && colon != std::string::npos) {
+        context.secrets.push_back(secret->substr(colon + 1)); // the password alone
+      }
+    }
+  }
+  if (!settings.user_info.empty() && settings.user_info.find(':') == std::string::npos) {
+    throw UsageError("the registry's user info is not USER:PASSWORD (--registry-user-info-file or "
+                     "DEDUPCTL_REGISTRY_USER_INFO)");
+  }
+  if (!settings.ca_file.empty()) {
+    connectors::file::read_text_file(settings.ca_file, "--registry-ca"); // readable now, not at the first event
+  }
+  return settings;
 }
 
 void add_inbox_options(CLI::Option_group& group, InboxFlags& options) {
@@ -279,7 +346,7 @@ std::string kind_name(core::StoreUri::Kind kind) {
   return "redis";
 }
 
-core::IdentifyOptions parse_identity(const IdentityFlags& options) {
+core::IdentifyOptions parse_identity(const IdentityFlags& options, Context& context) {
   core::IdentifyOptions out;
   out.id = core::parse_field_specs(options.id, "--id");
   out.type = core::parse_field_specs(options.type, "--type");
@@ -288,6 +355,15 @@ core::IdentifyOptions parse_identity(const IdentityFlags& options) {
   }
   if (!options.semantic_key.empty()) {
     out.semantic = core::parse_field_specs(options.semantic_key, "--semantic-key");
+  }
+  if (!options.registry.empty() && !options.schemas.empty()) {
+    throw UsageError("--registry and --schemas are two sources of the same schemas: give one");
+  }
+  if (auto settings = registry_settings(options, context)) {
+    out.decoder = std::make_shared<connectors::schema::SchemaDecoder>(connectors::schema::open_registry(*settings));
+  } else if (!options.schemas.empty()) {
+    out.decoder =
+        std::make_shared<connectors::schema::SchemaDecoder>(connectors::schema::open_directory(options.schemas));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "commands/context.hpp"
+#include "connectors/schema/source.hpp"
 #include "core/audit/audit_analyzer.hpp"
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
@@ -47,6 +48,12 @@ struct IdentityFlags {
   std::string type = "header:type,json:/type";
   std::string entity;
   std::string semantic_key;
+  // Payloads and keys in a schema registry's wire format: the registry, or an export of it.
+  std::string registry;
+  std::string registry_ca;
+  std::string registry_user_info_file;
+  std::string registry_token_file;
+  std::string schemas;
 };
 
 // An inbox table's schema (postgres:// stores), shared by audit and snapshot.
@@ -96,8 +103,17 @@ void add_identity_options(CLI::App& app, IdentityFlags& options);
 inline constexpr std::size_t k_max_examples = 1000;
 void add_examples_option(CLI::Option_group& group, std::size_t& examples);
 
-// Parses the identity flags; throws UsageError naming the flag.
-core::IdentifyOptions parse_identity(const IdentityFlags& options);
+// Parses the identity flags, with a decoder when --registry or --schemas is given (nothing is
+// contacted yet); throws UsageError naming the flag.
+// The registry's secrets join context.secrets, so that no output shows them.
+core::IdentifyOptions parse_identity(const IdentityFlags& options, Context& context);
+// How the identify stage decodes payloads, for the report's source ("" without a decoder).
+inline std::string decoding_of(const core::IdentifyOptions& identify) {
+  return identify.decoder ? identify.decoder->describe() : std::string();
+}
+// The registry's settings from the flags and the environment (DEDUPCTL_REGISTRY_USER_INFO,
+// DEDUPCTL_REGISTRY_TOKEN), files read; nullopt without --registry.
+std::optional<connectors::schema::RegistrySettings> registry_settings(const IdentityFlags& options, Context& context);
 
 // --format, refusing before anything is contacted a format no command renders yet (html).
 reports::Format parse_output_format(const Context& context);

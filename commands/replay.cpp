@@ -107,7 +107,7 @@ int run(const ReplayFlags& options, Context& context) {
   ReplayRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
-  request.identify = parse_identity(options.identity);
+  request.identify = parse_identity(options.identity, context);
   request.key_template = placement.audit.key_template;
   if (has_via && placement.uri.kind == core::StoreUri::Kind::Postgres) {
     request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
@@ -151,6 +151,7 @@ int run(const ReplayFlags& options, Context& context) {
 
   OpenedSource opened =
       open_source(options.source, context, std::nullopt, request.checkpoint ? &*request.checkpoint : nullptr);
+  opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
   std::unique_ptr<core::ReplayPlacement> via;
   std::unique_ptr<core::ReplaySink> sink;

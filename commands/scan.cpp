@@ -29,7 +29,7 @@ int run(const ScanFlags& options, Context& context) {
   ScanRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
-  request.identify = parse_identity(options.identity);
+  request.identify = parse_identity(options.identity, context);
   request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
   request.max_examples = options.examples;
   if (context.progress) {
@@ -45,6 +45,7 @@ int run(const ScanFlags& options, Context& context) {
   archives.attach(request.analyzer);
 
   OpenedSource opened = open_source(source, context);
+  opened.info.payload_decoding = decoding_of(request.identify);
   reports::Report report;
   if (opened.failure) {
     report = unreachable_report("scan", *opened.failure, opened.info, context);

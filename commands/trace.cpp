@@ -56,7 +56,7 @@ int run(const TraceFlags& options, Context& context) {
   TraceRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
-  request.identify = parse_identity(options.identity);
+  request.identify = parse_identity(options.identity, context);
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
   PlacementOptions placement = parse_placement(options.placement, context);
@@ -74,6 +74,7 @@ int run(const TraceFlags& options, Context& context) {
     store = open_dedup_store(placement, options.placement, context, std::nullopt);
   }
   OpenedSource opened = open_source(options.source, context);
+  opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
   if (!failure && !file_store) {
     store = open_dedup_store(placement, options.placement, context, std::nullopt);

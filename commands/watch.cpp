@@ -70,7 +70,7 @@ struct WatchConfig {
   std::int64_t refresh_rate = 0; // keys a second a refresh looks up at most (0: no limit)
 };
 
-WatchConfig parse_flags(const WatchFlags& flags, const Context& context) {
+WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
   WatchConfig config;
   if (flags.topics.empty()) {
     throw UsageError("watch needs --topic T (with --bootstrap-server): the topics whose consumers it watches");
@@ -91,7 +91,7 @@ WatchConfig parse_flags(const WatchFlags& flags, const Context& context) {
   if (!flags.shard.empty()) {
     config.shard = core::parse_shard(flags.shard);
   }
-  config.identify = parse_identity(flags.identity);
+  config.identify = parse_identity(flags.identity, context);
   config.placement = parse_placement(flags.placement, context);
   if (config.placement.uri.kind == core::StoreUri::Kind::Memory ||
       config.placement.uri.kind == core::StoreUri::Kind::File) {

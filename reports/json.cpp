@@ -30,6 +30,9 @@ Json source_json(const core::SourceInfo& source) {
     out["isolation"] = source.isolation; // additive to v1
   }
   out["group"] = optional_json(source.group);
+  if (!source.payload_decoding.empty()) {
+    out["payload_decoding"] = source.payload_decoding; // additive to v1
+  }
   Json partitions = Json::array();
   for (const auto& range : source.partitions) {
     Json p;

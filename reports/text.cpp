@@ -95,6 +95,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     if (source.isolation == "read_uncommitted") {
       fmt::print(out, "  read_uncommitted: records of aborted transactions are included (consumers never saw them)\n");
     }
+    if (!source.payload_decoding.empty()) {
+      fmt::print(out, "  payloads: {}\n", source.payload_decoding);
+    }
     if (source.invalid_lines > 0) {
       fmt::print(out, "  {} invalid input lines were skipped (--skip-invalid)\n", source.invalid_lines);
     }

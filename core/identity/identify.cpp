@@ -178,7 +178,9 @@ struct Identifier::Impl {
   DecodedText payload;
   DecodedText key;
   std::string reason;
-  bool binary_seen = false;                   // a json: spec of this event met a binary payload
+  bool binary_seen = false;           // a json: spec of this event met a binary payload
+  bool payload_not_json_said = false; // why the payload is not JSON is in `reason` already
+  bool key_not_json_said = false;
   std::vector<std::string_view> extra_values; // reserved per batch: identities point into it
 
   explicit Impl(IdentifyOptions opts) : options(std::move(opts)) {}
@@ -239,9 +241,14 @@ struct Identifier::Impl {
         std::string_view what = of_key ? "key" : "payload";
         switch (outcome) {
         case Outcome::NotJson: {
-          bool binary = false;
-          note(fmt::format("{} is {}", what, text.why_not_json(options.decoder != nullptr, binary)));
-          binary_seen = binary_seen || (binary && !of_key);
+          // Said once an event, however many json: specs met it.
+          bool& said = of_key ? key_not_json_said : payload_not_json_said;
+          if (!said) {
+            said = true;
+            bool binary = false;
+            note(fmt::format("{} is {}", what, text.why_not_json(options.decoder != nullptr, binary)));
+            binary_seen = binary_seen || (binary && !of_key);
+          }
           break;
         }
         case Outcome::NotScalar:
@@ -279,6 +286,8 @@ struct Identifier::Impl {
     Identity identity;
     reason.clear();
     binary_seen = false;
+    payload_not_json_said = false;
+    key_not_json_said = false;
     // A decoded record is fingerprinted by its content, so that the same event written under two
     // schema versions has one fingerprint; anything else by its bytes.
     std::string_view content = payload.text().value_or(std::string_view{});

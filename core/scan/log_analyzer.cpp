@@ -244,9 +244,10 @@ std::vector<Finding> log_findings(const LogTally& tally, const LogAnalyzerOption
                   "that --id ({}) names where the producer puts the id, or fix the producer.{}",
                   options.id_specs,
                   tally.no_id_binary == 0 ? ""
-                                          : " A binary payload (Avro, Protobuf behind a schema registry) is not "
-                                            "read: take the id from a header (--id header:event_id) or the "
-                                            "record key (--id key).")));
+                                          : " A binary payload (Avro, Protobuf, JSON Schema behind a schema "
+                                            "registry) is read through --registry URL (or --schemas DIR); the "
+                                            "examples say why these were not. Or take the id from a header "
+                                            "(--id header:event_id) or the record key (--id key).")));
   push(tally.log_duplicate.build(
       "log-duplicate", Severity::Info,
       fmt::format("{} events repeat an earlier event (same id, same payload)", tally.log_duplicate.count()),

@@ -21,6 +21,8 @@ struct SourceInfo {
   std::vector<PartitionRange> partitions;
   std::int64_t invalid_lines = 0;    // file sources read with --skip-invalid
   std::int64_t repeated_records = 0; // file sources: records read again (same topic, partition, offset), dropped
+  // How framed payloads were decoded and fingerprinted (--registry, --schemas); empty without.
+  std::string payload_decoding;
 };
 
 // `range-clamped`: requested starts before the log start, one example per partition.
