@@ -220,7 +220,8 @@ int run_once(int argc, char** argv, bool validate_only) {
       commands::register_check(app, context),      commands::register_snapshot(app, context),
       commands::register_replay(app, context),     commands::register_trace(app, context),
       commands::register_merge(app, context),      commands::register_version(app, context),
-      commands::register_completion(app, context), commands::register_watch(app, context)};
+      commands::register_completion(app, context), commands::register_watch(app, context),
+      commands::register_schemas(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();
   }

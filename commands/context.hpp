@@ -78,6 +78,7 @@ CommandRunner register_merge(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
 CommandRunner register_completion(CLI::App& app, Context& context);
 CommandRunner register_watch(CLI::App& app, Context& context);
+CommandRunner register_schemas(CLI::App& app, Context& context);
 
 // What a command returns to be run again from the start (watch after SIGHUP): never an exit code.
 inline constexpr int k_run_again = -2;

@@ -131,6 +131,10 @@ void add_identity_options(CLI::App& app, IdentityFlags& options) {
                    "what makes two events the same intent, all specs combined (default: type + entity + payload "
                    "without the id)")
       ->type_name("SPEC[,...]");
+  add_registry_options(app, options);
+}
+
+void add_registry_options(CLI::App& app, IdentityFlags& options) {
   auto* registry = app.add_option_group(
       "Schema registry", "Payloads and keys in a schema registry's wire format (Avro, Protobuf, JSON Schema) are "
                          "decoded for json: and key-json: specs");

@@ -178,14 +178,18 @@ Json replay_json(const core::ReplaySummary& replay) {
 Json trace_json(const core::Trace& trace) {
   Json occurrences = Json::array();
   for (const auto& o : trace.occurrences) {
-    occurrences.push_back(Json{{"topic", o.topic},
-                               {"partition", o.partition},
-                               {"offset", o.offset},
-                               {"timestamp", o.timestamp_ms >= 0 ? Json(core::format_time(o.timestamp_ms)) : Json()},
-                               {"type", o.type.empty() ? Json() : Json(o.type)},
-                               {"fingerprint", fmt::format("{:016x}", o.fingerprint)},
-                               {"size", o.size},
-                               {"delivered", o.delivered ? Json(*o.delivered) : Json()}});
+    Json occurrence{{"topic", o.topic},
+                    {"partition", o.partition},
+                    {"offset", o.offset},
+                    {"timestamp", o.timestamp_ms >= 0 ? Json(core::format_time(o.timestamp_ms)) : Json()},
+                    {"type", o.type.empty() ? Json() : Json(o.type)},
+                    {"fingerprint", fmt::format("{:016x}", o.fingerprint)},
+                    {"size", o.size},
+                    {"delivered", o.delivered ? Json(*o.delivered) : Json()}};
+    if (o.decoded) { // additive to v1: the decoded record of a framed payload
+      occurrence["decoded_payload"] = Json::parse(*o.decoded, nullptr, false);
+    }
+    occurrences.push_back(std::move(occurrence));
   }
   const auto& r = trace.record;
   Json record{{"state", core::to_string(r.state)},

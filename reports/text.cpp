@@ -201,6 +201,12 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
                                        : "no"});
       }
       print_table(out, rows, "  ");
+      for (const auto& o : trace.occurrences) {
+        if (o.decoded) {
+          fmt::print(out, "  decoded    {} {}\n", partition_name(o.topic, o.partition) + "@" + std::to_string(o.offset),
+                     *o.decoded);
+        }
+      }
       for (const auto& key : trace.dedup_keys) {
         fmt::print(out, "  dedup key  {}\n", key);
       }

@@ -142,6 +142,9 @@ private:
     o.type = std::string(identity.type);
     o.fingerprint = identity.payload_fingerprint;
     o.size = event.payload ? static_cast<std::int64_t>(event.payload->size()) : 0;
+    if (identity.payload_decoded) {
+      o.decoded = std::string(identity.decoded_payload);
+    }
     if (m_has_group) {
       auto c = m_committed.find({o.topic, o.partition});
       o.delivered = c != m_committed.end() && c->second && event.offset < *c->second;

@@ -17,6 +17,7 @@ RegisteredSchema SchemaDecoder::resolve(const Reference& reference) const {
                                          reference.subject, reference.version, m_source->describe()));
   }
   m_fetched[schema->id] = *schema;
+  m_reference_ids[{reference.subject, reference.version}] = schema->id;
   return *schema;
 }
 
@@ -86,6 +87,12 @@ std::vector<RegisteredSchema> SchemaDecoder::fetched() const {
   std::vector<RegisteredSchema> out;
   for (const auto& [id, schema] : m_fetched) {
     out.push_back(schema);
+    for (auto& reference : out.back().references) {
+      auto known = m_reference_ids.find({reference.subject, reference.version});
+      if (known != m_reference_ids.end()) {
+        reference.id = known->second;
+      }
+    }
   }
   return out;
 }

@@ -22,7 +22,8 @@ public:
   std::string decode(const core::WireFrame& frame, std::string& json) const override;
   std::string describe() const override;
 
-  // The schemas fetched so far (with their references), for `schemas export`.
+  // The schemas fetched so far (with their references, each reference with its id), for `schemas
+  // export`.
   std::vector<RegisteredSchema> fetched() const;
   // Fetches and compiles `id` now; "" or why it cannot be used (unknown, or not a usable schema).
   std::string prepare(std::uint32_t id) const;
@@ -40,6 +41,7 @@ private:
   std::unique_ptr<SchemaSource> m_source;
   mutable std::map<std::uint32_t, Entry> m_entries;
   mutable std::map<std::uint32_t, RegisteredSchema> m_fetched;
+  mutable std::map<std::pair<std::string, std::int64_t>, std::uint32_t> m_reference_ids; // (subject, version)
 };
 
 } // namespace dedupctl::connectors::schema

@@ -292,6 +292,10 @@ struct Identifier::Impl {
     // schema versions has one fingerprint; anything else by its bytes.
     std::string_view content = payload.text().value_or(std::string_view{});
     identity.payload_fingerprint = event.payload ? hash64(content) : 0;
+    if (payload.decoded) {
+      identity.payload_decoded = true;
+      identity.decoded_payload = arena.copy(payload.json);
+    }
     identity.has_id = first_of(event, options.id, identity.id, true);
     if (identity.has_id) {
       identity.id_hash = hash64(identity.id, k_seed_id);

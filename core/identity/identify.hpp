@@ -40,6 +40,8 @@ struct Identity {
   bool binary_payload = false;   // no id, and a json: spec met a binary payload (Avro, Protobuf, …)
   std::uint64_t id_hash = 0;
   std::uint64_t payload_fingerprint = 0;
+  bool payload_decoded = false; // a framed payload was decoded: decoded_payload is its JSON
+  std::string_view decoded_payload;
   std::uint64_t semantic_hash = 0;
   const std::string_view* extra = nullptr; // one value per IdentifyOptions::extra
 };

@@ -18,9 +18,10 @@ struct TraceOccurrence {
   std::int64_t offset = 0;
   std::int64_t timestamp_ms = -1;
   std::string type;
-  std::uint64_t fingerprint = 0; // of the payload
-  std::int64_t size = 0;         // payload bytes
-  std::optional<bool> delivered; // below the group's committed offset; nullopt without --group
+  std::uint64_t fingerprint = 0;      // of the payload
+  std::int64_t size = 0;              // payload bytes
+  std::optional<std::string> decoded; // the record a schema registry frame held, as canonical JSON
+  std::optional<bool> delivered;      // below the group's committed offset; nullopt without --group
 };
 
 // What the placement holds for the id's dedup key now.

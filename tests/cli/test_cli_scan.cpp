@@ -420,7 +420,8 @@ TEST(CliScan, PayloadsThatAreNotJsonCountAsNoIdWithTheReason) {
   auto doc = parse(result);
   EXPECT_EQ(doc.at("summary").at("no_id"), 1);
   EXPECT_EQ(doc.at("findings")[0].at("id"), "missing-event-id");
-  EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"), "payload is binary, not JSON (Avro or Protobuf? see --registry)");
+  EXPECT_EQ(doc.at("findings")[0].at("examples")[0].at("note"),
+            "payload is binary, not JSON (Avro or Protobuf? see --registry)");
 }
 
 namespace {

@@ -1,0 +1,325 @@
+// Payloads in a schema registry's wire format, end to end: records serialized by confluent-kafka's
+// own Avro, Protobuf and JSON Schema serializers (PyPI) against the test registry, produced to the
+// mock cluster and written to a kcat dump, then scanned, traced and exported by the binary.
+#include "core/source/kcat_line.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/schema_registry.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string k_metadata = R"({"type":"record","name":"Metadata","namespace":"shop","fields":[
+  {"name":"eventId","type":"string"},{"name":"type","type":["null","string"],"default":null}]})";
+const std::string k_order_v1 = R"({"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"metadata","type":"shop.Metadata"},{"name":"orderId","type":"string"},{"name":"amount","type":"long"}]})";
+// v2 adds an optional field: the same event written under it has the same content.
+const std::string k_order_v2 = R"({"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"metadata","type":"shop.Metadata"},{"name":"orderId","type":"string"},{"name":"amount","type":"long"},
+  {"name":"note","type":["null","string"],"default":null}]})";
+
+Json avro(const std::string& schema, const std::string& id, const std::string& order, int amount) {
+  return {{"format", "avro"},
+          {"schema", schema},
+          {"references", Json::array({{{"name", "shop.Metadata"}, {"subject", "shop.Metadata"}, {"version", 1}}})},
+          {"data", {{"metadata", {{"eventId", id}, {"type", "OrderPlaced"}}}, {"orderId", order}, {"amount", amount}}}};
+}
+
+// Protobuf: orders.proto imports metadata.proto (a reference), and the record is the nested
+// Envelope.Order, not the file's first message (message indexes [1, 0]).
+const std::string k_meta_proto = R"(name: "metadata.proto" package: "shop" syntax: "proto3"
+  message_type { name: "Meta"
+    field { name: "event_id" number: 1 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "eventId" }
+    field { name: "type" number: 2 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "type" } })";
+const std::string k_orders_proto = R"(name: "orders.proto" package: "shop" syntax: "proto3"
+  dependency: "metadata.proto"
+  message_type { name: "First" field { name: "x" number: 1 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "x" } }
+  message_type { name: "Envelope" nested_type { name: "Order"
+    field { name: "meta" number: 1 type: TYPE_MESSAGE type_name: ".shop.Meta" label: LABEL_OPTIONAL json_name: "meta" }
+    field { name: "order_id" number: 2 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "orderId" }
+    field { name: "amount" number: 3 type: TYPE_INT64 label: LABEL_OPTIONAL json_name: "amount" } } })";
+
+Json protobuf(const std::string& id, const std::string& order, int amount) {
+  return {{"format", "protobuf"},
+          {"schema", k_orders_proto},
+          {"files", Json::array({k_meta_proto})},
+          {"message", "shop.Envelope.Order"},
+          {"data", fmt::format(R"(meta {{ event_id: "{}" type: "OrderPlaced" }} order_id: "{}" amount: {})", id, order,
+                               amount)}};
+}
+
+const std::string k_key_schema = R"({"type":"object","properties":{"eventId":{"type":"string"}}})";
+const std::string k_value_schema = R"({"type":"object","properties":{"n":{"type":"integer"}}})";
+
+std::string frame_of(std::uint32_t id, const std::string& body) {
+  std::string out(1, '\0');
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out += static_cast<char>((id >> shift) & 0xff);
+  }
+  return out + body;
+}
+
+std::uint32_t schema_id_of(const std::string& framed) {
+  std::uint32_t id = 0;
+  for (int i = 1; i < 5; ++i) {
+    id = (id << 8) | static_cast<unsigned char>(framed[static_cast<std::size_t>(i)]);
+  }
+  return id;
+}
+
+// kcat -J lines of `records` in partition 0 of `topic`, offsets from 0.
+std::string dump_of(const std::string& topic, const std::vector<Serialized>& records) {
+  std::string out;
+  std::int64_t offset = 0;
+  for (const auto& record : records) {
+    dedupctl::core::Event event;
+    event.topic = topic;
+    event.offset = offset++;
+    event.timestamp_ms = 1'764'150'000'000 + event.offset * 1000;
+    if (record.key) {
+      event.key = std::string_view(*record.key);
+    }
+    if (record.value) {
+      event.payload = std::string_view(*record.value);
+    }
+    out += dedupctl::core::format_kcat_line(event) + "\n";
+  }
+  return out;
+}
+
+class SchemaRegistryCli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    DEDUPCTL_REQUIRE_SERVER(!registry_python(why).empty(), why);
+    DEDUPCTL_REQUIRE_SERVER(m_registry.available(), m_registry.why_unavailable());
+  }
+
+  // The Avro topic: two orders, the first re-sent after the schema upgrade (a log duplicate), the
+  // second's id reused with other content, and three payloads no schema reads.
+  std::vector<Serialized> avro_records() {
+    Json plan{{"topic", "orders"},
+              {"references", Json::array({{{"subject", "shop.Metadata"}, {"format", "avro"}, {"schema", k_metadata}}})},
+              {"records", Json::array({{{"value", avro(k_order_v1, "e-1", "o-1", 5)}},
+                                       {{"value", avro(k_order_v1, "e-2", "o-2", 6)}},
+                                       {{"value", avro(k_order_v2, "e-1", "o-1", 5)}},
+                                       {{"value", avro(k_order_v1, "e-2", "o-2", 7)}}})}};
+    auto records = serialize_records(m_registry.url(), plan);
+    std::uint32_t v1 = schema_id_of(*records[0].value);
+    EXPECT_NE(v1, schema_id_of(*records[2].value)); // the upgrade wrote under another id
+    records.push_back({std::nullopt, frame_of(999'999, "\x02x")});
+    records.push_back({std::nullopt, frame_of(v1, "\x0a")});
+    records.push_back({std::nullopt, std::string("\x01\x00\x00\x03\xe9xyz", 8)});
+    return records;
+  }
+
+  std::vector<std::string> scan_args(std::vector<std::string> source) {
+    std::vector<std::string> args{"scan",
+                                  "-o",
+                                  "json",
+                                  "--fail-on",
+                                  "none",
+                                  "--id",
+                                  "json:/metadata/eventId",
+                                  "--type",
+                                  "json:/metadata/type",
+                                  "--entity",
+                                  "json:/orderId"};
+    args.insert(args.end(), source.begin(), source.end());
+    return args;
+  }
+
+  SchemaRegistry m_registry;
+  TempDir m_dir;
+};
+
+TEST_F(SchemaRegistryCli, AvroIdsTypesAndEntitiesFromNestedFieldsAndReferencedSchemas) {
+  auto records = avro_records();
+  write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
+  auto result = run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--registry", m_registry.url()}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("events"), 7);
+  EXPECT_EQ(doc.at("summary").at("no_id"), 3);
+  EXPECT_EQ(doc.at("summary").at("log_duplicates"), 1) << doc.dump(1); // the re-send under v2
+  EXPECT_EQ(doc.at("summary").at("id_reuse"), 1);                      // e-2 with another amount
+  EXPECT_NE(doc.at("source").at("payload_decoding").get<std::string>().find("fingerprinted by its content"),
+            std::string::npos);
+  std::vector<std::string> notes;
+  for (const auto& finding : doc.at("findings")) {
+    if (finding.at("id") == "missing-event-id") {
+      for (const auto& example : finding.at("examples")) {
+        notes.push_back(example.at("note"));
+      }
+    }
+  }
+  ASSERT_EQ(notes.size(), 3u);
+  std::uint32_t v1 = schema_id_of(*records[0].value);
+  EXPECT_EQ(notes[0], fmt::format("payload is framed with schema id 999999, which {} does not know", m_registry.url()));
+  EXPECT_NE(notes[1].find(fmt::format("payload is framed with schema id {} (AVRO) but not a record of its Avro", v1)),
+            std::string::npos)
+      << notes[1];
+  EXPECT_EQ(notes[2], "payload is binary, not JSON, and not in the schema registry's wire format (first byte 0x01, "
+                      "not the magic byte 0x00)");
+  // Without the registry the same topic is all binary: the reason names the way out.
+  auto plain = Json::parse(run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson")})).out);
+  EXPECT_EQ(plain.at("summary").at("no_id"), 7);
+}
+
+TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameReport) {
+  auto records = avro_records();
+  std::string dump = dump_of("orders", records);
+  write_file(m_dir.file("orders.ndjson"), dump);
+  MockBroker broker({"orders:1"});
+  broker.seed("orders", dump);
+  auto live = run_dedupctl(scan_args({"-b", broker.bootstrap(), "--topic", "orders", "--registry", m_registry.url()}));
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  // The export takes the ids framed in the dump and their references; then no registry is needed.
+  auto exported = run_dedupctl({"schemas", "export", "--registry", m_registry.url(), "--input",
+                                m_dir.file("orders.ndjson"), "--out", m_dir.file("schemas")});
+  EXPECT_EQ(exported.exit_code, 1) << exported.err; // 999999 is unknown: said, and not exported
+  EXPECT_NE(exported.err.find("schema ids the registry does not know (not exported): 999999"), std::string::npos);
+  EXPECT_NE(exported.out.find("exported 3 schemas (2 framed, 1 referenced)"), std::string::npos) << exported.out;
+  auto offline = run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--schemas", m_dir.file("schemas")}));
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  auto a = Json::parse(live.out);
+  auto b = Json::parse(offline.out);
+  EXPECT_EQ(a.at("summary"), b.at("summary"));
+  EXPECT_EQ(a.at("summary").at("log_duplicates"), 1);
+  ASSERT_EQ(a.at("findings").size(), b.at("findings").size());
+  for (std::size_t i = 0; i < a.at("findings").size(); ++i) {
+    auto& fa = a.at("findings")[i];
+    auto& fb = b.at("findings")[i];
+    EXPECT_EQ(fa.at("id"), fb.at("id"));
+    EXPECT_EQ(fa.at("count"), fb.at("count"));
+    if (fa.at("id") != "missing-event-id") { // whose notes name the registry or the directory
+      EXPECT_EQ(fa.at("examples"), fb.at("examples"));
+    }
+  }
+}
+
+TEST_F(SchemaRegistryCli, ProtobufNestedMessageWithAnImportedFile) {
+  Json plan{{"topic", "orders-pb"},
+            {"records", Json::array({{{"value", protobuf("p-1", "o-1", 5)}},
+                                     {{"value", protobuf("p-2", "o-2", 6)}},
+                                     {{"value", protobuf("p-1", "o-1", 5)}}})}};
+  auto records = serialize_records(m_registry.url(), plan);
+  // The nested message's indexes follow the header: count 2, then 1 and 0, zigzag-encoded.
+  EXPECT_EQ(records[0].value->substr(5, 3), std::string("\x04\x02\x00", 3));
+  write_file(m_dir.file("pb.ndjson"), dump_of("orders-pb", records));
+  auto result =
+      run_dedupctl({"scan", "-o", "json", "--fail-on", "none", "--input", m_dir.file("pb.ndjson"), "--registry",
+                    m_registry.url(), "--id", "json:/meta/eventId", "--entity", "json:/orderId"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("events"), 3);
+  EXPECT_EQ(doc.at("summary").at("no_id"), 0) << doc.dump(1);
+  EXPECT_EQ(doc.at("summary").at("log_duplicates"), 1);
+}
+
+TEST_F(SchemaRegistryCli, JsonSchemaKeysAndValues) {
+  auto json = [](const std::string& schema, Json data) {
+    return Json{{"format", "json"}, {"schema", schema}, {"data", std::move(data)}};
+  };
+  Json plan{{"topic", "jobs"},
+            {"records",
+             Json::array(
+                 {{{"key", json(k_key_schema, {{"eventId", "k-1"}})}, {"value", json(k_value_schema, {{"n", 1}})}},
+                  {{"key", json(k_key_schema, {{"eventId", "k-1"}})}, {"value", json(k_value_schema, {{"n", 2}})}},
+                  {{"key", json(k_key_schema, {{"eventId", "k-2"}})}, {"value", json(k_value_schema, {{"n", 1}})}}})}};
+  auto records = serialize_records(m_registry.url(), plan);
+  write_file(m_dir.file("jobs.ndjson"), dump_of("jobs", records));
+  auto result = run_dedupctl({"scan", "-o", "json", "--fail-on", "none", "--input", m_dir.file("jobs.ndjson"),
+                              "--registry", m_registry.url(), "--id", "key-json:/eventId"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("no_id"), 0) << doc.dump(1);
+  EXPECT_EQ(doc.at("summary").at("id_reuse"), 1); // k-1 with n 1, then n 2
+}
+
+TEST_F(SchemaRegistryCli, ARegistryThatCannotBeReachedIsExitThreeAndIncomplete) {
+  auto records = avro_records();
+  write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
+  int closed = free_port();
+  auto result = run_dedupctl(
+      scan_args({"--input", m_dir.file("orders.ndjson"), "--registry", fmt::format("http://127.0.0.1:{}", closed)}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_FALSE(doc.at("complete").get<bool>());
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("cannot reach the schema registry"),
+            std::string::npos);
+  // A URL that is not http(s) is a usage error, before anything is read.
+  EXPECT_EQ(run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--registry", "ftp://x"})).exit_code, 2);
+  EXPECT_EQ(run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--registry", m_registry.url(), "--schemas",
+                                    m_dir.path()}))
+                .exit_code,
+            2);
+}
+
+TEST(SchemaRegistryAuth, BasicAuthFromTheEnvironmentAndNoPasswordInAnyOutput) {
+  std::string why;
+  DEDUPCTL_REQUIRE_SERVER(!registry_python(why).empty(), why);
+  SchemaRegistry registry({"--user-info", "ops:s3cr3t-pw"});
+  DEDUPCTL_REQUIRE_SERVER(registry.available(), registry.why_unavailable());
+  Json plan{{"topic", "orders"},
+            {"registry_user_info", "ops:s3cr3t-pw"},
+            {"references", Json::array({{{"subject", "shop.Metadata"}, {"format", "avro"}, {"schema", k_metadata}}})},
+            {"records", Json::array({{{"value", avro(k_order_v1, "e-1", "o-1", 5)}}})}};
+  auto records = serialize_records(registry.url(), plan);
+  TempDir dir;
+  write_file(dir.file("orders.ndjson"), dump_of("orders", records));
+  std::vector<std::string> args{
+      "scan", "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId", "--registry", registry.url()};
+  auto ok = run_dedupctl(args, {}, {{"DEDUPCTL_REGISTRY_USER_INFO", "ops:s3cr3t-pw"}});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("1 events"), std::string::npos) << ok.out;
+  // A wrong password: exit 3, the registry's refusal said, neither password shown.
+  auto refused = run_dedupctl(args, {}, {{"DEDUPCTL_REGISTRY_USER_INFO", "ops:wr0ng-pw"}});
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find("HTTP 401"), std::string::npos) << refused.err;
+  // The password in the URL and in a file work too, and are never printed.
+  write_file(dir.file("user-info"), "ops:s3cr3t-pw\n");
+  auto from_file =
+      run_dedupctl({"scan", "-o", "json", "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
+                    "--registry", registry.url(), "--registry-user-info-file", dir.file("user-info")});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  auto in_url =
+      run_dedupctl({"scan", "-o", "json", "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
+                    "--registry", fmt::format("http://ops:s3cr3t-pw@127.0.0.1:{}", registry.port())});
+  EXPECT_EQ(in_url.exit_code, 0) << in_url.err;
+  auto wrong_in_url =
+      run_dedupctl({"scan", "-o", "json", "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
+                    "--registry", fmt::format("http://ops:wr0ng-pw@127.0.0.1:{}", registry.port())});
+  EXPECT_EQ(wrong_in_url.exit_code, 3);
+  for (const auto* run : {&ok, &refused, &from_file, &in_url, &wrong_in_url}) {
+    for (const std::string secret : {"s3cr3t-pw", "wr0ng-pw"}) {
+      EXPECT_EQ(run->out.find(secret), std::string::npos) << run->out;
+      EXPECT_EQ(run->err.find(secret), std::string::npos) << run->err;
+    }
+  }
+}
+
+TEST_F(SchemaRegistryCli, TraceShowsEachOccurrencesDecodedPayload) {
+  auto records = avro_records();
+  write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  auto result =
+      run_dedupctl({"trace", "-o", "json", "--input", m_dir.file("orders.ndjson"), "--registry", m_registry.url(),
+                    "--id", "json:/metadata/eventId", "--store", redis.uri(), "--event-id", "e-1"});
+  ASSERT_LE(result.exit_code, 1) << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& occurrences = doc.at("traces")[0].at("occurrences");
+  ASSERT_EQ(occurrences.size(), 2u);
+  Json expected = {{"amount", 5}, {"metadata", {{"eventId", "e-1"}, {"type", "OrderPlaced"}}}, {"orderId", "o-1"}};
+  EXPECT_EQ(occurrences[0].at("decoded_payload"), expected);
+  EXPECT_EQ(occurrences[1].at("decoded_payload"), expected); // v2's null note is left out
+  EXPECT_EQ(occurrences[0].at("fingerprint"), occurrences[1].at("fingerprint"));
+}
+
+} // namespace
