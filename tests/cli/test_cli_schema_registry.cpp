@@ -304,6 +304,64 @@ TEST(SchemaRegistryAuth, BasicAuthFromTheEnvironmentAndNoPasswordInAnyOutput) {
   }
 }
 
+// As managed registries are run: https with a private CA, and a bearer token from a file or the
+// environment.
+TEST(SchemaRegistryAuth, HttpsWithACaFileAndABearerToken) {
+  std::string why;
+  DEDUPCTL_REQUIRE_SERVER(!registry_python(why).empty(), why);
+  TestCertificates certs;
+  DEDUPCTL_REQUIRE_SERVER(certs.available(), certs.why_unavailable());
+  SchemaRegistry registry({"--cert", certs.server_cert(), "--key", certs.server_key(), "--user-info", "producer:pw",
+                           "--token", "t0ken-xyz"});
+  DEDUPCTL_REQUIRE_SERVER(registry.available(), registry.why_unavailable());
+  std::string url = fmt::format("https://127.0.0.1:{}", registry.port());
+  Json plan{{"topic", "orders"},
+            {"registry_user_info", "producer:pw"},
+            {"registry_ca", certs.ca()},
+            {"references", Json::array({{{"subject", "shop.Metadata"}, {"format", "avro"}, {"schema", k_metadata}}})},
+            {"records", Json::array({{{"value", avro(k_order_v1, "e-1", "o-1", 5)}}})}};
+  auto records = serialize_records(url, plan);
+  TempDir dir;
+  write_file(dir.file("orders.ndjson"), dump_of("orders", records));
+  write_file(dir.file("token"), "t0ken-xyz\n");
+  std::vector<std::string> args{"scan",
+                                "-o",
+                                "json",
+                                "--fail-on",
+                                "none",
+                                "--input",
+                                dir.file("orders.ndjson"),
+                                "--id",
+                                "json:/metadata/eventId",
+                                "--registry",
+                                url};
+  auto with = [&](std::vector<std::string> extra) {
+    auto all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  auto ok = run_dedupctl(with({"--registry-ca", certs.ca(), "--registry-token-file", dir.file("token")}));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(Json::parse(ok.out).at("summary").at("no_id"), 0);
+  auto from_env =
+      run_dedupctl(with({}), {}, {{"DEDUPCTL_REGISTRY_CA", certs.ca()}, {"DEDUPCTL_REGISTRY_TOKEN", "t0ken-xyz"}});
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.err;
+  // A CA that did not sign the registry's certificate: exit 3, said.
+  auto untrusted = run_dedupctl(with({"--registry-ca", certs.other_ca(), "--registry-token-file", dir.file("token")}));
+  EXPECT_EQ(untrusted.exit_code, 3);
+  EXPECT_NE(untrusted.err.find("cannot reach the schema registry"), std::string::npos) << untrusted.err;
+  // A wrong token: refused, exit 3.
+  auto refused = run_dedupctl(with({"--registry-ca", certs.ca()}), {}, {{"DEDUPCTL_REGISTRY_TOKEN", "t0ken-bad"}});
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find("HTTP 401"), std::string::npos) << refused.err;
+  for (const auto* run : {&ok, &from_env, &untrusted, &refused}) {
+    for (const std::string secret : {"t0ken-xyz", "t0ken-bad"}) {
+      EXPECT_EQ(run->out.find(secret), std::string::npos);
+      EXPECT_EQ(run->err.find(secret), std::string::npos);
+    }
+  }
+}
+
 TEST_F(SchemaRegistryCli, TraceShowsEachOccurrencesDecodedPayload) {
   auto records = avro_records();
   write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
@@ -320,6 +378,51 @@ TEST_F(SchemaRegistryCli, TraceShowsEachOccurrencesDecodedPayload) {
   EXPECT_EQ(occurrences[0].at("decoded_payload"), expected);
   EXPECT_EQ(occurrences[1].at("decoded_payload"), expected); // v2's null note is left out
   EXPECT_EQ(occurrences[0].at("fingerprint"), occurrences[1].at("fingerprint"));
+}
+
+// The payload's JSON string as a kcat -J line writes it (raw bytes, escaped alike for alike).
+std::string payload_text(const std::string& line) {
+  auto start = line.find("\"payload\":\"");
+  if (start == std::string::npos) {
+    return {};
+  }
+  start += 11;
+  std::size_t end = start;
+  while (end < line.size() && line[end] != '"') {
+    end += line[end] == '\\' ? 2 : 1;
+  }
+  return line.substr(start, end - start);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    out.push_back(text.substr(start, end - start));
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+TEST_F(SchemaRegistryCli, ReplayPublishesTheOriginalBytesNeverAReEncoding) {
+  auto records = avro_records();
+  records.resize(4); // the decodable ones: e-1, e-2, e-1 again (v2), e-2 reused
+  std::string dump = dump_of("orders", records);
+  write_file(m_dir.file("orders.ndjson"), dump);
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  auto result = run_dedupctl({"replay", "--input", m_dir.file("orders.ndjson"), "--registry", m_registry.url(), "--id",
+                              "json:/metadata/eventId", "--via", redis.uri(), "--key-template", "dedup:{event_id}",
+                              "--ttl", "1d", "--sink", "file:" + m_dir.file("out.ndjson"), "--execute", "-q"});
+  ASSERT_LE(result.exit_code, 1) << result.err;
+  auto in = lines_of(dump);
+  auto out = lines_of(read_file(m_dir.file("out.ndjson")));
+  // e-1 and e-2 pass; the re-send and the reuse are duplicates by id, and skipped.
+  ASSERT_EQ(out.size(), 2u) << read_file(m_dir.file("out.ndjson"));
+  EXPECT_EQ(payload_text(out[0]), payload_text(in[0]));
+  EXPECT_EQ(payload_text(out[1]), payload_text(in[1]));
+  EXPECT_FALSE(payload_text(out[0]).empty());
 }
 
 } // namespace

@@ -18,7 +18,7 @@ Reference") and no more:
 
 Options: --port N (0: any; the port is printed on stdout's first line), --first-id N (ids are not
 1, 2, ... so that a reader that gets the byte order wrong fails), --user-info USER:PASSWORD (basic
-auth required), --token T (bearer required), --cert/--key (https).
+auth), --token T (a bearer token; with both, either is accepted), --cert/--key (https).
 """
 import argparse
 import base64
@@ -94,13 +94,14 @@ def make_handler(store, user_info, token):
             self.reply(404, {"error_code": code, "message": message})
 
         def authorized(self):
+            # Either credential that is configured is accepted (the serializers use basic auth).
             header = self.headers.get("Authorization", "")
+            accepted = []
             if token is not None:
-                ok = header == "Bearer " + token
-            elif user_info is not None:
-                ok = header == "Basic " + base64.b64encode(user_info.encode()).decode()
-            else:
-                ok = True
+                accepted.append("Bearer " + token)
+            if user_info is not None:
+                accepted.append("Basic " + base64.b64encode(user_info.encode()).decode())
+            ok = not accepted or header in accepted
             if not ok:
                 self.reply(401, {"error_code": 40101, "message": "Unauthorized"})
             return ok

@@ -4,7 +4,7 @@
 producer of those shops does. Reads a JSON plan on stdin, writes one JSON line a record on stdout
 with the bytes in hex ({"key": hex|null, "value": hex|null}); the C++ tests produce them to Kafka.
 
-Plan: {"topic": T, "registry_user_info": optional, "references": [{"subject", "format", "schema"}],
+Plan: {"topic": T, "registry_user_info": optional, "registry_ca": optional, "references": [{"subject", "format", "schema"}],
        "records": [{"value": SERIALIZED, "key": SERIALIZED|string|null}]}
 SERIALIZED: {"format": "avro"|"json"|"protobuf", "schema": text, "data": object,
              "references": [{"name", "subject", "version"}] (avro, json),
@@ -32,6 +32,8 @@ def main():
     conf = {"url": args.registry}
     if plan.get("registry_user_info"):
         conf["basic.auth.user.info"] = plan["registry_user_info"]
+    if plan.get("registry_ca"):
+        conf["ssl.ca.location"] = plan["registry_ca"]
     client = SchemaRegistryClient(conf)
     for ref in plan.get("references", []):
         schema_type = {"avro": "AVRO", "json": "JSON"}[ref["format"]]
