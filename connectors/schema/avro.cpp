@@ -128,6 +128,7 @@ struct Shape {
   Kind kind = Kind::Null;
   std::string logical;
   int scale = 0;
+  std::size_t size = 0;                                           // a fixed's
   std::vector<std::pair<std::string, std::size_t>> sorted_fields; // a record's, by name
   std::vector<std::string> symbols;                               // an enum's
   std::vector<const Shape*> children;                             // fields by index, union branches, items or values
@@ -197,6 +198,7 @@ public:
       m_named[full_name(node, ns)] = &shape;
       shape.logical = logical;
       shape.scale = node.value("scale", 0);
+      shape.size = node.at("size").get<std::size_t>();
       return &shape;
     }
     if (type == "array" || type == "map") {
@@ -326,6 +328,111 @@ void append_double(std::string& out, double value) {
   fmt::format_to(std::back_inserter(out), "{}", value);
 }
 
+// Whether `bytes` hold one whole record of `shape`: every length within the bytes left, every
+// union branch and enum symbol in range, nesting bounded. avro-c is only handed records that pass:
+// on a record cut short it keeps what it allocated for the string it was reading (avro-c 1.11), so
+// a corrupt length of a gigabyte would cost a gigabyte, each time.
+class Validator {
+public:
+  Validator(const char* begin, const char* end) : m_at(begin), m_end(end) {}
+
+  bool record(const Shape& shape) { return value(shape, 0) && m_at == m_end; }
+
+private:
+  bool varint(std::int64_t& out) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (m_at == m_end) {
+        return false;
+      }
+      auto byte = static_cast<unsigned char>(*m_at++);
+      v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) {
+        out = static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1));
+        return true;
+      }
+    }
+    return false;
+  }
+  bool skip(std::int64_t n) {
+    if (n < 0 || n > m_end - m_at) {
+      return false;
+    }
+    m_at += n;
+    return true;
+  }
+  bool value(const Shape& shape, int depth) {
+    if (depth > 64) {
+      return false;
+    }
+    std::int64_t n = 0;
+    switch (shape.kind) {
+    case Shape::Kind::Null:
+      return true;
+    case Shape::Kind::Boolean:
+      return skip(1);
+    case Shape::Kind::Int:
+    case Shape::Kind::Long:
+      return varint(n);
+    case Shape::Kind::Float:
+      return skip(4);
+    case Shape::Kind::Double:
+      return skip(8);
+    case Shape::Kind::Bytes:
+    case Shape::Kind::String:
+      return varint(n) && skip(n);
+    case Shape::Kind::Fixed:
+      return skip(static_cast<std::int64_t>(shape.size));
+    case Shape::Kind::Enum:
+      return varint(n) && n >= 0 && static_cast<std::size_t>(n) < shape.symbols.size();
+    case Shape::Kind::Union:
+      return varint(n) && n >= 0 && static_cast<std::size_t>(n) < shape.children.size() &&
+             value(*shape.children[static_cast<std::size_t>(n)], depth + 1);
+    case Shape::Kind::Record:
+      for (const Shape* field : shape.children) {
+        if (!value(*field, depth + 1)) {
+          return false;
+        }
+      }
+      return true;
+    case Shape::Kind::Array:
+    case Shape::Kind::Map:
+      for (;;) {
+        if (!varint(n)) {
+          return false;
+        }
+        if (n == 0) {
+          return true;
+        }
+        if (n < 0) { // a block with its size in bytes
+          std::int64_t bytes = 0;
+          if (n == INT64_MIN || !varint(bytes) || bytes < 0 || bytes > m_end - m_at) {
+            return false;
+          }
+          n = -n;
+        }
+        // Items of no bytes (nulls) could count to anything: at most a million a block.
+        if (n > (m_end - m_at) + (1 << 20)) {
+          return false;
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          std::int64_t key = 0;
+          if (shape.kind == Shape::Kind::Map && !(varint(key) && skip(key))) {
+            return false;
+          }
+          if (!value(*shape.children[0], depth + 1)) {
+            return false;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  const char* m_at;
+  const char* m_end;
+};
+
 class AvroCompiled : public Compiled {
 public:
   AvroCompiled(avro_schema_t schema, std::deque<Shape> shapes, const Shape* root)
@@ -350,6 +457,9 @@ public:
   AvroCompiled& operator=(const AvroCompiled&) = delete;
 
   std::string decode(std::string_view body, std::string& out) override {
+    if (!Validator(body.data(), body.data() + body.size()).record(*m_root)) {
+      return "not a record of its Avro schema (truncated, or a length, branch or symbol out of range)";
+    }
     avro_reader_memory_set_source(m_reader, body.data(), static_cast<int64_t>(body.size()));
     if (avro_value_read(m_reader, &m_value) != 0) {
       return fmt::format("not a record of its Avro schema ({})", trimmed(avro_strerror()));
