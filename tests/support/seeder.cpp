@@ -4,7 +4,7 @@
 //   seeder -b HOST:PORT --topic T --input FILE|- [--rebase-now] [--expect-log-start N]
 //   seeder -b HOST:PORT --topic T --commit-group G --commit P=OFFSET[,P=OFFSET…]
 //   seeder -b HOST:PORT --topic T --create PARTITIONS [--config NAME=VALUE]…   (a real broker)
-//   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json]
+//   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json|avro]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
 //          [--batch-bytes N] [--first I]
 //
@@ -120,12 +120,41 @@ std::vector<OutgoingRecord> read_envelopes(const Options& options) {
   return records;
 }
 
+// Avro's binary encoding of a long (zigzag varint) and of a string, for --id-in avro.
+void avro_long(std::string& out, long long v) {
+  auto z = (static_cast<unsigned long long>(v) << 1) ^ static_cast<unsigned long long>(v >> 63);
+  while (z >= 0x80) {
+    out += static_cast<char>((z & 0x7f) | 0x80);
+    z >>= 7;
+  }
+  out += static_cast<char>(z);
+}
+void avro_string(std::string& out, std::string_view s) {
+  avro_long(out, static_cast<long long>(s.size()));
+  out += s;
+}
+
+// --id-in avro writes records of schema id 1, {event_id, type, order_id: string, amount_cents: long,
+// pad: string}, in that order: tests/bench/scan-avro/run exports that schema for --schemas.
 OutgoingRecord generated(const Options& options, long long i) {
   OutgoingRecord record;
   record.topic = options.topic;
   record.partition = static_cast<std::int32_t>(i % options.partitions);
   std::string id = fmt::format("evt-{:012}", i);
   record.key = fmt::format("order-{}", i / 3);
+  if (options.id_in == "avro") {
+    // The schema registry's wire format (magic 0, schema id 1), then the record, padded to size.
+    std::string payload("\0\0\0\0\x01", 5);
+    avro_string(payload, id);
+    avro_string(payload, "OrderPlaced");
+    avro_string(payload, fmt::format("order-{}", i / 3));
+    avro_long(payload, 1000 + i % 9000);
+    std::size_t pad = options.payload_size > payload.size() + 2 ? options.payload_size - payload.size() - 2 : 0;
+    avro_string(payload, std::string(pad, 'x'));
+    record.payload = std::move(payload);
+    record.headers.emplace_back("type", "OrderPlaced");
+    return record;
+  }
   std::string payload = options.id_in == "json" ? fmt::format(R"({{"event_id":"{}","type":"OrderPlaced",)", id)
                                                 : std::string(R"({"type":"OrderPlaced",)");
   payload += fmt::format(R"("order_id":"order-{}","amount_cents":{},"pad":")", i / 3, 1000 + i % 9000);
