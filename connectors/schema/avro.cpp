@@ -497,6 +497,20 @@ private:
     return false;
   }
 
+  // One member of a JSON object (a record's field, a map's entry), left out when its value is null.
+  bool member(std::string& out, bool& first, std::string_view name, avro_value_t& item, const Shape& shape) {
+    if (is_null(item, shape)) {
+      return true;
+    }
+    if (!first) {
+      out += ',';
+    }
+    first = false;
+    append_json_string(out, name);
+    out += ':';
+    return write(item, shape, out);
+  }
+
   bool write(avro_value_t& value, const Shape& shape, std::string& out) {
     switch (shape.kind) {
     case Shape::Kind::Null:
@@ -597,17 +611,7 @@ private:
         if (avro_value_get_by_index(&value, index, &field, nullptr) != 0) {
           return false;
         }
-        const Shape& field_shape = *shape.children[index];
-        if (is_null(field, field_shape)) {
-          continue;
-        }
-        if (!first) {
-          out += ',';
-        }
-        first = false;
-        append_json_string(out, name);
-        out += ':';
-        if (!write(field, field_shape, out)) {
+        if (!member(out, first, name, field, *shape.children[index])) {
           return false;
         }
       }
@@ -652,16 +656,7 @@ private:
       for (const auto& [key, i] : keys) {
         avro_value_t item;
         avro_value_get_by_index(&value, i, &item, nullptr);
-        if (is_null(item, *shape.children[0])) {
-          continue;
-        }
-        if (!first) {
-          out += ',';
-        }
-        first = false;
-        append_json_string(out, key);
-        out += ':';
-        if (!write(item, *shape.children[0], out)) {
+        if (!member(out, first, key, item, *shape.children[0])) {
           return false;
         }
       }

@@ -2,6 +2,7 @@
 // (libprotoc), built into a pool with its references and the well-known types, and the record is
 // read as a dynamic message and printed by the proto3 JSON mapping.
 #include "connectors/schema/formats.hpp"
+#include "core/util/encoding.hpp"
 
 #include <fmt/format.h>
 #include <google/protobuf/compiler/parser.h>
@@ -38,47 +39,14 @@ public:
   }
 };
 
-// Standard base64, or nullopt when `text` is not that (a .proto has spaces and semicolons).
+// Standard base64 of a whole number of quads, or nullopt (a .proto has spaces and semicolons).
 std::optional<std::string> from_base64(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z')
-      return c - 'A';
-    if (c >= 'a' && c <= 'z')
-      return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-      return c - '0' + 52;
-    if (c == '+')
-      return 62;
-    if (c == '/')
-      return 63;
-    return -1;
-  };
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
     text.remove_suffix(1);
   }
-  if (text.empty() || text.size() % 4 != 0) {
-    return std::nullopt;
-  }
   std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '=') {
-      if (i + 2 < text.size()) {
-        return std::nullopt;
-      }
-      break;
-    }
-    int v = value(text[i]);
-    if (v < 0) {
-      return std::nullopt;
-    }
-    buffer = (buffer << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buffer >> bits) & 0xff);
-    }
+  if (text.empty() || text.size() % 4 != 0 || !core::base64_decode(text, core::Base64::Standard, out)) {
+    return std::nullopt;
   }
   return out;
 }

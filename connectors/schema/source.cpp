@@ -1,5 +1,6 @@
 #include "connectors/schema/source.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 
 #include <curl/curl.h>
@@ -98,18 +99,6 @@ std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
   return size * count;
 }
 
-std::string percent_encode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 class Registry : public SchemaSource {
 public:
   explicit Registry(RegistrySettings settings) : m_settings(std::move(settings)) {
@@ -140,7 +129,8 @@ public:
   }
 
   std::optional<RegisteredSchema> by_reference(const Reference& reference) override {
-    auto body = get(fmt::format("/subjects/{}/versions/{}", percent_encode(reference.subject), reference.version));
+    auto body =
+        get(fmt::format("/subjects/{}/versions/{}", core::percent_encode(reference.subject), reference.version));
     if (!body) {
       return std::nullopt;
     }

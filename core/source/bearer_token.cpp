@@ -1,5 +1,6 @@
 #include "core/source/bearer_token.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>
@@ -10,40 +11,6 @@
 namespace dedupctl::core {
 
 namespace {
-
-// base64url without padding (RFC 7515); false on a byte outside its alphabet.
-bool base64url_decode(std::string_view text, std::string& out) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') {
-      return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-      return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-      return c - '0' + 52;
-    }
-    return c == '-' ? 62 : c == '_' ? 63 : -1;
-  };
-  unsigned bits = 0;
-  int count = 0;
-  for (char c : text) {
-    if (c == '=') {
-      break;
-    }
-    int v = value(c);
-    if (v < 0) {
-      return false;
-    }
-    bits = (bits << 6) | static_cast<unsigned>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out += static_cast<char>((bits >> count) & 0xFF);
-    }
-  }
-  return true;
-}
 
 BearerToken from_json(std::string_view text) {
   BearerToken out;
@@ -76,7 +43,7 @@ BearerToken from_jwt(std::string_view text) {
   BearerToken out;
   auto parts = split(text, '.');
   std::string payload;
-  if (parts.size() != 3 || !base64url_decode(parts[1], payload)) {
+  if (parts.size() != 3 || !base64_decode(parts[1], Base64::Url, payload)) {
     out.error = "it printed neither a JWT nor a JSON object {\"token\", \"expires_at_ms\", \"principal\"}";
     return out;
   }

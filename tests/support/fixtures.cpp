@@ -1,5 +1,7 @@
 #include "tests/support/fixtures.hpp"
 
+#include "core/util/encoding.hpp"
+
 #include "tests/support/jwt.hpp"
 
 #include <fmt/format.h>
@@ -1018,17 +1020,7 @@ std::optional<HttpAnswer> poll_http(int port, const std::string& target,
   return last;
 }
 
-std::string url_encode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
+std::string url_encode(std::string_view text) { return core::percent_encode(text); }
 
 PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
   std::string program = find_program("prometheus");
