@@ -171,6 +171,20 @@ TEST_F(SchemaRegistryCli, AvroIdsTypesAndEntitiesFromNestedFieldsAndReferencedSc
   EXPECT_EQ(plain.at("summary").at("no_id"), 7);
 }
 
+// The registry as a config file or the environment names it, as every other connection.
+TEST_F(SchemaRegistryCli, TheRegistryFromTheConfigFileOrTheEnvironment) {
+  write_file(m_dir.file("orders.ndjson"), dump_of("orders", avro_records()));
+  write_file(m_dir.file("dedupctl.toml"), fmt::format("[scan]\nregistry = \"{}\"\n", m_registry.url()));
+  auto from_config =
+      run_dedupctl(scan_args({"--config", m_dir.file("dedupctl.toml"), "--input", m_dir.file("orders.ndjson")}));
+  ASSERT_EQ(from_config.exit_code, 0) << from_config.err;
+  EXPECT_EQ(Json::parse(from_config.out).at("summary").at("no_id"), 3);
+  auto from_env = run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson")}), {},
+                               {{"DEDUPCTL_REGISTRY_URL", m_registry.url()}});
+  ASSERT_EQ(from_env.exit_code, 0) << from_env.err;
+  EXPECT_EQ(Json::parse(from_env.out).at("summary").at("no_id"), 3);
+}
+
 TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameReport) {
   auto records = avro_records();
   std::string dump = dump_of("orders", records);
