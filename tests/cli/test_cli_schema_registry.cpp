@@ -185,13 +185,27 @@ TEST_F(SchemaRegistryCli, TheRegistryFromTheConfigFileOrTheEnvironment) {
   EXPECT_EQ(Json::parse(from_env.out).at("summary").at("no_id"), 3);
 }
 
-TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameReport) {
+TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameAudit) {
   auto records = avro_records();
   std::string dump = dump_of("orders", records);
   write_file(m_dir.file("orders.ndjson"), dump);
   MockBroker broker({"orders:1"});
   broker.seed("orders", dump);
-  auto live = run_dedupctl(scan_args({"-b", broker.bootstrap(), "--topic", "orders", "--registry", m_registry.url()}));
+  // The audit against a Redis that holds e-1's record for 30 days (e-2's is missing), as of a fixed time.
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  redis_command(redis.port(), "SET dedup:e-1 done EX 2592000");
+  auto audit = [&](std::vector<std::string> source) {
+    auto args = scan_args(std::move(source));
+    args[0] = "audit";
+    for (const std::string& flag :
+         std::vector<std::string>{"--store", redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "7d",
+                                  "--retention", "7d", "--now", "2025-11-26T10:00:00Z"}) {
+      args.push_back(flag);
+    }
+    return run_dedupctl(args);
+  };
+  auto live = audit({"-b", broker.bootstrap(), "--topic", "orders", "--registry", m_registry.url()});
   ASSERT_EQ(live.exit_code, 0) << live.err;
   // The export takes the ids framed in the dump and their references; then no registry is needed.
   auto exported = run_dedupctl({"schemas", "export", "--registry", m_registry.url(), "--input",
@@ -199,12 +213,15 @@ TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameReport
   EXPECT_EQ(exported.exit_code, 1) << exported.err; // 999999 is unknown: said, and not exported
   EXPECT_NE(exported.err.find("schema ids the registry does not know (not exported): 999999"), std::string::npos);
   EXPECT_NE(exported.out.find("exported 3 schemas (2 framed, 1 referenced)"), std::string::npos) << exported.out;
-  auto offline = run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--schemas", m_dir.file("schemas")}));
+  auto offline = audit({"--input", m_dir.file("orders.ndjson"), "--schemas", m_dir.file("schemas")});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
   auto a = Json::parse(live.out);
   auto b = Json::parse(offline.out);
   EXPECT_EQ(a.at("summary"), b.at("summary"));
   EXPECT_EQ(a.at("summary").at("log_duplicates"), 1);
+  EXPECT_EQ(a.at("summary").at("covered"), 2); // e-1 and its re-send under v2
+  EXPECT_EQ(a.at("summary").at("missing"), 2); // e-2 twice
+  EXPECT_EQ(a.at("replay"), b.at("replay"));
   ASSERT_EQ(a.at("findings").size(), b.at("findings").size());
   for (std::size_t i = 0; i < a.at("findings").size(); ++i) {
     auto& fa = a.at("findings")[i];
