@@ -409,6 +409,12 @@ TEST_F(SchemaRegistryCli, TraceShowsEachOccurrencesDecodedPayload) {
   EXPECT_EQ(occurrences[0].at("decoded_payload"), expected);
   EXPECT_EQ(occurrences[1].at("decoded_payload"), expected); // v2's null note is left out
   EXPECT_EQ(occurrences[0].at("fingerprint"), occurrences[1].at("fingerprint"));
+  // A key template's {json:…} reads the decoded record too.
+  auto keyed = run_dedupctl({"trace", "-o", "json", "--input", m_dir.file("orders.ndjson"), "--registry",
+                             m_registry.url(), "--id", "json:/metadata/eventId", "--store", redis.uri(),
+                             "--key-template", "dedup:{json:/orderId}", "--event-id", "e-1"});
+  ASSERT_LE(keyed.exit_code, 1) << keyed.err;
+  EXPECT_EQ(Json::parse(keyed.out).at("traces")[0].at("dedup_keys"), Json::array({"dedup:o-1"}));
 }
 
 // The payload's JSON string as a kcat -J line writes it (raw bytes, escaped alike for alike).
