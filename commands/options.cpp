@@ -169,6 +169,7 @@ std::optional<connectors::schema::RegistrySettings> registry_settings(const Iden
   connectors::schema::RegistrySettings settings;
   settings.url = options.registry;
   settings.ca_file = options.registry_ca;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
   auto secret_of = [](const std::string& file, const char* variable, const char* flag) {
     std::string value;
     if (!file.empty()) {
