@@ -84,7 +84,8 @@ IdentifyOptions with(std::shared_ptr<const PayloadDecoder> d, std::string_view i
 } // namespace
 
 TEST(WireFrame, TheHeaderIsAZeroByteAndABigEndianSchemaId) {
-  auto f = parse_wire_frame(frame(0x01020304, "body"));
+  std::string bytes = frame(0x01020304, "body"); // the frame's body is a view into it
+  auto f = parse_wire_frame(bytes);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->schema_id, 0x01020304u);
   EXPECT_EQ(f->body, "body");
