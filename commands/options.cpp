@@ -134,7 +134,7 @@ void add_identity_options(CLI::App& app, IdentityFlags& options) {
   add_registry_options(app, options);
 }
 
-void add_registry_options(CLI::App& app, IdentityFlags& options) {
+void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory) {
   auto* registry = app.add_option_group(
       "Schema registry", "Payloads and keys in a schema registry's wire format (Avro, Protobuf, JSON Schema) are "
                          "decoded for json: and key-json: specs");
@@ -156,6 +156,9 @@ void add_registry_options(CLI::App& app, IdentityFlags& options) {
                    "a bearer token from FILE, read at start (or DEDUPCTL_REGISTRY_TOKEN)")
       ->type_name("FILE")
       ->envname("DEDUPCTL_REGISTRY_TOKEN_FILE");
+  if (!directory) {
+    return;
+  }
   registry
       ->add_option("--schemas", options.schemas,
                    "schemas from DIR (<id>.json, as dedupctl schemas export writes them) instead of a registry")

@@ -99,8 +99,8 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
                                  std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
 void add_identity_options(CLI::App& app, IdentityFlags& options);
-// The schema registry's flags alone (add_identity_options adds them too).
-void add_registry_options(CLI::App& app, IdentityFlags& options);
+// The schema registry's flags alone (add_identity_options adds them too); `directory`: --schemas too.
+void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory = true);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).
 inline constexpr std::size_t k_max_examples = 1000;
 void add_examples_option(CLI::Option_group& group, std::size_t& examples);

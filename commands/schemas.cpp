@@ -118,7 +118,7 @@ CommandRunner register_schemas(CLI::App& app, Context& context) {
   auto* exporter = sub->add_subcommand(
       "export", "Fetch the schemas a range's payloads and keys use (with their references) into DIR, for --schemas");
   add_source_options(*exporter, options->source);
-  add_registry_options(*exporter, options->identity);
+  add_registry_options(*exporter, options->identity, false);
   exporter->add_option("--out", options->out, "the directory to write <id>.json into (made if missing)")
       ->type_name("DIR");
   exporter->add_option("--schema-id", options->ids, "export this schema id too (repeatable)")

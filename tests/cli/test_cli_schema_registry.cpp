@@ -5,6 +5,7 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/schema_registry.hpp"
 
+#include <filesystem>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -213,6 +214,16 @@ TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameAudit)
   EXPECT_EQ(exported.exit_code, 1) << exported.err; // 999999 is unknown: said, and not exported
   EXPECT_NE(exported.err.find("schema ids the registry does not know (not exported): 999999"), std::string::npos);
   EXPECT_NE(exported.out.find("exported 3 schemas (2 framed, 1 referenced)"), std::string::npos) << exported.out;
+  EXPECT_TRUE(std::filesystem::exists(m_dir.file("schemas/1000.json"))); // shop.Metadata, the reference
+  // Usage errors: no registry, no --out, nothing to export; and --schemas is not an export's flag.
+  for (const auto& bad : std::vector<std::vector<std::string>>{
+           {"schemas", "export", "--input", m_dir.file("orders.ndjson"), "--out", m_dir.file("x")},
+           {"schemas", "export", "--registry", m_registry.url(), "--input", m_dir.file("orders.ndjson")},
+           {"schemas", "export", "--registry", m_registry.url(), "--out", m_dir.file("x")},
+           {"schemas", "export", "--registry", m_registry.url(), "--schemas", m_dir.path(), "--out", m_dir.file("x"),
+            "--schema-id", "1000"}}) {
+    EXPECT_EQ(run_dedupctl(bad).exit_code, 2) << bad.back();
+  }
   auto offline = audit({"--input", m_dir.file("orders.ndjson"), "--schemas", m_dir.file("schemas")});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
   auto a = Json::parse(live.out);
