@@ -11,6 +11,10 @@ SchemaDecoder::SchemaDecoder(std::unique_ptr<SchemaSource> source) : m_source(st
 SchemaDecoder::~SchemaDecoder() = default;
 
 RegisteredSchema SchemaDecoder::resolve(const Reference& reference) const {
+  // Fetched once a run, however many schemas name it.
+  if (auto known = m_reference_ids.find({reference.subject, reference.version}); known != m_reference_ids.end()) {
+    return m_fetched.at(known->second);
+  }
   auto schema = m_source->by_reference(reference);
   if (!schema) {
     throw std::runtime_error(fmt::format("its reference {} (subject {} version {}) is unknown to {}", reference.name,

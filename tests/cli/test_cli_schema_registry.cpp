@@ -142,6 +142,11 @@ protected:
 TEST_F(SchemaRegistryCli, AvroIdsTypesAndEntitiesFromNestedFieldsAndReferencedSchemas) {
   auto records = avro_records();
   write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
+  std::uint32_t v1 = schema_id_of(*records[0].value);
+  // What the serializers asked already; the scan's requests come on top.
+  std::string reference = "GET /subjects/shop.Metadata/versions/1";
+  int before_v1 = m_registry.requests(fmt::format("GET /schemas/ids/{}", v1));
+  int before_reference = m_registry.requests(reference);
   auto result = run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson"), "--registry", m_registry.url()}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
@@ -160,13 +165,17 @@ TEST_F(SchemaRegistryCli, AvroIdsTypesAndEntitiesFromNestedFieldsAndReferencedSc
     }
   }
   ASSERT_EQ(notes.size(), 3u);
-  std::uint32_t v1 = schema_id_of(*records[0].value);
   EXPECT_EQ(notes[0], fmt::format("payload is framed with schema id 999999, which {} does not know", m_registry.url()));
   EXPECT_NE(notes[1].find(fmt::format("payload is framed with schema id {} (AVRO) but not a record of its Avro", v1)),
             std::string::npos)
       << notes[1];
   EXPECT_EQ(notes[2], "payload is binary, not JSON, and not in the schema registry's wire format (first byte 0x01, "
                       "not the magic byte 0x00)");
+  // Each schema id was fetched once for the run (v1 frames four of the seven payloads), and the
+  // reference once, by subject and version, though v1 and v2 both name it.
+  EXPECT_EQ(m_registry.requests(fmt::format("GET /schemas/ids/{}", v1)) - before_v1, 1);
+  EXPECT_EQ(m_registry.requests("GET /schemas/ids/999999"), 1);
+  EXPECT_EQ(m_registry.requests(reference) - before_reference, 1); // named by v1 and v2
   // Without the registry the same topic is all binary: the reason names the way out.
   auto plain = Json::parse(run_dedupctl(scan_args({"--input", m_dir.file("orders.ndjson")})).out);
   EXPECT_EQ(plain.at("summary").at("no_id"), 7);

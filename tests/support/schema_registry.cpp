@@ -39,6 +39,7 @@ SchemaRegistry::SchemaRegistry(const std::vector<std::string>& extra) {
   argv.insert(argv.end(), extra.begin(), extra.end());
   SpawnOptions options;
   options.pipe_stdout = true;
+  options.stderr_file = m_dir.file("registry.log");
   m_process = std::make_unique<Process>(argv, options);
   auto line = m_process->read_line(std::chrono::seconds(10));
   if (!line || line->empty()) {
@@ -47,6 +48,16 @@ SchemaRegistry::SchemaRegistry(const std::vector<std::string>& extra) {
     return;
   }
   m_port = std::stoi(*line);
+}
+
+int SchemaRegistry::requests(const std::string& method_and_path) const {
+  std::string log = read_file(m_dir.file("registry.log"));
+  std::string wanted = "\"" + method_and_path + " HTTP/1.1\"";
+  int count = 0;
+  for (auto at = log.find(wanted); at != std::string::npos; at = log.find(wanted, at + 1)) {
+    ++count;
+  }
+  return count;
 }
 
 std::vector<Serialized> serialize_records(const std::string& url, const nlohmann::json& plan) {

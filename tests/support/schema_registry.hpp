@@ -21,8 +21,11 @@ public:
   const std::string& why_unavailable() const { return m_why; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
   int port() const { return m_port; }
+  // How many requests so far had this method and path ("GET /schemas/ids/1001"), from its log.
+  int requests(const std::string& method_and_path) const;
 
 private:
+  TempDir m_dir;
   std::unique_ptr<Process> m_process;
   int m_port = 0;
   std::string m_why;
