@@ -5,19 +5,26 @@ namespace dedupctl::core {
 void append_json_string(std::string& out, std::string_view text) {
   static const char* hex = "0123456789abcdef";
   out += '"';
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  // Runs of bytes that need no escape are appended whole (a byte at a time was a sixth of a
+  // decoding scan's time).
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (u >= 0x20 && u != '"' && u != '\\') {
+      continue;
+    }
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    if (u == '"' || u == '\\') {
       out += '\\';
-      out += c;
-    } else if (u < 0x20) {
+      out += static_cast<char>(u);
+    } else {
       out += "\\u00";
       out += hex[u >> 4];
       out += hex[u & 15];
-    } else {
-      out += c;
     }
   }
+  out.append(text.data() + run, text.size() - run);
   out += '"';
 }
 
