@@ -3,8 +3,8 @@
 #include "core/util/json_text.hpp"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace dedupctl::connectors::schema {
 
