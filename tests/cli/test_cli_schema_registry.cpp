@@ -45,9 +45,14 @@ const std::string k_orders_proto = R"(name: "orders.proto" package: "shop" synta
     field { name: "order_id" number: 2 type: TYPE_STRING label: LABEL_OPTIONAL json_name: "orderId" }
     field { name: "amount" number: 3 type: TYPE_INT64 label: LABEL_OPTIONAL json_name: "amount" } } })";
 
-Json protobuf(const std::string& id, const std::string& order, int amount) {
+// v2 adds a field: proto3 leaves it out of the JSON while unset, so v1's events read the same.
+const std::string k_orders_proto_v2 = k_orders_proto.substr(0, k_orders_proto.size() - 4) +
+                                      R"( field { name: "note" number: 4 type: TYPE_STRING label: LABEL_OPTIONAL )"
+                                      R"(json_name: "note" } } })";
+
+Json protobuf(const std::string& id, const std::string& order, int amount, const std::string& schema = k_orders_proto) {
   return {{"format", "protobuf"},
-          {"schema", k_orders_proto},
+          {"schema", schema},
           {"files", Json::array({k_meta_proto})},
           {"message", "shop.Envelope.Order"},
           {"data", fmt::format(R"(meta {{ event_id: "{}" type: "OrderPlaced" }} order_id: "{}" amount: {})", id, order,
@@ -254,12 +259,13 @@ TEST_F(SchemaRegistryCli, TheTopicAndItsDumpWithExportedSchemasGiveTheSameAudit)
   }
 }
 
-TEST_F(SchemaRegistryCli, ProtobufNestedMessageWithAnImportedFile) {
+TEST_F(SchemaRegistryCli, ProtobufNestedMessageWithAnImportedFileAndASchemaUpgrade) {
   Json plan{{"topic", "orders-pb"},
             {"records", Json::array({{{"value", protobuf("p-1", "o-1", 5)}},
                                      {{"value", protobuf("p-2", "o-2", 6)}},
-                                     {{"value", protobuf("p-1", "o-1", 5)}}})}};
+                                     {{"value", protobuf("p-1", "o-1", 5, k_orders_proto_v2)}}})}};
   auto records = serialize_records(m_registry.url(), plan);
+  EXPECT_NE(schema_id_of(*records[0].value), schema_id_of(*records[2].value)); // the upgrade's new id
   // The nested message's indexes follow the header: count 2, then 1 and 0, zigzag-encoded.
   EXPECT_EQ(records[0].value->substr(5, 3), std::string("\x04\x02\x00", 3));
   write_file(m_dir.file("pb.ndjson"), dump_of("orders-pb", records));
@@ -270,7 +276,8 @@ TEST_F(SchemaRegistryCli, ProtobufNestedMessageWithAnImportedFile) {
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("summary").at("events"), 3);
   EXPECT_EQ(doc.at("summary").at("no_id"), 0) << doc.dump(1);
-  EXPECT_EQ(doc.at("summary").at("log_duplicates"), 1);
+  EXPECT_EQ(doc.at("summary").at("log_duplicates"), 1); // p-1 re-sent under v2
+  EXPECT_EQ(doc.at("summary").at("id_reuse"), 0);
 }
 
 TEST_F(SchemaRegistryCli, JsonSchemaKeysAndValues) {

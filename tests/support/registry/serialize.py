@@ -39,7 +39,6 @@ def main():
         schema_type = {"avro": "AVRO", "json": "JSON"}[ref["format"]]
         client.register_schema(ref["subject"], Schema(ref["schema"], schema_type,
                                                       [SchemaReference(**r) for r in ref.get("references", [])]))
-    pool = descriptor_pool.DescriptorPool()
     serializers = {}
 
     def serializer(spec):
@@ -53,6 +52,8 @@ def main():
         elif spec["format"] == "json":
             made = JSONSerializer(Schema(spec["schema"], "JSON", refs), client, conf=conf)
         else:
+            # A pool per schema: an upgraded orders.proto is another file of the same name.
+            pool = descriptor_pool.DescriptorPool()
             for text in spec.get("files", []) + [spec["schema"]]:
                 file = text_format.Parse(text, descriptor_pb2.FileDescriptorProto())
                 try:
