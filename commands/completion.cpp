@@ -62,6 +62,16 @@ std::vector<const CLI::App*> commands_of(const CLI::App& app) {
   return out;
 }
 
+// A command's flags, and those of its own subcommands (schemas export): completion does not tell
+// `dedupctl schemas export --` from `dedupctl schemas --`.
+std::vector<Flag> command_flags(const CLI::App& command) {
+  auto flags = flags_of(command);
+  for (const auto* nested : commands_of(command)) {
+    add_unique(flags, flags_of(*nested));
+  }
+  return flags;
+}
+
 std::string words(const std::vector<Flag>& flags) {
   std::string out;
   for (const auto& flag : flags) {
@@ -109,11 +119,14 @@ std::string bash_script(const CLI::App& app) {
   std::vector<Flag> all_flags = globals;
   for (const auto* sub : commands_of(app)) {
     names += (names.empty() ? "" : " ") + sub->get_name();
-    auto flags = flags_of(*sub);
+    auto flags = command_flags(*sub);
     add_unique(flags, globals); // global options follow a command too
     std::string opts = words(flags);
     if (sub->get_name() == "completion") {
       opts = "bash zsh fish " + opts;
+    }
+    for (const auto& nested : names_of(*sub)) {
+      opts = nested + " " + opts;
     }
     cases += fmt::format("    {}) opts=\"{}\" ;;\n", sub->get_name(), opts);
     add_unique(all_flags, flags);
@@ -171,7 +184,12 @@ std::string fish_script(const CLI::App& app) {
   }
   out += fish_lines(flags_of(app), "true");
   for (const auto* sub : commands_of(app)) {
-    out += fish_lines(flags_of(*sub), "__fish_seen_subcommand_from " + sub->get_name());
+    for (const auto* nested : commands_of(*sub)) {
+      out += fmt::format("complete -c dedupctl -n {} -a {} -d {}\n",
+                         fish_quote("__fish_seen_subcommand_from " + sub->get_name()), nested->get_name(),
+                         fish_quote(nested->get_description()));
+    }
+    out += fish_lines(command_flags(*sub), "__fish_seen_subcommand_from " + sub->get_name());
   }
   return out;
 }

@@ -42,10 +42,14 @@ TEST(Completion, BashCompletesEveryCommandAndEachCommandsFlags) {
   EXPECT_EQ(complete(path, {"dedupctl", "scan", "--st"}), "") << "scan has no --store";
   EXPECT_EQ(complete(path, {"dedupctl", "completion", "f"}), "fish\n");
   EXPECT_EQ(complete(path, {"dedupctl", "watch", "--lis"}), "--listen\n");
+  EXPECT_EQ(complete(path, {"dedupctl", "scan", "--registry-t"}), "--registry-token-file\n");
+  // A command's own subcommands, and their flags.
+  EXPECT_EQ(complete(path, {"dedupctl", "schemas", "ex"}), "export\n");
+  EXPECT_EQ(complete(path, {"dedupctl", "schemas", "export", "--schema-"}), "--schema-id\n");
   // Every command is offered.
   std::string commands = complete(path, {"dedupctl", ""});
-  for (const char* command :
-       {"scan", "audit", "check", "snapshot", "replay", "trace", "merge", "watch", "version", "completion"}) {
+  for (const char* command : {"scan", "audit", "check", "snapshot", "replay", "trace", "merge", "watch", "version",
+                              "completion", "schemas"}) {
     EXPECT_NE(commands.find(std::string(command) + "\n"), std::string::npos) << command << " in:\n" << commands;
   }
   // A path option completes file names.
