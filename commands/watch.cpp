@@ -6,6 +6,7 @@
 #include "connectors/file/key_archive.hpp"
 #include "connectors/http/server.hpp"
 #include "connectors/kafka/kafka.hpp"
+#include "connectors/schema/source.hpp"
 #include "core/audit/retention.hpp"
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
@@ -190,6 +191,9 @@ public:
     m_check_collisions = !m_key_template.uses(core::KeyTemplate::Part::EventId);
     m_up["kafka"] = false;
     m_up[m_inbox ? "postgres" : "redis"] = false;
+    if (m_config.identify.decoder) {
+      m_up["registry"] = false; // until a tick decoded what it read (or had nothing to decode)
+    }
     m_metrics.up = m_up;
   }
 
@@ -208,6 +212,14 @@ public:
         if (m_refresh_due || now - m_last_refresh_ms >= m_config.refresh_ms) {
           refresh();
         }
+        if (m_config.identify.decoder) {
+          note_change("registry", true, "");
+        }
+      } catch (const connectors::schema::RegistryUnreachableError& e) {
+        // The events could not be identified: no gauge until the registry answers (backing off as
+        // for the brokers, whose reading starts again where it stood).
+        note_change("registry", false, e.what());
+        kafka_up = false;
       } catch (const UnreachableError& e) {
         // Which side failed: a lookup's error names the store; otherwise the brokers.
         if (m_in_lookup) {
@@ -532,7 +544,8 @@ private:
 
   void publish(std::int64_t now, bool kafka_up, bool store_up) {
     core::WatchGauges gauges;
-    bool visible = kafka_up && store_up && m_records_current;
+    bool registry_up = !m_up.count("registry") || m_up.at("registry");
+    bool visible = kafka_up && store_up && registry_up && m_records_current;
     if (visible) {
       gauges = m_state.evaluate(now, m_seeks);
     }

@@ -49,7 +49,7 @@ struct WatchMetrics {
   Figure ttl;
   std::map<std::string, Figure> retention;       // by topic
   std::map<std::string, TopicCounters> counters; // by topic
-  std::map<std::string, bool> up;                // by system: kafka, redis, postgres
+  std::map<std::string, bool> up;                // by system: kafka, redis, postgres, registry
   std::optional<double> last_refresh_seconds;    // epoch seconds of the last completed refresh
   LatencyHistogram lookup_seconds;
   std::int64_t events_held = 0;

@@ -144,7 +144,8 @@ private:
     try {
       return parse_registered_schema(body, id);
     } catch (const std::exception& e) {
-      throw UnreachableError(fmt::format("schema registry {} answered {} with {}", m_settings.url, what, e.what()));
+      throw RegistryUnreachableError(
+          fmt::format("schema registry {} answered {} with {}", m_settings.url, what, e.what()));
     }
   }
 
@@ -179,7 +180,7 @@ private:
       std::fill(bearer.begin(), bearer.end(), '\0');
     }
     if (code != CURLE_OK) {
-      throw UnreachableError(
+      throw RegistryUnreachableError(
           fmt::format("cannot reach the schema registry {}: {}", m_settings.url, curl_easy_strerror(code)));
     }
     long status = 0;
@@ -196,7 +197,7 @@ private:
       message = ": " + doc["message"].get<std::string>();
     }
     std::string hint = status == 401 || status == 403 ? " (check DEDUPCTL_REGISTRY_USER_INFO or the token)" : "";
-    throw UnreachableError(
+    throw RegistryUnreachableError(
         fmt::format("schema registry {} refused GET {}: HTTP {}{}{}", m_settings.url, path, status, message, hint));
   }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/util/errors.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -10,6 +12,13 @@
 // Where the schemas of framed payloads come from: a schema registry over HTTP (the Confluent API,
 // which Apicurio also serves) or a directory of schema files that `dedupctl schemas export` wrote.
 namespace dedupctl::connectors::schema {
+
+// The registry could not be reached or refused us (exit 3 as any other system); a type of its own
+// so that watch names the registry, not the brokers, as what it cannot see.
+class RegistryUnreachableError : public UnreachableError {
+public:
+  using UnreachableError::UnreachableError;
+};
 
 enum class SchemaType { Avro, Protobuf, Json };
 

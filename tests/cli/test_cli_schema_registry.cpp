@@ -3,6 +3,7 @@
 // mock cluster and written to a kcat dump, then scanned, traced and exported by the binary.
 #include "core/source/kcat_line.hpp"
 #include "tests/support/fixtures.hpp"
+#include "tests/support/planted.hpp"
 #include "tests/support/schema_registry.hpp"
 
 #include <filesystem>
@@ -487,6 +488,59 @@ TEST_F(SchemaRegistryCli, ReplayPublishesTheOriginalBytesNeverAReEncoding) {
   EXPECT_EQ(payload_text(out[0]), payload_text(in[0]));
   EXPECT_EQ(payload_text(out[1]), payload_text(in[1]));
   EXPECT_FALSE(payload_text(out[0]).empty());
+}
+
+// watch names the registry as what it cannot see (not the brokers), and shows nothing meanwhile.
+TEST_F(SchemaRegistryCli, WatchSaysWhenTheRegistryCannotBeReached) {
+  auto records = avro_records();
+  MockBroker broker({"orders:1"});
+  broker.seed("orders", dump_of("orders", records));
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  auto watch = [&](const std::string& registry, int port) {
+    return std::vector<std::string>{DEDUPCTL_BINARY,
+                                    "watch",
+                                    "-b",
+                                    broker.bootstrap(),
+                                    "--topic",
+                                    "orders",
+                                    "--store",
+                                    redis.uri(),
+                                    "--key-template",
+                                    "dedup:{event_id}",
+                                    "--ttl",
+                                    "1h",
+                                    "--retention",
+                                    "7d",
+                                    "--id",
+                                    "json:/metadata/eventId",
+                                    "--registry",
+                                    registry,
+                                    "--listen",
+                                    fmt::format("127.0.0.1:{}", port),
+                                    "--interval",
+                                    "250ms",
+                                    "--refresh",
+                                    "3s"};
+  };
+  int down_port = free_port();
+  auto down = spawn_watch(watch(fmt::format("http://127.0.0.1:{}", free_port()), down_port), m_dir.file("down.err"));
+  auto seen = poll_http(down_port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"registry\"} 0") != std::string::npos &&
+           a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
+  });
+  ASSERT_TRUE(seen) << read_file(m_dir.file("down.err"));
+  EXPECT_EQ(seen->body.find("dedupctl_events{"), std::string::npos) << seen->body;
+  int up_port = free_port();
+  auto up = spawn_watch(watch(m_registry.url(), up_port), m_dir.file("up.err"));
+  auto shown = poll_http(up_port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"registry\"} 1") != std::string::npos &&
+           a.body.find("dedupctl_events{") != std::string::npos;
+  });
+  ASSERT_TRUE(shown) << read_file(m_dir.file("up.err"));
+  // Four of the seven are e-1 and e-2 and their second copies, none in Redis; three have no id.
+  EXPECT_NE(shown->body.find(R"(dedupctl_events{topic="orders",partition="0",state="no_id"} 3)"), std::string::npos)
+      << shown->body;
 }
 
 } // namespace
