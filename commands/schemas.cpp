@@ -4,15 +4,12 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "commands/source.hpp"
-#include "connectors/file/temp_file.hpp"
 #include "connectors/schema/decoder.hpp"
 #include "core/util/errors.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 namespace dedupctl::commands {
@@ -26,27 +23,6 @@ struct ExportFlags {
   std::vector<std::uint32_t> ids;
 };
 
-void write_whole(const std::filesystem::path& path, const std::string& text) {
-  auto temp = path;
-  temp += fmt::format(".tmp-{}", ::getpid());
-  {
-    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.flush();
-    if (!file) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      throw UnreachableError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw UnreachableError(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
-}
-
 int run_export(const ExportFlags& options, Context& context) {
   auto settings = registry_settings(options.identity, context);
   if (!settings) {
@@ -55,11 +31,7 @@ int run_export(const ExportFlags& options, Context& context) {
   if (options.out.empty()) {
     throw UsageError("schemas export needs --out DIR");
   }
-  std::error_code ec;
-  std::filesystem::create_directories(options.out, ec);
-  if (!std::filesystem::is_directory(options.out, ec)) {
-    throw UsageError(fmt::format("--out {}: not a directory that can be made", options.out));
-  }
+  connectors::schema::make_export_directory(options.out);
   if (options.source.topics.empty() && options.source.input.empty() && options.ids.empty()) {
     throw UsageError("schemas export needs --topic T (with --bootstrap-server), --input FILE or --schema-id N: "
                      "which schemas to export");
@@ -95,10 +67,7 @@ int run_export(const ExportFlags& options, Context& context) {
     }
   }
   auto fetched = decoder.fetched();
-  for (const auto& schema : fetched) {
-    write_whole(std::filesystem::path(options.out) / fmt::format("{}.json", schema.id),
-                connectors::schema::to_export_json(schema));
-  }
+  connectors::schema::write_export(options.out, fetched);
   fmt::print("exported {} schemas ({} framed, {} referenced) from {} to {}\n", fetched.size(),
              ids.size() - unknown.size(), fetched.size() - (ids.size() - unknown.size()),
              connectors::schema::strip_credentials(settings->url, nullptr), options.out);

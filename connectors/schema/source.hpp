@@ -42,6 +42,11 @@ std::string_view type_name(SchemaType type); // "AVRO", "PROTOBUF", "JSON", as t
 RegisteredSchema parse_registered_schema(std::string_view json, std::uint32_t id);
 // The form `schemas export` writes and a directory source reads.
 std::string to_export_json(const RegisteredSchema& schema);
+// Makes the export's directory (--out) when missing; UsageError when it cannot be.
+void make_export_directory(const std::string& dir);
+// Writes each schema to DIR/<id>.json, each file whole or not at all (a temporary sibling renamed
+// into place); UnreachableError when a write fails (a full disk).
+void write_export(const std::string& dir, const std::vector<RegisteredSchema>& schemas);
 
 struct RegistrySettings {
   std::string url;       // http(s)://host:port[/path]; credentials in it are taken out (see user_info)
