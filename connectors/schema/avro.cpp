@@ -2,6 +2,7 @@
 // JSON is written from the same schema, which avro-c cannot tell us everything of (it drops the
 // logical types), so a shape of our own, built from the schema's JSON, walks beside its values.
 #include "connectors/schema/formats.hpp"
+#include "core/util/time.hpp"
 
 #include <avro.h>
 #include <fmt/format.h>
@@ -233,20 +234,6 @@ public:
   std::deque<Shape> take() { return std::move(m_shapes); }
 };
 
-// Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-void civil(std::int64_t days, std::int64_t& y, unsigned& m, unsigned& d) {
-  days += 719468;
-  std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  auto doe = static_cast<unsigned>(days - era * 146097);
-  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  y = static_cast<std::int64_t>(yoe) + era * 400;
-  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  unsigned mp = (5 * doy + 2) / 153;
-  d = doy - (153 * mp + 2) / 5 + 1;
-  m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2 ? 1 : 0;
-}
-
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // An instant as RFC 3339 UTC with `digits` fractional digits (3 for millis, 6 for micros).
@@ -255,12 +242,9 @@ std::string rfc3339(std::int64_t units, std::int64_t per_second, int digits, boo
   std::int64_t fraction = units - seconds * per_second;
   std::int64_t days = floor_div(seconds, 86400);
   std::int64_t in_day = seconds - days * 86400;
-  std::int64_t y = 0;
-  unsigned m = 0;
-  unsigned d = 0;
-  civil(days, y, m, d);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:0{}}{}", y, m, d, in_day / 3600, in_day / 60 % 60,
-                     in_day % 60, fraction, digits, zone ? "Z" : "");
+  core::CivilDate date = core::civil_from_days(days);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:0{}}{}", date.year, date.month, date.day, in_day / 3600,
+                     in_day / 60 % 60, in_day % 60, fraction, digits, zone ? "Z" : "");
 }
 
 // Big-endian two's complement bytes with `scale` as a decimal number's text (any size).
@@ -334,31 +318,18 @@ void append_double(std::string& out, double value) {
 // a corrupt length of a gigabyte would cost a gigabyte, each time.
 class Validator {
 public:
-  Validator(const char* begin, const char* end) : m_at(begin), m_end(end) {}
+  explicit Validator(std::string_view bytes) : m_rest(bytes) {}
 
-  bool record(const Shape& shape) { return value(shape, 0) && m_at == m_end; }
+  bool record(const Shape& shape) { return value(shape, 0) && m_rest.empty(); }
 
 private:
-  bool varint(std::int64_t& out) {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (m_at == m_end) {
-        return false;
-      }
-      auto byte = static_cast<unsigned char>(*m_at++);
-      v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80)) {
-        out = static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1));
-        return true;
-      }
-    }
-    return false;
-  }
+  bool varint(std::int64_t& out) { return read_zigzag(m_rest, out); }
+  std::int64_t left() const { return static_cast<std::int64_t>(m_rest.size()); }
   bool skip(std::int64_t n) {
-    if (n < 0 || n > m_end - m_at) {
+    if (n < 0 || n > left()) {
       return false;
     }
-    m_at += n;
+    m_rest.remove_prefix(static_cast<std::size_t>(n));
     return true;
   }
   bool value(const Shape& shape, int depth) {
@@ -406,13 +377,13 @@ private:
         }
         if (n < 0) { // a block with its size in bytes
           std::int64_t bytes = 0;
-          if (n == INT64_MIN || !varint(bytes) || bytes < 0 || bytes > m_end - m_at) {
+          if (n == INT64_MIN || !varint(bytes) || bytes < 0 || bytes > left()) {
             return false;
           }
           n = -n;
         }
         // Items of no bytes (nulls) could count to anything: at most a million a block.
-        if (n > (m_end - m_at) + (1 << 20)) {
+        if (n > left() + (1 << 20)) {
           return false;
         }
         for (std::int64_t i = 0; i < n; ++i) {
@@ -429,8 +400,7 @@ private:
     return false;
   }
 
-  const char* m_at;
-  const char* m_end;
+  std::string_view m_rest;
 };
 
 class AvroCompiled : public Compiled {
@@ -457,7 +427,7 @@ public:
   AvroCompiled& operator=(const AvroCompiled&) = delete;
 
   std::string decode(std::string_view body, std::string& out) override {
-    if (!Validator(body.data(), body.data() + body.size()).record(*m_root)) {
+    if (!Validator(body).record(*m_root)) {
       return "not a record of its Avro schema (truncated, or a length, branch or symbol out of range)";
     }
     avro_reader_memory_set_source(m_reader, body.data(), static_cast<int64_t>(body.size()));
@@ -526,11 +496,8 @@ private:
       std::int32_t v = 0;
       avro_value_get_int(&value, &v);
       if (shape.logical == "date") {
-        std::int64_t y = 0;
-        unsigned m = 0;
-        unsigned d = 0;
-        civil(v, y, m, d);
-        fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}\"", y, m, d);
+        core::CivilDate date = core::civil_from_days(v);
+        fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}\"", date.year, date.month, date.day);
       } else if (shape.logical == "time-millis" && v >= 0) {
         fmt::format_to(std::back_inserter(out), "\"{:02}:{:02}:{:02}.{:03}\"", v / 3600000, v / 60000 % 60,
                        v / 1000 % 60, v % 1000);

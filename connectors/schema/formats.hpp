@@ -2,6 +2,7 @@
 
 #include "connectors/schema/source.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,25 @@ using ResolveReference = std::function<RegisteredSchema(const Reference&)>;
 std::unique_ptr<Compiled> compile_avro(const RegisteredSchema& schema, const ResolveReference& resolve);
 std::unique_ptr<Compiled> compile_protobuf(const RegisteredSchema& schema, const ResolveReference& resolve);
 std::unique_ptr<Compiled> compile_json_schema(const RegisteredSchema& schema);
+
+// Reads one zigzag varint (Avro's int and long, the Protobuf message indexes of the Confluent
+// frame) from the front of `bytes`; false when it is cut short or longer than 64 bits.
+inline bool read_zigzag(std::string_view& bytes, std::int64_t& out) {
+  std::uint64_t value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (bytes.empty()) {
+      return false;
+    }
+    auto byte = static_cast<unsigned char>(bytes.front());
+    bytes.remove_prefix(1);
+    value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      out = static_cast<std::int64_t>((value >> 1) ^ (~(value & 1) + 1));
+      return true;
+    }
+  }
+  return false;
+}
 
 // JSON text in canonical form: object members sorted by name, null members left out, no spaces.
 // Returns false when `text` is not JSON.

@@ -75,24 +75,6 @@ pb::FileDescriptorProto parse_proto(const std::string& text, const std::string& 
   return file;
 }
 
-// Zigzag varints, as the Confluent serializer writes the message indexes.
-bool read_varint(std::string_view& bytes, std::int64_t& out) {
-  std::uint64_t value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (bytes.empty()) {
-      return false;
-    }
-    auto byte = static_cast<unsigned char>(bytes.front());
-    bytes.remove_prefix(1);
-    value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      out = static_cast<std::int64_t>((value >> 1) ^ (~(value & 1) + 1));
-      return true;
-    }
-  }
-  return false;
-}
-
 class ProtobufCompiled : public Compiled {
 public:
   ProtobufCompiled(const RegisteredSchema& schema, const ResolveReference& resolve) {
@@ -107,7 +89,7 @@ public:
 
   std::string decode(std::string_view body, std::string& json) override {
     std::int64_t count = 0;
-    if (!read_varint(body, count) || count < 0 || count > 64) {
+    if (!read_zigzag(body, count) || count < 0 || count > 64) {
       return "framed for Protobuf but its message indexes are truncated or malformed";
     }
     const pb::Descriptor* message = nullptr;
@@ -116,7 +98,7 @@ public:
     }
     for (std::int64_t i = 0; i < count; ++i) {
       std::int64_t index = 0;
-      if (!read_varint(body, index) || index < 0) {
+      if (!read_zigzag(body, index) || index < 0) {
         return "framed for Protobuf but its message indexes are truncated or malformed";
       }
       int at = static_cast<int>(index);

@@ -257,10 +257,7 @@ std::int64_t parse_time(std::string_view text, std::string_view what) {
   return fail();
 }
 
-std::string format_time(std::int64_t epoch_ms) {
-  std::int64_t days = epoch_ms >= 0 ? epoch_ms / k_ms_per_day : (epoch_ms - k_ms_per_day + 1) / k_ms_per_day;
-  std::int64_t rem = epoch_ms - days * k_ms_per_day;
-  // civil_from_days (Howard Hinnant).
+CivilDate civil_from_days(std::int64_t days) {
   std::int64_t z = days + 719468;
   const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
   const auto doe = static_cast<unsigned>(z - era * 146097);
@@ -271,7 +268,14 @@ std::string format_time(std::int64_t epoch_ms) {
   const unsigned day = doy - (153 * mp + 2) / 5 + 1;
   const unsigned month = mp < 10 ? mp + 3 : mp - 9;
   year += month <= 2 ? 1 : 0;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", year, month, day, rem / k_ms_per_hour,
+  return {year, month, day};
+}
+
+std::string format_time(std::int64_t epoch_ms) {
+  std::int64_t days = epoch_ms >= 0 ? epoch_ms / k_ms_per_day : (epoch_ms - k_ms_per_day + 1) / k_ms_per_day;
+  std::int64_t rem = epoch_ms - days * k_ms_per_day;
+  CivilDate date = civil_from_days(days);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", date.year, date.month, date.day, rem / k_ms_per_hour,
                      rem % k_ms_per_hour / k_ms_per_minute, rem % k_ms_per_minute / k_ms_per_second,
                      rem % k_ms_per_second);
 }

@@ -38,4 +38,12 @@ std::string format_duration(std::int64_t ms);
 // Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
 std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day);
 
+struct CivilDate {
+  std::int64_t year = 1970;
+  unsigned month = 1;
+  unsigned day = 1;
+};
+// The date `days` after 1970-01-01 (negative: before), its inverse.
+CivilDate civil_from_days(std::int64_t days);
+
 } // namespace dedupctl::core

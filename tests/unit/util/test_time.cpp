@@ -78,3 +78,18 @@ TEST(Duration, FormatsTheShortestExactForm) {
   EXPECT_EQ(format_duration(250), "250ms");
   EXPECT_EQ(format_duration(-3'600'000), "-1h");
 }
+
+TEST(Time, CivilFromDaysInvertsDaysFromCivil) {
+  for (std::int64_t days : {-719468, -1, 0, 1, 59, 60, 20418, 2932896}) {
+    CivilDate date = civil_from_days(days);
+    EXPECT_EQ(days_from_civil(date.year, date.month, date.day), days) << days;
+  }
+  CivilDate day = civil_from_days(20418);
+  EXPECT_EQ(day.year, 2025);
+  EXPECT_EQ(day.month, 11u);
+  EXPECT_EQ(day.day, 26u);
+  CivilDate before = civil_from_days(-1);
+  EXPECT_EQ(before.year, 1969);
+  EXPECT_EQ(before.month, 12u);
+  EXPECT_EQ(before.day, 31u);
+}
