@@ -320,6 +320,50 @@ TEST_F(SchemaRegistryCli, ARegistryThatCannotBeReachedIsExitThreeAndIncomplete) 
             2);
 }
 
+// What the user typed or pointed at is wrong: exit 2, naming it, before or as it is first needed.
+TEST_F(SchemaRegistryCli, BadSchemaFilesAndFlagsAreUsageErrors) {
+  auto records = avro_records();
+  write_file(m_dir.file("orders.ndjson"), dump_of("orders", records));
+  std::uint32_t v1 = schema_id_of(*records[0].value);
+  auto scan = [&](std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
+    auto args = scan_args({"--input", m_dir.file("orders.ndjson")});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_dedupctl(args, {}, env);
+  };
+  // A schema file that is not one.
+  std::filesystem::create_directories(m_dir.file("corrupt"));
+  write_file(m_dir.file(fmt::format("corrupt/{}.json", v1)), "{\"id\": ");
+  auto corrupt = scan({"--schemas", m_dir.file("corrupt")});
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.err;
+  EXPECT_NE(corrupt.err.find(fmt::format("corrupt/{}.json is not a schema file", v1)), std::string::npos)
+      << corrupt.err;
+  // A reference without the id an export writes.
+  std::filesystem::create_directories(m_dir.file("no-ids"));
+  write_file(
+      m_dir.file(fmt::format("no-ids/{}.json", v1)),
+      Json{{"schema", k_order_v1},
+           {"references", Json::array({{{"name", "shop.Metadata"}, {"subject", "shop.Metadata"}, {"version", 1}}})}}
+          .dump());
+  auto no_ids = scan({"--schemas", m_dir.file("no-ids")});
+  EXPECT_EQ(no_ids.exit_code, 2) << no_ids.err;
+  EXPECT_NE(no_ids.err.find("the reference shop.Metadata (subject shop.Metadata version 1) has no id"),
+            std::string::npos)
+      << no_ids.err;
+  // Not a directory; a CA file that is not there; user info without a password.
+  EXPECT_EQ(scan({"--schemas", m_dir.file("orders.ndjson")}).exit_code, 2);
+  auto no_ca = scan({"--registry", m_registry.url(), "--registry-ca", m_dir.file("no-such-ca.pem")});
+  EXPECT_EQ(no_ca.exit_code, 2);
+  EXPECT_NE(no_ca.err.find("--registry-ca"), std::string::npos) << no_ca.err;
+  auto no_colon = scan({"--registry", m_registry.url()}, {{"DEDUPCTL_REGISTRY_USER_INFO", "justaname"}});
+  EXPECT_EQ(no_colon.exit_code, 2);
+  EXPECT_NE(no_colon.err.find("is not USER:PASSWORD"), std::string::npos) << no_colon.err;
+  // An export into a directory that cannot be made (its parent is a file).
+  auto out_under_file = run_dedupctl({"schemas", "export", "--registry", m_registry.url(), "--schema-id",
+                                      std::to_string(v1), "--out", m_dir.file("orders.ndjson") + "/schemas"});
+  EXPECT_EQ(out_under_file.exit_code, 2);
+  EXPECT_NE(out_under_file.err.find("not a directory that can be made"), std::string::npos) << out_under_file.err;
+}
+
 TEST(SchemaRegistryAuth, BasicAuthFromTheEnvironmentAndNoPasswordInAnyOutput) {
   std::string why;
   DEDUPCTL_REQUIRE_SERVER(!registry_python(why).empty(), why);

@@ -2,10 +2,13 @@
 // and Protobuf by hand from its wire format. What is checked is ours: the JSON a person reads
 // (unions as their value, logical types, sorted members, nulls left out), references, the
 // message indexes and the reasons.
+#include "connectors/http/server.hpp"
 #include "connectors/schema/decoder.hpp"
 #include "core/identity/payload_decoder.hpp"
+#include "core/util/errors.hpp"
 
 #include <avro.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -188,4 +191,101 @@ TEST(JsonSchemaDecoder, TheBodyIsJsonInCanonicalForm) {
                                          "not JSON");
   EXPECT_NE(decode(decoder, 6, "x").find("framed with schema id 6 (PROTOBUF), which cannot be used: its .proto"),
             std::string::npos);
+}
+
+// A schema that cannot be used is a reason for each payload framed with it, never a failure of
+// the run: each way a schema can be unusable, in each format.
+TEST(SchemaDecoder, EachUnusableSchemaIsAReason) {
+  auto source = std::make_unique<Memory>();
+  source->by_ids[1] = {1, SchemaType::Avro, "{not json", {}};
+  source->by_ids[2] = {
+      2, SchemaType::Avro, R"({"type":"record","name":"X","fields":[{"name":"a","type":"Nope"}]})", {}};
+  source->by_ids[3] = {3,
+                       SchemaType::Avro,
+                       R"({"type":"record","name":"X","fields":[{"name":"a","type":"shop.Gone"}]})",
+                       {Reference{"shop.Gone", "shop.Gone", 1, std::nullopt}}};
+  source->by_ids[4] = {4, SchemaType::Json, "{not json", {}};
+  source->by_ids[5] = {
+      5, SchemaType::Protobuf, R"(syntax = "proto3"; import "elsewhere.proto"; message M { string a = 1; })", {}};
+  SchemaDecoder decoder(std::move(source));
+  EXPECT_EQ(decode(decoder, 1, "x"),
+            "framed with schema id 1 (AVRO), which cannot be used: its Avro schema is not JSON");
+  EXPECT_EQ(decode(decoder, 2, "x"),
+            "framed with schema id 2 (AVRO), which cannot be used: its type Nope is not defined");
+  EXPECT_EQ(decode(decoder, 3, "x"), "framed with schema id 3 (AVRO), which cannot be used: its reference shop.Gone "
+                                     "(subject shop.Gone version 1) is unknown to memory");
+  EXPECT_EQ(decode(decoder, 4, "{}"),
+            "framed with schema id 4 (JSON), which cannot be used: its JSON schema is not JSON");
+  EXPECT_EQ(decode(decoder, 5, "x"), "framed with schema id 5 (PROTOBUF), which cannot be used: its .proto imports "
+                                     "elsewhere.proto, which is neither among its references nor a well-known type");
+}
+
+TEST(ProtobufDecoder, TruncatedMessageIndexesAreAReason) {
+  auto source = std::make_unique<Memory>();
+  source->by_ids[3] = {3, SchemaType::Protobuf, R"(syntax = "proto3"; message M { string a = 1; })", {}};
+  SchemaDecoder decoder(std::move(source));
+  for (const std::string& body : {std::string("\x80", 1), std::string("\x04\x00", 2), std::string("\x01", 1)}) {
+    EXPECT_EQ(decode(decoder, 3, body), "framed with schema id 3 (PROTOBUF) but framed for Protobuf but its message "
+                                        "indexes are truncated or malformed");
+  }
+}
+
+// A string that is not UTF-8 is read with U+FFFD in place of its bad bytes: the decoded text stays
+// JSON the json: specs can read.
+TEST(AvroDecoder, AStringThatIsNotUtf8KeepsTheRecordReadable) {
+  auto source = std::make_unique<Memory>();
+  source->by_ids[9] = {
+      9, SchemaType::Avro, R"({"type":"record","name":"S","fields":[{"name":"s","type":"string"}]})", {}};
+  SchemaDecoder decoder(std::move(source));
+  std::string json;
+  ASSERT_EQ(decode(decoder, 9, varint(6) + "a\xff" "b", &json), "");
+  EXPECT_EQ(json, "{\"s\":\"a\xef\xbf\xbd"
+                  "b\"}");
+}
+
+// The registry's answers other than a schema: 404 is an unknown id, anything else a registry that
+// cannot be used (exit 3), named as the registry's, with the message it gave.
+TEST(Registry, AnswersOtherThanASchema) {
+  connectors::http::Server server("127.0.0.1:0", [](std::string_view path, std::string_view) {
+    connectors::http::Response r;
+    r.content_type = "application/vnd.schemaregistry.v1+json";
+    if (path == "/schemas/ids/1") {
+      r.body = R"({"schema":"\"string\"","references":[]})";
+    } else if (path == "/schemas/ids/2") {
+      r.status = 500;
+      r.body = R"({"error_code":50001,"message":"Error in the backend data store"})";
+    } else if (path == "/schemas/ids/3") {
+      r.body = "<html>a proxy's login page</html>";
+    } else if (path == "/schemas/ids/4") {
+      r.body = R"({"schema":"x","schemaType":"XML"})";
+    } else {
+      r.status = 404;
+      r.body = R"({"error_code":40403,"message":"Schema not found"})";
+    }
+    return r;
+  });
+  RegistrySettings settings;
+  settings.url = fmt::format("http://127.0.0.1:{}/", server.port());
+  auto registry = open_registry(settings);
+  EXPECT_EQ(registry->by_id(1)->text, "\"string\"");
+  EXPECT_FALSE(registry->by_id(7));
+  std::string url = fmt::format("http://127.0.0.1:{}", server.port());
+  auto refused = [&](std::uint32_t id) -> std::string {
+    try {
+      registry->by_id(id);
+    } catch (const RegistryUnreachableError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(
+      refused(2),
+      fmt::format("schema registry {} refused GET /schemas/ids/2: HTTP 500: Error in the backend data store", url));
+  EXPECT_EQ(refused(3),
+            fmt::format("schema registry {} answered schema id 3 with not a schema: no \"schema\" string", url));
+  EXPECT_EQ(refused(4), fmt::format("schema registry {} answered schema id 4 with schema type XML is not AVRO, "
+                                    "PROTOBUF or JSON",
+                                    url));
+  settings.url = "ftp://127.0.0.1/";
+  EXPECT_THROW(open_registry(settings), UsageError);
 }

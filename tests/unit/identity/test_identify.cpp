@@ -118,6 +118,14 @@ TEST(Identify, ABinaryPayloadIsNamedAsSuchAndHeadersStillWork) {
   EXPECT_EQ(identify(by_key, event(std::string("\x00\xff", 2), {}, "k-1")).id, "k-1");
 }
 
+// Why the payload is not JSON is said once an event, however many json: specs met it.
+TEST(Identify, WhyThePayloadIsNotJsonIsSaidOnce) {
+  Identifier identifier(options("json:/a,json:/b,header:event_id,json:/c"));
+  EXPECT_EQ(identify(identifier, event("plain\ttext")).reason, "payload is not JSON, no header event_id");
+  EXPECT_EQ(identify(identifier, event(R"({"x":1})")).reason,
+            "payload has no /a, payload has no /b, no header event_id, payload has no /c");
+}
+
 TEST(Identify, KeyAndOffsetSpecs) {
   Identifier by_key(options("key"));
   EXPECT_EQ(identify(by_key, event("p", {}, "order-9")).id, "order-9");
