@@ -399,6 +399,15 @@ TEST(SchemaRegistryAuth, BasicAuthFromTheEnvironmentAndNoPasswordInAnyOutput) {
       run_dedupctl({"scan", "-o", "json", "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
                     "--registry", fmt::format("http://ops:wr0ng-pw@127.0.0.1:{}", registry.port())});
   EXPECT_EQ(wrong_in_url.exit_code, 3);
+  // Every report format scrubs the password typed in the URL.
+  for (const std::string format : {"text", "markdown", "html", "sarif", "junit", "github"}) {
+    auto run =
+        run_dedupctl({"scan", "-o", format, "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
+                      "--registry", fmt::format("http://ops:wr0ng-pw@127.0.0.1:{}", registry.port())});
+    EXPECT_EQ(run.exit_code, 3) << format;
+    EXPECT_EQ(run.out.find("wr0ng-pw"), std::string::npos) << format << ": " << run.out;
+    EXPECT_EQ(run.err.find("wr0ng-pw"), std::string::npos) << format << ": " << run.err;
+  }
   for (const auto* run : {&ok, &refused, &from_file, &in_url, &wrong_in_url}) {
     for (const std::string secret : {"s3cr3t-pw", "wr0ng-pw"}) {
       EXPECT_EQ(run->out.find(secret), std::string::npos) << run->out;
