@@ -5,6 +5,7 @@
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/schema/decoder.hpp"
 #include "core/audit/retention.hpp"
+#include "core/store/secrets.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/text.hpp"
 #include "core/util/time.hpp"
@@ -185,12 +186,15 @@ std::optional<connectors::schema::RegistrySettings> registry_settings(const Iden
   settings.user_info =
       secret_of(options.registry_user_info_file, "DEDUPCTL_REGISTRY_USER_INFO", "--registry-user-info-file");
   settings.token = secret_of(options.registry_token_file, "DEDUPCTL_REGISTRY_TOKEN", "--registry-token-file");
-  std::string from_url;
-  connectors::schema::strip_credentials(settings.url, &from_url);
-  for (const std::string* secret : {&settings.user_info, &settings.token, &from_url}) {
+  // A password in the URL in every spelling core::secrets_in knows (as typed, percent-decoded),
+  // also when the URL came from the config file or the environment and not from argv.
+  for (auto& secret : core::secrets_in(settings.url)) {
+    context.secrets.push_back(std::move(secret));
+  }
+  for (const std::string* secret : {&settings.user_info, &settings.token}) {
     if (!secret->empty()) {
       context.secrets.push_back(*secret);
-      if (auto colon = secret->find(':'); secret != &settings.token && colon != std::string::npos) {
+      if (auto colon = secret->find(':'); secret == &settings.user_info && colon != std::string::npos) {
         context.secrets.push_back(secret->substr(colon + 1)); // the password alone
       }
     }
