@@ -238,7 +238,11 @@ TEST(AvroDecoder, AStringThatIsNotUtf8KeepsTheRecordReadable) {
       9, SchemaType::Avro, R"({"type":"record","name":"S","fields":[{"name":"s","type":"string"}]})", {}};
   SchemaDecoder decoder(std::move(source));
   std::string json;
-  ASSERT_EQ(decode(decoder, 9, varint(6) + "a\xff" "b", &json), "");
+  ASSERT_EQ(decode(decoder, 9,
+                   varint(6) + "a\xff"
+                               "b",
+                   &json),
+            "");
   EXPECT_EQ(json, "{\"s\":\"a\xef\xbf\xbd"
                   "b\"}");
 }
