@@ -81,8 +81,9 @@ int run(const AuditFlags& options, Context& context) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
                      "file:");
   }
-  // Everything typed was valid: a snapshot file is read before anything is contacted (a bad one is
-  // exit 2), then the systems.
+  // Everything typed was valid: a snapshot file is opened before anything is contacted (a bad one is
+  // exit 2; its records load beside the reading, a bad line among them is exit 2 at the end), then
+  // the systems.
   std::int64_t now = context.now_ms();
   bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
   OpenedStore opened_store;
@@ -157,6 +158,9 @@ int run(const AuditFlags& options, Context& context) {
     if (opened_store.inbox && context.global.verbose) {
       context.note("inbox lookups: " + opened_store.inbox->lookup_stats());
     }
+  }
+  if (store) {
+    store->ready(); // a snapshot's bad line is exit 2, whatever the source did
   }
   if (digest) {
     complete_report(report, opened, context);

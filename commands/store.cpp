@@ -30,8 +30,8 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
     } else {
       auto snapshot = std::make_unique<connectors::file::SnapshotStore>(uri.path);
       out.snapshot_time = snapshot->header().taken_at_ms; // the records are as they were then
-      context.note(fmt::format("reading snapshot {} taken at {} ({} records)", uri.path,
-                               core::format_time(*out.snapshot_time), snapshot->size()));
+      // Not its count of records: that would wait for the load, which goes on beside the reading.
+      context.note(fmt::format("reading snapshot {} taken at {}", uri.path, core::format_time(*out.snapshot_time)));
       out.store = std::move(snapshot);
     }
     return out;

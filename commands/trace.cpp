@@ -102,6 +102,9 @@ int run(const TraceFlags& options, Context& context) {
     note_ranges(opened.info, context);
     report = run_trace(request, *opened.source, *store.store, opened.info, now);
   }
+  if (store.store) {
+    store.store->ready(); // a snapshot's bad line is exit 2, whatever the source did
+  }
   return deliver_report(report, opened, format, context);
 }
 

@@ -25,9 +25,11 @@ constexpr std::size_t k_group = 32;
 
 SnapshotStore::SnapshotStore(const std::string& path) {
   refuse_directory(path, "--store file:");
-  std::vector<char> buffer(1 << 20);
-  std::ifstream in;
-  in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  constexpr std::size_t k_buffer = 1 << 20;
+  auto source = std::make_unique<Source>();
+  source->buffer = std::make_unique<char[]>(k_buffer);
+  auto& in = source->in;
+  in.rdbuf()->pubsetbuf(source->buffer.get(), static_cast<std::streamsize>(k_buffer));
   in.open(path, std::ios::binary);
   if (!in) {
     throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));
@@ -37,11 +39,29 @@ SnapshotStore::SnapshotStore(const std::string& path) {
   if (!std::getline(in, line) || !core::parse_snapshot_header(line, m_header, error)) {
     throw UsageError(fmt::format("{}:1: {}", path, error.empty() ? "empty file" : error));
   }
+  m_loaded = std::async(std::launch::async, &SnapshotStore::load, this, std::move(source), path).share();
+}
+
+SnapshotStore::~SnapshotStore() {
+  if (m_loaded.valid()) {
+    m_loaded.wait(); // it writes to this object's members
+  }
+}
+
+std::size_t SnapshotStore::size() const {
+  m_loaded.get();
+  return m_count;
+}
+
+void SnapshotStore::load(std::unique_ptr<Source> source, const std::string& path) {
+  auto& in = source->in;
   std::error_code size_error;
   if (auto size = std::filesystem::file_size(path, size_error); !size_error) {
     m_arena.reserve(size + size / 2);            // a line's tabs and digits against a record's 16 bytes and padding
     m_index = core::FlatHashMap<Ref>(size / 32); // a line is rarely shorter
   }
+  std::string line;
+  std::string error;
   std::vector<core::SnapshotEntry> entries(k_group);
   std::array<std::uint64_t, k_group> hashes{};
   bool more = true;
@@ -67,6 +87,9 @@ SnapshotStore::SnapshotStore(const std::string& path) {
       }
       add(entries[k], hashes[k]);
     }
+  }
+  if (in.bad()) {
+    throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));
   }
 }
 
@@ -123,6 +146,7 @@ SnapshotStore::Ref SnapshotStore::confirm(Ref slot, std::string_view key) const 
 }
 
 void SnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
+  m_loaded.get();
   out.assign(keys.size(), core::RecordState{});
   std::array<std::uint64_t, k_group> hashes{};
   std::array<Ref, k_group> slots{};

@@ -6,6 +6,9 @@
 
 #include <climits>
 #include <cstdint>
+#include <fstream>
+#include <future>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,15 +22,24 @@ namespace dedupctl::connectors::file {
 // cache misses (the index slot, the record with its key), and every hit compares the key. Lookups
 // and loads go in groups whose slots and records are prefetched before they are probed. A key
 // given twice takes its last line.
+//
+// The records load on a thread of their own, beside whatever the caller does next (an offline
+// audit reads the log meanwhile): the constructor reads and checks the header only, and the first
+// lookup() or size() waits for the rest.
 class SnapshotStore final : public core::DedupStore {
 public:
-  // Throws UsageError naming the file (and line) when it cannot be read or parsed.
+  // Throws UsageError naming the file when it cannot be opened or its header is not a snapshot's.
   explicit SnapshotStore(const std::string& path);
+  ~SnapshotStore() override;
+  SnapshotStore(const SnapshotStore&) = delete;
+  SnapshotStore& operator=(const SnapshotStore&) = delete;
 
+  // Both throw UsageError naming the file and line when a record cannot be parsed (every time).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override;
+  std::size_t size() const;
+  void ready() override { m_loaded.get(); }
   std::string kind() const override { return "file"; }
   const core::SnapshotHeader& header() const { return m_header; }
-  std::size_t size() const { return m_count; }
 
 private:
   // The head of a record in m_arena, its key's bytes right after it, the next record at the next
@@ -42,6 +54,13 @@ private:
   // Records are named by their offset in m_arena / k_align, plus 1 (0: none) in the index.
   using Ref = std::uint32_t;
 
+  // The open file, its buffer declared first so that it outlives the stream.
+  struct Source {
+    std::unique_ptr<char[]> buffer;
+    std::ifstream in;
+  };
+  // Reads the records after the header (on the loading thread).
+  void load(std::unique_ptr<Source> source, const std::string& path);
   void add(const core::SnapshotEntry& entry, std::uint64_t hash);
   // The record of `key` whose hash found `slot`: that one, or none when the slot holds another key.
   Ref confirm(Ref slot, std::string_view key) const;
@@ -59,6 +78,8 @@ private:
   // Key hash → Ref; keys whose hash another key took (2^-64 each) go to m_collided.
   core::FlatHashMap<Ref> m_index;
   std::unordered_map<std::string, Ref> m_collided;
+  // Ready once the records are loaded; holds the UsageError of a bad line.
+  std::shared_future<void> m_loaded;
 };
 
 } // namespace dedupctl::connectors::file

@@ -37,6 +37,10 @@ public:
   // The keyspace as a whole (one round trip a master); nullopt where the store cannot tell (an
   // inbox, a file). Throws UnreachableError when the store fails.
   virtual std::optional<KeyspaceProbe> probe() { return std::nullopt; }
+  // Waits until every record can be answered (a snapshot file loads beside the reading) and throws
+  // UsageError for a file found bad meanwhile: a command calls it before its report goes out, so
+  // that a bad file is exit 2 however few keys were looked up.
+  virtual void ready() {}
 };
 
 // An inbox table as a DedupStore: the keys looked up are event ids; a present row carries its

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -334,6 +335,43 @@ TEST(AuditSnapshot, BoundariesAreExactAgainstASnapshotsTime) {
   auto doc2 = parse(run_dedupctl(audit_args(past_edge.bootstrap(), "file:" + dir.file("keys.tsv"))));
   EXPECT_EQ(doc2.at("summary").at("expired"), 2);
   EXPECT_EQ(doc2.at("summary").at("missing"), 1);
+}
+
+// The snapshot loads while the log is read: a bad line found then still ends the audit as bad
+// input (exit 2, the file and line named), with no report written.
+TEST(AuditSnapshot, ABadLineFoundWhileReadingIsExit2AndNoReport) {
+  const long long taken_at = 1'795'161'600'000LL;
+  MockBroker broker({"pay:1"});
+  broker.seed("pay", planted(taken_at, taken_at - k_hour));
+  broker.commit("billing", "pay", "0=8");
+  TempDir dir;
+  std::string text = snapshot(taken_at);
+  for (int i = 0; i < 50'000; ++i) {
+    text += fmt::format("dedup:pay:bulk-{}\t{}\tdone\n", i, k_minute);
+  }
+  text += "dedup:pay:bad\t-7\tdone\n"; // line 1 + 5 + 50,000 + 1
+  write_file(dir.file("keys.tsv"), text);
+  auto args = audit_args(broker.bootstrap(), "file:" + dir.file("keys.tsv"));
+  args.insert(args.end(), {"--output", dir.file("report.json")});
+  auto run = run_dedupctl(args);
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("keys.tsv:50007:"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report.json")));
+  // The same file where nothing is looked up: a broker that does not answer, an empty dump; and
+  // trace.
+  std::vector<std::vector<std::string>> others{
+      {"audit", "-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "pay", "--timeout", "1s"},
+      {"audit", "--input", dir.file("empty.json")},
+      {"trace", "--input", dir.file("empty.json"), "--event-id", "e-1"}};
+  write_file(dir.file("empty.json"), "");
+  for (auto other : others) {
+    other.insert(other.end(),
+                 {"--store", "file:" + dir.file("keys.tsv"), "--ttl", "1h", "--output", dir.file("report.json")});
+    auto bad = run_dedupctl(other);
+    EXPECT_EQ(bad.exit_code, 2) << other[0] << " " << other[1] << ": " << bad.err;
+    EXPECT_NE(bad.err.find("keys.tsv:50007:"), std::string::npos) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("report.json")));
+  }
 }
 
 TEST(AuditUsage, BadPlacementFlagsAreExit2) {

@@ -81,6 +81,9 @@ TEST(SnapshotStore, ABatchOfAnySizeAndKeysOfAnyLengthAreReadBackExactly) {
   }
 }
 
+// The file loads beside the reading (an offline audit reads the log meanwhile): its header is
+// checked when it is opened, a bad line below it at the first use of the records, named by its
+// number, and at every use after.
 TEST(SnapshotStore, ABadLineIsNamedByItsNumberWhereverItIs) {
   TempDir dir;
   std::string text = "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://test\tmatch=*\n";
@@ -89,10 +92,24 @@ TEST(SnapshotStore, ABadLineIsNamedByItsNumberWhereverItIs) {
   }
   text += "d:bad\tsoon\tdone\n"; // line 1 + 100 + 10 + 1
   write_file(dir.file("keys.tsv"), text);
-  try {
-    connectors::file::SnapshotStore store(dir.file("keys.tsv"));
-    ADD_FAILURE() << "a bad line must be refused";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("keys.tsv:112: 'soon' is not a remaining TTL"), std::string::npos) << e.what();
+  connectors::file::SnapshotStore store(dir.file("keys.tsv"));
+  EXPECT_EQ(store.header().taken_at_ms, 1'795'000'000'000LL);
+  std::vector<core::RecordState> states;
+  for (int use = 0; use < 2; ++use) {
+    try {
+      store.lookup({"d:1"}, states);
+      ADD_FAILURE() << "a bad line must be refused";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("keys.tsv:112: 'soon' is not a remaining TTL"), std::string::npos)
+          << e.what();
+    }
   }
+  EXPECT_THROW(store.size(), UsageError);
+}
+
+TEST(SnapshotStore, AFileThatIsNotASnapshotIsRefusedWhenOpened) {
+  TempDir dir;
+  write_file(dir.file("keys.tsv"), "d:1\t1000\tdone\n");
+  EXPECT_THROW(connectors::file::SnapshotStore(dir.file("keys.tsv")), UsageError);
+  EXPECT_THROW(connectors::file::SnapshotStore(dir.file("missing.tsv")), UsageError);
 }
