@@ -32,7 +32,7 @@ timeval to_timeval(std::int64_t ms) {
 
 } // namespace
 
-void CommandBuffer::add_command(std::string_view name, const std::vector<std::string>& args) {
+void CommandBuffer::add_command(std::string_view name, std::span<const std::string> args) {
   m_text += '*';
   number(args.size() + 1);
   argument(name);
@@ -361,37 +361,52 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
   }
 }
 
-// A PTTL for each key and one MGET for all their values, in one round trip: one command a key, not
-// two (PTTL says whether the key exists and for how long; the value only matters for claim
-// markers, and a value longer than k_value_prefix bytes is cut there).
+// A PTTL for each key and an MGET of their values (PTTL says whether the key exists and for how
+// long; the value only matters for claim markers, and a value longer than k_value_prefix bytes is
+// cut there). The keys go in chunks, each written before the replies of the one before it are
+// read: Redis executes a chunk while this thread reads the last one's replies and writes the
+// next, where one batch written whole left it idle between its last reply and the next batch.
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                         std::vector<std::string>& values) {
   out.assign(keys.size(), core::RecordState{});
   values.assign(keys.size(), std::string());
-  if (keys.empty()) {
-    return;
-  }
-  m_buffer.clear();
-  for (const auto& key : keys) {
-    m_buffer.add({"PTTL", key});
-  }
-  m_buffer.add_command("MGET", keys);
-  send(m_buffer);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    read_pttl(*read("a lookup"), out[i], where());
-  }
-  Reply mget = read("a lookup");
-  if (mget->type != REDIS_REPLY_ARRAY || mget->elements != keys.size()) {
-    throw UnreachableError(
-        fmt::format("Redis at {} answered MGET of {} keys with {}", where(), keys.size(),
-                    mget->type == REDIS_REPLY_ERROR ? std::string(text_of(*mget)) : std::string("something else")));
-  }
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const redisReply* value = mget->element[i];
-    // Nil for an absent key and for one holding another type (hash, set): present, no marker.
-    if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
-      values[i].assign(value->str, std::min<std::size_t>(value->len, k_value_prefix));
+  auto chunk_end = [&](std::size_t begin) { return std::min(keys.size(), begin + k_lookup_chunk); };
+  auto write = [&](std::size_t begin) {
+    m_buffer.clear();
+    std::size_t end = chunk_end(begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      m_buffer.add({"PTTL", keys[i]});
     }
+    m_buffer.add_command("MGET", std::span(keys).subspan(begin, end - begin));
+    send(m_buffer);
+  };
+  auto read_chunk = [&](std::size_t begin) {
+    std::size_t end = chunk_end(begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      read_pttl(*read("a lookup"), out[i], where());
+    }
+    Reply mget = read("a lookup");
+    if (mget->type != REDIS_REPLY_ARRAY || mget->elements != end - begin) {
+      throw UnreachableError(
+          fmt::format("Redis at {} answered MGET of {} keys with {}", where(), end - begin,
+                      mget->type == REDIS_REPLY_ERROR ? std::string(text_of(*mget)) : std::string("something else")));
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      const redisReply* value = mget->element[i - begin];
+      // Nil for an absent key and for one holding another type (hash, set): present, no marker.
+      if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
+        values[i].assign(value->str, std::min<std::size_t>(value->len, k_value_prefix));
+      }
+    }
+  };
+  for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
+    write(begin);
+    if (begin > 0) {
+      read_chunk(begin - k_lookup_chunk);
+    }
+  }
+  if (!keys.empty()) {
+    read_chunk((keys.size() - 1) / k_lookup_chunk * k_lookup_chunk);
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     out[i].value = values[i];

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,9 @@ namespace dedupctl::connectors::redis {
 
 // The first bytes of a value are enough to see claim markers ("processing:<run>").
 inline constexpr std::size_t k_value_prefix = 64;
+// Keys a lookup writes at once (a PTTL each and their MGET); the next chunk is written before this
+// one's replies are read.
+inline constexpr std::size_t k_lookup_chunk = 512;
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
@@ -49,7 +53,7 @@ public:
   void add(std::initializer_list<std::string_view> args) { add(args.begin(), args.end(), args.size()); }
   void add(const std::vector<std::string>& args) { add(args.begin(), args.end(), args.size()); }
   // NAME followed by every one of `args`.
-  void add_command(std::string_view name, const std::vector<std::string>& args);
+  void add_command(std::string_view name, std::span<const std::string> args);
   const std::string& text() const { return m_text; }
   std::size_t count() const { return m_count; }
 

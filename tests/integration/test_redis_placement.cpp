@@ -1,10 +1,12 @@
 // The Redis placement a replay routes through, against a real Redis: what a claim says of each
 // kind of record, what it leaves behind, and how settling ends it. Both claim forms run: SET … NX
 // PX … GET in one command (Redis 7), and SET NX then GET (older servers).
+#include "connectors/redis/connection.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/util/errors.hpp"
 #include "tests/support/fixtures.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -148,8 +150,8 @@ TEST_P(RedisPlacement, ARedisThatRefusesWritesFailsTheClaimAndTheSettlingWithIts
 }
 
 // The audit's lookups: each kind of record read back exactly, with one command a key (a PTTL each)
-// and one MGET a batch for the values, never a command per value.
-TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetABatch) {
+// and one MGET for the values of every 512 keys, never a command per value.
+TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetAChunk) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   connectors::redis::RedisSettings settings;
@@ -185,4 +187,31 @@ TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetABatch) 
   store->lookup({}, states);
   EXPECT_TRUE(states.empty());
   EXPECT_EQ(calls_of(redis, "mget"), 1);
+  // A batch of several chunks, the last one short, each written before the last one's replies are
+  // read: every key's state and value still lands in its own place.
+  const int n = 2 * static_cast<int>(connectors::redis::k_lookup_chunk) + 300;
+  keys.clear();
+  for (int i = 0; i < n; ++i) {
+    keys.push_back(fmt::format("c:{}", i));
+    if (i % 3 != 0) {
+      ASSERT_EQ(redis.command(fmt::format("SET c:{} {} PX {}", i,
+                                          i % 7 == 0 ? fmt::format("processing:{}", i) : "done", 1'000'000 + i * 1000)),
+                "+OK\r\n");
+    }
+  }
+  store->lookup(keys, states);
+  ASSERT_EQ(states.size(), keys.size());
+  for (int i = 0; i < n; ++i) {
+    if (i % 3 == 0) {
+      EXPECT_EQ(states[i].kind, Kind::Absent) << keys[i];
+      continue;
+    }
+    EXPECT_EQ(states[i].kind, Kind::Present) << keys[i];
+    ASSERT_TRUE(states[i].pttl_ms.has_value()) << keys[i];
+    EXPECT_LE(*states[i].pttl_ms, 1'000'000 + i * 1000) << keys[i];
+    EXPECT_GT(*states[i].pttl_ms, 1'000'000 + i * 1000 - 60'000) << keys[i];
+    EXPECT_EQ(states[i].value, i % 7 == 0 ? fmt::format("processing:{}", i) : "done") << keys[i];
+  }
+  EXPECT_EQ(calls_of(redis, "mget"), 1 + 3);
+  EXPECT_EQ(calls_of(redis, "pttl"), 6 + n);
 }

@@ -1,12 +1,13 @@
 // The references for tests/bench/audit-redis: a plain hiredis loop over the keys
 // dedup:evt-000000000000 … (N keys), 4096 per round trip, doing pipelined PTTL of each (the
-// classic lookup), or with --values also one MGET of the round's keys (the commands an audit sends:
-// the values tell a claim from a done record). Prints the keys found.
+// classic lookup), or with --values also an MGET of every 512 keys after their PTTLs (the commands
+// an audit sends: the values tell a claim from a done record). Prints the keys found.
 //   pttl_loop SOCKET_PATH N [--values]
 #include <hiredis/hiredis.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   long long n = std::atoll(argv[2]);
   long long found = 0;
   constexpr long long k_batch = 4096;
+  constexpr std::size_t k_chunk = 512; // connectors/redis k_lookup_chunk
   std::vector<std::string> keys;
   std::vector<const char*> args;
   std::vector<std::size_t> lengths;
@@ -43,29 +45,37 @@ int main(int argc, char** argv) {
     for (long long i = start; i < end; ++i) {
       std::snprintf(key, sizeof key, "dedup:evt-%012lld", i);
       keys.emplace_back(key);
-      redisAppendCommand(c, "PTTL %s", key);
     }
-    if (values) {
-      args.assign(1, "MGET");
-      lengths.assign(1, 4);
-      for (const auto& k : keys) {
-        args.push_back(k.c_str());
-        lengths.push_back(k.size());
+    for (std::size_t chunk = 0; chunk < keys.size(); chunk += k_chunk) {
+      std::size_t chunk_end = std::min(keys.size(), chunk + k_chunk);
+      for (std::size_t i = chunk; i < chunk_end; ++i) {
+        redisAppendCommand(c, "PTTL %s", keys[i].c_str());
       }
-      redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lengths.data());
-    }
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      redisReply* reply = reply_of();
-      found += reply->integer != -2 ? 1 : 0;
-      freeReplyObject(reply);
-    }
-    if (values) {
-      redisReply* reply = reply_of();
-      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != keys.size()) {
-        std::fprintf(stderr, "pttl_loop: MGET answered something else\n");
-        return 3;
+      if (values) {
+        args.assign(1, "MGET");
+        lengths.assign(1, 4);
+        for (std::size_t i = chunk; i < chunk_end; ++i) {
+          args.push_back(keys[i].c_str());
+          lengths.push_back(keys[i].size());
+        }
+        redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lengths.data());
       }
-      freeReplyObject(reply);
+    }
+    for (std::size_t chunk = 0; chunk < keys.size(); chunk += k_chunk) {
+      std::size_t chunk_end = std::min(keys.size(), chunk + k_chunk);
+      for (std::size_t i = chunk; i < chunk_end; ++i) {
+        redisReply* reply = reply_of();
+        found += reply->integer != -2 ? 1 : 0;
+        freeReplyObject(reply);
+      }
+      if (values) {
+        redisReply* reply = reply_of();
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != chunk_end - chunk) {
+          std::fprintf(stderr, "pttl_loop: MGET answered something else\n");
+          return 3;
+        }
+        freeReplyObject(reply);
+      }
     }
   }
   std::printf("%lld\n", found);
