@@ -5,9 +5,9 @@
 //   pttl_loop SOCKET_PATH N [--values]
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
