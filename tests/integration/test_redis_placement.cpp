@@ -194,8 +194,8 @@ TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetAChunk) 
   for (int i = 0; i < n; ++i) {
     keys.push_back(fmt::format("c:{}", i));
     if (i % 3 != 0) {
-      ASSERT_EQ(redis.command(fmt::format("SET c:{} {} PX {}", i,
-                                          i % 7 == 0 ? fmt::format("processing:{}", i) : "done", 1'000'000 + i * 1000)),
+      ASSERT_EQ(redis.command(fmt::format("SET c:{} {} PX {}", i, i % 7 == 0 ? fmt::format("processing:{}", i) : "done",
+                                          1'000'000 + i * 1000)),
                 "+OK\r\n");
     }
   }
