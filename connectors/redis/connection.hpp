@@ -21,8 +21,7 @@ namespace dedupctl::connectors::redis {
 
 // The first bytes of a value are enough to see claim markers ("processing:<run>").
 inline constexpr std::size_t k_value_prefix = 64;
-// Keys a lookup writes at once (a PTTL each and their MGET); the next chunk is written before this
-// one's replies are read.
+// Keys whose values one MGET of a lookup reads (a batch sends one MGET a chunk).
 inline constexpr std::size_t k_lookup_chunk = 512;
 
 struct ReplyDeleter {
@@ -105,8 +104,8 @@ public:
   void send(const CommandBuffer& commands);
   Reply read(std::string_view during);
 
-  // A PTTL for each key and one MGET for all their values, in one round trip (one server only: a
-  // cluster refuses an MGET across slots).
+  // A PTTL for each key and an MGET for every k_lookup_chunk of their values, in one round trip
+  // (one server only: a cluster refuses an MGET across slots).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
               std::vector<std::string>& values);
 

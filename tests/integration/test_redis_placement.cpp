@@ -187,8 +187,8 @@ TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetAChunk) 
   store->lookup({}, states);
   EXPECT_TRUE(states.empty());
   EXPECT_EQ(calls_of(redis, "mget"), 1);
-  // A batch of several chunks, the last one short, each written before the last one's replies are
-  // read: every key's state and value still lands in its own place.
+  // A batch of several chunks, the last one short: every key's state and value lands in its own
+  // place.
   const int n = 2 * static_cast<int>(connectors::redis::k_lookup_chunk) + 300;
   keys.clear();
   for (int i = 0; i < n; ++i) {
