@@ -1,8 +1,10 @@
 // The references for tests/bench/audit-redis: a plain hiredis loop over the keys
 // dedup:evt-000000000000 … (N keys), 4096 per round trip, doing pipelined PTTL of each (the
-// classic lookup), or with --values also an MGET of every 512 keys after their PTTLs (the commands
-// an audit sends: the values tell a claim from a done record). Prints the keys found.
+// classic lookup), or with --values also an MGET of every k_lookup_chunk keys after their PTTLs
+// (the commands an audit sends: the values tell a claim from a done record). Prints the keys found.
 //   pttl_loop SOCKET_PATH N [--values]
+#include "connectors/redis/connection.hpp" // k_lookup_chunk: the audit's MGET size
+
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -26,7 +28,7 @@ int main(int argc, char** argv) {
   long long n = std::atoll(argv[2]);
   long long found = 0;
   constexpr long long k_batch = 4096;
-  constexpr std::size_t k_chunk = 512; // connectors/redis k_lookup_chunk
+  constexpr std::size_t k_chunk = dedupctl::connectors::redis::k_lookup_chunk;
   std::vector<std::string> keys;
   std::vector<const char*> args;
   std::vector<std::size_t> lengths;
