@@ -23,7 +23,10 @@ public:
     std::vector<std::pair<std::string, std::string>> defaults{
         {"acks", "all"},
         {"enable.idempotence", "true"},
-        {"linger.ms", "5"},
+        // A replay produces in bursts of --batch events over every partition: lingering 100 ms
+        // sends batches 4 × the size of 5 ms's, and the broker validates and appends a batch at a time
+        // (tests/bench/replay/run). poll_reports never lets the run wait for a lingering record.
+        {"linger.ms", "100"},
         {"batch.size", "1000000"},
         {"queue.buffering.max.messages", "1000000"},
         {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
@@ -66,6 +69,12 @@ public:
     }
     if (m_settings.stop && m_settings.stop->load() && timeout_ms > 0) {
       timeout_ms = std::min(timeout_ms, k_poll_interval_ms); // still deliver what is in flight
+    }
+    if (timeout_ms > 0 && m_reports.empty()) {
+      // The run waits for deliveries: what lingers goes out now. A flush makes librdkafka send every
+      // queued record at once, but only while it lasts (1 ms here, a kick rather than a drain); a
+      // broker thread that missed it is kicked again at the next wait.
+      rd_kafka_flush(m_rk.get(), 1);
     }
     rd_kafka_poll(m_rk.get(), m_reports.empty() ? timeout_ms : 0);
     for (auto& report : m_reports) {

@@ -218,6 +218,39 @@ TEST_P(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
   EXPECT_EQ(skipped, k_events);
 }
 
+// The sink's producer lingers (linger.ms) to fill its batches, but never while the run waits for
+// deliveries: in small chunks, 32 of them in flight fill the window long before a linger of 90 s ends,
+// and the last chunks wait for theirs. Were the lingering records not sent at once then, the run would
+// take three lingers (270 s) and be killed at 120 s.
+TEST_P(Replay, RecordsLingeringInTheProducerGoOutWhenTheRunWaitsForThem) {
+  auto run = run_dedupctl({"replay",
+                           "-b",
+                           m_cluster.bootstrap,
+                           "--topic",
+                           m_src,
+                           "-o",
+                           "json",
+                           "-q",
+                           "--timeout",
+                           "100s",
+                           "--via",
+                           m_redis.uri(),
+                           "--key-template",
+                           "dedup:{event_id}",
+                           "--ttl",
+                           "1d",
+                           "--execute",
+                           "--sink",
+                           sink(),
+                           "--batch",
+                           "5",
+                           "-X",
+                           "linger.ms=90000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(summary_of(run.out).at("replayed"), k_events);
+  expect_each_event_once_in_sink();
+}
+
 TEST_F(ReplayMock, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   TempDir dir;
   // The next three Produce requests fail with a permanent error (MSG_SIZE_TOO_LARGE).
