@@ -26,7 +26,8 @@ public:
         // A replay produces in bursts of --batch events over every partition: lingering 100 ms
         // sends batches 4 × the size of 5 ms's, and the broker validates and appends a batch at a time
         // (tests/bench/replay/run). poll_reports never lets the run wait for a lingering record.
-        {"linger.ms", "100"},
+        // librdkafka wants it under message.timeout.ms: a short --timeout shortens it.
+        {"linger.ms", std::to_string(std::min<std::int64_t>(100, settings.timeout_ms / 2))},
         {"batch.size", "1000000"},
         {"queue.buffering.max.messages", "1000000"},
         {"message.timeout.ms", std::to_string(settings.timeout_ms)}};
