@@ -6,8 +6,9 @@
 # (tests/support/mockbroker), kept for comparison with the figures taken on it before.
 # The real broker's JVM runs as Kafka's own kafka-server-start.sh runs it (a 1 GB heap, G1, the C2
 # compiler), not as the tests start it (C1 only, for a quick start): on C1's code the broker spent
-# 5.3-5.6 s of CPU on a replay of 1M events, on C2's 1.5-4.7 s (its compiler threads included), on
-# cores the bench shares. KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS, when set, are used as is.
+# 5.3-5.6 s of CPU on a replay of 1M events, on C2's 1.5-5.4 s (its compiler threads included, and
+# unsteady from run to run: docs/DECISIONS.md), on cores the bench shares. KAFKA_HEAP_OPTS and
+# KAFKA_JVM_PERFORMANCE_OPTS, when set, are used as is.
 #
 # Each measured run records, in $bench_work/runs/NAME, one line: its wall time (s), its peak RSS
 # (KB), its own CPU time (s, user + system), and the CPU time (s) the broker and the other servers
