@@ -24,8 +24,8 @@ public:
         {"acks", "all"},
         {"enable.idempotence", "true"},
         // A replay produces in bursts of --batch events over every partition: lingering 100 ms
-        // sends batches 4 × the size of 5 ms's, and the broker validates and appends a batch at a time
-        // (tests/bench/replay/run). poll_reports never lets the run wait for a lingering record.
+        // sends batches 3.7 × the size of 5 ms's, and the broker validates and appends a batch at a
+        // time (docs/DECISIONS.md). poll_reports never lets the run wait for a lingering record.
         // librdkafka wants it under message.timeout.ms: a short --timeout shortens it.
         {"linger.ms", std::to_string(std::min<std::int64_t>(100, settings.timeout_ms / 2))},
         {"batch.size", "1000000"},

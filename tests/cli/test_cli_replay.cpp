@@ -123,16 +123,16 @@ protected:
     m_sink = add_topic(m_cluster, "sink", 2);
   }
 
-  std::vector<std::string> args(std::vector<std::string> extra) const {
+  std::vector<std::string> args(std::vector<std::string> extra, const std::string& timeout = "5s") const {
     std::vector<std::string> out{"replay", "-b", m_cluster.bootstrap, "--topic", m_src, "-o",
-                                 "json",   "-q", "--timeout",         "5s"};
+                                 "json",   "-q", "--timeout",         timeout};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
-  std::vector<std::string> via_redis(std::vector<std::string> extra) const {
+  std::vector<std::string> via_redis(std::vector<std::string> extra, const std::string& timeout = "5s") const {
     std::vector<std::string> out{"--via", m_redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d"};
     out.insert(out.end(), extra.begin(), extra.end());
-    return args(out);
+    return args(out, timeout);
   }
   std::string sink() const { return "kafka:" + m_sink; }
   CommandResult scan_topic(const std::string& topic) const {
@@ -223,11 +223,8 @@ TEST_P(Replay, ReplayingARangeTwicePublishesEveryEventOnce) {
 // and the last chunks wait for theirs. Were the lingering records not sent at once then, the run would
 // take three lingers (270 s) and be killed at 120 s.
 TEST_P(Replay, RecordsLingeringInTheProducerGoOutWhenTheRunWaitsForThem) {
-  // args() sets a --timeout of 5 s: a linger must stay under librdkafka's message.timeout.ms.
-  std::vector<std::string> argv{"replay", "-b", m_cluster.bootstrap, "--topic", m_src, "-o", "json", "-q"};
-  argv.insert(argv.end(), {"--timeout", "100s", "--via", m_redis.uri(), "--key-template", "dedup:{event_id}"});
-  argv.insert(argv.end(), {"--ttl", "1d", "--execute", "--sink", sink(), "--batch", "5", "-X", "linger.ms=90000"});
-  auto run = run_dedupctl(argv);
+  // A linger must stay under librdkafka's message.timeout.ms (--timeout).
+  auto run = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "5", "-X", "linger.ms=90000"}, "100s"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(summary_of(run.out).at("replayed"), k_events);
   expect_each_event_once_in_sink();
@@ -236,10 +233,7 @@ TEST_P(Replay, RecordsLingeringInTheProducerGoOutWhenTheRunWaitsForThem) {
 // librdkafka refuses a linger that is not under message.timeout.ms (--timeout): a short --timeout
 // shortens the sink's own linger rather than failing the run on a setting the user never gave.
 TEST_P(Replay, AShortTimeoutShortensTheSinksLinger) {
-  std::vector<std::string> argv{"replay", "-b", m_cluster.bootstrap, "--topic", m_src, "-o", "json", "-q"};
-  argv.insert(argv.end(), {"--timeout", "100ms", "--via", m_redis.uri(), "--key-template", "dedup:{event_id}"});
-  argv.insert(argv.end(), {"--ttl", "1d", "--execute", "--sink", sink()});
-  auto run = run_dedupctl(argv);
+  auto run = run_dedupctl(via_redis({"--execute", "--sink", sink()}, "100ms"));
   EXPECT_EQ(run.err.find("linger"), std::string::npos) << run.err;
   if (run.exit_code == 0) {
     EXPECT_EQ(summary_of(run.out).at("replayed"), k_events);
