@@ -330,6 +330,41 @@ TEST_P(SecuredKafka, OidcTakesItsTokenFromTheEndpoint) {
 // watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
 // states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
 // is dedupctl_up{system="kafka"} 0, said on stderr without the secret.
+// The replay's Kafka sink is a producer of its own, on the same -X properties as its reader: over
+// SCRAM on TLS it publishes what it replays (read back in the clear), and with a wrong password it
+// ends exit 3, incomplete, the password in no output.
+TEST_P(SecuredKafka, AReplayPublishesIntoASinkOverScramAndShowsNoSecret) {
+  KafkaBroker& broker = shared_secured_kafka_broker();
+  TestTopic cluster;
+  cluster.bootstrap = broker.bootstrap();
+  for (const std::string& password : {std::string(k_kafka_password), std::string("Wr0ng-pa55")}) {
+    SCOPED_TRACE(password == k_kafka_password ? "the right password" : "a wrong password");
+    std::string sink = add_topic(cluster, "secured-sink", 1);
+    std::vector<std::string> args{"replay",    "-b",     m_listeners.sasl_ssl, "--topic", m_topic, "--via", "memory:",
+                                  "--execute", "--sink", "kafka:" + sink,      "-o",      "json",  "-q",    "--timeout",
+                                  "60s"};
+    for (const auto& property : scram("SCRAM-SHA-512", password)) {
+      args.insert(args.end(), {"-X", property});
+    }
+    if (password != k_kafka_password) {
+      failing(args);
+      continue;
+    }
+    auto result = run_dedupctl(args);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    auto doc = parse(result);
+    EXPECT_EQ(doc.at("complete"), true) << result.out;
+    long long replayed = doc.at("summary").at("replayed").get<long long>();
+    EXPECT_GT(replayed, 0) << result.out;
+    auto sunk = run_dedupctl({"scan", "-b", broker.bootstrap(), "--topic", sink, "-o", "json", "-q"});
+    ASSERT_EQ(sunk.exit_code, 0) << sunk.err;
+    EXPECT_EQ(parse(sunk).at("summary").at("events").get<long long>(), replayed) << sunk.out;
+    for (const auto* text : {&result.out, &result.err}) {
+      EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
+    }
+  }
+}
+
 TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
   const std::string redis_password = "R3dis-s3cret-pw";
   RedisServer redis;
