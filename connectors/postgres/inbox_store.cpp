@@ -7,6 +7,7 @@
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/text.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
@@ -39,6 +40,16 @@ std::string array_literal(const std::vector<std::string>& values) {
     out += '"';
   }
   return out + "}";
+}
+
+// A time column (or expression) as epoch microseconds, which the rows' readers keep as the
+// millisecond they fall in (core::epoch_ms_of_us). date_part's double is exact to the microsecond
+// before 2106; extract()'s numeric (PostgreSQL 14 on) cost the server three times as much per row,
+// and rounded to the nearest millisecond where a snapshot's text is cut.
+std::string epoch_us(const std::string& time) { return fmt::format("(date_part('epoch', {})*1000000)::bigint", time); }
+
+std::optional<std::int64_t> ms_of(const pqxx::field& us) {
+  return us.is_null() ? std::nullopt : std::optional(core::epoch_ms_of_us(us.as<std::int64_t>()));
 }
 
 // One connection to the inbox with its schema validated: the table and the named columns exist,
@@ -101,8 +112,7 @@ public:
           continue; // the first row wins (several consumers' rows, unscoped)
         }
         values.emplace_back(row[2].is_null() ? "" : row[2].c_str());
-        state = core::inbox_row(row[1].is_null() ? std::optional<std::int64_t>() : row[1].as<std::int64_t>(),
-                                values.back());
+        state = core::inbox_row(ms_of(row[1]), values.back());
       }
     });
   }
@@ -118,8 +128,8 @@ public:
       pqxx::nontransaction setup(connection);
       setup.exec0("SET TimeZone = 'UTC'");
       setup.exec0("SET DateStyle = 'ISO'");
-      pqxx::result now = setup.exec("SELECT (extract(epoch FROM clock_timestamp())*1000)::bigint");
-      started = now[0][0].as<std::int64_t>();
+      pqxx::result now = setup.exec("SELECT " + epoch_us("clock_timestamp()"));
+      started = *ms_of(now[0][0]);
     }
     pqxx::read_transaction tx(connection);
     pqxx::stream_from stream(tx, query);
@@ -241,13 +251,14 @@ private:
           m_settings.consumer.empty() ? "" : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
       m_copy_query =
           fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table_name, where);
-      m_load_query = fmt::format("(SELECT {}::text, (extract(epoch FROM {})*1000)::bigint, {} FROM {}{})", m_id, m_time,
-                                 status, m_table_name, where);
+      m_load_query =
+          fmt::format("(SELECT {}::text, {}, {} FROM {}{})", m_id, epoch_us(m_time), status, m_table_name, where);
       m_id_type = id_type;
       std::string query =
-          fmt::format("SELECT k.ord, (extract(epoch FROM t.{1})*1000)::bigint, {2} FROM "
+          fmt::format("SELECT k.ord, {1}, {2} FROM "
                       "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
-                      m_id, m_time, schema.status_column.empty() ? "NULL::text" : "t." + status, m_table_name, id_type);
+                      m_id, epoch_us("t." + m_time), schema.status_column.empty() ? "NULL::text" : "t." + status,
+                      m_table_name, id_type);
       if (!m_settings.consumer.empty()) {
         query += fmt::format(" AND t.{} = $2", m_consumer);
       }
@@ -368,13 +379,12 @@ public:
     m_session.guard([&] {
       pqxx::read_transaction tx(m_session.connection());
       std::string query = fmt::format(
-          "SELECT (extract(epoch FROM min({}))*1000)::bigint FROM {}{}", m_session.quoted_time(),
-          m_session.quoted_table(),
+          "SELECT {} FROM {}{}", epoch_us(fmt::format("min({})", m_session.quoted_time())), m_session.quoted_table(),
           m_session.settings().consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_session.quoted_consumer()));
       pqxx::result r =
           m_session.settings().consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_session.settings().consumer);
       if (!r.empty() && !r[0][0].is_null()) {
-        oldest = now_ms - r[0][0].as<std::int64_t>();
+        oldest = now_ms - *ms_of(r[0][0]);
       }
     });
     return oldest;

@@ -167,11 +167,11 @@ bool parse_inbox_load_row(std::string_view line, InboxLoadRow& row) {
   }
   row.processed_at_ms.reset();
   if (fields[1] != "\\N") {
-    std::int64_t ms = 0;
-    if (!parse_whole(fields[1], ms)) {
+    std::int64_t us = 0;
+    if (!parse_whole(fields[1], us)) {
       return false;
     }
-    row.processed_at_ms = ms;
+    row.processed_at_ms = epoch_ms_of_us(us);
   }
   return copy_field(fields[2], row.status, null);
 }

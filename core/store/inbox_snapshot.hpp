@@ -32,8 +32,9 @@ bool parse_inbox_snapshot_header(std::string_view line, InboxSnapshotHeader& hea
 // One COPY text-format line of the four columns.
 bool parse_inbox_row(std::string_view line, InboxRow& row, std::string& error);
 
-// The three columns an audit loads (event id, processed_at as epoch milliseconds, status), without
-// allocating per row once the strings have grown. A NULL status is "". False when malformed.
+// The three columns an audit loads (event id, processed_at as epoch microseconds, kept as the
+// millisecond it falls in, status), without allocating per row once the strings have grown. A NULL
+// status is "". False when malformed.
 struct InboxLoadRow {
   std::string event_id;
   std::optional<std::int64_t> processed_at_ms;

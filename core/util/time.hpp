@@ -32,6 +32,10 @@ std::int64_t parse_time(std::string_view text, std::string_view what = "time");
 // "2026-11-21T10:00:00.000Z", the report's time format.
 std::string format_time(std::int64_t epoch_ms);
 
+// The millisecond an epoch time in microseconds falls in: floored, before 1970 too, as parse_time
+// cuts a finer fraction.
+constexpr std::int64_t epoch_ms_of_us(std::int64_t us) { return us / 1000 - (us % 1000 < 0 ? 1 : 0); }
+
 // The shortest exact form: "7d", "1d12h", "90s", "250ms", "0s".
 std::string format_duration(std::int64_t ms);
 

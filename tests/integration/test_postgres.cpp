@@ -2,13 +2,16 @@
 // read. Every failure is an UnreachableError (exit 3 once it reaches the command) whose message
 // names the server and the cause, and never the password.
 #include "connectors/postgres/inbox_store.hpp"
+#include "core/store/inbox_snapshot.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/time.hpp"
 #include "tests/support/fixtures.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 using namespace dedupctl;
@@ -85,4 +88,41 @@ TEST_F(PostgresConnector, AStatementPastTheTimeoutIsUnreachable) {
   auto why = failure_of(inbox_at(m_pg.conninfo(), 1000));
   EXPECT_NE(why.find("timed out after 1000 ms"), std::string::npos) << why;
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+}
+
+// A processed_at finer than a millisecond is the same millisecond whichever way the inbox is read:
+// batched lookups, the COPY load, and the snapshot's export (whose text parse_time cuts at the
+// millisecond). Each is the millisecond the time falls in: floored, before 1970 too.
+TEST_F(PostgresConnector, EveryLookupGivesAProcessedAtInTheMillisecondItFallsIn) {
+  ASSERT_EQ(m_pg.psql("CREATE TABLE fine (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL);"
+                      "INSERT INTO fine VALUES ('half', '2026-11-26 10:00:00.0125+00'),"
+                      "('almost', '2026-11-26 10:00:00.012999+00'), ('whole', '2026-11-26 10:00:00.013+00'),"
+                      "('second', '2026-11-26 10:00:00.9995+00'), ('before', '1969-12-31 23:59:59.9995+00')")
+                .exit_code,
+            0);
+  const std::int64_t ten = core::parse_time("2026-11-26T10:00:00Z");
+  const std::vector<std::string> ids{"half", "almost", "whole", "second", "before"};
+  const std::vector<std::int64_t> expected{ten + 12, ten + 12, ten + 13, ten + 999, -1};
+  auto settings = inbox_at(m_pg.conninfo());
+  settings.schema.table = "fine";
+  for (auto lookup : {connectors::postgres::InboxLookup::Batches, connectors::postgres::InboxLookup::Load}) {
+    settings.lookup = lookup;
+    auto store = connectors::postgres::open_inbox_store(settings);
+    std::vector<core::RecordState> out;
+    store->lookup(ids, out);
+    ASSERT_EQ(out.size(), ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(out[i].processed_at_ms, expected[i]) << ids[i] << " by " << store->lookup_method();
+    }
+  }
+  std::map<std::string, std::int64_t> exported;
+  connectors::postgres::export_inbox(settings, [&](const std::string& line) {
+    core::InboxRow row;
+    std::string error;
+    ASSERT_TRUE(core::parse_inbox_row(line, row, error)) << error;
+    exported[row.event_id] = row.processed_at_ms.value_or(-999);
+  });
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(exported[ids[i]], expected[i]) << ids[i] << " exported";
+  }
 }

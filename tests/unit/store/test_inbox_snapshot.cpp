@@ -27,21 +27,23 @@ TEST(InboxSnapshot, ParsesCopyTextLinesWithNullsAndEscapes) {
   EXPECT_EQ(header.table, "inbox");
 }
 
-TEST(InboxSnapshot, ParsesTheLoadedColumnsWithEpochMillisecondsAndNulls) {
+TEST(InboxSnapshot, ParsesTheLoadedColumnsWithEpochMicrosecondsAndNulls) {
   InboxLoadRow row;
-  ASSERT_TRUE(parse_inbox_load_row("e-1\t1795161600250\tprocessing", row));
+  ASSERT_TRUE(parse_inbox_load_row("e-1\t1795161600250999\tprocessing", row));
   EXPECT_EQ(row.event_id, "e-1");
-  EXPECT_EQ(row.processed_at_ms, 1'795'161'600'250LL);
+  EXPECT_EQ(row.processed_at_ms, 1'795'161'600'250LL) << "the millisecond it falls in, not the nearest";
   EXPECT_EQ(row.status, "processing");
   ASSERT_TRUE(parse_inbox_load_row("back\\\\slash\\ttab\t\\N\t\\N", row));
   EXPECT_EQ(row.event_id, "back\\slash\ttab");
   EXPECT_FALSE(row.processed_at_ms.has_value());
   EXPECT_EQ(row.status, "");
-  ASSERT_TRUE(parse_inbox_load_row("-5\t-1000\t", row)) << "an empty status is not NULL, and times may precede 1970";
+  ASSERT_TRUE(parse_inbox_load_row("-5\t-1000001\t", row)) << "an empty status is not NULL, and times may precede 1970";
+  EXPECT_EQ(row.processed_at_ms, -1001) << "floored before 1970 too";
+  ASSERT_TRUE(parse_inbox_load_row("-6\t-1000000\t", row));
   EXPECT_EQ(row.processed_at_ms, -1000);
   EXPECT_FALSE(parse_inbox_load_row("\\N\t1\t\\N", row)) << "a NULL id";
   EXPECT_FALSE(parse_inbox_load_row("a\t1", row)) << "two columns";
   EXPECT_FALSE(parse_inbox_load_row("a\t1\tb\tc", row)) << "four columns";
-  EXPECT_FALSE(parse_inbox_load_row("a\t1.5\tb", row)) << "not integer milliseconds";
+  EXPECT_FALSE(parse_inbox_load_row("a\t1.5\tb", row)) << "not integer microseconds";
   EXPECT_FALSE(parse_inbox_load_row("a\\\t1\tb", row)) << "a dangling escape";
 }
