@@ -188,6 +188,17 @@ TEST_F(RealKafka, RetentionComesFromTheTopicsConfigs) {
   }
 }
 
+// The tests' records carry CreateTimes fixed in the past (k_t0, 2026-11-20). A topic that sets no
+// retention.ms keeps them however long ago that is: with Kafka's 7-day default the broker, checking
+// every second, deleted them from 2026-11-27 on, in the middle of whichever test read them.
+TEST_F(RealKafka, RecordsOfLongAgoStayInATopicThatSetsNoRetention) {
+  std::string topic = topic_with("old", 1, 3);
+  std::this_thread::sleep_for(std::chrono::seconds(3)); // three of the broker's retention checks
+  Json doc = scan({"--topic", topic}, 0);
+  EXPECT_EQ(doc.at("summary").at("events"), 3);
+  EXPECT_EQ(per_partition(doc, "log_start"), (std::map<int, long long>{{0, 0}}));
+}
+
 // ListOffsets by time: @TIME and -DURATION give the first offset at or after the time; a time
 // after the last event gives the log end.
 TEST_F(RealKafka, TimeSeeksAreExactOffsets) {
