@@ -327,9 +327,6 @@ TEST_P(SecuredKafka, OidcTakesItsTokenFromTheEndpoint) {
 
 } // namespace
 
-// watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
-// states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
-// is dedupctl_up{system="kafka"} 0, said on stderr without the secret.
 // The replay's Kafka sink is a producer of its own, on the same -X properties as its reader: over
 // SCRAM on TLS it publishes what it replays (read back in the clear), and with a wrong password it
 // ends exit 3, incomplete, the password in no output.
@@ -365,6 +362,9 @@ TEST_P(SecuredKafka, AReplayPublishesIntoASinkOverScramAndShowsNoSecret) {
   }
 }
 
+// watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
+// states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
+// is dedupctl_up{system="kafka"} 0, said on stderr without the secret.
 TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
   const std::string redis_password = "R3dis-s3cret-pw";
   RedisServer redis;
