@@ -153,6 +153,11 @@ public:
                                          where, detail::first_line(e.what())));
     } catch (const pqxx::sql_error& e) {
       std::string what = detail::first_line(e.what());
+      if (e.sqlstate() == "22003") { // "bigint out of range": the epoch of an infinite time, most likely
+        if (auto refusal = infinite_times()) {
+          throw UsageError(*refusal);
+        }
+      }
       if (what.find("statement timeout") != std::string::npos ||
           what.find("canceling statement") != std::string::npos) {
         throw UnreachableError(
@@ -165,6 +170,41 @@ public:
     } catch (const pqxx::failure& e) {
       throw UnreachableError(fmt::format("PostgreSQL at {} failed ({})", where, detail::first_line(e.what())));
     }
+  }
+
+  // PostgreSQL keeps 'infinity' and '-infinity' as times, whose epoch no bigint holds: a statement
+  // that asks for one fails whole. The cleanup's retention is counted from the row's time, which
+  // such a row does not give, so the audit cannot go on: a usage error naming the rows and what to
+  // write instead. Asked on a connection of its own (the failed one may be another thread's);
+  // nullopt if none is found or the question fails.
+  std::optional<std::string> infinite_times() const {
+    const auto& schema = m_settings.schema;
+    std::string where = fmt::format("NOT isfinite({})", m_time);
+    std::optional<std::string> refusal;
+    try {
+      auto connection = connect();
+      pqxx::nontransaction tx(*connection);
+      if (!m_settings.consumer.empty()) {
+        where += fmt::format(" AND {} = {}", m_consumer, connection->quote(m_settings.consumer));
+      }
+      pqxx::result r = tx.exec(fmt::format("SELECT {}::text, {}, {}::text, count(*) OVER () FROM {} WHERE {} "
+                                           "ORDER BY 1 LIMIT 1",
+                                           m_id, m_consumer.empty() ? "NULL::text" : m_consumer + "::text", m_time,
+                                           m_table_name, where));
+      if (!r.empty()) {
+        auto rows = r[0][3].as<std::int64_t>();
+        std::string consumer =
+            r[0][1].is_null() ? "" : fmt::format(" ({} {})", schema.consumer_column, r[0][1].c_str());
+        refusal = fmt::format("the inbox table {0} has {1} row{2} whose {3} is infinite, the first {4} {5}{6}: {7}; "
+                              "the cleanup job's retention is counted from {3}, which an infinite time does not "
+                              "give: set {3} to when the event was processed (NULL for a row kept forever)",
+                              schema.table, rows, rows == 1 ? "" : "s", schema.time_column, schema.id_column,
+                              r[0][0].c_str(), consumer, r[0][2].c_str());
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    return refusal;
   }
 
   // Rows the table holds by the planner's count (what the COPY load reserves).
@@ -625,7 +665,24 @@ std::unique_ptr<core::InboxStore> open_inbox_store(const InboxSettings& settings
 std::int64_t export_inbox(const InboxSettings& settings, const std::function<void(const std::string&)>& line) {
   InboxSession session(settings); // an export streams the rows once: nothing to load
   std::int64_t started = 0;
-  session.guard([&] { started = session.copy_rows(session.connection(), session.copy_query(), line); });
+  bool infinite = false;
+  session.guard([&] {
+    started = session.copy_rows(session.connection(), session.copy_query(), [&](const std::string& raw) {
+      // The time is the third of the four columns, as COPY writes it: a snapshot no audit can read
+      // is not written.
+      std::string_view fields[4];
+      if (core::split_copy_fields(raw, fields, 4) && (fields[2] == "infinity" || fields[2] == "-infinity")) {
+        infinite = true;
+      }
+      line(raw);
+    });
+  });
+  if (infinite) {
+    throw UsageError(session.infinite_times().value_or(fmt::format(
+        "the inbox table {} has rows whose {} is infinite: set it to when the event was processed (NULL for "
+        "a row kept forever)",
+        settings.schema.table, settings.schema.time_column)));
+  }
   return started;
 }
 

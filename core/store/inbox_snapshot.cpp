@@ -103,8 +103,9 @@ bool copy_field(std::string_view raw, std::optional<std::string>& out) {
   return true;
 }
 
-// Splits a COPY line at its tabs into exactly n fields.
-bool split_fields(std::string_view line, std::string_view* fields, std::size_t n) {
+} // namespace
+
+bool split_copy_fields(std::string_view line, std::string_view* fields, std::size_t n) {
   std::size_t pos = 0;
   for (std::size_t i = 0; i < n; ++i) {
     auto tab = line.find('\t', pos);
@@ -116,8 +117,6 @@ bool split_fields(std::string_view line, std::string_view* fields, std::size_t n
   }
   return true;
 }
-
-} // namespace
 
 bool parse_inbox_row(std::string_view line, InboxRow& row, std::string& error) {
   std::vector<std::string_view> fields;
@@ -162,7 +161,7 @@ namespace dedupctl::core {
 bool parse_inbox_load_row(std::string_view line, InboxLoadRow& row) {
   std::string_view fields[3];
   bool null = false;
-  if (!split_fields(line, fields, 3) || !copy_field(fields[0], row.event_id, null) || null) {
+  if (!split_copy_fields(line, fields, 3) || !copy_field(fields[0], row.event_id, null) || null) {
     return false;
   }
   row.processed_at_ms.reset();

@@ -29,6 +29,9 @@ inline constexpr std::string_view k_inbox_snapshot_magic = "# dedupctl-inbox-sna
 
 std::string format_inbox_snapshot_header(const InboxSnapshotHeader& header);
 bool parse_inbox_snapshot_header(std::string_view line, InboxSnapshotHeader& header, std::string& error);
+// A COPY text-format line cut at its tabs into exactly n fields (still escaped); false if it has
+// another count.
+bool split_copy_fields(std::string_view line, std::string_view* fields, std::size_t n);
 // One COPY text-format line of the four columns.
 bool parse_inbox_row(std::string_view line, InboxRow& row, std::string& error);
 

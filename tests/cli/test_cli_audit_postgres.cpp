@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -371,5 +372,51 @@ TEST_F(AuditInbox, AStatementPastTheTimeoutIsExit3) {
     EXPECT_EQ(doc.at("complete"), false);
     EXPECT_NE(doc.at("error").at("message").get<std::string>().find("timed out after 1000 ms"), std::string::npos)
         << result.out;
+  }
+}
+
+// PostgreSQL takes 'infinity' and '-infinity' for a timestamp. The cleanup's retention is counted
+// from processed_at, which such a row does not give: every command that reads the inbox ends with
+// exit 2 naming the table, the rows and what to write instead, with no verdict and no snapshot.
+TEST_F(AuditInbox, AnInfiniteProcessedAtIsExit2NamingTheRowsOnEveryPath) {
+  TempDir dir;
+  for (std::string value : {"infinity", "-infinity"}) {
+    SCOPED_TRACE(value);
+    ASSERT_EQ(m_pg.psql(fmt::format("UPDATE processed_events SET processed_at = '{}' WHERE event_id IN ('e-3', 'e-6') "
+                                    "AND consumer_name = 'billing'",
+                                    value))
+                  .exit_code,
+              0);
+    auto expect_named = [&](const CommandResult& result, const std::string& what) {
+      EXPECT_EQ(result.exit_code, 2) << what << ": " << result.err;
+      if (!result.out.empty()) { // -o json: the error's document, and no verdict
+        auto doc = Json::parse(result.out);
+        EXPECT_EQ(doc.at("complete"), false) << what;
+        EXPECT_EQ(doc.at("summary"), Json::object()) << what;
+        EXPECT_EQ(doc.at("findings"), Json::array()) << what;
+      }
+      EXPECT_NE(result.err.find(fmt::format("the inbox table processed_events has 2 rows whose processed_at is "
+                                            "infinite, the first event_id e-3 (consumer_name billing): {}",
+                                            value)),
+                std::string::npos)
+          << what << ": " << result.err;
+      EXPECT_NE(result.err.find("set processed_at to when the event was processed"), std::string::npos)
+          << what << ": " << result.err;
+    };
+    for (std::string lookup : {"batches", "load"}) {
+      expect_named(run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h", "--inbox-lookup", lookup})),
+                   "audit, " + lookup);
+      // Without --inbox-retention the retention is estimated from the oldest row first.
+      expect_named(run_dedupctl(args({"--consumer", "billing", "--inbox-lookup", lookup})), "estimate, " + lookup);
+    }
+    auto trace = over_inbox("trace");
+    trace.insert(trace.end(), {"--consumer", "billing", "--event-id", "e-3", "--inbox-retention", "1h"});
+    auto traced = run_dedupctl(trace);
+    expect_named(traced, "trace");
+    EXPECT_EQ(traced.out, "");
+    auto snapshot = run_dedupctl({"snapshot", "--store", m_pg.conninfo(), "--inbox-status-column", "status",
+                                  "--consumer", "billing", "--output", dir.file("inbox.tsv")});
+    expect_named(snapshot, "snapshot");
+    EXPECT_FALSE(std::filesystem::exists(dir.file("inbox.tsv"))) << "no snapshot is written";
   }
 }
