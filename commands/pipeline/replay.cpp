@@ -221,6 +221,9 @@ private:
   std::int64_t m_events_total = 0;
   std::int64_t m_published_total = 0; // handed to the sink by this run
   std::vector<core::Delivery> m_deliveries;
+  // Why the sink refuses every record, once it said so: nothing more is claimed or published, what
+  // is in flight is settled (its claims released), and the run ends incomplete with this.
+  std::optional<std::string> m_sink_refusal;
 
   // Once a claim is interrupted, the later ones claim nothing either (a placement sees the stop flag
   // itself; this holds it for any placement), so the chunks that claimed nothing are the last. Once
@@ -297,7 +300,7 @@ void ReplayRunner::run() {
   try {
     for (;;) {
       std::shared_ptr<core::EventBatch> batch = free_batch();
-      if (!read(*batch)) {
+      if (m_sink_refusal || !read(*batch)) {
         break;
       }
       drop_checkpointed(*batch);
@@ -308,7 +311,7 @@ void ReplayRunner::run() {
       }
       // Claims, deliveries and settling go in chunks of --batch events: one transaction, one
       // checkpoint each.
-      for (std::size_t begin = 0; begin < batch->events.size(); begin += m_request.batch_size) {
+      for (std::size_t begin = 0; begin < batch->events.size() && !m_sink_refusal; begin += m_request.batch_size) {
         cut_chunk(batch, begin, std::min(batch->events.size(), begin + m_request.batch_size));
         Chunk& chunk = m_chunks.back();
         if (!m_request.execute) {
@@ -324,6 +327,9 @@ void ReplayRunner::run() {
       }
     }
     finish_in_flight();
+    if (m_sink_refusal) {
+      throw UnreachableError(*m_sink_refusal);
+    }
   } catch (const InterruptedError&) {
     // Wherever SIGINT/SIGTERM caught the run, the claims that went through are delivered and
     // settled; nothing claimed is left behind.
@@ -607,12 +613,24 @@ void ReplayRunner::publish(Chunk& chunk) {
       chunk.found_in_sink[k] = true; // settled without publishing again
       continue;
     }
-    if (m_request.pace) {
-      m_request.pace(++m_published_total);
+    if (!m_sink_refusal) {
+      if (m_request.pace) {
+        m_request.pace(++m_published_total);
+      }
+      try {
+        m_sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
+        chunk.published[k] = true;
+        ++chunk.outstanding;
+        continue;
+      } catch (const UnreachableError& e) {
+        m_sink_refusal = e.what();
+      }
     }
-    m_sink->publish(chunk.batch->events[chunk.begin + j], (chunk.seq << 32) | k);
-    chunk.published[k] = true;
-    ++chunk.outstanding;
+    // Not published: its claim is released when the chunk settles.
+    chunk.delivered[k] = false;
+    if (chunk.first_error.empty()) {
+      chunk.first_error = *m_sink_refusal;
+    }
   }
   chunk.batch.reset(); // its events are in the sink's hands now
   chunk.stage = Chunk::Stage::Published;
@@ -637,6 +655,9 @@ void ReplayRunner::take_deliveries(int timeout_ms) {
       chunk.delivered[k] = false;
       if (chunk.first_error.empty()) {
         chunk.first_error = d.error;
+      }
+      if (!d.refusal.empty() && !m_sink_refusal) {
+        m_sink_refusal = d.refusal;
       }
     }
   }

@@ -312,7 +312,10 @@ std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& 
       }
     }
     if (!found || found->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-      throw UsageError(fmt::format("topic '{}' does not exist at {}; check --topic", topic, settings.bootstrap));
+      // A broker lists only the topics the principal may DESCRIBE: to it, a hidden topic does not exist.
+      throw UsageError(fmt::format("topic '{}' does not exist at {}, or this principal may not DESCRIBE it; check "
+                                   "--topic (and the topic's ACLs)",
+                                   topic, settings.bootstrap));
     }
     if (found->err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -15,6 +15,33 @@ namespace dedupctl::connectors::kafka {
 
 namespace {
 
+// Errors that refuse every record of the run, not only one: the principal may not write to the
+// topic (or, on brokers before 2.8, produce idempotently), it could not authenticate, or the
+// idempotent producer failed for good. Why, with what to do; nullopt for an error of one record.
+std::optional<std::string> refusal_of(rd_kafka_t* rk, rd_kafka_resp_err_t err, const std::string& topic) {
+  std::string what = rd_kafka_err2str(err);
+  switch (err) {
+  case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    return fmt::format("the sink topic {} refused this run's records ({}): the principal needs WRITE on it", topic,
+                       what);
+  case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    return fmt::format("the cluster refused this run's records for {} ({}): an idempotent producer needs "
+                       "IDEMPOTENT_WRITE on the cluster before Kafka 2.8, WRITE on the topic since",
+                       topic, what);
+  case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+  case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    return fmt::format("the sink's producer could not authenticate ({}); check the -X sasl.* and ssl.* properties",
+                       what);
+  case RD_KAFKA_RESP_ERR__FATAL: {
+    char reason[512] = "";
+    rd_kafka_resp_err_t cause = rd_kafka_fatal_error(rk, reason, sizeof reason);
+    return fmt::format("the sink's producer for {} failed for good ({}: {})", topic, rd_kafka_err2str(cause), reason);
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
 // The replay sink's producer: idempotent, acks=all, a delivery report per record kept for the sink,
 // and per partition the offset after the last delivered record.
 class KafkaProducer final {
@@ -116,6 +143,9 @@ private:
         if (headers) {
           rd_kafka_headers_destroy(headers);
         }
+        if (auto refusal = refusal_of(m_rk.get(), err, topic)) {
+          throw UnreachableError(*refusal);
+        }
         throw UsageError(fmt::format("cannot produce to {}: {}", topic, rd_kafka_err2str(err)));
       }
       break;
@@ -140,8 +170,13 @@ private:
       return;
     }
     KafkaProducer* self = tagged->producer;
-    self->m_reports.push_back(
-        core::Delivery{tagged->tag, !message->err, message->err ? rd_kafka_err2str(message->err) : std::string()});
+    std::optional<std::string> refusal;
+    if (message->err) {
+      refusal = refusal_of(self->m_rk.get(), message->err, rd_kafka_topic_name(message->rkt));
+    }
+    self->m_reports.push_back(core::Delivery{tagged->tag, !message->err,
+                                             message->err ? rd_kafka_err2str(message->err) : std::string(),
+                                             refusal.value_or("")});
     if (!message->err) {
       auto& next = self->m_next_offsets[message->partition];
       next = std::max(next, message->offset + 1);

@@ -163,6 +163,9 @@ struct Delivery {
   std::uint64_t tag = 0;
   bool ok = true;
   std::string error; // when not ok
+  // Not empty when the sink refuses every record, not only this one (the principal may not write
+  // to the topic, the producer failed for good): why, for the run's report.
+  std::string refusal;
 };
 
 // Where replayed events go. Publishing does not wait: deliveries are reported by poll(), so the
@@ -174,7 +177,8 @@ public:
   virtual ~ReplaySink() = default;
   virtual std::string describe() const = 0; // kafka:TOPIC, file:PATH
   // May take the event's headers over (a Kafka sink takes a Kafka message's parsed headers): the
-  // event's header views are not to be read after it.
+  // event's header views are not to be read after it. Throws UnreachableError when the sink refuses
+  // every record (as a Delivery's refusal says), UsageError when this event cannot be published.
   virtual void publish(const Event& event, std::uint64_t tag) = 0;
   // Appends the deliveries reported since the last call; waits up to timeout_ms when there are
   // none yet but publishes are outstanding (0: only what is already there).

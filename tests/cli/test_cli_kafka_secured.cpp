@@ -6,6 +6,7 @@
 #include "tests/cli/report_json.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
 #include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
@@ -359,6 +360,73 @@ TEST_P(SecuredKafka, AReplayPublishesIntoASinkOverScramAndShowsNoSecret) {
     for (const auto* text : {&result.out, &result.err}) {
       EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
     }
+  }
+}
+
+// A principal that may read the source but not write to the sink (ACLs). Not allowed to DESCRIBE
+// it either, it does not see the sink: exit 2, naming both causes. Allowed to see it, the broker
+// refuses the produce. Exit 3 and an incomplete report naming the sink and what the principal
+// needs; Redis still answers, so every claim the run took is released and nothing reached the sink;
+// no secret in any output.
+TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesItsClaims) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  KafkaBroker& broker = shared_secured_kafka_broker();
+  TestTopic cluster;
+  cluster.bootstrap = broker.bootstrap();
+  std::string sink = add_topic(cluster, "denied-sink", 1);
+  std::string principal = std::string("User:") + k_kafka_user;
+  add_topic_acl(broker.bootstrap(), sink, principal, "WRITE", false);
+  // The controller commits an ACL before it answers; the broker applies it from the metadata log.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<std::string> args{"replay",
+                                "-b",
+                                m_listeners.sasl_ssl,
+                                "--topic",
+                                m_topic,
+                                "--via",
+                                redis.uri(),
+                                "--key-template",
+                                "dedup:{event_id}",
+                                "--ttl",
+                                "1d",
+                                "--execute",
+                                "--sink",
+                                "kafka:" + sink,
+                                "-o",
+                                "json",
+                                "-q",
+                                "--timeout",
+                                "60s"};
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    args.insert(args.end(), {"-X", property});
+  }
+  // Once a topic has an ACL, a principal no ACL allows to DESCRIBE it does not see it at all.
+  auto hidden = run_dedupctl(args);
+  EXPECT_EQ(hidden.exit_code, 2) << hidden.err;
+  EXPECT_NE(hidden.err.find(fmt::format("topic '{}' does not exist at {}, or this principal may not DESCRIBE it", sink,
+                                        m_listeners.sasl_ssl)),
+            std::string::npos)
+      << hidden.err;
+  EXPECT_EQ(redis.command("DBSIZE"), ":0\r\n") << "nothing is claimed before the sink is found";
+  add_topic_acl(broker.bootstrap(), sink, principal, "DESCRIBE", true);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), false) << result.out;
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find(
+                fmt::format("the sink topic {} refused this run's records (Broker: Topic authorization failed): the "
+                            "principal needs WRITE on it",
+                            sink)),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(doc.at("summary").at("replayed"), 0) << result.out;
+  EXPECT_GT(doc.at("summary").at("released").get<long long>(), 0) << result.out;
+  EXPECT_EQ(redis.command("DBSIZE"), ":0\r\n") << "no claim is left behind";
+  EXPECT_EQ(watermarks(broker.bootstrap(), sink).at(0).second, 0) << "nothing reached the sink";
+  for (const auto* text : {&result.out, &result.err, &hidden.out, &hidden.err}) {
+    EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
   }
 }
 

@@ -892,3 +892,44 @@ TEST_P(Replay, APublishThatLandsAfterTheKilledRunDiedIsNotPublishedAgain) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   expect_each_event_once_in_sink();
 }
+
+// A sink that refuses the run's records (the principal lacks WRITE on the topic) is a system that
+// will not take them, not bad input: exit 3, the report incomplete, the sink and the reason named.
+// Redis still answers, so no claim is left behind: what was claimed and not delivered is released
+// (each such event's decision says so), and once the broker takes records again a rerun with the
+// checkpoint publishes each event once.
+TEST_F(ReplayMock, ASinkThatRefusesTheRunsRecordsIsExit3AndReleasesEveryClaim) {
+  TempDir dir;
+  ASSERT_EQ(m_cluster.mock->command("error 0 29 1000"), "ok"); // Produce: TOPIC_AUTHORIZATION_FAILED
+  auto refused = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp"),
+                                         "--decisions", dir.file("decisions")}));
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  auto doc = Json::parse(refused.out);
+  EXPECT_EQ(doc.at("complete"), false);
+  std::string message = doc.at("error").at("message");
+  EXPECT_NE(message.find(fmt::format("the sink topic {} refused this run's records (Broker: Topic authorization "
+                                     "failed): the principal needs WRITE on it",
+                                     m_sink)),
+            std::string::npos)
+      << message;
+  auto s = summary_of(refused.out);
+  EXPECT_EQ(s.at("replayed"), 0);
+  ASSERT_GT(s.at("failed"), 0) << "the claims that went through are counted as failed";
+  EXPECT_EQ(s.at("released"), s.at("failed"));
+  EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n") << "no claim is left behind";
+  long long failed_lines = 0;
+  std::string decisions = read_file(dir.file("decisions"));
+  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto d = Json::parse(decisions.substr(pos, end - pos));
+    ASSERT_EQ(d.at("decision"), "failed") << d.dump();
+    EXPECT_NE(d.at("reason").get<std::string>().find("Topic authorization failed"), std::string::npos) << d.dump();
+    ++failed_lines;
+  }
+  EXPECT_EQ(failed_lines, s.at("failed"));
+  ASSERT_EQ(m_cluster.mock->command("clear 0"), "ok"); // WRITE granted
+  auto rerun =
+      run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp")}));
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(summary_of(rerun.out).at("replayed"), k_events);
+  expect_each_event_once_in_sink();
+}

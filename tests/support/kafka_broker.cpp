@@ -106,6 +106,11 @@ std::string secured_properties(const TestCertificates& certs, const TempDir& dir
       "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={5}\n"
       "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
       "required user_{6}=\"{7}\";\n"
+      // An authorizer, as a secured cluster has one: what no ACL names stays open to every
+      // principal, the broker's own (ANONYMOUS over PLAINTEXT and the controller listener) are
+      // super users, and a test sets the ACLs it needs (add_topic_acl).
+      "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+      "allow.everyone.if.no.acl.found=true\nsuper.users=User:ANONYMOUS\n"
       "listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER\n"
       "listener.name.oauth.oauthbearer.sasl.jaas.config="
       "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n",

@@ -242,6 +242,49 @@ void create_topic(const std::string& bootstrap, const std::string& topic, int pa
   }
 }
 
+void add_topic_acl(const std::string& bootstrap, const std::string& topic, const std::string& principal,
+                   const std::string& operation, bool allow) {
+  if (operation != "DESCRIBE" && operation != "WRITE") {
+    throw std::runtime_error("add_topic_acl: DESCRIBE or WRITE, not " + operation);
+  }
+  rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});
+  char errstr[512] = "";
+  rd_kafka_AclBinding_t* binding = rd_kafka_AclBinding_new(
+      RD_KAFKA_RESOURCE_TOPIC, topic.c_str(), RD_KAFKA_RESOURCE_PATTERN_LITERAL, principal.c_str(), "*",
+      operation == "WRITE" ? RD_KAFKA_ACL_OPERATION_WRITE : RD_KAFKA_ACL_OPERATION_DESCRIBE,
+      allow ? RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW : RD_KAFKA_ACL_PERMISSION_TYPE_DENY, errstr, sizeof errstr);
+  std::string error = binding ? "" : errstr;
+  if (binding) {
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+    rd_kafka_CreateAcls(rk, &binding, 1, nullptr, queue);
+    rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30'000);
+    if (!event) {
+      error = "no answer to CreateAcls within 30 s";
+    } else if (rd_kafka_event_error(event)) {
+      error = rd_kafka_event_error_string(event);
+    } else {
+      size_t count = 0;
+      const rd_kafka_acl_result_t** results =
+          rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(event), &count);
+      for (size_t i = 0; i < count; ++i) {
+        if (const rd_kafka_error_t* e = rd_kafka_acl_result_error(results[i])) {
+          error = rd_kafka_error_string(e);
+        }
+      }
+    }
+    if (event) {
+      rd_kafka_event_destroy(event);
+    }
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_AclBinding_destroy(binding);
+  }
+  rd_kafka_destroy(rk);
+  if (!error.empty()) {
+    throw std::runtime_error(
+        fmt::format("cannot add the ACL {} {} on topic {}: {}", operation, principal, topic, error));
+  }
+}
+
 bool answers_metadata(const std::string& bootstrap, std::int64_t timeout_ms) {
   rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {{"log_level", "0"}});
   const rd_kafka_metadata_t* metadata = nullptr;

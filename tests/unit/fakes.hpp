@@ -276,10 +276,15 @@ public:
 };
 
 // A sink that keeps what it received; `fail_ids` are refused (a delivery report with an error).
+// A sink that refuses every record from some point on (a principal without WRITE): from the
+// `refuse_from`th publish on, publish throws; `refused_ids` come back as delivery reports that
+// say the sink refuses.
 class FakeSink final : public core::ReplaySink {
 public:
   std::vector<OwnedEvent> received;
   std::set<std::string> fail_ids;
+  std::optional<int> refuse_from;
+  std::set<std::string> refused_ids;
 
   std::string describe() const override { return "file:fake"; }
   void publish(const core::Event& event, std::uint64_t tag) override {
@@ -289,13 +294,20 @@ public:
         id = std::string(*h.value);
       }
     }
+    if (refuse_from && published >= *refuse_from) {
+      throw UnreachableError("the fake sink refuses");
+    }
     ++published;
+    if (refused_ids.contains(id)) {
+      m_reports.push_back(core::Delivery{tag, false, "Broker: Topic authorization failed", "the fake sink refuses"});
+      return;
+    }
     if (fail_ids.contains(id)) {
-      m_reports.push_back(core::Delivery{tag, false, "Broker: Not enough in-sync replicas"});
+      m_reports.push_back(core::Delivery{tag, false, "Broker: Not enough in-sync replicas", ""});
       return;
     }
     received.push_back(with_header_id(event.partition, event.offset, event.timestamp_ms, id, ""));
-    m_reports.push_back(core::Delivery{tag, true, ""});
+    m_reports.push_back(core::Delivery{tag, true, "", ""});
   }
   // Reports arrive only to a caller that waits, so that chunks really are in flight together.
   void poll(std::vector<core::Delivery>& out, int timeout_ms) override {

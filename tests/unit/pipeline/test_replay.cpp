@@ -122,6 +122,65 @@ TEST(ReplayPipeline, FailedDeliveriesReleaseTheirClaimsHoldTheCheckpointAndPubli
   expect_each_id_once(sink, 10);
 }
 
+// A sink that refuses every record from some point on (publish throws: the principal may not
+// write) ends the run incomplete (exit 3, the sink's reason), but the placement still answers: what
+// was claimed and not delivered is released, nothing is claimed after, the checkpoint holds at the
+// first event not delivered, and the rerun publishes the rest, each event once.
+TEST(ReplayPipeline, ASinkThatRefusesPublishingEndsTheRunIncompleteAndReleasesEveryClaim) {
+  FakePlacement placement;
+  FakeSink sink;
+  sink.refuse_from = 3;
+  std::optional<core::Checkpoint> saved;
+  FakeEventSource first(events(24), 4);
+  auto r = request(true, &saved);
+  r.batch_size = 2;
+  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.error, "the fake sink refuses");
+  EXPECT_EQ(summary(report, "replayed"), 3);
+  EXPECT_GT(summary(report, "failed"), 0);
+  EXPECT_EQ(summary(report, "released"), summary(report, "failed"));
+  EXPECT_LT(placement.claims, 24) << "no chunk is claimed once the sink refused";
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "done") << key << ": a claim left behind";
+  }
+  EXPECT_EQ(placement.records.size(), 3u);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 2) << "e-0, e-2 and e-4 went out (e-3 was not): held at e-4's next";
+  EXPECT_EQ(saved->next_offset("orders", 1), 1);
+  sink.refuse_from.reset();
+  auto second = resume(saved, 24, 4, placement, sink);
+  EXPECT_TRUE(second.complete) << second.error.value_or("");
+  EXPECT_EQ(summary(second, "replayed"), 21);
+  expect_each_id_once(sink, 24);
+}
+
+// The same refusal when it comes back in a delivery report (the broker answered the produce): the
+// run stops claiming, settles what is in flight and ends incomplete with the sink's reason.
+TEST(ReplayPipeline, ADeliveryReportThatSaysTheSinkRefusesEndsTheRunTheSameWay) {
+  FakePlacement placement;
+  FakeSink sink;
+  sink.refused_ids = {"e-0", "e-1", "e-2", "e-3", "e-4", "e-5", "e-6", "e-7"};
+  std::optional<core::Checkpoint> saved;
+  FakeEventSource first(events(40), 4);
+  auto r = request(true, &saved);
+  r.batch_size = 2;
+  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.error, "the fake sink refuses");
+  EXPECT_LT(placement.claims, 40) << "the run stopped claiming";
+  EXPECT_EQ(summary(report, "released"), summary(report, "failed"));
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "done") << key << ": a claim left behind";
+  }
+  sink.refused_ids.clear();
+  auto second = resume(saved, 40, 4, placement, sink);
+  EXPECT_TRUE(second.complete) << second.error.value_or("");
+  expect_each_id_once(sink, 40);
+}
+
 // A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
 // reads back what the sink got after the checkpoint and settles those without publishing again.
 // Killed before its first batch settled, the run's first checkpoint (its id, the sink's start) does
