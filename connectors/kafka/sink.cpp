@@ -32,6 +32,9 @@ std::optional<std::string> refusal_of(rd_kafka_t* rk, rd_kafka_resp_err_t err, c
   case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
     return fmt::format("the sink's producer could not authenticate ({}); check the -X sasl.* and ssl.* properties",
                        what);
+  case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    return fmt::format("the sink topic {} is gone ({})", topic, what);
   case RD_KAFKA_RESP_ERR__FATAL: {
     char reason[512] = "";
     rd_kafka_resp_err_t cause = rd_kafka_fatal_error(rk, reason, sizeof reason);
@@ -146,7 +149,14 @@ private:
         if (auto refusal = refusal_of(m_rk.get(), err, topic)) {
           throw UnreachableError(*refusal);
         }
-        throw UsageError(fmt::format("cannot produce to {}: {}", topic, rd_kafka_err2str(err)));
+        // This record alone (larger than message.max.bytes): it fails as if the broker had refused
+        // it, and the run goes on.
+        std::string error = rd_kafka_err2str(err);
+        if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+          error += " for the producer (-X message.max.bytes raises its limit)";
+        }
+        m_reports.push_back(core::Delivery{tag, false, error, ""});
+        return;
       }
       break;
     }

@@ -453,6 +453,40 @@ TEST_F(ReplayMock, AnEventWithoutAnIdIsLoggedWithItsReason) {
   EXPECT_EQ(no_id, 1);
 }
 
+// A record larger than the producer takes (message.max.bytes) fails alone, as a record the broker
+// refused: its claim released, its decision saying why and what raises the limit; the run goes on
+// and ends with exit 1 (replay-failed), the rest published.
+TEST_F(ReplayMock, ARecordLargerThanTheProducerTakesFailsAloneAndTheRunGoesOn) {
+  TempDir dir;
+  for (int p = 0; p < 2; ++p) {
+    m_cluster.mock->seed(m_src, fmt::format(R"({{"topic":"src","partition":{0},"offset":{1},"ts":1795000009999,)"
+                                            R"("headers":["event_id","big-{0}"],"key":"k","payload":"{2}"}})"
+                                            "\n",
+                                            p, k_events / 2, std::string(3000, 'x')));
+  }
+  auto result = run_dedupctl(
+      via_redis({"--execute", "--sink", sink(), "--decisions", dir.file("decisions"), "-X", "message.max.bytes=2000"}));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto s = summary_of(result.out);
+  EXPECT_EQ(s.at("failed"), 2);
+  EXPECT_EQ(s.at("released"), 2);
+  EXPECT_EQ(s.at("replayed"), k_events);
+  EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", k_events)) << "the large records' claims are released";
+  std::string decisions = read_file(dir.file("decisions"));
+  int failed = 0;
+  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto d = Json::parse(decisions.substr(pos, end - pos));
+    if (d.at("decision") == "failed") {
+      ++failed;
+      EXPECT_TRUE(d.at("event_id").get<std::string>().starts_with("big-")) << d.dump();
+      EXPECT_NE(d.at("reason").get<std::string>().find("Message size too large"), std::string::npos) << d.dump();
+      EXPECT_NE(d.at("reason").get<std::string>().find("-X message.max.bytes"), std::string::npos) << d.dump();
+    }
+  }
+  EXPECT_EQ(failed, 2);
+  expect_each_event_once_in_sink();
+}
+
 // The inbox placement: one transaction per batch.
 class ReplayInbox : public Replay {
 protected:
