@@ -49,6 +49,16 @@ std::map<std::string, long long> summary_of(const std::string& json) {
   return out;
 }
 
+// The lines of a --decisions file, each parsed.
+std::vector<Json> decisions_in(const std::string& path) {
+  std::vector<Json> out;
+  std::string text = read_file(path);
+  for (std::size_t pos = 0, end; (end = text.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    out.push_back(Json::parse(text.substr(pos, end - pos)));
+  }
+  return out;
+}
+
 // Waits until a running replay's checkpoint shows a settled batch (a line of a partition of `topic`).
 bool wait_for_progress(const std::string& checkpoint, const std::string& topic) {
   for (int i = 0; i < 300; ++i) {
@@ -249,10 +259,8 @@ TEST_F(ReplayMock, FailedDeliveriesAreReleasedAndPublishedOnTheRerunNoneTwice) {
   EXPECT_EQ(first.exit_code, 1) << first.err;
   auto s = summary_of(first.out);
   // Each failed event's decision says why, whole (the reason outlives its record).
-  std::string decisions = read_file(dir.file("decisions"));
   long long failed_lines = 0;
-  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
-    auto d = Json::parse(decisions.substr(pos, end - pos));
+  for (const auto& d : decisions_in(dir.file("decisions"))) {
     if (d.at("decision") == "failed") {
       ++failed_lines;
       std::string reason = d.at("reason");
@@ -441,13 +449,11 @@ TEST_F(ReplayMock, AnEventWithoutAnIdIsLoggedWithItsReason) {
                                    "--decisions", dir.file("decisions")}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(summary_of(result.out).at("no_id"), 1);
-  std::string decisions = read_file(dir.file("decisions"));
   int no_id = 0;
-  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
-    auto d = Json::parse(decisions.substr(pos, end - pos));
+  for (const auto& d : decisions_in(dir.file("decisions"))) {
     if (d.at("decision") == "no-id") {
       ++no_id;
-      EXPECT_EQ(d.at("reason"), "no header event_id, payload has no /event_id") << decisions.substr(pos, end - pos);
+      EXPECT_EQ(d.at("reason"), "no header event_id, payload has no /event_id") << d.dump();
     }
   }
   EXPECT_EQ(no_id, 1);
@@ -472,10 +478,8 @@ TEST_F(ReplayMock, ARecordLargerThanTheProducerTakesFailsAloneAndTheRunGoesOn) {
   EXPECT_EQ(s.at("released"), 2);
   EXPECT_EQ(s.at("replayed"), k_events);
   EXPECT_EQ(m_redis.command("DBSIZE"), fmt::format(":{}\r\n", k_events)) << "the large records' claims are released";
-  std::string decisions = read_file(dir.file("decisions"));
   int failed = 0;
-  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
-    auto d = Json::parse(decisions.substr(pos, end - pos));
+  for (const auto& d : decisions_in(dir.file("decisions"))) {
     if (d.at("decision") == "failed") {
       ++failed;
       EXPECT_TRUE(d.at("event_id").get<std::string>().starts_with("big-")) << d.dump();
@@ -952,9 +956,7 @@ TEST_F(ReplayMock, ASinkThatRefusesTheRunsRecordsIsExit3AndReleasesEveryClaim) {
   EXPECT_EQ(s.at("released"), s.at("failed"));
   EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n") << "no claim is left behind";
   long long failed_lines = 0;
-  std::string decisions = read_file(dir.file("decisions"));
-  for (std::size_t pos = 0, end; (end = decisions.find('\n', pos)) != std::string::npos; pos = end + 1) {
-    auto d = Json::parse(decisions.substr(pos, end - pos));
+  for (const auto& d : decisions_in(dir.file("decisions"))) {
     ASSERT_EQ(d.at("decision"), "failed") << d.dump();
     EXPECT_NE(d.at("reason").get<std::string>().find("Topic authorization failed"), std::string::npos) << d.dump();
     ++failed_lines;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 
 namespace dedupctl::testing {
@@ -205,6 +206,32 @@ std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string&
   return out;
 }
 
+namespace {
+
+// One admin request: `send` queues it on the queue given, `failed` reads the first error of its
+// result event (empty if none). Returns the request's error, empty if none; waits 30 s at most.
+std::string admin_request(rd_kafka_t* rk, const char* name, const std::function<void(rd_kafka_queue_t*)>& send,
+                          const std::function<std::string(rd_kafka_event_t*)>& failed) {
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  send(queue);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30'000);
+  std::string error;
+  if (!event) {
+    error = fmt::format("no answer to {} within 30 s", name);
+  } else if (rd_kafka_event_error(event)) {
+    error = rd_kafka_event_error_string(event);
+  } else {
+    error = failed(event);
+  }
+  if (event) {
+    rd_kafka_event_destroy(event);
+  }
+  rd_kafka_queue_destroy(queue);
+  return error;
+}
+
+} // namespace
+
 void create_topic(const std::string& bootstrap, const std::string& topic, int partitions,
                   const std::vector<std::pair<std::string, std::string>>& configs) {
   rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});
@@ -213,28 +240,19 @@ void create_topic(const std::string& bootstrap, const std::string& topic, int pa
   for (const auto& [name, value] : configs) {
     rd_kafka_NewTopic_set_config(new_topic, name.c_str(), value.c_str());
   }
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &new_topic, 1, nullptr, queue);
-  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30'000);
-  std::string error;
-  if (!event) {
-    error = "no answer to CreateTopics within 30 s";
-  } else if (rd_kafka_event_error(event)) {
-    error = rd_kafka_event_error_string(event);
-  } else {
-    size_t count = 0;
-    const rd_kafka_topic_result_t** results =
-        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(event), &count);
-    for (size_t i = 0; i < count; ++i) {
-      if (rd_kafka_topic_result_error(results[i])) {
-        error = rd_kafka_topic_result_error_string(results[i]);
-      }
-    }
-  }
-  if (event) {
-    rd_kafka_event_destroy(event);
-  }
-  rd_kafka_queue_destroy(queue);
+  std::string error = admin_request(
+      rk, "CreateTopics", [&](rd_kafka_queue_t* queue) { rd_kafka_CreateTopics(rk, &new_topic, 1, nullptr, queue); },
+      [](rd_kafka_event_t* event) {
+        size_t count = 0;
+        const rd_kafka_topic_result_t** results =
+            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(event), &count);
+        for (size_t i = 0; i < count; ++i) {
+          if (rd_kafka_topic_result_error(results[i])) {
+            return std::string(rd_kafka_topic_result_error_string(results[i]));
+          }
+        }
+        return std::string();
+      });
   rd_kafka_NewTopic_destroy(new_topic);
   rd_kafka_destroy(rk);
   if (!error.empty()) {
@@ -255,27 +273,19 @@ void add_topic_acl(const std::string& bootstrap, const std::string& topic, const
       allow ? RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW : RD_KAFKA_ACL_PERMISSION_TYPE_DENY, errstr, sizeof errstr);
   std::string error = binding ? "" : errstr;
   if (binding) {
-    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-    rd_kafka_CreateAcls(rk, &binding, 1, nullptr, queue);
-    rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30'000);
-    if (!event) {
-      error = "no answer to CreateAcls within 30 s";
-    } else if (rd_kafka_event_error(event)) {
-      error = rd_kafka_event_error_string(event);
-    } else {
-      size_t count = 0;
-      const rd_kafka_acl_result_t** results =
-          rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(event), &count);
-      for (size_t i = 0; i < count; ++i) {
-        if (const rd_kafka_error_t* e = rd_kafka_acl_result_error(results[i])) {
-          error = rd_kafka_error_string(e);
-        }
-      }
-    }
-    if (event) {
-      rd_kafka_event_destroy(event);
-    }
-    rd_kafka_queue_destroy(queue);
+    error = admin_request(
+        rk, "CreateAcls", [&](rd_kafka_queue_t* queue) { rd_kafka_CreateAcls(rk, &binding, 1, nullptr, queue); },
+        [](rd_kafka_event_t* event) {
+          size_t count = 0;
+          const rd_kafka_acl_result_t** results =
+              rd_kafka_CreateAcls_result_acls(rd_kafka_event_CreateAcls_result(event), &count);
+          for (size_t i = 0; i < count; ++i) {
+            if (const rd_kafka_error_t* e = rd_kafka_acl_result_error(results[i])) {
+              return std::string(rd_kafka_error_string(e));
+            }
+          }
+          return std::string();
+        });
     rd_kafka_AclBinding_destroy(binding);
   }
   rd_kafka_destroy(rk);

@@ -122,63 +122,61 @@ TEST(ReplayPipeline, FailedDeliveriesReleaseTheirClaimsHoldTheCheckpointAndPubli
   expect_each_id_once(sink, 10);
 }
 
-// A sink that refuses every record from some point on (publish throws: the principal may not
-// write) ends the run incomplete (exit 3, the sink's reason), but the placement still answers: what
-// was claimed and not delivered is released, nothing is claimed after, the checkpoint holds at the
-// first event not delivered, and the rerun publishes the rest, each event once.
+// A run of `n` events (batches of 2) into a sink that refuses every record from some point on: it
+// ends incomplete (exit 3, the sink's reason) with no claim left behind, since the placement still
+// answers; what was claimed and not delivered is released. The checkpoint is left in `saved`.
+reports::Report refused_run(FakePlacement& placement, FakeSink& sink, std::optional<core::Checkpoint>& saved, int n) {
+  FakeEventSource first(events(n), 4);
+  auto r = request(true, &saved);
+  r.batch_size = 2;
+  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.error, "the fake sink refuses");
+  EXPECT_GT(summary(report, "failed"), 0);
+  EXPECT_EQ(summary(report, "released"), summary(report, "failed"));
+  EXPECT_LT(placement.claims, n) << "no chunk is claimed once the sink refused";
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "done") << key << ": a claim left behind";
+  }
+  return report;
+}
+
+// The rerun once the sink takes records again: from the checkpoint, each event in the sink once.
+void expect_rerun_publishes_the_rest(std::optional<core::Checkpoint>& saved, FakePlacement& placement, FakeSink& sink,
+                                     int n, int replayed) {
+  auto second = resume(saved, n, 4, placement, sink);
+  EXPECT_TRUE(second.complete) << second.error.value_or("");
+  EXPECT_EQ(summary(second, "replayed"), replayed);
+  expect_each_id_once(sink, n);
+}
+
+// The refusal as publish throws it (the producer knows the topic refuses: the principal may not
+// write); the checkpoint holds at the first event not delivered.
 TEST(ReplayPipeline, ASinkThatRefusesPublishingEndsTheRunIncompleteAndReleasesEveryClaim) {
   FakePlacement placement;
   FakeSink sink;
   sink.refuse_from = 3;
   std::optional<core::Checkpoint> saved;
-  FakeEventSource first(events(24), 4);
-  auto r = request(true, &saved);
-  r.batch_size = 2;
-  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
-  EXPECT_FALSE(report.complete);
-  EXPECT_EQ(report.exit_code, 3);
-  EXPECT_EQ(report.error, "the fake sink refuses");
+  auto report = refused_run(placement, sink, saved, 24);
   EXPECT_EQ(summary(report, "replayed"), 3);
-  EXPECT_GT(summary(report, "failed"), 0);
-  EXPECT_EQ(summary(report, "released"), summary(report, "failed"));
-  EXPECT_LT(placement.claims, 24) << "no chunk is claimed once the sink refused";
-  for (const auto& [key, value] : placement.records) {
-    EXPECT_EQ(value, "done") << key << ": a claim left behind";
-  }
   EXPECT_EQ(placement.records.size(), 3u);
   ASSERT_TRUE(saved);
   EXPECT_EQ(saved->next_offset("orders", 0), 2) << "e-0, e-2 and e-4 went out (e-3 was not): held at e-4's next";
   EXPECT_EQ(saved->next_offset("orders", 1), 1);
   sink.refuse_from.reset();
-  auto second = resume(saved, 24, 4, placement, sink);
-  EXPECT_TRUE(second.complete) << second.error.value_or("");
-  EXPECT_EQ(summary(second, "replayed"), 21);
-  expect_each_id_once(sink, 24);
+  expect_rerun_publishes_the_rest(saved, placement, sink, 24, 21);
 }
 
-// The same refusal when it comes back in a delivery report (the broker answered the produce): the
-// run stops claiming, settles what is in flight and ends incomplete with the sink's reason.
+// The same refusal when it comes back in a delivery report (the broker answered the produce).
 TEST(ReplayPipeline, ADeliveryReportThatSaysTheSinkRefusesEndsTheRunTheSameWay) {
   FakePlacement placement;
   FakeSink sink;
   sink.refused_ids = {"e-0", "e-1", "e-2", "e-3", "e-4", "e-5", "e-6", "e-7"};
   std::optional<core::Checkpoint> saved;
-  FakeEventSource first(events(40), 4);
-  auto r = request(true, &saved);
-  r.batch_size = 2;
-  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
-  EXPECT_FALSE(report.complete);
-  EXPECT_EQ(report.exit_code, 3);
-  EXPECT_EQ(report.error, "the fake sink refuses");
-  EXPECT_LT(placement.claims, 40) << "the run stopped claiming";
-  EXPECT_EQ(summary(report, "released"), summary(report, "failed"));
-  for (const auto& [key, value] : placement.records) {
-    EXPECT_EQ(value, "done") << key << ": a claim left behind";
-  }
+  auto report = refused_run(placement, sink, saved, 40);
   sink.refused_ids.clear();
-  auto second = resume(saved, 40, 4, placement, sink);
-  EXPECT_TRUE(second.complete) << second.error.value_or("");
-  expect_each_id_once(sink, 40);
+  expect_rerun_publishes_the_rest(saved, placement, sink, 40, 40 - static_cast<int>(summary(report, "replayed")));
 }
 
 // A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
