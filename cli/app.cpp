@@ -51,7 +51,7 @@ class ErrorLine {
 public:
   explicit ErrorLine(const std::vector<std::string>& secrets) : m_secrets(secrets) {}
   void operator()(std::string_view message) const {
-    fmt::print(stderr, "dedupctl: error: {}\n", core::scrub_secrets(message, m_secrets));
+    commands::print_stderr(fmt::format("dedupctl: error: {}\n", core::scrub_secrets(message, m_secrets)));
   }
 
 private:
@@ -289,13 +289,13 @@ int run_once(int argc, char** argv, bool validate_only) {
   bool tty = ::isatty(STDERR_FILENO) == 1;
   context.note = [&context](std::string_view line) {
     if (context.global.quiet == 0) {
-      fmt::print(stderr, "dedupctl: {}\n", core::scrub_secrets(line, context.secrets));
+      commands::print_stderr(fmt::format("dedupctl: {}\n", core::scrub_secrets(line, context.secrets)));
     }
   };
   if (tty && !context.global.no_progress && context.global.quiet == 0) {
     context.progress = [](std::string_view line) {
       // \r and erase-to-end: one status line that the next one overwrites; empty clears it.
-      fmt::print(stderr, "\r\x1b[K{}", line);
+      commands::print_stderr(fmt::format("\r\x1b[K{}", line));
       std::fflush(stderr);
     };
   }

@@ -77,7 +77,7 @@ int run(const CheckFlags& options, Context& context) {
   auto declarations = core::parse_declarations(text, options.file);
   if (!declarations.errors.empty()) {
     for (const auto& error : declarations.errors) {
-      fmt::print(stderr, "{}:{}:{}: error: {}\n", options.file, error.at.line, error.at.column, error.message);
+      print_stderr(fmt::format("{}:{}:{}: error: {}\n", options.file, error.at.line, error.at.column, error.message));
     }
     throw UsageError(fmt::format("{} has {} error{}; fix them and run again", options.file, declarations.errors.size(),
                                  declarations.errors.size() == 1 ? "" : "s"));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -36,6 +37,10 @@ struct GlobalFlags {
   bool no_progress = false;
   bool no_color = false;
 };
+
+// Text for standard error, written or dropped, never thrown: a stderr that cannot be written (its
+// reader gone, as in `2>&1 | head`) has nowhere to say so, and must not end or abort the run.
+inline void print_stderr(std::string_view text) noexcept { std::fwrite(text.data(), 1, text.size(), stderr); }
 
 // What the cli layer hands every command: options, the stop flag, the clock, diagnostics.
 struct Context {

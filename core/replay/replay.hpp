@@ -178,7 +178,8 @@ public:
   virtual std::string describe() const = 0; // kafka:TOPIC, file:PATH
   // May take the event's headers over (a Kafka sink takes a Kafka message's parsed headers): the
   // event's header views are not to be read after it. Throws UnreachableError when the sink refuses
-  // every record (as a Delivery's refusal says), UsageError when this event cannot be published.
+  // every record (as a Delivery's refusal says); an event it cannot take alone (too large) comes
+  // back as a failed Delivery, as if the broker had refused it.
   virtual void publish(const Event& event, std::uint64_t tag) = 0;
   // Appends the deliveries reported since the last call; waits up to timeout_ms when there are
   // none yet but publishes are outstanding (0: only what is already there).

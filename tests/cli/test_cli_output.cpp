@@ -42,6 +42,18 @@ TEST(Output, AReaderThatWentAwayIsAFailedWriteNotADeathBySigpipe) {
       << result.err;
 }
 
+// `dedupctl … 2>&1 | head`: the error and notes go where the report went. A line on stderr that
+// cannot be written is dropped (there is nowhere to say so); it must not abort the run (SIGABRT, 134,
+// a core file) or turn its exit code into an internal error's.
+TEST(Output, AReaderThatWentAwayFromStdoutAndStderrIsStillExit3) {
+  for (std::string format : {"text", "json"}) {
+    auto result = run_command({"bash", "-c",
+                               "{ sleep 0.3; exec " + shell_quote(DEDUPCTL_BINARY) + " scan --input " +
+                                   shell_quote(k_orders) + " -o " + format + " 2>&1; } | true; echo ${PIPESTATUS[0]}"});
+    EXPECT_EQ(result.out, "3\n") << format << ": " << result.err;
+  }
+}
+
 TEST(Output, ADeviceIsWrittenInPlaceNeverReplaced) {
   struct stat before {};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
