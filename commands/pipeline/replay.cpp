@@ -656,8 +656,8 @@ void ReplayRunner::take_deliveries(int timeout_ms) {
       if (chunk.first_error.empty()) {
         chunk.first_error = d.error;
       }
-      if (!d.refusal.empty() && !m_sink_refusal) {
-        m_sink_refusal = d.refusal;
+      if (d.refuses_all && !m_sink_refusal) {
+        m_sink_refusal = d.error;
       }
     }
   }

@@ -70,7 +70,7 @@ public:
       fail("flush");
     }
     for (auto tag : m_pending) {
-      out.push_back(core::Delivery{tag, true, "", ""});
+      out.push_back(core::Delivery{tag, true, false, ""});
     }
     m_pending.clear();
   }

@@ -155,7 +155,7 @@ private:
         if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
           error += " for the producer (-X message.max.bytes raises its limit)";
         }
-        m_reports.push_back(core::Delivery{tag, false, error, ""});
+        m_reports.push_back(core::Delivery{tag, false, false, error});
         return;
       }
       break;
@@ -184,9 +184,10 @@ private:
     if (message->err) {
       refusal = refusal_of(self->m_rk.get(), message->err, rd_kafka_topic_name(message->rkt));
     }
-    self->m_reports.push_back(core::Delivery{tagged->tag, !message->err,
-                                             message->err ? rd_kafka_err2str(message->err) : std::string(),
-                                             refusal.value_or("")});
+    self->m_reports.push_back(core::Delivery{tagged->tag, !message->err, refusal.has_value(),
+                                             refusal        ? *refusal
+                                             : message->err ? rd_kafka_err2str(message->err)
+                                                            : std::string()});
     if (!message->err) {
       auto& next = self->m_next_offsets[message->partition];
       next = std::max(next, message->offset + 1);

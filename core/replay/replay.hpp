@@ -162,10 +162,11 @@ public:
 struct Delivery {
   std::uint64_t tag = 0;
   bool ok = true;
+  // The sink refuses every record, not only this one (the principal may not write to the topic, the
+  // producer failed for good); `error` says why and what to do, for the run's report. A flag, not a
+  // second string: a run holds a report for every record in flight (a string more was 20 MB more).
+  bool refuses_all = false;
   std::string error; // when not ok
-  // Not empty when the sink refuses every record, not only this one (the principal may not write
-  // to the topic, the producer failed for good): why, for the run's report.
-  std::string refusal;
 };
 
 // Where replayed events go. Publishing does not wait: deliveries are reported by poll(), so the

@@ -299,15 +299,15 @@ public:
     }
     ++published;
     if (refused_ids.contains(id)) {
-      m_reports.push_back(core::Delivery{tag, false, "Broker: Topic authorization failed", "the fake sink refuses"});
+      m_reports.push_back(core::Delivery{tag, false, true, "the fake sink refuses"});
       return;
     }
     if (fail_ids.contains(id)) {
-      m_reports.push_back(core::Delivery{tag, false, "Broker: Not enough in-sync replicas", ""});
+      m_reports.push_back(core::Delivery{tag, false, false, "Broker: Not enough in-sync replicas"});
       return;
     }
     received.push_back(with_header_id(event.partition, event.offset, event.timestamp_ms, id, ""));
-    m_reports.push_back(core::Delivery{tag, true, "", ""});
+    m_reports.push_back(core::Delivery{tag, true, false, ""});
   }
   // Reports arrive only to a caller that waits, so that chunks really are in flight together.
   void poll(std::vector<core::Delivery>& out, int timeout_ms) override {
