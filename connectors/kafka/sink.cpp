@@ -32,9 +32,6 @@ std::optional<std::string> refusal_of(rd_kafka_t* rk, rd_kafka_resp_err_t err, c
   case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
     return fmt::format("the sink's producer could not authenticate ({}); check the -X sasl.* and ssl.* properties",
                        what);
-  case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-    return fmt::format("the sink topic {} is gone ({})", topic, what);
   case RD_KAFKA_RESP_ERR__FATAL: {
     char reason[512] = "";
     rd_kafka_resp_err_t cause = rd_kafka_fatal_error(rk, reason, sizeof reason);
