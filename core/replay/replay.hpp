@@ -164,7 +164,8 @@ struct Delivery {
   bool ok = true;
   // The sink refuses every record, not only this one (the principal may not write to the topic, the
   // producer failed for good); `error` says why and what to do, for the run's report. A flag, not a
-  // second string: a run holds a report for every record in flight (a string more was 20 MB more).
+  // second string: a run holds a report for every record in flight, twice (the sink's list and the
+  // runner's), and a string is 32 bytes more each.
   bool refuses_all = false;
   std::string error; // when not ok
 };
