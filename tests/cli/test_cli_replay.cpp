@@ -72,28 +72,47 @@ bool wait_for_progress(const std::string& checkpoint, const std::string& topic) 
   return false;
 }
 
-// dedupctl with `args`, running in the background (its report on a pipe with `report`; its stderr
-// in `stderr_file` when given).
+// dedupctl with `args`, running in the background: its report on a pipe with `report`; with `kept`,
+// its stderr (and its report, when not piped) in the files kept(".err") and kept(".out").
 std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false,
-                               const std::string& stderr_file = {}) {
+                               const std::function<std::string(const std::string&)>& kept = {}) {
   SpawnOptions options;
   options.silence = !report;
   options.pipe_stdout = report;
-  options.stderr_file = stderr_file;
+  if (kept) {
+    options.stderr_file = kept(".err");
+    options.stdout_file = kept(".out");
+  }
   std::vector<std::string> argv{DEDUPCTL_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<Process>(argv, options);
 }
 
+// What a background run kept (start's `kept`), for a failure's message: a run that ended early says
+// why only there (-q keeps its notes off stderr; the report's errors say it).
+std::string kept_output(const std::function<std::string(const std::string&)>& kept) {
+  std::error_code ec;
+  std::string out;
+  for (const char* which : {".err", ".out"}) {
+    if (std::filesystem::exists(kept(which), ec)) {
+      out += fmt::format("\n{}: {}", which, read_file(kept(which)));
+    }
+  }
+  return out;
+}
+
 // A slow run (--batch 5 --max-rate 200) with `args` and its checkpoint, in the background, once a
 // batch has settled. Batches of 5: the 32 a Redis run holds in flight are 160 of the 400 events,
-// so an interrupt after the first checkpoint still comes mid-run.
+// so an interrupt after the first checkpoint still comes mid-run. A run that settles nothing says
+// why (what it printed, kept next to the checkpoint).
 std::unique_ptr<Process> start_slow(const std::vector<std::string>& args, const std::string& checkpoint,
                                     const std::string& topic, bool report = false) {
   std::vector<std::string> slow = args;
   slow.insert(slow.end(), {"--batch", "5", "--max-rate", "200", "--checkpoint", checkpoint});
-  auto run = start(slow, report);
-  EXPECT_TRUE(wait_for_progress(checkpoint, topic));
+  auto kept = [checkpoint](const std::string& which) { return checkpoint + ".run" + which; };
+  auto run = start(slow, report, kept);
+  EXPECT_TRUE(wait_for_progress(checkpoint, topic))
+      << "no batch settled; the run " << (run->running() ? "is still running" : "has ended") << kept_output(kept);
   return run;
 }
 
@@ -696,11 +715,12 @@ TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
                                        dir.file("cp")};
       auto slow = command;
       slow.insert(slow.end(), {"--max-rate", "1000"});
-      auto run = start(args(slow), false, dir.file("killed.err"));
+      auto kept = [&dir](const std::string& which) { return dir.file("killed" + which); };
+      auto run = start(args(slow), false, kept);
       std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
       run->signal(SIGKILL);
       int killed = run->wait();
-      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << ": " << read_file(dir.file("killed.err"));
+      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << kept_output(kept);
       auto rerun = run_dedupctl(args(command));
       ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
       auto scan = kind == "file" ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})

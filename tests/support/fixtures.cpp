@@ -169,6 +169,10 @@ Process::Process(const std::vector<std::string>& argv, const SpawnOptions& optio
       int err = ::open(options.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(err, STDERR_FILENO);
     }
+    if (!options.pipe_stdout && !options.stdout_file.empty()) {
+      int out = ::open(options.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(out, STDOUT_FILENO);
+    }
     exec_child(argv, options);
   }
   if (options.pipe_stdin) {

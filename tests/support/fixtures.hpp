@@ -61,6 +61,7 @@ struct SpawnOptions {
   bool pipe_stdout = false;
   bool silence = false;     // send stdout and stderr to /dev/null (when not piped)
   std::string stderr_file;  // when set, stderr goes to this file instead
+  std::string stdout_file;  // when set (and not piped), stdout goes to this file instead
   std::optional<uid_t> uid; // run as this user (servers that refuse root)
   std::optional<gid_t> gid;
   std::map<std::string, std::string> env; // added to the environment
