@@ -318,7 +318,7 @@ std::vector<std::int32_t> topic_partitions(rd_kafka_t* rk, const KafkaSettings& 
                                    topic, settings.bootstrap));
     }
     if (found->err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(k_transient_backoff);
       continue;
     }
     if (found->err) {
@@ -352,10 +352,29 @@ std::optional<std::int64_t> list_offset(const rd_kafka_topic_partition_list_t* l
   return std::nullopt;
 }
 
+// Errors a partition answers for a moment while its leader is not yet (or no longer) taking
+// requests: a topic just made (a KRaft broker lists it in metadata before its replicas exist), a
+// leader moving. Asked again until the deadline.
+bool is_transient_partition_error(rd_kafka_resp_err_t err) {
+  switch (err) {
+  case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+  case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART: // listed in metadata a moment before
+  case RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+  case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+    return true;
+  default:
+    return false;
+  }
+}
+
 // ListOffsets with the earliest and the latest sentinel as the time, for every partition at once.
 // Not rd_kafka_query_watermark_offsets, two requests a partition whose replies it notices only
 // when the broker thread scans its requests, once a second (librdkafka#4878): with librdkafka 2.8
-// on a real broker, one range resolution in twelve stalled 1-2 s on it.
+// on a real broker, one range resolution in twelve stalled 1-2 s on it. A partition not yet taking
+// requests (is_transient_partition_error) is asked again until --timeout.
 std::vector<std::pair<std::int64_t, std::int64_t>>
 watermarks(rd_kafka_t* rk, const KafkaSettings& settings,
            const std::vector<std::pair<std::string, std::int32_t>>& partitions) {
@@ -363,18 +382,37 @@ watermarks(rd_kafka_t* rk, const KafkaSettings& settings,
   if (partitions.empty()) {
     return out;
   }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_of(settings));
   for (std::int64_t end : {RD_KAFKA_OFFSET_BEGINNING, RD_KAFKA_OFFSET_END}) {
-    PartitionList list = make_list(partitions, end);
     const char* which = end == RD_KAFKA_OFFSET_END ? "high" : "low";
-    if (rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list.get(), timeout_of(settings))) {
-      unreachable(settings, fmt::format("{} watermarks", which), err);
-    }
-    for (int i = 0; i < list->cnt; ++i) {
-      if (list->elems[i].err) {
-        unreachable(settings,
-                    fmt::format("{} watermark of {}[{}]", which, list->elems[i].topic, list->elems[i].partition),
-                    list->elems[i].err);
+    PartitionList list;
+    while (true) {
+      list = make_list(partitions, end);
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      rd_kafka_resp_err_t err =
+          rd_kafka_offsets_for_times(rk, list.get(), static_cast<int>(std::max<std::int64_t>(1, left.count())));
+      // The first partition that failed says why, and where.
+      const rd_kafka_topic_partition_t* failed = nullptr;
+      for (int i = 0; i < list->cnt && !failed; ++i) {
+        if (list->elems[i].err) {
+          failed = &list->elems[i];
+        }
       }
+      rd_kafka_resp_err_t why = failed ? failed->err : err;
+      if (!err && !failed) {
+        break;
+      }
+      if (is_transient_partition_error(why) && std::chrono::steady_clock::now() + k_transient_backoff < deadline) {
+        std::this_thread::sleep_for(k_transient_backoff);
+        continue;
+      }
+      if (failed) {
+        unreachable(settings, fmt::format("{} watermark of {}[{}]", which, failed->topic, failed->partition), why);
+      }
+      unreachable(settings,
+                  fmt::format("{} watermarks of {}[{}]{}", which, partitions[0].first, partitions[0].second,
+                              partitions.size() > 1 ? ", …" : ""),
+                  why);
     }
     for (std::size_t k = 0; k < partitions.size(); ++k) {
       auto offset = list_offset(list.get(), partitions[k].first, partitions[k].second);

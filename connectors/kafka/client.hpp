@@ -7,6 +7,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -66,6 +67,9 @@ std::string connection_failure(rd_kafka_t* rk);
 void throw_if_refused(rd_kafka_t* rk);
 // How long one of those short waits is.
 constexpr int k_refusal_check_ms = 250;
+// How long to wait before asking again for a partition (or a topic's leaders) not yet taking
+// requests.
+constexpr std::chrono::milliseconds k_transient_backoff{200};
 
 // Throws UnreachableError naming the brokers, what was asked and librdkafka's error.
 [[noreturn]] void unreachable(const KafkaSettings& settings, std::string_view what, rd_kafka_resp_err_t err);

@@ -391,6 +391,41 @@ TEST(KafkaUnreachable, BrokerDownWhileReadingStopsWithUnreachableNotAHang) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
 }
 
+// A topic just made: its broker lists it in metadata before its partitions take requests, and
+// answers ListOffsets for them with NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE or
+// UNKNOWN_TOPIC_OR_PART for a moment (a real KRaft broker publishes its metadata before its
+// replicas; a loaded CI machine saw a replay into a sink made a moment before end with exit 3). The
+// range and the sink ask again until --timeout, and only then say the broker is unreachable.
+TEST(KafkaTransient, APartitionNotYetTakingRequestsIsAskedAgainUntilTheTimeout) {
+  MockBroker broker({"orders:2"});
+  broker.seed("orders", planted(2, 5));
+  auto settings = settings_for(broker);
+  for (int code : {6 /* NOT_LEADER_OR_FOLLOWER */, 5 /* LEADER_NOT_AVAILABLE */, 3 /* UNKNOWN_TOPIC_OR_PART */}) {
+    SCOPED_TRACE(code);
+    ASSERT_EQ(broker.command(fmt::format("error 2 {} 2", code)), "ok"); // ListOffsets, twice
+    auto resolved = kafka::resolve_range(settings, request_for("orders"));
+    ASSERT_EQ(resolved.plans.size(), 2u);
+    EXPECT_EQ(resolved.plans[0].end, 5);
+    ASSERT_EQ(broker.command(fmt::format("error 2 {} 2", code)), "ok");
+    auto sink = kafka::open_sink(settings, "orders");
+    EXPECT_EQ(sink->position(), "0:5,1:5");
+  }
+  // For good: unreachable once --timeout has passed, naming the partition and the error.
+  settings.timeout_ms = 1500;
+  ASSERT_EQ(broker.command("error 2 6 1000"), "ok");
+  auto started = std::chrono::steady_clock::now();
+  try {
+    kafka::resolve_range(settings, request_for("orders"));
+    FAIL() << "expected UnreachableError";
+  } catch (const UnreachableError& e) {
+    EXPECT_NE(std::string(e.what()).find("orders[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Not leader"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1000));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  ASSERT_EQ(broker.command("clear 2"), "ok");
+}
+
 TEST(KafkaEviction, AStartBeforeTheLogStartIsClamped) {
   // The mock keeps 5 MiB of batches a partition and evicts older ones: a real log start > 0.
   MockBroker broker({"big:1"});
