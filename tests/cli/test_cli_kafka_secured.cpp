@@ -430,6 +430,39 @@ TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesIt
   }
 }
 
+// A principal that may DESCRIBE the topic but not READ it: its offsets resolve, and every fetch is
+// refused. The scan and the audit end at once with exit 3, naming the topic and the ACL it needs:
+// not after the 60 s --timeout advising to raise it, and never a clean verdict over nothing read.
+TEST_P(SecuredKafka, ATopicThePrincipalMayNotReadIsExit3SayingSoAtOnce) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  KafkaBroker& broker = shared_secured_kafka_broker();
+  TestTopic cluster;
+  cluster.bootstrap = broker.bootstrap();
+  long long now = wall_ms();
+  std::string topic = add_topic(cluster, "unreadable", 2, planted(now, now - 30 * k_minute));
+  std::string principal = std::string("User:") + k_kafka_user;
+  add_topic_acl(broker.bootstrap(), topic, principal, "DESCRIBE", true);
+  add_topic_acl(broker.bootstrap(), topic, principal, "READ", false);
+  std::this_thread::sleep_for(std::chrono::seconds(1)); // the broker applies ACLs from the metadata log
+  std::vector<std::string> audit{"audit", "-b",   m_listeners.sasl_ssl, "--topic", topic, "--store", redis.uri(),
+                                 "-o",    "json", "--timeout",          "60s"};
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    audit.insert(audit.end(), {"-X", property});
+  }
+  auto scan = this->scan(m_listeners.sasl_ssl, scram("SCRAM-SHA-512", k_kafka_password));
+  scan[4] = topic;
+  for (const auto& args : {scan, audit}) {
+    SCOPED_TRACE(args[0]);
+    auto result = failing(args);
+    std::string said = fmt::format("the principal may not READ topic {} (Broker: Topic authorization failed); "
+                                   "grant it READ on {}",
+                                   topic, topic);
+    EXPECT_NE(result.err.find(said), std::string::npos) << result.err;
+    EXPECT_NE(parse(result).at("error").at("message").get<std::string>().find(said), std::string::npos) << result.out;
+  }
+}
+
 // watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
 // states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
 // is dedupctl_up{system="kafka"} 0, said on stderr without the secret.

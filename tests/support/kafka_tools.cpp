@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <stdexcept>
 
 namespace dedupctl::testing {
@@ -262,14 +263,17 @@ void create_topic(const std::string& bootstrap, const std::string& topic, int pa
 
 void add_topic_acl(const std::string& bootstrap, const std::string& topic, const std::string& principal,
                    const std::string& operation, bool allow) {
-  if (operation != "DESCRIBE" && operation != "WRITE") {
-    throw std::runtime_error("add_topic_acl: DESCRIBE or WRITE, not " + operation);
+  static const std::map<std::string, rd_kafka_AclOperation_t> operations{{"DESCRIBE", RD_KAFKA_ACL_OPERATION_DESCRIBE},
+                                                                         {"READ", RD_KAFKA_ACL_OPERATION_READ},
+                                                                         {"WRITE", RD_KAFKA_ACL_OPERATION_WRITE}};
+  auto op = operations.find(operation);
+  if (op == operations.end()) {
+    throw std::runtime_error("add_topic_acl: DESCRIBE, READ or WRITE, not " + operation);
   }
   rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});
   char errstr[512] = "";
   rd_kafka_AclBinding_t* binding = rd_kafka_AclBinding_new(
-      RD_KAFKA_RESOURCE_TOPIC, topic.c_str(), RD_KAFKA_RESOURCE_PATTERN_LITERAL, principal.c_str(), "*",
-      operation == "WRITE" ? RD_KAFKA_ACL_OPERATION_WRITE : RD_KAFKA_ACL_OPERATION_DESCRIBE,
+      RD_KAFKA_RESOURCE_TOPIC, topic.c_str(), RD_KAFKA_RESOURCE_PATTERN_LITERAL, principal.c_str(), "*", op->second,
       allow ? RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW : RD_KAFKA_ACL_PERMISSION_TYPE_DENY, errstr, sizeof errstr);
   std::string error = binding ? "" : errstr;
   if (binding) {
