@@ -180,6 +180,11 @@ private:
     std::optional<std::string> refusal;
     if (message->err) {
       refusal = refusal_of(self->m_rk.get(), message->err, rd_kafka_topic_name(message->rkt));
+      // A record's own error that made the idempotent producer give up (a sequence out of order):
+      // every record after it is refused too, even when no produce comes after to say so.
+      if (!refusal && rd_kafka_fatal_error(self->m_rk.get(), nullptr, 0)) {
+        refusal = refusal_of(self->m_rk.get(), RD_KAFKA_RESP_ERR__FATAL, rd_kafka_topic_name(message->rkt));
+      }
     }
     self->m_reports.push_back(core::Delivery{tagged->tag, !message->err, refusal.has_value(),
                                              refusal        ? *refusal

@@ -198,6 +198,35 @@ INSTANTIATE_TEST_SUITE_P(Brokers, Replay, ::testing::Values("mock", "kafka"),
 class ReplayMock : public ReplayBase {
 protected:
   void SetUp() override { open("mock"); }
+
+  // A run into a sink whose every Produce the mock answers with `code` (a Kafka error code): exit 3,
+  // the report incomplete and its error saying `said`; nothing replayed, and every claim that went
+  // through released, each such event's decision "failed" with a reason saying `reason`. The
+  // checkpoint in `dir` holds; the mock takes records again after. Batches of `batch` events.
+  void expect_refused_and_released(int code, const std::string& said, const std::string& reason, const TempDir& dir,
+                                   const std::string& batch = "50") {
+    ASSERT_EQ(m_cluster.mock->command(fmt::format("error 0 {} 1000", code)), "ok");
+    auto refused = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", batch, "--checkpoint",
+                                           dir.file("cp"), "--decisions", dir.file("decisions")}));
+    ASSERT_EQ(m_cluster.mock->command("clear 0"), "ok");
+    EXPECT_EQ(refused.exit_code, 3) << refused.err;
+    auto doc = Json::parse(refused.out);
+    EXPECT_EQ(doc.at("complete"), false);
+    std::string message = doc.at("error").at("message");
+    EXPECT_NE(message.find(said), std::string::npos) << message;
+    auto s = summary_of(refused.out);
+    EXPECT_EQ(s.at("replayed"), 0);
+    ASSERT_GT(s.at("failed"), 0) << "the claims that went through are counted as failed";
+    EXPECT_EQ(s.at("released"), s.at("failed"));
+    EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n") << "no claim is left behind";
+    long long failed_lines = 0;
+    for (const auto& d : decisions_in(dir.file("decisions"))) {
+      ASSERT_EQ(d.at("decision"), "failed") << d.dump();
+      EXPECT_NE(d.at("reason").get<std::string>().find(reason), std::string::npos) << d.dump();
+      ++failed_lines;
+    }
+    EXPECT_EQ(failed_lines, s.at("failed"));
+  }
 };
 
 TEST_P(Replay, APlanSaysPerPartitionWhatWouldHappenAndChangesNothing) {
@@ -958,34 +987,40 @@ TEST_P(Replay, APublishThatLandsAfterTheKilledRunDiedIsNotPublishedAgain) {
 // checkpoint publishes each event once.
 TEST_F(ReplayMock, ASinkThatRefusesTheRunsRecordsIsExit3AndReleasesEveryClaim) {
   TempDir dir;
-  ASSERT_EQ(m_cluster.mock->command("error 0 29 1000"), "ok"); // Produce: TOPIC_AUTHORIZATION_FAILED
-  auto refused = run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp"),
-                                         "--decisions", dir.file("decisions")}));
-  EXPECT_EQ(refused.exit_code, 3) << refused.err;
-  auto doc = Json::parse(refused.out);
-  EXPECT_EQ(doc.at("complete"), false);
-  std::string message = doc.at("error").at("message");
-  EXPECT_NE(message.find(fmt::format("the sink topic {} refused this run's records (Broker: Topic authorization "
-                                     "failed): the principal needs WRITE on it",
-                                     m_sink)),
-            std::string::npos)
-      << message;
-  auto s = summary_of(refused.out);
-  EXPECT_EQ(s.at("replayed"), 0);
-  ASSERT_GT(s.at("failed"), 0) << "the claims that went through are counted as failed";
-  EXPECT_EQ(s.at("released"), s.at("failed"));
-  EXPECT_EQ(m_redis.command("DBSIZE"), ":0\r\n") << "no claim is left behind";
-  long long failed_lines = 0;
-  for (const auto& d : decisions_in(dir.file("decisions"))) {
-    ASSERT_EQ(d.at("decision"), "failed") << d.dump();
-    EXPECT_NE(d.at("reason").get<std::string>().find("Topic authorization failed"), std::string::npos) << d.dump();
-    ++failed_lines;
-  }
-  EXPECT_EQ(failed_lines, s.at("failed"));
-  ASSERT_EQ(m_cluster.mock->command("clear 0"), "ok"); // WRITE granted
+  expect_refused_and_released(29, // TOPIC_AUTHORIZATION_FAILED
+                              fmt::format("the sink topic {} refused this run's records (Broker: Topic authorization "
+                                          "failed): the principal needs WRITE on it",
+                                          m_sink),
+                              "Topic authorization failed", dir);
+  // WRITE granted:
   auto rerun =
       run_dedupctl(via_redis({"--execute", "--sink", sink(), "--batch", "50", "--checkpoint", dir.file("cp")}));
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
   EXPECT_EQ(summary_of(rerun.out).at("replayed"), k_events);
   expect_each_event_once_in_sink();
+}
+
+// The two other refusals the broker can send: the cluster's (an idempotent producer on a broker
+// before 2.8 needs IDEMPOTENT_WRITE), and the idempotent producer's fatal error (librdkafka gives
+// up on a sequence the broker says is out of order at the very first batch). Each ends the run the
+// same way, saying which. The fatal error in one batch of every event: only the delivery reports
+// can say it, no produce comes after.
+TEST_F(ReplayMock, AClusterThatRefusesTheProducerOrAFatalProducerErrorEndsTheRunTheSameWay) {
+  {
+    TempDir dir;
+    expect_refused_and_released(31, // CLUSTER_AUTHORIZATION_FAILED
+                                fmt::format("the cluster refused this run's records for {} (Broker: Cluster "
+                                            "authorization failed): an idempotent producer needs IDEMPOTENT_WRITE",
+                                            m_sink),
+                                "Cluster authorization failed", dir);
+  }
+  {
+    TempDir dir;
+    expect_refused_and_released(45, // OUT_OF_ORDER_SEQUENCE_NUMBER, fatal at sequence 0
+                                fmt::format("the sink's producer for {} failed for good (Broker: Broker received an "
+                                            "out of order sequence number",
+                                            m_sink),
+                                "failed for good", dir, std::to_string(k_events));
+  }
+  EXPECT_EQ(summary_of(scan_topic(m_sink).out).at("events"), 0) << "nothing reached the sink";
 }
