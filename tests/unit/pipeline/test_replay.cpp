@@ -179,6 +179,32 @@ TEST(ReplayPipeline, ADeliveryReportThatSaysTheSinkRefusesEndsTheRunTheSameWay) 
   expect_rerun_publishes_the_rest(saved, placement, sink, 40, 40 - static_cast<int>(summary(report, "replayed")));
 }
 
+// The source goes away mid-run (a broker down, a fetch refused): what was read and claimed is still
+// published, settled and checkpointed, so no claim is left `processing`; the run ends incomplete
+// with the source's reason, and the rerun publishes the rest, each event once.
+TEST(ReplayPipeline, ASourceThatGoesAwayMidRunSettlesWhatIsInFlightAndEndsIncomplete) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::optional<core::Checkpoint> saved;
+  FakeEventSource first(events(20), 4);
+  first.fail_after_batches = 3;
+  auto r = request(true, &saved);
+  r.batch_size = 2;
+  auto report = run_replay(r, first, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.error, "cannot reach Kafka at fake:9092 (broker went away)");
+  EXPECT_EQ(summary(report, "replayed"), 12) << "the three batches read are published";
+  EXPECT_EQ(placement.records.size(), 12u);
+  for (const auto& [key, value] : placement.records) {
+    EXPECT_EQ(value, "done") << key << ": a claim left behind";
+  }
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 6);
+  EXPECT_EQ(saved->next_offset("orders", 1), 6);
+  expect_rerun_publishes_the_rest(saved, placement, sink, 20, 8);
+}
+
 // A run killed after publishing but before settling leaves its claims `processing:<run>`; the rerun
 // reads back what the sink got after the checkpoint and settles those without publishing again.
 // Killed before its first batch settled, the run's first checkpoint (its id, the sink's start) does
