@@ -108,9 +108,8 @@ int run(const AuditFlags& options, Context& context) {
     request.audit.policy.compacted = decision.compacted;
     request.placement.retention = decision;
     if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {
-      context.note(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs); pass "
-                               "--retention to check the TTL against it",
-                               opened.info.topics.front()));
+      context.note(fmt::format("the retention of {} is unknown ({}); pass --retention to check the TTL against it",
+                               opened.info.topics.front(), broker.why()));
     }
   }
   if (!failure && !file_store) {

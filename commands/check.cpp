@@ -37,7 +37,12 @@ public:
     if (m_context.global.bootstrap.empty()) {
       throw UnreachableError("no --bootstrap-server was given");
     }
-    return connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_live_timeout_ms);
+    std::string why;
+    auto retention = connectors::kafka::describe_retention(kafka_settings(m_context), topic, k_live_timeout_ms, &why);
+    if (!retention) {
+      throw UnreachableError(why); // refused or unanswered: the check says which
+    }
+    return retention;
   }
 
   Redis redis(const core::ConsumerDeclaration& consumer) override {

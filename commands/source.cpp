@@ -35,7 +35,7 @@ connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Co
 
 std::optional<core::TopicRetention> BrokerTopicConfigs::retention(const std::string& topic) {
   constexpr std::int64_t k_describe_timeout_ms = 3000;
-  return connectors::kafka::describe_retention(m_settings, topic, k_describe_timeout_ms);
+  return connectors::kafka::describe_retention(m_settings, topic, k_describe_timeout_ms, &m_why);
 }
 
 connectors::kafka::TopicRequest parse_topic(const std::string& text) {

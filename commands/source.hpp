@@ -46,14 +46,17 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text);
 connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Context& context);
 
 // A topic's retention through DescribeConfigs, with a short leash (3 s): audit and watch go on
-// without it (retention unknown).
+// without it (retention unknown), and say why().
 class BrokerTopicConfigs final : public core::TopicConfigs {
 public:
   explicit BrokerTopicConfigs(connectors::kafka::KafkaSettings settings) : m_settings(std::move(settings)) {}
   std::optional<core::TopicRetention> retention(const std::string& topic) override;
+  // Why the last retention() had no answer ("the broker refused DescribeConfigs for T (…): …").
+  const std::string& why() const { return m_why; }
 
 private:
   connectors::kafka::KafkaSettings m_settings;
+  std::string m_why = "the broker was not asked";
 };
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.

@@ -343,7 +343,7 @@ private:
       m_retention[topic] = {seconds_of(one.span), std::string(core::report_name(one.source))};
     }
     if (m_retention_decision.source == core::RetentionSource::Unknown) {
-      m_context.note("the retention is unknown (the broker did not answer DescribeConfigs); pass --retention");
+      m_context.note(fmt::format("the retention is unknown ({}); pass --retention", broker.why()));
     }
   }
 

@@ -1,5 +1,7 @@
 #include "connectors/kafka/client.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <memory>
 #include <string_view>
@@ -8,7 +10,20 @@
 namespace dedupctl::connectors::kafka {
 
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
-                                                       std::int64_t timeout_ms) {
+                                                       std::int64_t timeout_ms, std::string* why) {
+  auto failed = [&](rd_kafka_resp_err_t err, const char* text) -> std::optional<core::TopicRetention> {
+    if (why) {
+      if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+        *why = fmt::format("the broker refused DescribeConfigs for {} ({}): the principal needs DESCRIBE_CONFIGS on it",
+                           topic, rd_kafka_err2str(err));
+      } else if (err == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        *why = fmt::format("the broker did not answer DescribeConfigs for {} within {} ms", topic, timeout_ms);
+      } else {
+        *why = fmt::format("DescribeConfigs for {} failed ({})", topic, text);
+      }
+    }
+    return std::nullopt;
+  };
   KafkaHandle rk = make_handle(RD_KAFKA_PRODUCER, settings, {});
   rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   QueueHandle queue(rd_kafka_queue_new(rk.get()));
@@ -27,17 +42,21 @@ std::optional<core::TopicRetention> describe_retention(const KafkaSettings& sett
   }
   if (!event) {
     throw_if_refused(rk.get());
-    return std::nullopt;
+    return failed(RD_KAFKA_RESP_ERR__TIMED_OUT, "");
   }
   std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> guard(event, rd_kafka_event_destroy);
-  if (rd_kafka_event_error(event)) {
-    return std::nullopt;
+  if (rd_kafka_resp_err_t err = rd_kafka_event_error(event)) {
+    return failed(err, rd_kafka_event_error_string(event));
   }
   const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(event);
   std::size_t count = 0;
   const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(result, &count);
-  if (count != 1 || rd_kafka_ConfigResource_error(resources[0])) {
-    return std::nullopt;
+  if (count != 1) {
+    return failed(RD_KAFKA_RESP_ERR__BAD_MSG, "no topic in the answer");
+  }
+  if (rd_kafka_resp_err_t err = rd_kafka_ConfigResource_error(resources[0])) {
+    const char* text = rd_kafka_ConfigResource_error_string(resources[0]);
+    return failed(err, text && *text ? text : rd_kafka_err2str(err));
   }
   core::TopicRetention config;
   std::size_t entries = 0;

@@ -84,8 +84,10 @@ std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, st
 std::unique_ptr<core::ReplaySink> open_sink(const KafkaSettings& settings, const std::string& topic);
 
 // A topic's retention.ms and cleanup.policy through DescribeConfigs, within `timeout_ms`. Nullopt
-// when the broker cannot answer (the mock cluster never can; verified against real Kafka only).
+// when the broker does not answer or refuses (the mock cluster never can; verified against real
+// Kafka only), with why in `why` when given ("the broker refused DescribeConfigs for T (…): the
+// principal needs DESCRIBE_CONFIGS on it").
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
-                                                       std::int64_t timeout_ms);
+                                                       std::int64_t timeout_ms, std::string* why = nullptr);
 
 } // namespace dedupctl::connectors::kafka
