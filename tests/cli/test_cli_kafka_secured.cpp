@@ -78,6 +78,22 @@ protected:
     return result;
   }
 
+  // A topic of its own on the secured broker with `events`, and ACLs for this principal on it
+  // (operation, allowed), in force once this returns.
+  static std::string topic_with_acls(const std::string& name, int partitions, const std::string& events,
+                                     const std::vector<std::pair<std::string, bool>>& acls) {
+    KafkaBroker& broker = shared_secured_kafka_broker();
+    TestTopic cluster;
+    cluster.bootstrap = broker.bootstrap();
+    std::string topic = add_topic(cluster, name, partitions, events);
+    for (const auto& [operation, allow] : acls) {
+      add_topic_acl(broker.bootstrap(), topic, std::string("User:") + k_kafka_user, operation, allow);
+    }
+    // The controller commits an ACL before it answers; the broker applies it from the metadata log.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return topic;
+  }
+
   SecuredListeners m_listeners;
   std::string m_topic;
 };
@@ -372,13 +388,8 @@ TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesIt
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   KafkaBroker& broker = shared_secured_kafka_broker();
-  TestTopic cluster;
-  cluster.bootstrap = broker.bootstrap();
-  std::string sink = add_topic(cluster, "denied-sink", 1);
+  std::string sink = topic_with_acls("denied-sink", 1, "", {{"WRITE", false}});
   std::string principal = std::string("User:") + k_kafka_user;
-  add_topic_acl(broker.bootstrap(), sink, principal, "WRITE", false);
-  // The controller commits an ACL before it answers; the broker applies it from the metadata log.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
   std::vector<std::string> args{"replay",
                                 "-b",
                                 m_listeners.sasl_ssl,
@@ -436,15 +447,9 @@ TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesIt
 TEST_P(SecuredKafka, ATopicThePrincipalMayNotReadIsExit3SayingSoAtOnce) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
-  KafkaBroker& broker = shared_secured_kafka_broker();
-  TestTopic cluster;
-  cluster.bootstrap = broker.bootstrap();
   long long now = wall_ms();
-  std::string topic = add_topic(cluster, "unreadable", 2, planted(now, now - 30 * k_minute));
-  std::string principal = std::string("User:") + k_kafka_user;
-  add_topic_acl(broker.bootstrap(), topic, principal, "DESCRIBE", true);
-  add_topic_acl(broker.bootstrap(), topic, principal, "READ", false);
-  std::this_thread::sleep_for(std::chrono::seconds(1)); // the broker applies ACLs from the metadata log
+  std::string topic =
+      topic_with_acls("unreadable", 2, planted(now, now - 30 * k_minute), {{"DESCRIBE", true}, {"READ", false}});
   std::vector<std::string> audit{"audit", "-b",   m_listeners.sasl_ssl, "--topic", topic, "--store", redis.uri(),
                                  "-o",    "json", "--timeout",          "60s"};
   for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
