@@ -338,16 +338,17 @@ private:
       return;
     }
     if (message->err) {
+      const char* name = topic ? topic : "?";
       if (message->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
           message->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
         throw UnreachableError(fmt::format(
-            "{}[{}]: the range start is no longer in the log (retention deleted it while reading: {}); run again",
-            topic ? topic : "?", message->partition, rd_kafka_message_errstr(message)));
+            "{}[{}]: the range start is no longer in the log (retention deleted it while reading: {}); run again", name,
+            message->partition, rd_kafka_message_errstr(message)));
       }
       if (message->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
         // Every fetch of it will be refused: waiting for --timeout would only end with advice to raise it.
-        throw UnreachableError(fmt::format("the principal may not READ topic {} ({}); grant it READ on {}",
-                                           topic ? topic : "?", rd_kafka_err2str(message->err), topic ? topic : "?"));
+        throw UnreachableError(fmt::format("the principal may not READ topic {} ({}); grant it READ on {}", name,
+                                           rd_kafka_err2str(message->err), name));
       }
       if (m_settings.verbosity >= 1) {
         std::fprintf(stderr, "dedupctl: kafka: %s\n", rd_kafka_message_errstr(message));

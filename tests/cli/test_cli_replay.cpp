@@ -72,10 +72,12 @@ bool wait_for_progress(const std::string& checkpoint, const std::string& topic) 
   return false;
 }
 
+// Where a background run keeps what it prints: kept(".err"), kept(".out").
+using Kept = std::function<std::string(const std::string&)>;
+
 // dedupctl with `args`, running in the background: its report on a pipe with `report`; with `kept`,
 // its stderr (and its report, when not piped) in the files kept(".err") and kept(".out").
-std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false,
-                               const std::function<std::string(const std::string&)>& kept = {}) {
+std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report = false, const Kept& kept = {}) {
   SpawnOptions options;
   options.silence = !report;
   options.pipe_stdout = report;
@@ -90,7 +92,7 @@ std::unique_ptr<Process> start(const std::vector<std::string>& args, bool report
 
 // What a background run kept (start's `kept`), for a failure's message: a run that ended early says
 // why only there (-q keeps its notes off stderr; the report's errors say it).
-std::string kept_output(const std::function<std::string(const std::string&)>& kept) {
+std::string kept_output(const Kept& kept) {
   std::error_code ec;
   std::string out;
   for (const char* which : {".err", ".out"}) {
