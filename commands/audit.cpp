@@ -109,7 +109,7 @@ int run(const AuditFlags& options, Context& context) {
     request.placement.retention = decision;
     if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {
       context.note(fmt::format("the retention of {} is unknown ({}); pass --retention to check the TTL against it",
-                               opened.info.topics.front(), broker.why()));
+                               opened.info.topics.front(), broker.why(opened.info.topics.front())));
     }
   }
   if (!failure && !file_store) {

@@ -35,7 +35,27 @@ connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Co
 
 std::optional<core::TopicRetention> BrokerTopicConfigs::retention(const std::string& topic) {
   constexpr std::int64_t k_describe_timeout_ms = 3000;
-  return connectors::kafka::describe_retention(m_settings, topic, k_describe_timeout_ms, &m_why);
+  if (!m_answers.contains(topic)) {
+    std::vector<std::string> asked{topic};
+    for (const auto& other : m_topics) {
+      if (!m_answers.contains(other)) {
+        asked.push_back(other);
+      }
+    }
+    m_answers.merge(connectors::kafka::describe_retentions(m_settings, asked, k_describe_timeout_ms));
+  }
+  return m_answers.at(topic).configs;
+}
+
+std::string BrokerTopicConfigs::why(const std::string& topic) const {
+  auto at = m_answers.find(topic);
+  if (at == m_answers.end()) {
+    return "the broker was not asked";
+  }
+  if (!at->second.configs) {
+    return at->second.why;
+  }
+  return fmt::format("the broker's configs for {} have no retention.ms", topic);
 }
 
 connectors::kafka::TopicRequest parse_topic(const std::string& text) {

@@ -9,9 +9,11 @@
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dedupctl::commands {
 
@@ -45,18 +47,22 @@ connectors::kafka::TopicRequest parse_topic(const std::string& text);
 // --read-uncommitted (a -X isolation.level wins).
 connectors::kafka::KafkaSettings reader_settings(bool read_uncommitted, const Context& context);
 
-// A topic's retention through DescribeConfigs, with a short leash (3 s): audit and watch go on
-// without it (retention unknown), and say why().
+// The topics' retention through DescribeConfigs, with a short leash (3 s): audit and watch go on
+// without it (retention unknown), and say why(topic). Every topic given is asked in one request,
+// the first time one of them is wanted; each is asked once.
 class BrokerTopicConfigs final : public core::TopicConfigs {
 public:
-  explicit BrokerTopicConfigs(connectors::kafka::KafkaSettings settings) : m_settings(std::move(settings)) {}
+  explicit BrokerTopicConfigs(connectors::kafka::KafkaSettings settings, std::vector<std::string> topics = {})
+      : m_settings(std::move(settings)), m_topics(std::move(topics)) {}
   std::optional<core::TopicRetention> retention(const std::string& topic) override;
-  // Why the last retention() had no answer ("the broker refused DescribeConfigs for T (…): …").
-  const std::string& why() const { return m_why; }
+  // Why retention(topic) had no retention to give ("the broker refused DescribeConfigs for T (…):
+  // …", "the broker's configs for T have no retention.ms").
+  std::string why(const std::string& topic) const;
 
 private:
   connectors::kafka::KafkaSettings m_settings;
-  std::string m_why = "the broker was not asked";
+  std::vector<std::string> m_topics;
+  std::map<std::string, connectors::kafka::DescribedRetention> m_answers;
 };
 
 // Prints the resolved ranges on stderr, as `topic[partition] from..to (log start..end)`.

@@ -334,16 +334,16 @@ private:
     for (const auto& t : m_config.topics) {
       topics.push_back(t.topic);
     }
-    BrokerTopicConfigs broker(m_kafka);
+    BrokerTopicConfigs broker(m_kafka, topics);
     m_retention_decision = core::decide_retention(flag, topics, &broker, m_config.placement.retention_origin);
     m_retention_known = true;
     m_state.set_policy(policy());
     for (const auto& topic : topics) {
       auto one = core::decide_retention(flag, {topic}, &broker, m_config.placement.retention_origin);
       m_retention[topic] = {seconds_of(one.span), std::string(core::report_name(one.source))};
-    }
-    if (m_retention_decision.source == core::RetentionSource::Unknown) {
-      m_context.note(fmt::format("the retention is unknown ({}); pass --retention", broker.why()));
+      if (one.source == core::RetentionSource::Unknown) {
+        m_context.note(fmt::format("the retention of {} is unknown ({}); pass --retention", topic, broker.why(topic)));
+      }
     }
   }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,10 +84,21 @@ std::unique_ptr<core::EventSource> open_reader(const KafkaSettings& settings, st
 // the topic's high watermarks ("0:17,1:4"). Throws UsageError when the topic does not exist.
 std::unique_ptr<core::ReplaySink> open_sink(const KafkaSettings& settings, const std::string& topic);
 
-// A topic's retention.ms and cleanup.policy through DescribeConfigs, within `timeout_ms`. Nullopt
-// when the broker does not answer or refuses (the mock cluster never can; verified against real
-// Kafka only), with why in `why` when given ("the broker refused DescribeConfigs for T (…): the
-// principal needs DESCRIBE_CONFIGS on it").
+// What DescribeConfigs said of one topic: its retention configs, or why there are none ("the broker
+// refused DescribeConfigs for T (…): the principal needs DESCRIBE_CONFIGS on it", "… did not answer
+// … within N ms", "… failed (…)").
+struct DescribedRetention {
+  std::optional<core::TopicRetention> configs;
+  std::string why;
+};
+
+// The retention.ms, cleanup.policy and segment.ms of each of `topics` (named once each in the
+// answer), in one DescribeConfigs request within `timeout_ms` (the mock cluster never answers;
+// verified against real Kafka only). Throws UnreachableError when the login or TLS is refused.
+std::map<std::string, DescribedRetention>
+describe_retentions(const KafkaSettings& settings, const std::vector<std::string>& topics, std::int64_t timeout_ms);
+
+// One topic's: nullopt when the broker does not answer or refuses, with why in `why` when given.
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms, std::string* why = nullptr);
 

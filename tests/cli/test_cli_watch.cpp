@@ -358,6 +358,39 @@ TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
   EXPECT_EQ(watch.wait(), 0);
 }
 
+// Two topics whose retention the broker does not give (the mock cluster cannot answer
+// DescribeConfigs): each is named with its own reason, not the last one asked for all of them.
+TEST(WatchUsage, EveryTopicWhoseRetentionIsUnknownIsNamedWithItsOwnReason) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  MockBroker broker({"left:1", "right:1"});
+  int port = free_port();
+  TempDir dir;
+  SpawnOptions options;
+  options.stderr_file = dir.file("err");
+  options.silence = true;
+  Process watch({DEDUPCTL_BINARY, "watch", "-b", broker.bootstrap(), "--topic", "left", "--topic", "right", "--store",
+                 redis.uri(), "--ttl", "1h", "--listen", fmt::format("127.0.0.1:{}", port), "--interval", "200ms"},
+                options);
+  auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
+  });
+  ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+  auto err = read_file(dir.file("err"));
+  for (const std::string topic : {"left", "right"}) {
+    EXPECT_NE(err.find(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs for {} "
+                                   "within 3000 ms); pass --retention",
+                                   topic, topic)),
+              std::string::npos)
+        << err;
+    // Known or not, no gauge of a retention is served for it.
+    EXPECT_EQ(metrics->body.find(fmt::format("dedupctl_retention_seconds{{topic=\"{}\"", topic)), std::string::npos)
+        << metrics->body;
+  }
+  watch.signal(SIGTERM);
+  EXPECT_EQ(watch.wait(), 0);
+}
+
 namespace {
 
 // The audit's per-state counts (report-v1 summary) of `args`.

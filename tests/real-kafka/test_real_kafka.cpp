@@ -188,6 +188,42 @@ TEST_F(RealKafka, RetentionComesFromTheTopicsConfigs) {
   }
 }
 
+// A watch of several topics asks their configs in one DescribeConfigs and serves each topic's own
+// retention.
+TEST_F(RealKafka, WatchServesEachTopicsOwnRetention) {
+  long long recent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch() - std::chrono::minutes(10))
+                         .count();
+  std::string hour = topic_with("ret-hour", 1, 2, {{"retention.ms", "3600000"}, {"segment.ms", "60000"}}, recent);
+  std::string forever = topic_with("ret-forever", 1, 2, {{"retention.ms", "-1"}}, recent);
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  TempDir dir;
+  int port = free_port();
+  SpawnOptions options;
+  options.stderr_file = dir.file("err");
+  options.silence = true;
+  Process watch({DEDUPCTL_BINARY, "watch", "-b", m_bootstrap, "--topic", hour, "--topic", forever, "--store",
+                 redis.uri(), "--key-template", "d:{event_id}", "--ttl", "1h", "--listen",
+                 fmt::format("127.0.0.1:{}", port), "--interval", "200ms"},
+                options);
+  auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
+  });
+  ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+  EXPECT_NE(
+      metrics->body.find(fmt::format("dedupctl_retention_seconds{{topic=\"{}\",source=\"broker\"}} 3660\n", hour)),
+      std::string::npos)
+      << metrics->body;
+  EXPECT_NE(
+      metrics->body.find(fmt::format("dedupctl_retention_seconds{{topic=\"{}\",source=\"broker\"}} +Inf\n", forever)),
+      std::string::npos)
+      << metrics->body;
+  EXPECT_EQ(read_file(dir.file("err")).find("retention of"), std::string::npos) << read_file(dir.file("err"));
+  watch.signal(SIGTERM);
+  EXPECT_EQ(watch.wait(), 0);
+}
+
 // The tests' records carry CreateTimes fixed in the past (k_t0, 2026-11-20). A topic that sets no
 // retention.ms keeps them however long ago that is: with Kafka's 7-day default the broker, checking
 // every second, deleted them from 2026-11-27 on, in the middle of whichever test read them.
