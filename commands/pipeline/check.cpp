@@ -76,7 +76,9 @@ private:
         return;
       }
       ++failed;
-      unavailable(consumer, "topic", what, "the broker did not answer DescribeConfigs");
+      unavailable(consumer, "topic", what,
+                  configs ? fmt::format("the broker's configs for {} have no retention.ms", consumer.topic)
+                          : std::string("the broker did not answer DescribeConfigs"));
     } catch (const UnreachableError& e) {
       ++failed;
       unavailable(consumer, "topic", what, e.what());

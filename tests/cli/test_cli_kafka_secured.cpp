@@ -476,6 +476,32 @@ TEST_P(SecuredKafka, ATopicThePrincipalMayNotReadIsExit3SayingSoAtOnce) {
           << result.err;
     }
   }
+  // check --live says the same of the consumer that reads it, as a finding on its declaration.
+  TempDir dir;
+  write_file(dir.file("d.toml"), fmt::format("[[consumer]]\nname = \"billing\"\ntopic = \"{}\"\nplacement = \"redis\"\n"
+                                             "store = \"{}\"\nkey_template = \"d:{{event_id}}\"\nttl = \"1h\"\n",
+                                             topic, redis.uri()));
+  std::vector<std::string> check{"check", "--live", "-b", m_listeners.sasl_ssl, dir.file("d.toml"), "-o", "json"};
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    check.insert(check.end(), {"-X", property});
+  }
+  auto checked = run_dedupctl(check);
+  std::string title;
+  auto checked_doc = parse(checked);
+  for (const auto& finding : checked_doc.at("findings")) {
+    if (finding.at("id") == "check-unavailable") {
+      title = finding.at("title").get<std::string>();
+    }
+  }
+  EXPECT_EQ(title, fmt::format("billing: the retention of topic '{}' could not be checked: the broker refused "
+                               "DescribeConfigs for {} (Broker: Topic authorization failed): the principal needs "
+                               "DESCRIBE_CONFIGS on it",
+                               topic, topic))
+      << checked.out << checked.err;
+  EXPECT_EQ(checked.exit_code, 0) << checked.err;
+  for (const auto* text : {&checked.out, &checked.err}) {
+    EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
+  }
 }
 
 // watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the

@@ -84,6 +84,13 @@ TEST(CheckLive, TheBrokersRetentionComesThroughTheAdminPath) {
   report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
   EXPECT_EQ(of(report.findings, "check-unavailable", "billing").size(), 1u);
   EXPECT_TRUE(report.complete) << "Redis could be checked";
+  // An answer without retention.ms is not a broker that did not answer.
+  inspector.retention_answer = TopicRetention{std::nullopt, "delete", std::nullopt};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto unknown = of(report.findings, "check-unavailable", "billing");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].title, "billing: the retention of topic 'orders' could not be checked: the broker's configs for "
+                              "orders have no retention.ms");
 }
 
 TEST(CheckLive, RedisSettingsBecomeFindings) {
