@@ -582,7 +582,9 @@ TEST_F(SchemaRegistryCli, WatchSaysWhenTheRegistryCannotBeReached) {
     return a.body.find("dedupctl_up{system=\"registry\"} 0") != std::string::npos &&
            a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
   });
-  ASSERT_TRUE(seen) << read_file(m_dir.file("down.err"));
+  ASSERT_TRUE(seen && seen->body.find("dedupctl_up{system=\"registry\"} 0") != std::string::npos &&
+              seen->body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos)
+      << read_file(m_dir.file("down.err"));
   EXPECT_EQ(seen->body.find("dedupctl_events{"), std::string::npos) << seen->body;
   int up_port = free_port();
   auto up = spawn_watch(watch(m_registry.url(), up_port), m_dir.file("up.err"));
