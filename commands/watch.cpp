@@ -258,7 +258,7 @@ private:
     p.policy = m_config.placement.audit.policy;
     p.policy.ttl = m_inbox ? m_ttl.span : m_config.placement.audit.ttl.span;
     p.ttl_declared = m_inbox || m_config.placement.audit.ttl.span.known();
-    if (m_retention_known) {
+    if (m_retention_asked) {
       p.policy.retention = m_retention_decision.span;
       p.policy.compacted = m_retention_decision.compacted;
     }
@@ -317,8 +317,8 @@ private:
         }
         m_seeks.push_back(std::move(seek));
       }
-      if (!m_retention_known) {
-        decide_retention();
+      if (!m_retention_asked || (!m_retention_unknown.empty() && now - m_retention_asked_ms >= m_config.refresh_ms)) {
+        decide_retention(now);
       }
       note_change("kafka", true, "");
       return true;
@@ -328,22 +328,41 @@ private:
     }
   }
 
-  void decide_retention() {
+  // Asks the broker for the topics' retention: at the start, then at every --refresh while a topic's
+  // is unknown (an ACL granted later, a broker that did not answer in time). Each topic's reason is
+  // said once, and again only when it changes; a retention that becomes known is said too.
+  void decide_retention(std::int64_t now) {
     const auto& flag = m_config.placement.audit.policy.retention;
     std::vector<std::string> topics;
     for (const auto& t : m_config.topics) {
       topics.push_back(t.topic);
     }
     BrokerTopicConfigs broker(m_kafka, topics);
-    m_retention_decision = core::decide_retention(flag, topics, &broker, m_config.placement.retention_origin);
-    m_retention_known = true;
-    m_state.set_policy(policy());
+    auto decision = core::decide_retention(flag, topics, &broker, m_config.placement.retention_origin);
+    bool changed = !m_retention_asked || decision.span != m_retention_decision.span ||
+                   decision.compacted != m_retention_decision.compacted;
+    m_retention_decision = decision;
+    m_retention_asked = true;
+    m_retention_asked_ms = now;
     for (const auto& topic : topics) {
       auto one = core::decide_retention(flag, {topic}, &broker, m_config.placement.retention_origin);
       m_retention[topic] = {seconds_of(one.span), std::string(core::report_name(one.source))};
+      auto unknown = m_retention_unknown.find(topic);
       if (one.source == core::RetentionSource::Unknown) {
-        m_context.note(fmt::format("the retention of {} is unknown ({}); pass --retention", topic, broker.why(topic)));
+        std::string why = broker.why(topic);
+        if (unknown == m_retention_unknown.end() || unknown->second != why) {
+          m_context.note(fmt::format("the retention of {} is unknown ({}); pass --retention", topic, why));
+          m_retention_unknown[topic] = why;
+        }
+      } else if (unknown != m_retention_unknown.end()) {
+        m_context.note(
+            fmt::format("the retention of {} is known now: {} (from the broker)", topic, core::to_text(one.span)));
+        m_retention_unknown.erase(unknown);
       }
+    }
+    if (changed) {
+      m_state.set_policy(policy());
+      m_refresh_due = true; // every record classified again under the retention now known
     }
   }
 
@@ -589,7 +608,9 @@ private:
   core::TtlDecision m_ttl; // an inbox's, once opened
   core::RetentionDecision m_retention_decision;
   std::map<std::string, reports::Figure> m_retention;
-  bool m_retention_known = false;
+  bool m_retention_asked = false;
+  std::int64_t m_retention_asked_ms = 0;
+  std::map<std::string, std::string> m_retention_unknown; // topic -> the reason last said
   bool m_records_current = false;
   bool m_caught_up = false; // every partition was read once to its end
   bool m_refresh_due = true;

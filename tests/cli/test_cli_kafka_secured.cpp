@@ -504,6 +504,48 @@ TEST_P(SecuredKafka, ATopicThePrincipalMayNotReadIsExit3SayingSoAtOnce) {
   }
 }
 
+// A watch whose principal may not DESCRIBE_CONFIGS its topic serves no retention and says why,
+// once; when an ACL allows it, a later refresh asks again and serves the topic's retention.
+TEST_P(SecuredKafka, WatchAsksAgainForARetentionTheBrokerRefused) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  long long now = wall_ms();
+  std::string topic =
+      topic_with_acls("configs-later", 1, planted(now, now - 30 * k_minute), {{"DESCRIBE", true}, {"READ", true}});
+  int port = free_port();
+  TempDir dir;
+  auto args = watch_args(m_listeners.sasl_ssl, topic, redis.uri(), port,
+                         {"--group", "", "--seek", "", "--retention", "", "--timeout", "20s"});
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    args.insert(args.end(), {"-X", property});
+  }
+  auto watch = spawn_watch(args, dir.file("err"));
+  std::string gauge = fmt::format("dedupctl_retention_seconds{{topic=\"{}\",source=\"broker\"}} ", topic);
+  auto refused = poll_http(port, "/metrics", [](const HttpAnswer& a) {
+    return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
+  });
+  ASSERT_TRUE(refused && refused->body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos)
+      << read_file(dir.file("err"));
+  EXPECT_EQ(refused->body.find(gauge), std::string::npos) << refused->body;
+  add_topic_acl(shared_secured_kafka_broker().bootstrap(), topic, std::string("User:") + k_kafka_user,
+                "DESCRIBE_CONFIGS", true);
+  auto known =
+      poll_http(port, "/metrics", [&](const HttpAnswer& a) { return a.body.find(gauge) != std::string::npos; });
+  EXPECT_TRUE(known && known->body.find(gauge) != std::string::npos) << read_file(dir.file("err"));
+  watch->signal(SIGTERM);
+  EXPECT_EQ(watch->wait(), 0);
+  std::string err = read_file(dir.file("err"));
+  std::string said = fmt::format("the retention of {} is unknown (the broker refused DescribeConfigs for {} (Broker: "
+                                 "Topic authorization failed): the principal needs DESCRIBE_CONFIGS on it); pass "
+                                 "--retention",
+                                 topic, topic);
+  auto first = err.find(said);
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(said, first + 1), std::string::npos) << "said once, not at every refresh: " << err;
+  EXPECT_NE(err.find(fmt::format("the retention of {} is known now: ", topic)), std::string::npos) << err;
+  EXPECT_EQ(err.find(k_kafka_password), std::string::npos) << err;
+}
+
 // watch over the same secured connections: SCRAM over TLS to Kafka, a Redis with a password; the
 // states are served and neither secret appears in the metrics or on stderr. A wrong Kafka password
 // is dedupctl_up{system="kafka"} 0, said on stderr without the secret.

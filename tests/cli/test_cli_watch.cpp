@@ -375,7 +375,8 @@ TEST(WatchUsage, EveryTopicWhoseRetentionIsUnknownIsNamedWithItsOwnReason) {
   auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
     return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
   });
-  ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+  ASSERT_TRUE(metrics && metrics->body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos)
+      << read_file(dir.file("err"));
   auto err = read_file(dir.file("err"));
   for (const std::string topic : {"left", "right"}) {
     EXPECT_NE(err.find(fmt::format("the retention of {} is unknown (the broker did not answer DescribeConfigs for {} "

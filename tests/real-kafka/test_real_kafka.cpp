@@ -210,7 +210,8 @@ TEST_F(RealKafka, WatchServesEachTopicsOwnRetention) {
   auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
     return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
   });
-  ASSERT_TRUE(metrics) << read_file(dir.file("err"));
+  ASSERT_TRUE(metrics && metrics->body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos)
+      << read_file(dir.file("err"));
   EXPECT_NE(
       metrics->body.find(fmt::format("dedupctl_retention_seconds{{topic=\"{}\",source=\"broker\"}} 3660\n", hour)),
       std::string::npos)

@@ -263,12 +263,14 @@ void create_topic(const std::string& bootstrap, const std::string& topic, int pa
 
 void add_topic_acl(const std::string& bootstrap, const std::string& topic, const std::string& principal,
                    const std::string& operation, bool allow) {
-  static const std::map<std::string, rd_kafka_AclOperation_t> operations{{"DESCRIBE", RD_KAFKA_ACL_OPERATION_DESCRIBE},
-                                                                         {"READ", RD_KAFKA_ACL_OPERATION_READ},
-                                                                         {"WRITE", RD_KAFKA_ACL_OPERATION_WRITE}};
+  static const std::map<std::string, rd_kafka_AclOperation_t> operations{
+      {"DESCRIBE", RD_KAFKA_ACL_OPERATION_DESCRIBE},
+      {"DESCRIBE_CONFIGS", RD_KAFKA_ACL_OPERATION_DESCRIBE_CONFIGS},
+      {"READ", RD_KAFKA_ACL_OPERATION_READ},
+      {"WRITE", RD_KAFKA_ACL_OPERATION_WRITE}};
   auto op = operations.find(operation);
   if (op == operations.end()) {
-    throw std::runtime_error("add_topic_acl: DESCRIBE, READ or WRITE, not " + operation);
+    throw std::runtime_error("add_topic_acl: DESCRIBE, DESCRIBE_CONFIGS, READ or WRITE, not " + operation);
   }
   rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});
   char errstr[512] = "";
