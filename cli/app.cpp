@@ -286,6 +286,7 @@ int run_once(int argc, char** argv, bool validate_only) {
       }
     }
   }
+  context.error = error_line;
   bool tty = ::isatty(STDERR_FILENO) == 1;
   context.note = [&context](std::string_view line) {
     if (context.global.quiet == 0) {

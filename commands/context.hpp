@@ -54,6 +54,7 @@ struct Context {
   std::function<std::int64_t()> now_ms;           // wall clock, epoch ms
   std::function<void(std::string_view)> progress; // a transient status line; empty when not a TTY
   std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
+  std::function<void(std::string_view)> error;    // the error that ends the run, on stderr even with -q
   std::string command;                            // the subcommand that ran, for error reports
   // The secrets on the command line (passwords in --store/--via URIs and conninfo, -X *.password):
   // nothing written to stdout or stderr may contain one, in any spelling (core/store/secrets.hpp).

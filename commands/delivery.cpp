@@ -56,7 +56,7 @@ int deliver_report(reports::Report& report, const OpenedSource& opened, reports:
     context.progress("");
   }
   if (report.error) {
-    context.note(fmt::format("error: {}", *report.error));
+    context.error(*report.error);
   }
   write_report(report, format, context);
   return report.exit_code;

@@ -32,7 +32,7 @@ int run(const std::vector<std::string>& paths, Context& context) {
   }
   reports::Report report = merge_shards(shards);
   if (report.error) {
-    context.note(fmt::format("error: {}", *report.error));
+    context.error(*report.error);
   }
   write_report(report, format, context);
   return report.exit_code;

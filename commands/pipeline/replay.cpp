@@ -289,7 +289,13 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
 
 void ReplayRunner::run() {
   if (m_publishing && m_request.checkpoint && !m_request.checkpoint->sink_position.empty()) {
-    m_in_sink = read_back(*m_sink, m_request.checkpoint->sink_position, m_request.identify);
+    try {
+      m_in_sink = read_back(*m_sink, m_request.checkpoint->sink_position, m_request.identify);
+    } catch (const UnreachableError& e) {
+      throw UnreachableError(fmt::format("a rerun from a checkpoint reads what was published to {} since it, so that "
+                                         "no event goes there twice: {}",
+                                         m_sink->describe(), e.what()));
+    }
   }
   // A fresh run writes its id and the sink's position before it claims anything: killed before its
   // first batch settles, its rerun still knows its claims and what the sink got since.

@@ -441,6 +441,67 @@ TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesIt
   }
 }
 
+// A rerun with a checkpoint first reads what the run before it published to the sink since that
+// checkpoint, so that no event goes there twice. A principal that may WRITE the sink but not READ
+// it publishes the first run, and its rerun is exit 3 saying why it must READ the sink, before it
+// claims anything.
+TEST_P(SecuredKafka, AResumedReplaySaysWhyItMustReadItsSink) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  std::string sink = topic_with_acls("write-only-sink", 1, "", {{"DESCRIBE", true}, {"WRITE", true}, {"READ", false}});
+  TempDir dir;
+  std::vector<std::string> args{"replay",
+                                "-b",
+                                m_listeners.sasl_ssl,
+                                "--topic",
+                                m_topic,
+                                "--via",
+                                redis.uri(),
+                                "--key-template",
+                                "dedup:{event_id}",
+                                "--ttl",
+                                "1d",
+                                "--execute",
+                                "--sink",
+                                "kafka:" + sink,
+                                "--checkpoint",
+                                dir.file("checkpoint"),
+                                "-o",
+                                "json",
+                                "-q",
+                                "--timeout",
+                                "60s"};
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    args.insert(args.end(), {"-X", property});
+  }
+  auto first = run_dedupctl(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  // As a run killed after its records reached the sink and before its checkpoint said so leaves it:
+  // the sink's position of the checkpoint before them.
+  std::string checkpoint = read_file(dir.file("checkpoint"));
+  auto position = checkpoint.find(fmt::format("sink\tkafka:{}\t0:", sink));
+  ASSERT_NE(position, std::string::npos) << checkpoint;
+  position = checkpoint.find("\t0:", position) + 3;
+  checkpoint.replace(position, checkpoint.find('\n', position) - position, "0");
+  write_file(dir.file("checkpoint"), checkpoint);
+  std::string keys = redis.command("DBSIZE");
+  auto rerun = run_dedupctl(args);
+  EXPECT_EQ(rerun.exit_code, 3) << rerun.err;
+  std::string said = fmt::format("a rerun from a checkpoint reads what was published to kafka:{} since it, so that no "
+                                 "event "
+                                 "goes there twice: the principal may not READ topic {} (Broker: Topic authorization "
+                                 "failed); grant it READ on {}",
+                                 sink, sink, sink);
+  EXPECT_NE(rerun.err.find(said), std::string::npos) << rerun.err;
+  auto doc = parse(rerun);
+  EXPECT_EQ(doc.at("complete"), false) << rerun.out;
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find(said), std::string::npos) << rerun.out;
+  EXPECT_EQ(redis.command("DBSIZE"), keys) << "nothing claimed by the rerun";
+  for (const auto* text : {&first.out, &first.err, &rerun.out, &rerun.err}) {
+    EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
+  }
+}
+
 // A principal that may DESCRIBE the topic but not READ it: its offsets resolve, and every fetch is
 // refused. The scan and the audit end at once with exit 3, naming the topic and the ACL it needs:
 // not after the 60 s --timeout advising to raise it, and never a clean verdict over nothing read.

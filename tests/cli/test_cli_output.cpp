@@ -2,8 +2,10 @@
 // is refused, and a write that fails (a full disk) is an error with a non-zero exit, never exit 0.
 #include "tests/support/fixtures.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sys/stat.h>
 #include <thread>
@@ -113,4 +115,15 @@ TEST(Output, APathThatCannotTakeTheReportSaysWhy) {
   std::string first;
   std::getline(version, first);
   EXPECT_EQ(first.rfind("Linux", 0), 0u) << "/proc/version is untouched";
+}
+
+// -q keeps the notes off stderr, not the error that ends a run: a CI job run with -q that exits 3
+// says why on stderr too, in one line, as well as in its report.
+TEST(Output, QuietKeepsTheErrorThatEndsTheRun) {
+  auto result = run_dedupctl({"scan", "-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "orders", "--timeout",
+                              "1s", "-o", "json", "-q"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_TRUE(result.err.starts_with("dedupctl: error: cannot reach Kafka at 127.0.0.1:")) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_NE(result.out.find("\"complete\": false"), std::string::npos) << result.out;
 }
