@@ -94,6 +94,36 @@ protected:
     return topic;
   }
 
+  // A replay of the suite's topic over SCRAM-SHA-512/TLS through `store` into the topic `sink`
+  // (a JSON report, -q, a 60 s --timeout), with `extra` flags.
+  std::vector<std::string> replay_into(const std::string& store, const std::string& sink,
+                                       const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args{"replay",
+                                  "-b",
+                                  m_listeners.sasl_ssl,
+                                  "--topic",
+                                  m_topic,
+                                  "--via",
+                                  store,
+                                  "--key-template",
+                                  "dedup:{event_id}",
+                                  "--ttl",
+                                  "1d",
+                                  "--execute",
+                                  "--sink",
+                                  "kafka:" + sink,
+                                  "-o",
+                                  "json",
+                                  "-q",
+                                  "--timeout",
+                                  "60s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+      args.insert(args.end(), {"-X", property});
+    }
+    return args;
+  }
+
   SecuredListeners m_listeners;
   std::string m_topic;
 };
@@ -390,28 +420,7 @@ TEST_P(SecuredKafka, AReplayIntoASinkThePrincipalMayNotWriteIsExit3AndReleasesIt
   KafkaBroker& broker = shared_secured_kafka_broker();
   std::string sink = topic_with_acls("denied-sink", 1, "", {{"WRITE", false}});
   std::string principal = std::string("User:") + k_kafka_user;
-  std::vector<std::string> args{"replay",
-                                "-b",
-                                m_listeners.sasl_ssl,
-                                "--topic",
-                                m_topic,
-                                "--via",
-                                redis.uri(),
-                                "--key-template",
-                                "dedup:{event_id}",
-                                "--ttl",
-                                "1d",
-                                "--execute",
-                                "--sink",
-                                "kafka:" + sink,
-                                "-o",
-                                "json",
-                                "-q",
-                                "--timeout",
-                                "60s"};
-  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
-    args.insert(args.end(), {"-X", property});
-  }
+  auto args = replay_into(redis.uri(), sink);
   // Once a topic has an ACL, a principal no ACL allows to DESCRIBE it does not see it at all.
   auto hidden = run_dedupctl(args);
   EXPECT_EQ(hidden.exit_code, 2) << hidden.err;
@@ -450,30 +459,7 @@ TEST_P(SecuredKafka, AResumedReplaySaysWhyItMustReadItsSink) {
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   std::string sink = topic_with_acls("write-only-sink", 1, "", {{"DESCRIBE", true}, {"WRITE", true}, {"READ", false}});
   TempDir dir;
-  std::vector<std::string> args{"replay",
-                                "-b",
-                                m_listeners.sasl_ssl,
-                                "--topic",
-                                m_topic,
-                                "--via",
-                                redis.uri(),
-                                "--key-template",
-                                "dedup:{event_id}",
-                                "--ttl",
-                                "1d",
-                                "--execute",
-                                "--sink",
-                                "kafka:" + sink,
-                                "--checkpoint",
-                                dir.file("checkpoint"),
-                                "-o",
-                                "json",
-                                "-q",
-                                "--timeout",
-                                "60s"};
-  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
-    args.insert(args.end(), {"-X", property});
-  }
+  auto args = replay_into(redis.uri(), sink, {"--checkpoint", dir.file("checkpoint")});
   auto first = run_dedupctl(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   // As a run killed after its records reached the sink and before its checkpoint said so leaves it:
