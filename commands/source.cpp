@@ -55,7 +55,7 @@ std::string BrokerTopicConfigs::why(const std::string& topic) const {
   if (!at->second.configs) {
     return at->second.why;
   }
-  return fmt::format("the broker's configs for {} have no retention.ms", topic);
+  return core::no_retention_in_configs(topic);
 }
 
 connectors::kafka::TopicRequest parse_topic(const std::string& text) {

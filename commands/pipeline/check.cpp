@@ -77,7 +77,7 @@ private:
       }
       ++failed;
       unavailable(consumer, "topic", what,
-                  configs ? fmt::format("the broker's configs for {} have no retention.ms", consumer.topic)
+                  configs ? core::no_retention_in_configs(consumer.topic)
                           : std::string("the broker did not answer DescribeConfigs"));
     } catch (const UnreachableError& e) {
       ++failed;

@@ -52,6 +52,10 @@ Span retention_from_configs(const TopicRetention& configs) {
   return retention_from_configs(view(configs.retention_ms), view(configs.cleanup_policy), view(configs.segment_ms));
 }
 
+std::string no_retention_in_configs(std::string_view topic) {
+  return fmt::format("the broker's configs for {} have no retention.ms", topic);
+}
+
 Span parse_retention(std::string_view text) {
   if (text == "infinite" || text == "forever" || text == "-1") {
     return Span::infinite();

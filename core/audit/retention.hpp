@@ -39,5 +39,7 @@ Span parse_retention(std::string_view text);
 Span retention_from_configs(const TopicRetention& configs);
 // cleanup.policy has compact ("compact" or "compact,delete"): the latest event of a key stays.
 bool is_compacted(const TopicRetention& configs);
+// Why a topic the broker described still has no retention: its configs lack retention.ms.
+std::string no_retention_in_configs(std::string_view topic);
 
 } // namespace dedupctl::core

@@ -366,12 +366,10 @@ TEST(WatchUsage, EveryTopicWhoseRetentionIsUnknownIsNamedWithItsOwnReason) {
   MockBroker broker({"left:1", "right:1"});
   int port = free_port();
   TempDir dir;
-  SpawnOptions options;
-  options.stderr_file = dir.file("err");
-  options.silence = true;
-  Process watch({DEDUPCTL_BINARY, "watch", "-b", broker.bootstrap(), "--topic", "left", "--topic", "right", "--store",
-                 redis.uri(), "--ttl", "1h", "--listen", fmt::format("127.0.0.1:{}", port), "--interval", "200ms"},
-                options);
+  auto watch =
+      spawn_watch({DEDUPCTL_BINARY, "watch", "-b", broker.bootstrap(), "--topic", "left", "--topic", "right", "--store",
+                   redis.uri(), "--ttl", "1h", "--listen", fmt::format("127.0.0.1:{}", port), "--interval", "200ms"},
+                  dir.file("err"));
   auto metrics = poll_http(port, "/metrics", [](const HttpAnswer& a) {
     return a.body.find("dedupctl_up{system=\"kafka\"} 1") != std::string::npos;
   });
@@ -388,8 +386,8 @@ TEST(WatchUsage, EveryTopicWhoseRetentionIsUnknownIsNamedWithItsOwnReason) {
     EXPECT_EQ(metrics->body.find(fmt::format("dedupctl_retention_seconds{{topic=\"{}\"", topic)), std::string::npos)
         << metrics->body;
   }
-  watch.signal(SIGTERM);
-  EXPECT_EQ(watch.wait(), 0);
+  watch->signal(SIGTERM);
+  EXPECT_EQ(watch->wait(), 0);
 }
 
 namespace {

@@ -56,8 +56,8 @@ void commit_offsets(const std::string& bootstrap, const std::string& group, cons
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap, const std::string& topic,
                                                               std::int64_t timeout_ms = 10'000);
 
-// Allows or denies `principal` (User:NAME) an operation ("DESCRIBE", "READ", "WRITE") on a topic, through an
-// ACL; the broker must run an authorizer. Throws std::runtime_error.
+// Allows or denies `principal` (User:NAME) an operation ("DESCRIBE", "DESCRIBE_CONFIGS", "READ",
+// "WRITE") on a topic, through an ACL; the broker must run an authorizer. Throws std::runtime_error.
 void add_topic_acl(const std::string& bootstrap, const std::string& topic, const std::string& principal,
                    const std::string& operation, bool allow);
 
