@@ -131,9 +131,9 @@ int check_config_file(CLI::App& app, int argc, char** argv, const std::string& c
   return problems.empty() ? 0 : k_exit_usage;
 }
 
-// Where each option of the run that has a value got it (spec/cli.md: flag > config > environment >
-// default). CLI11 does not say, so: on the command line, else set by the config file (in the
-// command's section or at the top level), else by its environment variable.
+// Where each option of the run that has a value got it (docs/design.md "The command line": flag > config > environment
+// > default). CLI11 does not say, so: on the command line, else set by the config file (in the command's section or at
+// the top level), else by its environment variable.
 std::map<std::string, core::ValueOrigin> option_origins(CLI::App& app, int argc, char** argv,
                                                         const std::map<std::string, std::set<std::string>>& config) {
   std::set<std::string> typed;

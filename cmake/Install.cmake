@@ -1,6 +1,7 @@
 # `cmake --install BUILD --prefix P`: the executable in P/bin, the manual pages in P/share/man/man1
 # (gzip -9n, as Debian's policy asks and every man reads), the completion scripts where each shell
-# looks for them, and the README, the licences and the examples in P/share/doc/dedupctl.
+# looks for them, the README, the design, the report's contract, the licences and the examples in
+# P/share/doc/dedupctl, and the report's JSON Schema in P/share/dedupctl.
 # The completion scripts are written at build time by the built `dedupctl completion SHELL`, so
 # they know every flag of this build; scripts/package makes the Debian package from the same rules
 # (cmake/Package.cmake).
@@ -73,7 +74,10 @@ include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
 dedupctl_write_if_changed("${PROJECT_BINARY_DIR}/copyright" "${dedupctl_copyright_text}")
 
 set(dedupctl_docdir ${CMAKE_INSTALL_DATADIR}/doc/dedupctl)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${dedupctl_docdir})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md ${PROJECT_SOURCE_DIR}/docs/report-v1.md
+        DESTINATION ${dedupctl_docdir})
+# The JSON report's schema, where a script that checks reports finds it (docs/report-v1.md).
+install(FILES ${PROJECT_SOURCE_DIR}/docs/report-v1.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/dedupctl)
 install(FILES "${PROJECT_BINARY_DIR}/copyright" DESTINATION ${dedupctl_docdir})
 # The licence's text for a prefix of its own; a Debian package refers to common-licenses instead
 # (scripts/package turns it off: lintian's extra-license-file).

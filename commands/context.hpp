@@ -20,7 +20,7 @@ class Option_group;
 
 namespace dedupctl::commands {
 
-// The global options of spec/cli.md, shared by every command.
+// The global options of dedupctl(1), shared by every command.
 struct GlobalFlags {
   std::string bootstrap;
   std::vector<std::string> properties; // -X prop=value (or kafka-property in the config file)

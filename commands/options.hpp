@@ -19,7 +19,7 @@
 
 namespace dedupctl::commands {
 
-// Where the events come from (spec/cli.md), shared by scan, audit, trace and replay.
+// Where the events come from (dedupctl(1)), shared by scan, audit, trace and replay.
 struct SourceFlags {
   std::vector<std::string> topics;
   std::string input;
@@ -42,7 +42,7 @@ void add_shard_options(CLI::App& app, ShardFlags& options);
 // --digest, which alone means 0/1; an audit of several shards needs --now (`needs_now`).
 void apply_shard_options(const ShardFlags& options, SourceFlags& source, Context& context, bool needs_now);
 
-// How an event is identified (spec/cli.md).
+// How an event is identified (dedupctl(1)).
 struct IdentityFlags {
   std::string id = "header:event_id,json:/event_id";
   std::string type = "header:type,json:/type";
@@ -66,7 +66,7 @@ struct InboxFlags {
 };
 void add_inbox_options(CLI::Option_group& group, InboxFlags& options);
 
-// The dedup placement (spec/cli.md "The placement"), shared by audit, trace and replay.
+// The dedup placement (man dedupctl-audit, "The placement"), shared by audit, trace and replay.
 struct PlacementFlags {
   std::string store;
   std::string key_template = "{event_id}";

@@ -33,7 +33,7 @@ struct Example {
 };
 
 struct Finding {
-  std::string id; // stable, see spec/report-v1.md
+  std::string id; // stable, see docs/report-v1.md
   Severity severity = Severity::Info;
   std::string title;
   std::int64_t count = 0;

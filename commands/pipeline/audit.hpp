@@ -49,7 +49,7 @@ struct AuditRequest {
 };
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
-// and classifies every event (../shared/DESIGN.md "Coverage"). A source or store that fails midway gives an
+// and classifies every event (docs/design.md "Coverage"). A source or store that fails midway gives an
 // incomplete report (exit 3, or 130 when interrupted) over what was read, never a clean verdict.
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms);

@@ -126,7 +126,7 @@ std::string ReplayStageTimes::describe() const {
 
 namespace {
 
-// One run of run_replay: the protocol of ../shared/DESIGN.md "Replay protocol" as named steps over a queue of
+// One run of run_replay: the protocol of docs/design.md "Replay protocol" as named steps over a queue of
 // chunks. Reading cuts source batches into chunks (prepare); each chunk moves Building → Claiming →
 // Published → Settling → finished, in order: `advance` moves every chunk as far as it can without
 // waiting, `wait_for_front` blocks until the oldest one can move, `finish_front` decides, counts and

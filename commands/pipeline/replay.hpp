@@ -56,7 +56,7 @@ struct ReplayRequest {
   ReplayStageTimes* times = nullptr; // filled when given
 };
 
-// One code path for the plan and the run (../shared/DESIGN.md "Replay protocol"). Per batch: identify, render
+// One code path for the plan and the run (docs/design.md "Replay protocol"). Per batch: identify, render
 // the keys, look at (plan) or claim (execute) them, publish what was claimed, wait for the
 // deliveries, settle the claims (done, or released when delivery failed), log every decision, and
 // write the checkpoint: per partition the next offset, held at the first failed event so that a

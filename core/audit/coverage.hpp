@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-// The verdict per event (../shared/DESIGN.md, "Coverage"). Pure: every input, `now` included, is a parameter.
+// The verdict per event (docs/design.md, "Coverage"). Pure: every input, `now` included, is a parameter.
 namespace dedupctl::core {
 
 enum class Coverage { NoId, Pending, InProgress, Orphaned, Covered, Expiring, Expired, Missing };
@@ -42,7 +42,7 @@ struct Verdict {
 // ("processing:<run>", as replay writes it).
 bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
 
-// Rules 2–7 of ../shared/DESIGN.md in order (rule 1, no id, is decided before a lookup).
+// The rules of docs/design.md "Coverage" in order (rule 1, no id, is decided before a lookup).
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);
 
 // How long a present record has left: its pttl, or for an inbox row processed_at + the policy's TTL

@@ -88,7 +88,7 @@ TtlDecision with_estimate(TtlDecision decision, const TtlEstimator& estimator) {
   decision.estimate_low = estimator.low();
   decision.estimate_high = estimator.high();
   if (decision.source == TtlSource::None) {
-    decision.span = Span::finite(*estimator.high()); // classify with the upper bound (../shared/DESIGN.md)
+    decision.span = Span::finite(*estimator.high()); // classify with the upper bound (docs/design.md "Coverage")
     decision.source = TtlSource::Estimated;
   }
   return decision;

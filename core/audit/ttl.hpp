@@ -19,7 +19,7 @@ namespace dedupctl::core {
 
 enum class TtlSource {
   Flag,                    // --ttl (or a declaration's ttl)
-  Estimated,               // bounded by the records' remaining TTLs (../shared/DESIGN.md "TTL estimate")
+  Estimated,               // bounded by the records' remaining TTLs (docs/design.md "Coverage", the TTL)
   InboxRetentionFlag,      // an inbox: --inbox-retention
   InboxRetentionEstimated, // an inbox: at least the age of its oldest row
   None,                    // not declared and not estimable

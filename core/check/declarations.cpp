@@ -219,7 +219,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     if (placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
       missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
     }
-    // The inbox defaults of spec/cli.md; an inbox_consumer_column of "" declares that there is none.
+    // The inbox defaults of dedupctl(1); an inbox_consumer_column of "" declares that there is none.
     const InboxSchema defaults;
     if (consumer.inbox_table.empty()) {
       consumer.inbox_table = defaults.table;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-// The [[consumer]] declarations `dedupctl check` reads (spec/cli.md "check-specific").
+// The [[consumer]] declarations `dedupctl check` reads (man dedupctl-check).
 namespace dedupctl::core {
 
 struct SourcePosition {

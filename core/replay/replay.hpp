@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-// The replay protocol (../shared/DESIGN.md "Replay protocol") in pure parts: what a claim can find, the
+// The replay protocol (docs/design.md "Replay protocol") in pure parts: what a claim can find, the
 // decisions logged per event, the checkpoint file, the in-memory window, and the interfaces of a
 // placement that claims and of a sink that publishes. Connectors implement them; the pipeline
 // (commands/pipeline/replay) runs them.

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-// The offset/time SPEC grammar of spec/cli.md and its resolution against one partition's facts.
+// The offset/time SPEC grammar of dedupctl(1) and its resolution against one partition's facts.
 // Pure: the connector asks the broker for the facts, this file decides.
 namespace dedupctl::core {
 

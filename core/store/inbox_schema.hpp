@@ -2,7 +2,7 @@
 
 #include <string>
 
-// The one set of inbox defaults (spec/cli.md "The placement"): the flags, the declarations of
+// The one set of inbox defaults (man dedupctl-audit, "The placement"): the flags, the declarations of
 // check and the PostgreSQL connector start from these.
 namespace dedupctl::core {
 

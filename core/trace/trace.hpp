@@ -9,7 +9,7 @@
 #include <vector>
 
 // dedupctl trace: one event id through the log and the placement, and a verdict from explicit
-// rules, each with its evidence (spec/report-v1.md "trace").
+// rules, each with its evidence (docs/report-v1.md "traces").
 namespace dedupctl::core {
 
 struct TraceOccurrence {

@@ -5,7 +5,7 @@
 
 namespace dedupctl {
 
-// Exit codes of spec/cli.md. The exit code never depends on --format.
+// Exit codes of dedupctl(1). The exit code never depends on --format.
 inline constexpr int k_exit_ok = 0;
 inline constexpr int k_exit_findings = 1;
 inline constexpr int k_exit_usage = 2;

@@ -16,7 +16,7 @@
 #include <vector>
 
 // What `dedupctl watch` holds of the replayable range, and the states it derives from it as time
-// passes (../shared/DESIGN.md "Coverage", re-decided at every `now`). Pure: the watcher in
+// passes (docs/design.md "Coverage", re-decided at every `now`). Pure: the watcher in
 // commands/ reads the log, looks the records up and hands both in with the time of the lookup.
 namespace dedupctl::core {
 
@@ -95,7 +95,7 @@ public:
               std::string_view type, const TrackedRecord& record);
   // A refresh: the event's record looked up again; false when the event is not held.
   bool update(const std::string& topic, std::int32_t partition, std::int64_t offset, const TrackedRecord& record);
-  // A present record's remaining TTL seen at a lookup (the TTL estimate of ../shared/DESIGN.md).
+  // A present record's remaining TTL seen at a lookup (the TTL estimate of docs/design.md).
   void observe_ttl(std::int64_t pttl_ms, std::int64_t timestamp_ms, std::int64_t looked_up_at_ms);
 
   // Where reading goes on: one past the last offset held, or the log start.

@@ -26,7 +26,7 @@ namespace {
 
 const std::string k_orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
 
-// Checks a document against the parts of spec/report-v1.md every report carries.
+// Checks a document against the parts of docs/report-v1.md every report carries.
 void expect_report_v1(const Json& doc, const std::string& command) {
   static const std::regex k_time(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
   static const std::set<std::string> k_ids{"ttl-shorter-than-retention",
