@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -261,6 +262,46 @@ bool Process::running() {
   return true;
 }
 
+namespace {
+
+// Keeps one report-v1 document in $DEDUPCTL_REPORT_DUMP_DIR (set by ctest for the cli tiers), where
+// the cli-report-schema test validates every one against docs/report-v1.schema.json. Text that is
+// not one whole JSON document (another format, a report cut by a test on purpose) is not kept: the
+// test that asked for it checks it.
+void keep_report(const std::string& text) {
+  static const char* dir = std::getenv("DEDUPCTL_REPORT_DUMP_DIR");
+  if (!dir || !*dir || text.find("\"dedupctl.report/v1\"") == std::string::npos) {
+    return;
+  }
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != "dedupctl.report/v1") {
+    return;
+  }
+  static std::atomic<unsigned> kept{0};
+  auto name = fmt::format("{}-{}-{}.json", doc.value("command", "unknown"), ::getpid(), kept++);
+  std::ofstream(fs::path(dir) / name, std::ios::binary) << text;
+}
+
+// The reports a run of the binary wrote: its stdout, and the file of --output FILE (or --output=FILE).
+void keep_reports(const std::vector<std::string>& argv, const CommandResult& result) {
+  keep_report(result.out);
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    std::string path;
+    if (argv[i] == "--output" && i + 1 < argv.size()) {
+      path = argv[i + 1];
+    } else if (argv[i].starts_with("--output=")) {
+      path = argv[i].substr(9);
+    }
+    std::error_code error;
+    if (!path.empty() && path != "-" && fs::is_regular_file(path, error) && fs::file_size(path, error) < (64u << 20)) {
+      std::ifstream in(path, std::ios::binary);
+      keep_report(std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  }
+}
+
+} // namespace
+
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input,
                           std::chrono::milliseconds timeout, const std::map<std::string, std::string>& env) {
   int in_pipe[2];
@@ -340,6 +381,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   int status = 0;
   ::waitpid(pid, &status, 0);
   result.exit_code = decode_status(status);
+  if (!argv.empty() && argv.front() == DEDUPCTL_BINARY) {
+    keep_reports(argv, result);
+  }
   return result;
 }
 
