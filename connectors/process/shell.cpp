@@ -25,9 +25,16 @@ ShellResult run_shell(const std::string& command, std::int64_t timeout_ms) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // The shell leads a process group of its own, so that a timeout kills what it started too: a
+  // `sleep` or a helper it forked would otherwise outlive it, holding our pipe and its own secrets.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
-  int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char**>(argv), environ);
+  int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char**>(argv), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   ::close(out[1]);
   if (spawned != 0) {
@@ -41,7 +48,7 @@ ShellResult run_shell(const std::string& command, std::int64_t timeout_ms) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
-      ::kill(pid, SIGKILL);
+      ::kill(-pid, SIGKILL); // the whole group: the shell and everything it started
       break;
     }
     pollfd pfd{out[0], POLLIN, 0};

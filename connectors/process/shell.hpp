@@ -9,7 +9,7 @@ namespace dedupctl::connectors::process {
 
 struct ShellResult {
   int exit_code = -1;     // 128 + signal when killed; -1 when it could not be started
-  bool timed_out = false; // killed after timeout_ms
+  bool timed_out = false; // killed after timeout_ms, with every process it started (its process group)
   std::string out;
   std::string error; // why it could not be started
 };
