@@ -1,5 +1,6 @@
 #include "connectors/postgres/inbox.hpp"
 
+#include "connectors/postgres/errors.hpp"
 #include "connectors/postgres/libpq_options.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
@@ -52,8 +53,7 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
     throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check the store and that the server is up",
                                        core::redact_secrets(conninfo), detail::first_line(e.what())));
   } catch (const pqxx::sql_error& e) {
-    throw UnreachableError(fmt::format("PostgreSQL at {} refused the inspection ({})", core::redact_secrets(conninfo),
-                                       detail::first_line(e.what())));
+    detail::throw_unreachable(e, core::redact_secrets(conninfo), "the inspection", timeout_ms);
   } catch (const pqxx::failure& e) {
     throw UnreachableError(
         fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), detail::first_line(e.what())));

@@ -126,3 +126,73 @@ TEST_F(PostgresConnector, EveryLookupGivesAProcessedAtInTheMillisecondItFallsIn)
     EXPECT_EQ(exported[ids[i]], expected[i]) << ids[i] << " exported";
   }
 }
+
+namespace {
+
+// What an UnreachableError says before the server's own words (the first " ("): the part that
+// dedupctl decides.
+std::string decided_part(const std::string& message) { return message.substr(0, message.find(" (")); }
+
+// Three failures an operator meets, each with the connector's message: a statement cut by
+// statement_timeout (a lock held elsewhere), a backend an administrator terminates while it waits,
+// and a table the role may not read.
+std::map<std::string, std::string> failures_seen(const PostgresServer& pg) {
+  std::map<std::string, std::string> seen;
+  SpawnOptions hold_options;
+  hold_options.pipe_stdin = true;
+  Process hold({find_program("psql", {"/usr/lib/postgresql/15/bin"}), "-X", "-q", "-d", pg.conninfo()}, hold_options);
+  hold.write_line("BEGIN; LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  seen["timeout"] = failure_of(inbox_at(pg.conninfo(), 1000));
+  std::thread waiting([&] { seen["terminated"] = failure_of(inbox_at(pg.conninfo(), 30000)); });
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto killed =
+        pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock'");
+    if (killed.out.find('1') != std::string::npos) {
+      break;
+    }
+  }
+  waiting.join();
+  auto settings = inbox_at(fmt::format("postgresql://auditor:right-one@127.0.0.1:{}/postgres", pg.port()));
+  settings.schema.table = "secret";
+  seen["permission"] = failure_of(settings);
+  // The holder's backend would sleep on with its lock after psql is gone.
+  pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' "
+          "AND pid <> pg_backend_pid()");
+  return seen;
+}
+
+} // namespace
+
+// The server writes its messages in its lc_messages; what a failure means is decided by its SQLSTATE
+// (57014, 42501) or libpq's own state (a lost connection), never by English words, so a server that
+// answers in German ends each run the same way as one that answers in English.
+TEST_F(PostgresConnector, AFailureMeansTheSameInAnyServerLanguage) {
+  ASSERT_EQ(m_pg.psql("CREATE TABLE secret (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL)").exit_code,
+            0);
+  auto english = failures_seen(m_pg);
+  auto set = m_pg.psql("ALTER SYSTEM SET lc_messages = 'de_DE.UTF-8'"); // not in a transaction: a psql of its own
+  if (set.exit_code == 0) {
+    set = m_pg.psql("SELECT pg_reload_conf()");
+  }
+  DEDUPCTL_REQUIRE_SERVER(set.exit_code == 0,
+                          "the server cannot use the de_DE.UTF-8 locale (scripts/install-deps makes it): " + set.err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the reload reaches new sessions
+  auto check = m_pg.psql("SELECT 1/0");
+  ASSERT_NE((check.out + check.err).find("Division durch Null"), std::string::npos)
+      << "the server does not answer in German: " << check.out << check.err;
+  auto german = failures_seen(m_pg);
+  EXPECT_NE(english.at("timeout").find("timed out after 1000 ms"), std::string::npos) << english.at("timeout");
+  EXPECT_NE(german.at("timeout").find("timed out after 1000 ms"), std::string::npos) << german.at("timeout");
+  // libpq notices the terminated backend as a lost connection, whatever the server said.
+  EXPECT_NE(english.at("terminated").find("cannot reach PostgreSQL"), std::string::npos) << english.at("terminated");
+  EXPECT_NE(english.at("permission").find("refused a query"), std::string::npos) << english.at("permission");
+  for (const auto& [what, message] : english) {
+    EXPECT_FALSE(message.empty()) << what;
+    EXPECT_EQ(decided_part(german.at(what)), decided_part(message)) << what << ": " << german.at(what);
+  }
+  for (std::string what : {"timeout", "permission"}) { // the server's own words, in its language
+    EXPECT_NE(german.at(what), english.at(what)) << what << ": " << german.at(what);
+  }
+}
