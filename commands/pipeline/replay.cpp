@@ -2,6 +2,7 @@
 
 #include "commands/pipeline/common.hpp"
 #include "commands/pipeline/serial_worker.hpp"
+#include "core/replay/decision.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
@@ -779,56 +780,54 @@ void ReplayRunner::finish_front() {
   }
 }
 
-// One event's decision, counted in the run and its findings' examples; `publish` says whether it
-// was (or would be) published.
+// One event's decision (core::decide_replay's table over the facts of its chunk), counted in the run
+// and its findings' examples; `publish` says whether it was (or would be) published.
 core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& row, bool& publish) {
-  core::DecisionRecord record{row.id, m_topics[row.topic], row.partition, row.offset, core::Decision::SkippedDuplicate,
-                              ""};
-  bool execute = m_request.execute;
-  if (row.key == SIZE_MAX) {
-    record.decision = core::Decision::NoId;
+  core::DecisionFacts facts;
+  facts.execute = m_request.execute;
+  facts.has_id = row.key != SIZE_MAX;
+  if (facts.has_id) {
+    std::size_t k = row.key;
+    facts.first_of_key = row.first && !chunk.in_flight_elsewhere[k];
+    facts.claim = chunk.claims[k];
+    facts.delivered = facts.execute && chunk.delivered[k];
+    facts.found_in_sink = facts.delivered && chunk.found_in_sink[k];
+  }
+  auto outcome = core::decide_replay(facts);
+  publish = outcome.publish;
+  core::DecisionRecord record{row.id,     m_topics[row.topic], row.partition,
+                              row.offset, outcome.decision,    core::reason_text(outcome.why)};
+  switch (outcome.why) {
+  case core::DecisionWhy::NoId:
     record.reason = row.no_id_reason.empty() ? std::string_view("no event id") : std::string_view(row.no_id_reason);
     ++m_run.no_id;
-    return record;
-  }
-  std::size_t k = row.key;
-  core::Claim claim = chunk.claims[k];
-  if (!row.first || chunk.in_flight_elsewhere[k]) {
-    record.decision = execute ? core::Decision::SkippedDuplicate : core::Decision::WouldSkip;
-    record.reason = "its key came earlier in the range";
+    break;
+  case core::DecisionWhy::KeyEarlier:
+  case core::DecisionWhy::RecordExists:
     ++m_run.skipped_duplicate;
-  } else if (claim == core::Claim::Unfit) {
-    record.decision = core::Decision::IdUnfit;
+    break;
+  case core::DecisionWhy::Unfit:
     record.reason = m_unfit_reason;
     ++m_run.id_unfit;
     m_unfit_examples.add(row.partition, [&] { return example(chunk, row, ""); });
-  } else if (!ours(chunk, k)) {
-    bool other = claim == core::Claim::HeldByOther;
-    record.decision = !execute ? core::Decision::WouldSkip
-                      : other  ? core::Decision::SkippedClaimed
-                               : core::Decision::SkippedDuplicate;
-    record.reason = other ? "claimed in progress by another run or the consumer" : "a dedup record exists";
-    if (other) {
-      ++m_run.skipped_claimed;
-      m_claimed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
-    } else {
-      ++m_run.skipped_duplicate;
-    }
-  } else if (!execute) {
-    record.decision = core::Decision::WouldReplay;
-    record.reason = claim == core::Claim::OwnStale ? "this run's unfinished claim" : "no dedup record";
+    break;
+  case core::DecisionWhy::ClaimedElsewhere:
+    ++m_run.skipped_claimed;
+    m_claimed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
+    break;
+  case core::DecisionWhy::NoRecord:
+  case core::DecisionWhy::OwnStale:
     ++m_run.would_replay;
-    publish = true;
-  } else if (chunk.delivered[k]) {
-    record.decision = core::Decision::Replayed;
-    record.reason = chunk.found_in_sink[k]           ? "already in the sink from the interrupted run"
-                    : claim == core::Claim::OwnStale ? "published; this run's unfinished claim retried"
-                                                     : "published";
-    m_run.found_in_sink += chunk.found_in_sink[k] ? 1 : 0;
+    break;
+  case core::DecisionWhy::AlreadyInSink:
+    ++m_run.found_in_sink;
     ++m_run.replayed;
-    publish = true;
-  } else {
-    record.decision = core::Decision::Failed;
+    break;
+  case core::DecisionWhy::Published:
+  case core::DecisionWhy::PublishedRetried:
+    ++m_run.replayed;
+    break;
+  case core::DecisionWhy::DeliveryFailed: {
     // The record only views its reason: the text lives in the runner until the next decision.
     m_failed_reason = "delivery failed (" + chunk.first_error + "); claim released";
     record.reason = m_failed_reason;
@@ -839,6 +838,8 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     if (!inserted) {
       it->second = std::min(it->second, row.offset);
     }
+    break;
+  }
   }
   return record;
 }

@@ -1,0 +1,63 @@
+#include "core/replay/decision.hpp"
+
+namespace dedupctl::core {
+
+DecisionOutcome decide_replay(const DecisionFacts& facts) {
+  const bool run = facts.execute;
+  if (!facts.has_id) {
+    return {Decision::NoId, DecisionWhy::NoId, false};
+  }
+  if (!facts.first_of_key) {
+    return {run ? Decision::SkippedDuplicate : Decision::WouldSkip, DecisionWhy::KeyEarlier, false};
+  }
+  switch (facts.claim) {
+  case Claim::Unfit:
+    return {Decision::IdUnfit, DecisionWhy::Unfit, false};
+  case Claim::HeldByOther:
+    return {run ? Decision::SkippedClaimed : Decision::WouldSkip, DecisionWhy::ClaimedElsewhere, false};
+  case Claim::Done:
+    return {run ? Decision::SkippedDuplicate : Decision::WouldSkip, DecisionWhy::RecordExists, false};
+  case Claim::Claimed:
+  case Claim::OwnStale:
+    break;
+  }
+  const bool stale = facts.claim == Claim::OwnStale;
+  if (!run) {
+    return {Decision::WouldReplay, stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord, true};
+  }
+  if (!facts.delivered) {
+    return {Decision::Failed, DecisionWhy::DeliveryFailed, false};
+  }
+  if (facts.found_in_sink) {
+    return {Decision::Replayed, DecisionWhy::AlreadyInSink, true};
+  }
+  return {Decision::Replayed, stale ? DecisionWhy::PublishedRetried : DecisionWhy::Published, true};
+}
+
+std::string_view reason_text(DecisionWhy why) {
+  switch (why) {
+  case DecisionWhy::KeyEarlier:
+    return "its key came earlier in the range";
+  case DecisionWhy::ClaimedElsewhere:
+    return "claimed in progress by another run or the consumer";
+  case DecisionWhy::RecordExists:
+    return "a dedup record exists";
+  case DecisionWhy::NoRecord:
+    return "no dedup record";
+  case DecisionWhy::OwnStale:
+    return "this run's unfinished claim";
+  case DecisionWhy::Published:
+    return "published";
+  case DecisionWhy::PublishedRetried:
+    return "published; this run's unfinished claim retried";
+  case DecisionWhy::AlreadyInSink:
+    return "already in the sink from the interrupted run";
+  case DecisionWhy::NoId:
+  case DecisionWhy::Unfit:
+  case DecisionWhy::DeliveryFailed:
+    break;
+  }
+  return "";
+}
+
+} // namespace dedupctl::core
