@@ -25,38 +25,32 @@ std::string cell(std::string_view text) {
 
 std::string opt(const std::optional<std::int64_t>& value) { return value ? std::to_string(*value) : "–"; }
 
-} // namespace
+void print_source(const core::SourceInfo& source, std::FILE* out) {
+  fmt::print(out, "## Source\n\n");
+  fmt::print(out, "{} `{}`{}\n\n", source.kind == "file" ? "File" : "Kafka",
+             source.kind == "file" ? source.path : source.bootstrap,
+             source.group ? fmt::format(", group `{}`", *source.group) : "");
+  fmt::print(out, "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
+  fmt::print(out, "|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+  for (const auto& range : source.partitions) {
+    fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+               cell(detail::partition_name(range.topic, range.partition)), range.from, range.to, opt(range.log_start),
+               opt(range.log_end), opt(range.committed), range.events,
+               range.first_timestamp ? core::format_time(*range.first_timestamp) : "–",
+               range.last_timestamp ? core::format_time(*range.last_timestamp) : "–");
+  }
+  fmt::print(out, "\n");
+}
 
-void render_markdown(const Report& report, std::FILE* out) {
-  fmt::print(out, "# dedupctl {}\n\n", report.command);
-  fmt::print(out, "**{}**\n\n", cell(detail::verdict_sentence(report)));
-  fmt::print(out, "Generated {}.\n\n", core::format_time(report.generated_at_ms));
-  if (report.source) {
-    const auto& source = *report.source;
-    fmt::print(out, "## Source\n\n");
-    fmt::print(out, "{} `{}`{}\n\n", source.kind == "file" ? "File" : "Kafka",
-               source.kind == "file" ? source.path : source.bootstrap,
-               source.group ? fmt::format(", group `{}`", *source.group) : "");
-    fmt::print(out,
-               "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
-    fmt::print(out, "|---|---:|---:|---:|---:|---:|---:|---|---|\n");
-    for (const auto& range : source.partitions) {
-      fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                 cell(detail::partition_name(range.topic, range.partition)), range.from, range.to, opt(range.log_start),
-                 opt(range.log_end), opt(range.committed), range.events,
-                 range.first_timestamp ? core::format_time(*range.first_timestamp) : "–",
-                 range.last_timestamp ? core::format_time(*range.last_timestamp) : "–");
-    }
-    fmt::print(out, "\n");
-  }
-  if (report.placement) {
-    const auto& p = *report.placement;
-    fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}){}.\n\n", p.kind, cell(p.store),
-               cell(p.key_template), core::to_text(p.ttl.span), core::describe(p.ttl),
-               p.retention
-                   ? fmt::format(", retention {} ({})", core::to_text(p.retention->span), core::describe(*p.retention))
-                   : std::string());
-  }
+void print_placement(const PlacementInfo& p, std::FILE* out) {
+  fmt::print(out, "## Placement\n\n{} `{}`, key template `{}`, TTL {} ({}){}.\n\n", p.kind, cell(p.store),
+             cell(p.key_template), core::to_text(p.ttl.span), core::describe(p.ttl),
+             p.retention
+                 ? fmt::format(", retention {} ({})", core::to_text(p.retention->span), core::describe(*p.retention))
+                 : std::string());
+}
+
+void print_coverage(const Report& report, std::FILE* out) {
   if (!report.coverage.empty()) {
     fmt::print(out, "## Coverage\n\n| partition |");
     for (auto state : detail::k_coverage_columns) {
@@ -76,8 +70,11 @@ void render_markdown(const Report& report, std::FILE* out) {
     }
     fmt::print(out, "\n");
   }
-  if (report.replay && !report.replay->run) {
-    const auto& r = *report.replay;
+}
+
+// An audit's replay window, or a replay's run or plan per partition.
+void print_replay(const core::ReplaySummary& r, std::FILE* out) {
+  if (!r.run) {
     fmt::print(out,
                "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
                "first deliveries.\n\n",
@@ -87,55 +84,56 @@ void render_markdown(const Report& report, std::FILE* out) {
                  safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
     }
     fmt::print(out, "\n");
+    return;
   }
-  if (report.replay && report.replay->run) {
-    const auto& run = *report.replay->run;
-    fmt::print(out, "## Replay {} `{}`\n\n", run.execute ? "run" : "plan", run.run_id);
-    fmt::print(out, "{}\n\n",
-               run.execute ? fmt::format("Into `{}`.", cell(run.sink))
-                           : std::string("Nothing was published or claimed."));
-    fmt::print(out, "| partition | from | to | events | {} | {} | next |\n|---|---:|---:|---:|---:|---:|---:|\n",
-               run.execute ? "published" : "would publish", run.execute ? "skipped" : "would skip");
-    for (const auto& p : run.partitions) {
-      fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} |\n", cell(detail::partition_name(p.topic, p.partition)),
-                 opt(p.from), opt(p.to), p.events, p.publish, p.skip, opt(p.next));
-    }
+  const auto& run = *r.run;
+  fmt::print(out, "## Replay {} `{}`\n\n", run.execute ? "run" : "plan", run.run_id);
+  fmt::print(out, "{}\n\n",
+             run.execute ? fmt::format("Into `{}`.", cell(run.sink))
+                         : std::string("Nothing was published or claimed."));
+  fmt::print(out, "| partition | from | to | events | {} | {} | next |\n|---|---:|---:|---:|---:|---:|---:|\n",
+             run.execute ? "published" : "would publish", run.execute ? "skipped" : "would skip");
+  for (const auto& p : run.partitions) {
+    fmt::print(out, "| {} | {} | {} | {} | {} | {} | {} |\n", cell(detail::partition_name(p.topic, p.partition)),
+               opt(p.from), opt(p.to), p.events, p.publish, p.skip, opt(p.next));
+  }
+  fmt::print(out, "\n");
+}
+
+void print_trace(const core::Trace& trace, std::FILE* out) {
+  fmt::print(out, "## Trace `{}`\n\n**{}** ({})\n\n", cell(trace.event_id), cell(trace.verdict.text), trace.verdict.id);
+  for (const auto& line : trace.verdict.evidence) {
+    fmt::print(out, "- {}\n", cell(line));
+  }
+  if (!trace.verdict.evidence.empty()) {
     fmt::print(out, "\n");
   }
-  for (const auto& trace : report.traces) {
-    fmt::print(out, "## Trace `{}`\n\n**{}** ({})\n\n", cell(trace.event_id), cell(trace.verdict.text),
-               trace.verdict.id);
-    for (const auto& line : trace.verdict.evidence) {
-      fmt::print(out, "- {}\n", cell(line));
-    }
-    if (!trace.verdict.evidence.empty()) {
-      fmt::print(out, "\n");
-    }
-    if (trace.occurrences.empty()) {
-      continue;
-    }
-    fmt::print(out, "| partition | offset | timestamp | type | payload | size | consumed |\n"
-                    "|---|---:|---|---|---|---:|---|\n");
-    for (const auto& o : trace.occurrences) {
-      fmt::print(out, "| {} | {} | {} | {} | `{:016x}` | {} | {} |\n",
-                 cell(detail::partition_name(o.topic, o.partition)), o.offset,
-                 o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "–", o.type.empty() ? "–" : cell(o.type),
-                 o.fingerprint, o.size,
-                 !o.delivered   ? "unknown"
-                 : *o.delivered ? "yes"
-                                : "no");
-    }
-    fmt::print(out, "\nDedup key{}: ", trace.dedup_keys.size() == 1 ? "" : "s");
-    for (std::size_t k = 0; k < trace.dedup_keys.size(); ++k) {
-      fmt::print(out, "{}`{}`", k ? ", " : "", cell(trace.dedup_keys[k]));
-    }
-    fmt::print(out, ". Record: {}.\n\n", core::to_string(trace.record.state));
-    fmt::print(out, "Timeline:\n\n");
-    for (const auto& entry : trace.timeline) {
-      fmt::print(out, "1. {}: {}\n", core::format_time(entry.at_ms), cell(entry.what));
-    }
-    fmt::print(out, "\n");
+  if (trace.occurrences.empty()) {
+    return;
   }
+  fmt::print(out, "| partition | offset | timestamp | type | payload | size | consumed |\n"
+                  "|---|---:|---|---|---|---:|---|\n");
+  for (const auto& o : trace.occurrences) {
+    fmt::print(out, "| {} | {} | {} | {} | `{:016x}` | {} | {} |\n", cell(detail::partition_name(o.topic, o.partition)),
+               o.offset, o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "–",
+               o.type.empty() ? "–" : cell(o.type), o.fingerprint, o.size,
+               !o.delivered   ? "unknown"
+               : *o.delivered ? "yes"
+                              : "no");
+  }
+  fmt::print(out, "\nDedup key{}: ", trace.dedup_keys.size() == 1 ? "" : "s");
+  for (std::size_t k = 0; k < trace.dedup_keys.size(); ++k) {
+    fmt::print(out, "{}`{}`", k ? ", " : "", cell(trace.dedup_keys[k]));
+  }
+  fmt::print(out, ". Record: {}.\n\n", core::to_string(trace.record.state));
+  fmt::print(out, "Timeline:\n\n");
+  for (const auto& entry : trace.timeline) {
+    fmt::print(out, "1. {}: {}\n", core::format_time(entry.at_ms), cell(entry.what));
+  }
+  fmt::print(out, "\n");
+}
+
+void print_findings(const Report& report, std::FILE* out) {
   if (!report.summary.empty()) {
     fmt::print(out, "## Summary\n\n| | events |\n|---|---:|\n");
     for (const auto& [name, value] : report.summary) {
@@ -157,12 +155,38 @@ void render_markdown(const Report& report, std::FILE* out) {
     }
     fmt::print(out, "{}\n\n", finding.advice);
   }
+}
+
+void print_settings(const Report& report, std::FILE* out) {
   if (!report.settings.empty()) {
     fmt::print(out, "## Settings\n\n| setting | value | from |\n|---|---|---|\n");
     for (const auto& [name, value] : report.settings) {
       fmt::print(out, "| {} | `{}` | {} |\n", cell(name), cell(value), report.setting_origin(name));
     }
   }
+}
+
+} // namespace
+
+void render_markdown(const Report& report, std::FILE* out) {
+  fmt::print(out, "# dedupctl {}\n\n", report.command);
+  fmt::print(out, "**{}**\n\n", cell(detail::verdict_sentence(report)));
+  fmt::print(out, "Generated {}.\n\n", core::format_time(report.generated_at_ms));
+  if (report.source) {
+    print_source(*report.source, out);
+  }
+  if (report.placement) {
+    print_placement(*report.placement, out);
+  }
+  print_coverage(report, out);
+  if (report.replay) {
+    print_replay(*report.replay, out);
+  }
+  for (const auto& trace : report.traces) {
+    print_trace(trace, out);
+  }
+  print_findings(report, out);
+  print_settings(report, out);
 }
 
 } // namespace dedupctl::reports

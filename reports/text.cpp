@@ -73,9 +73,8 @@ std::string paint(std::string_view text, core::Severity severity, bool color) {
   return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
 }
 
-} // namespace
-
-void render_text(const Report& report, std::FILE* out, const RenderOptions& options) {
+// The header line and the partitions read (or the command alone, without a source).
+void print_source(const Report& report, std::FILE* out) {
   std::int64_t events = 0;
   for (const auto& [name, value] : report.summary) {
     if (name == "events") {
@@ -139,7 +138,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
   } else {
     fmt::print(out, "dedupctl {}\n", report.command);
   }
+}
 
+void print_placement(const Report& report, std::FILE* out) {
   if (report.placement) {
     const auto& p = *report.placement;
     fmt::print(out, "\nPLACEMENT  {} {}  key {}\n", p.kind, p.store, p.key_template);
@@ -156,6 +157,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
                                         : ""; // replay: not its concern
     fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl), estimate, retention);
   }
+}
+
+void print_coverage(const Report& report, std::FILE* out) {
   if (!report.coverage.empty()) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> head{"PARTITION"};
@@ -177,6 +181,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     fmt::print(out, "\nCOVERAGE\n");
     print_table(out, rows, "  ");
   }
+}
+
+void print_summary(const Report& report, std::FILE* out) {
   if (!report.summary.empty()) {
     fmt::print(out, "\nSUMMARY\n");
     std::vector<std::vector<std::string>> rows;
@@ -185,55 +192,56 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     }
     print_table(out, rows, "  ");
   }
+}
 
-  for (const auto& trace : report.traces) {
-    // trace: per id the verdict first, then the occurrences, the record, the timeline, the evidence.
-    fmt::print(out, "\nTRACE {}  {}\n", trace.event_id, trace.verdict.text);
-    if (!trace.occurrences.empty()) {
-      std::vector<std::vector<std::string>> rows{
-          {"PARTITION", "OFFSET", "TIMESTAMP", "TYPE", "PAYLOAD", "SIZE", "CONSUMED"}};
-      for (const auto& o : trace.occurrences) {
-        rows.push_back({partition_name(o.topic, o.partition), std::to_string(o.offset),
-                        o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "-", o.type.empty() ? "-" : o.type,
-                        fmt::format("{:016x}", o.fingerprint), std::to_string(o.size),
-                        !o.delivered   ? "unknown"
-                        : *o.delivered ? "yes"
-                                       : "no"});
-      }
-      print_table(out, rows, "  ");
-      for (const auto& o : trace.occurrences) {
-        if (o.decoded) {
-          fmt::print(out, "  decoded    {} {}\n", partition_name(o.topic, o.partition) + "@" + std::to_string(o.offset),
-                     *o.decoded);
-        }
-      }
-      for (const auto& key : trace.dedup_keys) {
-        fmt::print(out, "  dedup key  {}\n", key);
-      }
-      const auto& r = trace.record;
-      fmt::print(out, "  record     {}{}{}{}\n", core::to_string(r.state),
-                 r.value ? fmt::format(", value '{}'", *r.value) : "",
-                 r.status ? fmt::format(", status '{}'", *r.status) : "",
-                 r.state == core::TraceRecord::State::Present
-                     ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
-                     : "");
-      fmt::print(out, "  TIMELINE\n");
-      for (const auto& entry : trace.timeline) {
-        fmt::print(out, "    {}  {}\n", core::format_time(entry.at_ms), entry.what);
+// trace: per id the verdict first, then the occurrences, the record, the timeline, the evidence.
+void print_trace(const core::Trace& trace, std::FILE* out) {
+  fmt::print(out, "\nTRACE {}  {}\n", trace.event_id, trace.verdict.text);
+  if (!trace.occurrences.empty()) {
+    std::vector<std::vector<std::string>> rows{
+        {"PARTITION", "OFFSET", "TIMESTAMP", "TYPE", "PAYLOAD", "SIZE", "CONSUMED"}};
+    for (const auto& o : trace.occurrences) {
+      rows.push_back({partition_name(o.topic, o.partition), std::to_string(o.offset),
+                      o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "-", o.type.empty() ? "-" : o.type,
+                      fmt::format("{:016x}", o.fingerprint), std::to_string(o.size),
+                      !o.delivered   ? "unknown"
+                      : *o.delivered ? "yes"
+                                     : "no"});
+    }
+    print_table(out, rows, "  ");
+    for (const auto& o : trace.occurrences) {
+      if (o.decoded) {
+        fmt::print(out, "  decoded    {} {}\n", partition_name(o.topic, o.partition) + "@" + std::to_string(o.offset),
+                   *o.decoded);
       }
     }
-    for (const auto& line : trace.verdict.evidence) {
-      fmt::print(out, "  - {}\n", line);
+    for (const auto& key : trace.dedup_keys) {
+      fmt::print(out, "  dedup key  {}\n", key);
     }
-    for (const auto& note : trace.notes) {
-      if (std::find(trace.verdict.evidence.begin(), trace.verdict.evidence.end(), note) ==
-          trace.verdict.evidence.end()) {
-        fmt::print(out, "  note: {}\n", note);
-      }
+    const auto& r = trace.record;
+    fmt::print(out, "  record     {}{}{}{}\n", core::to_string(r.state),
+               r.value ? fmt::format(", value '{}'", *r.value) : "",
+               r.status ? fmt::format(", status '{}'", *r.status) : "",
+               r.state == core::TraceRecord::State::Present
+                   ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
+                   : "");
+    fmt::print(out, "  TIMELINE\n");
+    for (const auto& entry : trace.timeline) {
+      fmt::print(out, "    {}  {}\n", core::format_time(entry.at_ms), entry.what);
     }
-    fmt::print(out, "  verdict: {}\n", trace.verdict.id);
   }
+  for (const auto& line : trace.verdict.evidence) {
+    fmt::print(out, "  - {}\n", line);
+  }
+  for (const auto& note : trace.notes) {
+    if (std::find(trace.verdict.evidence.begin(), trace.verdict.evidence.end(), note) == trace.verdict.evidence.end()) {
+      fmt::print(out, "  note: {}\n", note);
+    }
+  }
+  fmt::print(out, "  verdict: {}\n", trace.verdict.id);
+}
 
+void print_findings(const Report& report, std::FILE* out, const RenderOptions& options) {
   fmt::print(out, "\nFINDINGS\n");
   if (report.findings.empty()) {
     fmt::print(out, "  none\n");
@@ -249,7 +257,10 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     }
     print_wrapped(out, finding.advice, "           ");
   }
+}
 
+// A replay's run or plan per partition, or an audit's replay window.
+void print_replay(const Report& report, std::FILE* out) {
   if (report.replay && report.replay->run) {
     // replay: per partition what this run read, published (or would) and skipped, and where a
     // rerun with the checkpoint would start.
@@ -281,6 +292,9 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
                  safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
     }
   }
+}
+
+void print_settings(const Report& report, std::FILE* out) {
   if (!report.settings.empty()) {
     fmt::print(out, "\nSETTINGS\n");
     std::vector<std::vector<std::string>> rows;
@@ -290,6 +304,21 @@ void render_text(const Report& report, std::FILE* out, const RenderOptions& opti
     }
     print_table(out, rows, "  ");
   }
+}
+
+} // namespace
+
+void render_text(const Report& report, std::FILE* out, const RenderOptions& options) {
+  print_source(report, out);
+  print_placement(report, out);
+  print_coverage(report, out);
+  print_summary(report, out);
+  for (const auto& trace : report.traces) {
+    print_trace(trace, out);
+  }
+  print_findings(report, out, options);
+  print_replay(report, out);
+  print_settings(report, out);
   fmt::print(out, "\n{}\n", detail::verdict_sentence(report));
 }
 
