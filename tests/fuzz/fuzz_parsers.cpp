@@ -1,10 +1,13 @@
-// libFuzzer targets for the parsers that read user input: offset/time SPECs, durations, id specs,
-// kcat -J lines (and identification over what they yield), the --config file and the snapshot and
-// checkpoint files a run reads back. Build with clang and
-// -DDEDUPCTL_FUZZ=ON; run e.g. build-fuzz/tests/fuzz/fuzz_kcat_line -max_total_time=60.
+// libFuzzer targets for the parsers that read user input: offset/time SPECs, durations, id specs and
+// key templates (rendered too), kcat -J lines (and identification over what they yield), the --config
+// file, check's TOML declarations, and the snapshot and checkpoint files a run reads back.
+// scripts/fuzz builds them with clang into build-fuzz/ and runs each over its corpus
+// (tests/fuzz/corpus/TARGET) for a bounded time; scripts/test runs it.
 #include "core/check/config_check.hpp"
+#include "core/check/declarations.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/identify.hpp"
+#include "core/identity/key_template.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/kcat_line.hpp"
 #include "core/source/offset_spec.hpp"
@@ -17,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 using namespace dedupctl;
 
@@ -44,6 +48,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     core::parse_field_specs(text, "--id");
   } catch (const UsageError&) {
   }
+  try {
+    auto tmpl = core::KeyTemplate::parse(text);
+    std::vector<std::string_view> fields(tmpl.fields().size(), text);
+    core::KeyValues values{text, "type", "entity", "topic", 3, 42, text, "consumer", fields.data()};
+    std::string key;
+    core::render_key(tmpl, values, key);
+  } catch (const UsageError&) {
+  }
 #elif defined(DEDUPCTL_FUZZ_KCAT_LINE)
   static core::KcatLineParser parser;
   static core::Identifier identifier(core::default_identify_options());
@@ -57,6 +69,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 #elif defined(DEDUPCTL_FUZZ_FILES)
   static const std::map<std::string, std::set<std::string>> known{{"", {"fail-on", "timeout"}}, {"audit", {"ttl"}}};
   core::check_config(text, known);
+  try {
+    core::parse_declarations(text, "fuzz.toml");
+  } catch (const UsageError&) {
+  }
   core::SnapshotHeader header;
   core::SnapshotEntry entry;
   std::string error;
