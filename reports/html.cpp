@@ -131,6 +131,169 @@ void chart(std::string& out, const core::PartitionCoverage& p, const Report& rep
   out += "</svg></div>";
 }
 
+// When the report was made and from what.
+void meta(std::string& out, const Report& report) {
+  out += fmt::format("<p class=\"meta\">Generated {}", core::format_time(report.generated_at_ms));
+  if (report.source) {
+    std::string topics;
+    for (const auto& t : report.source->topics) {
+      topics += (topics.empty() ? "" : ", ") + t;
+    }
+    out += fmt::format(" from {} <code>{}</code>{}", report.source->kind == "file" ? "file" : "Kafka",
+                       esc(report.source->kind == "file" ? report.source->path : report.source->bootstrap),
+                       topics.empty() ? "" : fmt::format(", topic <code>{}</code>", esc(topics)));
+    if (report.source->group) {
+      out += fmt::format(", group <code>{}</code>", esc(*report.source->group));
+    }
+  }
+  out += ".</p>";
+}
+
+void placement(std::string& out, const Report& report) {
+  if (report.placement) {
+    const auto& p = *report.placement;
+    out += fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
+                       esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
+                       esc(core::describe(p.ttl)),
+                       p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
+                                                 esc(core::describe(*p.retention)))
+                                   : std::string());
+  }
+}
+
+void summary(std::string& out, const Report& report) {
+  if (!report.summary.empty()) {
+    out += "<h2>Summary</h2><div class=\"cards\">";
+    for (const auto& [name, value] : report.summary) {
+      out += fmt::format("<div class=\"card\" data-summary=\"{}\"><div class=\"n\">{}</div><div class=\"l\">{}</div>"
+                         "</div>",
+                         esc(name), value, esc(detail::counter_label(name)));
+    }
+    out += "</div>";
+  }
+}
+
+// The coverage of each partition over event time (a chart each), then as a table.
+void coverage(std::string& out, const Report& report) {
+  if (!report.coverage.empty()) {
+    out += "<h2>Coverage over event time</h2><div class=\"legend\">";
+    for (std::size_t c = 0; c < std::size(detail::k_coverage_columns); ++c) {
+      out +=
+          fmt::format("<span style=\"--c:{}\">{}</span>", k_colors[c], core::to_string(detail::k_coverage_columns[c]));
+    }
+    out += "</div>";
+    for (const auto& p : report.coverage) {
+      chart(out, p, report);
+    }
+    out += "<div class=\"scroll\"><table id=\"coverage\"><tr><th>partition</th>";
+    for (auto state : detail::k_coverage_columns) {
+      out += fmt::format("<th>{}</th>", core::to_string(state));
+    }
+    out += "</tr>";
+    for (const auto& p : report.coverage) {
+      out += fmt::format("<tr><td>{}</td>", esc(detail::partition_name(p.topic, p.partition)));
+      for (auto state : detail::k_coverage_columns) {
+        out += fmt::format("<td class=\"num\" data-state=\"{}\">{}</td>", core::to_string(state),
+                           p.states[static_cast<std::size_t>(state)]);
+      }
+      out += "</tr>";
+    }
+    out += "</table></div>";
+  }
+}
+
+// An audit's replay window, or a replay's run or plan per partition.
+void replay(std::string& out, const Report& report) {
+  if (report.replay && !report.replay->run) {
+    const auto& r = *report.replay;
+    out +=
+        fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
+                    "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
+                    esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    if (!r.safe_from.empty()) {
+      out += "<ul id=\"safe-from\">";
+      for (const auto& s : r.safe_from) {
+        out += fmt::format("<li>safe from <code>{}@{}</code>{}</li>", esc(detail::partition_name(s.topic, s.partition)),
+                           s.offset, s.timestamp_ms ? " (" + core::format_time(*s.timestamp_ms) + ")" : "");
+      }
+      out += "</ul>";
+    }
+  }
+  if (report.replay && report.replay->run) {
+    const auto& run = *report.replay->run;
+    out += fmt::format("<h2>Replay {} <code>{}</code></h2><div class=\"scroll\"><table><tr><th>partition</th><th>from"
+                       "</th><th>to</th><th>events</th><th>{}</th><th>{}</th><th>next</th></tr>",
+                       run.execute ? "run" : "plan", esc(run.run_id), run.execute ? "published" : "would publish",
+                       run.execute ? "skipped" : "would skip");
+    auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("–"); };
+    for (const auto& p : run.partitions) {
+      out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                         esc(detail::partition_name(p.topic, p.partition)), opt(p.from), opt(p.to), p.events, p.publish,
+                         p.skip, opt(p.next));
+    }
+    out += "</table></div>";
+  }
+}
+
+void traces(std::string& out, const Report& report) {
+  for (const auto& trace : report.traces) {
+    out += fmt::format("<h2>Trace <code>{}</code></h2><p class=\"verdict {}\" data-trace-verdict=\"{}\">{}</p><ul>",
+                       esc(trace.event_id),
+                       trace.verdict.id == "protected" || trace.verdict.id == "not-found" ? "clean" : "error",
+                       esc(trace.verdict.id), esc(trace.verdict.text));
+    for (const auto& e : trace.verdict.evidence) {
+      out += fmt::format("<li>{}</li>", esc(e));
+    }
+    out += "</ul>";
+    if (!trace.timeline.empty() && !trace.occurrences.empty()) {
+      out += "<ol class=\"ex\">";
+      for (const auto& entry : trace.timeline) {
+        out += fmt::format("<li>{}: {}</li>", core::format_time(entry.at_ms), esc(entry.what));
+      }
+      out += "</ol>";
+    }
+  }
+}
+
+void findings(std::string& out, const Report& report) {
+  out += "<h2>Findings</h2>";
+  if (report.findings.empty()) {
+    out += "<p>None.</p>";
+  }
+  for (const auto& f : report.findings) {
+    out += fmt::format("<div class=\"finding\" data-finding=\"{}\" data-count=\"{}\"><span class=\"sev {}\">{}</span>"
+                       "<strong>{}</strong> {}",
+                       esc(f.id), f.count, core::to_string(f.severity), core::to_string(f.severity), esc(f.id),
+                       esc(f.title));
+    if (!f.examples.empty()) {
+      out += "<ul class=\"ex\">";
+      for (const auto& ex : f.examples) {
+        out += fmt::format("<li>{}</li>", esc(detail::example_line(ex)));
+      }
+      if (f.count > static_cast<std::int64_t>(f.examples.size())) {
+        out += fmt::format("<li>… and {} more</li>", f.count - static_cast<std::int64_t>(f.examples.size()));
+      }
+      out += "</ul>";
+    }
+    if (!f.advice.empty()) {
+      out += fmt::format("<p>{}</p>", esc(f.advice));
+    }
+    out += "</div>";
+  }
+}
+
+void settings(std::string& out, const Report& report) {
+  if (!report.settings.empty()) {
+    out += "<h2>Settings</h2><div class=\"scroll\"><table id=\"settings\">";
+    for (const auto& [name, value] : report.settings) {
+      out += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(name), esc(value),
+                         esc(report.setting_origin(name)));
+    }
+    out += "</table></div>";
+  }
+}
+
 } // namespace
 
 void render_html(const Report& report, std::FILE* out) {
@@ -141,143 +304,14 @@ void render_html(const Report& report, std::FILE* out) {
   page += fmt::format("<h1>dedupctl {}</h1>", esc(report.command));
   page += fmt::format("<p class=\"verdict {}\" id=\"verdict\">{}</p>", severity_class(report),
                       esc(detail::verdict_sentence(report)));
-  page += fmt::format("<p class=\"meta\">Generated {}", core::format_time(report.generated_at_ms));
-  if (report.source) {
-    std::string topics;
-    for (const auto& t : report.source->topics) {
-      topics += (topics.empty() ? "" : ", ") + t;
-    }
-    page += fmt::format(" from {} <code>{}</code>{}", report.source->kind == "file" ? "file" : "Kafka",
-                        esc(report.source->kind == "file" ? report.source->path : report.source->bootstrap),
-                        topics.empty() ? "" : fmt::format(", topic <code>{}</code>", esc(topics)));
-    if (report.source->group) {
-      page += fmt::format(", group <code>{}</code>", esc(*report.source->group));
-    }
-  }
-  page += ".</p>";
-  if (report.placement) {
-    const auto& p = *report.placement;
-    page += fmt::format("<p class=\"meta\">Placement {} <code>{}</code>, key <code>{}</code>, TTL {} ({}){}.</p>",
-                        esc(p.kind), esc(p.store), esc(p.key_template), esc(core::to_text(p.ttl.span)),
-                        esc(core::describe(p.ttl)),
-                        p.retention ? fmt::format(", retention {} ({})", esc(core::to_text(p.retention->span)),
-                                                  esc(core::describe(*p.retention)))
-                                    : std::string());
-  }
-  if (!report.summary.empty()) {
-    page += "<h2>Summary</h2><div class=\"cards\">";
-    for (const auto& [name, value] : report.summary) {
-      page += fmt::format("<div class=\"card\" data-summary=\"{}\"><div class=\"n\">{}</div><div class=\"l\">{}</div>"
-                          "</div>",
-                          esc(name), value, esc(detail::counter_label(name)));
-    }
-    page += "</div>";
-  }
-  if (!report.coverage.empty()) {
-    page += "<h2>Coverage over event time</h2><div class=\"legend\">";
-    for (std::size_t c = 0; c < std::size(detail::k_coverage_columns); ++c) {
-      page +=
-          fmt::format("<span style=\"--c:{}\">{}</span>", k_colors[c], core::to_string(detail::k_coverage_columns[c]));
-    }
-    page += "</div>";
-    for (const auto& p : report.coverage) {
-      chart(page, p, report);
-    }
-    page += "<div class=\"scroll\"><table id=\"coverage\"><tr><th>partition</th>";
-    for (auto state : detail::k_coverage_columns) {
-      page += fmt::format("<th>{}</th>", core::to_string(state));
-    }
-    page += "</tr>";
-    for (const auto& p : report.coverage) {
-      page += fmt::format("<tr><td>{}</td>", esc(detail::partition_name(p.topic, p.partition)));
-      for (auto state : detail::k_coverage_columns) {
-        page += fmt::format("<td class=\"num\" data-state=\"{}\">{}</td>", core::to_string(state),
-                            p.states[static_cast<std::size_t>(state)]);
-      }
-      page += "</tr>";
-    }
-    page += "</table></div>";
-  }
-  if (report.replay && !report.replay->run) {
-    const auto& r = *report.replay;
-    page +=
-        fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
-                    "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
-                    esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
-    if (!r.safe_from.empty()) {
-      page += "<ul id=\"safe-from\">";
-      for (const auto& s : r.safe_from) {
-        page +=
-            fmt::format("<li>safe from <code>{}@{}</code>{}</li>", esc(detail::partition_name(s.topic, s.partition)),
-                        s.offset, s.timestamp_ms ? " (" + core::format_time(*s.timestamp_ms) + ")" : "");
-      }
-      page += "</ul>";
-    }
-  }
-  if (report.replay && report.replay->run) {
-    const auto& run = *report.replay->run;
-    page += fmt::format("<h2>Replay {} <code>{}</code></h2><div class=\"scroll\"><table><tr><th>partition</th><th>from"
-                        "</th><th>to</th><th>events</th><th>{}</th><th>{}</th><th>next</th></tr>",
-                        run.execute ? "run" : "plan", esc(run.run_id), run.execute ? "published" : "would publish",
-                        run.execute ? "skipped" : "would skip");
-    auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("–"); };
-    for (const auto& p : run.partitions) {
-      page += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                          esc(detail::partition_name(p.topic, p.partition)), opt(p.from), opt(p.to), p.events,
-                          p.publish, p.skip, opt(p.next));
-    }
-    page += "</table></div>";
-  }
-  for (const auto& trace : report.traces) {
-    page += fmt::format("<h2>Trace <code>{}</code></h2><p class=\"verdict {}\" data-trace-verdict=\"{}\">{}</p><ul>",
-                        esc(trace.event_id),
-                        trace.verdict.id == "protected" || trace.verdict.id == "not-found" ? "clean" : "error",
-                        esc(trace.verdict.id), esc(trace.verdict.text));
-    for (const auto& e : trace.verdict.evidence) {
-      page += fmt::format("<li>{}</li>", esc(e));
-    }
-    page += "</ul>";
-    if (!trace.timeline.empty() && !trace.occurrences.empty()) {
-      page += "<ol class=\"ex\">";
-      for (const auto& entry : trace.timeline) {
-        page += fmt::format("<li>{}: {}</li>", core::format_time(entry.at_ms), esc(entry.what));
-      }
-      page += "</ol>";
-    }
-  }
-  page += "<h2>Findings</h2>";
-  if (report.findings.empty()) {
-    page += "<p>None.</p>";
-  }
-  for (const auto& f : report.findings) {
-    page += fmt::format("<div class=\"finding\" data-finding=\"{}\" data-count=\"{}\"><span class=\"sev {}\">{}</span>"
-                        "<strong>{}</strong> {}",
-                        esc(f.id), f.count, core::to_string(f.severity), core::to_string(f.severity), esc(f.id),
-                        esc(f.title));
-    if (!f.examples.empty()) {
-      page += "<ul class=\"ex\">";
-      for (const auto& ex : f.examples) {
-        page += fmt::format("<li>{}</li>", esc(detail::example_line(ex)));
-      }
-      if (f.count > static_cast<std::int64_t>(f.examples.size())) {
-        page += fmt::format("<li>… and {} more</li>", f.count - static_cast<std::int64_t>(f.examples.size()));
-      }
-      page += "</ul>";
-    }
-    if (!f.advice.empty()) {
-      page += fmt::format("<p>{}</p>", esc(f.advice));
-    }
-    page += "</div>";
-  }
-  if (!report.settings.empty()) {
-    page += "<h2>Settings</h2><div class=\"scroll\"><table id=\"settings\">";
-    for (const auto& [name, value] : report.settings) {
-      page += fmt::format("<tr><th>{}</th><td>{}</td><td>{}</td></tr>", esc(name), esc(value),
-                          esc(report.setting_origin(name)));
-    }
-    page += "</table></div>";
-  }
+  meta(page, report);
+  placement(page, report);
+  summary(page, report);
+  coverage(page, report);
+  replay(page, report);
+  traces(page, report);
+  findings(page, report);
+  settings(page, report);
   page += "</main></body></html>\n";
   std::fwrite(page.data(), 1, page.size(), out);
 }

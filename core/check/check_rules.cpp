@@ -51,118 +51,136 @@ Finding consumer_finding(const ConsumerDeclaration& consumer, const std::string&
   return f;
 }
 
-std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
-                                     const std::map<std::string, LiveFacts>& live) {
-  std::vector<Finding> findings;
-  auto add = [&](const ConsumerDeclaration& consumer, const std::string& field, std::string id, Severity severity,
-                 std::string title, std::string advice) {
-    findings.push_back(
-        consumer_finding(consumer, file, field, std::move(id), severity, std::move(title), std::move(advice)));
-  };
-  for (const auto& consumer : consumers) {
-    const LiveFacts* facts = nullptr;
-    if (auto it = live.find(consumer.name); it != live.end()) {
-      facts = &it->second;
-    }
-    bool durable = consumer.placement == Placement::Redis || consumer.placement == Placement::Postgres;
-    std::string ttl_field = consumer.placement == Placement::Postgres ? "inbox_retention" : "ttl";
-    std::optional<Span> ttl = consumer.placement == Placement::Postgres ? consumer.inbox_retention : consumer.ttl;
-    std::optional<Span> retention = consumer.retention;
-    if (facts && facts->retention) {
-      retention = facts->retention;
-    }
-    std::string needed = ttl_needed(retention.value_or(Span::unknown()), consumer.max_lag_ms);
-    if (durable && ttl && retention) {
-      if (auto f = ttl_vs_retention(fmt::format("{} ({})", ttl_field, to_text(*ttl)), *ttl, *retention,
-                                    consumer.max_lag_ms, facts && facts->compacted)) {
-        add(consumer, ttl_field, std::move(f->id), f->severity, std::move(f->title), std::move(f->advice));
-      }
-    }
-    if (durable && !retention) {
-      add(consumer, "topic", "retention-unknown", Severity::Info,
-          fmt::format("the retention of topic '{}' is not declared: the TTL could not be checked against it",
-                      consumer.topic),
-          "Declare retention = \"7d\" (the topic's retention.ms, or \"infinite\"), or run with --live.");
-    }
-    if (consumer.placement == Placement::Redis && !ttl) {
-      add(consumer, "placement", "ttl-unknown", Severity::Info, "no ttl is declared",
-          "Declare the TTL the consumer sets (ttl = \"8d\", or \"none\") so that it can be checked.");
-    }
-    if (consumer.placement == Placement::Redis && ttl && ttl->is_infinite()) {
-      add(consumer, "ttl", "no-expiry", Severity::Warning, "dedup records never expire (ttl = \"none\")",
-          "The keyspace grows without bound and, under memory pressure, evictions pick dedup keys. Set a TTL of " +
-              needed + ".");
-    }
-    if (consumer.placement == Placement::Redis && !consumer.key_template.empty()) {
-      try {
-        auto tmpl = KeyTemplate::parse(consumer.key_template);
-        if (!tmpl.uses(KeyTemplate::Part::EventId)) {
-          add(consumer, "key_template", "key-template-lacks-event-id", Severity::Error,
-              fmt::format("the key template '{}' has no {{event_id}}", consumer.key_template),
-              "Keys built from a business id (an order id) make distinct events share one record: the consumer "
-              "silently drops all but the first. Put {event_id} in the key.");
-        }
-        if (tmpl.uses(KeyTemplate::Part::Offset) || tmpl.uses(KeyTemplate::Part::Partition)) {
-          add(consumer, "key_template", "key-template-uses-offset", Severity::Warning,
-              fmt::format("the key template '{}' uses the partition or offset", consumer.key_template),
-              "Offsets change when a topic is recreated or mirrored: the same event gets a new key. Use {event_id}.");
-        }
-      } catch (...) {
-        // Reported as a declaration error already.
-      }
-    }
-    if (consumer.placement == Placement::Memory && consumer.side_effects == SideEffect::External) {
-      add(consumer, "placement", "memory-placement-for-external-effects", Severity::Error,
-          "an in-memory window guards effects that customers see",
-          "A restart, a rebalance or a replay forgets the window and repeats the effect. External side effects need "
-          "a durable placement (a Redis key or an inbox row written with the effect) plus the external API's own "
-          "idempotency key; keep an in-memory window for streams where a rare duplicate is acceptable.");
-    }
-    if (facts) {
-      auto on_master = [](const std::string& node) { return node.empty() ? "" : " on master " + node; };
-      std::string on = on_master(facts->policy_node);
-      if (facts->maxmemory_policy) {
-        const std::string& policy = *facts->maxmemory_policy;
-        if (policy.starts_with("allkeys-")) {
-          add(consumer, "store", "eviction-policy-unsafe", Severity::Error,
-              fmt::format("Redis maxmemory-policy is {}{}: dedup keys can be evicted under memory pressure", policy,
-                          on),
-              "Use noeviction (writes fail loudly instead), or a Redis of its own for dedup keys.");
-        } else if (policy.starts_with("volatile-")) {
-          add(consumer, "store", "eviction-policy-unsafe", Severity::Warning,
-              fmt::format("Redis maxmemory-policy is {}{}: keys with a TTL, dedup keys among them, can be evicted",
-                          policy, on),
-              "Use noeviction for the dedup keyspace, or size maxmemory so that it is never reached.");
-        }
-      }
-      if (facts->persistence && !*facts->persistence) {
-        add(consumer, "store", "persistence-off", Severity::Warning,
-            fmt::format("Redis{} keeps no RDB snapshots and no AOF: a restart empties the dedup keyspace",
-                        on_master(facts->persistence_node)),
-            "Enable appendonly yes (or save points), or treat every restart as a loss of dedup state.");
-      }
-      if (facts->sampled_without_expiry && *facts->sampled_without_expiry > 0) {
-        add(consumer, "key_template", "no-expiry", Severity::Warning,
-            fmt::format("{} of {} sampled keys of the template have no TTL", *facts->sampled_without_expiry,
-                        facts->sampled_keys.value_or(0)),
-            "Records written without PX/EX never expire; check the consumer's SET call against the declared ttl.");
-      }
-      if (auto ttl_ms = ttl ? ttl->finite_ms() : std::nullopt;
-          ttl_ms && facts->sampled_max_pttl_ms && *facts->sampled_max_pttl_ms > *ttl_ms + k_ms_per_second) {
-        add(consumer, "ttl", "ttl-declaration-mismatch", Severity::Warning,
-            fmt::format("sampled keys have up to {} left, more than the declared ttl ({})",
-                        format_duration(*facts->sampled_max_pttl_ms), to_text(*ttl)),
-            "The declaration does not describe what the consumer writes, so the other checks judged the wrong TTL. "
-            "Declare the TTL of the consumer's SET call.");
-      }
-      if (facts->inbox_unique && !*facts->inbox_unique) {
-        auto f = inbox_without_unique_constraint(consumer.inbox_table, consumer.inbox_id_column,
-                                                 consumer.inbox_consumer_column);
-        add(consumer, "inbox_table", std::move(f.id), f.severity, std::move(f.title), std::move(f.advice));
-      }
+namespace {
+
+// Adds a finding about one consumer's declaration, at the field it is about.
+class FindingAdder {
+public:
+  FindingAdder(std::vector<Finding>& findings, const std::string& file) : m_findings(findings), m_file(file) {}
+  void operator()(const ConsumerDeclaration& consumer, const std::string& field, std::string id, Severity severity,
+                  std::string title, std::string advice) const {
+    m_findings.push_back(
+        consumer_finding(consumer, m_file, field, std::move(id), severity, std::move(title), std::move(advice)));
+  }
+
+private:
+  std::vector<Finding>& m_findings;
+  const std::string& m_file;
+};
+
+// The TTL the consumer's records keep: an inbox's cleanup retention, or the Redis TTL.
+std::optional<Span> declared_ttl(const ConsumerDeclaration& consumer) {
+  return consumer.placement == Placement::Postgres ? consumer.inbox_retention : consumer.ttl;
+}
+
+// What the declaration says of itself: TTL against retention, the key template, the placement for
+// the effects (the retention the broker gave, with --live, where it is known).
+void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* facts, const FindingAdder& add) {
+  bool durable = consumer.placement == Placement::Redis || consumer.placement == Placement::Postgres;
+  std::string ttl_field = consumer.placement == Placement::Postgres ? "inbox_retention" : "ttl";
+  std::optional<Span> ttl = declared_ttl(consumer);
+  std::optional<Span> retention = consumer.retention;
+  if (facts && facts->retention) {
+    retention = facts->retention;
+  }
+  std::string needed = ttl_needed(retention.value_or(Span::unknown()), consumer.max_lag_ms);
+  if (durable && ttl && retention) {
+    if (auto f = ttl_vs_retention(fmt::format("{} ({})", ttl_field, to_text(*ttl)), *ttl, *retention,
+                                  consumer.max_lag_ms, facts && facts->compacted)) {
+      add(consumer, ttl_field, std::move(f->id), f->severity, std::move(f->title), std::move(f->advice));
     }
   }
-  // Two consumers writing one key space, or one inbox without a consumer column.
+  if (durable && !retention) {
+    add(consumer, "topic", "retention-unknown", Severity::Info,
+        fmt::format("the retention of topic '{}' is not declared: the TTL could not be checked against it",
+                    consumer.topic),
+        "Declare retention = \"7d\" (the topic's retention.ms, or \"infinite\"), or run with --live.");
+  }
+  if (consumer.placement == Placement::Redis && !ttl) {
+    add(consumer, "placement", "ttl-unknown", Severity::Info, "no ttl is declared",
+        "Declare the TTL the consumer sets (ttl = \"8d\", or \"none\") so that it can be checked.");
+  }
+  if (consumer.placement == Placement::Redis && ttl && ttl->is_infinite()) {
+    add(consumer, "ttl", "no-expiry", Severity::Warning, "dedup records never expire (ttl = \"none\")",
+        "The keyspace grows without bound and, under memory pressure, evictions pick dedup keys. Set a TTL of " +
+            needed + ".");
+  }
+  if (consumer.placement == Placement::Redis && !consumer.key_template.empty()) {
+    try {
+      auto tmpl = KeyTemplate::parse(consumer.key_template);
+      if (!tmpl.uses(KeyTemplate::Part::EventId)) {
+        add(consumer, "key_template", "key-template-lacks-event-id", Severity::Error,
+            fmt::format("the key template '{}' has no {{event_id}}", consumer.key_template),
+            "Keys built from a business id (an order id) make distinct events share one record: the consumer "
+            "silently drops all but the first. Put {event_id} in the key.");
+      }
+      if (tmpl.uses(KeyTemplate::Part::Offset) || tmpl.uses(KeyTemplate::Part::Partition)) {
+        add(consumer, "key_template", "key-template-uses-offset", Severity::Warning,
+            fmt::format("the key template '{}' uses the partition or offset", consumer.key_template),
+            "Offsets change when a topic is recreated or mirrored: the same event gets a new key. Use {event_id}.");
+      }
+    } catch (...) {
+      // Reported as a declaration error already.
+    }
+  }
+  if (consumer.placement == Placement::Memory && consumer.side_effects == SideEffect::External) {
+    add(consumer, "placement", "memory-placement-for-external-effects", Severity::Error,
+        "an in-memory window guards effects that customers see",
+        "A restart, a rebalance or a replay forgets the window and repeats the effect. External side effects need "
+        "a durable placement (a Redis key or an inbox row written with the effect) plus the external API's own "
+        "idempotency key; keep an in-memory window for streams where a rare duplicate is acceptable.");
+  }
+}
+
+// What the live systems say (check --live): Redis' eviction policy and persistence, sampled keys'
+// TTLs, the inbox's unique constraint.
+void check_live(const ConsumerDeclaration& consumer, const LiveFacts& live_facts, const FindingAdder& add) {
+  const LiveFacts* facts = &live_facts;
+  std::optional<Span> ttl = declared_ttl(consumer);
+  auto on_master = [](const std::string& node) { return node.empty() ? "" : " on master " + node; };
+  std::string on = on_master(facts->policy_node);
+  if (facts->maxmemory_policy) {
+    const std::string& policy = *facts->maxmemory_policy;
+    if (policy.starts_with("allkeys-")) {
+      add(consumer, "store", "eviction-policy-unsafe", Severity::Error,
+          fmt::format("Redis maxmemory-policy is {}{}: dedup keys can be evicted under memory pressure", policy, on),
+          "Use noeviction (writes fail loudly instead), or a Redis of its own for dedup keys.");
+    } else if (policy.starts_with("volatile-")) {
+      add(consumer, "store", "eviction-policy-unsafe", Severity::Warning,
+          fmt::format("Redis maxmemory-policy is {}{}: keys with a TTL, dedup keys among them, can be evicted", policy,
+                      on),
+          "Use noeviction for the dedup keyspace, or size maxmemory so that it is never reached.");
+    }
+  }
+  if (facts->persistence && !*facts->persistence) {
+    add(consumer, "store", "persistence-off", Severity::Warning,
+        fmt::format("Redis{} keeps no RDB snapshots and no AOF: a restart empties the dedup keyspace",
+                    on_master(facts->persistence_node)),
+        "Enable appendonly yes (or save points), or treat every restart as a loss of dedup state.");
+  }
+  if (facts->sampled_without_expiry && *facts->sampled_without_expiry > 0) {
+    add(consumer, "key_template", "no-expiry", Severity::Warning,
+        fmt::format("{} of {} sampled keys of the template have no TTL", *facts->sampled_without_expiry,
+                    facts->sampled_keys.value_or(0)),
+        "Records written without PX/EX never expire; check the consumer's SET call against the declared ttl.");
+  }
+  if (auto ttl_ms = ttl ? ttl->finite_ms() : std::nullopt;
+      ttl_ms && facts->sampled_max_pttl_ms && *facts->sampled_max_pttl_ms > *ttl_ms + k_ms_per_second) {
+    add(consumer, "ttl", "ttl-declaration-mismatch", Severity::Warning,
+        fmt::format("sampled keys have up to {} left, more than the declared ttl ({})",
+                    format_duration(*facts->sampled_max_pttl_ms), to_text(*ttl)),
+        "The declaration does not describe what the consumer writes, so the other checks judged the wrong TTL. "
+        "Declare the TTL of the consumer's SET call.");
+  }
+  if (facts->inbox_unique && !*facts->inbox_unique) {
+    auto f =
+        inbox_without_unique_constraint(consumer.inbox_table, consumer.inbox_id_column, consumer.inbox_consumer_column);
+    add(consumer, "inbox_table", std::move(f.id), f.severity, std::move(f.title), std::move(f.advice));
+  }
+}
+
+// Two consumers writing one key space, or one inbox without a consumer column.
+void check_shared(const std::vector<ConsumerDeclaration>& consumers, const FindingAdder& add) {
   for (std::size_t i = 0; i < consumers.size(); ++i) {
     for (std::size_t j = i + 1; j < consumers.size(); ++j) {
       const auto& a = consumers[i];
@@ -191,6 +209,25 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
       }
     }
   }
+}
+
+} // namespace
+
+std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
+                                     const std::map<std::string, LiveFacts>& live) {
+  std::vector<Finding> findings;
+  FindingAdder add(findings, file);
+  for (const auto& consumer : consumers) {
+    const LiveFacts* facts = nullptr;
+    if (auto it = live.find(consumer.name); it != live.end()) {
+      facts = &it->second;
+    }
+    check_declaration(consumer, facts, add);
+    if (facts) {
+      check_live(consumer, *facts, add);
+    }
+  }
+  check_shared(consumers, add);
   sort_findings(findings);
   return findings;
 }

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace dedupctl::core {
@@ -56,6 +57,184 @@ SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
 }
 
+// Reads one [[consumer]] table, its errors (each at its position) into `errors`.
+class ConsumerReader {
+public:
+  explicit ConsumerReader(std::vector<DeclarationError>& errors) : m_errors(errors) {}
+
+  ConsumerDeclaration read(const toml::table& table) {
+    ConsumerDeclaration consumer;
+    m_placement_valid = false;
+    consumer.at = position(table.source());
+    for (auto&& [key, node] : table) {
+      std::string name(key.str());
+      consumer.fields[name] = position(key.source());
+      if (!k_keys.count(name)) {
+        m_errors.push_back({position(key.source()),
+                            fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
+                                        "placement, store, key_template, ttl, retention, max_lag, side_effects, "
+                                        "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
+                                        "inbox_status_column, inbox_retention",
+                                        name)});
+        continue;
+      }
+      if (!read_text_field(name, node, consumer)) {
+        read_typed_field(name, node, consumer);
+      }
+    }
+    return consumer;
+  }
+
+  // The fields every consumer needs, named where they are missing.
+  void check_required(const ConsumerDeclaration& consumer, std::set<std::string>& names) {
+    auto missing = [&](const char* field, const char* why) {
+      m_errors.push_back(
+          {consumer.at, fmt::format("consumer{} has no '{}' ({})",
+                                    consumer.name.empty() ? "" : " '" + consumer.name + "'", field, why)});
+    };
+    if (!consumer.fields.count("name")) {
+      missing("name", "every consumer is named");
+    } else if (!consumer.name.empty() && !names.insert(consumer.name).second) {
+      m_errors.push_back({consumer.position_of("name"), fmt::format("consumer '{}' is declared twice", consumer.name)});
+    }
+    if (!consumer.fields.count("topic")) {
+      missing("topic", "the topic it consumes");
+    }
+    if (!consumer.fields.count("placement")) {
+      missing("placement", "redis, postgres, memory or design");
+    }
+    if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
+      missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
+    }
+  }
+
+private:
+  void error(const toml::node& node, std::string message) {
+    m_errors.push_back({position(node.source()), std::move(message)});
+  }
+
+  bool string_of(const std::string& name, const toml::node& node, std::string& target) {
+    if (auto value = node.value<std::string>()) {
+      target = *value;
+      return true;
+    }
+    error(node, fmt::format("'{}' must be a string", name));
+    return false;
+  }
+
+  template <typename Parse>
+  std::optional<Span> duration_of(const std::string& name, const toml::node& node, Parse parse) {
+    std::string text_value;
+    if (!string_of(name, node, text_value)) {
+      return std::nullopt;
+    }
+    try {
+      return parse(text_value);
+    } catch (const UsageError&) {
+      error(node, fmt::format("'{}' is \"{}\": expected a duration such as \"90s\", \"15m\", \"6h\", \"7d\", "
+                              "\"1d12h\" or \"PT6H\"{}",
+                              name, text_value,
+                              name == "retention" ? ", or \"infinite\""
+                              : name == "max_lag" ? ""
+                                                  : ", or \"none\""));
+      return std::nullopt;
+    }
+  }
+
+  // The fields whose value is any string; false for the others.
+  bool read_text_field(const std::string& name, const toml::node& node, ConsumerDeclaration& consumer) {
+    static const std::map<std::string, std::string ConsumerDeclaration::*, std::less<>> k_text{
+        {"name", &ConsumerDeclaration::name},
+        {"topic", &ConsumerDeclaration::topic},
+        {"group", &ConsumerDeclaration::group},
+        {"store", &ConsumerDeclaration::store},
+        {"inbox_table", &ConsumerDeclaration::inbox_table},
+        {"inbox_id_column", &ConsumerDeclaration::inbox_id_column},
+        {"inbox_consumer_column", &ConsumerDeclaration::inbox_consumer_column},
+        {"inbox_time_column", &ConsumerDeclaration::inbox_time_column},
+        {"inbox_status_column", &ConsumerDeclaration::inbox_status_column}};
+    auto field = k_text.find(name);
+    if (field == k_text.end()) {
+      return false;
+    }
+    string_of(name, node, consumer.*(field->second));
+    return true;
+  }
+
+  // The fields whose string is parsed: a key template, a placement, durations, a side-effect class.
+  void read_typed_field(const std::string& name, const toml::node& node, ConsumerDeclaration& consumer) {
+    if (name == "key_template") {
+      if (string_of(name, node, consumer.key_template)) {
+        try {
+          KeyTemplate::parse(consumer.key_template);
+        } catch (const UsageError& e) {
+          error(node, e.what());
+        }
+      }
+    } else if (name == "placement") {
+      read_placement(node, consumer);
+    } else if (name == "ttl") {
+      consumer.ttl = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
+    } else if (name == "retention") {
+      consumer.retention = duration_of(name, node, [](const std::string& t) { return parse_retention(t); });
+    } else if (name == "inbox_retention") {
+      consumer.inbox_retention = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
+    } else if (name == "max_lag") {
+      if (auto span = duration_of(name, node,
+                                  [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
+        consumer.max_lag_ms = span->finite_ms().value_or(0);
+      }
+    } else if (name == "side_effects") {
+      std::string value;
+      if (string_of(name, node, value)) {
+        try {
+          consumer.side_effects = parse_side_effect("x=" + value).second;
+        } catch (const UsageError&) {
+          error(node, fmt::format("'side_effects' is '{}'; expected external, internal or idempotent", value));
+        }
+      }
+    }
+  }
+
+  void read_placement(const toml::node& node, ConsumerDeclaration& consumer) {
+    std::string value;
+    if (!string_of("placement", node, value)) {
+      return;
+    }
+    static const std::map<std::string, Placement, std::less<>> k_placements{{"redis", Placement::Redis},
+                                                                            {"postgres", Placement::Postgres},
+                                                                            {"memory", Placement::Memory},
+                                                                            {"design", Placement::Design}};
+    auto found = k_placements.find(value);
+    m_placement_valid = found != k_placements.end();
+    if (m_placement_valid) {
+      consumer.placement = found->second;
+    } else {
+      error(node, fmt::format("'placement' is '{}'; expected redis, postgres, memory or design", value));
+    }
+  }
+
+  std::vector<DeclarationError>& m_errors;
+  bool m_placement_valid = false;
+};
+
+// The inbox defaults of dedupctl-audit(1); an inbox_consumer_column of "" declares that there is none.
+void apply_inbox_defaults(ConsumerDeclaration& consumer) {
+  const InboxSchema defaults;
+  if (consumer.inbox_table.empty()) {
+    consumer.inbox_table = defaults.table;
+  }
+  if (consumer.inbox_id_column.empty()) {
+    consumer.inbox_id_column = defaults.id_column;
+  }
+  if (!consumer.fields.count("inbox_consumer_column")) {
+    consumer.inbox_consumer_column = defaults.consumer_column;
+  }
+  if (consumer.inbox_time_column.empty()) {
+    consumer.inbox_time_column = defaults.time_column;
+  }
+}
+
 } // namespace
 
 Declarations parse_declarations(std::string_view text, std::string_view path) {
@@ -85,154 +264,16 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     return out;
   }
   std::set<std::string> names;
+  ConsumerReader reader(out.errors);
   for (const toml::node& element : *array) {
     const toml::table* table = element.as_table();
     if (!table) {
       out.errors.push_back({position(element.source()), "each consumer must be a table: write [[consumer]]"});
       continue;
     }
-    ConsumerDeclaration consumer;
-    bool placement_valid = false;
-    consumer.at = position(table->source());
-    auto error = [&](const toml::node& node, std::string message) {
-      out.errors.push_back({position(node.source()), std::move(message)});
-    };
-    auto string_of = [&](const std::string& name, const toml::node& node, std::string& target) {
-      if (auto value = node.value<std::string>()) {
-        target = *value;
-        return true;
-      }
-      error(node, fmt::format("'{}' must be a string", name));
-      return false;
-    };
-    auto duration_of = [&](const std::string& name, const toml::node& node, auto parse) -> std::optional<Span> {
-      std::string text_value;
-      if (!string_of(name, node, text_value)) {
-        return std::nullopt;
-      }
-      try {
-        return parse(text_value);
-      } catch (const UsageError&) {
-        error(node, fmt::format("'{}' is \"{}\": expected a duration such as \"90s\", \"15m\", \"6h\", \"7d\", "
-                                "\"1d12h\" or \"PT6H\"{}",
-                                name, text_value,
-                                name == "retention" ? ", or \"infinite\""
-                                : name == "max_lag" ? ""
-                                                    : ", or \"none\""));
-        return std::nullopt;
-      }
-    };
-    for (auto&& [key, node] : *table) {
-      std::string name(key.str());
-      consumer.fields[name] = position(key.source());
-      if (!k_keys.count(name)) {
-        out.errors.push_back({position(key.source()),
-                              fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
-                                          "placement, store, key_template, ttl, retention, max_lag, side_effects, "
-                                          "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
-                                          "inbox_status_column, inbox_retention",
-                                          name)});
-        continue;
-      }
-      if (name == "name") {
-        string_of(name, node, consumer.name);
-      } else if (name == "topic") {
-        string_of(name, node, consumer.topic);
-      } else if (name == "group") {
-        string_of(name, node, consumer.group);
-      } else if (name == "store") {
-        string_of(name, node, consumer.store);
-      } else if (name == "key_template") {
-        if (string_of(name, node, consumer.key_template)) {
-          try {
-            KeyTemplate::parse(consumer.key_template);
-          } catch (const UsageError& e) {
-            error(node, e.what());
-          }
-        }
-      } else if (name == "placement") {
-        std::string value;
-        if (string_of(name, node, value)) {
-          placement_valid = true;
-          if (value == "redis") {
-            consumer.placement = Placement::Redis;
-          } else if (value == "postgres") {
-            consumer.placement = Placement::Postgres;
-          } else if (value == "memory") {
-            consumer.placement = Placement::Memory;
-          } else if (value == "design") {
-            consumer.placement = Placement::Design;
-          } else {
-            placement_valid = false;
-            error(node, fmt::format("'placement' is '{}'; expected redis, postgres, memory or design", value));
-          }
-        }
-      } else if (name == "ttl") {
-        consumer.ttl = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
-      } else if (name == "retention") {
-        consumer.retention = duration_of(name, node, [](const std::string& t) { return parse_retention(t); });
-      } else if (name == "inbox_retention") {
-        consumer.inbox_retention = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
-      } else if (name == "max_lag") {
-        if (auto span = duration_of(name, node,
-                                    [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
-          consumer.max_lag_ms = span->finite_ms().value_or(0);
-        }
-      } else if (name == "side_effects") {
-        std::string value;
-        if (string_of(name, node, value)) {
-          try {
-            consumer.side_effects = parse_side_effect("x=" + value).second;
-          } catch (const UsageError&) {
-            error(node, fmt::format("'side_effects' is '{}'; expected external, internal or idempotent", value));
-          }
-        }
-      } else if (name == "inbox_table") {
-        string_of(name, node, consumer.inbox_table);
-      } else if (name == "inbox_id_column") {
-        string_of(name, node, consumer.inbox_id_column);
-      } else if (name == "inbox_consumer_column") {
-        string_of(name, node, consumer.inbox_consumer_column);
-      } else if (name == "inbox_time_column") {
-        string_of(name, node, consumer.inbox_time_column);
-      } else if (name == "inbox_status_column") {
-        string_of(name, node, consumer.inbox_status_column);
-      }
-    }
-    auto missing = [&](const char* field, const char* why) {
-      out.errors.push_back(
-          {consumer.at, fmt::format("consumer{} has no '{}' ({})",
-                                    consumer.name.empty() ? "" : " '" + consumer.name + "'", field, why)});
-    };
-    if (!consumer.fields.count("name")) {
-      missing("name", "every consumer is named");
-    } else if (!consumer.name.empty() && !names.insert(consumer.name).second) {
-      out.errors.push_back(
-          {consumer.position_of("name"), fmt::format("consumer '{}' is declared twice", consumer.name)});
-    }
-    if (!consumer.fields.count("topic")) {
-      missing("topic", "the topic it consumes");
-    }
-    if (!consumer.fields.count("placement")) {
-      missing("placement", "redis, postgres, memory or design");
-    }
-    if (placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
-      missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
-    }
-    // The inbox defaults of dedupctl(1); an inbox_consumer_column of "" declares that there is none.
-    const InboxSchema defaults;
-    if (consumer.inbox_table.empty()) {
-      consumer.inbox_table = defaults.table;
-    }
-    if (consumer.inbox_id_column.empty()) {
-      consumer.inbox_id_column = defaults.id_column;
-    }
-    if (!consumer.fields.count("inbox_consumer_column")) {
-      consumer.inbox_consumer_column = defaults.consumer_column;
-    }
-    if (consumer.inbox_time_column.empty()) {
-      consumer.inbox_time_column = defaults.time_column;
-    }
+    ConsumerDeclaration consumer = reader.read(*table);
+    reader.check_required(consumer, names);
+    apply_inbox_defaults(consumer);
     out.consumers.push_back(std::move(consumer));
   }
   std::stable_sort(out.errors.begin(), out.errors.end(), [](const DeclarationError& a, const DeclarationError& b) {
