@@ -182,6 +182,123 @@ std::map<std::string, core::ValueOrigin> option_origins(CLI::App& app, int argc,
 
 namespace {
 
+// CLI11 reads `--key-template= 1h` as the template "1h": an empty `--NAME=` is refused instead
+// (true, said on stderr).
+bool refuses_an_empty_value(int argc, char** argv, const ErrorLine& error_line) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg.starts_with("--") && arg.size() > 3 && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+      std::string name(arg.substr(0, arg.size() - 1));
+      error_line(fmt::format("{} has an empty value: give one ({}=VALUE or {} VALUE)", arg, name, name));
+      return true;
+    }
+  }
+  return false;
+}
+
+// CLI11's parse, its errors worded as ours (exit 2; --help and --version exit 0); -1 when it parsed.
+int parse_command_line(CLI::App& app, int argc, char** argv, const ErrorLine& error_line) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      return app.exit(e); // --help, --version
+    }
+    std::string names;
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || (argc > 1 && sub->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+      error_line(fmt::format("unknown command '{}' (commands: {}); see dedupctl --help", argv[1], names));
+      return k_exit_usage;
+    }
+    error_line(fmt::format("{}; see dedupctl --help", e.what()));
+    return k_exit_usage;
+  }
+  return -1;
+}
+
+// The secrets a config file's kafka-property, a -F file or the Redis password file holds are
+// scrubbed like those typed.
+void add_file_secrets(commands::Context& context) {
+  for (const auto& property : context.global.properties) {
+    for (auto& secret : core::secrets_in(property)) {
+      context.secrets.push_back(std::move(secret));
+    }
+  }
+  if (!context.global.kafka_config.empty()) {
+    std::ifstream file(context.global.kafka_config);
+    for (std::string line; std::getline(file, line);) {
+      for (auto& secret : core::secrets_in(line)) {
+        context.secrets.push_back(std::move(secret));
+      }
+    }
+  }
+  // The Redis password file's password, in whatever it is written.
+  if (!context.global.redis_password_file.empty()) {
+    std::ifstream file(context.global.redis_password_file);
+    for (std::string line; std::getline(file, line);) {
+      if (auto secret = core::trim(line); !secret.empty()) {
+        context.secrets.emplace_back(secret);
+      }
+    }
+  }
+}
+
+// Where errors, notes and progress go: stderr, scrubbed, quieter with -q; progress only on a TTY.
+void wire_diagnostics(commands::Context& context, const ErrorLine& error_line) {
+  context.error = error_line;
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  context.note = [&context](std::string_view line) {
+    if (context.global.quiet == 0) {
+      commands::print_stderr(fmt::format("dedupctl: {}\n", core::scrub_secrets(line, context.secrets)));
+    }
+  };
+  if (tty && !context.global.no_progress && context.global.quiet == 0) {
+    context.progress = [](std::string_view line) {
+      // \r and erase-to-end: one status line that the next one overwrites; empty clears it.
+      commands::print_stderr(fmt::format("\r\x1b[K{}", line));
+      std::fflush(stderr);
+    };
+  }
+}
+
+// The command that was named runs; what it throws becomes its exit code (the one catch ladder).
+int run_commands(std::vector<commands::CommandRunner>& runners, commands::Context& context,
+                 const ErrorLine& error_line) {
+  try {
+    for (auto& runner : runners) {
+      int code = runner();
+      if (code >= 0 || code == commands::k_run_again) {
+        return code;
+      }
+    }
+    error_line("no command given; see dedupctl --help");
+    return k_exit_usage;
+  } catch (const UsageError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_usage);
+    return k_exit_usage;
+  } catch (const UnreachableError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_unreachable);
+    return k_exit_unreachable;
+  } catch (const InterruptedError& e) {
+    error_line(e.what());
+    json_error_report(context, e.what(), k_exit_interrupted);
+    return k_exit_interrupted;
+  } catch (const std::exception& e) {
+    error_line(fmt::format("internal error: {}; please report it with the command line", e.what()));
+    json_error_report(context, e.what(), k_exit_internal);
+    return k_exit_internal;
+  }
+}
+
 // One run of the command line; with `validate_only`, its parse only (watch's check of a changed
 // config file after SIGHUP), which touches no signal handler.
 int run_once(int argc, char** argv, bool validate_only) {
@@ -226,109 +343,21 @@ int run_once(int argc, char** argv, bool validate_only) {
     sub->fallthrough();
   }
 
-  // CLI11 reads `--key-template= 1h` as the template "1h": an empty `--NAME=` is refused instead.
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") {
-      break;
-    }
-    if (arg.starts_with("--") && arg.size() > 3 && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
-      std::string name(arg.substr(0, arg.size() - 1));
-      error_line(fmt::format("{} has an empty value: give one ({}=VALUE or {} VALUE)", arg, name, name));
-      return k_exit_usage;
-    }
+  if (refuses_an_empty_value(argc, argv, error_line)) {
+    return k_exit_usage;
   }
   std::map<std::string, std::set<std::string>> config_present;
   if (int code = check_config_file(app, argc, argv, config_default, error_line, config_present); code != 0) {
     return code;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      return app.exit(e); // --help, --version
-    }
-    std::string names;
-    bool known = false;
-    for (const auto* sub : app.get_subcommands({})) {
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-      known = known || (argc > 1 && sub->get_name() == argv[1]);
-    }
-    if (argc > 1 && argv[1][0] != '-' && !known) {
-      error_line(fmt::format("unknown command '{}' (commands: {}); see dedupctl --help", argv[1], names));
-      return k_exit_usage;
-    }
-    error_line(fmt::format("{}; see dedupctl --help", e.what()));
-    return k_exit_usage;
+  if (int code = parse_command_line(app, argc, argv, error_line); code >= 0) {
+    return code;
   }
-
   context.origins = option_origins(app, argc, argv, config_present);
-  // The secrets a config file's kafka-property or a -F file holds are scrubbed like those typed.
-  for (const auto& property : context.global.properties) {
-    for (auto& secret : core::secrets_in(property)) {
-      context.secrets.push_back(std::move(secret));
-    }
-  }
-  if (!context.global.kafka_config.empty()) {
-    std::ifstream file(context.global.kafka_config);
-    for (std::string line; std::getline(file, line);) {
-      for (auto& secret : core::secrets_in(line)) {
-        context.secrets.push_back(std::move(secret));
-      }
-    }
-  }
-  // The Redis password file's password, in whatever it is written.
-  if (!context.global.redis_password_file.empty()) {
-    std::ifstream file(context.global.redis_password_file);
-    for (std::string line; std::getline(file, line);) {
-      if (auto secret = core::trim(line); !secret.empty()) {
-        context.secrets.emplace_back(secret);
-      }
-    }
-  }
-  context.error = error_line;
-  bool tty = ::isatty(STDERR_FILENO) == 1;
-  context.note = [&context](std::string_view line) {
-    if (context.global.quiet == 0) {
-      commands::print_stderr(fmt::format("dedupctl: {}\n", core::scrub_secrets(line, context.secrets)));
-    }
-  };
-  if (tty && !context.global.no_progress && context.global.quiet == 0) {
-    context.progress = [](std::string_view line) {
-      // \r and erase-to-end: one status line that the next one overwrites; empty clears it.
-      commands::print_stderr(fmt::format("\r\x1b[K{}", line));
-      std::fflush(stderr);
-    };
-  }
-
-  try {
-    for (auto& runner : runners) {
-      int code = runner();
-      if (code >= 0 || code == commands::k_run_again) {
-        return code;
-      }
-    }
-    error_line("no command given; see dedupctl --help");
-    return k_exit_usage;
-  } catch (const UsageError& e) {
-    error_line(e.what());
-    json_error_report(context, e.what(), k_exit_usage);
-    return k_exit_usage;
-  } catch (const UnreachableError& e) {
-    error_line(e.what());
-    json_error_report(context, e.what(), k_exit_unreachable);
-    return k_exit_unreachable;
-  } catch (const InterruptedError& e) {
-    error_line(e.what());
-    json_error_report(context, e.what(), k_exit_interrupted);
-    return k_exit_interrupted;
-  } catch (const std::exception& e) {
-    error_line(fmt::format("internal error: {}; please report it with the command line", e.what()));
-    json_error_report(context, e.what(), k_exit_internal);
-    return k_exit_internal;
-  }
+  add_file_secrets(context);
+  wire_diagnostics(context, error_line);
+  return run_commands(runners, context, error_line);
 }
-
 } // namespace
 
 int run(int argc, char** argv) {

@@ -55,10 +55,10 @@ void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& dec
   }
 }
 
-int run(const AuditFlags& options, Context& context) {
-  auto format = parse_output_format(context);
-  SourceFlags source = options.source;
-  apply_shard_options(options.shard, source, context, true);
+// The audit's request from its flags, checked in the order they were before (the first bad one is
+// named): identification, the analyzer's window, --seek, the placement (into `placement`) as the
+// report names it, its retention until the broker is asked.
+AuditRequest audit_request(const AuditFlags& options, Context& context, PlacementOptions& placement) {
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
@@ -69,7 +69,7 @@ int run(const AuditFlags& options, Context& context) {
   if (request.has_seek && options.source.group.empty()) {
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
-  PlacementOptions placement = parse_placement(options.placement, context);
+  placement = parse_placement(options.placement, context);
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
   request.placement.kind = kind_name(placement.uri.kind);
@@ -81,6 +81,30 @@ int run(const AuditFlags& options, Context& context) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
                      "file:");
   }
+  return request;
+}
+
+// The topic's retention: --retention, or what the broker describes (a note where it is unknown).
+void decide_retention(AuditRequest& request, const core::SourceInfo& info, const PlacementOptions& placement,
+                      Context& context) {
+  BrokerTopicConfigs broker(kafka_settings(context));
+  auto decision = core::decide_retention(request.audit.policy.retention, info.topics,
+                                         info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
+  request.audit.policy.retention = decision.span;
+  request.audit.policy.compacted = decision.compacted;
+  request.placement.retention = decision;
+  if (decision.source == core::RetentionSource::Unknown && !info.topics.empty()) {
+    context.note(fmt::format("the retention of {} is unknown ({}); pass --retention to check the TTL against it",
+                             info.topics.front(), broker.why(info.topics.front())));
+  }
+}
+
+int run(const AuditFlags& options, Context& context) {
+  auto format = parse_output_format(context);
+  SourceFlags source = options.source;
+  apply_shard_options(options.shard, source, context, true);
+  PlacementOptions placement;
+  AuditRequest request = audit_request(options, context, placement);
   // Everything typed was valid: a snapshot file is opened before anything is contacted (a bad one is
   // exit 2; its records load beside the reading, a bad line among them is exit 2 at the end), then
   // the systems.
@@ -101,16 +125,7 @@ int run(const AuditFlags& options, Context& context) {
   opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
   if (!failure) {
-    BrokerTopicConfigs broker(kafka_settings(context));
-    auto decision = core::decide_retention(request.audit.policy.retention, opened.info.topics,
-                                           opened.info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
-    request.audit.policy.retention = decision.span;
-    request.audit.policy.compacted = decision.compacted;
-    request.placement.retention = decision;
-    if (decision.source == core::RetentionSource::Unknown && !opened.info.topics.empty()) {
-      context.note(fmt::format("the retention of {} is unknown ({}); pass --retention to check the TTL against it",
-                               opened.info.topics.front(), broker.why(opened.info.topics.front())));
-    }
+    decide_retention(request, opened.info, placement, context);
   }
   if (!failure && !file_store) {
     opened_store = open_dedup_store(placement, options.placement, context,

@@ -62,14 +62,8 @@ SinkSpec parse_sink(const std::string& text) {
   throw UsageError(fmt::format("--sink {}: expected kafka:TOPIC or file:PATH", text));
 }
 
-int run(const ReplayFlags& options, Context& context) {
-  auto format = parse_output_format(context);
-  // Everything typed is checked before anything is contacted.
-  if (options.execute && options.dry_run) {
-    throw UsageError("--dry-run and --execute are mutually exclusive");
-  }
-  SinkSpec sink_spec = parse_sink(options.sink);
-  PlacementOptions placement = parse_placement(options.placement, context, "--via");
+// The flags that contradict each other or the range, checked before anything is contacted.
+void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const PlacementOptions& placement) {
   bool has_via = !options.placement.store.empty();
   if (has_via && options.no_dedup) {
     throw UsageError("--via and --no-dedup contradict each other: pick one");
@@ -104,6 +98,98 @@ int run(const ReplayFlags& options, Context& context) {
   if (options.max_rate < 0) {
     throw UsageError("--max-rate must be a positive number of events per second");
   }
+}
+
+// The placement the replay routes through; its notes (no dedup, the memory window) go to `findings`.
+// Throws UnreachableError.
+std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, const PlacementOptions& placement,
+                                                const core::SourceInfo& info, Context& context,
+                                                std::vector<core::Finding>& findings) {
+  if (options.no_dedup) {
+    findings.push_back(core::no_dedup_finding());
+    return std::make_unique<core::NoDedupPlacement>();
+  }
+  if (placement.uri.kind == core::StoreUri::Kind::Memory) {
+    std::size_t expected = std::max(expected_events(info), options.memory_window);
+    auto memory =
+        std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(expected * 16, 1 << 20));
+    findings.push_back(core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
+    return memory;
+  }
+  if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
+    auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
+    return connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
+  }
+  return connectors::redis::open_replay_placement(redis_settings(placement.uri, context), placement.audit.ttl.span,
+                                                  placement.audit.policy.lease_ms,
+                                                  placement.audit.policy.in_progress_values);
+}
+
+// The sink an executed replay publishes to; none for a plan. Throws UnreachableError.
+std::unique_ptr<core::ReplaySink> open_replay_sink(const ReplayFlags& options, const SinkSpec& sink_spec,
+                                                   Context& context) {
+  if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {
+    return connectors::kafka::open_sink(kafka_settings(context), sink_spec.target);
+  }
+  if (options.execute) {
+    return connectors::file::open_sink(sink_spec.target);
+  }
+  return nullptr;
+}
+
+// --max-rate's pace and the progress line, from `started` and the `total` events expected.
+void pace_and_progress(ReplayRequest& request, const ReplayFlags& options, Context& context,
+                       std::chrono::steady_clock::time_point started, std::int64_t total) {
+  // --max-rate holds the sink to N events a second from the start: each publish waits for its turn,
+  // so a batch is spread out rather than let through at once.
+  if (options.max_rate > 0) {
+    request.pace = [&options, started](std::int64_t published) {
+      double due = static_cast<double>(published - 1) / options.max_rate;
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (due > elapsed) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(due - elapsed));
+      }
+    };
+  }
+  request.after_batch = [&context, started, total](std::int64_t events) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (context.progress) {
+      double rate = elapsed > 0 ? static_cast<double>(events) / elapsed : 0;
+      std::string eta = total > events && rate > 0
+                            ? ", ETA " + core::format_duration(static_cast<std::int64_t>(
+                                             static_cast<double>(total - events) / rate * 1000.0))
+                            : "";
+      context.progress(fmt::format("replay: {} events, {:.0f} events/s{}", events, rate, eta));
+    }
+  };
+}
+
+// A run resumed from --checkpoint keeps its run id (whose claims it may retry) and its sink.
+void resume(ReplayRequest& request, const ReplayFlags& options, const SinkSpec& sink_spec, Context& context) {
+  request.checkpoint = connectors::file::read_checkpoint(options.checkpoint);
+  std::string sink_name = sink_spec.kind == SinkSpec::Kind::Kafka  ? "kafka:" + sink_spec.target
+                          : sink_spec.kind == SinkSpec::Kind::File ? "file:" + sink_spec.target
+                                                                   : "";
+  if (request.checkpoint && options.execute && !request.checkpoint->sink.empty() &&
+      request.checkpoint->sink != sink_name) {
+    throw UsageError(fmt::format("--checkpoint {} belongs to a replay into {}, not {}; use that sink or another "
+                                 "checkpoint file",
+                                 options.checkpoint, request.checkpoint->sink, sink_name));
+  }
+  request.run_id = request.checkpoint ? request.checkpoint->run_id
+                                      : fmt::format("r{}-{}", context.now_ms(), static_cast<long>(::getpid()));
+}
+
+int run(const ReplayFlags& options, Context& context) {
+  auto format = parse_output_format(context);
+  // Everything typed is checked before anything is contacted.
+  if (options.execute && options.dry_run) {
+    throw UsageError("--dry-run and --execute are mutually exclusive");
+  }
+  SinkSpec sink_spec = parse_sink(options.sink);
+  PlacementOptions placement = parse_placement(options.placement, context, "--via");
+  check_flags(options, sink_spec, placement);
+  bool has_via = !options.placement.store.empty();
   ReplayRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
@@ -130,18 +216,7 @@ int run(const ReplayFlags& options, Context& context) {
   if (options.execute && sink_spec.kind == SinkSpec::Kind::File) {
     sink_lock.emplace(sink_spec.target, "--sink file:" + sink_spec.target);
   }
-  request.checkpoint = connectors::file::read_checkpoint(options.checkpoint);
-  std::string sink_name = sink_spec.kind == SinkSpec::Kind::Kafka  ? "kafka:" + sink_spec.target
-                          : sink_spec.kind == SinkSpec::Kind::File ? "file:" + sink_spec.target
-                                                                   : "";
-  if (request.checkpoint && options.execute && !request.checkpoint->sink.empty() &&
-      request.checkpoint->sink != sink_name) {
-    throw UsageError(fmt::format("--checkpoint {} belongs to a replay into {}, not {}; use that sink or another "
-                                 "checkpoint file",
-                                 options.checkpoint, request.checkpoint->sink, sink_name));
-  }
-  request.run_id = request.checkpoint ? request.checkpoint->run_id
-                                      : fmt::format("r{}-{}", context.now_ms(), static_cast<long>(::getpid()));
+  resume(request, options, sink_spec, context);
   request.placement.kind = has_via ? kind_name(placement.uri.kind) : "none";
   request.placement.store = has_via ? placement.uri.redacted() : "";
   request.placement.key_template = request.key_template.text();
@@ -157,29 +232,8 @@ int run(const ReplayFlags& options, Context& context) {
   std::unique_ptr<core::ReplaySink> sink;
   if (!failure) {
     try {
-      if (options.no_dedup) {
-        via = std::make_unique<core::NoDedupPlacement>();
-        request.placement_findings.push_back(core::no_dedup_finding());
-      } else if (placement.uri.kind == core::StoreUri::Kind::Memory) {
-        std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
-        auto memory = std::make_unique<core::MemoryPlacement>(options.memory_window,
-                                                              std::max<std::size_t>(expected * 16, 1 << 20));
-        request.placement_findings.push_back(
-            core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
-        via = std::move(memory);
-      } else if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
-        auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
-        via = connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
-      } else {
-        via = connectors::redis::open_replay_placement(redis_settings(placement.uri, context), placement.audit.ttl.span,
-                                                       placement.audit.policy.lease_ms,
-                                                       placement.audit.policy.in_progress_values);
-      }
-      if (options.execute && sink_spec.kind == SinkSpec::Kind::Kafka) {
-        sink = connectors::kafka::open_sink(kafka_settings(context), sink_spec.target);
-      } else if (options.execute) {
-        sink = connectors::file::open_sink(sink_spec.target);
-      }
+      via = open_via(options, placement, opened.info, context, request.placement_findings);
+      sink = open_replay_sink(options, sink_spec, context);
     } catch (const UnreachableError& e) {
       failure = e.what();
     }
@@ -204,29 +258,7 @@ int run(const ReplayFlags& options, Context& context) {
     request.flush_decisions = [&] { decisions.flush(); };
   }
   auto started = std::chrono::steady_clock::now();
-  std::int64_t total = static_cast<std::int64_t>(expected_events(opened.info));
-  // --max-rate holds the sink to N events a second from the start: each publish waits for its turn,
-  // so a batch is spread out rather than let through at once.
-  if (options.max_rate > 0) {
-    request.pace = [&](std::int64_t published) {
-      double due = static_cast<double>(published - 1) / options.max_rate;
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (due > elapsed) {
-        std::this_thread::sleep_for(std::chrono::duration<double>(due - elapsed));
-      }
-    };
-  }
-  request.after_batch = [&](std::int64_t events) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (context.progress) {
-      double rate = elapsed > 0 ? static_cast<double>(events) / elapsed : 0;
-      std::string eta = total > events && rate > 0
-                            ? ", ETA " + core::format_duration(static_cast<std::int64_t>(
-                                             static_cast<double>(total - events) / rate * 1000.0))
-                            : "";
-      context.progress(fmt::format("replay: {} events, {:.0f} events/s{}", events, rate, eta));
-    }
-  };
+  pace_and_progress(request, options, context, started, static_cast<std::int64_t>(expected_events(opened.info)));
   ReplayStageTimes times;
   if (context.global.verbose) {
     request.times = &times;

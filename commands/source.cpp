@@ -109,61 +109,66 @@ void shard_range(const core::ShardSpec& shard, connectors::kafka::ResolvedRange&
 
 } // namespace
 
-OpenedSource open_source(const SourceFlags& options, const Context& context, const std::optional<std::string>& seek,
-                         const core::Checkpoint* resume, const std::string& committed) {
-  auto from = core::parse_offset_spec(options.from, "--from");
-  auto to = core::parse_offset_spec(options.to, "--to");
-  std::int64_t now = context.now_ms();
-  if (auto why = core::inverted_range(from, to, now)) {
-    throw UsageError(*why);
-  }
+namespace {
+
+// A kcat -J dump (--input): its range selected by --from/--to as it is read; with --seek, the
+// group's offsets from --committed FILE.
+OpenedSource open_dump(const SourceFlags& options, const Context& context, const std::optional<std::string>& seek,
+                       const std::string& committed, const core::OffsetSpec& from, const core::OffsetSpec& to,
+                       std::int64_t now) {
   OpenedSource opened;
-  if (!options.input.empty()) {
-    if (!options.topics.empty()) {
-      throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
-    }
-    if (seek && committed.empty()) {
-      throw UsageError(fmt::format(
-          "--seek needs the group's committed offsets, which a kcat dump does not have: give them with --committed "
-          "FILE, as kafka-consumer-groups --bootstrap-server B --group {} --all-topics --reset-offsets --to-current "
-          "--dry-run --export prints them, or read the topic with --topic and -b instead of --input",
-          options.group));
-    }
-    if (!committed.empty() && !seek) {
-      context.note("--committed " + committed + " is only read for a --seek: not used");
-    }
-    if (!context.global.bootstrap.empty()) {
-      context.note("--input reads the dump: --bootstrap-server is not used");
-    }
-    if (options.read_uncommitted) {
-      context.note("--input reads the dump as kcat wrote it: --read-uncommitted is not used");
-    }
-    auto plan = core::plan_without_broker(from, to, now);
-    auto file =
-        std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
-    if (options.shard) {
-      file->set_shard(*options.shard);
-      // The dump's bytes are compared once read (content_hash); what selects from it, here.
-      opened.range_key = fmt::format("dump from {} to {}", options.from, options.to);
-    }
-    opened.file = file.get();
-    opened.source = std::move(file);
-    opened.info.kind = "file";
-    opened.info.path = options.input == "-" ? "<stdin>" : options.input;
-    if (!options.group.empty()) {
-      opened.info.group = options.group;
-    }
-    if (seek && !committed.empty()) {
-      auto offsets = core::parse_committed_csv(connectors::file::read_text_file(committed, "--committed"), committed,
-                                               options.group);
-      opened.info.partitions = core::dump_seek_ranges(offsets, core::parse_offset_spec(*seek, "--seek"), now);
-      if (options.shard) {
-        std::erase_if(opened.info.partitions,
-                      [&](const core::PartitionRange& r) { return !options.shard->owns(r.partition); });
-      }
-    }
-    return opened;
+  if (!options.topics.empty()) {
+    throw UsageError("--input and --topic exclude each other: read a kcat dump or a topic, not both");
   }
+  if (seek && committed.empty()) {
+    throw UsageError(fmt::format(
+        "--seek needs the group's committed offsets, which a kcat dump does not have: give them with --committed "
+        "FILE, as kafka-consumer-groups --bootstrap-server B --group {} --all-topics --reset-offsets --to-current "
+        "--dry-run --export prints them, or read the topic with --topic and -b instead of --input",
+        options.group));
+  }
+  if (!committed.empty() && !seek) {
+    context.note("--committed " + committed + " is only read for a --seek: not used");
+  }
+  if (!context.global.bootstrap.empty()) {
+    context.note("--input reads the dump: --bootstrap-server is not used");
+  }
+  if (options.read_uncommitted) {
+    context.note("--input reads the dump as kcat wrote it: --read-uncommitted is not used");
+  }
+  auto plan = core::plan_without_broker(from, to, now);
+  auto file =
+      std::make_unique<connectors::file::KcatFileSource>(options.input, plan, options.skip_invalid, &context.stop);
+  if (options.shard) {
+    file->set_shard(*options.shard);
+    // The dump's bytes are compared once read (content_hash); what selects from it, here.
+    opened.range_key = fmt::format("dump from {} to {}", options.from, options.to);
+  }
+  opened.file = file.get();
+  opened.source = std::move(file);
+  opened.info.kind = "file";
+  opened.info.path = options.input == "-" ? "<stdin>" : options.input;
+  if (!options.group.empty()) {
+    opened.info.group = options.group;
+  }
+  if (seek && !committed.empty()) {
+    auto offsets =
+        core::parse_committed_csv(connectors::file::read_text_file(committed, "--committed"), committed, options.group);
+    opened.info.partitions = core::dump_seek_ranges(offsets, core::parse_offset_spec(*seek, "--seek"), now);
+    if (options.shard) {
+      std::erase_if(opened.info.partitions,
+                    [&](const core::PartitionRange& r) { return !options.shard->owns(r.partition); });
+    }
+  }
+  return opened;
+}
+
+// A Kafka range: resolved against the brokers (watermarks, times, the group's offsets), resumed from
+// a replay's checkpoint, then read. A broker that cannot be reached leaves `failure` set.
+OpenedSource open_topics(const SourceFlags& options, const Context& context, const std::optional<std::string>& seek,
+                         const core::Checkpoint* resume, const std::string& committed, const core::OffsetSpec& from,
+                         const core::OffsetSpec& to, std::int64_t now) {
+  OpenedSource opened;
   if (options.topics.empty()) {
     throw UsageError("no events to read: give --topic T (with --bootstrap-server) or --input FILE");
   }
@@ -229,6 +234,22 @@ OpenedSource open_source(const SourceFlags& options, const Context& context, con
     }
   }
   return opened;
+}
+
+} // namespace
+
+OpenedSource open_source(const SourceFlags& options, const Context& context, const std::optional<std::string>& seek,
+                         const core::Checkpoint* resume, const std::string& committed) {
+  auto from = core::parse_offset_spec(options.from, "--from");
+  auto to = core::parse_offset_spec(options.to, "--to");
+  std::int64_t now = context.now_ms();
+  if (auto why = core::inverted_range(from, to, now)) {
+    throw UsageError(*why);
+  }
+  if (!options.input.empty()) {
+    return open_dump(options, context, seek, committed, from, to, now);
+  }
+  return open_topics(options, context, seek, resume, committed, from, to, now);
 }
 
 void note_ranges(const core::SourceInfo& info, const Context& context) {

@@ -112,6 +112,32 @@ void classify_again(std::vector<ShardInput>& shards, core::AuditAnalyzer& audit)
   });
 }
 
+// The rules that span partitions (log duplicates, reuse, semantic duplicates, key collisions),
+// decided over every shard's digest records; their counts and examples go to `tally`.
+core::CrossPartitionTally merge_across_partitions(std::vector<ShardInput>& shards, const core::DigestHeader& ref,
+                                                  core::LogTally& tally) {
+  std::vector<core::DigestRecords*> by_id;
+  std::vector<core::DigestRecords*> by_semantic;
+  std::vector<core::DigestRecords*> by_key;
+  std::vector<core::DigestEvents*> events;
+  for (auto& shard : shards) {
+    by_id.push_back(shard.by_id.get());
+    by_semantic.push_back(shard.by_semantic.get());
+    if (ref.check_keys) {
+      by_key.push_back(shard.by_key.get());
+    }
+    events.push_back(shard.events.get());
+  }
+  core::CrossPartitionTally cross = core::merge_cross_partition(by_id, by_semantic, by_key, events, ref.log_options);
+  tally.log_duplicate = cross.log_duplicate;
+  tally.id_reuse = cross.id_reuse;
+  tally.semantic_duplicate = cross.semantic_duplicate;
+  tally.counters.log_duplicates = cross.log_duplicate.count();
+  tally.counters.id_reuse = cross.id_reuse.count();
+  tally.counters.semantic_duplicates = cross.semantic_duplicate.count();
+  return cross;
+}
+
 } // namespace
 
 reports::Report merge_shards(std::vector<ShardInput>& shards) {
@@ -169,25 +195,7 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
   }
 
   // What spans partitions is decided over all shards' records.
-  std::vector<core::DigestRecords*> by_id;
-  std::vector<core::DigestRecords*> by_semantic;
-  std::vector<core::DigestRecords*> by_key;
-  std::vector<core::DigestEvents*> events;
-  for (auto& shard : shards) {
-    by_id.push_back(shard.by_id.get());
-    by_semantic.push_back(shard.by_semantic.get());
-    if (ref.check_keys) {
-      by_key.push_back(shard.by_key.get());
-    }
-    events.push_back(shard.events.get());
-  }
-  core::CrossPartitionTally cross = core::merge_cross_partition(by_id, by_semantic, by_key, events, ref.log_options);
-  tally.log_duplicate = cross.log_duplicate;
-  tally.id_reuse = cross.id_reuse;
-  tally.semantic_duplicate = cross.semantic_duplicate;
-  tally.counters.log_duplicates = cross.log_duplicate.count();
-  tally.counters.id_reuse = cross.id_reuse.count();
-  tally.counters.semantic_duplicates = cross.semantic_duplicate.count();
+  core::CrossPartitionTally cross = merge_across_partitions(shards, ref, tally);
 
   core::FailOn fail_on = core::parse_fail_on(report.fail_on);
   std::size_t max_examples = ref.log_options.max_examples;

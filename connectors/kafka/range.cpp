@@ -31,6 +31,52 @@ time_lookups(rd_kafka_t* rk, const KafkaSettings& settings,
   return out;
 }
 
+// The partitions of --topic (every one, or those named), each checked to exist; the topics go to
+// `info` in request order.
+std::vector<std::pair<std::string, std::int32_t>>
+chosen_partitions(rd_kafka_t* rk, const KafkaSettings& settings, const RangeRequest& request, core::SourceInfo& info) {
+  std::vector<std::pair<std::string, std::int32_t>> all;
+  for (const auto& topic : request.topics) {
+    info.topics.push_back(topic.topic);
+    auto existing = topic_partitions(rk, settings, topic.topic);
+    std::vector<std::int32_t> chosen = topic.partitions.empty() ? existing : topic.partitions;
+    for (auto partition : chosen) {
+      if (std::find(existing.begin(), existing.end(), partition) == existing.end()) {
+        throw UsageError(fmt::format("topic '{}' has no partition {} (it has {}); check --topic", topic.topic,
+                                     partition, existing.size()));
+      }
+      all.emplace_back(topic.topic, partition);
+    }
+  }
+  return all;
+}
+
+// Each partition's watermarks and, with a group, its committed offset.
+std::map<std::pair<std::string, std::int32_t>, core::PartitionFacts>
+partition_facts(rd_kafka_t* rk, const KafkaSettings& settings, const RangeRequest& request,
+                const std::vector<std::pair<std::string, std::int32_t>>& all) {
+  std::map<std::pair<std::string, std::int32_t>, core::PartitionFacts> facts;
+  auto marks = watermarks(rk, settings, all);
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    facts[all[k]].log_start = marks[k].first;
+    facts[all[k]].log_end = marks[k].second;
+  }
+  if (request.group && !all.empty()) {
+    PartitionList list = make_list(all, RD_KAFKA_OFFSET_INVALID);
+    rd_kafka_resp_err_t err = rd_kafka_committed(rk, list.get(), timeout_of(settings));
+    if (err) {
+      unreachable(settings, fmt::format("committed offsets of group '{}'", *request.group), err);
+    }
+    for (const auto& key : all) {
+      auto offset = list_offset(list.get(), key.first, key.second);
+      if (offset && *offset >= 0) {
+        facts[key].committed = *offset;
+      }
+    }
+  }
+  return facts;
+}
+
 } // namespace
 
 ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& request) {
@@ -48,39 +94,8 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
   out.info.kind = "kafka";
   out.info.bootstrap = settings.bootstrap;
   out.info.group = request.group;
-  std::vector<std::pair<std::string, std::int32_t>> all;
-  for (const auto& topic : request.topics) {
-    out.info.topics.push_back(topic.topic);
-    auto existing = topic_partitions(rk.get(), settings, topic.topic);
-    std::vector<std::int32_t> chosen = topic.partitions.empty() ? existing : topic.partitions;
-    for (auto partition : chosen) {
-      if (std::find(existing.begin(), existing.end(), partition) == existing.end()) {
-        throw UsageError(fmt::format("topic '{}' has no partition {} (it has {}); check --topic", topic.topic,
-                                     partition, existing.size()));
-      }
-      all.emplace_back(topic.topic, partition);
-    }
-  }
-
-  std::map<std::pair<std::string, std::int32_t>, core::PartitionFacts> facts;
-  auto marks = watermarks(rk.get(), settings, all);
-  for (std::size_t k = 0; k < all.size(); ++k) {
-    facts[all[k]].log_start = marks[k].first;
-    facts[all[k]].log_end = marks[k].second;
-  }
-  if (request.group && !all.empty()) {
-    PartitionList list = make_list(all, RD_KAFKA_OFFSET_INVALID);
-    rd_kafka_resp_err_t err = rd_kafka_committed(rk.get(), list.get(), timeout_of(settings));
-    if (err) {
-      unreachable(settings, fmt::format("committed offsets of group '{}'", *request.group), err);
-    }
-    for (const auto& key : all) {
-      auto offset = list_offset(list.get(), key.first, key.second);
-      if (offset && *offset >= 0) {
-        facts[key].committed = *offset;
-      }
-    }
-  }
+  std::vector<std::pair<std::string, std::int32_t>> all = chosen_partitions(rk.get(), settings, request, out.info);
+  auto facts = partition_facts(rk.get(), settings, request, all);
 
   auto lookups_for = [&](const core::OffsetSpec& spec) {
     std::map<std::pair<std::string, std::int32_t>, std::int64_t> lookups;

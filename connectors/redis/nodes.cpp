@@ -323,34 +323,150 @@ std::vector<Connection*> Nodes::masters() {
   return out;
 }
 
+struct Nodes::Group {
+  core::HostPort node;
+  std::vector<std::size_t> keys;
+  std::vector<bool> asking;
+  bool sent = false;
+};
+
+// What one round of a cluster exchange found: the keys to send again, and why.
+struct Nodes::Round {
+  std::vector<std::size_t> next;
+  bool moved = false;      // a MOVED: the slot map changed
+  bool redirected = false; // a MOVED or an ASK
+  bool retry = false;      // CLUSTERDOWN or TRYAGAIN (down, or failing over)
+  std::string retry_answer;
+  std::set<std::string> lost; // masters whose connection was lost, and why
+  std::string cause;
+};
+
+void Nodes::exchange_server(const std::vector<std::string>& keys, std::vector<Reply>& replies, const Write& write,
+                            const Read& read, std::string_view during) {
+  m_buffer.clear();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    write(i, m_buffer);
+  }
+  if (m_buffer.count() == 0) {
+    return;
+  }
+  on_server([&](Connection& server) {
+    server.send(m_buffer);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      for (auto& reply : replies) {
+        reply = server.read(during);
+      }
+      read(i, replies);
+    }
+  });
+}
+
+std::map<std::string, Nodes::Group> Nodes::group_by_node(const std::vector<std::string>& keys,
+                                                         const std::vector<std::size_t>& pending,
+                                                         std::map<std::size_t, core::HostPort>& asks) const {
+  std::map<std::string, Group> groups;
+  for (std::size_t i : pending) {
+    core::HostPort node;
+    bool asking = false;
+    if (auto ask = asks.find(i); ask != asks.end()) {
+      node = ask->second;
+      asking = true;
+    } else {
+      int slot = core::key_slot(keys[i]);
+      int owner = m_slot_owner[static_cast<std::size_t>(slot)];
+      if (owner < 0) {
+        throw UnreachableError(fmt::format("no master of the cluster serves slot {} (of key '{}'); check CLUSTER "
+                                           "INFO: the cluster is down or a reshard left it unassigned",
+                                           slot, keys[i]));
+      }
+      node = m_masters[static_cast<std::size_t>(owner)];
+    }
+    auto& group = groups[node.text()];
+    group.node = node;
+    group.keys.push_back(i);
+    group.asking.push_back(asking);
+  }
+  asks.clear();
+  return groups;
+}
+
+void Nodes::send_round(std::map<std::string, Group>& groups, const Write& write, Round& round) {
+  for (auto& [name, group] : groups) {
+    try {
+      m_buffer.clear();
+      for (std::size_t k = 0; k < group.keys.size(); ++k) {
+        m_buffer.asking(group.asking[k]);
+        write(group.keys[k], m_buffer);
+      }
+      m_buffer.asking(false);
+      connection(group.node).send(m_buffer);
+      group.sent = true;
+    } catch (const ConnectionLost& e) {
+      round.lost.insert(name);
+      round.cause = e.what();
+      m_connections.erase(name);
+    }
+  }
+}
+
+void Nodes::read_round(std::map<std::string, Group>& groups, std::vector<Reply>& replies, const Read& read,
+                       std::string_view during, std::map<std::size_t, core::HostPort>& asks, Round& round) {
+  for (auto& [name, group] : groups) {
+    std::size_t k = 0;
+    if (group.sent) {
+      try {
+        Connection& conn = connection(group.node);
+        for (; k < group.keys.size(); ++k) {
+          std::size_t i = group.keys[k];
+          for (auto& reply : replies) {
+            if (group.asking[k]) {
+              conn.read(during); // ASKING's +OK
+            }
+            reply = conn.read(during);
+          }
+          std::optional<core::Redirect> redirect;
+          bool again = false;
+          for (const auto& reply : replies) {
+            if (reply->type == REDIS_REPLY_ERROR) {
+              redirect = core::parse_redirect(text_of(*reply), group.node);
+              if (is_cluster_retry(text_of(*reply))) {
+                again = true;
+                round.retry_answer = fmt::format("{} (from {})", text_of(*reply), group.node.text());
+              }
+              if (redirect || again) {
+                break;
+              }
+            }
+          }
+          if (redirect && redirect->kind == core::Redirect::Kind::Ask) {
+            asks[i] = redirect->node;
+          }
+          if (redirect || again) {
+            round.moved = round.moved || (redirect && redirect->kind == core::Redirect::Kind::Moved);
+            round.redirected = round.redirected || redirect.has_value();
+            round.retry = round.retry || again;
+            round.next.push_back(i);
+            continue;
+          }
+          read(i, replies);
+        }
+      } catch (const ConnectionLost& e) {
+        round.lost.insert(name);
+        round.cause = e.what();
+        m_connections.erase(name);
+      }
+    }
+    round.next.insert(round.next.end(), group.keys.begin() + static_cast<std::ptrdiff_t>(k), group.keys.end());
+  }
+}
+
 void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, const Write& write, const Read& read,
                      std::string_view during) {
   std::vector<Reply> replies(per_key);
   if (!m_cluster) {
-    m_buffer.clear();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      write(i, m_buffer);
-    }
-    if (m_buffer.count() == 0) {
-      return;
-    }
-    on_server([&](Connection& server) {
-      server.send(m_buffer);
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        for (auto& reply : replies) {
-          reply = server.read(during);
-        }
-        read(i, replies);
-      }
-    });
+    exchange_server(keys, replies, write, read, during);
     return;
   }
-  struct Group {
-    core::HostPort node;
-    std::vector<std::size_t> keys;
-    std::vector<bool> asking;
-    bool sent = false;
-  };
   std::vector<std::size_t> pending(keys.size());
   std::iota(pending.begin(), pending.end(), std::size_t{0});
   std::map<std::size_t, core::HostPort> asks;
@@ -359,7 +475,6 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
   int rounds = 0;
   bool down = false; // the last round met CLUSTERDOWN or TRYAGAIN, first at down_since
   Clock::time_point down_since{};
-  std::string down_answer;
   while (!pending.empty()) {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
@@ -369,106 +484,18 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
                                          "{} tries; try again when the resharding is done",
                                          pending.size(), k_max_rounds));
     }
-    std::map<std::string, Group> groups;
-    for (std::size_t i : pending) {
-      core::HostPort node;
-      bool asking = false;
-      if (auto ask = asks.find(i); ask != asks.end()) {
-        node = ask->second;
-        asking = true;
-      } else {
-        int slot = core::key_slot(keys[i]);
-        int owner = m_slot_owner[static_cast<std::size_t>(slot)];
-        if (owner < 0) {
-          throw UnreachableError(fmt::format("no master of the cluster serves slot {} (of key '{}'); check CLUSTER "
-                                             "INFO: the cluster is down or a reshard left it unassigned",
-                                             slot, keys[i]));
-        }
-        node = m_masters[static_cast<std::size_t>(owner)];
-      }
-      auto& group = groups[node.text()];
-      group.node = node;
-      group.keys.push_back(i);
-      group.asking.push_back(asking);
-    }
-    asks.clear();
-    std::set<std::string> lost;
-    std::string cause;
-    for (auto& [name, group] : groups) {
-      try {
-        m_buffer.clear();
-        for (std::size_t k = 0; k < group.keys.size(); ++k) {
-          m_buffer.asking(group.asking[k]);
-          write(group.keys[k], m_buffer);
-        }
-        m_buffer.asking(false);
-        connection(group.node).send(m_buffer);
-        group.sent = true;
-      } catch (const ConnectionLost& e) {
-        lost.insert(name);
-        cause = e.what();
-        m_connections.erase(name);
-      }
-    }
-    std::vector<std::size_t> next;
-    bool moved = false;
-    bool redirected = false;
-    bool retry = false;
-    for (auto& [name, group] : groups) {
-      std::size_t k = 0;
-      if (group.sent) {
-        try {
-          Connection& conn = connection(group.node);
-          for (; k < group.keys.size(); ++k) {
-            std::size_t i = group.keys[k];
-            for (auto& reply : replies) {
-              if (group.asking[k]) {
-                conn.read(during); // ASKING's +OK
-              }
-              reply = conn.read(during);
-            }
-            std::optional<core::Redirect> redirect;
-            bool again = false;
-            for (const auto& reply : replies) {
-              if (reply->type == REDIS_REPLY_ERROR) {
-                redirect = core::parse_redirect(text_of(*reply), group.node);
-                if (is_cluster_retry(text_of(*reply))) {
-                  again = true;
-                  down_answer = fmt::format("{} (from {})", text_of(*reply), group.node.text());
-                }
-                if (redirect || again) {
-                  break;
-                }
-              }
-            }
-            if (redirect && redirect->kind == core::Redirect::Kind::Ask) {
-              asks[i] = redirect->node;
-            }
-            if (redirect || again) {
-              moved = moved || (redirect && redirect->kind == core::Redirect::Kind::Moved);
-              redirected = redirected || redirect.has_value();
-              retry = retry || again;
-              next.push_back(i);
-              continue;
-            }
-            read(i, replies);
-          }
-        } catch (const ConnectionLost& e) {
-          lost.insert(name);
-          cause = e.what();
-          m_connections.erase(name);
-        }
-      }
-      next.insert(next.end(), group.keys.begin() + static_cast<std::ptrdiff_t>(k), group.keys.end());
-    }
-    rounds += redirected || !lost.empty() ? 1 : 0;
-    if (!lost.empty()) {
+    auto groups = group_by_node(keys, pending, asks);
+    Round round;
+    send_round(groups, write, round);
+    read_round(groups, replies, read, during, asks, round);
+    rounds += round.redirected || !round.lost.empty() ? 1 : 0;
+    if (!round.lost.empty()) {
       std::vector<std::size_t> slots;
-      for (std::size_t i : next) {
+      for (std::size_t i : round.next) {
         slots.push_back(static_cast<std::size_t>(core::key_slot(keys[i])));
       }
-      wait_for_failover(lost, slots, cause);
-    } else if (retry) {
+      wait_for_failover(round.lost, slots, round.cause);
+    } else if (round.retry) {
       if (!down) {
         down = true;
         down_since = Clock::now();
@@ -477,15 +504,15 @@ void Nodes::exchange(const std::vector<std::string>& keys, std::size_t per_key, 
         throw UnreachableError(fmt::format(
             "the cluster kept answering {} for {} ms, so {} keys were not looked up; check CLUSTER INFO (a failover "
             "takes the cluster's node timeout), or raise --timeout",
-            down_answer, m_settings.timeout_ms, next.size()));
+            round.retry_answer, m_settings.timeout_ms, round.next.size()));
       }
       std::this_thread::sleep_for(k_failover_poll);
       refresh({});
-    } else if (moved) {
+    } else if (round.moved) {
       refresh({});
     }
-    down = down && retry;
-    pending = std::move(next);
+    down = down && round.retry;
+    pending = std::move(round.next);
   }
 }
 

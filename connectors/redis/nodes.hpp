@@ -68,6 +68,18 @@ private:
   void wait_for_failover(const std::set<std::string>& lost, const std::vector<std::size_t>& slots_pending,
                          const std::string& cause);
   void describe();
+  // exchange's parts: one server; in a cluster, rounds of groups of keys (one a master, or an ASK's
+  // node), each round sent whole before its replies are read, until no key is redirected.
+  struct Group;
+  struct Round;
+  void exchange_server(const std::vector<std::string>& keys, std::vector<Reply>& replies, const Write& write,
+                       const Read& read, std::string_view during);
+  std::map<std::string, Group> group_by_node(const std::vector<std::string>& keys,
+                                             const std::vector<std::size_t>& pending,
+                                             std::map<std::size_t, core::HostPort>& asks) const;
+  void send_round(std::map<std::string, Group>& groups, const Write& write, Round& round);
+  void read_round(std::map<std::string, Group>& groups, std::vector<Reply>& replies, const Read& read,
+                  std::string_view during, std::map<std::size_t, core::HostPort>& asks, Round& round);
 
   const RedisSettings& m_settings;
   bool m_cluster = false;

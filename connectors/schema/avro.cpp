@@ -492,36 +492,10 @@ private:
       out += b ? "true" : "false";
       return true;
     }
-    case Shape::Kind::Int: {
-      std::int32_t v = 0;
-      avro_value_get_int(&value, &v);
-      if (shape.logical == "date") {
-        core::CivilDate date = core::civil_from_days(v);
-        fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}\"", date.year, date.month, date.day);
-      } else if (shape.logical == "time-millis" && v >= 0) {
-        fmt::format_to(std::back_inserter(out), "\"{:02}:{:02}:{:02}.{:03}\"", v / 3600000, v / 60000 % 60,
-                       v / 1000 % 60, v % 1000);
-      } else {
-        fmt::format_to(std::back_inserter(out), "{}", v);
-      }
-      return true;
-    }
-    case Shape::Kind::Long: {
-      std::int64_t v = 0;
-      avro_value_get_long(&value, &v);
-      const std::string& l = shape.logical;
-      if (l == "timestamp-millis" || l == "local-timestamp-millis") {
-        out += '"' + rfc3339(v, 1000, 3, l == "timestamp-millis") + '"';
-      } else if (l == "timestamp-micros" || l == "local-timestamp-micros") {
-        out += '"' + rfc3339(v, 1000000, 6, l == "timestamp-micros") + '"';
-      } else if (l == "time-micros" && v >= 0) {
-        fmt::format_to(std::back_inserter(out), "\"{:02}:{:02}:{:02}.{:06}\"", v / 3600000000, v / 60000000 % 60,
-                       v / 1000000 % 60, v % 1000000);
-      } else {
-        fmt::format_to(std::back_inserter(out), "{}", v);
-      }
-      return true;
-    }
+    case Shape::Kind::Int:
+      return write_int(value, shape, out);
+    case Shape::Kind::Long:
+      return write_long(value, shape, out);
     case Shape::Kind::Float: {
       float v = 0;
       avro_value_get_float(&value, &v);
@@ -542,25 +516,8 @@ private:
       return true;
     }
     case Shape::Kind::Bytes:
-    case Shape::Kind::Fixed: {
-      const void* data = nullptr;
-      std::size_t size = 0;
-      if (shape.kind == Shape::Kind::Bytes) {
-        avro_value_get_bytes(&value, &data, &size);
-      } else {
-        avro_value_get_fixed(&value, &data, &size);
-      }
-      const auto* bytes = static_cast<const unsigned char*>(data);
-      if (shape.logical == "decimal") {
-        std::string text = decimal_text(bytes, size, shape.scale);
-        if (!text.empty()) {
-          out += '"' + text + '"';
-          return true;
-        }
-      }
-      append_bytes(out, bytes, size);
-      return true;
-    }
+    case Shape::Kind::Fixed:
+      return write_bytes(value, shape, out);
     case Shape::Kind::Enum: {
       int symbol = 0;
       avro_value_get_enum(&value, &symbol);
@@ -570,79 +527,148 @@ private:
       append_json_string(out, shape.symbols[static_cast<std::size_t>(symbol)]);
       return true;
     }
-    case Shape::Kind::Record: {
-      out += '{';
-      bool first = true;
-      for (const auto& [name, index] : shape.sorted_fields) {
-        avro_value_t field;
-        if (avro_value_get_by_index(&value, index, &field, nullptr) != 0) {
-          return false;
-        }
-        if (!member(out, first, name, field, *shape.children[index])) {
-          return false;
-        }
-      }
-      out += '}';
-      return true;
-    }
-    case Shape::Kind::Array: {
-      std::size_t size = 0;
-      avro_value_get_size(&value, &size);
-      out += '[';
-      for (std::size_t i = 0; i < size; ++i) {
-        avro_value_t item;
-        if (avro_value_get_by_index(&value, i, &item, nullptr) != 0) {
-          return false;
-        }
-        if (i > 0) {
-          out += ',';
-        }
-        if (!write(item, *shape.children[0], out)) {
-          return false;
-        }
-      }
-      out += ']';
-      return true;
-    }
-    case Shape::Kind::Map: {
-      std::size_t size = 0;
-      avro_value_get_size(&value, &size);
-      std::vector<std::pair<std::string_view, std::size_t>> keys;
-      keys.reserve(size);
-      for (std::size_t i = 0; i < size; ++i) {
-        avro_value_t item;
-        const char* key = nullptr;
-        if (avro_value_get_by_index(&value, i, &item, &key) != 0) {
-          return false;
-        }
-        keys.emplace_back(key ? key : "", i);
-      }
-      std::sort(keys.begin(), keys.end());
-      out += '{';
-      bool first = true;
-      for (const auto& [key, i] : keys) {
-        avro_value_t item;
-        avro_value_get_by_index(&value, i, &item, nullptr);
-        if (!member(out, first, key, item, *shape.children[0])) {
-          return false;
-        }
-      }
-      out += '}';
-      return true;
-    }
-    case Shape::Kind::Union: {
-      int which = 0;
-      if (avro_value_get_discriminant(&value, &which) != 0 || which < 0 ||
-          static_cast<std::size_t>(which) >= shape.children.size()) {
-        return false;
-      }
-      avro_value_t branch;
-      avro_value_get_current_branch(&value, &branch);
-      // A union is its branch's value, as a person reads it (not Avro's {"type": value}).
-      return write(branch, *shape.children[static_cast<std::size_t>(which)], out);
-    }
+    case Shape::Kind::Record:
+      return write_record(value, shape, out);
+    case Shape::Kind::Array:
+      return write_array(value, shape, out);
+    case Shape::Kind::Map:
+      return write_map(value, shape, out);
+    case Shape::Kind::Union:
+      return write_union(value, shape, out);
     }
     return false;
+  }
+
+  // An int, or the date or time-millis it stands for.
+  bool write_int(avro_value_t& value, const Shape& shape, std::string& out) {
+    std::int32_t v = 0;
+    avro_value_get_int(&value, &v);
+    if (shape.logical == "date") {
+      core::CivilDate date = core::civil_from_days(v);
+      fmt::format_to(std::back_inserter(out), "\"{:04}-{:02}-{:02}\"", date.year, date.month, date.day);
+    } else if (shape.logical == "time-millis" && v >= 0) {
+      fmt::format_to(std::back_inserter(out), "\"{:02}:{:02}:{:02}.{:03}\"", v / 3600000, v / 60000 % 60, v / 1000 % 60,
+                     v % 1000);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{}", v);
+    }
+    return true;
+  }
+
+  // A long, or the timestamp or time-micros it stands for.
+  bool write_long(avro_value_t& value, const Shape& shape, std::string& out) {
+    std::int64_t v = 0;
+    avro_value_get_long(&value, &v);
+    const std::string& l = shape.logical;
+    if (l == "timestamp-millis" || l == "local-timestamp-millis") {
+      out += '"' + rfc3339(v, 1000, 3, l == "timestamp-millis") + '"';
+    } else if (l == "timestamp-micros" || l == "local-timestamp-micros") {
+      out += '"' + rfc3339(v, 1000000, 6, l == "timestamp-micros") + '"';
+    } else if (l == "time-micros" && v >= 0) {
+      fmt::format_to(std::back_inserter(out), "\"{:02}:{:02}:{:02}.{:06}\"", v / 3600000000, v / 60000000 % 60,
+                     v / 1000000 % 60, v % 1000000);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{}", v);
+    }
+    return true;
+  }
+
+  // Bytes or a fixed: a decimal as its digits, anything else as bytes.
+  bool write_bytes(avro_value_t& value, const Shape& shape, std::string& out) {
+    const void* data = nullptr;
+    std::size_t size = 0;
+    if (shape.kind == Shape::Kind::Bytes) {
+      avro_value_get_bytes(&value, &data, &size);
+    } else {
+      avro_value_get_fixed(&value, &data, &size);
+    }
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    if (shape.logical == "decimal") {
+      std::string text = decimal_text(bytes, size, shape.scale);
+      if (!text.empty()) {
+        out += '"' + text + '"';
+        return true;
+      }
+    }
+    append_bytes(out, bytes, size);
+    return true;
+  }
+
+  // A record as an object whose members are in the order of their names.
+  bool write_record(avro_value_t& value, const Shape& shape, std::string& out) {
+    out += '{';
+    bool first = true;
+    for (const auto& [name, index] : shape.sorted_fields) {
+      avro_value_t field;
+      if (avro_value_get_by_index(&value, index, &field, nullptr) != 0) {
+        return false;
+      }
+      if (!member(out, first, name, field, *shape.children[index])) {
+        return false;
+      }
+    }
+    out += '}';
+    return true;
+  }
+
+  bool write_array(avro_value_t& value, const Shape& shape, std::string& out) {
+    std::size_t size = 0;
+    avro_value_get_size(&value, &size);
+    out += '[';
+    for (std::size_t i = 0; i < size; ++i) {
+      avro_value_t item;
+      if (avro_value_get_by_index(&value, i, &item, nullptr) != 0) {
+        return false;
+      }
+      if (i > 0) {
+        out += ',';
+      }
+      if (!write(item, *shape.children[0], out)) {
+        return false;
+      }
+    }
+    out += ']';
+    return true;
+  }
+
+  // A map as an object whose members are in the order of their keys.
+  bool write_map(avro_value_t& value, const Shape& shape, std::string& out) {
+    std::size_t size = 0;
+    avro_value_get_size(&value, &size);
+    std::vector<std::pair<std::string_view, std::size_t>> keys;
+    keys.reserve(size);
+    for (std::size_t i = 0; i < size; ++i) {
+      avro_value_t item;
+      const char* key = nullptr;
+      if (avro_value_get_by_index(&value, i, &item, &key) != 0) {
+        return false;
+      }
+      keys.emplace_back(key ? key : "", i);
+    }
+    std::sort(keys.begin(), keys.end());
+    out += '{';
+    bool first = true;
+    for (const auto& [key, i] : keys) {
+      avro_value_t item;
+      avro_value_get_by_index(&value, i, &item, nullptr);
+      if (!member(out, first, key, item, *shape.children[0])) {
+        return false;
+      }
+    }
+    out += '}';
+    return true;
+  }
+
+  // A union is its branch's value, as a person reads it (not Avro's {"type": value}).
+  bool write_union(avro_value_t& value, const Shape& shape, std::string& out) {
+    int which = 0;
+    if (avro_value_get_discriminant(&value, &which) != 0 || which < 0 ||
+        static_cast<std::size_t>(which) >= shape.children.size()) {
+      return false;
+    }
+    avro_value_t branch;
+    avro_value_get_current_branch(&value, &branch);
+    return write(branch, *shape.children[static_cast<std::size_t>(which)], out);
   }
 
   avro_schema_t m_schema;

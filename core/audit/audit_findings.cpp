@@ -6,28 +6,37 @@
 
 namespace dedupctl::core {
 
-void add_audit_findings(const AuditOptions& options, const AuditEvidence& evidence, AuditResult& result) {
-  const auto& replay = result.replay;
-  auto& findings = result.findings;
-  auto push = [&](std::optional<Finding> finding) {
-    if (finding) {
-      findings.push_back(std::move(*finding));
-    }
-  };
+namespace {
+
+// A finding about the settings rather than events: counted once.
+void add_policy_finding(std::vector<Finding>& findings, std::string id, Severity severity, std::string title,
+                        std::string advice) {
+  Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  f.title = std::move(title);
+  f.count = 1;
+  f.advice = std::move(advice);
+  findings.push_back(std::move(f));
+}
+
+void push(std::vector<Finding>& findings, std::optional<Finding> finding) {
+  if (finding) {
+    findings.push_back(std::move(*finding));
+  }
+}
+
+// From the settings: the TTL against the retention, what is unknown, the key template.
+void add_policy_findings(const AuditOptions& options, const AuditResult& result, std::vector<Finding>& findings) {
   auto policy_finding = [&](std::string id, Severity severity, std::string title, std::string advice) {
-    Finding f;
-    f.id = std::move(id);
-    f.severity = severity;
-    f.title = std::move(title);
-    f.count = 1;
-    f.advice = std::move(advice);
-    findings.push_back(std::move(f));
+    add_policy_finding(findings, std::move(id), severity, std::move(title), std::move(advice));
   };
   const Span& ttl = result.ttl.span;
   const Span& retention = options.policy.retention;
-  std::string needed = ttl_needed(retention, options.policy.max_lag_ms);
-  push(ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
-                        options.policy.max_lag_ms, options.policy.compacted));
+  if (auto f = ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
+                                options.policy.max_lag_ms, options.policy.compacted)) {
+    findings.push_back(std::move(*f));
+  }
   if (!retention.known()) {
     policy_finding("retention-unknown", Severity::Info,
                    "the topic's retention is unknown: TTL-vs-retention checks and expiring records were skipped",
@@ -52,6 +61,13 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
                    "Offsets change when a topic is recreated, mirrored or replayed from another cluster: the same "
                    "event gets a new key. Use {event_id}.");
   }
+}
+
+// From the coverage states: expired, expiring, missing, orphaned, never expiring.
+void add_state_findings(const AuditOptions& options, const AuditEvidence& evidence, const AuditResult& result,
+                        std::vector<Finding>& findings) {
+  const Span& ttl = result.ttl.span;
+  std::string needed = ttl_needed(options.policy.retention, options.policy.max_lag_ms);
   auto state_builder = [&](Coverage state) -> const FindingBuilder& {
     return evidence.examples[static_cast<std::size_t>(state)];
   };
@@ -66,7 +82,8 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
     findings.push_back(std::move(f));
   }
   if (n(Coverage::Expiring) > 0) {
-    push(state_builder(Coverage::Expiring)
+    push(findings,
+         state_builder(Coverage::Expiring)
              .build(
                  "expiring-before-retention", Severity::Warning,
                  fmt::format("{} dedup records lapse while their events stay replayable{}", n(Coverage::Expiring),
@@ -92,7 +109,8 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
     findings.push_back(std::move(f));
   }
   if (n(Coverage::Orphaned) > 0) {
-    push(state_builder(Coverage::Orphaned)
+    push(findings,
+         state_builder(Coverage::Orphaned)
              .build("orphaned-claim", Severity::Error,
                     fmt::format("{} events were claimed (in progress) and never completed", n(Coverage::Orphaned)),
                     "The consumer moved past these claims, or their lease ran out: a replay skips them although "
@@ -108,10 +126,10 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
     f.count = result.no_expiry;
     findings.push_back(std::move(f));
   }
-  push(evidence.collisions.build(
-      "key-collision", Severity::Error,
-      fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
-      "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
+}
+
+// The replay's risk: the re-applied events by the worst side-effect class among them.
+void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay, std::vector<Finding>& findings) {
   if (replay.would_reapply > 0) {
     Severity severity = Severity::Info;
     std::int64_t external = 0;
@@ -132,6 +150,21 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
     f.count = replay.would_reapply;
     findings.push_back(std::move(f));
   }
+}
+
+} // namespace
+
+void add_audit_findings(const AuditOptions& options, const AuditEvidence& evidence, AuditResult& result) {
+  auto& findings = result.findings;
+  add_policy_findings(options, result, findings);
+  add_state_findings(options, evidence, result, findings);
+  push(
+      findings,
+      evidence.collisions.build(
+          "key-collision", Severity::Error,
+          fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
+          "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
+  add_replay_risk(evidence, result.replay, findings);
 }
 
 } // namespace dedupctl::core

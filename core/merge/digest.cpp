@@ -82,6 +82,42 @@ Example placeholder(const DigestRecord& record, std::string note) {
   return ex;
 }
 
+// The examples' details (id, topic, offset, time, key), from the events of their seqs.
+void fill_examples(CrossPartitionTally& out, const std::vector<DigestEvents*>& events, std::size_t max_examples) {
+  std::unordered_map<std::uint64_t, DigestEvent> wanted;
+  FindingBuilder* builders[] = {&out.log_duplicate, &out.id_reuse, &out.semantic_duplicate, &out.key_collision};
+  for (auto* builder : builders) {
+    for (const auto& ex : builder->examples()) {
+      wanted.emplace(ex.seq, DigestEvent{});
+    }
+  }
+  if (!wanted.empty()) {
+    DigestEvent event;
+    for (auto* stream : events) {
+      while (stream->next(event)) {
+        if (auto it = wanted.find(event.seq); it != wanted.end()) {
+          it->second = event;
+        }
+      }
+    }
+  }
+  for (auto* builder : builders) {
+    std::vector<Example> filled = builder->examples();
+    for (auto& ex : filled) {
+      const DigestEvent& event = wanted[ex.seq];
+      ex.event_id = event.event_id;
+      ex.topic = event.topic;
+      ex.partition = event.partition;
+      ex.offset = event.offset;
+      ex.timestamp_ms = event.timestamp_ms;
+      if (builder == &out.key_collision) {
+        ex.dedup_key = event.dedup_key;
+      }
+    }
+    *builder = FindingBuilder::restore(max_examples, builder->count(), builder->partitions(), std::move(filled));
+  }
+}
+
 } // namespace
 
 CrossPartitionTally merge_cross_partition(const std::vector<DigestRecords*>& by_id,
@@ -151,40 +187,7 @@ CrossPartitionTally merge_cross_partition(const std::vector<DigestRecords*>& by_
     }
   });
 
-  // The examples' details, from the events of their seqs.
-  std::unordered_map<std::uint64_t, DigestEvent> wanted;
-  FindingBuilder* builders[] = {&out.log_duplicate, &out.id_reuse, &out.semantic_duplicate, &out.key_collision};
-  for (auto* builder : builders) {
-    for (const auto& ex : builder->examples()) {
-      wanted.emplace(ex.seq, DigestEvent{});
-    }
-  }
-  if (!wanted.empty()) {
-    DigestEvent event;
-    for (auto* stream : events) {
-      while (stream->next(event)) {
-        if (auto it = wanted.find(event.seq); it != wanted.end()) {
-          it->second = event;
-        }
-      }
-    }
-  }
-  for (auto* builder : builders) {
-    std::vector<Example> filled = builder->examples();
-    for (auto& ex : filled) {
-      const DigestEvent& event = wanted[ex.seq];
-      ex.event_id = event.event_id;
-      ex.topic = event.topic;
-      ex.partition = event.partition;
-      ex.offset = event.offset;
-      ex.timestamp_ms = event.timestamp_ms;
-      if (builder == &out.key_collision) {
-        ex.dedup_key = event.dedup_key;
-      }
-    }
-    *builder =
-        FindingBuilder::restore(options.max_examples, builder->count(), builder->partitions(), std::move(filled));
-  }
+  fill_examples(out, events, options.max_examples);
   return out;
 }
 

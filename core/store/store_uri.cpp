@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 
 namespace dedupctl::core {
 
@@ -111,6 +112,124 @@ std::string parse_tls_query(std::string_view query, std::string_view scheme, Red
 
 std::string HostPort::text() const { return fmt::format("{}:{}", host, port); }
 
+namespace {
+
+// The parts of parse_store_uri; each returns why the text is not a store URI, or "".
+
+// redis+unix:///path[?db=N]
+std::string parse_unix(std::string_view rest, StoreUri& uri) {
+  auto query = rest.find('?');
+  uri.unix_path = std::string(rest.substr(0, query));
+  if (uri.unix_path.empty() || uri.unix_path[0] != '/') {
+    return "the socket path must be absolute (redis+unix:///run/redis.sock)";
+  }
+  if (query != std::string_view::npos) {
+    std::string_view params = rest.substr(query + 1);
+    if (!params.starts_with("db=") || !parse_whole(params.substr(3), uri.db) || uri.db < 0) {
+      return "the only query parameter is db=N";
+    }
+  }
+  return {};
+}
+
+// [user:pass@] or [pass@], taken off the front of `rest`.
+void take_credentials(std::string_view& rest, StoreUri& uri) {
+  auto at = rest.rfind('@');
+  if (at == std::string_view::npos) {
+    return;
+  }
+  std::string_view credentials = rest.substr(0, at);
+  auto colon = credentials.find(':');
+  if (colon == std::string_view::npos) {
+    uri.password = percent_decode(credentials); // redis://secret@host, as redis-cli -u takes it
+  } else {
+    uri.user = percent_decode(credentials.substr(0, colon));
+    // redis://user:@host names the user only: the password comes from REDISCLI_AUTH, a file or a command.
+    if (colon + 1 < credentials.size()) {
+      uri.password = percent_decode(credentials.substr(colon + 1));
+    }
+  }
+  rest = rest.substr(at + 1);
+}
+
+// A cluster's seeds (database 0 only), or the sentinels with the master's name and database.
+std::string parse_seeds(std::string_view hostport, std::string_view path, StoreUri& uri) {
+  bool cluster = uri.mode == StoreUri::RedisMode::Cluster;
+  std::string why;
+  if (!parse_host_list(hostport, cluster ? 6379 : 26379, uri.seeds, why)) {
+    return why;
+  }
+  if (cluster) {
+    // A cluster has database 0 only.
+    return path.empty() || path == "0" ? "" : "a Redis Cluster has no databases but 0; leave out the /db";
+  }
+  auto db_slash = path.find('/');
+  uri.master_name = std::string(path.substr(0, db_slash));
+  if (uri.master_name.empty()) {
+    return "the master's name is missing: redis+sentinel://h1:26379,h2:26379/MASTERNAME[/db], the name the "
+           "sentinels monitor (SENTINEL MASTERS lists them)";
+  }
+  std::string_view db = db_slash == std::string_view::npos ? "" : path.substr(db_slash + 1);
+  if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
+    return fmt::format("'{}' is not a database number", db);
+  }
+  return {};
+}
+
+// One server: host[:port][/db].
+std::string parse_server(std::string_view hostport, std::optional<std::string_view> db, StoreUri& uri) {
+  if (db && !db->empty() && (!parse_whole(*db, uri.db) || uri.db < 0)) {
+    return fmt::format("'{}' is not a database number", *db);
+  }
+  auto colon = hostport.rfind(':');
+  if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
+    uri.host = std::string(hostport.substr(0, colon));
+    if (!parse_whole(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
+      return fmt::format("'{}' is not a port", hostport.substr(colon + 1));
+    }
+  } else if (!hostport.empty()) {
+    uri.host = std::string(hostport);
+  }
+  return uri.host.empty() ? "the host is empty" : "";
+}
+
+// redis[s][+cluster|+sentinel]://…: the scheme's mode and TLS, the query, credentials, then the rest.
+std::string parse_redis(std::string_view text, StoreUri& uri) {
+  std::string_view scheme = text.substr(0, text.find("://"));
+  std::string_view plain_scheme = scheme;
+  if (scheme.starts_with("rediss")) {
+    uri.tls.enabled = true;
+    plain_scheme = scheme == "rediss"            ? "redis"
+                   : scheme == "rediss+cluster"  ? "redis+cluster"
+                   : scheme == "rediss+sentinel" ? "redis+sentinel"
+                                                 : "";
+  }
+  if (plain_scheme == "redis+cluster") {
+    uri.mode = StoreUri::RedisMode::Cluster;
+  } else if (plain_scheme == "redis+sentinel") {
+    uri.mode = StoreUri::RedisMode::Sentinel;
+  } else if (plain_scheme != "redis") {
+    return "unknown scheme";
+  }
+  std::string_view rest = text.substr(scheme.size() + 3);
+  if (auto query = rest.find('?'); query != std::string_view::npos) {
+    if (std::string why = parse_tls_query(rest.substr(query + 1), plain_scheme, uri.tls); !why.empty()) {
+      return why;
+    }
+    rest = rest.substr(0, query);
+  }
+  take_credentials(rest, uri);
+  auto slash = rest.find('/');
+  std::string_view hostport = rest.substr(0, slash);
+  if (uri.mode != StoreUri::RedisMode::Server) {
+    return parse_seeds(hostport, slash == std::string_view::npos ? "" : rest.substr(slash + 1), uri);
+  }
+  return parse_server(hostport, slash == std::string_view::npos ? std::nullopt : std::optional(rest.substr(slash + 1)),
+                      uri);
+}
+
+} // namespace
+
 StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   StoreUri uri;
   uri.text = std::string(text);
@@ -136,103 +255,8 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     uri.conninfo = std::string(text);
     return uri;
   }
-  if (text.starts_with("redis+unix://")) {
-    std::string_view rest = text.substr(13);
-    auto query = rest.find('?');
-    uri.unix_path = std::string(rest.substr(0, query));
-    if (uri.unix_path.empty() || uri.unix_path[0] != '/') {
-      return bad("the socket path must be absolute (redis+unix:///run/redis.sock)");
-    }
-    if (query != std::string_view::npos) {
-      std::string_view params = rest.substr(query + 1);
-      if (!params.starts_with("db=") || !parse_whole(params.substr(3), uri.db) || uri.db < 0) {
-        return bad("the only query parameter is db=N");
-      }
-    }
-    return uri;
-  }
-  std::string_view scheme = text.substr(0, text.find("://"));
-  std::string_view plain_scheme = scheme;
-  if (scheme.starts_with("rediss")) {
-    uri.tls.enabled = true;
-    plain_scheme = scheme == "rediss"            ? "redis"
-                   : scheme == "rediss+cluster"  ? "redis+cluster"
-                   : scheme == "rediss+sentinel" ? "redis+sentinel"
-                                                 : "";
-  }
-  if (plain_scheme == "redis+cluster") {
-    uri.mode = StoreUri::RedisMode::Cluster;
-  } else if (plain_scheme == "redis+sentinel") {
-    uri.mode = StoreUri::RedisMode::Sentinel;
-  } else if (plain_scheme != "redis") {
-    return bad("unknown scheme");
-  }
-  std::string_view rest = text.substr(scheme.size() + 3);
-  if (auto query = rest.find('?'); query != std::string_view::npos) {
-    if (std::string why = parse_tls_query(rest.substr(query + 1), plain_scheme, uri.tls); !why.empty()) {
-      return bad(why);
-    }
-    rest = rest.substr(0, query);
-  }
-  auto at = rest.rfind('@');
-  if (at != std::string_view::npos) {
-    std::string_view credentials = rest.substr(0, at);
-    auto colon = credentials.find(':');
-    if (colon == std::string_view::npos) {
-      uri.password = percent_decode(credentials); // redis://secret@host, as redis-cli -u takes it
-    } else {
-      uri.user = percent_decode(credentials.substr(0, colon));
-      // redis://user:@host names the user only: the password comes from REDISCLI_AUTH, a file or a command.
-      if (colon + 1 < credentials.size()) {
-        uri.password = percent_decode(credentials.substr(colon + 1));
-      }
-    }
-    rest = rest.substr(at + 1);
-  }
-  auto slash = rest.find('/');
-  std::string_view hostport = rest.substr(0, slash);
-  if (uri.mode != StoreUri::RedisMode::Server) {
-    bool cluster = uri.mode == StoreUri::RedisMode::Cluster;
-    std::string why;
-    if (!parse_host_list(hostport, cluster ? 6379 : 26379, uri.seeds, why)) {
-      return bad(why);
-    }
-    std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
-    if (cluster) {
-      // A cluster has database 0 only.
-      return path.empty() || path == "0" ? uri : bad("a Redis Cluster has no databases but 0; leave out the /db");
-    }
-    auto db_slash = path.find('/');
-    uri.master_name = std::string(path.substr(0, db_slash));
-    if (uri.master_name.empty()) {
-      return bad("the master's name is missing: redis+sentinel://h1:26379,h2:26379/MASTERNAME[/db], the name "
-                 "the sentinels monitor (SENTINEL MASTERS lists them)");
-    }
-    std::string_view db = db_slash == std::string_view::npos ? "" : path.substr(db_slash + 1);
-    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
-      return bad(fmt::format("'{}' is not a database number", db));
-    }
-    return uri;
-  }
-  if (slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && (!parse_whole(db, uri.db) || uri.db < 0)) {
-      return bad(fmt::format("'{}' is not a database number", db));
-    }
-  }
-  auto colon = hostport.rfind(':');
-  if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
-    uri.host = std::string(hostport.substr(0, colon));
-    if (!parse_whole(hostport.substr(colon + 1), uri.port) || uri.port <= 0 || uri.port > 65535) {
-      return bad(fmt::format("'{}' is not a port", hostport.substr(colon + 1)));
-    }
-  } else if (!hostport.empty()) {
-    uri.host = std::string(hostport);
-  }
-  if (uri.host.empty()) {
-    return bad("the host is empty");
-  }
-  return uri;
+  std::string why = text.starts_with("redis+unix://") ? parse_unix(text.substr(13), uri) : parse_redis(text, uri);
+  return why.empty() ? uri : bad(why);
 }
 
 std::string StoreUri::redacted() const { return redact_secrets(text); }

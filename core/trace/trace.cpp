@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace dedupctl::core {
@@ -46,115 +47,165 @@ std::string record_text(const Trace& trace) {
 
 } // namespace
 
-TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
-  TraceVerdict v;
+namespace {
+
+// The rules of decide_trace, in its order: each gives a verdict where it applies.
+
+std::optional<TraceVerdict> reused_id(const Trace& trace) {
   const auto& occ = trace.occurrences;
-  if (occ.empty()) {
-    v.id = "not-found";
-    v.text = fmt::format("{} is not in the range read: no event carries it", trace.event_id);
-    v.evidence = trace.notes;
-    return v;
-  }
   std::set<std::uint64_t> payloads;
   for (const auto& o : occ) {
     payloads.insert(o.fingerprint);
   }
-  if (payloads.size() > 1) {
-    v.id = "id-reused";
-    v.text = fmt::format("id reused: {} events carry {} different payloads under this id; a consumer that "
-                         "deduplicates by it dropped the later ones",
-                         occ.size(), payloads.size());
-    for (const auto& o : occ) {
-      v.evidence.push_back(fmt::format("{} payload {} ({} bytes, {})", where(o), fingerprint_text(o.fingerprint),
-                                       o.size, o.type.empty() ? "no type" : o.type));
-    }
-    return v;
+  if (payloads.size() <= 1) {
+    return std::nullopt;
   }
-  bool any_delivered = std::any_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered == true; });
-  bool delivery_known = std::all_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered.has_value(); });
+  TraceVerdict v;
+  v.id = "id-reused";
+  v.text = fmt::format("id reused: {} events carry {} different payloads under this id; a consumer that "
+                       "deduplicates by it dropped the later ones",
+                       occ.size(), payloads.size());
+  for (const auto& o : occ) {
+    v.evidence.push_back(fmt::format("{} payload {} ({} bytes, {})", where(o), fingerprint_text(o.fingerprint), o.size,
+                                     o.type.empty() ? "no type" : o.type));
+  }
+  return v;
+}
+
+std::optional<TraceVerdict> orphaned_claim(const Trace& trace, const TracePolicy& policy, bool any_delivered) {
   const auto& r = trace.record;
   std::string value = r.status ? *r.status : r.value.value_or("");
-  if (r.state == TraceRecord::State::Present && is_in_progress(value, policy.in_progress_values) && any_delivered) {
-    v.id = "claim-orphaned";
-    v.text = "claimed, never completed: the group moved past it while its record still says in progress; a replay "
-             "will skip it";
-    v.evidence.push_back(record_text(trace));
-    for (const auto& o : occ) {
-      if (o.delivered == true) {
-        v.evidence.push_back(fmt::format("{} lies below the group's committed offset", where(o)));
-      }
-    }
-    return v;
+  if (r.state != TraceRecord::State::Present || !is_in_progress(value, policy.in_progress_values) || !any_delivered) {
+    return std::nullopt;
   }
-  auto ttl = policy.ttl.finite_ms();
+  TraceVerdict v;
+  v.id = "claim-orphaned";
+  v.text = "claimed, never completed: the group moved past it while its record still says in progress; a replay "
+           "will skip it";
+  v.evidence.push_back(record_text(trace));
+  for (const auto& o : trace.occurrences) {
+    if (o.delivered == true) {
+      v.evidence.push_back(fmt::format("{} lies below the group's committed offset", where(o)));
+    }
+  }
+  return v;
+}
+
+// Two consumed copies further apart than the TTL: the first one's record had lapsed.
+std::optional<TraceVerdict> applied_twice(const Trace& trace, std::optional<std::int64_t> ttl) {
+  if (!ttl) {
+    return std::nullopt;
+  }
   std::vector<const TraceOccurrence*> delivered;
-  for (const auto& o : occ) {
+  for (const auto& o : trace.occurrences) {
     if (o.delivered == true && o.timestamp_ms >= 0) {
       delivered.push_back(&o);
     }
   }
   std::sort(delivered.begin(), delivered.end(),
             [](const auto* a, const auto* b) { return a->timestamp_ms < b->timestamp_ms; });
-  if (ttl) {
-    for (std::size_t i = 1; i < delivered.size(); ++i) {
-      std::int64_t gap = delivered[i]->timestamp_ms - delivered[i - 1]->timestamp_ms;
-      if (gap > *ttl) {
-        v.id = "applied-twice";
-        v.text = "likely applied twice: the record had expired when the second copy arrived";
-        v.evidence.push_back(fmt::format("copies at {} and {}, {} apart", where(*delivered[i - 1]),
-                                         where(*delivered[i]), format_duration(gap)));
-        v.evidence.push_back(fmt::format("the TTL is {}: the first copy's record lapsed {} before the second arrived",
-                                         format_duration(*ttl), format_duration(gap - *ttl)));
-        v.evidence.push_back("both lie below the group's committed offset: both were consumed");
-        return v;
-      }
-    }
-  }
-  if (r.state == TraceRecord::State::Absent) {
-    const TraceOccurrence* newest = &occ.front();
-    for (const auto& o : occ) {
-      if (o.timestamp_ms > newest->timestamp_ms) {
-        newest = &o;
-      }
-    }
-    bool consumed = newest->delivered != false;
-    std::int64_t age = policy.now_ms - newest->timestamp_ms;
-    if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl) {
-      v.id = "state-lost";
-      v.text = "dedup state lost (flush, failover or eviction): the record is missing although the event is within "
-               "its TTL";
-      v.evidence.push_back(fmt::format("the newest copy, {}, is {} old; the TTL is {}", where(*newest),
-                                       format_duration(age), format_duration(*ttl)));
-      v.evidence.push_back(record_text(trace));
-      if (!delivery_known) {
-        v.evidence.push_back("without --group, whether it was consumed is not known");
-      }
-      return v;
-    }
-    if (any_delivered || !delivery_known) {
-      v.id = "exposed";
-      v.text = any_delivered
-                   ? "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it"
-                   : "exposed: its record is gone and the log still holds it: a seek or replay re-applies it";
-      v.evidence.push_back(record_text(trace));
-      v.evidence.push_back(fmt::format("{} is still in the log", where(*newest)));
-      if (!delivery_known) {
-        v.evidence.push_back("without --group, whether it was consumed is not known");
-      }
+  for (std::size_t i = 1; i < delivered.size(); ++i) {
+    std::int64_t gap = delivered[i]->timestamp_ms - delivered[i - 1]->timestamp_ms;
+    if (gap > *ttl) {
+      TraceVerdict v;
+      v.id = "applied-twice";
+      v.text = "likely applied twice: the record had expired when the second copy arrived";
+      v.evidence.push_back(fmt::format("copies at {} and {}, {} apart", where(*delivered[i - 1]), where(*delivered[i]),
+                                       format_duration(gap)));
+      v.evidence.push_back(fmt::format("the TTL is {}: the first copy's record lapsed {} before the second arrived",
+                                       format_duration(*ttl), format_duration(gap - *ttl)));
+      v.evidence.push_back("both lie below the group's committed offset: both were consumed");
       return v;
     }
   }
+  return std::nullopt;
+}
+
+// No record: lost within its TTL, or exposed to a seek; nullopt where the event was not consumed.
+std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy& policy,
+                                          std::optional<std::int64_t> ttl, bool any_delivered, bool delivery_known) {
+  const auto& occ = trace.occurrences;
+  if (trace.record.state != TraceRecord::State::Absent) {
+    return std::nullopt;
+  }
+  const TraceOccurrence* newest = &occ.front();
+  for (const auto& o : occ) {
+    if (o.timestamp_ms > newest->timestamp_ms) {
+      newest = &o;
+    }
+  }
+  bool consumed = newest->delivered != false;
+  std::int64_t age = policy.now_ms - newest->timestamp_ms;
+  TraceVerdict v;
+  if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl) {
+    v.id = "state-lost";
+    v.text = "dedup state lost (flush, failover or eviction): the record is missing although the event is within "
+             "its TTL";
+    v.evidence.push_back(fmt::format("the newest copy, {}, is {} old; the TTL is {}", where(*newest),
+                                     format_duration(age), format_duration(*ttl)));
+    v.evidence.push_back(record_text(trace));
+    if (!delivery_known) {
+      v.evidence.push_back("without --group, whether it was consumed is not known");
+    }
+    return v;
+  }
+  if (!any_delivered && delivery_known) {
+    return std::nullopt;
+  }
+  v.id = "exposed";
+  v.text = any_delivered
+               ? "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it"
+               : "exposed: its record is gone and the log still holds it: a seek or replay re-applies it";
+  v.evidence.push_back(record_text(trace));
+  v.evidence.push_back(fmt::format("{} is still in the log", where(*newest)));
+  if (!delivery_known) {
+    v.evidence.push_back("without --group, whether it was consumed is not known");
+  }
+  return v;
+}
+
+TraceVerdict protected_verdict(const Trace& trace) {
+  TraceVerdict v;
   v.id = "protected";
-  if (r.state == TraceRecord::State::Absent) {
+  if (trace.record.state == TraceRecord::State::Absent) {
     v.text = "protected: not consumed yet (above the committed offset); its first delivery is still ahead";
   } else {
     v.text = "protected: the placement holds its record, so a redelivery is skipped";
   }
   v.evidence.push_back(record_text(trace));
-  if (occ.size() > 1) {
-    v.evidence.push_back(fmt::format("{} copies in the log, one payload", occ.size()));
+  if (trace.occurrences.size() > 1) {
+    v.evidence.push_back(fmt::format("{} copies in the log, one payload", trace.occurrences.size()));
   }
   return v;
+}
+
+} // namespace
+
+TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
+  const auto& occ = trace.occurrences;
+  if (occ.empty()) {
+    TraceVerdict v;
+    v.id = "not-found";
+    v.text = fmt::format("{} is not in the range read: no event carries it", trace.event_id);
+    v.evidence = trace.notes;
+    return v;
+  }
+  bool any_delivered = std::any_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered == true; });
+  bool delivery_known = std::all_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered.has_value(); });
+  auto ttl = policy.ttl.finite_ms();
+  if (auto v = reused_id(trace)) {
+    return *v;
+  }
+  if (auto v = orphaned_claim(trace, policy, any_delivered)) {
+    return *v;
+  }
+  if (auto v = applied_twice(trace, ttl)) {
+    return *v;
+  }
+  if (auto v = absent_record(trace, policy, ttl, any_delivered, delivery_known)) {
+    return *v;
+  }
+  return protected_verdict(trace);
 }
 
 std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log) {
