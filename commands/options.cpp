@@ -338,6 +338,9 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
   policy.max_lag_ms = core::parse_duration(options.max_lag, "--max-lag");
   policy.lease_ms = core::parse_duration(options.lease, "--lease");
   policy.in_progress_values = options.in_progress_values;
+  out.inbox_lookup = options.inbox_lookup == "load"      ? connectors::postgres::InboxLookup::Load
+                     : options.inbox_lookup == "batches" ? connectors::postgres::InboxLookup::Batches
+                                                         : connectors::postgres::InboxLookup::Auto;
   for (const auto& item : options.side_effects) {
     out.audit.side_effects.insert(core::parse_side_effect(item));
   }

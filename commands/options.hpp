@@ -1,6 +1,7 @@
 #pragma once
 
 #include "commands/context.hpp"
+#include "connectors/postgres/inbox_store.hpp"
 #include "connectors/schema/source.hpp"
 #include "core/audit/audit_analyzer.hpp"
 #include "core/identity/identify.hpp"
@@ -87,6 +88,7 @@ struct PlacementOptions {
   core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
   std::optional<core::Span> inbox_retention;                    // --inbox-retention
   core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
+  connectors::postgres::InboxLookup inbox_lookup = connectors::postgres::InboxLookup::Auto; // --inbox-lookup
 };
 
 void add_source_options(CLI::App& app, SourceFlags& options);

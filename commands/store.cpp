@@ -39,10 +39,7 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
   try {
     if (uri.kind == core::StoreUri::Kind::Postgres) {
       auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
-      const auto& lookup = options.inbox_lookup;
-      settings.lookup = lookup == "load"      ? connectors::postgres::InboxLookup::Load
-                        : lookup == "batches" ? connectors::postgres::InboxLookup::Batches
-                                              : connectors::postgres::InboxLookup::Auto;
+      settings.lookup = placement.inbox_lookup;
       settings.expected_events = expected_events;
       auto inbox = connectors::postgres::open_inbox_store(settings);
       out.inbox = inbox.get();

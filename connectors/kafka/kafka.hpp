@@ -61,12 +61,16 @@ struct RangeRequest {
   core::OffsetSpec to;
   std::optional<std::string> group;
   std::optional<core::OffsetSpec> seek;
+  // More seeks resolved against the same watermarks and offsets (watch's --seek NAME=SPEC).
+  std::vector<core::OffsetSpec> seeks;
   std::int64_t now_ms = 0;
 };
 
 struct ResolvedRange {
   core::SourceInfo info;                  // as the report's `source`, before reading
   std::vector<core::PartitionPlan> plans; // what the reader reads
+  // Where each of request.seeks falls: [seek][partition, in info.partitions' order].
+  std::vector<std::vector<std::int64_t>> seek_offsets;
 };
 
 // Asks the brokers for partitions, watermarks, committed offsets and timestamp lookups and

@@ -110,6 +110,11 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
   if (request.seek) {
     seek_lookups = lookups_for(*request.seek);
   }
+  std::vector<std::map<std::pair<std::string, std::int32_t>, std::int64_t>> more_seek_lookups;
+  for (const auto& spec : request.seeks) {
+    more_seek_lookups.push_back(lookups_for(spec));
+  }
+  out.seek_offsets.resize(request.seeks.size());
 
   auto with_lookup = [](core::PartitionFacts f, const auto& lookups, const auto& key) {
     if (auto it = lookups.find(key); it != lookups.end()) {
@@ -151,6 +156,12 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
                                        has_group, request.now_ms);
       range.seek = seek.offset;
       range.seek_timestamp = seek.timestamp_filter;
+    }
+    for (std::size_t k = 0; k < request.seeks.size(); ++k) {
+      out.seek_offsets[k].push_back(core::resolve_offset(request.seeks[k], core::SpecRole::Seek,
+                                                         with_lookup(f, more_seek_lookups[k], key), has_group,
+                                                         request.now_ms)
+                                        .offset);
     }
     out.plans.push_back(std::move(plan));
     out.info.partitions.push_back(std::move(range));

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/identity/payload_decoder.hpp"
 #include "core/util/errors.hpp"
 
 #include <cstdint>
@@ -13,12 +14,9 @@
 // which Apicurio also serves) or a directory of schema files that `dedupctl schemas export` wrote.
 namespace dedupctl::connectors::schema {
 
-// The registry could not be reached or refused us (exit 3 as any other system); a type of its own
-// so that watch names the registry, not the brokers, as what it cannot see.
-class RegistryUnreachableError : public UnreachableError {
-public:
-  using UnreachableError::UnreachableError;
-};
+// The registry could not be reached or refused us (core's SchemaSourceUnreachableError: exit 3 as
+// any other system, and watch names the registry, not the brokers, as what it cannot see).
+using RegistryUnreachableError = core::SchemaSourceUnreachableError;
 
 enum class SchemaType { Avro, Protobuf, Json };
 
