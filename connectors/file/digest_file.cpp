@@ -10,6 +10,57 @@
 #include <cstring>
 #include <stdexcept>
 
+namespace dedupctl::connectors::file {} // namespace dedupctl::connectors::file
+
+// A std::optional as JSON: the value, or null (nlohmann-json 3.11 has no serializer of its own).
+namespace nlohmann {
+template <typename T> struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& value) {
+    if (value) {
+      j = *value;
+    } else {
+      j = nullptr;
+    }
+  }
+  static void from_json(const json& j, std::optional<T>& value) {
+    value = j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
+  }
+};
+} // namespace nlohmann
+
+// The digest header's parts as JSON, by their members' names (nlohmann-json's type macros; enums as
+// their numbers). A span is null (unknown), "infinite", or its milliseconds.
+namespace dedupctl::core {
+
+void to_json(nlohmann::json& j, const Span& span) {
+  if (!span.known()) {
+    j = nullptr;
+  } else if (span.is_infinite()) {
+    j = "infinite";
+  } else {
+    j = *span.finite_ms();
+  }
+}
+
+void from_json(const nlohmann::json& j, Span& span) {
+  span = j.is_null() ? Span::unknown() : j.is_string() ? Span::infinite() : Span::finite(j.get<std::int64_t>());
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Example, event_id, topic, partition, offset, timestamp_ms, dedup_key, note, seq)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartitionRange, topic, partition, from, to, log_start, log_end, committed, seek,
+                                   seek_timestamp, events, first_timestamp, last_timestamp, clamped, requested_from,
+                                   from_timestamp)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SourceInfo, kind, topics, path, bootstrap, group, isolation, partitions,
+                                   invalid_lines, repeated_records)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Finding, id, severity, title, count, partitions, examples, advice, file, line,
+                                   column, subject)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TtlDecision, span, source, origin, estimate_low, estimate_high)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RetentionDecision, span, source, origin, compacted)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WindowBounds, from, to, from_timestamp)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartitionWindow, topic, partition, committed, window)
+
+} // namespace dedupctl::core
+
 namespace dedupctl::connectors::file {
 
 namespace {
@@ -25,224 +76,40 @@ template <typename T> std::optional<T> opt_of(const Json& j) {
   return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
 }
 
-Json example_json(const core::Example& ex) {
-  return Json{{"event_id", ex.event_id},
-              {"topic", ex.topic},
-              {"partition", ex.partition},
-              {"offset", ex.offset},
-              {"timestamp_ms", ex.timestamp_ms},
-              {"dedup_key", ex.dedup_key},
-              {"note", ex.note},
-              {"seq", ex.seq}};
-}
-
-core::Example example_of_json(const Json& j) {
-  core::Example ex;
-  ex.event_id = j.at("event_id").get<std::string>();
-  ex.topic = j.at("topic").get<std::string>();
-  ex.partition = j.at("partition").get<std::int32_t>();
-  ex.offset = j.at("offset").get<std::int64_t>();
-  ex.timestamp_ms = j.at("timestamp_ms").get<std::int64_t>();
-  ex.dedup_key = j.at("dedup_key").get<std::string>();
-  ex.note = j.at("note").get<std::string>();
-  ex.seq = j.at("seq").get<std::uint64_t>();
-  return ex;
-}
-
 Json builder_json(const core::FindingBuilder& builder) {
-  Json examples = Json::array();
-  for (const auto& ex : builder.examples()) {
-    examples.push_back(example_json(ex));
-  }
-  return Json{{"count", builder.count()}, {"partitions", builder.partitions()}, {"examples", std::move(examples)}};
+  return Json{{"count", builder.count()}, {"partitions", builder.partitions()}, {"examples", builder.examples()}};
 }
 
 core::FindingBuilder builder_of_json(const Json& j, std::size_t max_examples) {
-  std::vector<core::Example> examples;
-  for (const auto& ex : j.at("examples")) {
-    examples.push_back(example_of_json(ex));
-  }
   return core::FindingBuilder::restore(max_examples, j.at("count").get<std::int64_t>(),
-                                       j.at("partitions").get<std::vector<std::int32_t>>(), std::move(examples));
+                                       j.at("partitions").get<std::vector<std::int32_t>>(),
+                                       j.at("examples").get<std::vector<core::Example>>());
 }
 
-Json source_json(const core::SourceInfo& source) {
-  Json partitions = Json::array();
-  for (const auto& r : source.partitions) {
-    partitions.push_back(Json{{"topic", r.topic},
-                              {"partition", r.partition},
-                              {"from", r.from},
-                              {"to", r.to},
-                              {"log_start", opt(r.log_start)},
-                              {"log_end", opt(r.log_end)},
-                              {"committed", opt(r.committed)},
-                              {"seek", opt(r.seek)},
-                              {"seek_timestamp", opt(r.seek_timestamp)},
-                              {"events", r.events},
-                              {"first_timestamp", opt(r.first_timestamp)},
-                              {"last_timestamp", opt(r.last_timestamp)},
-                              {"clamped", r.clamped},
-                              {"requested_from", r.requested_from},
-                              {"from_timestamp", opt(r.from_timestamp)}});
-  }
-  return Json{{"kind", source.kind},
-              {"topics", source.topics},
-              {"path", source.path},
-              {"bootstrap", source.bootstrap},
-              {"group", opt(source.group)},
-              {"isolation", source.isolation},
-              {"partitions", std::move(partitions)},
-              {"invalid_lines", source.invalid_lines},
-              {"repeated_records", source.repeated_records}};
-}
-
-core::SourceInfo source_of_json(const Json& j) {
-  core::SourceInfo source;
-  source.kind = j.at("kind").get<std::string>();
-  source.topics = j.at("topics").get<std::vector<std::string>>();
-  source.path = j.at("path").get<std::string>();
-  source.bootstrap = j.at("bootstrap").get<std::string>();
-  source.group = opt_of<std::string>(j.at("group"));
-  source.isolation = j.at("isolation").get<std::string>();
-  for (const auto& p : j.at("partitions")) {
-    core::PartitionRange r;
-    r.topic = p.at("topic").get<std::string>();
-    r.partition = p.at("partition").get<std::int32_t>();
-    r.from = p.at("from").get<std::int64_t>();
-    r.to = p.at("to").get<std::int64_t>();
-    r.log_start = opt_of<std::int64_t>(p.at("log_start"));
-    r.log_end = opt_of<std::int64_t>(p.at("log_end"));
-    r.committed = opt_of<std::int64_t>(p.at("committed"));
-    r.seek = opt_of<std::int64_t>(p.at("seek"));
-    r.seek_timestamp = opt_of<std::int64_t>(p.at("seek_timestamp"));
-    r.events = p.at("events").get<std::int64_t>();
-    r.first_timestamp = opt_of<std::int64_t>(p.at("first_timestamp"));
-    r.last_timestamp = opt_of<std::int64_t>(p.at("last_timestamp"));
-    r.clamped = p.at("clamped").get<bool>();
-    r.requested_from = p.at("requested_from").get<std::int64_t>();
-    r.from_timestamp = opt_of<std::int64_t>(p.at("from_timestamp"));
-    source.partitions.push_back(std::move(r));
-  }
-  source.invalid_lines = j.at("invalid_lines").get<std::int64_t>();
-  source.repeated_records = j.at("repeated_records").get<std::int64_t>();
-  return source;
-}
-
-Json span_json(const core::Span& span) {
-  if (!span.known()) {
-    return nullptr;
-  }
-  return span.is_infinite() ? Json("infinite") : Json(*span.finite_ms());
-}
-
-core::Span span_of_json(const Json& j) {
-  if (j.is_null()) {
-    return core::Span::unknown();
-  }
-  return j.is_string() ? core::Span::infinite() : core::Span::finite(j.get<std::int64_t>());
-}
-
-Json finding_json(const core::Finding& f) {
-  Json examples = Json::array();
-  for (const auto& ex : f.examples) {
-    examples.push_back(example_json(ex));
-  }
-  return Json{{"id", f.id},
-              {"severity", static_cast<int>(f.severity)},
-              {"title", f.title},
-              {"count", f.count},
-              {"partitions", f.partitions},
-              {"examples", std::move(examples)},
-              {"advice", f.advice},
-              {"file", f.file},
-              {"line", f.line},
-              {"column", f.column},
-              {"subject", f.subject}};
-}
-
-core::Finding finding_of_json(const Json& j) {
-  core::Finding f;
-  f.id = j.at("id").get<std::string>();
-  f.severity = static_cast<core::Severity>(j.at("severity").get<int>());
-  f.title = j.at("title").get<std::string>();
-  f.count = j.at("count").get<std::int64_t>();
-  f.partitions = j.at("partitions").get<std::vector<std::int32_t>>();
-  for (const auto& ex : j.at("examples")) {
-    f.examples.push_back(example_of_json(ex));
-  }
-  f.advice = j.at("advice").get<std::string>();
-  f.file = j.at("file").get<std::string>();
-  f.line = j.at("line").get<int>();
-  f.column = j.at("column").get<int>();
-  f.subject = j.at("subject").get<std::string>();
-  return f;
-}
-
-Json ttl_json(const core::TtlDecision& t) {
-  return Json{{"span", span_json(t.span)},
-              {"source", static_cast<int>(t.source)},
-              {"origin", static_cast<int>(t.origin)},
-              {"estimate_low", opt(t.estimate_low)},
-              {"estimate_high", opt(t.estimate_high)}};
-}
-
-core::TtlDecision ttl_of_json(const Json& j) {
-  core::TtlDecision t;
-  t.span = span_of_json(j.at("span"));
-  t.source = static_cast<core::TtlSource>(j.at("source").get<int>());
-  t.origin = static_cast<core::ValueOrigin>(j.at("origin").get<int>());
-  t.estimate_low = opt_of<std::int64_t>(j.at("estimate_low"));
-  t.estimate_high = opt_of<std::int64_t>(j.at("estimate_high"));
-  return t;
-}
-
+// The audit's setup, its options' policy flat among the rest.
 Json audit_json(const core::AuditDigest& a) {
   const auto& o = a.options;
   const auto& p = o.policy;
-  std::map<std::string, int> side_effects;
-  for (const auto& [type, effect] : o.side_effects) {
-    side_effects[type] = static_cast<int>(effect);
-  }
-  Json windows = Json::array();
-  for (const auto& w : a.windows) {
-    Json window = nullptr;
-    if (w.window) {
-      window = Json{{"from", w.window->from}, {"to", w.window->to}, {"from_timestamp", opt(w.window->from_timestamp)}};
-    }
-    windows.push_back(
-        Json{{"topic", w.topic}, {"partition", w.partition}, {"committed", opt(w.committed)}, {"window", window}});
-  }
-  Json findings = Json::array();
-  for (const auto& f : a.placement_findings) {
-    findings.push_back(finding_json(f));
-  }
-  Json retention = nullptr;
-  if (a.retention) {
-    retention = Json{{"span", span_json(a.retention->span)},
-                     {"source", static_cast<int>(a.retention->source)},
-                     {"origin", static_cast<int>(a.retention->origin)},
-                     {"compacted", a.retention->compacted}};
-  }
   return Json{{"now_ms", p.now_ms},
-              {"policy_ttl", span_json(p.ttl)},
-              {"retention_span", span_json(p.retention)},
+              {"policy_ttl", p.ttl},
+              {"retention_span", p.retention},
               {"compacted", p.compacted},
               {"max_lag_ms", p.max_lag_ms},
               {"lease_ms", p.lease_ms},
               {"in_progress_values", p.in_progress_values},
-              {"ttl", ttl_json(o.ttl)},
-              {"side_effects", side_effects},
+              {"ttl", o.ttl},
+              {"side_effects", o.side_effects},
               {"key_template", o.key_template.text()},
               {"max_examples", o.max_examples},
               {"window_label", o.window_label},
               {"default_window", o.default_window},
               {"has_seek", a.has_seek},
-              {"windows", std::move(windows)},
+              {"windows", a.windows},
               {"kind", a.kind},
               {"store", a.store},
               {"consumer", a.consumer},
-              {"retention", std::move(retention)},
-              {"placement_findings", std::move(findings)}};
+              {"retention", a.retention},
+              {"placement_findings", a.placement_findings}};
 }
 
 core::AuditDigest audit_of_json(const Json& j) {
@@ -250,45 +117,25 @@ core::AuditDigest audit_of_json(const Json& j) {
   auto& o = a.options;
   auto& p = o.policy;
   p.now_ms = j.at("now_ms").get<std::int64_t>();
-  p.ttl = span_of_json(j.at("policy_ttl"));
-  p.retention = span_of_json(j.at("retention_span"));
+  p.ttl = j.at("policy_ttl").get<core::Span>();
+  p.retention = j.at("retention_span").get<core::Span>();
   p.compacted = j.at("compacted").get<bool>();
   p.max_lag_ms = j.at("max_lag_ms").get<std::int64_t>();
   p.lease_ms = j.at("lease_ms").get<std::int64_t>();
   p.in_progress_values = j.at("in_progress_values").get<std::vector<std::string>>();
-  o.ttl = ttl_of_json(j.at("ttl"));
-  for (const auto& [type, effect] : j.at("side_effects").get<std::map<std::string, int>>()) {
-    o.side_effects[type] = static_cast<core::SideEffect>(effect);
-  }
+  o.ttl = j.at("ttl").get<core::TtlDecision>();
+  j.at("side_effects").get_to(o.side_effects);
   o.key_template = core::KeyTemplate::parse(j.at("key_template").get<std::string>());
   o.max_examples = j.at("max_examples").get<std::size_t>();
   o.window_label = j.at("window_label").get<std::string>();
   o.default_window = j.at("default_window").get<bool>();
   a.has_seek = j.at("has_seek").get<bool>();
-  for (const auto& w : j.at("windows")) {
-    core::PartitionWindow window;
-    window.topic = w.at("topic").get<std::string>();
-    window.partition = w.at("partition").get<std::int32_t>();
-    window.committed = opt_of<std::int64_t>(w.at("committed"));
-    if (!w.at("window").is_null()) {
-      const Json& b = w.at("window");
-      window.window = core::WindowBounds{b.at("from").get<std::int64_t>(), b.at("to").get<std::int64_t>(),
-                                         opt_of<std::int64_t>(b.at("from_timestamp"))};
-    }
-    a.windows.push_back(std::move(window));
-  }
+  j.at("windows").get_to(a.windows);
   a.kind = j.at("kind").get<std::string>();
   a.store = j.at("store").get<std::string>();
   a.consumer = j.at("consumer").get<std::string>();
-  if (!j.at("retention").is_null()) {
-    const Json& r = j.at("retention");
-    a.retention = core::RetentionDecision{
-        span_of_json(r.at("span")), static_cast<core::RetentionSource>(r.at("source").get<int>()),
-        static_cast<core::ValueOrigin>(r.at("origin").get<int>()), r.at("compacted").get<bool>()};
-  }
-  for (const auto& f : j.at("placement_findings")) {
-    a.placement_findings.push_back(finding_of_json(f));
-  }
+  j.at("retention").get_to(a.retention);
+  j.at("placement_findings").get_to(a.placement_findings);
   return a;
 }
 
@@ -311,7 +158,7 @@ Json header_json(const core::DigestHeader& h, const std::vector<std::string>& to
               {"id_specs", h.log_options.id_specs},
               {"check_keys", h.check_keys},
               {"range_order", h.range_order},
-              {"source", source_json(h.source)},
+              {"source", h.source},
               {"log", Json{{"events", c.events},
                            {"no_id", c.no_id},
                            {"log_duplicates", c.log_duplicates},
@@ -342,7 +189,7 @@ core::DigestHeader header_of_json(const Json& j) {
   h.log_options.id_specs = j.at("id_specs").get<std::string>();
   h.check_keys = j.at("check_keys").get<bool>();
   h.range_order = j.at("range_order").get<std::vector<std::string>>();
-  h.source = source_of_json(j.at("source"));
+  h.source = j.at("source").get<core::SourceInfo>();
   const Json& log = j.at("log");
   h.log = core::LogTally(h.log_options.max_examples);
   h.log.counters.events = log.at("events").get<std::int64_t>();
