@@ -62,6 +62,32 @@ SinkSpec parse_sink(const std::string& text) {
   throw UsageError(fmt::format("--sink {}: expected kafka:TOPIC or file:PATH", text));
 }
 
+// The decisions file (--decisions) and, for a run, the checkpoint file (--checkpoint); either may
+// be absent.
+class FileJournal final : public ReplayJournal {
+public:
+  FileJournal(connectors::file::DecisionLog& decisions, std::string checkpoint)
+      : m_decisions(decisions), m_checkpoint(std::move(checkpoint)) {}
+  void decide(const core::DecisionRecord& record) override {
+    if (m_decisions.open()) {
+      m_decisions.write(record);
+    }
+  }
+  void flush_decisions() override {
+    if (m_decisions.open()) {
+      m_decisions.flush();
+    }
+  }
+  bool keeps_checkpoints() const override { return !m_checkpoint.empty(); }
+  void checkpoint(const core::Checkpoint& checkpoint) override {
+    connectors::file::write_checkpoint(m_checkpoint, checkpoint);
+  }
+
+private:
+  connectors::file::DecisionLog& m_decisions;
+  std::string m_checkpoint;
+};
+
 // The flags that contradict each other or the range, checked before anything is contacted.
 void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const PlacementOptions& placement) {
   bool has_via = !options.placement.store.empty();
@@ -151,7 +177,7 @@ void pace_and_progress(ReplayRequest& request, const ReplayFlags& options, Conte
       }
     };
   }
-  request.after_batch = [&context, started, total](std::int64_t events) {
+  request.after_chunk = [&context, started, total](std::int64_t events) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (context.progress) {
       double rate = elapsed > 0 ? static_cast<double>(events) / elapsed : 0;
@@ -248,15 +274,8 @@ int run(const ReplayFlags& options, Context& context) {
   if (request.checkpoint) {
     context.note(fmt::format("resuming run {} from {}", request.run_id, options.checkpoint));
   }
-  if (options.execute && !options.checkpoint.empty()) {
-    request.save_checkpoint = [&](const core::Checkpoint& c) {
-      connectors::file::write_checkpoint(options.checkpoint, c);
-    };
-  }
-  if (decisions.open()) {
-    request.decide = [&](const core::DecisionRecord& d) { decisions.write(d); };
-    request.flush_decisions = [&] { decisions.flush(); };
-  }
+  FileJournal journal(decisions, options.execute ? options.checkpoint : "");
+  request.journal = &journal;
   auto started = std::chrono::steady_clock::now();
   pace_and_progress(request, options, context, started, static_cast<std::int64_t>(expected_events(opened.info)));
   ReplayStageTimes times;

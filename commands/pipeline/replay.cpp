@@ -188,6 +188,8 @@ private:
   }
 
   const ReplayRequest& m_request;
+  ReplayJournal m_no_journal; // a null request.journal keeps nothing
+  ReplayJournal& m_journal;
   core::EventSource& m_source;
   core::ReplayPlacement& m_placement;
   core::ReplaySink* m_sink;
@@ -247,7 +249,8 @@ private:
 
 ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& source, core::ReplayPlacement& placement,
                            core::ReplaySink* sink, const core::SourceInfo& info)
-    : m_request(request), m_source(source), m_placement(placement), m_sink(sink), m_publishing(request.execute && sink),
+    : m_request(request), m_journal(request.journal ? *request.journal : m_no_journal), m_source(source),
+      m_placement(placement), m_sink(sink), m_publishing(request.execute && sink),
       m_max_in_flight(m_publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1),
       m_checkpoint(request.checkpoint.value_or(core::Checkpoint{})), m_identify([&] {
         core::IdentifyOptions identify = request.identify;
@@ -300,9 +303,9 @@ void ReplayRunner::run() {
   }
   // A fresh run writes its id and the sink's position before it claims anything: killed before its
   // first batch settles, its rerun still knows its claims and what the sink got since.
-  if (m_publishing && !m_request.checkpoint && m_request.save_checkpoint) {
+  if (m_publishing && !m_request.checkpoint && m_journal.keeps_checkpoints()) {
     m_checkpoint.sink_position = m_sink->position();
-    m_request.save_checkpoint(m_checkpoint);
+    m_journal.checkpoint(m_checkpoint);
   }
   try {
     for (;;) {
@@ -762,21 +765,17 @@ void ReplayRunner::finish_front() {
     bool publish = false;
     core::DecisionRecord record = decide(chunk, row, publish);
     (publish ? p.publish : p.skip) += 1;
-    if (m_request.decide) {
-      m_request.decide(record);
-    }
+    m_journal.decide(record);
   }
-  if (m_request.flush_decisions) {
-    m_request.flush_decisions();
-  }
+  m_journal.flush_decisions();
   checkpoint(chunk);
   m_events_total += static_cast<std::int64_t>(chunk.rows.size());
   if (m_spare_chunks.size() < 2) {
     m_spare_chunks.push_back(std::move(chunk));
   }
   m_chunks.pop_front();
-  if (m_request.after_batch) {
-    m_request.after_batch(m_events_total);
+  if (m_request.after_chunk) {
+    m_request.after_chunk(m_events_total);
   }
 }
 
@@ -866,13 +865,13 @@ void ReplayRunner::checkpoint(const Chunk& chunk) {
       m_checkpoint.set(topic, partition, next);
     }
   }
-  if (m_request.execute && m_request.save_checkpoint) {
+  if (m_request.execute && m_journal.keeps_checkpoints()) {
     // Where a resumed run reads the sink back from: before anything a later, unsettled chunk
     // published (whose offsets come after what was delivered before it began). Chunks publish in
     // order, so when the next one has not, none after it has.
     bool next_published = m_chunks.size() > 1 && m_chunks[1].stage >= Chunk::Stage::Published;
     m_checkpoint.sink_position = next_published ? m_chunks[1].start_position : m_sink->position();
-    m_request.save_checkpoint(m_checkpoint);
+    m_journal.checkpoint(m_checkpoint);
   }
 }
 

@@ -3,6 +3,7 @@
 // In-memory fakes of our own interfaces (core/), for unit tests of the pipeline (never of a client
 // library): one place for every fake, each named for the interface it stands in for.
 
+#include "commands/pipeline/replay.hpp"
 #include "core/audit/retention.hpp"
 #include "core/check/check_rules.hpp"
 #include "core/event.hpp"
@@ -337,6 +338,34 @@ public:
 
 private:
   std::vector<core::Delivery> m_reports;
+};
+
+// A replay's journal in memory: every decision (formatted as the decisions file has it), how often
+// they were flushed, and every checkpoint when `keep_checkpoints`. `on_decide` lets a test act at a
+// decision (a sink that recovers, a placement that goes away).
+class FakeJournal final : public commands::ReplayJournal {
+public:
+  bool keep_checkpoints = false;
+  std::vector<std::string> decisions;
+  std::vector<core::Checkpoint> checkpoints;
+  std::optional<core::Checkpoint>* last_checkpoint = nullptr; // the latest checkpoint, also kept here
+  int flushes = 0;
+  std::function<void(const core::DecisionRecord&)> on_decide;
+
+  void decide(const core::DecisionRecord& record) override {
+    decisions.push_back(core::format_decision(record));
+    if (on_decide) {
+      on_decide(record);
+    }
+  }
+  void flush_decisions() override { ++flushes; }
+  bool keeps_checkpoints() const override { return keep_checkpoints; }
+  void checkpoint(const core::Checkpoint& checkpoint) override {
+    checkpoints.push_back(checkpoint);
+    if (last_checkpoint) {
+      *last_checkpoint = checkpoint;
+    }
+  }
 };
 
 } // namespace dedupctl::testing

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -16,6 +17,7 @@ namespace dedupctl::commands {
 namespace {
 
 using testing::FakeEventSource;
+using testing::FakeJournal;
 using testing::FakePlacement;
 using testing::FakeSink;
 using testing::OwnedEvent;
@@ -31,14 +33,24 @@ std::vector<OwnedEvent> events(int n, int partitions = 2) {
 
 using dedupctl::testing::summary;
 
+// The journal a request writes to: a fresh one each, kept for the whole test program so that a
+// request copied around still points at it.
+FakeJournal& new_journal() {
+  static std::deque<FakeJournal> journals;
+  return journals.emplace_back();
+}
+FakeJournal& journal_of(const ReplayRequest& r) { return *static_cast<FakeJournal*>(r.journal); }
+
+// A request with a journal of its own, which keeps checkpoints (the latest in `saved`) when given.
 ReplayRequest request(bool execute, std::optional<core::Checkpoint>* saved = nullptr) {
   ReplayRequest r;
   r.execute = execute;
   r.run_id = "run-1";
   r.key_template = core::KeyTemplate::parse("dedup:{event_id}");
-  if (saved) {
-    r.save_checkpoint = [saved](const core::Checkpoint& c) { *saved = c; };
-  }
+  FakeJournal& journal = new_journal();
+  journal.keep_checkpoints = saved != nullptr;
+  journal.last_checkpoint = saved;
+  r.journal = &journal;
   return r;
 }
 
@@ -72,7 +84,9 @@ TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedOrPassedOverAndChangesNothin
   placement.records["dedup:e-2"] = "processing:other";
   std::vector<std::string> decisions;
   auto r = request(false);
-  r.decide = [&](const core::DecisionRecord& d) { decisions.push_back(std::string(core::to_string(d.decision))); };
+  journal_of(r).on_decide = [&](const core::DecisionRecord& d) {
+    decisions.push_back(std::string(core::to_string(d.decision)));
+  };
   auto report = run_replay(r, source, placement, nullptr, core::SourceInfo{}, 0);
   EXPECT_TRUE(report.complete);
   EXPECT_EQ(summary(report, "would_replay"), 4); // e-0, e-3, e-4, e-5
@@ -279,8 +293,9 @@ TEST(ReplayPipeline, EachChunkOfBatchSizeEventsIsSettledAndCheckpointedOnItsOwn)
   FakeEventSource source(events(10), 10); // one source batch
   auto r = request(true);
   r.batch_size = 4;
-  r.save_checkpoint = [&](const core::Checkpoint& c) { saved.push_back(c); };
+  journal_of(r).keep_checkpoints = true;
   auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  saved = journal_of(r).checkpoints;
   EXPECT_EQ(summary(report, "replayed"), 10);
   ASSERT_EQ(saved.size(), 4u);
   EXPECT_TRUE(saved[0].partitions.empty()) << "a fresh run saves its id before it claims anything";
@@ -390,7 +405,7 @@ TEST(ReplayPipeline, AKeyWhoseEarlierChunkFinishedIsClaimedAgain) {
   FakeEventSource source(log, 5);
   auto r = request(true);
   r.batch_size = 2;
-  r.decide = [&](const core::DecisionRecord& d) {
+  journal_of(r).on_decide = [&](const core::DecisionRecord& d) {
     if (d.offset == 3) {
       sink.fail_ids.clear(); // e-1's second event, at offset 4, is delivered
     }
@@ -571,9 +586,8 @@ TEST(ReplayPipeline, AnIdThePlacementCannotHoldIsNotPublishedAndIsReported) {
     FakeSink sink;
     FakeEventSource source(events(5), 5);
     auto r = request(execute);
-    std::vector<std::string> decisions;
-    r.decide = [&](const core::DecisionRecord& d) { decisions.push_back(core::format_decision(d)); };
     auto report = run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+    const auto& decisions = journal_of(r).decisions;
     EXPECT_EQ(summary(report, "id_unfit"), 1) << execute;
     EXPECT_EQ(summary(report, execute ? "replayed" : "would_replay"), 4);
     EXPECT_EQ(sink.ids().count("e-3"), 0u);
@@ -643,6 +657,30 @@ TEST(ReplayPipeline, PacingIsAskedBeforeEveryPublishNotOnceABatch) {
     EXPECT_EQ(paced[i].first, static_cast<std::int64_t>(i + 1));
     EXPECT_EQ(paced[i].second, static_cast<int>(i)) << "asked before the publish it paces";
   }
+}
+
+// The journal gets every decision, flushed before each checkpoint; a plan keeps no checkpoint, and
+// neither does a run without one.
+TEST(ReplayPipeline, TheJournalGetsEveryDecisionFlushedBeforeEachCheckpoint) {
+  FakePlacement placement;
+  FakeSink sink;
+  FakeEventSource source(events(10), 10);
+  std::optional<core::Checkpoint> saved;
+  auto r = request(true, &saved);
+  r.batch_size = 4;
+  FakeJournal& journal = journal_of(r);
+  run_replay(r, source, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(journal.decisions.size(), 10u);
+  EXPECT_EQ(journal.checkpoints.size(), 4u) << "one before the first claim, one a chunk of 4, 4 and 2";
+  EXPECT_EQ(journal.flushes, 3) << "the decisions of each chunk are flushed before its checkpoint";
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 5);
+
+  FakeEventSource again(events(10), 10);
+  auto plan = request(false);
+  run_replay(plan, again, placement, nullptr, core::SourceInfo{}, 0);
+  EXPECT_EQ(journal_of(plan).decisions.size(), 10u);
+  EXPECT_TRUE(journal_of(plan).checkpoints.empty());
 }
 
 } // namespace
