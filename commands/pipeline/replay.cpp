@@ -1,6 +1,7 @@
 #include "commands/pipeline/replay.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "commands/pipeline/in_flight_keys.hpp"
 #include "commands/pipeline/serial_worker.hpp"
 #include "core/replay/decision.hpp"
 #include "core/scan/log_analyzer.hpp"
@@ -159,9 +160,6 @@ private:
   void cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end);
   void add_row(Chunk& chunk, Chunk::Row& row, const core::Event& event, const core::Identity& identity);
   void mark_in_flight(Chunk& chunk);
-  bool in_flight(const std::string& key, std::uint64_t hash) const;
-  void index_in_flight(const Chunk& chunk);
-  void record_in_flight(const Chunk& chunk);
   // Claiming (or, in a plan, looking).
   void plan(Chunk& chunk);
   void claim(Chunk& chunk);
@@ -220,7 +218,7 @@ private:
   std::deque<Chunk> m_chunks;
   std::vector<Chunk> m_spare_chunks; // finished ones, whose memory the next chunks take over
   std::uint64_t m_next_seq = 0;
-  core::FlatHashMap<std::uint64_t> m_in_flight_index; // a key's hash → the seq of the latest chunk with it
+  InFlightKeys m_in_flight; // the keys of the chunks claimed and not yet settled
   std::int64_t m_events_total = 0;
   std::int64_t m_published_total = 0; // handed to the sink by this run
   std::vector<core::Delivery> m_deliveries;
@@ -237,8 +235,8 @@ private:
   std::mutex m_failure_mutex;
   std::exception_ptr m_placement_failure; // the first, behind m_failure_mutex
   // The placement's calls run on a worker of their own, in order, so that its round trips overlap
-  // reading, preparing and publishing; inline when batches must not overlap (one transaction per
-  // batch on one connection) and in a plan. A placement that settles apart from its claims settles
+  // reading, preparing and publishing; inline when chunks must not overlap (one transaction per
+  // chunk on one connection) and in a plan. A placement that settles apart from its claims settles
   // on a second worker: the front chunk's settle does not wait behind the later chunks' claims (a
   // key is never claimed while an earlier chunk that has it is in flight, so the two never meet on
   // one key). Declared last: they go first, so no job outlives what it works on.
@@ -302,7 +300,7 @@ void ReplayRunner::run() {
     }
   }
   // A fresh run writes its id and the sink's position before it claims anything: killed before its
-  // first batch settles, its rerun still knows its claims and what the sink got since.
+  // first chunk settles, its rerun still knows its claims and what the sink got since.
   if (m_publishing && !m_request.checkpoint && m_journal.keeps_checkpoints()) {
     m_checkpoint.sink_position = m_sink->position();
     m_journal.checkpoint(m_checkpoint);
@@ -394,7 +392,7 @@ std::uint32_t ReplayRunner::topic_index(std::string_view topic) {
   return static_cast<std::uint32_t>(m_topics.size() - 1);
 }
 
-// A new chunk at the back of the queue: events [begin, end) of `batch`, their keys, and which of
+// A new chunk at the back of the queue: events [begin, end) of the source batch, their keys, and which of
 // them an earlier chunk in flight already has.
 void ReplayRunner::cut_chunk(const std::shared_ptr<core::EventBatch>& batch, std::size_t begin, std::size_t end) {
   auto timer = stage(&ReplayStageTimes::prepare);
@@ -470,10 +468,10 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
   chunk.claims.assign(n, core::Claim::Done);
   chunk.asked_all = true;
   for (std::size_t k = 0; k < n; ++k) {
-    chunk.in_flight_elsewhere[k] = in_flight(chunk.keys[k], chunk.hashes[k]);
+    chunk.in_flight_elsewhere[k] = m_in_flight.has(chunk.keys[k], chunk.hashes[k]);
     chunk.asked_all = chunk.asked_all && !chunk.in_flight_elsewhere[k];
   }
-  index_in_flight(chunk);
+  m_in_flight.add(chunk.seq, chunk.keys, chunk.hashes, chunk.index);
   if (!chunk.asked_all) {
     for (std::size_t k = 0; k < n; ++k) {
       if (!chunk.in_flight_elsewhere[k]) {
@@ -481,53 +479,6 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
         chunk.asked_of.push_back(k);
       }
     }
-  }
-}
-
-// Whether an earlier chunk still in flight (not the one being built, at the back) has `key`. Its
-// event came earlier in the range, so this one is its duplicate whatever the earlier claim found;
-// asking the store again would only meet this run's own claim. One probe of the run's index: only
-// a hash a chunk still in flight has (a duplicate, or a rare 64-bit collision) looks through them.
-bool ReplayRunner::in_flight(const std::string& key, std::uint64_t hash) const {
-  const std::uint64_t* last = m_in_flight_index.find(hash);
-  if (!last || m_chunks.size() < 2 || *last < m_chunks.front().seq) {
-    return false;
-  }
-  for (std::size_t c = 0; c + 1 < m_chunks.size(); ++c) {
-    const Chunk& other = m_chunks[c];
-    const std::uint32_t* slot = other.index.find(hash);
-    if (slot &&
-        (other.keys[*slot - 1] == key || std::find(other.keys.begin(), other.keys.end(), key) != other.keys.end())) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The chunk's key hashes into the run's index, each with the chunk's seq (the latest chunk that has
-// it): an entry older than the front chunk is a finished chunk's and counts as absent. Entries are
-// never removed one by one; once the index holds four times what is in flight it is built again
-// from the chunks in flight.
-void ReplayRunner::index_in_flight(const Chunk& chunk) {
-  std::size_t live = 0;
-  for (const auto& c : m_chunks) {
-    live += c.hashes.size();
-  }
-  if (m_in_flight_index.size() > std::max<std::size_t>(4 * live, 1U << 16)) {
-    m_in_flight_index = core::FlatHashMap<std::uint64_t>(2 * live);
-    for (const auto& c : m_chunks) {
-      if (&c != &chunk) {
-        record_in_flight(c);
-      }
-    }
-  }
-  record_in_flight(chunk);
-}
-
-void ReplayRunner::record_in_flight(const Chunk& chunk) {
-  for (std::uint64_t hash : chunk.hashes) {
-    bool inserted = false;
-    m_in_flight_index.find_or_insert(hash, inserted) = chunk.seq;
   }
 }
 
@@ -740,6 +691,7 @@ void ReplayRunner::resolve_claims() {
     }
   }
   while (!m_chunks.empty() && (m_chunks.back().stage == Chunk::Stage::Building || m_chunks.back().claimed_nothing)) {
+    m_in_flight.drop_newest(m_chunks.back().seq);
     m_chunks.pop_back();
   }
 }
@@ -770,6 +722,7 @@ void ReplayRunner::finish_front() {
   m_journal.flush_decisions();
   checkpoint(chunk);
   m_events_total += static_cast<std::int64_t>(chunk.rows.size());
+  m_in_flight.finish_oldest();
   if (m_spare_chunks.size() < 2) {
     m_spare_chunks.push_back(std::move(chunk));
   }

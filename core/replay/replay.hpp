@@ -113,17 +113,17 @@ public:
   virtual std::string kind() const = 0;
   // What each key holds now; changes nothing.
   virtual void plan(const std::vector<std::string>& keys, std::vector<Claim>& out) = 0;
-  // Claims the keys for `run_id` atomically, one batch. Throws UnreachableError.
+  // Claims the keys for `run_id` atomically, one chunk (--batch events). Throws UnreachableError.
   virtual void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<Claim>& out) = 0;
-  // Ends the batch: the claimed keys (Claimed or OwnStale) marked done where `delivered`, released
-  // where not. Throws UnreachableError (then nothing of the batch is marked done).
+  // Ends the chunk: the claimed keys (Claimed or OwnStale) marked done where `delivered`, released
+  // where not. Throws UnreachableError (then nothing of the chunk is marked done).
   virtual void settle(const std::vector<std::string>& keys, const std::vector<Claim>& claims,
                       const std::vector<bool>& delivered) = 0;
-  // Batches that may be claimed before the earlier ones are settled (a transaction per batch on
+  // Chunks that may be claimed before the earlier ones are settled (a transaction per chunk on
   // one connection: 1).
   virtual std::size_t max_in_flight() const { return 8; }
-  // Whether settle may run while claim does, on another thread (a connection each): then a batch
-  // whose deliveries are in settles at once instead of after the later batches' claims.
+  // Whether settle may run while claim does, on another thread (a connection each): then a chunk
+  // whose deliveries are in settles at once instead of after the later chunks' claims.
   virtual bool settles_apart() const { return false; }
   // What keys it answers Claim::Unfit for cannot be ("the inbox's id column is uuid"); empty when
   // it holds any key.
@@ -171,7 +171,7 @@ struct Delivery {
 };
 
 // Where replayed events go. Publishing does not wait: deliveries are reported by poll(), so the
-// next batch is claimed and published while the last one is still on its way. Abstract because a
+// next chunk is claimed and published while the last one is still on its way. Abstract because a
 // replay writes to a topic (connectors/kafka) or a file (connectors/file); in unit tests FakeSink
 // (tests/unit/fakes.hpp) stands in.
 class ReplaySink {
