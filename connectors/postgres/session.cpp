@@ -37,6 +37,10 @@ std::string array_literal(const std::vector<std::string>& values) {
 // and rounded to the nearest millisecond where a snapshot's text is cut.
 std::string epoch_us(const std::string& time) { return fmt::format("(date_part('epoch', {})*1000000)::bigint", time); }
 
+std::string quoted_literal(pqxx::connection& connection, const std::string& value) {
+  return fmt::format("'{}'", connection.esc(value));
+}
+
 std::optional<std::int64_t> ms_of(const pqxx::field& us) {
   return us.is_null() ? std::nullopt : std::optional(core::epoch_ms_of_us(us.as<std::int64_t>()));
 }
@@ -110,7 +114,7 @@ std::optional<std::string> InboxSession::infinite_times() const {
     auto connection = connect();
     pqxx::nontransaction tx(*connection);
     if (!m_settings.consumer.empty()) {
-      where += fmt::format(" AND {} = {}", m_consumer, connection->quote(m_settings.consumer));
+      where += fmt::format(" AND {} = {}", m_consumer, quoted_literal(*connection, m_settings.consumer));
     }
     pqxx::result r = tx.exec(fmt::format("SELECT {}::text, {}, {}::text, count(*) OVER () FROM {} WHERE {} "
                                          "ORDER BY 1 LIMIT 1",
@@ -206,8 +210,9 @@ void InboxSession::validate() {
                            ? std::nullopt
                            : std::optional(column[0][3].as<std::int64_t>());
     std::string consumer = schema.consumer_column.empty() ? "NULL::text" : m_consumer + "::text";
-    std::string where =
-        m_settings.consumer.empty() ? "" : " WHERE " + m_consumer + " = " + m_connection->quote(m_settings.consumer);
+    std::string where = m_settings.consumer.empty() ? ""
+                                                    : fmt::format(" WHERE {} = {}", m_consumer,
+                                                                  quoted_literal(*m_connection, m_settings.consumer));
     m_copy_query =
         fmt::format("(SELECT {}::text, {}, {}, {} FROM {}{})", m_id, consumer, m_time, status, m_table_name, where);
     m_load_query =

@@ -32,6 +32,9 @@ std::string array_literal(const std::vector<std::string>& values);
 // millisecond they fall in (core::epoch_ms_of_us).
 std::string epoch_us(const std::string& time);
 std::optional<std::int64_t> ms_of(const pqxx::field& us);
+// A string as an SQL literal: what pqxx's quote() gives, formatted here, since GCC 12 at -O3 takes
+// quote()'s inlined "'" + … + "'" for an overlapping copy (-Wrestrict, a false positive).
+std::string quoted_literal(pqxx::connection& connection, const std::string& value);
 
 // One connection to the inbox with its schema validated: the table and the named columns exist,
 // their names quoted, the id column's type known, and the "lookup" statement prepared (one round
