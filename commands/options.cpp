@@ -243,7 +243,9 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
   group
       ->add_option("--key-template", options.key_template,
                    "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
-                   "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces")
+                   "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces; filters after | as libraries "
+                   "derive keys: {event_id|json-ascii|md5} (json json-ascii md5 sha1 sha256 sha512 hex base64 "
+                   "base64url lower upper)")
       ->type_name("T");
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
       ->type_name("NAME");

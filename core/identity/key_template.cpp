@@ -24,7 +24,7 @@ KeyTemplate KeyTemplate::parse(std::string_view text) {
   std::string literal;
   auto flush = [&] {
     if (!literal.empty()) {
-      tmpl.m_segments.push_back(Segment{Part::Literal, literal, 0});
+      tmpl.m_segments.push_back(Segment{Part::Literal, literal, 0, {}});
       literal.clear();
     }
   };
@@ -51,9 +51,17 @@ KeyTemplate KeyTemplate::parse(std::string_view text) {
     if (close == std::string_view::npos) {
       return bad(fmt::format("the placeholder at position {} is not closed", i));
     }
-    std::string_view name = text.substr(i + 1, close - i - 1);
+    std::string_view placeholder = text.substr(i + 1, close - i - 1);
+    std::string_view name = placeholder.substr(0, placeholder.find('|'));
     Segment segment;
-    segment.text = std::string(name);
+    segment.text = std::string(placeholder);
+    if (name.size() < placeholder.size()) {
+      try {
+        segment.filters = parse_template_filters(placeholder.substr(name.size() + 1), placeholder);
+      } catch (const UsageError& e) {
+        return bad(e.what());
+      }
+    }
     if (name == "event_id") {
       segment.part = Part::EventId;
     } else if (name == "type") {
@@ -104,40 +112,46 @@ void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& o
   char digits[24];
   auto number = [&](std::int64_t n) {
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
-    out.append(digits, end);
+    return std::string_view(digits, static_cast<std::size_t>(end - digits));
   };
   for (const auto& segment : tmpl.segments()) {
+    std::string_view value;
     switch (segment.part) {
     case KeyTemplate::Part::Literal:
-      out += segment.text;
+      value = segment.text;
       break;
     case KeyTemplate::Part::EventId:
-      out += values.event_id;
+      value = values.event_id;
       break;
     case KeyTemplate::Part::Type:
-      out += values.type;
+      value = values.type;
       break;
     case KeyTemplate::Part::Entity:
-      out += values.entity;
+      value = values.entity;
       break;
     case KeyTemplate::Part::Topic:
-      out += values.topic;
+      value = values.topic;
       break;
     case KeyTemplate::Part::Partition:
-      number(values.partition);
+      value = number(values.partition);
       break;
     case KeyTemplate::Part::Offset:
-      number(values.offset);
+      value = number(values.offset);
       break;
     case KeyTemplate::Part::Key:
-      out += values.key;
+      value = values.key;
       break;
     case KeyTemplate::Part::Consumer:
-      out += values.consumer;
+      value = values.consumer;
       break;
     case KeyTemplate::Part::Field:
-      out += values.fields ? values.fields[segment.field] : std::string_view{};
+      value = values.fields ? values.fields[segment.field] : std::string_view{};
       break;
+    }
+    if (segment.filters.empty()) {
+      out += value;
+    } else {
+      apply_template_filters(segment.filters, value, out);
     }
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/identity/field_spec.hpp"
+#include "core/identity/template_filter.hpp"
 
 #include <string>
 #include <string_view>
@@ -11,13 +12,15 @@ namespace dedupctl::core {
 // A dedup key template, fmt-style: "dedup:billing:{event_id}". Placeholders: {event_id},
 // {type}, {entity}, {topic}, {partition}, {offset}, {key}, {consumer}, {header:NAME},
 // {json:/pointer}; "{{" and "}}" are literal braces (Redis Cluster hash tags: "{{billing}}:{event_id}").
+// A placeholder takes filters after '|', applied in order: "{event_id|json-ascii|md5}" (template_filter).
 class KeyTemplate {
 public:
   enum class Part { Literal, EventId, Type, Entity, Topic, Partition, Offset, Key, Consumer, Field };
   struct Segment {
     Part part = Part::Literal;
-    std::string text;      // the literal, or the placeholder as written
-    std::size_t field = 0; // index into fields() for Part::Field
+    std::string text;                    // the literal, or the placeholder as written
+    std::size_t field = 0;               // index into fields() for Part::Field
+    std::vector<TemplateFilter> filters; // applied in order to the placeholder's value
   };
 
   // Throws UsageError naming the template and the bad placeholder.

@@ -1,5 +1,7 @@
-// Google Benchmark for scan's hot loops: identification (header and JSON ids) and the log analyzer.
+// Google Benchmark for scan's hot loops: identification (header and JSON ids), the log analyzer, and
+// rendering dedup keys (a plain template, and Powertools' digest of the id as JSON).
 #include "core/identity/identify.hpp"
+#include "core/identity/key_template.hpp"
 #include "core/scan/log_analyzer.hpp"
 
 #include <benchmark/benchmark.h>
@@ -121,9 +123,30 @@ void BM_LogAnalyzer4MEvents(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(k_events));
 }
 
+void render_keys(benchmark::State& state, const char* text) {
+  Fixture fixture(4096, false);
+  KeyTemplate tmpl = KeyTemplate::parse(text);
+  std::string key;
+  for (auto _ : state) {
+    for (const auto& id : fixture.ids) {
+      KeyValues values{id, "OrderPlaced", "", "bench", 0, 0, "", "billing", nullptr};
+      render_key(tmpl, values, key);
+      benchmark::DoNotOptimize(key.data());
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(fixture.ids.size()));
+}
+void BM_RenderKeyPlain(benchmark::State& state) { render_keys(state, "dedup:{consumer}:{event_id}"); }
+void BM_RenderKeyPowertools(benchmark::State& state) {
+  render_keys(state, "test-func.__main__.charge#{event_id|json-ascii|md5}");
+}
+
 } // namespace
 
 BENCHMARK(BM_IdentifyHeaderIds);
+BENCHMARK(BM_RenderKeyPlain);
+BENCHMARK(BM_RenderKeyPowertools);
 BENCHMARK(BM_IdentifyJsonIds);
 BENCHMARK(BM_LogAnalyzerDistinctIds)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LogAnalyzer4MEvents)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);

@@ -1,0 +1,296 @@
+#include "core/identity/template_filter.hpp"
+
+#include "core/util/errors.hpp"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+
+namespace dedupctl::core {
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, TemplateFilter>, 11> k_filters{{
+    {"json", TemplateFilter::Json},
+    {"json-ascii", TemplateFilter::JsonAscii},
+    {"md5", TemplateFilter::Md5},
+    {"sha1", TemplateFilter::Sha1},
+    {"sha256", TemplateFilter::Sha256},
+    {"sha512", TemplateFilter::Sha512},
+    {"hex", TemplateFilter::Hex},
+    {"base64", TemplateFilter::Base64},
+    {"base64url", TemplateFilter::Base64Url},
+    {"lower", TemplateFilter::Lower},
+    {"upper", TemplateFilter::Upper},
+}};
+
+std::string filter_list() {
+  std::string out;
+  for (const auto& [name, filter] : k_filters) {
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+bool is_digest(TemplateFilter filter) {
+  return filter == TemplateFilter::Md5 || filter == TemplateFilter::Sha1 || filter == TemplateFilter::Sha256 ||
+         filter == TemplateFilter::Sha512;
+}
+
+// OpenSSL's implementation of each digest, fetched once (a fetch at every call costs more than an
+// event id's digest).
+const EVP_MD* digest_of(TemplateFilter filter) {
+  static const EVP_MD* md5 = EVP_MD_fetch(nullptr, "MD5", nullptr);
+  static const EVP_MD* sha1 = EVP_MD_fetch(nullptr, "SHA1", nullptr);
+  static const EVP_MD* sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  static const EVP_MD* sha512 = EVP_MD_fetch(nullptr, "SHA512", nullptr);
+  const EVP_MD* md = filter == TemplateFilter::Md5      ? md5
+                     : filter == TemplateFilter::Sha1   ? sha1
+                     : filter == TemplateFilter::Sha256 ? sha256
+                                                        : sha512;
+  if (!md) {
+    throw std::runtime_error(fmt::format("OpenSSL has no {} digest", to_string(filter)));
+  }
+  return md;
+}
+
+void digest(TemplateFilter filter, const std::string& in, std::string& out) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(in.data(), in.size(), md, &size, digest_of(filter), nullptr) != 1) {
+    throw std::runtime_error(fmt::format("OpenSSL's {} digest failed", to_string(filter)));
+  }
+  out.assign(reinterpret_cast<const char*>(md), size);
+}
+
+void hex(const std::string& in, std::string& out, bool upper = false) {
+  static constexpr char k_lower[] = "0123456789abcdef";
+  static constexpr char k_upper[] = "0123456789ABCDEF";
+  const char* digits = upper ? k_upper : k_lower;
+  out.clear();
+  for (unsigned char c : in) {
+    out += digits[c >> 4];
+    out += digits[c & 0xf];
+  }
+}
+
+void base64(const std::string& in, std::string& out, bool url) {
+  static constexpr char k_standard[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char k_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const char* alphabet = url ? k_url : k_standard;
+  out.clear();
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                      static_cast<unsigned char>(in[i + 2]);
+    out += alphabet[(n >> 18) & 63];
+    out += alphabet[(n >> 12) & 63];
+    out += alphabet[(n >> 6) & 63];
+    out += alphabet[n & 63];
+  }
+  std::size_t left = in.size() - i;
+  if (left > 0) {
+    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i]) << 16);
+    if (left == 2) {
+      n |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1]) << 8);
+    }
+    out += alphabet[(n >> 18) & 63];
+    out += alphabet[(n >> 12) & 63];
+    if (left == 2) {
+      out += alphabet[(n >> 6) & 63];
+    }
+    if (!url) {
+      out += left == 2 ? "=" : "==";
+    }
+  }
+}
+
+void escape_u(std::uint32_t unit, std::string& out) { fmt::format_to(std::back_inserter(out), "\\u{:04x}", unit); }
+
+// The short escapes JSON has for '"', '\\' and five control characters; false for others.
+bool short_escape(std::uint32_t c, std::string& out) {
+  switch (c) {
+  case '"':
+    out += "\\\"";
+    return true;
+  case '\\':
+    out += "\\\\";
+    return true;
+  case '\b':
+    out += "\\b";
+    return true;
+  case '\f':
+    out += "\\f";
+    return true;
+  case '\n':
+    out += "\\n";
+    return true;
+  case '\r':
+    out += "\\r";
+    return true;
+  case '\t':
+    out += "\\t";
+    return true;
+  default:
+    return false;
+  }
+}
+
+// JSON.stringify: the short escapes, other control characters as \u00XX, every other byte as it is.
+void json(const std::string& in, std::string& out) {
+  out = "\"";
+  for (unsigned char c : in) {
+    if (!short_escape(c, out)) {
+      if (c < 0x20) {
+        escape_u(c, out);
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+  }
+  out += '"';
+}
+
+// The next code point of UTF-8 text at `i`, moving `i` past it; U+FFFD for a byte that does not
+// start a whole, shortest sequence (as Python decodes with errors="replace", one a byte).
+std::uint32_t next_code_point(const std::string& in, std::size_t& i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(in[k]); };
+  unsigned char lead = byte(i);
+  std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (length == 1) {
+    ++i;
+    return lead;
+  }
+  if (length == 0 || i + length > in.size()) {
+    ++i;
+    return 0xfffd;
+  }
+  std::uint32_t c = lead & (0x7f >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) {
+      ++i;
+      return 0xfffd;
+    }
+    c = (c << 6) | (byte(i + k) & 0x3f);
+  }
+  static constexpr std::uint32_t k_least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < k_least[length] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+    ++i;
+    return 0xfffd;
+  }
+  i += length;
+  return c;
+}
+
+// Python's json.dumps (ensure_ascii): printable ASCII as it is, the short escapes, every other
+// character as \uXXXX, beyond the BMP as a surrogate pair.
+void json_ascii(const std::string& in, std::string& out) {
+  out = "\"";
+  for (std::size_t i = 0; i < in.size();) {
+    std::uint32_t c = next_code_point(in, i);
+    if (short_escape(c, out)) {
+      continue;
+    }
+    if (c >= 0x20 && c <= 0x7e) {
+      out += static_cast<char>(c);
+    } else if (c > 0xffff) {
+      c -= 0x10000;
+      escape_u(0xd800 + (c >> 10), out);
+      escape_u(0xdc00 + (c & 0x3ff), out);
+    } else {
+      escape_u(c, out);
+    }
+  }
+  out += '"';
+}
+
+} // namespace
+
+std::string_view to_string(TemplateFilter filter) {
+  for (const auto& [name, f] : k_filters) {
+    if (f == filter) {
+      return name;
+    }
+  }
+  return "json";
+}
+
+std::vector<TemplateFilter> parse_template_filters(std::string_view text, std::string_view placeholder) {
+  std::vector<TemplateFilter> out;
+  std::size_t start = 0;
+  for (;;) {
+    auto bar = text.find('|', start);
+    std::string_view name = text.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
+    bool known = false;
+    for (const auto& [known_name, filter] : k_filters) {
+      if (name == known_name) {
+        out.push_back(filter);
+        known = true;
+      }
+    }
+    if (!known) {
+      throw UsageError(fmt::format(
+          "placeholder {{{}}}: {}; the filters are {}", placeholder,
+          name.empty() ? std::string("a filter is empty") : fmt::format("unknown filter '{}'", name), filter_list()));
+    }
+    if (bar == std::string_view::npos) {
+      return out;
+    }
+    start = bar + 1;
+  }
+}
+
+void apply_template_filters(const std::vector<TemplateFilter>& filters, std::string_view value, std::string& out) {
+  thread_local std::string current, next;
+  current.assign(value);
+  bool raw = false; // `current` holds a digest's bytes
+  for (TemplateFilter filter : filters) {
+    bool takes_bytes = is_digest(filter) || filter == TemplateFilter::Hex || filter == TemplateFilter::Base64 ||
+                       filter == TemplateFilter::Base64Url;
+    if (raw && !takes_bytes) { // a digest's bytes are text to the others: its hex
+      hex(current, next);
+      current.swap(next);
+    }
+    switch (filter) {
+    case TemplateFilter::Json:
+      json(current, next);
+      break;
+    case TemplateFilter::JsonAscii:
+      json_ascii(current, next);
+      break;
+    case TemplateFilter::Hex:
+      hex(current, next);
+      break;
+    case TemplateFilter::Base64:
+    case TemplateFilter::Base64Url:
+      base64(current, next, filter == TemplateFilter::Base64Url);
+      break;
+    case TemplateFilter::Lower:
+    case TemplateFilter::Upper:
+      next = current;
+      for (char& c : next) {
+        if (filter == TemplateFilter::Lower && c >= 'A' && c <= 'Z') {
+          c = static_cast<char>(c - 'A' + 'a');
+        } else if (filter == TemplateFilter::Upper && c >= 'a' && c <= 'z') {
+          c = static_cast<char>(c - 'a' + 'A');
+        }
+      }
+      break;
+    default:
+      digest(filter, current, next);
+      break;
+    }
+    raw = is_digest(filter);
+    current.swap(next);
+  }
+  if (raw) {
+    hex(current, next);
+    current.swap(next);
+  }
+  out += current;
+}
+
+} // namespace dedupctl::core
