@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <map>
 #include <regex>
 
 #include <chrono>
@@ -403,6 +405,33 @@ TEST_P(AuditRedis, TheDatabaseInTheUriIsSelected) {
   expect_planted(parse(run_dedupctl(audit(m_redis.uri() + "/3"))));
   auto db0 = parse(run_dedupctl(audit(m_redis.uri() + "/0")));
   EXPECT_EQ(db0.at("summary").at("covered"), 0);
+}
+
+// Records keyed as Powertools for AWS Lambda (Python) keys them, FUNCTION#md5(json.dumps(id)) (the
+// digests below computed with Python's json and hashlib): a template with filters finds every one,
+// and the verdicts are the planted ones, exactly; the plain template finds none.
+TEST_P(AuditRedis, AFilteredTemplateFindsRecordsKeyedByADigestOfTheId) {
+  const std::map<std::string, std::string> digests{{"e-2", "a262c3562d9513d5ba36c1aa63a8bf77"},
+                                                   {"e-3", "380aafcfbbe6536e9aea7ed420476c87"},
+                                                   {"e-4", "dba08d8ddd9cd013ea0357d8a9e58c95"},
+                                                   {"e-6", "550a24c462755958873dbabb995f4f7b"},
+                                                   {"e-8", "4bac24825e8eadfdd598abfd899804af"}};
+  for (const auto& [id, md5] : digests) {
+    // RENAME keeps the key's TTL.
+    ASSERT_EQ(m_redis.command(fmt::format("RENAME dedup:pay:{} test-func.charge#{}", id, md5)), "+OK\r\n");
+  }
+  const std::string tmpl = "test-func.charge#{event_id|json-ascii|md5}";
+  auto args = audit(m_redis.uri());
+  auto flag = std::find(args.begin(), args.end(), "--key-template");
+  ASSERT_NE(flag, args.end());
+  *(flag + 1) = tmpl;
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  expect_planted(doc);
+  EXPECT_EQ(doc.at("placement").at("key_template"), tmpl);
+  auto plain = parse(run_dedupctl(audit(m_redis.uri())));
+  EXPECT_EQ(plain.at("summary").at("covered"), 0);
 }
 
 // --committed is read only where it counts: without --seek, or with a topic (whose group offsets
