@@ -1,6 +1,8 @@
 #include "core/identity/template_filter.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/text.hpp"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -66,45 +68,12 @@ void digest(TemplateFilter filter, const std::string& in, std::string& out) {
   out.assign(reinterpret_cast<const char*>(md), size);
 }
 
-void hex(const std::string& in, std::string& out, bool upper = false) {
-  static constexpr char k_lower[] = "0123456789abcdef";
-  static constexpr char k_upper[] = "0123456789ABCDEF";
-  const char* digits = upper ? k_upper : k_lower;
+void hex(const std::string& in, std::string& out) {
+  static constexpr char k_digits[] = "0123456789abcdef";
   out.clear();
   for (unsigned char c : in) {
-    out += digits[c >> 4];
-    out += digits[c & 0xf];
-  }
-}
-
-void base64(const std::string& in, std::string& out, bool url) {
-  static constexpr char k_standard[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  static constexpr char k_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  const char* alphabet = url ? k_url : k_standard;
-  out.clear();
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                      static_cast<unsigned char>(in[i + 2]);
-    out += alphabet[(n >> 18) & 63];
-    out += alphabet[(n >> 12) & 63];
-    out += alphabet[(n >> 6) & 63];
-    out += alphabet[n & 63];
-  }
-  std::size_t left = in.size() - i;
-  if (left > 0) {
-    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i]) << 16);
-    if (left == 2) {
-      n |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1]) << 8);
-    }
-    out += alphabet[(n >> 18) & 63];
-    out += alphabet[(n >> 12) & 63];
-    if (left == 2) {
-      out += alphabet[(n >> 6) & 63];
-    }
-    if (!url) {
-      out += left == 2 ? "=" : "==";
-    }
+    out += k_digits[c >> 4];
+    out += k_digits[c & 0xf];
   }
 }
 
@@ -140,6 +109,8 @@ bool short_escape(std::uint32_t c, std::string& out) {
 }
 
 // JSON.stringify: the short escapes, other control characters as \u00XX, every other byte as it is.
+// (core::append_json_string writes every control character as \u00XX, "\n" too: not the bytes a
+// library hashes.)
 void json(const std::string& in, std::string& out) {
   out = "\"";
   for (unsigned char c : in) {
@@ -265,19 +236,17 @@ void apply_template_filters(const std::vector<TemplateFilter>& filters, std::str
       hex(current, next);
       break;
     case TemplateFilter::Base64:
-    case TemplateFilter::Base64Url:
-      base64(current, next, filter == TemplateFilter::Base64Url);
+    case TemplateFilter::Base64Url: {
+      bool url = filter == TemplateFilter::Base64Url;
+      next.clear();
+      base64_encode(current, url ? Base64::Url : Base64::Standard, !url, next);
       break;
+    }
     case TemplateFilter::Lower:
+      next = ascii_lower(current);
+      break;
     case TemplateFilter::Upper:
-      next = current;
-      for (char& c : next) {
-        if (filter == TemplateFilter::Lower && c >= 'A' && c <= 'Z') {
-          c = static_cast<char>(c - 'A' + 'a');
-        } else if (filter == TemplateFilter::Upper && c >= 'a' && c <= 'z') {
-          c = static_cast<char>(c - 'a' + 'A');
-        }
-      }
+      next = ascii_upper(current);
       break;
     default:
       digest(filter, current, next);

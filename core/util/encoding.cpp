@@ -4,6 +4,27 @@
 
 namespace dedupctl::core {
 
+void base64_encode(std::string_view bytes, Base64 alphabet, bool pad, std::string& out) {
+  const char* digits = alphabet == Base64::Url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                                               : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : bytes) {
+    bits = (bits << 8) | static_cast<unsigned char>(c);
+    count += 8;
+    while (count >= 6) {
+      count -= 6;
+      out += digits[(bits >> count) & 63];
+    }
+  }
+  if (count > 0) {
+    out += digits[(bits << (6 - count)) & 63];
+  }
+  for (std::size_t n = bytes.size() % 3; pad && n != 0 && n < 3; ++n) {
+    out += '=';
+  }
+}
+
 bool base64_decode(std::string_view text, Base64 alphabet, std::string& out) {
   const char c62 = alphabet == Base64::Url ? '-' : '+';
   const char c63 = alphabet == Base64::Url ? '_' : '/';

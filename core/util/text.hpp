@@ -38,6 +38,15 @@ inline std::string ascii_lower(std::string_view text) {
   return out;
 }
 
+// ASCII letters in upper case, every other byte as it is (no locale).
+inline std::string ascii_upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    c = c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+  }
+  return out;
+}
+
 // `text` without the ASCII whitespace (space, tab, CR, LF, VT, FF) at its start, or at both ends.
 inline bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 inline std::string_view trim_front(std::string_view text) {

@@ -25,3 +25,31 @@ TEST(PercentEncode, OnlyTheUnreservedStayAsTheyAre) {
   EXPECT_EQ(percent_encode("a b/c:d"), "a%20b%2Fc%3Ad");
   EXPECT_EQ(percent_encode("\xc3\xa9"), "%C3%A9");
 }
+
+// RFC 4648's test vectors, padded and not, and every byte through the URL alphabet and back.
+TEST(Base64Encode, WritesRfc4648sVectorsAndDecodesBack) {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [text, encoded] : vectors) {
+    std::string out;
+    dedupctl::core::base64_encode(text, dedupctl::core::Base64::Standard, true, out);
+    EXPECT_EQ(out, encoded) << text;
+    std::string unpadded;
+    dedupctl::core::base64_encode(text, dedupctl::core::Base64::Standard, false, unpadded);
+    EXPECT_EQ(unpadded, std::string(encoded).substr(0, std::string(encoded).find('='))) << text;
+  }
+  std::string bytes;
+  for (int c = 0; c < 256; ++c) {
+    bytes += static_cast<char>(c);
+  }
+  std::string encoded, decoded;
+  dedupctl::core::base64_encode(bytes, dedupctl::core::Base64::Url, false, encoded);
+  EXPECT_EQ(encoded.find_first_of("+/="), std::string::npos);
+  ASSERT_TRUE(dedupctl::core::base64_decode(encoded, dedupctl::core::Base64::Url, decoded));
+  EXPECT_EQ(decoded, bytes);
+}
