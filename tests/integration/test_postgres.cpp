@@ -1,6 +1,7 @@
 // The PostgreSQL connector against a real server: what an operator meets when the inbox cannot be
 // read. Every failure is an UnreachableError (exit 3 once it reaches the command) whose message
 // names the server and the cause, and never the password.
+#include "connectors/postgres/errors.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/util/errors.hpp"
@@ -194,5 +195,22 @@ TEST_F(PostgresConnector, AFailureMeansTheSameInAnyServerLanguage) {
   }
   for (std::string what : {"timeout", "permission"}) { // the server's own words, in its language
     EXPECT_NE(german.at(what), english.at(what)) << what << ": " << german.at(what);
+  }
+}
+
+// Every class the connector tells apart, by SQLSTATE alone (the server's words may be in any
+// language): those a live server gives are run above; these are the rest of each class.
+TEST(PostgresErrors, EachSqlstateClassMeansOneFailure) {
+  using connectors::postgres::detail::failure_of_sqlstate;
+  using connectors::postgres::detail::ServerFailure;
+  EXPECT_EQ(failure_of_sqlstate("57014"), ServerFailure::Timeout);
+  for (const char* closed : {"08000", "08003", "08006", "57P01", "57P02", "57P03"}) {
+    EXPECT_EQ(failure_of_sqlstate(closed), ServerFailure::Closed) << closed;
+  }
+  for (const char* resources : {"53000", "53100", "53200", "53300", "53400"}) {
+    EXPECT_EQ(failure_of_sqlstate(resources), ServerFailure::Resources) << resources;
+  }
+  for (const char* refused : {"42501", "42P01", "22003", "57000", "", "XX000"}) {
+    EXPECT_EQ(failure_of_sqlstate(refused), ServerFailure::Refused) << refused;
   }
 }
