@@ -108,24 +108,31 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
     ++replay.would_skip;
     break;
   case Coverage::Orphaned:
-    ++replay.would_skip_unfinished;
+    if (!m_options.policy.orphans_reapplied) {
+      ++replay.would_skip_unfinished;
+      break;
+    }
+    reapplied(partition, type, offset);
     break;
   case Coverage::Pending:
     ++replay.first_delivery;
     break;
   case Coverage::NoId:
   case Coverage::Expired:
-  case Coverage::Missing: {
-    ++replay.would_reapply;
-    if (type < m_reapplied_by_type.size()) {
-      ++m_reapplied_by_type[type];
-    }
-    if (external(type)) {
-      partition.max_bad_offset = std::max(partition.max_bad_offset.value_or(offset), offset);
-      partition.last_bad = true;
-    }
+  case Coverage::Missing:
+    reapplied(partition, type, offset);
     break;
   }
+}
+
+void AuditAnalyzer::reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset) {
+  ++m_result.replay.would_reapply;
+  if (type < m_reapplied_by_type.size()) {
+    ++m_reapplied_by_type[type];
+  }
+  if (external(type)) {
+    partition.max_bad_offset = std::max(partition.max_bad_offset.value_or(offset), offset);
+    partition.last_bad = true;
   }
 }
 
@@ -164,7 +171,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   auto example = [&] { return example_of(event, identity, dedup_key); };
   auto reapplied_example = [&](Coverage state) {
     if (window && state != Coverage::Pending) {
-      if (state == Coverage::NoId || state == Coverage::Expired || state == Coverage::Missing) {
+      if (reapplied_on_seek(state, m_options.policy)) {
         m_reapplied.add(event.partition, [&] {
           Example ex = example();
           ex.note = fmt::format("{} ({})", to_string(state), identity.type.empty() ? "no type" : identity.type);
@@ -204,9 +211,10 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     return;
   }
   Verdict verdict = classify(record, facts, m_options.policy);
-  if (record.kind == RecordState::Kind::Present && record.pttl_ms &&
+  std::optional<std::int64_t> left = record.processed_at_ms ? std::nullopt : remaining_ms(record, m_options.policy);
+  if (record.kind == RecordState::Kind::Present && left &&
       (verdict.state == Coverage::Covered || verdict.state == Coverage::Expiring)) {
-    m_estimator.observe(*record.pttl_ms, event.timestamp_ms, m_options.policy.now_ms);
+    m_estimator.observe(*left, event.timestamp_ms, m_options.policy.now_ms);
   }
   if (verdict.no_expiry) {
     ++m_result.no_expiry;

@@ -62,6 +62,7 @@ private:
   std::uint16_t type_index(std::string_view type);
   void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
              std::int64_t timestamp_ms, bool in_window);
+  void reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset);
   // `make_example` is only called while the state still wants examples.
   template <typename MakeExample>
   void add_example(Coverage state, std::int32_t partition, MakeExample&& make_example, std::int64_t gap_ms = 0);

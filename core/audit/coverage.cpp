@@ -35,6 +35,11 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
   return false;
 }
 
+bool reapplied_on_seek(Coverage state, const CoveragePolicy& policy) {
+  return state == Coverage::NoId || state == Coverage::Expired || state == Coverage::Missing ||
+         (state == Coverage::Orphaned && policy.orphans_reapplied);
+}
+
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy) {
   Verdict verdict;
   if (record.kind == RecordState::Kind::Absent) {
@@ -48,7 +53,17 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
     }
     return verdict;
   }
-  if (is_in_progress(record.value, policy.in_progress_values)) {
+  if (record.expires_at_ms && *record.expires_at_ms <= policy.now_ms) {
+    verdict.state = Coverage::Expired; // the library's own expiry passed: it applies the event again
+    return verdict;
+  }
+  if (record.claim || is_in_progress(record.value, policy.in_progress_values)) {
+    if (record.claim) { // a layout's claim: the library that wrote it decides by the claim's own lease,
+                        // and one without a lease blocks every delivery while the key lives
+      bool lapsed = record.claim_until_ms && *record.claim_until_ms <= policy.now_ms;
+      verdict.state = lapsed ? Coverage::Orphaned : Coverage::InProgress;
+      return verdict;
+    }
     bool consumed_past = event.committed && event.offset < *event.committed;
     bool lease_over = event.timestamp_ms < policy.now_ms - policy.lease_ms;
     verdict.state = consumed_past || lease_over ? Coverage::Orphaned : Coverage::InProgress;
@@ -76,6 +91,10 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
 
 std::optional<std::int64_t> remaining_ms(const RecordState& record, const CoveragePolicy& policy) {
   if (!record.processed_at_ms) {
+    if (record.expires_at_ms) { // the library's expiry, or the key's TTL where that comes first
+      std::int64_t left = std::max<std::int64_t>(0, *record.expires_at_ms - policy.now_ms);
+      return record.pttl_ms ? std::min(*record.pttl_ms, left) : left;
+    }
     return record.pttl_ms;
   }
   auto retention = policy.ttl.finite_ms();

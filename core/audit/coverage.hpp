@@ -24,6 +24,9 @@ struct CoveragePolicy {
   std::int64_t max_lag_ms = 0;
   std::int64_t lease_ms = 15 * 60 * 1000;
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+  // The record layout's rule for an orphaned claim (core/store/layout): the library takes it over and
+  // applies the event again (a seek re-applies it), or every delivery skips it (plain claims).
+  bool orphans_reapplied = false;
 };
 
 struct EventFacts {
@@ -41,6 +44,10 @@ struct Verdict {
 // A value is a claim marker when it equals one, or starts with one followed by ':'
 // ("processing:<run>", as replay writes it).
 bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
+
+// Whether a delivery after a seek applies an event in this state again: no id, expired, missing,
+// and an orphaned claim where the layout's library takes orphans over (policy.orphans_reapplied).
+bool reapplied_on_seek(Coverage state, const CoveragePolicy& policy);
 
 // The rules of docs/design.md "Coverage" in order (rule 1, no id, is decided before a lookup).
 Verdict classify(const RecordState& record, const EventFacts& event, const CoveragePolicy& policy);

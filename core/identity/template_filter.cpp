@@ -15,7 +15,7 @@ namespace dedupctl::core {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, TemplateFilter>, 11> k_filters{{
+constexpr std::array<std::pair<std::string_view, TemplateFilter>, 12> k_filters{{
     {"json", TemplateFilter::Json},
     {"json-ascii", TemplateFilter::JsonAscii},
     {"md5", TemplateFilter::Md5},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<std::string_view, TemplateFilter>, 11> k_filters{
     {"base64url", TemplateFilter::Base64Url},
     {"lower", TemplateFilter::Lower},
     {"upper", TemplateFilter::Upper},
+    {"java", TemplateFilter::Java},
 }};
 
 std::string filter_list() {
@@ -125,37 +126,6 @@ void json(const std::string& in, std::string& out) {
   out += '"';
 }
 
-// The next code point of UTF-8 text at `i`, moving `i` past it; U+FFFD for a byte that does not
-// start a whole, shortest sequence (as Python decodes with errors="replace", one a byte).
-std::uint32_t next_code_point(const std::string& in, std::size_t& i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(in[k]); };
-  unsigned char lead = byte(i);
-  std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
-  if (length == 1) {
-    ++i;
-    return lead;
-  }
-  if (length == 0 || i + length > in.size()) {
-    ++i;
-    return 0xfffd;
-  }
-  std::uint32_t c = lead & (0x7f >> length);
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) {
-      ++i;
-      return 0xfffd;
-    }
-    c = (c << 6) | (byte(i + k) & 0x3f);
-  }
-  static constexpr std::uint32_t k_least[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < k_least[length] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-    ++i;
-    return 0xfffd;
-  }
-  i += length;
-  return c;
-}
-
 // Python's json.dumps (ensure_ascii): printable ASCII as it is, the short escapes, every other
 // character as \uXXXX, beyond the BMP as a surrogate pair.
 void json_ascii(const std::string& in, std::string& out) {
@@ -248,6 +218,11 @@ void apply_template_filters(const std::vector<TemplateFilter>& filters, std::str
     case TemplateFilter::Upper:
       next = ascii_upper(current);
       break;
+    case TemplateFilter::Java: {
+      next.clear();
+      append_java_string(current, next);
+      break;
+    }
     default:
       digest(filter, current, next);
       break;

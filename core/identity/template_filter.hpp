@@ -22,6 +22,8 @@ enum class TemplateFilter {
   Base64Url, // URL-safe and unpadded, as Node's digest('base64url')
   Lower,     // ASCII case
   Upper,
+  Java, // the value as Java's ObjectOutputStream writes a String (RedisTemplate's default
+        // JdkSerializationRedisSerializer: Camel's SpringRedisIdempotentRepository)
 };
 
 std::string_view to_string(TemplateFilter filter);

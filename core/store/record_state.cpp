@@ -2,6 +2,14 @@
 
 namespace dedupctl::core {
 
+RecordState present_record(std::optional<std::int64_t> pttl_ms, std::string_view value) {
+  RecordState state;
+  state.kind = RecordState::Kind::Present;
+  state.pttl_ms = pttl_ms;
+  state.value = value;
+  return state;
+}
+
 RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status) {
   RecordState state;
   state.kind = RecordState::Kind::Present;

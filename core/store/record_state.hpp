@@ -17,7 +17,16 @@ struct RecordState {
   // An inbox row: when it was processed. Its remaining TTL is the policy's (the cleanup job's
   // retention) counted from here, decided by remaining_ms(), not by the store.
   std::optional<std::int64_t> processed_at_ms;
+  // What a record layout (core/store/layout) read from the value, where the library keeps its own
+  // state there rather than in the key's TTL (Powertools' JSON):
+  bool claim = false;                         // an in-progress claim (status INPROGRESS)
+  std::optional<std::int64_t> claim_until_ms; // the claim's own lease: past it the library takes it over
+  std::optional<std::int64_t> expires_at_ms;  // from here on the library treats the record as expired
+  bool unreadable = false;                    // not in the layout's shape (not JSON, no status)
 };
+
+// A present key: its remaining TTL (nullopt: none) and its value.
+RecordState present_record(std::optional<std::int64_t> pttl_ms, std::string_view value);
 
 // An inbox row as the coverage rules see it: present, its status (claim markers) as the value, and
 // processed_at (NULL: the row never expires).

@@ -75,4 +75,69 @@ std::string percent_encode(std::string_view text) {
   return out;
 }
 
+// The next code point of UTF-8 text at `i`, moving `i` past it; U+FFFD for a byte that does not
+// start a whole, shortest sequence (as Python decodes with errors="replace", one a byte).
+std::uint32_t next_code_point(std::string_view in, std::size_t& i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(in[k]); };
+  unsigned char lead = byte(i);
+  std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (length == 1) {
+    ++i;
+    return lead;
+  }
+  if (length == 0 || i + length > in.size()) {
+    ++i;
+    return 0xfffd;
+  }
+  std::uint32_t c = lead & (0x7f >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) {
+      ++i;
+      return 0xfffd;
+    }
+    c = (c << 6) | (byte(i + k) & 0x3f);
+  }
+  static constexpr std::uint32_t k_least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < k_least[length] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+    ++i;
+    return 0xfffd;
+  }
+  i += length;
+  return c;
+}
+
+// Java's serialization of a String: the stream header, TC_STRING and a 16-bit length (TC_LONGSTRING
+// and a 64-bit one beyond 65535 bytes), then the text in Java's modified UTF-8 (NUL as C0 80, beyond
+// the BMP as two three-byte surrogates). Bytes that are not UTF-8 become U+FFFD, as Java decodes them.
+void append_java_string(std::string_view in, std::string& out) {
+  std::string body;
+  auto put3 = [&](std::uint32_t c) {
+    body += static_cast<char>(0xe0 | (c >> 12));
+    body += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    body += static_cast<char>(0x80 | (c & 0x3f));
+  };
+  for (std::size_t i = 0; i < in.size();) {
+    std::uint32_t c = next_code_point(in, i);
+    if (c >= 1 && c <= 0x7f) {
+      body += static_cast<char>(c);
+    } else if (c <= 0x7ff) {
+      body += static_cast<char>(0xc0 | (c >> 6));
+      body += static_cast<char>(0x80 | (c & 0x3f));
+    } else if (c <= 0xffff) {
+      put3(c);
+    } else {
+      c -= 0x10000;
+      put3(0xd800 + (c >> 10));
+      put3(0xdc00 + (c & 0x3ff));
+    }
+  }
+  out.append("\xac\xed\x00\x05", 4);
+  bool is_long = body.size() > 0xffff;
+  out += static_cast<char>(is_long ? 0x7c : 0x74);
+  for (int shift = is_long ? 56 : 8; shift >= 0; shift -= 8) {
+    out += static_cast<char>((static_cast<std::uint64_t>(body.size()) >> shift) & 0xff);
+  }
+  out += body;
+}
+
 } // namespace dedupctl::core

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,5 +18,13 @@ void base64_encode(std::string_view bytes, Base64 alphabet, bool pad, std::strin
 
 // RFC 3986: every byte but the unreserved ones as %XX (for a path segment or a query value).
 std::string percent_encode(std::string_view text);
+
+// The next code point of UTF-8 text at `i`, moving `i` past it; U+FFFD for a byte that does not
+// start a whole, shortest sequence (as Python and Java decode with replacement, one a byte).
+std::uint32_t next_code_point(std::string_view text, std::size_t& i);
+
+// Appends `text` (UTF-8) as Java's ObjectOutputStream writes a String: the stream header, TC_STRING
+// and a 16-bit length (TC_LONGSTRING and a 64-bit one beyond 65535 bytes), then modified UTF-8.
+void append_java_string(std::string_view text, std::string& out);
 
 } // namespace dedupctl::core

@@ -11,7 +11,12 @@ TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, con
   if (record.kind == RecordState::Kind::Absent) {
     return tracked;
   }
-  bool claim = is_in_progress(record.value, policy.in_progress_values);
+  bool claim = record.claim || is_in_progress(record.value, policy.in_progress_values);
+  if (claim && record.claim_until_ms && !record.processed_at_ms) {
+    tracked.kind = Kind::LeasedClaim;
+    tracked.lapses_at_ms = *record.claim_until_ms;
+    return tracked;
+  }
   if (record.processed_at_ms) {
     tracked.kind = claim ? Kind::RowClaim : Kind::Row;
     tracked.lapses_at_ms = *record.processed_at_ms;
@@ -20,6 +25,9 @@ TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, con
   tracked.kind = claim ? Kind::Claim : Kind::Present;
   if (record.pttl_ms) {
     tracked.lapses_at_ms = looked_up_at_ms + *record.pttl_ms;
+  }
+  if (record.expires_at_ms) {
+    tracked.lapses_at_ms = std::min(tracked.lapses_at_ms, *record.expires_at_ms);
   }
   return tracked;
 }
@@ -200,6 +208,10 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
           if (row) {
             record = inbox_row(lapses == k_never_ms ? std::nullopt : std::optional<std::int64_t>(lapses),
                                kind == Kind::RowClaim ? std::string_view(marker) : std::string_view("done"));
+          } else if (kind == Kind::LeasedClaim) {
+            record = present_record(std::nullopt, "");
+            record.claim = true;
+            record.claim_until_ms = lapses;
           } else if (kind != Kind::Absent && lapses > now_ms) {
             record.kind = RecordState::Kind::Present;
             if (lapses != k_never_ms) {
@@ -218,7 +230,7 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
           }
         }
         ++gauge.states[static_cast<std::size_t>(state)];
-        if (state != Coverage::NoId && state != Coverage::Expired && state != Coverage::Missing) {
+        if (!reapplied_on_seek(state, policy)) {
           continue;
         }
         for (std::size_t s = 0; s < seeks.size(); ++s) {

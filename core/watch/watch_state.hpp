@@ -27,10 +27,11 @@ inline constexpr std::int64_t k_never_ms = std::numeric_limits<std::int64_t>::ma
 // processed_at, since the row stays until the cleanup job deletes it and only then does a lookup
 // see it gone.
 struct TrackedRecord {
-  enum class Kind : std::uint8_t { NoId, Absent, Present, Claim, Row, RowClaim };
+  enum class Kind : std::uint8_t { NoId, Absent, Present, Claim, Row, RowClaim, LeasedClaim };
   Kind kind = Kind::Absent;
-  // Present and Claim: when the record lapses; Row and RowClaim: processed_at; k_never_ms: never
-  // (no TTL, a NULL processed_at).
+  // Present and Claim: when the record lapses (for a layout's record, its own expiry where that comes
+  // first); Row and RowClaim: processed_at; LeasedClaim (a layout's claim with a lease of its own):
+  // when the lease ends; k_never_ms: never (no TTL, a NULL processed_at).
   std::int64_t lapses_at_ms = k_never_ms;
 };
 

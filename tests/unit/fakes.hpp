@@ -165,7 +165,7 @@ public:
       auto it = records.find(keys[i]);
       if (it != records.end()) {
         m_values[i] = it->second.second;
-        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, m_values[i], std::nullopt};
+        out[i] = core::present_record(it->second.first, m_values[i]);
       }
     }
   }

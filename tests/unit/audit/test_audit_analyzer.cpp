@@ -48,7 +48,7 @@ struct Harness {
 
 RecordState absent() { return RecordState{}; }
 RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "1") {
-  return RecordState{RecordState::Kind::Present, pttl, value, std::nullopt};
+  return present_record(pttl, value);
 }
 
 std::int64_t state(const AuditResult& r, Coverage c) { return r.states[static_cast<std::size_t>(c)]; }

@@ -20,7 +20,7 @@ CoveragePolicy policy(std::optional<std::int64_t> ttl = k_hour,
 
 RecordState absent() { return RecordState{}; }
 RecordState present(std::optional<std::int64_t> pttl, std::string_view value = "done") {
-  return RecordState{RecordState::Kind::Present, pttl, value, std::nullopt};
+  return present_record(pttl, value);
 }
 EventFacts at(std::int64_t ts, std::int64_t offset = 10, std::optional<std::int64_t> committed = std::nullopt) {
   return EventFacts{ts, offset, committed};

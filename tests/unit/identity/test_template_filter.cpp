@@ -100,3 +100,17 @@ TEST(TemplateFilter, AnUnknownOrEmptyFilterIsAUsageErrorListingTheFilters) {
     }
   }
 }
+
+// java: a String as Java's ObjectOutputStream writes it (RedisTemplate's default serializer, under
+// Camel's SpringRedisIdempotentRepository). The bytes were written by OpenJDK 17's ObjectOutputStream.
+TEST(TemplateFilter, JavaWritesAStringAsObjectOutputStreamDoes) {
+  using namespace std::string_literals;
+  EXPECT_EQ(filtered("java", "evt-0"), "\xac\xed\x00\x05\x74\x00\x05\x65\x76\x74\x2d\x30"s);
+  EXPECT_EQ(filtered("java", "\xc3\xa9\x00\xf0\x9f\x98\x80"s),
+            "\xac\xed\x00\x05\x74\x00\x0a\xc3\xa9\xc0\x80\xed\xa0\xbd\xed\xb8\x80"s)
+      << "NUL as C0 80, an astral character as two three-byte surrogates (modified UTF-8)";
+  std::string long_one = filtered("java", std::string(70000, 'x'));
+  EXPECT_EQ(long_one.substr(0, 14), "\xac\xed\x00\x05\x7c\x00\x00\x00\x00\x00\x01\x11\x70\x78"s) << "TC_LONGSTRING";
+  EXPECT_EQ(long_one.size(), 70013u);
+  EXPECT_EQ(key_of("{event_id|java}", "evt-0"), "\xac\xed\x00\x05\x74\x00\x05\x65\x76\x74\x2d\x30"s);
+}

@@ -39,7 +39,7 @@ public:
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (auto it = m_keyspace.records.find(keys[i]); it != m_keyspace.records.end()) {
         m_values[i] = it->second.second;
-        out[i] = core::RecordState{core::RecordState::Kind::Present, it->second.first, m_values[i], std::nullopt};
+        out[i] = core::present_record(it->second.first, m_values[i]);
       }
     }
   }

@@ -11,9 +11,9 @@ namespace {
 TEST(Replay, APlanClaimsAbsentKeysAndSkipsRecordsAndOthersClaims) {
   std::vector<std::string> markers{"processing"};
   EXPECT_EQ(plan_claim(RecordState{}, markers), Claim::Claimed);
-  RecordState done{RecordState::Kind::Present, 1000, "done", std::nullopt};
+  RecordState done = present_record(1000, "done");
   EXPECT_EQ(plan_claim(done, markers), Claim::Done);
-  RecordState claimed{RecordState::Kind::Present, 1000, "processing:run-7", std::nullopt};
+  RecordState claimed = present_record(1000, "processing:run-7");
   EXPECT_EQ(plan_claim(claimed, markers), Claim::HeldByOther);
 }
 

@@ -39,12 +39,12 @@ std::int64_t count(const WatchGauges& g, Coverage state, std::int32_t partition 
 
 TEST(WatchState, TrackTurnsARemainingTtlIntoTheTimeTheRecordLapses) {
   CoveragePolicy p = policy().policy;
-  RecordState redis{RecordState::Kind::Present, 30 * k_s, "done", std::nullopt};
+  RecordState redis = present_record(30 * k_s, "done");
   EXPECT_EQ(track(redis, k_t0, p).kind, TrackedRecord::Kind::Present);
   EXPECT_EQ(track(redis, k_t0, p).lapses_at_ms, k_t0 + 30 * k_s);
-  RecordState forever{RecordState::Kind::Present, std::nullopt, "done", std::nullopt};
+  RecordState forever = present_record(std::nullopt, "done");
   EXPECT_EQ(track(forever, k_t0, p).lapses_at_ms, k_never_ms);
-  RecordState claimed{RecordState::Kind::Present, 60 * k_s, "processing:run-1", std::nullopt};
+  RecordState claimed = present_record(60 * k_s, "processing:run-1");
   EXPECT_EQ(track(claimed, k_t0, p).kind, TrackedRecord::Kind::Claim);
   // An inbox row keeps its processed_at: it stays until the cleanup job deletes it.
   RecordState row = inbox_row(k_t0 - 10 * k_s, "done");

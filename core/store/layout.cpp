@@ -1,0 +1,368 @@
+#include "core/store/layout.hpp"
+
+#include "core/util/encoding.hpp"
+#include "core/util/errors.hpp"
+#include "core/util/json_text.hpp"
+#include "core/util/text.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+namespace dedupctl::core {
+
+namespace {
+
+RecordLayout plain() { return RecordLayout{}; }
+
+// Powertools for AWS Lambda's Redis persistence layer: SET key <json> EX ttl NX, the JSON holding
+// status, expiration (epoch s) and, inside Lambda, in_progress_expiration (epoch ms); a record past
+// its expiration or a claim past its lease is taken over (after SET KEY:lock NX) and applied again.
+RecordLayout powertools(std::string name, std::string key_template, std::string library) {
+  RecordLayout layout;
+  layout.name = std::move(name);
+  layout.library = std::move(library);
+  layout.value = RecordValue::Json;
+  layout.key_template = std::move(key_template);
+  layout.needs_prefix = true;
+  layout.not_a_record_suffix = ":lock";
+  layout.orphans_reapplied = true;
+  return layout;
+}
+
+RecordLayout generic_json() {
+  RecordLayout layout = powertools("json", "{event_id}", "any library that keeps a JSON status (--layout-option)");
+  layout.needs_prefix = false;
+  layout.not_a_record_suffix.clear();
+  return layout;
+}
+
+RecordLayout one_key(std::string name, RecordShape shape, RecordValue value, std::string collection,
+                     std::string library) {
+  RecordLayout layout;
+  layout.name = std::move(name);
+  layout.library = std::move(library);
+  layout.shape = shape;
+  layout.value = value;
+  layout.collection = std::move(collection);
+  return layout;
+}
+
+std::vector<RecordLayout> all_layouts() {
+  std::vector<RecordLayout> layouts;
+  layouts.push_back(plain());
+  layouts.back().library = "a string key per id, any value; claim markers while in progress";
+  layouts.push_back(powertools("powertools-python", "{prefix}#{event_id|json-ascii|md5}",
+                               "Powertools for AWS Lambda (Python), RedisCachePersistenceLayer"));
+  layouts.push_back(powertools("powertools-typescript", "{prefix}#{event_id|json|md5|base64}",
+                               "Powertools for AWS Lambda (TypeScript), RedisPersistenceLayer"));
+  layouts.push_back(generic_json());
+  layouts.push_back(one_key("spring-hash", RecordShape::HashField, RecordValue::TimeMs, "MetaData",
+                            "Spring Integration's RedisMetadataStore (HSETNX, the time in ms)"));
+  RecordLayout camel_set = one_key("camel-set", RecordShape::SetMember, RecordValue::Membership, "",
+                                   "Camel's SpringRedisIdempotentRepository (SADD, Java-serialized)");
+  camel_set.key_template = "{event_id|java}";
+  camel_set.java_collection = true;
+  layouts.push_back(camel_set);
+  RecordLayout camel_string;
+  camel_string.name = "camel-string";
+  camel_string.library = "Camel's SpringRedisStringIdempotentRepository (<repository>:<id>)";
+  camel_string.key_template = "{prefix}:{event_id}";
+  camel_string.needs_prefix = true;
+  layouts.push_back(camel_string);
+  layouts.push_back(one_key("zset", RecordShape::ScoredMember, RecordValue::ExpirySeconds, "",
+                            "one sorted set, the score the expiry in epoch seconds"));
+  return layouts;
+}
+
+std::string names_list() {
+  std::string out;
+  for (auto name : layout_names()) {
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+bool one_of(std::string_view value, const std::vector<std::string>& values) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+std::optional<std::int64_t> whole_number(simdjson::dom::element element) {
+  if (auto i = element.get_int64(); !i.error()) {
+    return i.value_unsafe();
+  }
+  if (auto u = element.get_uint64(); !u.error()) {
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(u.value_unsafe(), INT64_MAX));
+  }
+  if (auto d = element.get_double(); !d.error() && std::isfinite(d.value_unsafe())) {
+    return static_cast<std::int64_t>(std::floor(d.value_unsafe()));
+  }
+  if (auto s = element.get_string(); !s.error()) { // a number written as text
+    std::int64_t n = 0;
+    if (parse_whole(s.value_unsafe(), n)) {
+      return n;
+    }
+  }
+  return std::nullopt;
+}
+
+simdjson::dom::parser& json_parser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
+}
+
+// The value's top-level object, or nullopt when it is not one.
+std::optional<simdjson::dom::object> json_object(std::string_view value) {
+  auto parsed = json_parser().parse(value.data(), value.size(), true);
+  if (parsed.error()) {
+    return std::nullopt;
+  }
+  auto object = parsed.value_unsafe().get_object();
+  if (object.error()) {
+    return std::nullopt;
+  }
+  return object.value_unsafe();
+}
+
+std::optional<std::int64_t> field_ms(simdjson::dom::object object, const std::string& name, bool in_ms) {
+  if (name.empty()) {
+    return std::nullopt;
+  }
+  auto field = object.at_key(name);
+  if (field.error() || field.value_unsafe().is_null()) {
+    return std::nullopt;
+  }
+  auto n = whole_number(field.value_unsafe());
+  if (!n) {
+    return std::nullopt;
+  }
+  return in_ms ? *n : *n * 1000;
+}
+
+void read_json(const JsonRecordFields& fields, std::string_view value, RecordState& state) {
+  auto object = json_object(value);
+  if (!object) {
+    state.unreadable = true;
+    return;
+  }
+  auto status = object->at_key(fields.status).get_string();
+  if (status.error()) {
+    state.unreadable = true;
+    return;
+  }
+  state.claim = one_of(status.value_unsafe(), fields.in_progress);
+  if (auto expiration = field_ms(*object, fields.expiration, fields.expiration_ms)) {
+    // Powertools: expired when now (whole seconds) > expiration, so from the second after it on.
+    state.expires_at_ms = fields.expiration_ms ? *expiration + 1 : *expiration + 1000;
+  }
+  if (state.claim) {
+    state.claim_until_ms = field_ms(*object, fields.in_progress_expiration, fields.in_progress_expiration_ms);
+  } else if (!one_of(status.value_unsafe(), fields.completed)) {
+    state.unreadable = true; // neither in progress nor completed: the library takes it over
+  }
+}
+
+std::string scalar_text(simdjson::dom::element element) {
+  if (auto s = element.get_string(); !s.error()) {
+    return std::string(s.value_unsafe());
+  }
+  return simdjson::minify(element);
+}
+
+bool parse_unit(std::string_view text, std::string_view option, bool& in_ms) {
+  if (text == "s" || text == "ms") {
+    in_ms = text == "ms";
+    return true;
+  }
+  throw UsageError(fmt::format("--layout-option {}: the unit is s or ms, not '{}'", option, text));
+}
+
+} // namespace
+
+std::vector<std::string_view> layout_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& layout : all_layouts()) {
+      out.push_back(layout.name);
+    }
+    return out;
+  }();
+  return {names.begin(), names.end()};
+}
+
+RecordLayout find_layout(std::string_view name) {
+  for (auto& layout : all_layouts()) {
+    if (layout.name == name) {
+      return layout;
+    }
+  }
+  throw UsageError(fmt::format("--layout {}: unknown layout; the layouts are {}", name, names_list()));
+}
+
+void apply_layout_option(RecordLayout& layout, std::string_view option) {
+  auto eq = option.find('=');
+  std::string_view name = option.substr(0, eq);
+  std::string_view value = eq == std::string_view::npos ? std::string_view() : option.substr(eq + 1);
+  if (layout.value != RecordValue::Json) {
+    throw UsageError(fmt::format("--layout-option {}: only the json layouts take options (--layout {} has none)",
+                                 option, layout.name));
+  }
+  auto& json = layout.json;
+  auto list = [&] {
+    std::vector<std::string> out;
+    for (auto part : split(value, ',')) {
+      out.emplace_back(trim(part));
+    }
+    return out;
+  };
+  if (eq == std::string_view::npos) {
+    name = "";
+  }
+  if (name == "status-field" && !value.empty()) {
+    json.status = value;
+  } else if (name == "expiration-field") {
+    json.expiration = value;
+  } else if (name == "expiration-unit") {
+    parse_unit(value, option, json.expiration_ms);
+  } else if (name == "in-progress-expiration-field") {
+    json.in_progress_expiration = value;
+  } else if (name == "in-progress-expiration-unit") {
+    parse_unit(value, option, json.in_progress_expiration_ms);
+  } else if (name == "in-progress" && !value.empty()) {
+    json.in_progress = list();
+  } else if (name == "completed" && !value.empty()) {
+    json.completed = list();
+  } else if (name == "orphans" && (value == "reapplied" || value == "skipped")) {
+    layout.orphans_reapplied = value == "reapplied";
+  } else {
+    throw UsageError(fmt::format(
+        "--layout-option {}: expected NAME=VALUE with NAME one of status-field, expiration-field, expiration-unit "
+        "(s|ms), "
+        "in-progress-expiration-field, in-progress-expiration-unit (s|ms), in-progress (a,b), completed (a,b), "
+        "orphans (reapplied|skipped)",
+        option));
+  }
+}
+
+std::string layout_key_template(const RecordLayout& layout, std::string_view prefix,
+                                std::string_view explicit_template) {
+  if (!explicit_template.empty()) {
+    return std::string(explicit_template);
+  }
+  auto at = layout.key_template.find("{prefix}");
+  if (at == std::string::npos) {
+    return layout.key_template;
+  }
+  if (prefix.empty()) {
+    throw UsageError(fmt::format("--layout {} derives its keys as {}: give --key-prefix PREFIX (or a whole "
+                                 "--key-template)",
+                                 layout.name, layout.key_template));
+  }
+  std::string literal;
+  for (char c : prefix) {
+    literal += c;
+    if (c == '{' || c == '}') {
+      literal += c;
+    }
+  }
+  return layout.key_template.substr(0, at) + literal + layout.key_template.substr(at + 8);
+}
+
+bool one_key(const RecordLayout& layout) { return layout.shape != RecordShape::Key; }
+
+std::string collection_key(const RecordLayout& layout, std::string_view collection) {
+  std::string name(collection.empty() ? std::string_view(layout.collection) : collection);
+  if (name.empty()) {
+    throw UsageError(
+        fmt::format("--layout {} keeps every record under one key: name it with --collection NAME", layout.name));
+  }
+  if (!layout.java_collection) {
+    return name;
+  }
+  std::string out;
+  append_java_string(name, out);
+  return out;
+}
+
+void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state) {
+  switch (layout.value) {
+  case RecordValue::Json:
+    read_json(layout.json, value, state);
+    return;
+  case RecordValue::ExpirySeconds: {
+    double score = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), score);
+    if (error != std::errc() || !std::isfinite(score)) {
+      state.unreadable = error != std::errc() && value != "inf" && value != "+inf";
+      return; // +inf: never expires
+    }
+    state.expires_at_ms = static_cast<std::int64_t>(std::floor(score * 1000.0));
+    return;
+  }
+  case RecordValue::TimeMs: {
+    std::int64_t ms = 0;
+    state.unreadable = !parse_whole(value, ms);
+    return;
+  }
+  case RecordValue::Marker:
+  case RecordValue::Membership:
+    return;
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> record_fields(const RecordLayout& layout, std::string_view value) {
+  std::vector<std::pair<std::string, std::string>> out;
+  switch (layout.value) {
+  case RecordValue::Json:
+    if (auto object = json_object(value)) {
+      for (auto [key, element] : *object) {
+        if (key == "data" || element.is_object() || element.is_array()) {
+          continue; // the handler's response: what the library keeps, not what decides
+        }
+        out.emplace_back(std::string(key), scalar_text(element));
+      }
+    }
+    break;
+  case RecordValue::TimeMs:
+    out.emplace_back("time_ms", std::string(value));
+    break;
+  case RecordValue::ExpirySeconds:
+    out.emplace_back("expiration", std::string(value));
+    break;
+  case RecordValue::Marker:
+  case RecordValue::Membership:
+    break;
+  }
+  return out;
+}
+
+std::string snapshot_value(const RecordLayout& layout, std::string_view value) {
+  if (layout.value != RecordValue::Json) {
+    return std::string(value);
+  }
+  auto object = json_object(value);
+  if (!object) {
+    return std::string(value.substr(0, 64)); // unreadable either way: keep what shows it
+  }
+  std::string out = "{";
+  for (const std::string* name : {&layout.json.status, &layout.json.expiration, &layout.json.in_progress_expiration}) {
+    auto field = name->empty() ? simdjson::simdjson_result<simdjson::dom::element>(simdjson::NO_SUCH_FIELD)
+                               : object->at_key(*name);
+    if (field.error()) {
+      continue;
+    }
+    if (out.size() > 1) {
+      out += ',';
+    }
+    append_json_string(out, *name);
+    out += ':';
+    out += simdjson::minify(field.value_unsafe());
+  }
+  return out + "}";
+}
+
+} // namespace dedupctl::core

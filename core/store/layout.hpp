@@ -1,0 +1,99 @@
+#pragma once
+
+#include "core/store/record_state.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// How the library that writes the dedup records shapes them (docs/design.md, "Record layouts"): how
+// a key is derived from the id, whether each id has a key of its own or is a member of one hash, set
+// or sorted set, where the record's state lives, when it lapses, and what the library does when the
+// event comes again. Data plus small rules; the connectors send the commands a shape needs.
+namespace dedupctl::core {
+
+// Where a record lives.
+enum class RecordShape {
+  Key,          // a string key per id (plain, Powertools, camel-string)
+  HashField,    // a field of one hash (spring-hash): HMGET
+  SetMember,    // a member of one set (camel-set): SMISMEMBER
+  ScoredMember, // a member of one sorted set whose score is its expiry in epoch seconds: ZMSCORE
+};
+
+// What a record's value says.
+enum class RecordValue {
+  Marker,        // anything; a claim marker ("processing", "INPROGRESS") while in progress
+  Json,          // JSON fields: a status, the library's own expiry, a claim's lease (Powertools)
+  TimeMs,        // the time the id was seen, in epoch milliseconds, as text (Spring's metadata store)
+  Membership,    // nothing: being there is the record
+  ExpirySeconds, // the sorted set's score
+};
+
+// The JSON fields of a Json layout, with the time units the library writes them in.
+struct JsonRecordFields {
+  std::string status = "status";
+  std::string expiration = "expiration"; // "" when the library writes none
+  bool expiration_ms = false;            // epoch milliseconds rather than seconds
+  std::string in_progress_expiration = "in_progress_expiration";
+  bool in_progress_expiration_ms = true;
+  std::vector<std::string> in_progress{"INPROGRESS"};
+  std::vector<std::string> completed{"COMPLETED"};
+};
+
+struct RecordLayout {
+  std::string name = "plain";
+  std::string library; // who writes it, for --help and the man page
+  RecordShape shape = RecordShape::Key;
+  RecordValue value = RecordValue::Marker;
+  JsonRecordFields json;
+  // The key (or the member/field) the library derives from the id; "{prefix}" stands for
+  // --key-prefix (or --collection, for camel-string's repository name).
+  std::string key_template = "{event_id}";
+  bool needs_prefix = false;
+  // One-key shapes: the hash, set or sorted set, as named (the default when --collection is not given).
+  std::string collection;
+  bool java_collection = false; // written through Java's serialization (camel-set): the name on the wire is
+                                // Java's serialized String, not the text
+  // Keys that live beside the records and are not records (Powertools' "KEY:lock"): a snapshot
+  // leaves them out.
+  std::string not_a_record_suffix;
+  // What the library does with a claim whose own lease (claim_until_ms) passed: takes it over and
+  // applies the event again (Powertools), where a plain claim is skipped by every delivery.
+  bool orphans_reapplied = false;
+};
+
+// Every layout's name, in the order --help lists them.
+std::vector<std::string_view> layout_names();
+// The layout named; throws UsageError naming it and listing the layouts.
+RecordLayout find_layout(std::string_view name);
+// --layout-option NAME=VALUE for the generic json layout (status-field, expiration-field,
+// expiration-unit, in-progress-expiration-field, in-progress-expiration-unit, in-progress,
+// completed, orphans); throws UsageError naming the option and listing the names.
+void apply_layout_option(RecordLayout& layout, std::string_view option);
+
+// The key template an audit renders: `explicit_template` (--key-template) when given, else the
+// layout's with "{prefix}" replaced by `prefix` (braces in it doubled, so that they stay literal).
+// Throws UsageError when the layout needs a prefix and neither is given.
+std::string layout_key_template(const RecordLayout& layout, std::string_view prefix,
+                                std::string_view explicit_template);
+// The one key a one-key shape keeps its records under, as the server holds it (camel-set's name
+// Java-serialized); `collection` is --collection or "" for the layout's own.
+std::string collection_key(const RecordLayout& layout, std::string_view collection);
+bool one_key(const RecordLayout& layout);
+
+// Reads a present record's value (the whole of it for Json layouts; a hash field's value; a score
+// as text) into `state` as the layout says: claim, claim_until_ms, expires_at_ms, unreadable.
+void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state);
+
+// A record as the library wrote it, for trace's record.fields: the JSON fields the rules read (and
+// every other scalar field but data, which holds the handler's response), the hash field's time,
+// the score as an expiry. Empty for Marker and Membership layouts.
+std::vector<std::pair<std::string, std::string>> record_fields(const RecordLayout& layout, std::string_view value);
+
+// The value a snapshot keeps of a record: for Json layouts the fields the rules read, as compact
+// JSON (a Powertools record's `data` can be kilobytes), otherwise the value as read.
+std::string snapshot_value(const RecordLayout& layout, std::string_view value);
+
+} // namespace dedupctl::core

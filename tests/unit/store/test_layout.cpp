@@ -1,0 +1,179 @@
+// Record layouts: how the idempotency libraries shape their records, read from the bytes they write.
+// The Powertools values below were written by aws-lambda-powertools 3.37.0's CachePersistenceLayer
+// against redis-server (a completed record and the claim it writes while the handler runs).
+#include "core/audit/coverage.hpp"
+#include "core/store/layout.hpp"
+#include "core/util/errors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+
+namespace {
+
+constexpr std::int64_t k_now = 1795803000000; // between the records' times below
+constexpr const char* k_completed = R"({"data": "{\"amount\": 12, \"charged\": \"\\u00e9vt-1\"}", "status": )"
+                                    R"("COMPLETED", "expiration": 1795806842})";
+constexpr const char* k_claim =
+    R"({"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": 1795803251703})";
+
+RecordState read(const RecordLayout& layout, std::string_view value, std::optional<std::int64_t> pttl = 3600000) {
+  RecordState state = present_record(pttl, value);
+  read_record_value(layout, value, state);
+  return state;
+}
+
+Coverage state_of(const RecordState& record, std::int64_t now, bool orphans_reapplied = true) {
+  CoveragePolicy policy;
+  policy.now_ms = now;
+  policy.ttl = Span::finite(3600000);
+  policy.retention = Span::finite(60000); // the records outlive it: covered, not expiring
+  policy.orphans_reapplied = orphans_reapplied;
+  return classify(record, EventFacts{now - 1000, 5, 10}, policy).state;
+}
+
+} // namespace
+
+TEST(Layout, PowertoolsJsonGivesTheStatusTheExpiryAndTheClaimsLease) {
+  RecordLayout layout = find_layout("powertools-python");
+  RecordState done = read(layout, k_completed);
+  EXPECT_FALSE(done.claim);
+  EXPECT_FALSE(done.unreadable);
+  EXPECT_EQ(done.expires_at_ms, 1795806843000) << "expired once now's whole seconds exceed it";
+  RecordState claim = read(layout, k_claim);
+  EXPECT_TRUE(claim.claim);
+  EXPECT_EQ(claim.claim_until_ms, 1795803251703);
+}
+
+// Powertools treats a record past its expiration as expired although Redis still has the key, and
+// takes a claim past in_progress_expiration over (applies the event again); before it the claim
+// makes every delivery fail (in progress).
+TEST(Layout, ThePowertoolsRulesDecideTheCoverage) {
+  RecordLayout layout = find_layout("powertools-python");
+  EXPECT_EQ(state_of(read(layout, k_completed), k_now), Coverage::Covered);
+  EXPECT_EQ(state_of(read(layout, k_completed), 1795806842999), Coverage::Expiring)
+      << "a millisecond left, not expired";
+  EXPECT_EQ(state_of(read(layout, k_completed), 1795806843000), Coverage::Expired) << "the key is still there";
+  EXPECT_EQ(state_of(read(layout, k_claim), k_now), Coverage::InProgress);
+  EXPECT_EQ(state_of(read(layout, k_claim), 1795803251703), Coverage::Orphaned);
+  CoveragePolicy policy;
+  policy.orphans_reapplied = true;
+  EXPECT_TRUE(reapplied_on_seek(Coverage::Orphaned, policy));
+  policy.orphans_reapplied = false;
+  EXPECT_FALSE(reapplied_on_seek(Coverage::Orphaned, policy)) << "a plain claim is skipped by every delivery";
+  // A claim written outside Lambda has no lease: it blocks every delivery until the key expires,
+  // however long ago its event was consumed.
+  RecordState no_lease = read(layout, R"({"status": "INPROGRESS", "expiration": 1795806846})");
+  EXPECT_FALSE(no_lease.claim_until_ms);
+  EXPECT_EQ(state_of(no_lease, k_now), Coverage::InProgress);
+}
+
+TEST(Layout, TheRemainingTimeIsTheLibrarysExpiryOrTheKeysTtlWhicheverComesFirst) {
+  RecordLayout layout = find_layout("powertools-python");
+  CoveragePolicy policy;
+  policy.now_ms = k_now;
+  EXPECT_EQ(remaining_ms(read(layout, k_completed, 5000000), policy), 3843000);
+  EXPECT_EQ(remaining_ms(read(layout, k_completed, 3600000), policy), 3600000);
+  EXPECT_EQ(remaining_ms(read(layout, k_completed, 1000), policy), 1000);
+  EXPECT_EQ(remaining_ms(read(layout, k_completed, std::nullopt), policy), 3843000);
+}
+
+TEST(Layout, AValueNotInTheLayoutsShapeIsUnreadableAndStillPresent) {
+  RecordLayout layout = find_layout("powertools-python");
+  EXPECT_TRUE(read(layout, "done").unreadable);
+  EXPECT_TRUE(read(layout, R"({"expiration": 1})").unreadable) << "no status";
+  EXPECT_TRUE(read(layout, R"({"status": "EXPIRED"})").unreadable);
+  EXPECT_TRUE(read(layout, R"([1,2])").unreadable);
+  EXPECT_EQ(state_of(read(layout, "done"), k_now), Coverage::Covered);
+}
+
+TEST(Layout, TheGenericJsonLayoutTakesItsFieldNamesAsOptions) {
+  RecordLayout layout = find_layout("json");
+  apply_layout_option(layout, "status-field=state");
+  apply_layout_option(layout, "in-progress=IN_PROGRESS");
+  apply_layout_option(layout, "completed=COMPLETE, DONE");
+  apply_layout_option(layout, "expiration-field=expiresAt");
+  apply_layout_option(layout, "expiration-unit=ms");
+  apply_layout_option(layout, "in-progress-expiration-field=");
+  RecordState done = read(layout, R"({"state":"DONE","expiresAt":1795803000500})");
+  EXPECT_FALSE(done.unreadable);
+  EXPECT_EQ(done.expires_at_ms, 1795803000501);
+  RecordState claim = read(layout, R"({"state":"IN_PROGRESS","in_progress_expiration":1})");
+  EXPECT_TRUE(claim.claim);
+  EXPECT_FALSE(claim.claim_until_ms) << "its lease field was switched off";
+  EXPECT_THROW(apply_layout_option(layout, "status"), UsageError);
+  EXPECT_THROW(apply_layout_option(layout, "expiration-unit=h"), UsageError);
+  RecordLayout plain = find_layout("plain");
+  EXPECT_THROW(apply_layout_option(plain, "status-field=s"), UsageError);
+}
+
+TEST(Layout, KeysComeFromTheLayoutsTemplateWithThePrefix) {
+  EXPECT_EQ(layout_key_template(find_layout("powertools-python"), "test-func.__main__.charge", ""),
+            "test-func.__main__.charge#{event_id|json-ascii|md5}");
+  EXPECT_EQ(layout_key_template(find_layout("powertools-typescript"), "fn", ""), "fn#{event_id|json|md5|base64}");
+  EXPECT_EQ(layout_key_template(find_layout("camel-string"), "orders{x}", ""), "orders{{x}}:{event_id}")
+      << "a prefix's braces stay literal";
+  EXPECT_EQ(layout_key_template(find_layout("plain"), "", ""), "{event_id}");
+  EXPECT_EQ(layout_key_template(find_layout("powertools-python"), "", "mine#{event_id|md5}"), "mine#{event_id|md5}");
+  try {
+    layout_key_template(find_layout("powertools-python"), "", "");
+    FAIL() << "a Powertools layout needs a prefix";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--key-prefix"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Layout, OneKeyLayoutsNameTheirCollectionAsTheServerHoldsIt) {
+  using namespace std::string_literals;
+  EXPECT_EQ(collection_key(find_layout("spring-hash"), ""), "MetaData");
+  EXPECT_EQ(collection_key(find_layout("spring-hash"), "dedup"), "dedup");
+  EXPECT_EQ(collection_key(find_layout("camel-set"), "orders"), "\xac\xed\x00\x05\x74\x00\x06orders"s);
+  EXPECT_THROW(collection_key(find_layout("camel-set"), ""), UsageError) << "Camel's repository has no default name";
+  EXPECT_TRUE(one_key(find_layout("zset")));
+  EXPECT_FALSE(one_key(find_layout("camel-string")));
+}
+
+TEST(Layout, HashTimesAndScoresAreRead) {
+  RecordState spring = read(find_layout("spring-hash"), "1795803000123", std::nullopt);
+  EXPECT_FALSE(spring.unreadable);
+  EXPECT_FALSE(spring.expires_at_ms) << "Spring's metadata store never expires an entry";
+  EXPECT_TRUE(read(find_layout("spring-hash"), "yesterday", std::nullopt).unreadable);
+  RecordState scored = read(find_layout("zset"), "1795803600.5", std::nullopt);
+  EXPECT_EQ(scored.expires_at_ms, 1795803600500);
+  EXPECT_EQ(state_of(scored, k_now), Coverage::Covered);
+  EXPECT_EQ(state_of(scored, 1795803600500), Coverage::Expired);
+  EXPECT_FALSE(read(find_layout("zset"), "inf", std::nullopt).expires_at_ms);
+}
+
+TEST(Layout, TraceShowsTheFieldsTheLibraryWroteButNotItsResponse) {
+  auto fields = record_fields(find_layout("powertools-python"), k_completed);
+  ASSERT_EQ(fields.size(), 2u);
+  EXPECT_EQ(fields[0], (std::pair<std::string, std::string>{"status", "COMPLETED"}));
+  EXPECT_EQ(fields[1], (std::pair<std::string, std::string>{"expiration", "1795806842"}));
+  EXPECT_EQ(record_fields(find_layout("spring-hash"), "17").at(0).first, "time_ms");
+  EXPECT_TRUE(record_fields(find_layout("plain"), "done").empty());
+}
+
+TEST(Layout, ASnapshotKeepsOnlyTheFieldsTheRulesRead) {
+  EXPECT_EQ(snapshot_value(find_layout("powertools-python"), k_completed),
+            R"({"status":"COMPLETED","expiration":1795806842})");
+  EXPECT_EQ(snapshot_value(find_layout("powertools-python"), k_claim),
+            R"({"status":"INPROGRESS","expiration":1795806846,"in_progress_expiration":1795803251703})");
+  RecordLayout layout = find_layout("powertools-python");
+  EXPECT_EQ(snapshot_value(layout, snapshot_value(layout, k_claim)), snapshot_value(layout, k_claim));
+  EXPECT_EQ(snapshot_value(find_layout("plain"), "processing:run-1"), "processing:run-1");
+}
+
+TEST(Layout, AnUnknownLayoutIsAUsageErrorListingThem) {
+  try {
+    find_layout("powertools");
+    FAIL();
+  } catch (const UsageError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("powertools-python"), std::string::npos) << what;
+    EXPECT_NE(what.find("camel-set"), std::string::npos) << what;
+  }
+}
