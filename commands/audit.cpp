@@ -72,8 +72,7 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
   placement = parse_placement(options.placement, context);
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
-  request.placement.kind = kind_name(placement.uri.kind);
-  request.placement.store = placement.uri.redacted();
+  request.placement = placement_info(placement, options.placement);
   request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
                                                        placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;

@@ -245,8 +245,32 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
                    "the dedup key per event: {event_id} {type} {entity} {topic} {partition} {offset} {key} "
                    "{consumer} {header:NAME} {json:/ptr}; {{ }} are literal braces; filters after | as libraries "
                    "derive keys: {event_id|json-ascii|md5} (json json-ascii md5 sha1 sha256 sha512 hex base64 "
-                   "base64url lower upper)")
+                   "base64url lower upper java); the layout's when absent")
       ->type_name("T");
+  std::string layouts;
+  for (auto name : core::layout_names()) {
+    layouts += (layouts.empty() ? "" : ", ") + std::string(name);
+  }
+  group
+      ->add_option("--layout", options.layout,
+                   fmt::format("how the library that writes the records shapes them: {} (man dedupctl-audit, "
+                               "\"Record layouts\")",
+                               layouts))
+      ->type_name("NAME");
+  group
+      ->add_option(
+          "--key-prefix", options.key_prefix,
+          "the prefix a layout's keys start with (Powertools' function name or key_prefix; Camel's repository)")
+      ->type_name("PREFIX");
+  group
+      ->add_option("--collection", options.collection,
+                   "the one key a spring-hash, camel-set or zset layout keeps its records under")
+      ->type_name("KEY");
+  group
+      ->add_option("--layout-option", options.layout_options,
+                   "NAME=VALUE for --layout json (repeatable): status-field, expiration-field, expiration-unit, "
+                   "in-progress-expiration-field, in-progress-expiration-unit, in-progress, completed, orphans")
+      ->type_name("NAME=VALUE");
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
       ->type_name("NAME");
   group
@@ -315,6 +339,35 @@ void add_examples_option(CLI::Option_group& group, std::size_t& examples) {
       ->check(bounded);
 }
 
+namespace {
+
+// --layout and what goes with it: the key template (the layout's, from --key-prefix, unless
+// --key-template says otherwise), the collection of a one-key layout, the library's rule for orphans.
+void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
+  out.layout = core::find_layout(options.layout);
+  for (const auto& option : options.layout_options) {
+    core::apply_layout_option(out.layout, option);
+  }
+  bool plain = out.layout.name == "plain";
+  if (!plain && out.uri.kind != core::StoreUri::Kind::Redis && out.uri.kind != core::StoreUri::Kind::File &&
+      !options.store.empty()) {
+    throw UsageError(fmt::format("--layout {} is a Redis layout: it reads redis:// stores (or their snapshots), not {}",
+                                 out.layout.name, kind_name(out.uri.kind)));
+  }
+  if (core::one_key(out.layout)) {
+    out.collection = core::collection_key(out.layout, options.collection);
+  } else if (!options.collection.empty()) {
+    throw UsageError(fmt::format("--collection {}: --layout {} keeps a key per id; --collection is for spring-hash, "
+                                 "camel-set and zset",
+                                 options.collection, out.layout.name));
+  }
+  out.audit.key_template = core::KeyTemplate::parse(
+      options.key_template ? *options.key_template : core::layout_key_template(out.layout, options.key_prefix, ""));
+  out.audit.policy.orphans_reapplied = out.layout.orphans_reapplied;
+}
+
+} // namespace
+
 PlacementOptions parse_placement(const PlacementFlags& options, const Context& context, std::string_view store_flag) {
   PlacementOptions out;
   if (!options.store.empty()) {
@@ -324,7 +377,7 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
       check_inbox_options(options.inbox);
     }
   }
-  out.audit.key_template = core::KeyTemplate::parse(options.key_template);
+  parse_layout(options, out);
   auto& policy = out.audit.policy;
   if (!options.ttl.empty()) {
     out.audit.ttl = core::declared_ttl(core::parse_ttl(options.ttl));
@@ -347,6 +400,17 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
     out.audit.side_effects.insert(core::parse_side_effect(item));
   }
   return out;
+}
+
+reports::PlacementInfo placement_info(const PlacementOptions& placement, const PlacementFlags& options) {
+  reports::PlacementInfo info;
+  info.kind = kind_name(placement.uri.kind);
+  info.store = placement.uri.redacted();
+  info.layout = placement.layout.name;
+  if (core::one_key(placement.layout)) {
+    info.collection = options.collection.empty() ? placement.layout.collection : options.collection;
+  }
+  return info;
 }
 
 std::string kind_name(core::StoreUri::Kind kind) {

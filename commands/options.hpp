@@ -9,6 +9,7 @@
 #include "core/replay/replay.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/inbox_schema.hpp"
+#include "core/store/layout.hpp"
 #include "core/store/store_uri.hpp"
 #include "reports/report.hpp"
 
@@ -70,7 +71,11 @@ void add_inbox_options(CLI::Option_group& group, InboxFlags& options);
 // The dedup placement (man dedupctl-audit, "The placement"), shared by audit, trace and replay.
 struct PlacementFlags {
   std::string store;
-  std::string key_template = "{event_id}";
+  std::optional<std::string> key_template; // absent: the layout's ({event_id} for plain)
+  std::string layout = "plain";
+  std::string key_prefix;
+  std::string collection;
+  std::vector<std::string> layout_options;
   std::string consumer;
   std::string ttl;
   std::string retention;
@@ -85,7 +90,9 @@ struct PlacementFlags {
 
 struct PlacementOptions {
   core::StoreUri uri;
-  core::AuditOptions audit; // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
+  core::RecordLayout layout; // --layout, with its --layout-option
+  std::string collection;    // one-key layouts: the key their records live under, as the server holds it
+  core::AuditOptions audit;  // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
   std::optional<core::Span> inbox_retention;                    // --inbox-retention
   core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
   connectors::postgres::InboxLookup inbox_lookup = connectors::postgres::InboxLookup::Auto; // --inbox-lookup
@@ -100,6 +107,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
 PlacementOptions parse_placement(const PlacementFlags& options, const Context& context,
                                  std::string_view store_flag = "--store");
 std::string kind_name(core::StoreUri::Kind kind);
+// The report's placement as the flags name it: kind, store (redacted), layout and collection.
+reports::PlacementInfo placement_info(const PlacementOptions& placement, const PlacementFlags& options);
 void add_identity_options(CLI::App& app, IdentityFlags& options);
 // The schema registry's flags alone (add_identity_options adds them too); `directory`: --schemas too.
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory = true);

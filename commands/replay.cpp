@@ -214,6 +214,11 @@ int run(const ReplayFlags& options, Context& context) {
   }
   SinkSpec sink_spec = parse_sink(options.sink);
   PlacementOptions placement = parse_placement(options.placement, context, "--via");
+  if (placement.layout.name != "plain") {
+    throw UsageError(fmt::format("--layout {}: replay writes plain records (a claim marker, then 'done'); routing "
+                                 "through a library's own records is not supported yet, so --via takes --layout plain",
+                                 placement.layout.name));
+  }
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
   ReplayRequest request;

@@ -6,6 +6,7 @@
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/store/inbox_snapshot.hpp"
+#include "core/store/layout.hpp"
 #include "core/store/snapshot_line.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
@@ -24,6 +25,9 @@ struct SnapshotFlags {
   std::string match = "*";
   std::string consumer;
   InboxFlags inbox;
+  std::string layout = "plain";
+  std::string collection;
+  std::vector<std::string> layout_options;
 };
 
 // COPY of the inbox's rows, behind a header with the time the export started.
@@ -57,12 +61,23 @@ int run(const SnapshotFlags& options, Context& context) {
   auto uri = core::parse_store_uri(options.store, "--store");
   if (uri.kind == core::StoreUri::Kind::Postgres) {
     connectors::postgres::check_conninfo(uri.conninfo, "--store");
+    if (options.layout != "plain") {
+      throw UsageError(
+          fmt::format("--layout {} is a Redis layout: an inbox's snapshot holds its rows", options.layout));
+    }
     return snapshot_inbox(options, uri, context);
   }
   if (uri.kind != core::StoreUri::Kind::Redis) {
     throw UsageError(fmt::format("--store {}: snapshot reads redis:// and postgres:// placements", uri.redacted()));
   }
   auto settings = redis_settings(uri, context);
+  settings.layout = core::find_layout(options.layout);
+  for (const auto& option : options.layout_options) {
+    core::apply_layout_option(settings.layout, option);
+  }
+  if (core::one_key(settings.layout)) {
+    settings.collection = core::collection_key(settings.layout, options.collection);
+  }
   // The file appears whole or not at all: records go to a temporary sibling first. The header
   // needs the snapshot's time, known only once the scan starts, so records are kept until then.
   std::vector<std::string> lines;
@@ -85,8 +100,8 @@ int run(const SnapshotFlags& options, Context& context) {
   // The header says which servers were scanned: every master of a cluster, each once.
   std::string nodes = fmt::format("{}", fmt::join(scanned.nodes, ","));
   connectors::file::ReportOutput output(context.global.output);
-  std::string header =
-      core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), options.match, nodes});
+  std::string header = core::format_snapshot_header(
+      core::SnapshotHeader{taken_at, uri.redacted(), options.match, nodes, settings.layout.name});
   fmt::print(output.stream(), "{}\n", header);
   for (const auto& line : lines) {
     fmt::print(output.stream(), "{}\n", line);
@@ -110,7 +125,17 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
                   "master), redis+sentinel://s1:26379/MASTER, or postgres://… (an inbox table)")
       ->required()
       ->type_name("URI");
-  sub->add_option("--match", options->match, "SCAN MATCH pattern of the dedup keys (Redis)")->type_name("PATTERN");
+  sub->add_option("--match", options->match,
+                  "SCAN MATCH pattern of the dedup keys (Redis; of the members or fields of a one-key layout)")
+      ->type_name("PATTERN");
+  sub->add_option("--layout", options->layout,
+                  "the record layout (dedupctl audit --layout): a JSON record keeps the fields its rules read, a "
+                  "one-key layout's collection is read with HSCAN, SSCAN or ZSCAN")
+      ->type_name("NAME");
+  sub->add_option("--collection", options->collection, "the one key of a spring-hash, camel-set or zset layout")
+      ->type_name("KEY");
+  sub->add_option("--layout-option", options->layout_options, "NAME=VALUE for --layout json (repeatable)")
+      ->type_name("NAME=VALUE");
   auto* inbox = sub->add_option_group("Inbox", "The inbox table of a postgres:// store");
   add_inbox_options(*inbox, options->inbox);
   inbox->add_option("--consumer", options->consumer, "export this consumer's rows only")->type_name("NAME");

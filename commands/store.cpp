@@ -21,6 +21,10 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
   }
   if (uri.kind == core::StoreUri::Kind::File) {
     if (connectors::file::InboxSnapshotStore::is_inbox_snapshot(uri.path)) {
+      if (placement.layout.name != "plain") {
+        throw UsageError(fmt::format("--store {}: an inbox snapshot holds rows, not records of --layout {}", uri.path,
+                                     placement.layout.name));
+      }
       auto snapshot = std::make_unique<connectors::file::InboxSnapshotStore>(uri.path, options.consumer);
       out.snapshot_time = snapshot->header().taken_at_ms; // the rows are as they were then
       context.note(
@@ -29,6 +33,12 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
       out.store = std::move(snapshot);
     } else {
       auto snapshot = std::make_unique<connectors::file::SnapshotStore>(uri.path);
+      if (snapshot->header().layout != placement.layout.name) {
+        throw UsageError(fmt::format("--store {}: the snapshot holds records of --layout {}, not {}: audit it with "
+                                     "the layout (and key prefix) it was taken with",
+                                     uri.path, snapshot->header().layout, placement.layout.name));
+      }
+      snapshot->read_with(placement.layout);
       out.snapshot_time = snapshot->header().taken_at_ms; // the records are as they were then
       // Not its count of records: that would wait for the load, which goes on beside the reading.
       context.note(fmt::format("reading snapshot {} taken at {}", uri.path, core::format_time(*out.snapshot_time)));
@@ -45,7 +55,10 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
       out.inbox = inbox.get();
       out.store = std::move(inbox);
     } else {
-      out.store = connectors::redis::open_store(redis_settings(uri, context));
+      auto settings = redis_settings(uri, context);
+      settings.layout = placement.layout;
+      settings.collection = placement.collection;
+      out.store = connectors::redis::open_store(settings);
       if (auto topology = out.store->topology(); !topology.empty()) {
         context.note(fmt::format("--store {}: {}", uri.redacted(), topology));
       }

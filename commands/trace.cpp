@@ -62,10 +62,10 @@ int run(const TraceFlags& options, Context& context) {
   PlacementOptions placement = parse_placement(options.placement, context);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
-  request.placement.ttl = placement.audit.ttl;
   request.in_progress_values = placement.audit.policy.in_progress_values;
-  request.placement.kind = kind_name(placement.uri.kind);
-  request.placement.store = placement.uri.redacted();
+  request.placement = placement_info(placement, options.placement);
+  request.placement.ttl = placement.audit.ttl;
+  request.layout = placement.layout;
   request.placement.consumer = request.consumer;
   std::int64_t now = context.now_ms();
   bool file_store = placement.uri.kind == core::StoreUri::Kind::File;

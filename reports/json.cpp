@@ -97,6 +97,10 @@ Json placement_json(const PlacementInfo& placement) {
   out["kind"] = placement.kind;
   out["store"] = placement.store;
   out["key_template"] = placement.key_template;
+  out["layout"] = placement.layout; // additive to v1
+  if (!placement.collection.empty()) {
+    out["collection"] = placement.collection;
+  }
   out["consumer"] = placement.consumer.empty() ? Json(nullptr) : Json(placement.consumer);
   const auto& ttl = placement.ttl;
   out["ttl_ms"] = span_json(ttl.span);
@@ -197,6 +201,13 @@ Json trace_json(const core::Trace& trace) {
               {"value", r.value ? Json(*r.value) : Json()},
               {"processed_at", r.processed_at_ms ? Json(core::format_time(*r.processed_at_ms)) : Json()},
               {"status", r.status ? Json(*r.status) : Json()}};
+  if (!r.fields.empty()) { // additive to v1: the record as the layout's library wrote it
+    Json fields = Json::object();
+    for (const auto& [name, value] : r.fields) {
+      fields[name] = value;
+    }
+    record["fields"] = std::move(fields);
+  }
   Json timeline = Json::array();
   for (const auto& entry : trace.timeline) {
     timeline.push_back(Json{{"at", core::format_time(entry.at_ms)}, {"what", entry.what}});

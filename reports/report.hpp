@@ -23,6 +23,8 @@ struct PlacementInfo {
   std::string kind;  // redis, file, postgres
   std::string store; // the URI, password redacted
   std::string key_template;
+  std::string layout = "plain"; // the record layout (core/store/layout)
+  std::string collection;       // a one-key layout's key, as given (readable; "" for the others)
   std::string consumer;
   core::TtlDecision ttl;
   std::optional<core::RetentionDecision> retention; // nullopt where it is not the command's concern (replay)

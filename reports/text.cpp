@@ -143,7 +143,9 @@ void print_source(const Report& report, std::FILE* out) {
 void print_placement(const Report& report, std::FILE* out) {
   if (report.placement) {
     const auto& p = *report.placement;
-    fmt::print(out, "\nPLACEMENT  {} {}  key {}\n", p.kind, p.store, p.key_template);
+    fmt::print(out, "\nPLACEMENT  {} {}  key {}{}{}\n", p.kind, p.store, p.key_template,
+               p.layout == "plain" ? "" : "  layout " + p.layout,
+               p.collection.empty() ? "" : "  collection " + p.collection);
     std::string estimate;
     if (p.ttl.estimate_low && p.ttl.estimate_high) {
       estimate = fmt::format(", records say {}..{}", core::format_duration(*p.ttl.estimate_low),

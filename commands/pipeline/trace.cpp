@@ -2,6 +2,7 @@
 
 #include "commands/pipeline/common.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/util/encoding.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -191,7 +192,19 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
       record.status = std::string(state.value);
       record.processed_at_ms = state.processed_at_ms;
     } else {
-      record.value = std::string(state.value);
+      record.value = core::snapshot_value(request.layout, state.value); // not a JSON record's response
+      record.fields = core::record_fields(request.layout, state.value);
+    }
+    record.claim = state.claim;
+    record.lapsed = state.claim ? state.claim_until_ms && *state.claim_until_ms <= coverage.now_ms
+                                : state.expires_at_ms && *state.expires_at_ms <= coverage.now_ms;
+  }
+  for (auto& trace : traces) { // looked up as bytes, shown as text (a Java-serialized key)
+    for (auto& key : trace.dedup_keys) {
+      key = core::printable(key);
+    }
+    if (trace.record.value) {
+      trace.record.value = core::printable(*trace.record.value);
     }
   }
 }
@@ -246,6 +259,7 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
   policy.now_ms = now_ms;
   policy.ttl = request.placement.ttl.span;
   policy.in_progress_values = request.in_progress_values;
+  policy.layout = request.layout.name;
   core::CoveragePolicy coverage; // how long a record has left: its pttl, or an inbox row's retention
   coverage.now_ms = now_ms;
   coverage.ttl = policy.ttl;

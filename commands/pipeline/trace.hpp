@@ -6,6 +6,7 @@
 #include "core/identity/key_template.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/layout.hpp"
 #include "core/trace/trace.hpp"
 #include "reports/report.hpp"
 
@@ -25,6 +26,7 @@ struct TraceRequest {
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
   reports::PlacementInfo placement; // its ttl decides the verdicts (an inbox: its retention)
+  core::RecordLayout layout;        // how the records' values are read (record.fields)
 };
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log

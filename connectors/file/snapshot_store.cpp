@@ -178,6 +178,7 @@ void SnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<cor
         state.pttl_ms = record.pttl_ms;
       }
       state.value = m_values[record.value];
+      core::read_record_value(m_layout, state.value, state);
     }
   }
 }

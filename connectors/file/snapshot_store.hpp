@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/store/dedup_store.hpp"
+#include "core/store/layout.hpp"
 #include "core/store/snapshot_line.hpp"
 #include "core/util/flat_map.hpp"
 
@@ -40,6 +41,9 @@ public:
   void ready() override { m_loaded.get(); }
   std::string kind() const override { return "file"; }
   const core::SnapshotHeader& header() const { return m_header; }
+  // How lookups read the values: the layout the snapshot was taken with (header().layout), which
+  // the caller checks against its own --layout.
+  void read_with(core::RecordLayout layout) { m_layout = std::move(layout); }
 
 private:
   // The head of a record in m_arena, its key's bytes right after it, the next record at the next
@@ -80,6 +84,7 @@ private:
   std::unordered_map<std::string, Ref> m_collided;
   // Ready once the records are loaded; holds the UsageError of a bad line.
   std::shared_future<void> m_loaded;
+  core::RecordLayout m_layout;
 };
 
 } // namespace dedupctl::connectors::file

@@ -368,7 +368,7 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
 // (tests/bench/audit-redis, interleaved runs). Writing a chunk before reading the last one's
 // replies, rather than the batch at once, changed nothing (ten runs a side).
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-                        std::vector<std::string>& values) {
+                        std::vector<std::string>& values, std::size_t value_limit) {
   out.assign(keys.size(), core::RecordState{});
   values.assign(keys.size(), std::string());
   if (keys.empty()) {
@@ -399,7 +399,7 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
       const redisReply* value = mget->element[i - begin];
       // Nil for an absent key and for one holding another type (hash, set): present, no marker.
       if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
-        values[i].assign(value->str, std::min<std::size_t>(value->len, k_value_prefix));
+        values[i].assign(value->str, std::min<std::size_t>(value->len, value_limit));
       }
     }
   }

@@ -106,8 +106,9 @@ public:
 
   // A PTTL for each key and an MGET for every k_lookup_chunk of their values, in one round trip
   // (one server only: a cluster refuses an MGET across slots).
+  // Values are kept up to `value_limit` bytes (k_value_prefix for claim markers; all of a JSON record).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-              std::vector<std::string>& values);
+              std::vector<std::string>& values, std::size_t value_limit = k_value_prefix);
 
   // The connection's endpoint, to open another like it.
   const Endpoint& endpoint() const { return m_endpoint; }

@@ -28,7 +28,14 @@ void add_lookup(CommandBuffer& buffer, const std::string& key) {
   buffer.add({"GET", key});
 }
 
-void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string& value, std::string_view where) {
+// How much of a value a lookup keeps: a claim marker's first bytes, or all of a JSON record (its
+// status may come after a kilobyte of `data`).
+std::size_t value_limit(const core::RecordLayout& layout) {
+  return layout.value == core::RecordValue::Json ? std::string::npos : k_value_prefix;
+}
+
+void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string& value, std::string_view where,
+                 std::size_t limit) {
   read_pttl(*replies[0], state, where);
   value.clear();
   const redisReply& get = *replies[1];
@@ -37,27 +44,107 @@ void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string
   }
   // A key of another type (hash, set) is present without a marker.
   if (state.kind == core::RecordState::Kind::Present && get.type == REDIS_REPLY_STRING) {
-    value.assign(get.str, std::min<std::size_t>(get.len, k_value_prefix));
+    value.assign(get.str, std::min<std::size_t>(get.len, limit));
   }
 }
 
-// Every key's state and value prefix: one MGET of the batch on one server, PTTL + GET a key routed
-// by slot in a cluster.
-void lookup_all(Nodes& nodes, const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-                std::vector<std::string>& values) {
-  if (!nodes.clustered()) {
-    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values); });
-    return;
-  }
+// The members (fields) of a one-key layout's collection: PTTL of the collection, then HMGET,
+// SMISMEMBER or ZMSCORE of every k_lookup_chunk ids, one round trip to the master of its slot; never
+// a read of the whole collection. A member's record lives as long as the collection does.
+void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::string& collection,
+                    const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
+                    std::vector<std::string>& values) {
   out.assign(keys.size(), core::RecordState{});
   values.assign(keys.size(), std::string());
-  nodes.exchange(
-      keys, 2, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i]); },
-      [&](std::size_t i, std::span<Reply> replies) { read_lookup(replies, out[i], values[i], "the cluster"); },
-      "a lookup");
+  if (keys.empty()) {
+    return;
+  }
+  const char* command = layout.shape == core::RecordShape::HashField   ? "HMGET"
+                        : layout.shape == core::RecordShape::SetMember ? "SMISMEMBER"
+                                                                       : "ZMSCORE";
+  std::size_t chunks = (keys.size() + k_lookup_chunk - 1) / k_lookup_chunk;
+  std::vector<std::string> args;
+  auto write = [&](std::size_t, CommandBuffer& buffer) {
+    buffer.add({"PTTL", collection});
+    for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
+      std::size_t end = std::min(keys.size(), begin + k_lookup_chunk);
+      args.assign(1, collection);
+      args.insert(args.end(), keys.begin() + static_cast<std::ptrdiff_t>(begin),
+                  keys.begin() + static_cast<std::ptrdiff_t>(end));
+      buffer.add_command(command, args);
+    }
+  };
+  auto read = [&](std::size_t, std::span<Reply> replies) {
+    core::RecordState whole;
+    read_pttl(*replies[0], whole, "the collection");
+    for (std::size_t c = 0; c < chunks; ++c) {
+      std::size_t begin = c * k_lookup_chunk;
+      std::size_t end = std::min(keys.size(), begin + k_lookup_chunk);
+      const redisReply& reply = *replies[1 + c];
+      if (reply.type == REDIS_REPLY_ERROR && text_of(reply).starts_with("WRONGTYPE")) {
+        throw UsageError(fmt::format("--collection: the key holds another type than --layout {} keeps its records in "
+                                     "({} answered {})",
+                                     layout.name, command, text_of(reply)));
+      }
+      if (reply.type != REDIS_REPLY_ARRAY || reply.elements != end - begin) {
+        throw UnreachableError(
+            fmt::format("Redis answered {} of {} ids with {}", command, end - begin,
+                        reply.type == REDIS_REPLY_ERROR ? std::string(text_of(reply)) : std::string("something else")));
+      }
+      for (std::size_t i = begin; i < end; ++i) {
+        const redisReply& member = *reply.element[i - begin];
+        bool present = member.type == REDIS_REPLY_INTEGER
+                           ? member.integer == 1
+                           : member.type == REDIS_REPLY_STRING || member.type == REDIS_REPLY_DOUBLE;
+        if (present) {
+          out[i] = whole;
+          if (member.type != REDIS_REPLY_INTEGER) {
+            values[i].assign(member.str, member.len);
+          }
+        }
+      }
+    }
+  };
+  nodes.exchange(std::vector<std::string>{collection}, 1 + chunks, write, read, "a lookup");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     out[i].value = values[i];
   }
+}
+
+// What the layout reads from each present record's value (JSON fields, a time, a score).
+void read_values(const core::RecordLayout& layout, std::vector<core::RecordState>& out) {
+  if (layout.value == core::RecordValue::Marker || layout.value == core::RecordValue::Membership) {
+    return;
+  }
+  for (auto& state : out) {
+    if (state.kind == core::RecordState::Kind::Present) {
+      core::read_record_value(layout, state.value, state);
+    }
+  }
+}
+
+// Every key's state and value (its first bytes, or all of a JSON record): one MGET of the batch on
+// one server, PTTL + GET a key routed by slot in a cluster; a one-key layout's members as above.
+void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<std::string>& keys,
+                std::vector<core::RecordState>& out, std::vector<std::string>& values) {
+  const auto& layout = settings.layout;
+  std::size_t limit = value_limit(layout);
+  if (core::one_key(layout)) {
+    lookup_members(nodes, layout, settings.collection, keys, out, values);
+  } else if (!nodes.clustered()) {
+    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values, limit); });
+  } else {
+    out.assign(keys.size(), core::RecordState{});
+    values.assign(keys.size(), std::string());
+    nodes.exchange(
+        keys, 2, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i]); },
+        [&](std::size_t i, std::span<Reply> replies) { read_lookup(replies, out[i], values[i], "the cluster", limit); },
+        "a lookup");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      out[i].value = values[i];
+    }
+  }
+  read_values(layout, out);
 }
 
 class RedisStore final : public core::DedupStore {
@@ -68,7 +155,7 @@ public:
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
-    lookup_all(m_nodes, keys, out, m_values);
+    lookup_all(m_nodes, m_settings, keys, out, m_values);
   }
 
   std::string kind() const override { return "redis"; }
@@ -137,7 +224,7 @@ public:
 
   void plan(const std::vector<std::string>& keys, std::vector<core::Claim>& out) override {
     check_stop();
-    lookup_all(m_nodes, keys, m_states, m_values);
+    lookup_all(m_nodes, m_settings, keys, m_states, m_values);
     out.clear();
     for (const auto& state : m_states) {
       out.push_back(core::plan_claim(state, m_markers));
@@ -292,12 +379,70 @@ std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {
   return std::make_unique<RedisStore>(settings);
 }
 
+namespace {
+
+// A one-key layout's records: HSCAN, SSCAN or ZSCAN of the collection (its members matching `match`)
+// on the master of its slot, with the collection's PTTL, a round trip a cursor step.
+void scan_members(Nodes& nodes, const RedisSettings& settings, const std::string& match,
+                  const std::function<void(const SnapshotRecord&)>& each,
+                  const std::function<void(std::int64_t)>& progress, ScanResult& result) {
+  const auto& layout = settings.layout;
+  const char* command = layout.shape == core::RecordShape::HashField   ? "HSCAN"
+                        : layout.shape == core::RecordShape::SetMember ? "SSCAN"
+                                                                       : "ZSCAN";
+  std::size_t step = layout.shape == core::RecordShape::SetMember ? 1 : 2; // member[, value or score]
+  std::string cursor = "0";
+  std::int64_t seen = 0;
+  result.nodes.push_back(settings.uri.redacted());
+  do {
+    if (settings.stop && settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    nodes.exchange(
+        std::vector<std::string>{settings.collection}, 2,
+        [&](std::size_t, CommandBuffer& buffer) {
+          buffer.add({"PTTL", settings.collection});
+          buffer.add({command, settings.collection, cursor, "MATCH", match, "COUNT", k_scan_count});
+        },
+        [&](std::size_t, std::span<Reply> replies) {
+          core::RecordState whole;
+          read_pttl(*replies[0], whole, "the collection");
+          const redisReply& reply = *replies[1];
+          if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2) {
+            throw UnreachableError(fmt::format("Redis answered {} unexpectedly ({})", command,
+                                               reply.type == REDIS_REPLY_ERROR ? text_of(reply) : "not a cursor"));
+          }
+          cursor.assign(reply.element[0]->str, reply.element[0]->len);
+          const redisReply& items = *reply.element[1];
+          for (std::size_t i = 0; i + step <= items.elements; i += step) {
+            SnapshotRecord record{std::string(text_of(*items.element[i])), whole.pttl_ms, ""};
+            if (step == 2) {
+              record.value = text_of(*items.element[i + 1]);
+            }
+            each(record);
+            ++seen;
+          }
+        },
+        "a snapshot");
+    if (progress) {
+      progress(seen);
+    }
+  } while (cursor != "0");
+}
+
+} // namespace
+
 ScanResult scan_records(const RedisSettings& settings, const std::string& match,
                         const std::function<void(const SnapshotRecord&)>& each,
                         const std::function<void(std::int64_t)>& progress) {
   Nodes nodes(settings);
   ScanResult result;
   result.started_ms = wall_ms();
+  if (core::one_key(settings.layout)) {
+    scan_members(nodes, settings, match, each, progress, result);
+    return result;
+  }
+  const std::string& not_a_record = settings.layout.not_a_record_suffix;
   std::int64_t seen = 0;
   std::vector<core::RecordState> states;
   std::vector<std::string> values;
@@ -316,16 +461,18 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
       cursor.assign(reply->element[0]->str, reply->element[0]->len);
       std::vector<std::string> keys;
       for (std::size_t i = 0; i < reply->element[1]->elements; ++i) {
-        const redisReply* key = reply->element[1]->element[i];
-        keys.emplace_back(key->str, key->len);
+        std::string_view key = text_of(*reply->element[1]->element[i]);
+        if (not_a_record.empty() || !key.ends_with(not_a_record)) {
+          keys.emplace_back(key);
+        }
       }
       std::int64_t read_at = wall_ms();
-      lookup_all(nodes, keys, states, values);
+      lookup_all(nodes, settings, keys, states, values);
       for (std::size_t i = 0; i < keys.size(); ++i) {
         if (states[i].kind == core::RecordState::Kind::Absent) {
           continue; // expired between SCAN and PTTL
         }
-        SnapshotRecord record{keys[i], states[i].pttl_ms, values[i]};
+        SnapshotRecord record{keys[i], states[i].pttl_ms, core::snapshot_value(settings.layout, values[i])};
         if (record.pttl_ms) {
           *record.pttl_ms += read_at - result.started_ms; // remaining TTL as of the snapshot's time
         }
@@ -378,7 +525,7 @@ ServerFacts inspect_server(const RedisSettings& settings, const std::string& mat
   }
   std::vector<core::RecordState> states;
   std::vector<std::string> values;
-  lookup_all(nodes, keys, states, values);
+  lookup_all(nodes, settings, keys, states, values);
   for (const auto& state : states) {
     if (state.kind == core::RecordState::Kind::Present) {
       ++facts.sampled_keys;

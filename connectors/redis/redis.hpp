@@ -3,6 +3,7 @@
 #include "core/check/check_rules.hpp"
 #include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/layout.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/time.hpp"
 
@@ -24,6 +25,10 @@ struct RedisSettings {
   std::string password_file;
   std::string password_command;
   std::int64_t timeout_ms = core::k_default_timeout_ms; // connect and every command
+  // How the records are shaped (core/store/layout): a key per id read with PTTL and MGET (the whole
+  // value for a JSON layout), or members of one collection read with HMGET, SMISMEMBER or ZMSCORE.
+  core::RecordLayout layout;
+  std::string collection; // one-key layouts: the key, as the server holds it
   const std::atomic<bool>* stop = nullptr;
 };
 

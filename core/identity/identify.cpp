@@ -1,6 +1,7 @@
 #include "core/identity/identify.hpp"
 
 #include "core/identity/payload_decoder.hpp"
+#include "core/util/encoding.hpp"
 #include "core/util/fingerprint.hpp"
 
 #include <fmt/format.h>
@@ -398,7 +399,7 @@ Example example_of(const Event& event, const Identity& identity, std::string_vie
   ex.partition = event.partition;
   ex.offset = event.offset;
   ex.timestamp_ms = event.timestamp_ms;
-  ex.dedup_key = std::string(dedup_key);
+  ex.dedup_key = printable(dedup_key); // a key may be bytes (Java-serialized)
   ex.note = std::move(note);
   ex.seq = event.seq;
   return ex;

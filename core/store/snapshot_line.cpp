@@ -78,6 +78,10 @@ std::string format_snapshot_header(const SnapshotHeader& header) {
   escape(header.store, line);
   line += "\tmatch=";
   escape(header.match, line);
+  if (!header.layout.empty() && header.layout != "plain") {
+    line += "\tlayout=";
+    escape(header.layout, line);
+  }
   if (!header.nodes.empty()) {
     line += "\tnodes=";
     escape(header.nodes, line);
@@ -115,6 +119,8 @@ bool parse_snapshot_header(std::string_view line, SnapshotHeader& header, std::s
       unescape(field.substr(6), header.store);
     } else if (field.starts_with("match=")) {
       unescape(field.substr(6), header.match);
+    } else if (field.starts_with("layout=")) {
+      unescape(field.substr(7), header.layout);
     } else if (field.starts_with("nodes=")) {
       unescape(field.substr(6), header.nodes);
     }

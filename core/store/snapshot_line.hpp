@@ -6,7 +6,7 @@
 #include <string_view>
 
 // The snapshot file (dedupctl snapshot --output): a header line, then one record per line,
-//   # dedupctl-snapshot v1	taken_at=1795305600000	store=redis://127.0.0.1:6379	match=dedup:*
+//   # dedupctl-snapshot v1	taken_at=1795305600000	store=redis://127.0.0.1:6379	match=dedup:*[	layout=NAME]
 //   <key>	<remaining TTL in ms as of taken_at, or ->	<first bytes of the value>
 // Keys and values are escaped (\t \n \r \\ and \xHH for other control bytes) so that any binary
 // key survives.
@@ -17,6 +17,9 @@ struct SnapshotHeader {
   std::string store;
   std::string match;
   std::string nodes; // the Redis servers scanned ("h1:p1,h2:p2,…"): every master of a cluster
+  // The record layout the records were read with (core/store/layout; "plain" is not written): the
+  // keys are its keys (a one-key layout's members), the values what snapshot_value keeps.
+  std::string layout = "plain";
 };
 
 struct SnapshotEntry {

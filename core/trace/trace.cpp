@@ -41,6 +41,12 @@ std::string record_text(const Trace& trace) {
     return "the record is unknown";
   }
   std::string value = r.status ? *r.status : r.value.value_or("");
+  if (!r.fields.empty()) {
+    value.clear();
+    for (const auto& [name, field] : r.fields) {
+      value += fmt::format("{}{}={}", value.empty() ? "" : " ", name, field);
+    }
+  }
   return fmt::format("{} holds {}{}", key, value.empty() ? "a record" : "'" + value + "'",
                      r.pttl_ms ? fmt::format(", {} left", format_duration(*r.pttl_ms)) : std::string(", no expiry"));
 }
@@ -75,13 +81,17 @@ std::optional<TraceVerdict> reused_id(const Trace& trace) {
 std::optional<TraceVerdict> orphaned_claim(const Trace& trace, const TracePolicy& policy, bool any_delivered) {
   const auto& r = trace.record;
   std::string value = r.status ? *r.status : r.value.value_or("");
-  if (r.state != TraceRecord::State::Present || !is_in_progress(value, policy.in_progress_values) || !any_delivered) {
+  bool claim = r.claim || is_in_progress(value, policy.in_progress_values);
+  if (r.state != TraceRecord::State::Present || !claim || !(any_delivered || r.lapsed)) {
     return std::nullopt;
   }
   TraceVerdict v;
   v.id = "claim-orphaned";
-  v.text = "claimed, never completed: the group moved past it while its record still says in progress; a replay "
-           "will skip it";
+  v.text = r.lapsed ? fmt::format("claimed, never completed, and the claim's lease has passed: {} takes the claim over "
+                                  "and applies the event again at its next delivery",
+                                  policy.layout)
+                    : "claimed, never completed: the group moved past it while its record still says in progress; a "
+                      "replay will skip it";
   v.evidence.push_back(record_text(trace));
   for (const auto& o : trace.occurrences) {
     if (o.delivered == true) {
@@ -125,7 +135,8 @@ std::optional<TraceVerdict> applied_twice(const Trace& trace, std::optional<std:
 std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy& policy,
                                           std::optional<std::int64_t> ttl, bool any_delivered, bool delivery_known) {
   const auto& occ = trace.occurrences;
-  if (trace.record.state != TraceRecord::State::Absent) {
+  bool lapsed_record = trace.record.state == TraceRecord::State::Present && trace.record.lapsed && !trace.record.claim;
+  if (trace.record.state != TraceRecord::State::Absent && !lapsed_record) {
     return std::nullopt;
   }
   const TraceOccurrence* newest = &occ.front();
@@ -137,7 +148,7 @@ std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy&
   bool consumed = newest->delivered != false;
   std::int64_t age = policy.now_ms - newest->timestamp_ms;
   TraceVerdict v;
-  if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl) {
+  if (ttl && consumed && newest->timestamp_ms >= 0 && age < *ttl && !lapsed_record) {
     v.id = "state-lost";
     v.text = "dedup state lost (flush, failover or eviction): the record is missing although the event is within "
              "its TTL";
@@ -153,7 +164,11 @@ std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy&
     return std::nullopt;
   }
   v.id = "exposed";
-  v.text = any_delivered
+  v.text = lapsed_record
+               ? fmt::format("exposed: its record's own expiry has passed, so {} treats it as expired although the key "
+                             "is still there, and the log still holds it: a seek or replay re-applies it",
+                             policy.layout)
+           : any_delivered
                ? "exposed: consumed, its record is gone, and the log still holds it: a seek or replay re-applies it"
                : "exposed: its record is gone and the log still holds it: a seek or replay re-applies it";
   v.evidence.push_back(record_text(trace));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // dedupctl trace: one event id through the log and the placement, and a verdict from explicit
@@ -31,6 +32,12 @@ struct TraceRecord {
   std::optional<std::string> value;
   std::optional<std::int64_t> processed_at_ms; // inbox rows
   std::optional<std::string> status;           // inbox rows
+  // A record layout's record (core/store/layout): the fields the library wrote (report-v1
+  // record.fields), whether it is the library's claim, and whether its own expiry or its claim's
+  // lease passed, so that the library applies the event again although the key is still there.
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool claim = false;
+  bool lapsed = false;
 };
 std::string_view to_string(TraceRecord::State state); // absent, present, unknown
 
@@ -44,6 +51,7 @@ struct TracePolicy {
   std::int64_t now_ms = 0;
   Span ttl; // the placement's TTL (an inbox: its retention)
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+  std::string layout = "plain"; // whose rules decide a lapsed record (record.lapsed)
 };
 
 // One line of the timeline, in time order: the occurrences, and when the record lapses or lapsed.

@@ -462,3 +462,64 @@ TEST(AuditCommitted, UnusedIsSaidAndAnUnreadableFileIsAUsageError) {
   EXPECT_EQ(unreadable.exit_code, 2) << unreadable.err;
   EXPECT_NE(unreadable.err.find(dir.file("missing.csv")), std::string::npos) << unreadable.err;
 }
+
+namespace {
+
+// A command in the Redis protocol, so that binary arguments (Java-serialized names) go as they are;
+// redis_command adds the last CRLF.
+std::string resp(const std::vector<std::string>& args) {
+  std::string out = fmt::format("*{}\r\n", args.size());
+  for (const auto& arg : args) {
+    out += fmt::format("${}\r\n{}\r\n", arg.size(), arg);
+  }
+  return out.substr(0, out.size() - 2);
+}
+
+// A short ASCII String as Java's ObjectOutputStream writes it (RedisTemplate's default serializer).
+std::string java(const std::string& text) {
+  return std::string("\xac\xed\x00\x05\x74\x00", 6) + static_cast<char>(text.size()) + text;
+}
+
+} // namespace
+
+// Records under one key, written as Spring Integration's RedisMetadataStore (HSETNX MetaData id ms),
+// Camel's SpringRedisIdempotentRepository (SADD, name and members Java-serialized) and a sorted set
+// of expiries write them: the audit looks the ids up in the collection (no key per id exists) and
+// finds e-2, e-3 and e-6, as the planted plain records do.
+TEST_P(AuditRedis, OneKeyLayoutsFindTheirRecordsInTheCollection) {
+  auto run = [&](std::vector<std::string> layout) {
+    auto args = audit(m_redis.uri(), layout);
+    auto flag = std::find(args.begin(), args.end(), "--key-template");
+    args.erase(flag, flag + 2); // the layout's own derivation
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    return parse(result);
+  };
+  std::string ms = std::to_string(m_now - k_minute);
+  ASSERT_EQ(m_redis.command(resp({"HSET", "dedup-meta", "e-2", ms, "e-3", ms, "e-6", ms})), ":3\r\n");
+  Json spring = run({"--layout", "spring-hash", "--collection", "dedup-meta"});
+  EXPECT_EQ(spring.at("summary").at("covered"), 3) << spring.at("summary").dump();
+  EXPECT_EQ(spring.at("summary").at("no_expiry"), 3) << "Spring's metadata store never expires an entry";
+  EXPECT_EQ(spring.at("placement").at("layout"), "spring-hash");
+  EXPECT_EQ(spring.at("placement").at("collection"), "dedup-meta");
+
+  ASSERT_EQ(m_redis.command(resp({"SADD", java("orders"), java("e-2"), java("e-3"), java("e-6"), "e-7"})), ":4\r\n");
+  Json camel = run({"--layout", "camel-set", "--collection", "orders"});
+  EXPECT_EQ(camel.at("summary").at("covered"), 3) << "e-7 as plain text is not Camel's member";
+
+  std::string soon = std::to_string((m_now + 30 * k_minute) / 1000);
+  std::string later = std::to_string((m_now + 8 * 24 * k_hour) / 1000);
+  std::string gone = std::to_string((m_now - k_minute) / 1000);
+  ASSERT_EQ(m_redis.command(resp({"ZADD", "seen", soon, "e-2", later, "e-6", gone, "e-7"})), ":3\r\n");
+  Json zset = run({"--layout", "zset", "--collection", "seen"});
+  EXPECT_EQ(zset.at("summary").at("expiring"), 1) << zset.at("summary").dump();
+  EXPECT_EQ(zset.at("summary").at("covered"), 1);
+  EXPECT_EQ(zset.at("summary").at("expired"), 3) << "e-0 and e-4 lapsed as the TTL says, e-7's score passed";
+
+  auto wrong = run_dedupctl(audit(m_redis.uri(), {"--layout", "spring-hash", "--collection", "seen"}));
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("another type"), std::string::npos) << wrong.err;
+  auto unknown = run_dedupctl(audit(m_redis.uri(), {"--layout", "powertools"}));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("powertools-python"), std::string::npos) << unknown.err;
+}

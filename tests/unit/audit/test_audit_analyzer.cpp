@@ -305,3 +305,25 @@ TEST(AuditAnalyzer, SafeFromIgnoresLaterReapplicationsWithoutExternalEffects) {
     EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 45 * 60'000);
   }
 }
+
+// Where the layout's library takes an orphaned claim over (Powertools), a seek re-applies the
+// orphans: they count in would_reapply, move safe_from past them and are listed in replay-risk.
+TEST(AuditAnalyzer, OrphansCountAsReappliedWhereTheLibraryTakesThemOver) {
+  Harness h = classic();
+  h.options.policy.orphans_reapplied = true;
+  h.options.max_examples = 10;
+  auto r = h.run();
+  EXPECT_EQ(state(r, Coverage::Orphaned), 2);
+  EXPECT_EQ(r.replay.would_skip_unfinished, 0);
+  EXPECT_EQ(r.replay.would_reapply, 6) << "e-4 and e-7 join e-0, e-1, offset 5 and e-6";
+  EXPECT_EQ(r.replay.by_type.at("PaymentCharged").would_reapply, 4);
+  ASSERT_EQ(r.replay.safe_from.size(), 1u);
+  EXPECT_EQ(r.replay.safe_from[0].offset, 8) << "the last external re-application is now e-7 at offset 7";
+  const Finding* risk = finding(r, "replay-risk");
+  ASSERT_NE(risk, nullptr);
+  bool listed = false;
+  for (const auto& example : risk->examples) {
+    listed = listed || example.event_id == "e-7";
+  }
+  EXPECT_TRUE(listed);
+}

@@ -53,3 +53,13 @@ TEST(Base64Encode, WritesRfc4648sVectorsAndDecodesBack) {
   ASSERT_TRUE(dedupctl::core::base64_decode(encoded, dedupctl::core::Base64::Url, decoded));
   EXPECT_EQ(decoded, bytes);
 }
+
+// Keys in reports: UTF-8 text as it is, control bytes and bytes outside a UTF-8 sequence as \xHH.
+TEST(PrintableBytes, EscapesWhatIsNotText) {
+  using namespace std::string_literals;
+  EXPECT_EQ(printable("dedup:évt-1"), "dedup:évt-1");
+  EXPECT_EQ(printable("\xac\xed\x00\x05t\x00\x03"
+                      "e-2"s),
+            "\\xac\\xed\\x00\\x05t\\x00\\x03e-2");
+  EXPECT_EQ(printable("a\tb\x7f\xef\xbf\xbd"), "a\\x09b\\x7f\xef\xbf\xbd") << "a real U+FFFD stays";
+}

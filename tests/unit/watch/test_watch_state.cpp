@@ -238,3 +238,17 @@ TEST(WatchState, AnInboxRowStaysUntilALookupSeesItGone) {
   EXPECT_EQ(count(g, Coverage::Expired), 0);
   EXPECT_DOUBLE_EQ(g.seconds_until_ttl_gap.at("orders"), 0.0); // the row of offset 1 is past its retention
 }
+
+// A layout's record: its own expiry bounds when it lapses, and a claim with a lease of its own is
+// tracked until the lease ends (then the library takes it over).
+TEST(WatchState, TrackKeepsALayoutsExpiryAndAClaimsLease) {
+  CoveragePolicy p = policy().policy;
+  RecordState json = present_record(3600 * k_s, "{}");
+  json.expires_at_ms = k_t0 + 60 * k_s;
+  EXPECT_EQ(track(json, k_t0, p).lapses_at_ms, k_t0 + 60 * k_s) << "the library's expiry comes first";
+  RecordState claim = present_record(3600 * k_s, "{}");
+  claim.claim = true;
+  claim.claim_until_ms = k_t0 + 5 * k_s;
+  EXPECT_EQ(track(claim, k_t0, p).kind, TrackedRecord::Kind::LeasedClaim);
+  EXPECT_EQ(track(claim, k_t0, p).lapses_at_ms, k_t0 + 5 * k_s);
+}

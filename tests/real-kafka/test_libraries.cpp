@@ -1,0 +1,201 @@
+// Reality checks: a dedup library writes the records as a team's consumer would (a consumer of the
+// real broker, tests/support/libraries), dedupctl audits them with the library's record layout, the
+// group seeks back, and the same library consumer runs again. What it applies again must be, id for
+// id, what the audit said a seek would re-apply.
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
+#include "tests/support/schema_registry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string k_consumer = std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/powertools_consumer.py";
+// Powertools names a key after the decorated function: LAMBDA_FUNCTION_NAME (test-func outside
+// Lambda), the module and the function.
+const std::string k_prefix = "test-func.__main__.charge";
+constexpr int k_events = 40;
+
+// Ids with non-ASCII characters: Powertools hashes the id as json.dumps writes it (\u00e9).
+std::string id_of(int i) { return fmt::format("évt-{}-ü", i); }
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+class PowertoolsPython : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KafkaBroker& broker = shared_kafka_broker();
+    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+    std::string why;
+    m_python = registry_python(why);
+    DEDUPCTL_REQUIRE_SERVER(!m_python.empty(), why);
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    m_bootstrap = broker.bootstrap();
+    m_topic = fmt::format("powertools-{}", ::testing::UnitTest::GetInstance()->random_seed());
+    create_topic(m_bootstrap, m_topic, 1, {});
+    TestProducer producer(m_bootstrap, 30'000);
+    auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (int i = 0; i < k_events; ++i) {
+      OutgoingRecord record;
+      record.topic = m_topic;
+      record.partition = 0;
+      record.payload = Json{{"event_id", id_of(i)}, {"type", "PaymentCharged"}}.dump(-1, ' ', false);
+      record.timestamp_ms = now - (k_events - i) * 1000;
+      producer.send(record);
+    }
+    std::string error;
+    ASSERT_EQ(producer.flush(error), 0) << error;
+  }
+
+  // The library's consumer, as a team runs it; its handler appends each id it applies to `applied`.
+  void consume(const std::string& applied, std::vector<std::string> extra, int expect_exit = 0) {
+    std::vector<std::string> argv{
+        m_python,    k_consumer, "--bootstrap", m_bootstrap,    "--topic",
+        m_topic,     "--group",  m_group,       "--redis-port", std::to_string(m_redis.port()),
+        "--applied", applied};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto result = run_command(argv, "", std::chrono::seconds(120));
+    ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
+  }
+
+  std::vector<std::string> placement_flags() const {
+    return {"--layout", "powertools-python", "--key-prefix", k_prefix, "--id", "json:/event_id"};
+  }
+
+  Json audit(const std::string& store) {
+    std::vector<std::string> args{"audit",  "-b",        m_bootstrap, "--topic", m_topic,       "--group", m_group,
+                                  "--seek", "earliest",  "--store",   store,     "--retention", "7d",      "--examples",
+                                  "1000",   "--fail-on", "none",      "-o",      "json"};
+    auto flags = placement_flags();
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return Json::parse(result.out, nullptr, false);
+  }
+
+  // The ids the audit says a seek over [seek, committed) re-applies.
+  static std::set<std::string> reapplied(const Json& report) {
+    std::set<std::string> out;
+    for (const auto& finding : report.at("findings")) {
+      if (finding.at("id") == "replay-risk") {
+        for (const auto& example : finding.at("examples")) {
+          out.insert(example.at("event_id").get<std::string>());
+        }
+      }
+    }
+    return out;
+  }
+
+  // The key Powertools gives an id, derived by Python's own json.dumps and hashlib.
+  std::string key_of(const std::string& id) const {
+    auto result = run_command({m_python, "-c",
+                               "import hashlib, json, sys; print(hashlib.md5(json.dumps(sys.argv[1]).encode())"
+                               ".hexdigest())",
+                               id});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return k_prefix + "#" + result.out.substr(0, 32);
+  }
+
+  std::string m_python;
+  std::string m_bootstrap;
+  std::string m_topic;
+  std::string m_group = "billing";
+  RedisServer m_redis;
+  TempDir m_dir;
+};
+
+} // namespace
+
+// Records the library wrote, with the failures it makes itself: an idempotency window that lapsed
+// (expires_after_seconds=2), a handler killed mid-event after an at-most-once commit (an INPROGRESS
+// claim whose in_progress_expiration passes), and records evicted from Redis. The audit with
+// --layout powertools-python says which events a seek re-applies; after the seek the library's
+// consumer applies exactly those (and, above the committed offset, the events it had not reached).
+TEST_F(PowertoolsPython, ASeekReappliesWhatTheAuditSaid) {
+  std::string first = m_dir.file("applied-before");
+  consume(first, {"--expires", "2", "--max", "5"});                                     // offsets 0-4
+  consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9); // 5-19, dies in 20
+  consume(first, {"--max", "10"});                                                      // 21-30
+  ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
+  // Evicted: three records of consumed events go.
+  for (int i : {8, 9, 10}) {
+    EXPECT_EQ(m_redis.command("DEL " + key_of(id_of(i))), ":1\r\n") << id_of(i);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
+
+  Json report = audit(m_redis.uri());
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report.at("placement").at("layout"), "powertools-python");
+  const auto& summary = report.at("summary");
+  EXPECT_EQ(summary.at("orphaned"), 1) << summary.dump();
+  EXPECT_EQ(summary.at("pending"), k_events - 31) << "above the committed offset";
+  std::set<std::string> predicted = reapplied(report);
+  EXPECT_EQ(report.at("replay").at("would_reapply"), static_cast<long long>(predicted.size()));
+
+  // The same audit over a snapshot of the records (the layout kept in its header).
+  std::string snapshot = m_dir.file("records.snapshot");
+  auto taken =
+      run_dedupctl({"snapshot", "--store", m_redis.uri(), "--layout", "powertools-python", "--output", snapshot});
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  Json offline = audit("file:" + snapshot);
+  ASSERT_TRUE(offline.is_object());
+  EXPECT_EQ(reapplied(offline), predicted) << "the snapshot keeps the layout's fields";
+
+  // trace shows the claim as the library wrote it and says what the library will do with it.
+  std::vector<std::string> args{"trace",   "-b",        m_bootstrap, "--topic",     m_topic,
+                                "--group", m_group,     "--store",   m_redis.uri(), "--event-id",
+                                id_of(20), "--fail-on", "none",      "-o",          "json"};
+  auto flags = placement_flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto traced = run_dedupctl(args);
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  Json trace = Json::parse(traced.out, nullptr, false).at("traces").at(0);
+  EXPECT_EQ(trace.at("record").at("fields").at("status"), "INPROGRESS") << trace.dump();
+  EXPECT_TRUE(trace.at("record").at("fields").contains("in_progress_expiration")) << trace.dump();
+  EXPECT_EQ(trace.at("verdict").at("id"), "claim-orphaned") << trace.dump();
+  EXPECT_NE(trace.at("verdict").at("text").get<std::string>().find("applies the event again"), std::string::npos);
+
+  // The seek, then the library again.
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+  std::string second = m_dir.file("applied-after");
+  consume(second, {});
+  std::set<std::string> applied_again;
+  for (const auto& id : lines_of(second)) {
+    int n = std::stoi(id.substr(id.find('-') + 1));
+    if (n < 31) {
+      applied_again.insert(id);
+    }
+  }
+  EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
+                                      << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
+  std::set<std::string> expected;
+  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+    expected.insert(id_of(i));
+  }
+  EXPECT_EQ(applied_again, expected) << "the lapsed window, the evicted records and the orphaned claim";
+}

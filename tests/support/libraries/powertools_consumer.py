@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""A Kafka consumer that deduplicates through Powertools for AWS Lambda (Python), as a team's
+consumer would: confluent-kafka reads the topic in a group, and every event goes through
+@idempotent_function with Powertools' own CachePersistenceLayer on Redis, keyed by the event id.
+The handler "charges" by appending the event id to --applied; so the ids the library let through
+are exactly the lines written.
+
+  --expires S        the idempotency window (expires_after_seconds)
+  --lease-ms MS      the time left that the Lambda context reports: Powertools writes
+                     in_progress_expiration = now + MS into the claim
+  --max N            stop after N events
+  --crash-on ID      die (SIGKILL-like os._exit) inside the handler of this event, leaving its claim
+  --commit-first     commit an event's offset before handling it (at-most-once), after it otherwise
+Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
+"""
+import argparse
+import json
+import os
+import sys
+
+import redis
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.persistence.cache import CachePersistenceLayer
+
+
+class LambdaContext:
+    function_name = "test-func"
+    memory_limit_in_mb = 128
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:000000000000:function:test-func"
+    aws_request_id = "dedupctl-test"
+
+    def __init__(self, remaining_ms):
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self):
+        return self.remaining_ms
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--redis-port", type=int, required=True)
+    parser.add_argument("--applied", required=True)
+    parser.add_argument("--expires", type=int, default=3600)
+    parser.add_argument("--lease-ms", type=int, default=60000)
+    parser.add_argument("--max", type=int, default=0)
+    parser.add_argument("--crash-on", default="")
+    parser.add_argument("--commit-first", action="store_true")
+    return parser.parse_args()
+
+
+# At module level, as a team writes it: Powertools names the key after the function,
+# "test-func.__main__.charge#<md5 of the id as JSON>".
+args = parse_args()
+layer = CachePersistenceLayer(client=redis.Redis(host="127.0.0.1", port=args.redis_port))
+config = IdempotencyConfig(expires_after_seconds=args.expires)
+config.register_lambda_context(LambdaContext(args.lease_ms))
+applied = open(args.applied, "a", encoding="utf-8")
+
+
+@idempotent_function(data_keyword_argument="event_id", persistence_store=layer, config=config)
+def charge(event_id):
+    if event_id == args.crash_on:
+        applied.flush()
+        os._exit(9)  # killed mid-event: the claim stays INPROGRESS
+    applied.write(event_id + "\n")
+    applied.flush()
+    return {"charged": event_id}
+
+
+def main():
+    consumer = Consumer({
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+        # A consumer killed mid-event holds its partition until its session times out: the
+        # broker's shortest, so that the next run starts within seconds.
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+    })
+    consumer.subscribe([args.topic])
+    handled = 0
+    at_end = set()
+    assigned = None
+    idle = 0
+    while True:
+        message = consumer.poll(1.0)
+        if message is None:
+            idle += 1
+            if idle > 60:
+                print("no events for 60 s", file=sys.stderr)
+                return 3
+            continue
+        idle = 0
+        if assigned is None:
+            assigned = {tp.partition for tp in consumer.assignment()}
+        if message.error():
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(message.partition())
+                if assigned and at_end >= assigned:
+                    break
+                continue
+            raise RuntimeError(message.error())
+        at_end.discard(message.partition())
+        event_id = json.loads(message.value())["event_id"]
+        position = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        if args.commit_first:
+            consumer.commit(offsets=position, asynchronous=False)
+        try:
+            charge(event_id=event_id)
+        except IdempotencyAlreadyInProgressError:
+            pass  # another claim holds it: the library skips this delivery
+        if not args.commit_first:
+            consumer.commit(offsets=position, asynchronous=False)
+        handled += 1
+        if args.max and handled >= args.max:
+            break
+    consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
