@@ -338,7 +338,7 @@ int run_once(int argc, char** argv, bool validate_only) {
       commands::register_replay(app, context),     commands::register_trace(app, context),
       commands::register_merge(app, context),      commands::register_version(app, context),
       commands::register_completion(app, context), commands::register_watch(app, context),
-      commands::register_schemas(app, context)};
+      commands::register_schemas(app, context),    commands::register_discover(app, context)};
   for (auto* sub : app.get_subcommands({})) {
     sub->fallthrough();
   }

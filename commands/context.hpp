@@ -80,6 +80,7 @@ CommandRunner register_snapshot(CLI::App& app, Context& context);
 CommandRunner register_check(CLI::App& app, Context& context);
 CommandRunner register_replay(CLI::App& app, Context& context);
 CommandRunner register_trace(CLI::App& app, Context& context);
+CommandRunner register_discover(CLI::App& app, Context& context);
 CommandRunner register_merge(CLI::App& app, Context& context);
 CommandRunner register_version(CLI::App& app, Context& context);
 CommandRunner register_completion(CLI::App& app, Context& context);

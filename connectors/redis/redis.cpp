@@ -487,6 +487,35 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
   return result;
 }
 
+std::vector<core::SampledKey> sample_keys(const RedisSettings& settings, std::size_t limit) {
+  Nodes nodes(settings);
+  std::vector<std::string> keys;
+  for (Connection* master : nodes.masters()) {
+    std::string cursor = "0";
+    do {
+      Reply reply = master->command({"SCAN", cursor, "COUNT", k_scan_count});
+      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        throw UnreachableError(fmt::format("Redis at {} answered SCAN unexpectedly", master->where()));
+      }
+      cursor.assign(reply->element[0]->str, reply->element[0]->len);
+      for (std::size_t i = 0; i < reply->element[1]->elements && keys.size() < limit; ++i) {
+        keys.emplace_back(text_of(*reply->element[1]->element[i]));
+      }
+    } while (cursor != "0" && keys.size() < limit);
+  }
+  std::vector<core::SampledKey> out(keys.size());
+  nodes.exchange(
+      keys, 1,
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.add({"TYPE", keys[i]});
+      },
+      [&](std::size_t i, std::span<Reply> replies) {
+        out[i] = core::SampledKey{keys[i], std::string(text_of(*replies[0]))};
+      },
+      "a sample of keys");
+  return out;
+}
+
 ServerFacts inspect_server(const RedisSettings& settings, const std::string& match, std::int64_t sample) {
   Nodes nodes(settings);
   ServerFacts facts;

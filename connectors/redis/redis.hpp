@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/check/check_rules.hpp"
+#include "core/discover/discover.hpp"
 #include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/layout.hpp"
@@ -70,6 +71,10 @@ struct ScanResult {
 ScanResult scan_records(const RedisSettings& settings, const std::string& match,
                         const std::function<void(const SnapshotRecord&)>& each,
                         const std::function<void(std::int64_t)>& progress);
+
+// Up to `limit` keys with their types, for discover: SCAN (COUNT 1000, never KEYS) on every master
+// in turn, then a TYPE a key routed by slot, pipelined.
+std::vector<core::SampledKey> sample_keys(const RedisSettings& settings, std::size_t limit);
 
 // What `check --live` asks a Redis: every master's eviction policy and persistence (CONFIG GET;
 // nullopt where a managed Redis refuses CONFIG), and a sample of up to `sample` keys matching

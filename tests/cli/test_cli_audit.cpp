@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 #include <chrono>
 #include <csignal>
@@ -515,6 +516,21 @@ TEST_P(AuditRedis, OneKeyLayoutsFindTheirRecordsInTheCollection) {
   EXPECT_EQ(zset.at("summary").at("expiring"), 1) << zset.at("summary").dump();
   EXPECT_EQ(zset.at("summary").at("covered"), 1);
   EXPECT_EQ(zset.at("summary").at("expired"), 3) << "e-0 and e-4 lapsed as the TTL says, e-7's score passed";
+
+  // discover finds all three from the topic and the store, never told of them.
+  auto discovered =
+      run_dedupctl({"discover", "-b", m_bootstrap, "--topic", m_topic, "--store", m_redis.uri(), "-o", "json"});
+  ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
+  std::set<std::string> found;
+  Json doc = Json::parse(discovered.out);
+  for (const auto& c : doc.at("candidates")) {
+    found.insert(fmt::format("{} {} {}", c.at("layout").get<std::string>(),
+                             c.at("collection").is_null() ? "-" : c.at("collection").get<std::string>(),
+                             c.at("found").get<int>()));
+  }
+  EXPECT_EQ(found,
+            (std::set<std::string>{"spring-hash dedup-meta 3", "camel-set orders 3", "zset seen 3", "plain - 5"}))
+      << discovered.out;
 
   auto wrong = run_dedupctl(audit(m_redis.uri(), {"--layout", "spring-hash", "--collection", "seen"}));
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;

@@ -148,6 +148,17 @@ TEST_F(PowertoolsPython, ASeekReappliesWhatTheAuditSaid) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
 
+  // discover finds the layout and the prefix from the topic and the store alone.
+  auto discovered = run_dedupctl({"discover", "-b", m_bootstrap, "--topic", m_topic, "--store", m_redis.uri(), "--id",
+                                  "json:/event_id", "-o", "json"});
+  ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
+  Json candidates = Json::parse(discovered.out, nullptr, false).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << discovered.out;
+  EXPECT_EQ(candidates[0].at("layout"), "powertools-python") << discovered.out;
+  EXPECT_EQ(candidates[0].at("key_prefix"), k_prefix);
+  EXPECT_NE(candidates[0].at("command").get<std::string>().find("--layout powertools-python --key-prefix"),
+            std::string::npos);
+
   Json report = audit(m_redis.uri());
   ASSERT_TRUE(report.is_object());
   EXPECT_EQ(report.at("placement").at("layout"), "powertools-python");

@@ -1,0 +1,192 @@
+#include "commands/pipeline/discover.hpp"
+#include "commands/context.hpp"
+#include "commands/options.hpp"
+#include "commands/settings.hpp"
+#include "commands/source.hpp"
+#include "connectors/file/output.hpp"
+#include "connectors/redis/redis.hpp"
+#include "core/util/encoding.hpp"
+#include "core/util/errors.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dedupctl::commands {
+
+namespace {
+
+struct DiscoverFlags {
+  SourceFlags source;
+  IdentityFlags identity;
+  std::string store;
+  std::size_t sample = 200;
+  std::size_t scan_limit = 10000;
+};
+
+// Discover over a Redis store: its keys sampled with SCAN, each candidate looked up as an audit
+// with its layout would.
+class RedisDiscoverStore final : public DiscoverStore {
+public:
+  explicit RedisDiscoverStore(connectors::redis::RedisSettings settings) : m_settings(std::move(settings)) {}
+
+  std::vector<core::SampledKey> sample_keys(std::size_t limit) override {
+    return connectors::redis::sample_keys(m_settings, limit);
+  }
+
+  std::int64_t count_found(const core::RecordLayout& layout, const std::string& collection,
+                           const std::vector<std::string>& keys) override {
+    auto settings = m_settings;
+    settings.layout = layout;
+    settings.collection = collection;
+    auto store = connectors::redis::open_store(settings);
+    std::vector<core::RecordState> states;
+    store->lookup(keys, states);
+    return std::count_if(states.begin(), states.end(),
+                         [](const auto& s) { return s.kind == core::RecordState::Kind::Present; });
+  }
+
+private:
+  connectors::redis::RedisSettings m_settings;
+};
+
+// The audit that reads the store as the candidate says, with the source as discover was given it.
+std::string audit_command(const DiscoverFlags& options, const core::StoreUri& uri, const Context& context,
+                          const core::LayoutCandidate& c) {
+  auto quoted = [](std::string_view text) {
+    std::string out = "'";
+    for (char ch : core::printable(text)) {
+      out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    }
+    return out + "'";
+  };
+  std::string line = "dedupctl audit";
+  if (!options.source.input.empty()) {
+    line += " --input " + quoted(options.source.input);
+  } else {
+    if (!context.global.bootstrap.empty()) {
+      line += " --bootstrap-server " + quoted(context.global.bootstrap);
+    }
+    for (const auto& topic : options.source.topics) {
+      line += " --topic " + quoted(topic);
+    }
+  }
+  if (!options.source.group.empty()) {
+    line += " --group " + quoted(options.source.group);
+  }
+  if (options.identity.id != IdentityFlags().id) {
+    line += " --id " + quoted(options.identity.id);
+  }
+  line += " --store " + quoted(uri.redacted());
+  line += " --layout " + c.layout.name;
+  if (!c.key_prefix.empty()) {
+    line += " --key-prefix " + quoted(c.key_prefix);
+  }
+  if (!c.collection.empty()) {
+    line += " --collection " + quoted(c.collection);
+  }
+  if (!c.key_template.empty()) {
+    line += " --key-template " + quoted(c.key_template);
+  }
+  return line;
+}
+
+int render(const DiscoverFlags& options, const core::StoreUri& uri, const DiscoverResult& result, Context& context) {
+  bool json = context.global.format == "json";
+  connectors::file::ReportOutput output(context.global.output);
+  std::FILE* out = output.stream();
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& c : result.candidates) {
+    double share = static_cast<double>(c.found) / static_cast<double>(result.ids.size());
+    std::string command = audit_command(options, uri, context, c);
+    candidates.push_back(
+        {{"layout", c.layout.name},
+         {"key_template", core::printable(c.lookup_template())},
+         {"key_prefix", c.key_prefix.empty() ? nlohmann::json() : nlohmann::json(c.key_prefix)},
+         {"collection", c.collection.empty() ? nlohmann::json() : nlohmann::json(core::printable(c.collection))},
+         {"matched", share},
+         {"found", c.found},
+         {"sampled", result.ids.size()},
+         {"command", command}});
+    if (!json) {
+      fmt::print(out, "{:5.1f} %  {} of {} sampled ids  --layout {}{}\n        {}\n", 100.0 * share, c.found,
+                 result.ids.size(), c.layout.name,
+                 c.collection.empty() ? std::string() : "  collection " + core::printable(c.collection), command);
+    }
+  }
+  if (json) {
+    nlohmann::json doc{{"candidates", candidates},
+                       {"sampled_ids", result.ids.size()},
+                       {"sampled_keys", result.keys_sampled},
+                       {"tried", result.tried}};
+    fmt::print(out, "{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  output.commit();
+  if (result.candidates.empty()) {
+    context.error(fmt::format("no layout finds the records of the {} sampled ids among {} keys of {}; tried: {}",
+                              result.ids.size(), result.keys_sampled, uri.redacted(),
+                              result.tried.empty() ? std::string("nothing (no key held a sampled id)")
+                                                   : fmt::format("{}", fmt::join(result.tried, "; "))));
+    return k_exit_findings;
+  }
+  return k_exit_ok;
+}
+
+int run(const DiscoverFlags& options, Context& context) {
+  if (context.global.format != "text" && context.global.format != "json") {
+    throw UsageError(fmt::format("--format {}: discover writes text or json", context.global.format));
+  }
+  auto uri = core::parse_store_uri(options.store, "--store");
+  if (uri.kind != core::StoreUri::Kind::Redis) {
+    throw UsageError(fmt::format("--store {}: discover reads Redis stores (redis://, redis+cluster://, "
+                                 "redis+sentinel://)",
+                                 uri.redacted()));
+  }
+  DiscoverFlags flags = options;
+  if (flags.source.from == SourceFlags().from && flags.source.input.empty()) {
+    flags.source.from = fmt::format("-{}", flags.sample); // the newest events: their records are likeliest there
+  }
+  DiscoverRequest request;
+  request.identify = parse_identity(flags.identity, context);
+  request.sample = flags.sample;
+  request.scan_limit = flags.scan_limit;
+  OpenedSource opened = open_source(flags.source, context);
+  if (opened.failure) {
+    throw UnreachableError(*opened.failure);
+  }
+  RedisDiscoverStore store(redis_settings(uri, context));
+  DiscoverResult result = run_discover(request, *opened.source, store);
+  if (result.ids.empty()) {
+    throw UsageError("no event in the range carries an id: check --id, or widen --from");
+  }
+  return render(flags, uri, result, context);
+}
+
+} // namespace
+
+CommandRunner register_discover(CLI::App& app, Context& context) {
+  auto options = std::make_shared<DiscoverFlags>();
+  auto* sub = app.add_subcommand("discover", "Find the record layout, key template and collection under which a "
+                                             "store holds a topic's event ids, and the audit command to run");
+  add_source_options(*sub, options->source);
+  add_identity_options(*sub, options->identity);
+  auto* group = sub->add_option_group("Discover");
+  group->add_option("--store", options->store, "redis://…, redis+cluster://… or redis+sentinel://…")
+      ->required()
+      ->type_name("URI");
+  group->add_option("--sample", options->sample, "distinct event ids to sample (the newest, unless --from)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000));
+  group->add_option("--scan-limit", options->scan_limit, "keys to sample with SCAN (never KEYS)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 10000000));
+  return [options, &context, sub]() -> int {
+    if (!sub->parsed()) {
+      return -1;
+    }
+    context.command = "discover";
+    return run(*options, context);
+  };
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,78 @@
+#include "commands/pipeline/discover.hpp"
+
+#include "core/identity/key_template.hpp"
+#include "core/util/encoding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace dedupctl::commands {
+
+namespace {
+
+std::vector<std::string> sample_ids(const DiscoverRequest& request, core::EventSource& source) {
+  core::Identifier identifier(request.identify);
+  core::EventBatch batch;
+  std::vector<core::Identity> identities;
+  std::vector<std::string> ids;
+  std::unordered_set<std::string> seen;
+  while (ids.size() < request.sample && source.next_batch(batch)) {
+    identifier.identify(batch, identities);
+    for (const auto& identity : identities) {
+      if (identity.has_id && ids.size() < request.sample && seen.emplace(identity.id).second) {
+        ids.emplace_back(identity.id);
+      }
+    }
+  }
+  return ids;
+}
+
+std::string describe(const core::LayoutCandidate& c) {
+  std::string what = fmt::format("--layout {}", c.layout.name);
+  if (!c.key_prefix.empty()) {
+    what += fmt::format(" --key-prefix {}", core::printable(c.key_prefix));
+  }
+  if (!c.collection.empty()) {
+    what += fmt::format(" --collection {}", core::printable(c.collection));
+  }
+  if (!c.key_template.empty()) {
+    what += fmt::format(" --key-template {}", core::printable(c.key_template));
+  }
+  return what;
+}
+
+} // namespace
+
+DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, DiscoverStore& store) {
+  DiscoverResult result;
+  result.ids = sample_ids(request, source);
+  if (result.ids.empty()) {
+    return result;
+  }
+  auto keys = store.sample_keys(request.scan_limit);
+  result.keys_sampled = static_cast<std::int64_t>(keys.size());
+  std::vector<std::string> rendered;
+  for (auto& candidate : core::layout_candidates(result.ids, keys)) {
+    auto tmpl = core::KeyTemplate::parse(candidate.lookup_template());
+    rendered.clear();
+    for (const auto& id : result.ids) {
+      std::string key;
+      core::render_key(tmpl, core::KeyValues{id, "", "", "", 0, 0, "", "", nullptr}, key);
+      rendered.push_back(std::move(key));
+    }
+    std::string collection =
+        core::one_key(candidate.layout) ? core::collection_key(candidate.layout, candidate.collection) : "";
+    candidate.found = store.count_found(candidate.layout, collection, rendered);
+    result.tried.push_back(fmt::format("{}: {} of {}", describe(candidate), candidate.found, result.ids.size()));
+    if (candidate.found > 0) {
+      result.candidates.push_back(std::move(candidate));
+    }
+  }
+  std::stable_sort(result.candidates.begin(), result.candidates.end(),
+                   [](const auto& a, const auto& b) { return a.found > b.found; });
+  return result;
+}
+
+} // namespace dedupctl::commands

@@ -1,0 +1,44 @@
+#pragma once
+
+#include "core/discover/discover.hpp"
+#include "core/event.hpp"
+#include "core/identity/identify.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dedupctl::commands {
+
+// What discover asks of a store. Abstract because the Redis connector answers it, and in unit tests
+// a table of keys does (pipeline/test_discover.cpp).
+class DiscoverStore {
+public:
+  virtual ~DiscoverStore() = default;
+  // Up to `limit` keys with their types (SCAN with a bound, never KEYS).
+  virtual std::vector<core::SampledKey> sample_keys(std::size_t limit) = 0;
+  // How many of `keys` (members, for a one-key layout, of the collection as the server names it)
+  // hold a record under `layout`.
+  virtual std::int64_t count_found(const core::RecordLayout& layout, const std::string& collection,
+                                   const std::vector<std::string>& keys) = 0;
+};
+
+struct DiscoverRequest {
+  core::IdentifyOptions identify = core::default_identify_options();
+  std::size_t sample = 200;       // distinct event ids
+  std::size_t scan_limit = 10000; // keys
+};
+
+struct DiscoverResult {
+  std::vector<std::string> ids; // the sampled event ids, distinct, in log order
+  std::int64_t keys_sampled = 0;
+  std::vector<core::LayoutCandidate> candidates; // found > 0, most found first
+  std::vector<std::string> tried;                // every candidate looked up, for "nothing matched"
+};
+
+// Reads distinct ids until `sample` (or the range's end), samples the store's keys, and looks every
+// candidate's keys up: a candidate is kept when the store holds records for some sampled ids.
+DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, DiscoverStore& store);
+
+} // namespace dedupctl::commands

@@ -1,0 +1,51 @@
+#pragma once
+
+#include "core/store/layout.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// dedupctl discover: which record layout, key template and collection a store's records follow,
+// found from a sample of event ids and a bounded sample of the store's keys. Pure: the command
+// samples, this file guesses, the store verifies each guess with real lookups.
+namespace dedupctl::core {
+
+// A key SCAN returned, with its type (string, hash, set, zset, …).
+struct SampledKey {
+  std::string key;
+  std::string type;
+};
+
+// One way the store may hold the sampled ids.
+struct LayoutCandidate {
+  RecordLayout layout;
+  std::string key_template; // as --key-template takes it; "" where the layout derives it from key_prefix
+  std::string key_prefix;
+  std::string collection;  // a one-key layout's key, readable (a Java-serialized name decoded)
+  std::int64_t hinted = 0; // sampled ids whose key or member the sample of keys showed
+  std::int64_t found = 0;  // sampled ids a lookup found under this candidate
+  // The template lookups render: the layout's with the prefix, or key_template.
+  std::string lookup_template() const;
+};
+
+// The derivations tried on every id (the filters of a placeholder), with the layout a match means.
+struct Derivation {
+  std::string filters; // "" (the id as it is), "json-ascii|md5", …
+  std::string layout;  // "plain", "powertools-python", "powertools-typescript"
+};
+const std::vector<Derivation>& derivations();
+
+// Key-per-id candidates: every string key that holds a sampled id's derivation (a prefix and suffix
+// around it) gives a template; one candidate per template, with the ids it showed. Collections
+// (hash, set, zset keys) give one candidate per one-key layout that fits their type; their members
+// are verified by lookups only. Ordered by `hinted`, most first.
+std::vector<LayoutCandidate> layout_candidates(const std::vector<std::string>& ids,
+                                               const std::vector<SampledKey>& keys);
+
+// A Java-serialized String's text (Camel's set names), or nullopt when `bytes` is not one.
+std::optional<std::string> java_string_text(std::string_view bytes);
+
+} // namespace dedupctl::core
