@@ -349,10 +349,24 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
     core::apply_layout_option(out.layout, option);
   }
   bool plain = out.layout.name == "plain";
-  if (!plain && out.uri.kind != core::StoreUri::Kind::Redis && out.uri.kind != core::StoreUri::Kind::File &&
-      !options.store.empty()) {
+  auto kind = out.uri.kind;
+  if (out.layout.inbox) {
+    if (kind != core::StoreUri::Kind::Postgres && kind != core::StoreUri::Kind::File && !options.store.empty()) {
+      throw UsageError(fmt::format("--layout {} is an inbox layout: it reads postgres:// stores (or their "
+                                   "snapshots), not {}",
+                                   out.layout.name, kind_name(kind)));
+    }
+    auto& markers = out.audit.policy.in_progress_values;
+    for (const auto& status : out.layout.in_progress_statuses) {
+      markers.push_back(status);
+    }
+    if (!out.layout.inbox_schema.in_progress_column.empty()) {
+      markers.push_back(core::k_inbox_in_progress);
+    }
+  } else if (!plain && kind != core::StoreUri::Kind::Redis && kind != core::StoreUri::Kind::File &&
+             !options.store.empty()) {
     throw UsageError(fmt::format("--layout {} is a Redis layout: it reads redis:// stores (or their snapshots), not {}",
-                                 out.layout.name, kind_name(out.uri.kind)));
+                                 out.layout.name, kind_name(kind)));
   }
   if (core::one_key(out.layout)) {
     out.collection = core::collection_key(out.layout, options.collection);
@@ -377,6 +391,7 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
       check_inbox_options(options.inbox);
     }
   }
+  out.audit.policy.in_progress_values = options.in_progress_values; // a layout may add its own
   parse_layout(options, out);
   auto& policy = out.audit.policy;
   if (!options.ttl.empty()) {
@@ -392,7 +407,6 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
   }
   policy.max_lag_ms = core::parse_duration(options.max_lag, "--max-lag");
   policy.lease_ms = core::parse_duration(options.lease, "--lease");
-  policy.in_progress_values = options.in_progress_values;
   out.inbox_lookup = options.inbox_lookup == "load"      ? connectors::postgres::InboxLookup::Load
                      : options.inbox_lookup == "batches" ? connectors::postgres::InboxLookup::Batches
                                                          : connectors::postgres::InboxLookup::Auto;

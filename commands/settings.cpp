@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <cstdlib>
 
 namespace dedupctl::commands {
@@ -52,14 +54,45 @@ void check_inbox_options(const InboxFlags& inbox) {
 }
 
 connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxFlags& inbox,
-                                                   const std::string& consumer, const Context& context) {
-  check_inbox_options(inbox);
+                                                   const std::string& consumer, const Context& context,
+                                                   const core::RecordLayout* layout) {
   connectors::postgres::InboxSettings settings;
   settings.conninfo = uri.conninfo;
   settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-  settings.schema = connectors::postgres::InboxSchema{inbox.table, inbox.id_column, inbox.consumer_column,
-                                                      inbox.time_column, inbox.status_column};
-  settings.consumer = consumer;
+  // An inbox layout gives the library's table and columns; a flag given says otherwise.
+  InboxFlags flags = inbox;
+  bool by_layout = layout && layout->inbox;
+  if (by_layout) {
+    settings.schema = layout->inbox_schema;
+    auto given = [&](const char* name) { return context.origin_of(name) != core::ValueOrigin::Default; };
+    for (auto [name, flag, field] :
+         {std::tuple{"inbox-table", &flags.table, &settings.schema.table},
+          std::tuple{"inbox-id-column", &flags.id_column, &settings.schema.id_column},
+          std::tuple{"inbox-consumer-column", &flags.consumer_column, &settings.schema.consumer_column},
+          std::tuple{"inbox-time-column", &flags.time_column, &settings.schema.time_column},
+          std::tuple{"inbox-status-column", &flags.status_column, &settings.schema.status_column}}) {
+      if (given(name)) {
+        *field = *flag;
+      } else {
+        *flag = *field;
+      }
+    }
+    if (settings.schema.table.empty()) {
+      throw UsageError(fmt::format("--layout {} keeps its rows in a table named after the endpoint: give "
+                                   "--inbox-table (\"Sales_OutboxData\", quoted as the library creates it)",
+                                   layout->name));
+    }
+  }
+  check_inbox_options(flags);
+  if (!by_layout) {
+    settings.schema = connectors::postgres::InboxSchema{};
+    settings.schema.table = inbox.table;
+    settings.schema.id_column = inbox.id_column;
+    settings.schema.consumer_column = inbox.consumer_column;
+    settings.schema.time_column = inbox.time_column;
+    settings.schema.status_column = inbox.status_column;
+  }
+  settings.consumer = consumer.empty() && by_layout ? layout->default_consumer : consumer;
   settings.stop = &context.stop;
   return settings;
 }

@@ -6,6 +6,7 @@
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
+#include "core/store/layout.hpp"
 #include "core/store/store_uri.hpp"
 
 #include <string>
@@ -19,6 +20,7 @@ connectors::redis::RedisSettings redis_settings(const core::StoreUri& uri, const
 // The inbox flags' names, checked before anything is contacted (UsageError naming the flag).
 void check_inbox_options(const InboxFlags& inbox);
 connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxFlags& inbox,
-                                                   const std::string& consumer, const Context& context);
+                                                   const std::string& consumer, const Context& context,
+                                                   const core::RecordLayout* layout = nullptr);
 
 } // namespace dedupctl::commands

@@ -32,7 +32,16 @@ struct SnapshotFlags {
 
 // COPY of the inbox's rows, behind a header with the time the export started.
 int snapshot_inbox(const SnapshotFlags& options, const core::StoreUri& uri, Context& context) {
-  auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
+  auto layout = core::find_layout(options.layout);
+  if (layout.name != "plain" && !layout.inbox) {
+    throw UsageError(fmt::format("--layout {} is a Redis layout: an inbox's snapshot holds its rows", layout.name));
+  }
+  if (layout.inbox_schema.time == core::InboxSchema::Time::Expiry) {
+    throw UsageError(fmt::format("--layout {}: its rows say when they lapse, which an inbox snapshot (processed_at) "
+                                 "cannot keep; audit the table itself",
+                                 layout.name));
+  }
+  auto settings = inbox_settings(uri, options.inbox, options.consumer, context, &layout);
   std::vector<std::string> lines;
   std::int64_t taken_at = connectors::postgres::export_inbox(settings, [&](const std::string& line) {
     lines.push_back(line);
@@ -61,10 +70,6 @@ int run(const SnapshotFlags& options, Context& context) {
   auto uri = core::parse_store_uri(options.store, "--store");
   if (uri.kind == core::StoreUri::Kind::Postgres) {
     connectors::postgres::check_conninfo(uri.conninfo, "--store");
-    if (options.layout != "plain") {
-      throw UsageError(
-          fmt::format("--layout {} is a Redis layout: an inbox's snapshot holds its rows", options.layout));
-    }
     return snapshot_inbox(options, uri, context);
   }
   if (uri.kind != core::StoreUri::Kind::Redis) {
@@ -72,6 +77,9 @@ int run(const SnapshotFlags& options, Context& context) {
   }
   auto settings = redis_settings(uri, context);
   settings.layout = core::find_layout(options.layout);
+  if (settings.layout.inbox) {
+    throw UsageError(fmt::format("--layout {} is an inbox layout: it reads postgres:// stores", options.layout));
+  }
   for (const auto& option : options.layout_options) {
     core::apply_layout_option(settings.layout, option);
   }

@@ -21,7 +21,7 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
   }
   if (uri.kind == core::StoreUri::Kind::File) {
     if (connectors::file::InboxSnapshotStore::is_inbox_snapshot(uri.path)) {
-      if (placement.layout.name != "plain") {
+      if (placement.layout.name != "plain" && !placement.layout.inbox) {
         throw UsageError(fmt::format("--store {}: an inbox snapshot holds rows, not records of --layout {}", uri.path,
                                      placement.layout.name));
       }
@@ -48,7 +48,7 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
   }
   try {
     if (uri.kind == core::StoreUri::Kind::Postgres) {
-      auto settings = inbox_settings(uri, options.inbox, options.consumer, context);
+      auto settings = inbox_settings(uri, options.inbox, options.consumer, context, &placement.layout);
       settings.lookup = placement.inbox_lookup;
       settings.expected_events = expected_events;
       auto inbox = connectors::postgres::open_inbox_store(settings);

@@ -115,6 +115,12 @@ public:
     } else {
       m_session.lookup(keys, out, m_values);
     }
+    if (settings.schema.time == core::InboxSchema::Time::Expiry) {
+      for (auto& state : out) { // the time column says when the row lapses (Wolverine's keep_until)
+        state.expires_at_ms = state.processed_at_ms;
+        state.processed_at_ms.reset();
+      }
+    }
     m_lookup_us +=
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
     m_ids_looked_up += static_cast<std::int64_t>(keys.size());
@@ -123,10 +129,13 @@ public:
 
   std::optional<std::int64_t> oldest_row_age_ms(std::int64_t now_ms) override {
     std::optional<std::int64_t> oldest;
+    if (m_session.settings().schema.time == core::InboxSchema::Time::Expiry) {
+      return oldest; // rows say when they lapse, not when they were processed: no age to learn from
+    }
     m_session.guard([&] {
       pqxx::read_transaction tx(m_session.connection());
       std::string query = fmt::format(
-          "SELECT {} FROM {}{}", epoch_us(fmt::format("min({})", m_session.quoted_time())), m_session.quoted_table(),
+          "SELECT {} FROM {}{}", epoch_us(fmt::format("min({})", m_session.time_value())), m_session.quoted_table(),
           m_session.settings().consumer.empty() ? "" : fmt::format(" WHERE {} = $1", m_session.quoted_consumer()));
       pqxx::result r =
           m_session.settings().consumer.empty() ? tx.exec(query) : tx.exec_params(query, m_session.settings().consumer);

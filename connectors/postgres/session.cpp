@@ -153,13 +153,44 @@ std::unique_ptr<pqxx::connection> InboxSession::connect() const {
 std::string InboxSession::quote_table(const std::string& table) {
   std::string out;
   for (auto part : core::split(table, '.')) {
-    // Folded to lower case as the server folds an unquoted name (and as to_regclass found it).
+    // Folded to lower case as the server folds an unquoted name (and as to_regclass found it); a
+    // quoted one as it is.
     if (!out.empty()) {
       out += '.';
     }
-    out += m_connection->quote_name(core::ascii_lower(part));
+    bool quoted = part.size() > 2 && part.front() == '"' && part.back() == '"';
+    out += m_connection->quote_name(quoted ? std::string(part.substr(1, part.size() - 2)) : core::ascii_lower(part));
   }
   return out;
+}
+
+std::string InboxSession::time_expression(const std::string& qualifier) const {
+  const auto& schema = m_settings.schema;
+  std::string column = qualifier + m_connection->quote_name(schema.time_column);
+  switch (schema.time) {
+  case core::InboxSchema::Time::EpochMs:
+    return fmt::format("to_timestamp({} / 1000.0)", column);
+  case core::InboxSchema::Time::TextMs:
+    return fmt::format("to_timestamp({}::bigint / 1000.0)", column);
+  case core::InboxSchema::Time::Timestamp:
+  case core::InboxSchema::Time::Expiry:
+    break;
+  }
+  return column;
+}
+
+std::string InboxSession::status_expression(const std::string& qualifier) const {
+  const auto& schema = m_settings.schema;
+  std::string status = schema.status_column.empty()
+                           ? "NULL::text"
+                           : qualifier + m_connection->quote_name(schema.status_column) + "::text";
+  if (schema.in_progress_column.empty()) {
+    return status;
+  }
+  std::string column = qualifier + m_connection->quote_name(schema.in_progress_column);
+  return fmt::format("CASE WHEN {} {} THEN '{}' ELSE {} END", column,
+                     schema.in_progress_when == core::InboxSchema::InProgressWhen::Null ? "IS NULL" : "IS NOT TRUE",
+                     core::k_inbox_in_progress, status);
 }
 
 void InboxSession::validate() {
@@ -175,11 +206,12 @@ void InboxSession::validate() {
   for (const auto& c : m_facts.columns) {
     columns += (columns.empty() ? "" : ", ") + c;
   }
-  for (const auto& [flag, column] :
-       std::vector<std::pair<std::string, std::string>>{{"--inbox-id-column", schema.id_column},
-                                                        {"--inbox-consumer-column", schema.consumer_column},
-                                                        {"--inbox-time-column", schema.time_column},
-                                                        {"--inbox-status-column", schema.status_column}}) {
+  for (const auto& [flag, column] : std::vector<std::pair<std::string, std::string>>{
+           {"--inbox-id-column", schema.id_column},
+           {"--inbox-consumer-column", schema.consumer_column},
+           {"--inbox-time-column", schema.time_column},
+           {"--inbox-status-column", schema.status_column},
+           {"the layout's in-progress column", schema.in_progress_column}}) {
     if (!column.empty() && std::find(m_facts.columns.begin(), m_facts.columns.end(), column) == m_facts.columns.end()) {
       throw UsageError(fmt::format("the inbox table {} has no column {} ({}); its columns are {}", schema.table, column,
                                    flag, columns));
@@ -191,10 +223,10 @@ void InboxSession::validate() {
   guard([&] {
     m_table_name = quote_table(schema.table);
     m_id = m_connection->quote_name(schema.id_column);
-    m_time = m_connection->quote_name(schema.time_column);
+    m_time_column = m_connection->quote_name(schema.time_column);
+    m_time = time_expression("");
     m_consumer = schema.consumer_column.empty() ? "" : m_connection->quote_name(schema.consumer_column);
-    std::string status =
-        schema.status_column.empty() ? "NULL" : m_connection->quote_name(schema.status_column) + "::text";
+    std::string status = status_expression("");
     // Compare in the id column's own type so that its index is used (text, uuid, varchar …).
     pqxx::nontransaction tx(*m_connection);
     pqxx::result column = tx.exec_params(
@@ -218,10 +250,10 @@ void InboxSession::validate() {
     m_load_query =
         fmt::format("(SELECT {}::text, {}, {} FROM {}{})", m_id, epoch_us(m_time), status, m_table_name, where);
     m_id_type = id_type;
-    std::string query = fmt::format("SELECT k.ord, {1}, {2} FROM "
-                                    "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
-                                    m_id, epoch_us("t." + m_time),
-                                    schema.status_column.empty() ? "NULL::text" : "t." + status, m_table_name, id_type);
+    std::string query =
+        fmt::format("SELECT k.ord, {1}, {2} FROM "
+                    "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
+                    m_id, epoch_us(time_expression("t.")), status_expression("t."), m_table_name, id_type);
     if (!m_settings.consumer.empty()) {
       query += fmt::format(" AND t.{} = $2", m_consumer);
     }

@@ -57,7 +57,10 @@ public:
   const std::string& load_query() const { return m_load_query; }
   const std::string& quoted_table() const { return m_table_name; }
   const std::string& quoted_id() const { return m_id; }
-  const std::string& quoted_time() const { return m_time; }
+  // The time column as named (for an INSERT) and as a timestamptz expression (for reading: epoch
+  // milliseconds and text converted), and the status a row reads as (its in-progress column decided).
+  const std::string& quoted_time() const { return m_time_column; }
+  const std::string& time_value() const { return m_time; }
   const std::string& quoted_consumer() const { return m_consumer; }
 
   // Whether the id column can hold `key`, and what it cannot hold otherwise (empty: any key).
@@ -118,7 +121,9 @@ private:
   InboxSettings m_settings;
   std::unique_ptr<pqxx::connection> m_connection;
   InboxFacts m_facts;
-  std::string m_table_name, m_id, m_time, m_consumer, m_copy_query, m_load_query;
+  std::string time_expression(const std::string& qualifier) const;
+  std::string status_expression(const std::string& qualifier) const;
+  std::string m_table_name, m_id, m_time_column, m_time, m_consumer, m_copy_query, m_load_query;
   std::string m_id_type;
   bool m_id_deterministic = false;
   std::int64_t m_reltuples = 0;

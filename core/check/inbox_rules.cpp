@@ -30,10 +30,15 @@ void check_inbox_names(std::string_view table,
                        const std::vector<std::pair<std::string_view, std::string_view>>& columns) {
   auto parts = split(table, '.');
   for (auto part : parts) {
-    if (!plain_sql_name(part)) {
-      throw UsageError(fmt::format("invalid --inbox-table '{}': '{}' is not a plain SQL name (letters, digits, _ "
-                                   "and $, not starting with a digit); give the table as [schema.]table",
-                                   table, part));
+    bool quoted = part.size() > 2 && part.front() == '"' && part.back() == '"' &&
+                  part.substr(1, part.size() - 2).find_first_of("\"\0") == std::string_view::npos;
+    if (quoted) {
+      part = part.substr(1, part.size() - 2); // a quoted name keeps its case: MassTransit's "InboxState"
+    } else if (!plain_sql_name(part)) {
+      throw UsageError(
+          fmt::format("invalid --inbox-table '{}': '{}' is not a plain SQL name (letters, digits, _ "
+                      "and $, not starting with a digit) or a \"Quoted\" one; give the table as [schema.]table",
+                      table, part));
     }
     if (part.size() > k_max_name_bytes) {
       throw UsageError(

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 // The one set of inbox defaults (man dedupctl-audit, "The placement"): the flags, the declarations of
 // check and the PostgreSQL connector start from these.
@@ -13,6 +14,20 @@ struct InboxSchema {
   std::string consumer_column = "consumer_name"; // empty: the table has none
   std::string time_column = "processed_at";
   std::string status_column; // empty: none
+  // How the time column holds its time: a timestamp (processed_at), epoch milliseconds as a bigint
+  // (Eventuate's creation_time) or as text (Spring's METADATA_VALUE), or the time the row lapses
+  // (Wolverine's keep_until) rather than the time it was processed.
+  enum class Time { Timestamp, EpochMs, TextMs, Expiry };
+  Time time = Time::Timestamp;
+  // A row is in progress while this column is NULL (MassTransit's Consumed) or false (NServiceBus's
+  // Dispatched); empty: only the status column's values say so.
+  std::string in_progress_column;
+  enum class InProgressWhen { Null, False };
+  InProgressWhen in_progress_when = InProgressWhen::Null;
 };
+
+// What an in-progress row's status reads as when in_progress_column decides it (one of the default
+// in-progress values, added to the audit's when a layout uses it).
+inline constexpr const char* k_inbox_in_progress = "INPROGRESS";
 
 } // namespace dedupctl::core

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <optional>
 
@@ -52,14 +53,72 @@ RecordLayout one_key(std::string name, RecordShape shape, RecordValue value, std
   return layout;
 }
 
+RecordLayout inbox(std::string name, std::string library, InboxSchema schema) {
+  RecordLayout layout;
+  layout.name = std::move(name);
+  layout.library = std::move(library);
+  layout.inbox = true;
+  layout.inbox_schema = std::move(schema);
+  return layout;
+}
+
+InboxSchema table(std::string name, std::string id, std::string consumer, std::string time, std::string status,
+                  InboxSchema::Time kind = InboxSchema::Time::Timestamp) {
+  InboxSchema schema;
+  schema.table = std::move(name);
+  schema.id_column = std::move(id);
+  schema.consumer_column = std::move(consumer);
+  schema.time_column = std::move(time);
+  schema.status_column = std::move(status);
+  schema.time = kind;
+  return schema;
+}
+
+// The inbox tables of the libraries, from their published DDL (PostgreSQL folds unquoted names to
+// lower case; the .NET libraries quote theirs).
+std::vector<RecordLayout> inbox_layouts() {
+  using Time = InboxSchema::Time;
+  std::vector<RecordLayout> out;
+  out.push_back(inbox("eventuate", "Eventuate Tram's received_messages (creation_time in epoch ms)",
+                      table("received_messages", "message_id", "consumer_id", "creation_time", "", Time::EpochMs)));
+  out.push_back(inbox("camel-jdbc", "Camel's JdbcMessageIdRepository (CAMEL_MESSAGEPROCESSED)",
+                      table("camel_messageprocessed", "messageid", "processorname", "createdat", "")));
+  RecordLayout spring =
+      inbox("spring-jdbc", "Spring Integration's JdbcMetadataStore (INT_METADATA_STORE, the time in ms as text)",
+            table("int_metadata_store", "metadata_key", "region", "metadata_value", "", Time::TextMs));
+  spring.default_consumer = "DEFAULT";
+  out.push_back(spring);
+  InboxSchema masstransit = table("\"InboxState\"", "MessageId", "ConsumerId", "Received", "");
+  masstransit.in_progress_column = "Consumed";
+  out.push_back(inbox("masstransit",
+                      "MassTransit's transactional inbox (InboxState: Consumed is NULL while in progress)",
+                      masstransit));
+  RecordLayout wolverine = inbox(
+      "wolverine", "Wolverine's durable inbox (wolverine_incoming_envelopes: Incoming, then Handled until keep_until)",
+      table("wolverine_incoming_envelopes", "id", "", "keep_until", "status", Time::Expiry));
+  wolverine.in_progress_statuses = {"Incoming"};
+  out.push_back(wolverine);
+  InboxSchema nservicebus = table("", "MessageId", "", "DispatchedAt", "");
+  nservicebus.in_progress_column = "Dispatched";
+  nservicebus.in_progress_when = InboxSchema::InProgressWhen::False;
+  out.push_back(inbox("nservicebus",
+                      "NServiceBus's SQL outbox (<endpoint>_OutboxData: Dispatched false while in progress; give "
+                      "--inbox-table)",
+                      nservicebus));
+  return out;
+}
+
 std::vector<RecordLayout> all_layouts() {
   std::vector<RecordLayout> layouts;
   layouts.push_back(plain());
   layouts.back().library = "a string key per id, any value; claim markers while in progress";
   layouts.push_back(powertools("powertools-python", "{prefix}#{event_id|json-ascii|md5}",
                                "Powertools for AWS Lambda (Python), RedisCachePersistenceLayer"));
-  layouts.push_back(powertools("powertools-typescript", "{prefix}#{event_id|json|md5|base64}",
-                               "Powertools for AWS Lambda (TypeScript), RedisPersistenceLayer"));
+  RecordLayout typescript = powertools("powertools-typescript", "{prefix}#{event_id|json|md5|base64}",
+                                       "Powertools for AWS Lambda (TypeScript), CachePersistenceLayer");
+  typescript.json.whole_seconds = false;      // Date.now() / 1000 > expiration
+  typescript.json.no_lease_taken_over = true; // an INPROGRESS record without one is an orphan
+  layouts.push_back(typescript);
   layouts.push_back(generic_json());
   layouts.push_back(one_key("spring-hash", RecordShape::HashField, RecordValue::TimeMs, "MetaData",
                             "Spring Integration's RedisMetadataStore (HSETNX, the time in ms)"));
@@ -76,6 +135,9 @@ std::vector<RecordLayout> all_layouts() {
   layouts.push_back(camel_string);
   layouts.push_back(one_key("zset", RecordShape::ScoredMember, RecordValue::ExpirySeconds, "",
                             "one sorted set, the score the expiry in epoch seconds"));
+  for (auto& layout : inbox_layouts()) {
+    layouts.push_back(std::move(layout));
+  }
   return layouts;
 }
 
@@ -156,11 +218,15 @@ void read_json(const JsonRecordFields& fields, std::string_view value, RecordSta
   }
   state.claim = one_of(status.value_unsafe(), fields.in_progress);
   if (auto expiration = field_ms(*object, fields.expiration, fields.expiration_ms)) {
-    // Powertools: expired when now (whole seconds) > expiration, so from the second after it on.
-    state.expires_at_ms = fields.expiration_ms ? *expiration + 1 : *expiration + 1000;
+    // Expired when now > expiration: in whole seconds from the second after it on, in milliseconds
+    // from the millisecond after.
+    state.expires_at_ms = *expiration + (fields.whole_seconds && !fields.expiration_ms ? 1000 : 1);
   }
   if (state.claim) {
     state.claim_until_ms = field_ms(*object, fields.in_progress_expiration, fields.in_progress_expiration_ms);
+    if (!state.claim_until_ms && fields.no_lease_taken_over) {
+      state.claim_until_ms = INT64_MIN; // lapsed already
+    }
   } else if (!one_of(status.value_unsafe(), fields.completed)) {
     state.unreadable = true; // neither in progress nor completed: the library takes it over
   }

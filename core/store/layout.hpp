@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/store/inbox_schema.hpp"
 #include "core/store/record_state.hpp"
 
 #include <cstdint>
@@ -40,6 +41,12 @@ struct JsonRecordFields {
   bool in_progress_expiration_ms = true;
   std::vector<std::string> in_progress{"INPROGRESS"};
   std::vector<std::string> completed{"COMPLETED"};
+  // Expired once now, in whole seconds, exceeds `expiration` (Python's int(time())), rather than
+  // once now in milliseconds does (JavaScript's Date.now() / 1000).
+  bool whole_seconds = true;
+  // A claim without its own lease is taken over at once (Powertools for TypeScript) rather than
+  // blocking every delivery while its key lives (Powertools for Python).
+  bool no_lease_taken_over = false;
 };
 
 struct RecordLayout {
@@ -62,6 +69,12 @@ struct RecordLayout {
   // What the library does with a claim whose own lease (claim_until_ms) passed: takes it over and
   // applies the event again (Powertools), where a plain claim is skipped by every delivery.
   bool orphans_reapplied = false;
+  // An inbox layout (PostgreSQL): the library's table, columns, time column type and in-progress
+  // rule; its scope column is filled by --consumer, or `default_consumer` (Spring's REGION).
+  bool inbox = false;
+  InboxSchema inbox_schema;
+  std::string default_consumer;
+  std::vector<std::string> in_progress_statuses; // status values that mean in progress (Wolverine's Incoming)
 };
 
 // Every layout's name, in the order --help lists them.

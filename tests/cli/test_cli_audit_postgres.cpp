@@ -420,3 +420,153 @@ TEST_F(AuditInbox, AnInfiniteProcessedAtIsExit2NamingTheRowsOnEveryPath) {
     EXPECT_FALSE(std::filesystem::exists(dir.file("inbox.tsv"))) << "no snapshot is written";
   }
 }
+
+// The inbox tables the libraries write, made from their published DDL and filled as each library
+// fills them (PostgreSQL): --layout gives the table, the columns, the time column's type and the
+// in-progress rule, so that an audit needs no --inbox-* flag. The rows mirror AuditInbox's
+// (e-2, e-3 and e-6 processed; e-4 and e-8 in progress where the library has that state; e-7 under
+// another scope), with the same verdicts.
+class InboxLayouts : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    m_now = wall_ms();
+    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
+    m_broker.commit("billing", "pay", "0=8");
+  }
+
+  void sql(const std::string& text) {
+    auto result = m_pg.psql(text);
+    ASSERT_EQ(result.exit_code, 0) << result.err << "\n" << text;
+  }
+
+  Json audit(std::vector<std::string> extra, const std::string& seek = "2", int expect_exit = 1) {
+    std::vector<std::string> args{"audit",
+                                  "-b",
+                                  m_broker.bootstrap(),
+                                  "--topic",
+                                  "pay",
+                                  "--group",
+                                  "billing",
+                                  "--store",
+                                  m_pg.conninfo(),
+                                  "--seek",
+                                  seek,
+                                  "--retention",
+                                  "7d",
+                                  "--inbox-retention",
+                                  "1h",
+                                  "-o",
+                                  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, expect_exit) << result.err;
+    return Json::parse(result.out, nullptr, false);
+  }
+
+  long long ms(long long ago) const { return m_now - ago; }
+
+  MockBroker m_broker{{"pay:1"}};
+  PostgresServer m_pg;
+  long long m_now = 0;
+};
+
+// Eventuate Tram: received_messages(consumer_id, message_id, creation_time BIGINT ms), no status.
+TEST_F(InboxLayouts, EventuateReceivedMessagesWithEpochMilliseconds) {
+  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
+      "PRIMARY KEY(consumer_id, message_id));" +
+      fmt::format("INSERT INTO received_messages VALUES ('billing', 'e-2', {}), ('billing', 'e-3', {}), "
+                  "('billing', 'e-6', {}), ('shipping', 'e-7', {});",
+                  ms(30 * k_minute), ms(30 * k_minute), ms(10 * k_minute), ms(40 * k_minute)));
+  Json doc = audit({"--layout", "eventuate", "--consumer", "billing"});
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("expiring"), 3) << s.dump(); // e-2, e-3, e-6: counted from creation_time, 1 h
+  EXPECT_EQ(s.at("missing"), 2);              // e-1, e-7 (shipping's)
+  EXPECT_EQ(s.at("expired"), 2);              // e-0 and e-4 (no row, past the retention)
+  EXPECT_EQ(doc.at("placement").at("layout"), "eventuate");
+  EXPECT_EQ(finding_counts(doc).count("inbox-without-unique-constraint"), 0u);
+}
+
+// Spring Integration's JdbcMetadataStore: INT_METADATA_STORE, the time in ms as text, REGION 'DEFAULT'
+// unless --consumer names another.
+TEST_F(InboxLayouts, SpringJdbcMetadataStoreWithTextMillisecondsAndItsRegion) {
+  sql("CREATE TABLE INT_METADATA_STORE (METADATA_KEY VARCHAR(255) NOT NULL, METADATA_VALUE VARCHAR(4000), REGION "
+      "VARCHAR(100) NOT NULL, constraint INT_METADATA_STORE_PK primary key (METADATA_KEY, REGION));" +
+      fmt::format("INSERT INTO INT_METADATA_STORE VALUES ('e-2', '{}', 'DEFAULT'), ('e-3', '{}', 'DEFAULT'), "
+                  "('e-6', '{}', 'DEFAULT'), ('e-7', '{}', 'shipping');",
+                  ms(30 * k_minute), ms(30 * k_minute), ms(10 * k_minute), ms(40 * k_minute)));
+  Json doc = audit({"--layout", "spring-jdbc"});
+  EXPECT_EQ(doc.at("summary").at("expiring"), 3) << doc.at("summary").dump();
+  EXPECT_EQ(doc.at("summary").at("missing"), 2);
+  Json shipping = audit({"--layout", "spring-jdbc", "--consumer", "shipping"});
+  EXPECT_EQ(shipping.at("summary").at("expiring"), 1) << "only e-7 is in region shipping";
+}
+
+// Camel's JdbcMessageIdRepository: CAMEL_MESSAGEPROCESSED as Camel creates it (no key at all).
+TEST_F(InboxLayouts, CamelMessageProcessedAsCamelCreatesIt) {
+  sql("CREATE TABLE CAMEL_MESSAGEPROCESSED (processorName VARCHAR(255), messageId VARCHAR(100), createdAt TIMESTAMP);" +
+      fmt::format("INSERT INTO CAMEL_MESSAGEPROCESSED VALUES ('billing', 'e-2', {0}), ('billing', 'e-3', {0}), "
+                  "('billing', 'e-6', {1});",
+                  at(m_now, 30 * k_minute), at(m_now, 10 * k_minute)));
+  Json doc = audit({"--layout", "camel-jdbc", "--consumer", "billing"});
+  EXPECT_EQ(doc.at("summary").at("expiring"), 3) << doc.at("summary").dump();
+  EXPECT_EQ(finding_counts(doc).count("inbox-without-unique-constraint"), 1u) << "as Camel creates it";
+}
+
+// NServiceBus's SQL outbox: "<endpoint>_OutboxData", quoted; a row is in progress until Dispatched.
+TEST_F(InboxLayouts, NServiceBusOutboxWithDispatchedAsTheInProgressRule) {
+  sql("CREATE TABLE \"Billing_OutboxData\" (\"MessageId\" character varying(200) NOT NULL PRIMARY KEY, "
+      "\"Dispatched\" boolean NOT NULL DEFAULT false, \"DispatchedAt\" timestamp with time zone, "
+      "\"PersistenceVersion\" character varying(23) NOT NULL, \"Operations\" jsonb NOT NULL);" +
+      fmt::format("INSERT INTO \"Billing_OutboxData\" VALUES ('e-2', true, {0}, '8.0', '[]'), ('e-3', true, {0}, "
+                  "'8.0', '[]'), ('e-4', false, NULL, '8.0', '[]'), ('e-6', true, {1}, '8.0', '[]'), ('e-8', false, "
+                  "NULL, '8.0', '[]');",
+                  at(m_now, 30 * k_minute), at(m_now, 10 * k_minute)));
+  auto refused = run_dedupctl(
+      {"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo(), "--layout", "nservicebus"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--inbox-table"), std::string::npos) << refused.err;
+  Json doc = audit({"--layout", "nservicebus", "--inbox-table", "\"Billing_OutboxData\""});
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("expiring"), 3) << s.dump();
+  EXPECT_EQ(s.at("orphaned"), 1);    // e-4: not dispatched, below the committed offset
+  EXPECT_EQ(s.at("in_progress"), 1); // e-8
+}
+
+// MassTransit's inbox ("InboxState", uuid ids) and Wolverine's (status Incoming/Handled, keep_until):
+// events of their own, with uuid ids.
+TEST_F(InboxLayouts, MassTransitAndWolverineWithUuidIds) {
+  const std::string a = "5f0c3e8e-0000-4000-8000-00000000000a", b = "5f0c3e8e-0000-4000-8000-00000000000b",
+                    c = "5f0c3e8e-0000-4000-8000-00000000000c";
+  m_broker.seed("pay", envelope(10, m_now - 20 * k_minute, a, "PaymentCharged") +
+                           envelope(11, m_now - 20 * k_minute, b, "PaymentCharged") +
+                           envelope(12, m_now - 20 * k_minute, c, "PaymentCharged"));
+  m_broker.commit("billing", "pay", "0=13");
+  const std::string consumer = "9a1c0000-0000-4000-8000-000000000001";
+  sql("CREATE TABLE \"InboxState\" (\"Id\" bigint GENERATED BY DEFAULT AS IDENTITY, \"MessageId\" uuid NOT NULL, "
+      "\"ConsumerId\" uuid NOT NULL, \"LockId\" uuid NOT NULL, \"RowVersion\" bytea, \"Received\" timestamp with time "
+      "zone NOT NULL, \"ReceiveCount\" integer NOT NULL, \"ExpirationTime\" timestamp with time zone, \"Consumed\" "
+      "timestamp with time zone, \"Delivered\" timestamp with time zone, \"LastSequenceNumber\" bigint, CONSTRAINT "
+      "\"PK_InboxState\" PRIMARY KEY (\"Id\"), CONSTRAINT \"AK_InboxState_MessageId_ConsumerId\" UNIQUE "
+      "(\"MessageId\", \"ConsumerId\"));" +
+      fmt::format("INSERT INTO \"InboxState\" (\"MessageId\", \"ConsumerId\", \"LockId\", \"Received\", "
+                  "\"ReceiveCount\", \"Consumed\") VALUES ('{0}', '{2}', gen_random_uuid(), {3}, 1, {3}), "
+                  "('{1}', '{2}', gen_random_uuid(), {3}, 1, NULL);",
+                  a, b, consumer, at(m_now, 20 * k_minute)));
+  auto window = [&](const Json& doc, const char* state) { return doc.at("summary").at(state).get<int>(); };
+  Json masstransit = audit({"--layout", "masstransit", "--consumer", consumer}, "10");
+  EXPECT_EQ(window(masstransit, "expiring"), 1) << masstransit.at("summary").dump(); // a: consumed
+  EXPECT_EQ(window(masstransit, "orphaned"), 1);                                     // b: Consumed is NULL
+
+  sql("CREATE TABLE wolverine_incoming_envelopes (id uuid NOT NULL PRIMARY KEY, status varchar NOT NULL, owner_id "
+      "integer NOT NULL, execution_time timestamptz, attempts integer DEFAULT 0, body bytea NOT NULL, message_type "
+      "varchar NOT NULL, received_at varchar, keep_until timestamptz);" +
+      fmt::format("INSERT INTO wolverine_incoming_envelopes VALUES ('{0}', 'Handled', 0, NULL, 1, '\\x00', 'Charge', "
+                  "'kafka://pay', {3}), ('{1}', 'Incoming', 0, NULL, 1, '\\x00', 'Charge', 'kafka://pay', NULL), "
+                  "('{2}', 'Handled', 0, NULL, 1, '\\x00', 'Charge', 'kafka://pay', {4});",
+                  a, b, c, at(m_now, -5 * k_minute), at(m_now, 1 * k_minute)));
+  Json wolverine = audit({"--layout", "wolverine"}, "10");
+  EXPECT_EQ(window(wolverine, "expiring"), 1) << wolverine.at("summary").dump(); // a: kept 5 more minutes
+  EXPECT_EQ(window(wolverine, "orphaned"), 1);                                   // b: Incoming, consumed past
+  EXPECT_EQ(window(wolverine, "expired"), 1 + 2) << "c: its keep_until passed, and e-0 and e-4 as before";
+}

@@ -28,15 +28,17 @@ TEST(InboxRules, IdsUnderSeveralConsumersAreCountedOnlyWhenThereAreAny) {
 } // namespace
 } // namespace dedupctl::core
 
-// Names the server would refuse, truncate or fold differently are usage errors before anything is
-// contacted (they were exit 3, as if the server were down).
+// Names the server would refuse or truncate, and unquoted ones it would fold differently, are usage errors before
+// anything is contacted (they were exit 3, as if the server were down).
 TEST(InboxNames, TheTableIsSchemaDotTableOfPlainNamesAndColumnsFitPostgres) {
   using dedupctl::core::check_inbox_names;
-  for (std::string table : {"processed_events", "billing.processed_events", "Inbox_2$", "_x"}) {
+  // A quoted name keeps its case, as the .NET libraries create their tables ("InboxState").
+  for (std::string table : {"processed_events", "billing.processed_events", "Inbox_2$", "_x", "\"InboxState\"",
+                            "app.\"Sales_OutboxData\""}) {
     EXPECT_NO_THROW(check_inbox_names(table, {{"--inbox-id-column", "event id"}})) << table;
   }
-  for (std::string table :
-       std::vector<std::string>{"", "a;b", "a.b.c", "9x", "a.", ".a", "a b", "\"Quoted\"", std::string(64, 'a')}) {
+  for (std::string table : std::vector<std::string>{"", "a;b", "a.b.c", "9x", "a.", ".a", "a b", "\"Quo\"ted\"", "\"\"",
+                                                    std::string(64, 'a')}) {
     try {
       check_inbox_names(table, {});
       ADD_FAILURE() << "accepted " << table;

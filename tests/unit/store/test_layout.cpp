@@ -177,3 +177,16 @@ TEST(Layout, AnUnknownLayoutIsAUsageErrorListingThem) {
     EXPECT_NE(what.find("camel-set"), std::string::npos) << what;
   }
 }
+
+// Powertools for TypeScript compares Date.now() / 1000 with expiration (a millisecond after it is
+// expired), and takes an INPROGRESS record without in_progress_expiration over as an orphan.
+TEST(Layout, PowertoolsTypeScriptDiffersInTheLastSecondAndInClaimsWithoutALease) {
+  RecordLayout layout = find_layout("powertools-typescript");
+  EXPECT_EQ(read(layout, k_completed).expires_at_ms, 1795806842001);
+  EXPECT_EQ(state_of(read(layout, k_completed), 1795806842001), Coverage::Expired);
+  RecordState no_lease = read(layout, R"({"status":"INPROGRESS","expiration":1795806846})");
+  EXPECT_EQ(state_of(no_lease, k_now), Coverage::Orphaned);
+  EXPECT_EQ(
+      state_of(read(find_layout("powertools-python"), R"({"status":"INPROGRESS","expiration":1795806846})"), k_now),
+      Coverage::InProgress);
+}
