@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -24,10 +26,21 @@ using Json = nlohmann::json;
 
 namespace {
 
-const std::string k_consumer = std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/powertools_consumer.py";
-// Powertools names a key after the decorated function: LAMBDA_FUNCTION_NAME (test-func outside
-// Lambda), the module and the function.
-const std::string k_prefix = "test-func.__main__.charge";
+// A runtime's consumer: how it is started, the layout and prefix its keys have, and how the key of an
+// id is derived by the runtime's own JSON and hashing (to evict records as Redis would).
+struct Library {
+  std::string name;       // the test's
+  std::string layout;     // --layout
+  std::string prefix;     // Powertools names a key after the function (Python: LAMBDA_FUNCTION_NAME, test-func
+                          // outside Lambda, the module and the function) or its keyPrefix (TypeScript)
+  std::string key_script; // prints the hash part of an id's key
+};
+
+const Library k_python{"python", "powertools-python", "test-func.__main__.charge",
+                       "import hashlib, json, sys; print(hashlib.md5(json.dumps(sys.argv[1]).encode()).hexdigest())"};
+const Library k_typescript{"typescript", "powertools-typescript", "billing-charge",
+                           "console.log(require('crypto').createHash('md5').update(JSON.stringify(process.argv[1]))"
+                           ".digest('base64'))"};
 constexpr int k_events = 40;
 
 // Ids with non-ASCII characters: Powertools hashes the id as json.dumps writes it (\u00e9).
@@ -44,17 +57,30 @@ std::vector<std::string> lines_of(const std::string& path) {
   return out;
 }
 
-class PowertoolsPython : public ::testing::Test {
+class Powertools : public ::testing::TestWithParam<Library> {
 protected:
   void SetUp() override {
     KafkaBroker& broker = shared_kafka_broker();
     DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
     std::string why;
-    m_python = registry_python(why);
-    DEDUPCTL_REQUIRE_SERVER(!m_python.empty(), why);
+    if (GetParam().name == "python") {
+      m_runtime = registry_python(why);
+      m_consumer = {m_runtime, std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/powertools_consumer.py"};
+      m_key_runtime = {m_runtime, "-c"};
+    } else {
+      const char* libs = std::getenv("DEDUPCTL_NODE_LIBS");
+      if (!libs || !std::filesystem::exists(std::string(libs) + "/node_modules")) {
+        why = "no Node.js libraries: run tests/support/libraries/setup and set DEDUPCTL_NODE_LIBS (scripts/test does)";
+      } else {
+        m_runtime = find_program("node");
+        m_consumer = {m_runtime, std::string(libs) + "/powertools_consumer.mjs"};
+        m_key_runtime = {m_runtime, "-e"};
+      }
+    }
+    DEDUPCTL_REQUIRE_SERVER(!m_runtime.empty(), why);
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_bootstrap = broker.bootstrap();
-    m_topic = fmt::format("powertools-{}", ::testing::UnitTest::GetInstance()->random_seed());
+    m_topic = fmt::format("powertools-{}-{}", GetParam().name, ::testing::UnitTest::GetInstance()->random_seed());
     create_topic(m_bootstrap, m_topic, 1, {});
     TestProducer producer(m_bootstrap, 30'000);
     auto now =
@@ -74,17 +100,16 @@ protected:
 
   // The library's consumer, as a team runs it; its handler appends each id it applies to `applied`.
   void consume(const std::string& applied, std::vector<std::string> extra, int expect_exit = 0) {
-    std::vector<std::string> argv{
-        m_python,    k_consumer, "--bootstrap", m_bootstrap,    "--topic",
-        m_topic,     "--group",  m_group,       "--redis-port", std::to_string(m_redis.port()),
-        "--applied", applied};
+    std::vector<std::string> argv = m_consumer;
+    argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", m_topic, "--group", m_group, "--redis-port",
+                             std::to_string(m_redis.port()), "--applied", applied});
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto result = run_command(argv, "", std::chrono::seconds(120));
     ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
   }
 
   std::vector<std::string> placement_flags() const {
-    return {"--layout", "powertools-python", "--key-prefix", k_prefix, "--id", "json:/event_id"};
+    return {"--layout", GetParam().layout, "--key-prefix", GetParam().prefix, "--id", "json:/event_id"};
   }
 
   Json audit(const std::string& store) {
@@ -111,17 +136,18 @@ protected:
     return out;
   }
 
-  // The key Powertools gives an id, derived by Python's own json.dumps and hashlib.
+  // The key the library gives an id, derived by the runtime's own JSON and hashing.
   std::string key_of(const std::string& id) const {
-    auto result = run_command({m_python, "-c",
-                               "import hashlib, json, sys; print(hashlib.md5(json.dumps(sys.argv[1]).encode())"
-                               ".hexdigest())",
-                               id});
+    std::vector<std::string> argv = m_key_runtime;
+    argv.insert(argv.end(), {GetParam().key_script, id});
+    auto result = run_command(argv);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    return k_prefix + "#" + result.out.substr(0, 32);
+    return GetParam().prefix + "#" + result.out.substr(0, result.out.find('\n'));
   }
 
-  std::string m_python;
+  std::string m_runtime;
+  std::vector<std::string> m_consumer;    // argv that starts the consumer
+  std::vector<std::string> m_key_runtime; // argv that runs key_script
   std::string m_bootstrap;
   std::string m_topic;
   std::string m_group = "billing";
@@ -129,14 +155,18 @@ protected:
   TempDir m_dir;
 };
 
+INSTANTIATE_TEST_SUITE_P(Runtimes, Powertools, ::testing::Values(k_python, k_typescript),
+                         [](const ::testing::TestParamInfo<Library>& library) { return library.param.name; });
+
 } // namespace
 
-// Records the library wrote, with the failures it makes itself: an idempotency window that lapsed
-// (expires_after_seconds=2), a handler killed mid-event after an at-most-once commit (an INPROGRESS
-// claim whose in_progress_expiration passes), and records evicted from Redis. The audit with
-// --layout powertools-python says which events a seek re-applies; after the seek the library's
-// consumer applies exactly those (and, above the committed offset, the events it had not reached).
-TEST_F(PowertoolsPython, ASeekReappliesWhatTheAuditSaid) {
+// Records the library wrote (Powertools for Python 3.37 and for TypeScript 2.35), with the failures it
+// makes itself: an idempotency window that lapsed (expires after 2 s), a handler killed mid-event
+// after an at-most-once commit (an INPROGRESS claim whose in_progress_expiration passes), and records
+// evicted from Redis. The audit with the library's layout says which events a seek re-applies; after
+// the seek the library's consumer applies exactly those (and, above the committed offset, the events
+// it had not reached).
+TEST_P(Powertools, ASeekReappliesWhatTheAuditSaid) {
   std::string first = m_dir.file("applied-before");
   consume(first, {"--expires", "2", "--max", "5"});                                     // offsets 0-4
   consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9); // 5-19, dies in 20
@@ -154,14 +184,14 @@ TEST_F(PowertoolsPython, ASeekReappliesWhatTheAuditSaid) {
   ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
   Json candidates = Json::parse(discovered.out, nullptr, false).at("candidates");
   ASSERT_FALSE(candidates.empty()) << discovered.out;
-  EXPECT_EQ(candidates[0].at("layout"), "powertools-python") << discovered.out;
-  EXPECT_EQ(candidates[0].at("key_prefix"), k_prefix);
-  EXPECT_NE(candidates[0].at("command").get<std::string>().find("--layout powertools-python --key-prefix"),
+  EXPECT_EQ(candidates[0].at("layout"), GetParam().layout) << discovered.out;
+  EXPECT_EQ(candidates[0].at("key_prefix"), GetParam().prefix);
+  EXPECT_NE(candidates[0].at("command").get<std::string>().find("--layout " + GetParam().layout + " --key-prefix"),
             std::string::npos);
 
   Json report = audit(m_redis.uri());
   ASSERT_TRUE(report.is_object());
-  EXPECT_EQ(report.at("placement").at("layout"), "powertools-python");
+  EXPECT_EQ(report.at("placement").at("layout"), GetParam().layout);
   const auto& summary = report.at("summary");
   EXPECT_EQ(summary.at("orphaned"), 1) << summary.dump();
   EXPECT_EQ(summary.at("pending"), k_events - 31) << "above the committed offset";
@@ -171,7 +201,7 @@ TEST_F(PowertoolsPython, ASeekReappliesWhatTheAuditSaid) {
   // The same audit over a snapshot of the records (the layout kept in its header).
   std::string snapshot = m_dir.file("records.snapshot");
   auto taken =
-      run_dedupctl({"snapshot", "--store", m_redis.uri(), "--layout", "powertools-python", "--output", snapshot});
+      run_dedupctl({"snapshot", "--store", m_redis.uri(), "--layout", GetParam().layout, "--output", snapshot});
   ASSERT_EQ(taken.exit_code, 0) << taken.err;
   Json offline = audit("file:" + snapshot);
   ASSERT_TRUE(offline.is_object());
