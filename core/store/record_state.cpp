@@ -11,9 +11,7 @@ RecordState present_record(std::optional<std::int64_t> pttl_ms, std::string_view
 }
 
 RecordState inbox_row(std::optional<std::int64_t> processed_at_ms, std::string_view status) {
-  RecordState state;
-  state.kind = RecordState::Kind::Present;
-  state.value = status;
+  RecordState state = present_record(std::nullopt, status);
   state.processed_at_ms = processed_at_ms;
   return state;
 }
