@@ -118,11 +118,19 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
                     "keys before seeking."));
   }
   if (result.no_expiry > 0) {
+    bool one_key = !options.collection.empty();
     Finding f =
         *state_builder(Coverage::Covered)
-             .build("no-expiry", Severity::Warning, fmt::format("{} dedup records never expire", result.no_expiry),
-                    "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
-                    "SET key value NX PX <ttl>.");
+             .build("no-expiry", Severity::Warning,
+                    one_key ? fmt::format("{} dedup records never expire: they are members of {}, which only grows",
+                                          result.no_expiry, options.collection)
+                            : fmt::format("{} dedup records never expire", result.no_expiry),
+                    one_key ? fmt::format("Every id ever seen stays in the one key {} (unbounded growth: memory, and "
+                                          "an eviction takes all the records at once). Prune it on a schedule (ids "
+                                          "older than the topic's retention), or keep the records as keys with a TTL.",
+                                          options.collection)
+                            : "The keyspace grows without bound and evictions will pick dedup keys. Write records with "
+                              "SET key value NX PX <ttl>.");
     f.count = result.no_expiry;
     findings.push_back(std::move(f));
   }

@@ -25,6 +25,9 @@ struct AuditOptions {
   // Key collisions are looked for here (false: a merge of shards decides them over all shards'
   // keys and hands them in with add_key_collisions).
   bool check_collisions = true;
+  // A one-key layout's collection (spring-hash, camel-set, zset), as named: its records share one
+  // key, so records that never expire make that one key grow without bound.
+  std::string collection;
 };
 
 } // namespace dedupctl::core

@@ -503,6 +503,12 @@ TEST_P(AuditRedis, OneKeyLayoutsFindTheirRecordsInTheCollection) {
   EXPECT_EQ(spring.at("summary").at("no_expiry"), 3) << "Spring's metadata store never expires an entry";
   EXPECT_EQ(spring.at("placement").at("layout"), "spring-hash");
   EXPECT_EQ(spring.at("placement").at("collection"), "dedup-meta");
+  bool growth = false;
+  for (const auto& f : spring.at("findings")) {
+    growth = growth || (f.at("id") == "no-expiry" &&
+                        f.at("title").get<std::string>().find("members of dedup-meta") != std::string::npos);
+  }
+  EXPECT_TRUE(growth) << spring.at("findings").dump();
 
   ASSERT_EQ(m_redis.command(resp({"SADD", java("orders"), java("e-2"), java("e-3"), java("e-6"), "e-7"})), ":4\r\n");
   Json camel = run({"--layout", "camel-set", "--collection", "orders"});

@@ -327,3 +327,16 @@ TEST(AuditAnalyzer, OrphansCountAsReappliedWhereTheLibraryTakesThemOver) {
   }
   EXPECT_TRUE(listed);
 }
+
+// Records that never expire under one key (a Spring metadata hash, a Camel set) make that key grow
+// without bound: the finding names it and says to prune it.
+TEST(AuditAnalyzer, NoExpiryUnderOneKeyNamesTheCollection) {
+  Harness h = classic();
+  h.options.collection = "MetaData";
+  auto r = h.run();
+  const Finding* f = finding(r, "no-expiry");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("members of MetaData, which only grows"), std::string::npos) << f->title;
+  EXPECT_NE(f->advice.find("Prune it"), std::string::npos) << f->advice;
+  EXPECT_EQ(finding(classic().run(), "no-expiry")->title, "1 dedup records never expire");
+}
