@@ -7,10 +7,10 @@
 #include "connectors/redis/redis.hpp"
 #include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
+#include "reports/discover.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace dedupctl::commands {
 
@@ -78,48 +78,25 @@ std::string audit_command(const DiscoverFlags& options, const core::StoreUri& ur
     line += " --id " + quoted(options.identity.id);
   }
   line += " --store " + quoted(uri.redacted());
-  line += " --layout " + c.layout.name;
-  if (!c.key_prefix.empty()) {
-    line += " --key-prefix " + quoted(c.key_prefix);
-  }
-  if (!c.collection.empty()) {
-    line += " --collection " + quoted(c.collection);
-  }
-  if (!c.key_template.empty()) {
-    line += " --key-template " + quoted(c.key_template);
+  for (const auto& [flag, value] : core::audit_flags(c)) {
+    line += " " + flag + " " + (flag == "--layout" ? value : quoted(value)); // a layout's name needs no quotes
   }
   return line;
 }
 
 int render(const DiscoverFlags& options, const core::StoreUri& uri, const DiscoverResult& result, Context& context) {
-  bool json = context.global.format == "json";
-  connectors::file::ReportOutput output(context.global.output);
-  std::FILE* out = output.stream();
-  nlohmann::json candidates = nlohmann::json::array();
+  reports::DiscoverReport report;
+  report.sampled_ids = result.ids.size();
+  report.sampled_keys = result.keys_sampled;
+  report.tried = result.tried;
   for (const auto& c : result.candidates) {
-    double share = static_cast<double>(c.found) / static_cast<double>(result.ids.size());
-    std::string command = audit_command(options, uri, context, c);
-    candidates.push_back(
-        {{"layout", c.layout.name},
-         {"key_template", core::printable(c.lookup_template())},
-         {"key_prefix", c.key_prefix.empty() ? nlohmann::json() : nlohmann::json(c.key_prefix)},
-         {"collection", c.collection.empty() ? nlohmann::json() : nlohmann::json(core::printable(c.collection))},
-         {"matched", share},
-         {"found", c.found},
-         {"sampled", result.ids.size()},
-         {"command", command}});
-    if (!json) {
-      fmt::print(out, "{:5.1f} %  {} of {} sampled ids  --layout {}{}\n        {}\n", 100.0 * share, c.found,
-                 result.ids.size(), c.layout.name,
-                 c.collection.empty() ? std::string() : "  collection " + core::printable(c.collection), command);
-    }
+    report.candidates.push_back({c, audit_command(options, uri, context, c)});
   }
-  if (json) {
-    nlohmann::json doc{{"candidates", candidates},
-                       {"sampled_ids", result.ids.size()},
-                       {"sampled_keys", result.keys_sampled},
-                       {"tried", result.tried}};
-    fmt::print(out, "{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  connectors::file::ReportOutput output(context.global.output);
+  if (context.global.format == "json") {
+    reports::render_discover_json(report, output.stream());
+  } else {
+    reports::render_discover_text(report, output.stream());
   }
   output.commit();
   if (result.candidates.empty()) {

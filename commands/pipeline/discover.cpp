@@ -30,15 +30,9 @@ std::vector<std::string> sample_ids(const DiscoverRequest& request, core::EventS
 }
 
 std::string describe(const core::LayoutCandidate& c) {
-  std::string what = fmt::format("--layout {}", c.layout.name);
-  if (!c.key_prefix.empty()) {
-    what += fmt::format(" --key-prefix {}", core::printable(c.key_prefix));
-  }
-  if (!c.collection.empty()) {
-    what += fmt::format(" --collection {}", core::printable(c.collection));
-  }
-  if (!c.key_template.empty()) {
-    what += fmt::format(" --key-template {}", core::printable(c.key_template));
+  std::string what;
+  for (const auto& [flag, value] : core::audit_flags(c)) {
+    what += fmt::format("{}{} {}", what.empty() ? "" : " ", flag, core::printable(value));
   }
   return what;
 }

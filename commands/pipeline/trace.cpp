@@ -196,8 +196,8 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
       record.fields = core::record_fields(request.layout, state.value);
     }
     record.claim = state.claim;
-    record.lapsed = state.claim ? state.claim_until_ms && *state.claim_until_ms <= coverage.now_ms
-                                : state.expires_at_ms && *state.expires_at_ms <= coverage.now_ms;
+    record.lapsed =
+        state.claim ? core::claim_lapsed(state, coverage.now_ms) : core::past_own_expiry(state, coverage.now_ms);
   }
   for (auto& trace : traces) { // looked up as bytes, shown as text (a Java-serialized key)
     for (auto& key : trace.dedup_keys) {

@@ -381,6 +381,32 @@ std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {
 
 namespace {
 
+// SCAN MATCH `match` COUNT 1000 (never KEYS) on one master, a step at a time: each step's keys go to
+// `step` until the cursor comes back to 0 or `step` returns false. Throws UnreachableError on an
+// answer that is not a cursor, InterruptedError when the stop flag is raised.
+void scan_master(Connection& master, const RedisSettings& settings, const std::string& match,
+                 const std::function<bool(std::vector<std::string>&)>& step) {
+  std::string cursor = "0";
+  std::vector<std::string> keys;
+  do {
+    if (settings.stop && settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    Reply reply = master.command({"SCAN", cursor, "MATCH", match, "COUNT", k_scan_count});
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+      throw UnreachableError(fmt::format("Redis at {} answered SCAN unexpectedly", master.where()));
+    }
+    cursor.assign(reply->element[0]->str, reply->element[0]->len);
+    keys.clear();
+    for (std::size_t i = 0; i < reply->element[1]->elements; ++i) {
+      keys.emplace_back(text_of(*reply->element[1]->element[i]));
+    }
+    if (!step(keys)) {
+      return;
+    }
+  } while (cursor != "0");
+}
+
 // A one-key layout's records: HSCAN, SSCAN or ZSCAN of the collection (its members matching `match`)
 // on the master of its slot, with the collection's PTTL, a round trip a cursor step.
 void scan_members(Nodes& nodes, const RedisSettings& settings, const std::string& match,
@@ -449,23 +475,8 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
   // Every master of a cluster: SCAN on one node sees only its own slots.
   for (Connection* master : nodes.masters()) {
     result.nodes.push_back(master->where());
-    std::string cursor = "0";
-    do {
-      if (settings.stop && settings.stop->load()) {
-        throw InterruptedError("interrupted");
-      }
-      Reply reply = master->command({"SCAN", cursor, "MATCH", match, "COUNT", k_scan_count});
-      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-        throw UnreachableError(fmt::format("Redis at {} answered SCAN unexpectedly", master->where()));
-      }
-      cursor.assign(reply->element[0]->str, reply->element[0]->len);
-      std::vector<std::string> keys;
-      for (std::size_t i = 0; i < reply->element[1]->elements; ++i) {
-        std::string_view key = text_of(*reply->element[1]->element[i]);
-        if (not_a_record.empty() || !key.ends_with(not_a_record)) {
-          keys.emplace_back(key);
-        }
-      }
+    scan_master(*master, settings, match, [&](std::vector<std::string>& keys) {
+      std::erase_if(keys, [&](const std::string& key) { return !not_a_record.empty() && key.ends_with(not_a_record); });
       std::int64_t read_at = wall_ms();
       lookup_all(nodes, settings, keys, states, values);
       for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -482,7 +493,8 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
       if (progress) {
         progress(seen);
       }
-    } while (cursor != "0");
+      return true;
+    });
   }
   return result;
 }
@@ -491,17 +503,14 @@ std::vector<core::SampledKey> sample_keys(const RedisSettings& settings, std::si
   Nodes nodes(settings);
   std::vector<std::string> keys;
   for (Connection* master : nodes.masters()) {
-    std::string cursor = "0";
-    do {
-      Reply reply = master->command({"SCAN", cursor, "COUNT", k_scan_count});
-      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-        throw UnreachableError(fmt::format("Redis at {} answered SCAN unexpectedly", master->where()));
+    scan_master(*master, settings, "*", [&](std::vector<std::string>& step) {
+      for (auto& key : step) {
+        if (keys.size() < limit) {
+          keys.push_back(std::move(key));
+        }
       }
-      cursor.assign(reply->element[0]->str, reply->element[0]->len);
-      for (std::size_t i = 0; i < reply->element[1]->elements && keys.size() < limit; ++i) {
-        keys.emplace_back(text_of(*reply->element[1]->element[i]));
-      }
-    } while (cursor != "0" && keys.size() < limit);
+      return keys.size() < limit;
+    });
   }
   std::vector<core::SampledKey> out(keys.size());
   nodes.exchange(

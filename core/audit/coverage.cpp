@@ -35,6 +35,14 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
   return false;
 }
 
+bool past_own_expiry(const RecordState& record, std::int64_t now_ms) {
+  return record.expires_at_ms && *record.expires_at_ms <= now_ms;
+}
+
+bool claim_lapsed(const RecordState& record, std::int64_t now_ms) {
+  return record.claim_until_ms && *record.claim_until_ms <= now_ms;
+}
+
 bool reapplied_on_seek(Coverage state, const CoveragePolicy& policy) {
   return state == Coverage::NoId || state == Coverage::Expired || state == Coverage::Missing ||
          (state == Coverage::Orphaned && policy.orphans_reapplied);
@@ -53,15 +61,14 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
     }
     return verdict;
   }
-  if (record.expires_at_ms && *record.expires_at_ms <= policy.now_ms) {
+  if (past_own_expiry(record, policy.now_ms)) {
     verdict.state = Coverage::Expired; // the library's own expiry passed: it applies the event again
     return verdict;
   }
   if (record.claim || is_in_progress(record.value, policy.in_progress_values)) {
     if (record.claim) { // a layout's claim: the library that wrote it decides by the claim's own lease,
                         // and one without a lease blocks every delivery while the key lives
-      bool lapsed = record.claim_until_ms && *record.claim_until_ms <= policy.now_ms;
-      verdict.state = lapsed ? Coverage::Orphaned : Coverage::InProgress;
+      verdict.state = claim_lapsed(record, policy.now_ms) ? Coverage::Orphaned : Coverage::InProgress;
       return verdict;
     }
     bool consumed_past = event.committed && event.offset < *event.committed;

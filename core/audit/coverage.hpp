@@ -45,6 +45,11 @@ struct Verdict {
 // ("processing:<run>", as replay writes it).
 bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
 
+// A layout's record as its library reads it at `now_ms`: past its own expiry (whatever the key's
+// TTL), and, for a claim with a lease of its own, past that lease.
+bool past_own_expiry(const RecordState& record, std::int64_t now_ms);
+bool claim_lapsed(const RecordState& record, std::int64_t now_ms);
+
 // Whether a delivery after a seek applies an event in this state again: no id, expired, missing,
 // and an orphaned claim where the layout's library takes orphans over (policy.orphans_reapplied).
 bool reapplied_on_seek(Coverage state, const CoveragePolicy& policy);

@@ -2,6 +2,7 @@
 
 #include "core/identity/template_filter.hpp"
 #include "core/util/encoding.hpp"
+#include "core/util/text.hpp"
 
 #include <algorithm>
 #include <map>
@@ -12,18 +13,6 @@
 namespace dedupctl::core {
 
 namespace {
-
-// A literal part of a key template: braces doubled.
-std::string literal(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == '{' || c == '}') {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string placeholder(const Derivation& d) {
   return d.filters.empty() ? "{event_id}" : "{event_id|" + d.filters + "}";
@@ -42,7 +31,7 @@ Match match_of(const Derivation& d, const std::string& key, std::size_t at, std:
   if (d.layout != "plain" && after.empty() && before.size() > 1 && before.back() == '#') {
     return Match{d.layout, "", std::string(before.substr(0, before.size() - 1))};
   }
-  return Match{"plain", literal(before) + placeholder(d) + literal(after), ""};
+  return Match{"plain", double_braces(before) + placeholder(d) + double_braces(after), ""};
 }
 
 void add_collections(const std::vector<SampledKey>& keys, std::vector<LayoutCandidate>& out) {
@@ -70,6 +59,18 @@ void add_collections(const std::vector<SampledKey>& keys, std::vector<LayoutCand
 
 std::string LayoutCandidate::lookup_template() const {
   return key_template.empty() ? layout_key_template(layout, key_prefix, "") : key_template;
+}
+
+std::vector<std::pair<std::string, std::string>> audit_flags(const LayoutCandidate& candidate) {
+  std::vector<std::pair<std::string, std::string>> flags{{"--layout", candidate.layout.name}};
+  for (const auto& [flag, value] :
+       {std::pair{"--key-prefix", &candidate.key_prefix}, std::pair{"--collection", &candidate.collection},
+        std::pair{"--key-template", &candidate.key_template}}) {
+    if (!value->empty()) {
+      flags.emplace_back(flag, *value);
+    }
+  }
+  return flags;
 }
 
 const std::vector<Derivation>& derivations() {

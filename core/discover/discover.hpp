@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // dedupctl discover: which record layout, key template and collection a store's records follow,
@@ -30,6 +31,10 @@ struct LayoutCandidate {
   // The template lookups render: the layout's with the prefix, or key_template.
   std::string lookup_template() const;
 };
+
+// The flags an audit takes to read the store as `candidate` says: --layout, and --key-prefix,
+// --collection and --key-template where they are set.
+std::vector<std::pair<std::string, std::string>> audit_flags(const LayoutCandidate& candidate);
 
 // The derivations tried on every id (the filters of a placeholder), with the layout a match means.
 struct Derivation {

@@ -328,14 +328,7 @@ std::string layout_key_template(const RecordLayout& layout, std::string_view pre
                                  "--key-template)",
                                  layout.name, layout.key_template));
   }
-  std::string literal;
-  for (char c : prefix) {
-    literal += c;
-    if (c == '{' || c == '}') {
-      literal += c;
-    }
-  }
-  return layout.key_template.substr(0, at) + literal + layout.key_template.substr(at + 8);
+  return layout.key_template.substr(0, at) + double_braces(prefix) + layout.key_template.substr(at + 8);
 }
 
 bool one_key(const RecordLayout& layout) { return layout.shape != RecordShape::Key; }

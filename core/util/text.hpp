@@ -47,6 +47,18 @@ inline std::string ascii_upper(std::string_view text) {
   return out;
 }
 
+// `text` with every brace doubled: a literal in an fmt-style template ("{{" and "}}" stand for one).
+inline std::string double_braces(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '{' || c == '}') {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // `text` without the ASCII whitespace (space, tab, CR, LF, VT, FF) at its start, or at both ends.
 inline bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 inline std::string_view trim_front(std::string_view text) {
