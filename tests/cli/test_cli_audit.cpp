@@ -545,3 +545,70 @@ TEST_P(AuditRedis, OneKeyLayoutsFindTheirRecordsInTheCollection) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("powertools-python"), std::string::npos) << unknown.err;
 }
+
+// snapshot --layout of a one-key layout reads the collection's members (HSCAN, ZSCAN) and names the
+// layout in its header; the offline audit of the file gives the live audit's verdicts. A Powertools
+// snapshot keeps the fields its rules read, not `data`, and leaves the KEY:lock keys out.
+TEST_P(AuditRedis, LayoutSnapshotsAuditTheSameOfflineAndKeepOnlyRecords) {
+  TempDir dir;
+  auto offline_equals_live = [&](std::vector<std::string> layout, const std::string& file) {
+    std::vector<std::string> snapshot{"snapshot", "--store", m_redis.uri(), "--output", dir.file(file)};
+    for (std::size_t i = 0; i + 1 < layout.size(); i += 2) {
+      if (layout[i] != "--key-prefix" && layout[i] != "--key-template") {
+        snapshot.insert(snapshot.end(), {layout[i], layout[i + 1]});
+      }
+    }
+    auto taken = run_dedupctl(snapshot);
+    EXPECT_EQ(taken.exit_code, 0) << taken.err;
+    auto live_args = audit(m_redis.uri(), layout);
+    auto offline_args = audit("file:" + dir.file(file), layout);
+    for (auto* args : {&live_args, &offline_args}) { // the planted template, not the layout's
+      args->erase(std::find(args->begin(), args->end(), "--key-template"),
+                  std::find(args->begin(), args->end(), "--key-template") + 2);
+    }
+    Json live = parse(run_dedupctl(live_args));
+    Json offline = parse(run_dedupctl(offline_args));
+    EXPECT_EQ(offline.at("summary"), live.at("summary")) << file;
+    EXPECT_EQ(offline.at("placement").at("layout"), live.at("placement").at("layout"));
+    return read_file(dir.file(file));
+  };
+  std::string ms = std::to_string(m_now - k_minute);
+  ASSERT_EQ(m_redis.command(fmt::format("HSET dedup-meta e-2 {0} e-3 {0} e-6 {0}", ms)), ":3\r\n");
+  std::string hash = offline_equals_live({"--layout", "spring-hash", "--collection", "dedup-meta"}, "hash.tsv");
+  EXPECT_NE(hash.find("\tlayout=spring-hash"), std::string::npos) << hash;
+  EXPECT_NE(hash.find("\ne-6\t-\t" + ms + "\n"), std::string::npos) << hash;
+  ASSERT_EQ(m_redis.command(
+                fmt::format("ZADD seen {} e-2 {} e-6", (m_now + 30 * k_minute) / 1000, (m_now - k_minute) / 1000)),
+            ":2\r\n");
+  offline_equals_live({"--layout", "zset", "--collection", "seen"}, "zset.tsv");
+
+  // Powertools-shaped records as CachePersistenceLayer writes them, and the lock it takes on an orphan.
+  for (const char* id : {"e-2", "e-3", "e-6"}) {
+    std::string value = fmt::format(R"({{"data": "{{\"receipt\": \"{}\"}}", "status": "COMPLETED", "expiration": {}}})",
+                                    std::string(300, 'r'), m_now / 1000 + 3600);
+    std::string key = std::string("fn#") + id;
+    ASSERT_EQ(m_redis.command(resp({"SET", key, value, "EX", "3600"})), "+OK\r\n");
+    ASSERT_EQ(m_redis.command(resp({"SET", key + ":lock", "True", "EX", "10"})), "+OK\r\n");
+  }
+  std::string records =
+      offline_equals_live({"--layout", "powertools-python", "--key-template", "fn#{event_id}"}, "json.tsv");
+  EXPECT_EQ(records.find(":lock"), std::string::npos) << records;
+  EXPECT_EQ(records.find("receipt"), std::string::npos) << "the handler's response is not kept";
+  EXPECT_NE(records.find("{\"status\":\"COMPLETED\",\"expiration\":"), std::string::npos) << records;
+}
+
+// The text report names the layout and the collection beside the key; discover with nothing to find
+// is exit 1 and says what it tried.
+TEST_P(AuditRedis, TheTextReportNamesTheLayoutAndDiscoverSaysWhatItTried) {
+  ASSERT_EQ(m_redis.command("HSET dedup-meta e-2 1"), ":1\r\n");
+  auto args = audit(m_redis.uri(), {"--layout", "spring-hash", "--collection", "dedup-meta"}, "text");
+  auto flag = std::find(args.begin(), args.end(), "--key-template");
+  args.erase(flag, flag + 2);
+  auto text = run_dedupctl(args);
+  EXPECT_NE(text.out.find("key {event_id}  layout spring-hash  collection dedup-meta"), std::string::npos) << text.out;
+  auto nothing = run_dedupctl(
+      {"discover", "-b", m_bootstrap, "--topic", m_topic, "--store", m_redis.uri(), "--id", "header:type"});
+  EXPECT_EQ(nothing.exit_code, 1) << nothing.err;
+  EXPECT_NE(nothing.err.find("no layout finds the records of the 2 sampled ids"), std::string::npos) << nothing.err;
+  EXPECT_NE(nothing.err.find("--layout spring-hash --collection dedup-meta: 0 of 2"), std::string::npos) << nothing.err;
+}

@@ -573,4 +573,10 @@ TEST_F(InboxLayouts, MassTransitAndWolverineWithUuidIds) {
   EXPECT_EQ(window(wolverine, "expiring"), 1) << wolverine.at("summary").dump(); // a: kept 5 more minutes
   EXPECT_EQ(window(wolverine, "orphaned"), 1);                                   // b: Incoming, consumed past
   EXPECT_EQ(window(wolverine, "expired"), 1 + 2) << "c: its keep_until passed, and e-0 and e-4 as before";
+  // keep_until says when a row lapses, not when it was processed: the oldest row's age says nothing of
+  // the retention, which is estimated from the rows' remaining times as Redis TTLs are.
+  auto estimated = run_dedupctl({"audit", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo(),
+                                 "--layout", "wolverine", "--retention", "7d", "-o", "json"});
+  EXPECT_EQ(Json::parse(estimated.out).at("placement").at("ttl_source"), "estimate") << estimated.err;
+  EXPECT_EQ(estimated.err.find("estimated from the oldest row"), std::string::npos) << estimated.err;
 }

@@ -112,3 +112,50 @@ TEST(Bounds, EmptyValuesAndBadInboxNamesAreRefusedBeforeAnythingIsContacted) {
     EXPECT_EQ(result.err.find("cannot reach"), std::string::npos) << result.err;
   }
 }
+
+// A record layout that does not fit the rest of the command line is exit 2 naming both, before
+// anything is contacted (the Redis and PostgreSQL below do not exist).
+TEST(Bounds, ALayoutThatDoesNotFitTheStoreOrTheCommandIsRefused) {
+  const std::string redis = "redis://127.0.0.1:1", postgres = "postgres://u@127.0.0.1:1/db";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  TempDir dir;
+  write_file(dir.file("plain.tsv"), "# dedupctl-snapshot v1\ttaken_at=1795000000000\tstore=redis://x\tmatch=*\n");
+  write_file(dir.file("inbox.tsv"),
+             "# dedupctl-inbox-snapshot v1\ttaken_at=1795000000000\tstore=postgres://x\ttable=processed_events\n");
+  std::vector<Case> cases{
+      {{"audit", "--input", k_orders, "--store", redis, "--layout", "powertools-python"}, "give --key-prefix PREFIX"},
+      {{"audit", "--input", k_orders, "--store", redis, "--layout", "powertools-python", "--key-prefix", "f",
+        "--collection", "x"},
+       "--collection x: --layout powertools-python keeps a key per id"},
+      {{"audit", "--input", k_orders, "--store", postgres, "--layout", "spring-hash"},
+       "--layout spring-hash is a Redis layout"},
+      {{"audit", "--input", k_orders, "--store", redis, "--layout", "eventuate"},
+       "--layout eventuate is an inbox layout"},
+      {{"audit", "--input", k_orders, "--store", redis, "--layout", "plain", "--layout-option", "status-field=s"},
+       "only the json layouts take options"},
+      {{"audit", "--input", k_orders, "--store", "file:" + dir.file("plain.tsv"), "--ttl", "1h", "--layout",
+        "powertools-python", "--key-prefix", "f"},
+       "the snapshot holds records of --layout plain, not powertools-python"},
+      {{"audit", "--input", k_orders, "--store", "file:" + dir.file("inbox.tsv"), "--ttl", "1h", "--layout", "zset",
+        "--collection", "z"},
+       "an inbox snapshot holds rows, not records of --layout zset"},
+      {{"snapshot", "--store", postgres, "--layout", "wolverine"}, "its rows say when they lapse"},
+      {{"snapshot", "--store", postgres, "--layout", "powertools-python"}, "is a Redis layout"},
+      {{"snapshot", "--store", redis, "--layout", "eventuate"}, "--layout eventuate is an inbox layout"},
+      {{"replay", "--input", k_orders, "--via", redis, "--ttl", "1h", "--layout", "powertools-python", "--key-prefix",
+        "f", "--sink", "file:" + dir.file("out.ndjson")},
+       "--layout powertools-python: replay writes plain records"},
+      {{"discover", "--input", k_orders, "--store", redis, "-o", "markdown"}, "discover writes text or json"},
+      {{"discover", "--input", k_orders, "--store", postgres}, "discover reads Redis stores"},
+      {{"discover", "--input", k_orders, "--store", redis, "--id", "header:no_such_header"},
+       "no event in the range carries an id"},
+  };
+  for (const auto& c : cases) {
+    auto result = run_dedupctl(c.args);
+    EXPECT_EQ(result.exit_code, 2) << c.args[0] << " " << c.says << ": " << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+  }
+}

@@ -91,6 +91,20 @@ TEST_F(PostgresTls, VerifyFullWithAClientCertificateReadsTheInbox) {
   for (const auto* text : {&result.out, &result.err, &pgpass.out, &pgpass.err}) {
     EXPECT_EQ(text->find(k_password), std::string::npos) << *text;
   }
+
+  // An inbox layout reads through the same session: Eventuate's table, its times in epoch ms.
+  auto created = m_pg.psql(
+      fmt::format("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time "
+                  "BIGINT, PRIMARY KEY(consumer_id, message_id)); INSERT INTO received_messages VALUES ('billing', "
+                  "'e-2', {0}), ('billing', 'e-3', {0}); GRANT SELECT ON received_messages TO auditor;",
+                  wall_ms()));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto args = audit(store);
+  args.insert(args.end(), {"--layout", "eventuate"});
+  auto layout = run_dedupctl(args, {}, {{"PGPASSWORD", k_password}});
+  EXPECT_EQ(layout.exit_code, 1) << layout.err;
+  EXPECT_EQ(parse(layout).at("summary"), expected) << layout.out;
+  EXPECT_EQ((layout.out + layout.err).find(k_password), std::string::npos);
 }
 
 TEST_F(PostgresTls, ClearTextAnUntrustedCaOrNoClientCertificateIsExit3WithTheReason) {

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <set>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -68,6 +70,28 @@ TEST_F(AuditRedisCluster, ASnapshotCoversEveryMasterAndAuditsAsTheLiveCluster) {
   auto offline = parse(run_dedupctl(audit("file:" + dir.file("keys.tsv"))));
   EXPECT_EQ(offline.at("summary"), live.at("summary"));
   EXPECT_EQ(finding_counts(offline), finding_counts(live));
+}
+
+// A one-key layout's collection lives in one slot: its lookups go to that slot's master, and discover
+// samples the keys of every master.
+TEST_F(AuditRedisCluster, AOneKeyLayoutIsLookedUpOnItsSlotsMasterAndDiscovered) {
+  auto set = m_cluster.cli({"HSET", "dedup-meta", "e-2", "1", "e-3", "1", "e-6", "1"});
+  ASSERT_EQ(set.out, "3\n") << set.err;
+  auto args = audit(m_cluster.seed_uri(), {"--layout", "spring-hash", "--collection", "dedup-meta"});
+  args.erase(std::find(args.begin(), args.end(), "--key-template"),
+             std::find(args.begin(), args.end(), "--key-template") + 2); // the layout's own
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(parse(result).at("summary").at("covered"), 3) << result.out;
+  auto discovered = run_dedupctl(
+      {"discover", "-b", m_topic.bootstrap, "--topic", m_topic.topic, "--store", m_cluster.seed_uri(), "-o", "json"});
+  ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
+  std::set<std::string> layouts;
+  Json doc = Json::parse(discovered.out);
+  for (const auto& c : doc.at("candidates")) {
+    layouts.insert(c.at("layout").get<std::string>());
+  }
+  EXPECT_EQ(layouts, (std::set<std::string>{"plain", "spring-hash"})) << discovered.out;
 }
 
 TEST_F(AuditRedisCluster, AMasterKilledMidAuditIsExit3AndIncomplete) {

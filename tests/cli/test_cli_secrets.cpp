@@ -103,3 +103,29 @@ TEST(SecretsInKafkaProperties, ARefusedPropertyIsNamedAndItsValueNeverShown) {
     }
   }
 }
+
+// discover prints the audit command it found with the store's password redacted, and says what it
+// tried without it, in text and JSON, found or not.
+TEST(SecretsInDiscover, TheCommandItPrintsAndWhatItTriedNeverShowThePassword) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_EQ(redis.command("SET dedup:36824dd6-b804-49b8-8b2d-451c62f746b4 done"), "+OK\r\n");
+  ASSERT_EQ(redis.command("RENAME dedup:36824dd6-b804-49b8-8b2d-451c62f746b4 hidden"), "+OK\r\n");
+  ASSERT_EQ(redis.command("CONFIG SET requirepass D1scPw"), "+OK\r\n");
+  const std::string orders = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
+  const std::string store = fmt::format("redis://:D1scPw@127.0.0.1:{}", redis.port());
+  for (bool found : {false, true}) {
+    if (found) { // one connection: AUTH, then the record of the dump's first event back under its key
+      redis.command("AUTH D1scPw\r\nRENAME hidden dedup:36824dd6-b804-49b8-8b2d-451c62f746b4");
+    }
+    for (std::string format : {"text", "json"}) {
+      auto result = run_dedupctl({"discover", "--input", orders, "--store", store, "-o", format});
+      EXPECT_EQ(result.exit_code, found ? 0 : 1) << format << ": " << result.err;
+      if (found) {
+        EXPECT_NE(result.out.find("--store 'redis://:***@127.0.0.1"), std::string::npos) << result.out;
+      }
+      EXPECT_EQ(result.out.find("D1scPw"), std::string::npos) << format << ":\n" << result.out;
+      EXPECT_EQ(result.err.find("D1scPw"), std::string::npos) << format << ":\n" << result.err;
+    }
+  }
+}

@@ -109,5 +109,32 @@ TEST(Trace, TheTimelineIsInTimeOrderWithTheLapseAndNow) {
   EXPECT_NE(lines.back().what.find("now: no record under dedup:e-1"), std::string::npos) << lines.back().what;
 }
 
+// A layout's record past its own expiry is exposed although its key is there (not state-lost, even
+// within the TTL): its library applies the event again. A claim past its own lease is orphaned and
+// taken over, where a plain claim is skipped; the record's fields are its evidence.
+TEST(Trace, ALayoutsLapsedRecordIsExposedAndALapsedClaimIsTakenOver) {
+  TracePolicy p = policy();
+  p.layout = "powertools-python";
+  auto expired = trace_of({copy(3, 10 * 60'000, true)}, TraceRecord::State::Present, "{}");
+  expired.record.lapsed = true;
+  expired.record.fields = {{"status", "COMPLETED"}, {"expiration", "1794999999"}};
+  auto v = decide_trace(expired, p);
+  EXPECT_EQ(v.id, "exposed");
+  EXPECT_NE(v.text.find("powertools-python treats it as expired although the key is still there"), std::string::npos)
+      << v.text;
+  EXPECT_NE(v.evidence.at(0).find("status=COMPLETED expiration=1794999999"), std::string::npos) << v.evidence.at(0);
+  auto fresh = expired;
+  fresh.record.lapsed = false;
+  EXPECT_EQ(decide_trace(fresh, p).id, "protected");
+
+  auto claim = trace_of({(copy)(3, 10 * 60'000, std::nullopt)}, TraceRecord::State::Present, "{}"); // not consumed
+  claim.record.claim = true;
+  claim.record.lapsed = true;
+  auto taken = decide_trace(claim, p);
+  EXPECT_EQ(taken.id, "claim-orphaned") << "its lease passed, whether or not the group moved past it";
+  EXPECT_NE(taken.text.find("powertools-python takes the claim over and applies the event again"), std::string::npos)
+      << taken.text;
+}
+
 } // namespace
 } // namespace dedupctl::core

@@ -252,3 +252,24 @@ TEST(WatchState, TrackKeepsALayoutsExpiryAndAClaimsLease) {
   EXPECT_EQ(track(claim, k_t0, p).kind, TrackedRecord::Kind::LeasedClaim);
   EXPECT_EQ(track(claim, k_t0, p).lapses_at_ms, k_t0 + 5 * k_s);
 }
+
+// A layout's claim with a lease of its own is in progress until the lease ends, whatever the
+// plain lease says, then orphaned; where the library takes orphans over, a seek re-applies it.
+TEST(WatchState, ALeasedClaimIsOrphanedWhenItsOwnLeaseEndsAndReappliedWhereTheLibrarySays) {
+  WatchPolicy p = policy();
+  p.policy.lease_ms = 3600 * k_s; // the plain rule would keep it in progress for an hour
+  p.policy.orphans_reapplied = true;
+  p.side_effects = {{"charge", SideEffect::External}};
+  WatchState state(p);
+  state.set_partition("orders", 0, 100, 0);
+  state.set_complete("orders", 0);
+  state.append("orders", 0, 60, k_t0, "charge", {TrackedRecord::Kind::LeasedClaim, k_t0 + 5 * k_s});
+  WatchSeek seek{"@-1h", {{{"orders", 0}, 50}}};
+  using Key = std::tuple<std::string, std::string, std::string>;
+  auto before = state.evaluate(k_t0 + k_s, {seek});
+  EXPECT_EQ(count(before, Coverage::InProgress), 1);
+  EXPECT_EQ(before.would_reapply.at(Key("orders", "@-1h", "external")), 0);
+  auto after = state.evaluate(k_t0 + 5 * k_s, {seek});
+  EXPECT_EQ(count(after, Coverage::Orphaned), 1);
+  EXPECT_EQ(after.would_reapply.at(Key("orders", "@-1h", "external")), 1);
+}
