@@ -55,7 +55,7 @@ std::string audit_command(const DiscoverFlags& options, const core::StoreUri& ur
                           const core::LayoutCandidate& c) {
   auto quoted = [](std::string_view text) {
     std::string out = "'";
-    for (char ch : core::printable(text)) {
+    for (char ch : core::escape_non_utf8(text)) {
       out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
     }
     return out + "'";

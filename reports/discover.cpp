@@ -1,6 +1,7 @@
 #include "reports/discover.hpp"
 
 #include "core/util/encoding.hpp"
+#include "reports/printable.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,16 +15,20 @@ double share(const core::LayoutCandidate& c, std::size_t sampled) {
 }
 
 nlohmann::json text_or_null(const std::string& text) {
-  return text.empty() ? nlohmann::json() : nlohmann::json(core::printable(text));
+  return text.empty() ? nlohmann::json() : nlohmann::json(core::escape_non_utf8(text));
 }
 
 } // namespace
 
+// Text for a terminal: what came from the store (a collection's name, a prefix in the command) with
+// its control bytes escaped, as every human format does (reports/printable).
 void render_discover_text(const DiscoverReport& report, std::FILE* out) {
   for (const auto& [c, command] : report.candidates) {
-    fmt::print(out, "{:5.1f} %  {} of {} sampled ids  --layout {}{}\n        {}\n",
-               100.0 * share(c, report.sampled_ids), c.found, report.sampled_ids, c.layout.name,
-               c.collection.empty() ? std::string() : "  collection " + core::printable(c.collection), command);
+    std::string collection = c.collection.empty() ? "" : "  collection " + core::escape_non_utf8(c.collection);
+    std::string lines = fmt::format("{:5.1f} %  {} of {} sampled ids  --layout {}{}\n        {}\n",
+                                    100.0 * share(c, report.sampled_ids), c.found, report.sampled_ids, c.layout.name,
+                                    collection, command);
+    fmt::print(out, "{}", printable(lines, true));
   }
 }
 
@@ -31,7 +36,7 @@ void render_discover_json(const DiscoverReport& report, std::FILE* out) {
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& [c, command] : report.candidates) {
     candidates.push_back({{"layout", c.layout.name},
-                          {"key_template", core::printable(c.lookup_template())},
+                          {"key_template", core::escape_non_utf8(c.lookup_template())},
                           {"key_prefix", text_or_null(c.key_prefix)},
                           {"collection", text_or_null(c.collection)},
                           {"matched", share(c, report.sampled_ids)},

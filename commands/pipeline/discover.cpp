@@ -2,6 +2,7 @@
 
 #include "core/identity/key_template.hpp"
 #include "core/util/encoding.hpp"
+#include "reports/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -32,7 +33,7 @@ std::vector<std::string> sample_ids(const DiscoverRequest& request, core::EventS
 std::string describe(const core::LayoutCandidate& c) {
   std::string what;
   for (const auto& [flag, value] : core::audit_flags(c)) {
-    what += fmt::format("{}{} {}", what.empty() ? "" : " ", flag, core::printable(value));
+    what += fmt::format("{}{} {}", what.empty() ? "" : " ", flag, reports::printable(core::escape_non_utf8(value)));
   }
   return what;
 }

@@ -201,10 +201,10 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
   }
   for (auto& trace : traces) { // looked up as bytes, shown as text (a Java-serialized key)
     for (auto& key : trace.dedup_keys) {
-      key = core::printable(key);
+      key = core::escape_non_utf8(key);
     }
     if (trace.record.value) {
-      trace.record.value = core::printable(*trace.record.value);
+      trace.record.value = core::escape_non_utf8(*trace.record.value);
     }
   }
 }

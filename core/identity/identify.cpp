@@ -399,7 +399,7 @@ Example example_of(const Event& event, const Identity& identity, std::string_vie
   ex.partition = event.partition;
   ex.offset = event.offset;
   ex.timestamp_ms = event.timestamp_ms;
-  ex.dedup_key = printable(dedup_key); // a key may be bytes (Java-serialized)
+  ex.dedup_key = escape_non_utf8(dedup_key); // a key may be bytes (Java-serialized)
   ex.note = std::move(note);
   ex.seq = event.seq;
   return ex;

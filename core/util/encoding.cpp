@@ -140,17 +140,15 @@ void append_java_string(std::string_view in, std::string& out) {
   out += body;
 }
 
-std::string printable(std::string_view bytes) {
+std::string escape_non_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
     std::size_t start = i;
     std::uint32_t c = next_code_point(bytes, i);
     auto lead = static_cast<unsigned char>(bytes[start]);
-    bool broken = c == 0xfffd && i - start == 1 && lead >= 0x80;
-    if (broken || c < 0x20 || c == 0x7f) {
+    if (c == 0xfffd && i - start == 1 && lead >= 0x80) {
       fmt::format_to(std::back_inserter(out), "\\x{:02x}", lead);
-      i = start + 1;
     } else {
       out.append(bytes.substr(start, i - start));
     }

@@ -23,9 +23,10 @@ std::string percent_encode(std::string_view text);
 // start a whole, shortest sequence (as Python and Java decode with replacement, one a byte).
 std::uint32_t next_code_point(std::string_view text, std::size_t& i);
 
-// Bytes as a report shows them: UTF-8 text as it is, every control byte and every byte that is not
-// part of a whole UTF-8 sequence as \xHH (a Java-serialized key, a binary id).
-std::string printable(std::string_view bytes);
+// Bytes as text a report can hold: UTF-8 as it is (control characters too: JSON escapes them its
+// way, the human formats theirs, reports/printable), every byte that is not part of a whole UTF-8
+// sequence as \xHH (a Java-serialized key).
+std::string escape_non_utf8(std::string_view bytes);
 
 // Appends `text` (UTF-8) as Java's ObjectOutputStream writes a String: the stream header, TC_STRING
 // and a 16-bit length (TC_LONGSTRING and a 64-bit one beyond 65535 bytes), then modified UTF-8.

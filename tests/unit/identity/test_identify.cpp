@@ -204,3 +204,15 @@ TEST(KeyOwners, TheFirstIdRenderedToAKeyOwnsItAnotherCollides) {
   EXPECT_FALSE(owners.collides("dedup:order-2", 12));
   EXPECT_TRUE(owners.collides("dedup:order-1", 12)); // still 11's
 }
+
+// An example keeps its key as text the report can hold: a control character as it is (JSON writes
+// it as \t, the human formats escape it), a byte outside UTF-8 (a Java-serialized key) as \xHH.
+TEST(ExampleOf, TheKeyIsKeptExactButForBytesThatAreNotUtf8) {
+  Event e;
+  e.topic = "pay";
+  Identity id;
+  id.has_id = true;
+  id.id = "a\tb";
+  EXPECT_EQ(example_of(e, id, "dedup:a\tb").dedup_key, "dedup:a\tb");
+  EXPECT_EQ(example_of(e, id, "\xac\xed-x").dedup_key, "\\xac\\xed-x");
+}

@@ -42,7 +42,7 @@ public:
 
   std::int64_t count_found(const core::RecordLayout& layout, const std::string& collection,
                            const std::vector<std::string>& keys) override {
-    asked.push_back(layout.name + " " + core::printable(collection));
+    asked.push_back(layout.name + " " + core::escape_non_utf8(collection));
     const std::set<std::string>* members = layout.shape == core::RecordShape::HashField      ? &hashes[collection]
                                            : layout.shape == core::RecordShape::SetMember    ? &sets[collection]
                                            : layout.shape == core::RecordShape::ScoredMember ? &zsets[collection]

@@ -54,12 +54,15 @@ TEST(Base64Encode, WritesRfc4648sVectorsAndDecodesBack) {
   EXPECT_EQ(decoded, bytes);
 }
 
-// Keys in reports: UTF-8 text as it is, control bytes and bytes outside a UTF-8 sequence as \xHH.
-TEST(PrintableBytes, EscapesWhatIsNotText) {
+// Keys in reports: UTF-8 text as it is, control characters too (each format escapes them its way),
+// bytes outside a UTF-8 sequence as \xHH.
+TEST(EscapeNonUtf8, EscapesWhatIsNotText) {
   using namespace std::string_literals;
-  EXPECT_EQ(printable("dedup:évt-1"), "dedup:évt-1");
-  EXPECT_EQ(printable("\xac\xed\x00\x05t\x00\x03"
-                      "e-2"s),
-            "\\xac\\xed\\x00\\x05t\\x00\\x03e-2");
-  EXPECT_EQ(printable("a\tb\x7f\xef\xbf\xbd"), "a\\x09b\\x7f\xef\xbf\xbd") << "a real U+FFFD stays";
+  EXPECT_EQ(escape_non_utf8("dedup:évt-1"), "dedup:évt-1");
+  EXPECT_EQ(escape_non_utf8("\xac\xed\x00\x05t\x00\x03"
+                            "e-2"s),
+            "\\xac\\xed\x00\x05t\x00\x03"
+            "e-2"s);
+  EXPECT_EQ(escape_non_utf8("a\tb\x7f\xef\xbf\xbd"), "a\tb\x7f\xef\xbf\xbd")
+      << "control characters are the formats' to escape, and a real U+FFFD stays";
 }
