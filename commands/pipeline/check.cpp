@@ -11,9 +11,12 @@
 namespace dedupctl::commands {
 
 std::string key_pattern(const core::ConsumerDeclaration& consumer) {
+  // A one-key layout's one key, else the template's literal start and anything after it.
+  bool one_key = core::one_key(consumer.layout);
+  std::string literal = one_key ? core::collection_key(consumer.layout, consumer.collection) : consumer.key_template;
   std::string pattern;
-  for (char c : consumer.key_template) {
-    if (c == '{') {
+  for (char c : literal) {
+    if (c == '{' && !one_key) {
       break;
     }
     if (c == '*' || c == '?' || c == '[' || c == '\\') {
@@ -21,7 +24,7 @@ std::string key_pattern(const core::ConsumerDeclaration& consumer) {
     }
     pattern += c;
   }
-  return pattern + "*";
+  return one_key ? pattern : pattern + "*";
 }
 
 namespace {
@@ -91,6 +94,9 @@ private:
     fact.persistence = redis.persistence;
     fact.policy_node = redis.policy_node;
     fact.persistence_node = redis.persistence_node;
+    if (core::one_key(consumer.layout)) {
+      return; // its one key's TTL says nothing of a record's (the declaration's no-expiry does)
+    }
     fact.sampled_keys = redis.sampled_keys;
     fact.sampled_without_expiry = redis.sampled_without_expiry;
     fact.sampled_max_pttl_ms = redis.max_pttl_ms;

@@ -33,6 +33,21 @@ std::string literal_prefix(const ConsumerDeclaration& consumer) {
   return prefix;
 }
 
+std::string one_key_name(const ConsumerDeclaration& consumer) {
+  return consumer.collection.empty() ? consumer.layout.collection : consumer.collection;
+}
+
+// Whether two Redis consumers' records can collide: their templates' literal starts are prefixes of
+// one another, or, for one-key layouts, they keep their records in the same key.
+bool shares_keys(const ConsumerDeclaration& a, const ConsumerDeclaration& b) {
+  if (one_key(a.layout) || one_key(b.layout)) {
+    return one_key(a.layout) && one_key(b.layout) && one_key_name(a) == one_key_name(b);
+  }
+  std::string pa = literal_prefix(a);
+  std::string pb = literal_prefix(b);
+  return pa.starts_with(pb) || pb.starts_with(pa);
+}
+
 } // namespace
 
 Finding consumer_finding(const ConsumerDeclaration& consumer, const std::string& file, const std::string& field,
@@ -79,14 +94,19 @@ void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* fac
   bool durable = consumer.placement == Placement::Redis || consumer.placement == Placement::Postgres;
   std::string ttl_field = consumer.placement == Placement::Postgres ? "inbox_retention" : "ttl";
   std::optional<Span> ttl = declared_ttl(consumer);
+  // A ttl the layout gave (none was written) is named as the library's default, at the layout line.
+  std::string ttl_label = ttl ? fmt::format("{} ({})", ttl_field, to_text(*ttl)) : ttl_field;
+  if (consumer.ttl_from_layout && ttl) {
+    ttl_label = fmt::format("ttl ({}: {}, as none is declared)", to_text(*ttl), consumer.layout.default_ttl_source);
+    ttl_field = "layout";
+  }
   std::optional<Span> retention = consumer.retention;
   if (facts && facts->retention) {
     retention = facts->retention;
   }
   std::string needed = ttl_needed(retention.value_or(Span::unknown()), consumer.max_lag_ms);
   if (durable && ttl && retention) {
-    if (auto f = ttl_vs_retention(fmt::format("{} ({})", ttl_field, to_text(*ttl)), *ttl, *retention,
-                                  consumer.max_lag_ms, facts && facts->compacted)) {
+    if (auto f = ttl_vs_retention(ttl_label, *ttl, *retention, consumer.max_lag_ms, facts && facts->compacted)) {
       add(consumer, ttl_field, std::move(f->id), f->severity, std::move(f->title), std::move(f->advice));
     }
   }
@@ -100,7 +120,16 @@ void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* fac
     add(consumer, "placement", "ttl-unknown", Severity::Info, "no ttl is declared",
         "Declare the TTL the consumer sets (ttl = \"8d\", or \"none\") so that it can be checked.");
   }
-  if (consumer.placement == Placement::Redis && ttl && ttl->is_infinite()) {
+  if (consumer.placement == Placement::Redis && consumer.layout.never_expires) {
+    std::string key = one_key_name(consumer);
+    add(consumer, "layout", "no-expiry", Severity::Warning,
+        fmt::format("dedup records never expire: layout {} keeps every id in the one key {}, which only grows",
+                    consumer.layout.name, key),
+        fmt::format("Every id ever seen stays in {} (unbounded growth: memory, and an eviction takes all the records "
+                    "at once). Prune it on a schedule (ids older than the topic's retention), or keep the records as "
+                    "keys with a TTL.",
+                    key));
+  } else if (consumer.placement == Placement::Redis && ttl && ttl->is_infinite()) {
     add(consumer, "ttl", "no-expiry", Severity::Warning, "dedup records never expire (ttl = \"none\")",
         "The keyspace grows without bound and, under memory pressure, evictions pick dedup keys. Set a TTL of " +
             needed + ".");
@@ -190,9 +219,13 @@ void check_shared(const std::vector<ConsumerDeclaration>& consumers, const Findi
       }
       bool same_store = a.store.empty() || b.store.empty() || a.store == b.store;
       if (a.placement == Placement::Redis && same_store && !a.key_template.empty() && !b.key_template.empty()) {
-        std::string pa = literal_prefix(a);
-        std::string pb = literal_prefix(b);
-        if (pa.starts_with(pb) || pb.starts_with(pa)) {
+        if (shares_keys(a, b) && one_key(b.layout)) {
+          add(b, "collection", "namespace-shared", Severity::Error,
+              fmt::format("keeps its records in {}, as consumer {} does", one_key_name(b), a.name),
+              fmt::format("One consumer's record makes the other skip the event. Give each consumer a collection of "
+                          "its own (collection = \"{}\").",
+                          b.name));
+        } else if (shares_keys(a, b)) {
           add(b, "key_template", "namespace-shared", Severity::Error,
               fmt::format("keys '{}' can collide with consumer {}'s '{}'", b.key_template, a.name, a.key_template),
               fmt::format("Each consumer must own its key space, or one consumer's record makes the other skip the "

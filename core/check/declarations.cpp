@@ -51,7 +51,10 @@ const std::set<std::string, std::less<>> k_keys{"name",
                                                 "inbox_consumer_column",
                                                 "inbox_time_column",
                                                 "inbox_status_column",
-                                                "inbox_retention"};
+                                                "inbox_retention",
+                                                "layout",
+                                                "key_prefix",
+                                                "collection"};
 
 SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -74,7 +77,7 @@ public:
                             fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
                                         "placement, store, key_template, ttl, retention, max_lag, side_effects, "
                                         "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
-                                        "inbox_status_column, inbox_retention",
+                                        "inbox_status_column, inbox_retention, layout, key_prefix, collection",
                                         name)});
         continue;
       }
@@ -103,7 +106,8 @@ public:
     if (!consumer.fields.count("placement")) {
       missing("placement", "redis, postgres, memory or design");
     }
-    if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template")) {
+    if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template") &&
+        !consumer.fields.count("layout")) {
       missing("key_template", "a Redis placement keys each event, e.g. \"dedup:billing:{event_id}\"");
     }
   }
@@ -152,7 +156,9 @@ private:
         {"inbox_id_column", &ConsumerDeclaration::inbox_id_column},
         {"inbox_consumer_column", &ConsumerDeclaration::inbox_consumer_column},
         {"inbox_time_column", &ConsumerDeclaration::inbox_time_column},
-        {"inbox_status_column", &ConsumerDeclaration::inbox_status_column}};
+        {"inbox_status_column", &ConsumerDeclaration::inbox_status_column},
+        {"key_prefix", &ConsumerDeclaration::key_prefix},
+        {"collection", &ConsumerDeclaration::collection}};
     auto field = k_text.find(name);
     if (field == k_text.end()) {
       return false;
@@ -173,6 +179,15 @@ private:
       }
     } else if (name == "placement") {
       read_placement(node, consumer);
+    } else if (name == "layout") {
+      std::string value;
+      if (string_of(name, node, value)) {
+        try {
+          consumer.layout = find_layout(value);
+        } catch (const UsageError& e) {
+          error(node, fmt::format("'layout' is '{}': {}", value, e.what()));
+        }
+      }
     } else if (name == "ttl") {
       consumer.ttl = duration_of(name, node, [](const std::string& t) { return parse_ttl(t); });
     } else if (name == "retention") {
@@ -217,6 +232,89 @@ private:
   std::vector<DeclarationError>& m_errors;
   bool m_placement_valid = false;
 };
+
+// What a layout gives that the declaration did not write (the key template, an inbox's table and
+// columns, the library's TTL), and the errors of a layout that does not fit the declaration. A
+// layout that could not be read is left plain (its error is reported).
+void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& errors) {
+  const RecordLayout& layout = consumer.layout;
+  auto error = [&](const std::string& field, std::string message) {
+    errors.push_back({consumer.position_of(field), std::move(message)});
+  };
+  if (layout.name == "plain") {
+    for (const char* field : {"key_prefix", "collection"}) {
+      if (consumer.fields.count(field)) {
+        error(field, fmt::format("'{}' goes with a layout: write layout = \"…\" ({})", field, layout_names_text()));
+      }
+    }
+    return;
+  }
+  if (layout.inbox != (consumer.placement == Placement::Postgres)) {
+    error("layout",
+          layout.inbox
+              ? fmt::format("layout '{}' is an inbox layout: write placement = \"postgres\"", layout.name)
+              : fmt::format("layout '{}' keeps its records in Redis: write placement = \"redis\"", layout.name));
+    return;
+  }
+  if (layout.inbox) {
+    const InboxSchema& schema = layout.inbox_schema;
+    for (auto [field, member] :
+         {std::pair{"inbox_table", &InboxSchema::table}, std::pair{"inbox_id_column", &InboxSchema::id_column},
+          std::pair{"inbox_consumer_column", &InboxSchema::consumer_column},
+          std::pair{"inbox_time_column", &InboxSchema::time_column},
+          std::pair{"inbox_status_column", &InboxSchema::status_column}}) {
+      static const std::map<std::string_view, std::string ConsumerDeclaration::*> k_fields{
+          {"inbox_table", &ConsumerDeclaration::inbox_table},
+          {"inbox_id_column", &ConsumerDeclaration::inbox_id_column},
+          {"inbox_consumer_column", &ConsumerDeclaration::inbox_consumer_column},
+          {"inbox_time_column", &ConsumerDeclaration::inbox_time_column},
+          {"inbox_status_column", &ConsumerDeclaration::inbox_status_column}};
+      if (!consumer.fields.count(field)) {
+        consumer.*(k_fields.at(field)) = schema.*member;
+      }
+    }
+    if (consumer.inbox_table.empty()) {
+      error("layout", fmt::format("layout '{}' has no table name of its own (the library names it after the endpoint): "
+                                  "write inbox_table = \"<endpoint>_OutboxData\"",
+                                  layout.name));
+    }
+    return;
+  }
+  bool prefixed = layout.key_template.find("{prefix}") != std::string::npos;
+  if (!prefixed && consumer.fields.count("key_prefix")) {
+    error("key_prefix", fmt::format("layout '{}' derives its keys as {}, without a prefix: leave key_prefix out",
+                                    layout.name, layout.key_template));
+  }
+  if (one_key(layout) && consumer.collection.empty() && layout.collection.empty()) {
+    error("layout",
+          fmt::format("layout '{}' keeps every record under one key: name it with collection = \"…\"", layout.name));
+  } else if (!one_key(layout) && consumer.fields.count("collection")) {
+    error("collection", fmt::format("layout '{}' keeps a key per id; collection is for spring-hash, camel-set and zset",
+                                    layout.name));
+  }
+  if (consumer.key_template.empty()) {
+    const std::string& prefix = consumer.key_prefix;
+    if (prefixed && prefix.empty()) {
+      error("layout", fmt::format("layout '{}' derives its keys as {}: write key_prefix = \"…\" (or a whole "
+                                  "key_template)",
+                                  layout.name, layout.key_template));
+    } else {
+      consumer.key_template = layout_key_template(layout, prefix, "");
+    }
+  }
+  if (layout.never_expires) {
+    if (consumer.ttl && !consumer.ttl->is_infinite()) {
+      error("ttl", fmt::format("'ttl' is \"{}\", but layout '{}' writes records that never expire (every id stays in "
+                               "the one key {}): write ttl = \"none\" or leave it out",
+                               to_text(*consumer.ttl), layout.name,
+                               consumer.collection.empty() ? layout.collection : consumer.collection));
+    }
+    consumer.ttl = Span::infinite();
+  } else if (!consumer.ttl && layout.default_ttl_ms > 0) {
+    consumer.ttl = Span::finite(layout.default_ttl_ms);
+    consumer.ttl_from_layout = true;
+  }
+}
 
 // The inbox defaults of dedupctl-audit(1); an inbox_consumer_column of "" declares that there is none.
 void apply_inbox_defaults(ConsumerDeclaration& consumer) {
@@ -273,7 +371,10 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     }
     ConsumerDeclaration consumer = reader.read(*table);
     reader.check_required(consumer, names);
-    apply_inbox_defaults(consumer);
+    apply_layout(consumer, out.errors);
+    if (!consumer.layout.inbox) {
+      apply_inbox_defaults(consumer);
+    }
     out.consumers.push_back(std::move(consumer));
   }
   std::stable_sort(out.errors.begin(), out.errors.end(), [](const DeclarationError& a, const DeclarationError& b) {

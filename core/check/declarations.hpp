@@ -2,6 +2,7 @@
 
 #include "core/audit/audit_analyzer.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/store/layout.hpp"
 
 #include <map>
 #include <optional>
@@ -39,6 +40,13 @@ struct ConsumerDeclaration {
   std::string inbox_time_column;
   std::string inbox_status_column;
   std::optional<Span> inbox_retention;
+  // `layout` (default plain), with `key_prefix` and `collection`: the key template, the inbox's table
+  // and columns, and the TTL come from the library's layout where they are not written.
+  RecordLayout layout;
+  std::string key_prefix;
+  std::string collection;
+  // The ttl is the library's default (Powertools' expires_after_seconds, 1h): none was written.
+  bool ttl_from_layout = false;
 
   // The line of a field when it was written, else the consumer's header.
   SourcePosition position_of(const std::string& field) const;

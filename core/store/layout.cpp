@@ -32,6 +32,8 @@ RecordLayout powertools(std::string name, std::string key_template, std::string 
   layout.needs_prefix = true;
   layout.not_a_record_suffix = ":lock";
   layout.orphans_reapplied = true;
+  layout.default_ttl_ms = 3'600'000; // expires_after_seconds=60 * 60, in both
+  layout.default_ttl_source = "Powertools' default expires_after_seconds";
   return layout;
 }
 
@@ -39,6 +41,8 @@ RecordLayout generic_json() {
   RecordLayout layout = powertools("json", "{event_id}", "any library that keeps a JSON status (--layout-option)");
   layout.needs_prefix = false;
   layout.not_a_record_suffix.clear();
+  layout.default_ttl_ms = 0;
+  layout.default_ttl_source.clear();
   return layout;
 }
 
@@ -122,10 +126,12 @@ std::vector<RecordLayout> all_layouts() {
   layouts.push_back(generic_json());
   layouts.push_back(one_key("spring-hash", RecordShape::HashField, RecordValue::TimeMs, "MetaData",
                             "Spring Integration's RedisMetadataStore (HSETNX, the time in ms)"));
+  layouts.back().never_expires = true;
   RecordLayout camel_set = one_key("camel-set", RecordShape::SetMember, RecordValue::Membership, "",
                                    "Camel's SpringRedisIdempotentRepository (SADD, Java-serialized)");
   camel_set.key_template = "{event_id|java}";
   camel_set.java_collection = true;
+  camel_set.never_expires = true;
   layouts.push_back(camel_set);
   RecordLayout camel_string;
   camel_string.name = "camel-string";
@@ -141,13 +147,17 @@ std::vector<RecordLayout> all_layouts() {
   return layouts;
 }
 
-std::string names_list() {
+} // namespace
+
+std::string layout_names_text() {
   std::string out;
   for (auto name : layout_names()) {
     out += (out.empty() ? "" : ", ") + std::string(name);
   }
   return out;
 }
+
+namespace {
 
 bool one_of(std::string_view value, const std::vector<std::string>& values) {
   return std::find(values.begin(), values.end(), value) != values.end();
@@ -266,7 +276,7 @@ RecordLayout find_layout(std::string_view name) {
       return layout;
     }
   }
-  throw UsageError(fmt::format("--layout {}: unknown layout; the layouts are {}", name, names_list()));
+  throw UsageError(fmt::format("--layout {}: unknown layout; the layouts are {}", name, layout_names_text()));
 }
 
 void apply_layout_option(RecordLayout& layout, std::string_view option) {

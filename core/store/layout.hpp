@@ -75,10 +75,17 @@ struct RecordLayout {
   InboxSchema inbox_schema;
   std::string default_consumer;
   std::vector<std::string> in_progress_statuses; // status values that mean in progress (Wolverine's Incoming)
+  // The TTL the library gives its records unless told otherwise (Powertools' expires_after_seconds,
+  // 3600 s); 0 when it has none, or none is known.
+  std::int64_t default_ttl_ms = 0;
+  std::string default_ttl_source; // where that TTL comes from, for a finding's title
+  // The records never expire: every id stays in the one hash or set (spring-hash, camel-set).
+  bool never_expires = false;
 };
 
 // Every layout's name, in the order --help lists them.
 std::vector<std::string_view> layout_names();
+std::string layout_names_text(); // the same, comma-separated
 // The layout named; throws UsageError naming it and listing the layouts.
 RecordLayout find_layout(std::string_view name);
 // --layout-option NAME=VALUE for the generic json layout (status-field, expiration-field,

@@ -149,3 +149,51 @@ TEST(CliCheckLive, UnreachableSystemsAreFindingsAndNothingReachableIsExit3) {
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_EQ(ids_by_subject(doc).count("check-unavailable/billing"), 1u);
 }
+
+// Declarations naming libraries' layouts, checked live: Powertools' keys sampled under its prefix
+// (its ":lock" keys among them, with their own TTL), Spring's one hash judged by the layout rather
+// than sampled; the inbox layouts' tables and quoted columns found as the libraries create them.
+TEST(CliCheckLive, LayoutsAreCheckedAsTheLibrariesWrite) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  PostgresServer pg;
+  DEDUPCTL_REQUIRE_SERVER(pg.available(), pg.why_unavailable());
+  ASSERT_EQ(redis.command("CONFIG SET appendonly yes"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET svc#aa2b56c31f631001b05ed4402549aafd '{\"status\":\"COMPLETED\"}' EX 777600"),
+            "+OK\r\n");
+  ASSERT_EQ(redis.command("SET svc#aa2b56c31f631001b05ed4402549aafd:lock true EX 10"), "+OK\r\n");
+  ASSERT_EQ(redis.command("HSET MetaData evt-1 1795786311000"), ":1\r\n");
+  ASSERT_EQ(pg.psql("CREATE TABLE received_messages (consumer_id varchar(1000), message_id varchar(1000), "
+                    "creation_time bigint, PRIMARY KEY (consumer_id, message_id))")
+                .exit_code,
+            0);
+  ASSERT_EQ(pg.psql("CREATE TABLE \"InboxState\" (\"Id\" bigserial PRIMARY KEY, \"MessageId\" uuid NOT NULL, "
+                    "\"ConsumerId\" uuid NOT NULL, \"Received\" timestamp NOT NULL, \"Consumed\" timestamp)")
+                .exit_code,
+            0);
+  TempDir dir;
+  write_file(dir.file("d.toml"),
+             fmt::format("[[consumer]]\nname = \"pay\"\ntopic = \"payments\"\nplacement = \"redis\"\nstore = \"{0}\"\n"
+                         "layout = \"powertools-python\"\nkey_prefix = \"svc\"\nttl = \"9d\"\nretention = \"7d\"\n\n"
+                         "[[consumer]]\nname = \"meta\"\ntopic = \"t\"\nplacement = \"redis\"\nstore = \"{0}\"\n"
+                         "layout = \"spring-hash\"\nretention = \"7d\"\n\n"
+                         "[[consumer]]\nname = \"ev\"\ntopic = \"t\"\nplacement = \"postgres\"\nstore = \"{1}\"\n"
+                         "layout = \"eventuate\"\ninbox_retention = \"9d\"\nretention = \"7d\"\n\n"
+                         "[[consumer]]\nname = \"mt\"\ntopic = \"t\"\nplacement = \"postgres\"\nstore = \"{1}\"\n"
+                         "layout = \"masstransit\"\ninbox_retention = \"9d\"\nretention = \"7d\"\n",
+                         redis.uri(), pg.conninfo()));
+  auto result = run_dedupctl({"check", "--live", dir.file("d.toml"), "-o", "json"});
+  auto doc = Json::parse(result.out);
+  // pay's sampled keys all expire; meta's hash never does (once, from the layout); MassTransit's
+  // InboxState has no unique index over ("ConsumerId", "MessageId") here, Eventuate's has its key.
+  EXPECT_EQ(ids_by_subject(doc), (std::map<std::string, std::string>{{"no-expiry/meta", "warning"},
+                                                                     {"inbox-without-unique-constraint/mt", "error"}}))
+      << result.out;
+  EXPECT_EQ(doc.at("summary").at("live_checks_failed"), 0) << result.out;
+  ASSERT_EQ(pg.psql("CREATE UNIQUE INDEX ON \"InboxState\" (\"MessageId\", \"ConsumerId\")").exit_code, 0);
+  ASSERT_EQ(redis.command("SET svc#0123 '{\"status\":\"INPROGRESS\"}'"), "+OK\r\n"); // written without EX
+  auto again = Json::parse(run_dedupctl({"check", "--live", dir.file("d.toml"), "-o", "json"}).out);
+  auto ids = ids_by_subject(again);
+  EXPECT_FALSE(ids.count("inbox-without-unique-constraint/mt"));
+  EXPECT_EQ(ids["no-expiry/pay"], "warning");
+}

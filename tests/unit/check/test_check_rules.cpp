@@ -181,3 +181,119 @@ TEST(CheckLive, AClusterIsJudgedByItsWorstMaster) {
   ASSERT_EQ(persistence.size(), 1u);
   EXPECT_NE(persistence[0].title.find("Redis on master n3:7002 keeps no"), std::string::npos) << persistence[0].title;
 }
+
+namespace {
+
+std::vector<Finding> check_text(const std::string& text) {
+  auto d = parse_declarations(text, "l.toml");
+  EXPECT_TRUE(d.errors.empty()) << (d.errors.empty() ? "" : d.errors[0].message);
+  return check_consumers(d.consumers, "l.toml");
+}
+
+} // namespace
+
+// A declaration naming a library's layout is checked as that library writes: Powertools' key from its
+// prefix, and with no ttl declared, its default expires_after_seconds (1h), far short of a week's log.
+TEST(CheckRules, APowertoolsLayoutDerivesItsKeyAndDefaultsToTheLibrarysHour) {
+  auto d = parse_declarations("[[consumer]]\nname = \"pay\"\ntopic = \"payments\"\nplacement = \"redis\"\n"
+                              "layout = \"powertools-python\"\nkey_prefix = \"svc.__main__.charge\"\n"
+                              "retention = \"7d\"\n",
+                              "l.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
+  ASSERT_EQ(d.consumers.size(), 1u);
+  EXPECT_EQ(d.consumers[0].layout.name, "powertools-python");
+  EXPECT_EQ(d.consumers[0].key_template, "svc.__main__.charge#{event_id|json-ascii|md5}");
+  auto findings = check_consumers(d.consumers, "l.toml");
+  auto short_ttl = of(findings, "ttl-shorter-than-retention", "pay");
+  ASSERT_EQ(short_ttl.size(), 1u);
+  EXPECT_NE(short_ttl[0].title.find("Powertools' default"), std::string::npos) << short_ttl[0].title;
+  EXPECT_EQ(short_ttl[0].line, 5); // the layout line: no ttl was written
+  EXPECT_TRUE(of(findings, "ttl-unknown", "pay").empty());
+  // A ttl written is the one checked.
+  auto declared = check_text("[[consumer]]\nname = \"pay\"\ntopic = \"payments\"\nplacement = \"redis\"\n"
+                             "layout = \"powertools-typescript\"\nkey_prefix = \"charge\"\nretention = \"7d\"\n"
+                             "ttl = \"9d\"\n");
+  EXPECT_TRUE(of(declared, "ttl-shorter-than-retention", "pay").empty());
+  EXPECT_TRUE(of(declared, "ttl-margin-thin", "pay").empty());
+}
+
+// Spring's hash and Camel's set keep every id in one key for ever: no-expiry without a ttl declared,
+// the one key named.
+TEST(CheckRules, OneKeyLayoutsNeverExpireAndSayWhichKey) {
+  auto findings = check_text("[[consumer]]\nname = \"meta\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                             "layout = \"spring-hash\"\nretention = \"7d\"\n\n"
+                             "[[consumer]]\nname = \"camel\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                             "layout = \"camel-set\"\ncollection = \"orders\"\nretention = \"7d\"\n");
+  auto spring = of(findings, "no-expiry", "meta");
+  ASSERT_EQ(spring.size(), 1u);
+  EXPECT_NE(spring[0].title.find("MetaData"), std::string::npos) << spring[0].title;
+  EXPECT_EQ(spring[0].line, 5);
+  auto camel = of(findings, "no-expiry", "camel");
+  ASSERT_EQ(camel.size(), 1u);
+  EXPECT_NE(camel[0].title.find("orders"), std::string::npos) << camel[0].title;
+  EXPECT_TRUE(of(findings, "ttl-unknown", "meta").empty());
+  EXPECT_TRUE(of(findings, "ttl-shorter-than-retention", "meta").empty());
+  // Both have a key template of their own: no key-template finding, and one key each is not a shared space.
+  EXPECT_TRUE(of(findings, "namespace-shared", "camel").empty());
+  EXPECT_TRUE(of(findings, "key-template-lacks-event-id", "meta").empty());
+}
+
+// An inbox layout gives the library's table and columns; what is written overrides them.
+TEST(CheckRules, AnInboxLayoutGivesTheLibrarysTable) {
+  auto d = parse_declarations("[[consumer]]\nname = \"ev\"\ntopic = \"t\"\nplacement = \"postgres\"\n"
+                              "layout = \"eventuate\"\n\n"
+                              "[[consumer]]\nname = \"mt\"\ntopic = \"t\"\nplacement = \"postgres\"\n"
+                              "layout = \"masstransit\"\ninbox_table = \"billing.\\\"InboxState\\\"\"\n",
+                              "l.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
+  EXPECT_EQ(d.consumers[0].inbox_table, "received_messages");
+  EXPECT_EQ(d.consumers[0].inbox_id_column, "message_id");
+  EXPECT_EQ(d.consumers[0].inbox_consumer_column, "consumer_id");
+  EXPECT_EQ(d.consumers[0].inbox_time_column, "creation_time");
+  EXPECT_EQ(d.consumers[1].inbox_table, "billing.\"InboxState\"");
+  EXPECT_EQ(d.consumers[1].inbox_id_column, "MessageId");
+  EXPECT_EQ(d.consumers[1].layout.inbox_schema.in_progress_column, "Consumed");
+}
+
+// A layout that is not one, or that does not fit the placement, or lacks what it needs, is an error
+// at its line, naming what to write.
+TEST(CheckRules, LayoutErrorsPointAtTheLayout) {
+  auto d = parse_declarations("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"powertools\"\n\n"
+                              "[[consumer]]\nname = \"b\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"eventuate\"\n\n"
+                              "[[consumer]]\nname = \"c\"\ntopic = \"t\"\nplacement = \"postgres\"\n"
+                              "layout = \"powertools-python\"\nkey_prefix = \"p\"\n\n"
+                              "[[consumer]]\nname = \"d\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"powertools-python\"\n\n"
+                              "[[consumer]]\nname = \"e\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"spring-hash\"\nttl = \"7d\"\n\n"
+                              "[[consumer]]\nname = \"f\"\ntopic = \"t\"\nplacement = \"postgres\"\n"
+                              "layout = \"nservicebus\"\n",
+                              "l.toml");
+  ASSERT_EQ(d.errors.size(), 6u);
+  EXPECT_EQ(d.errors[0].at.line, 5);
+  EXPECT_NE(d.errors[0].message.find("powertools-python"), std::string::npos) << d.errors[0].message; // the list
+  EXPECT_EQ(d.errors[1].at.line, 11);
+  EXPECT_NE(d.errors[1].message.find("placement = \"postgres\""), std::string::npos) << d.errors[1].message;
+  EXPECT_EQ(d.errors[2].at.line, 17);
+  EXPECT_NE(d.errors[2].message.find("placement = \"redis\""), std::string::npos) << d.errors[2].message;
+  EXPECT_EQ(d.errors[3].at.line, 24);
+  EXPECT_NE(d.errors[3].message.find("key_prefix"), std::string::npos) << d.errors[3].message;
+  EXPECT_EQ(d.errors[4].at.line, 31);
+  EXPECT_NE(d.errors[4].message.find("never expire"), std::string::npos) << d.errors[4].message;
+  EXPECT_EQ(d.errors[5].at.line, 37);
+  EXPECT_NE(d.errors[5].message.find("inbox_table"), std::string::npos) << d.errors[5].message;
+}
+
+// --live samples a template's keys; a one-key layout has one key, which says nothing per record.
+TEST(CheckRules, LiveSamplingFollowsTheLayout) {
+  auto d = parse_declarations("[[consumer]]\nname = \"pay\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"powertools-python\"\nkey_prefix = \"a*b\"\n\n"
+                              "[[consumer]]\nname = \"meta\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"spring-hash\"\n",
+                              "l.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
+  EXPECT_EQ(commands::key_pattern(d.consumers[0]), "a\\*b#*");
+  EXPECT_EQ(commands::key_pattern(d.consumers[1]), "MetaData");
+}
