@@ -121,8 +121,34 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
     throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
                      "events done");
   }
+  if (options.execute && redis && placement.layout.value == core::RecordValue::Json &&
+      !placement.audit.ttl.span.finite_ms()) {
+    throw UsageError(
+        fmt::format("--layout {} writes records that carry their expiration: --ttl none cannot be "
+                    "written; give the consumer's{} TTL",
+                    placement.layout.name,
+                    placement.layout.default_ttl_ms > 0 ? " expires_after_seconds (Powertools' default: 1h)" : ""));
+  }
   if (options.max_rate < 0) {
     throw UsageError("--max-rate must be a positive number of events per second");
+  }
+}
+
+// The layouts replay --via writes: a string key per id, with plain markers (plain, camel-string, whose
+// library only asks whether the key exists) or the library's JSON records (Powertools, json). The
+// rest are refused, saying why, before anything is contacted.
+void check_replay_layout(const core::RecordLayout& layout) {
+  if (layout.inbox) {
+    throw UsageError(fmt::format("--layout {}: replay --via writes the generic inbox's rows (--inbox-* flags), not "
+                                 "{}'s yet; point --via at a placement of the replay's own",
+                                 layout.name, layout.name));
+  }
+  if (core::one_key(layout)) {
+    throw UsageError(fmt::format(
+        "--layout {}: its records are members of one key with no claim state: a replay interrupted between recording "
+        "an id and publishing its event could not tell, on resume, its own records from the consumer's, and would "
+        "lose that event; point --via at a placement of the replay's own (--layout plain)",
+        layout.name));
   }
 }
 
@@ -146,9 +172,11 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
     return connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
   }
-  return connectors::redis::open_replay_placement(redis_settings(placement.uri, context), placement.audit.ttl.span,
-                                                  placement.audit.policy.lease_ms,
-                                                  placement.audit.policy.in_progress_values);
+  auto settings = redis_settings(placement.uri, context);
+  settings.layout = placement.layout;
+  return connectors::redis::open_replay_placement(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,
+                                                  placement.audit.policy.in_progress_values,
+                                                  connectors::redis::ClaimForm::Auto, context.now_ms);
 }
 
 // The sink an executed replay publishes to; none for a plan. Throws UnreachableError.
@@ -214,11 +242,7 @@ int run(const ReplayFlags& options, Context& context) {
   }
   SinkSpec sink_spec = parse_sink(options.sink);
   PlacementOptions placement = parse_placement(options.placement, context, "--via");
-  if (placement.layout.name != "plain") {
-    throw UsageError(fmt::format("--layout {}: replay writes plain records (a claim marker, then 'done'); routing "
-                                 "through a library's own records is not supported yet, so --via takes --layout plain",
-                                 placement.layout.name));
-  }
+  check_replay_layout(placement.layout);
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
   ReplayRequest request;
@@ -253,6 +277,7 @@ int run(const ReplayFlags& options, Context& context) {
   request.placement.key_template = request.key_template.text();
   request.placement.consumer = request.consumer;
   request.placement.ttl = placement.audit.ttl;
+  request.placement.layout = placement.layout.name;
   connectors::file::DecisionLog decisions(options.decisions);
 
   OpenedSource opened =

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string_view>
@@ -207,9 +208,18 @@ private:
 class RedisReplayPlacement final : public core::ReplayPlacement {
 public:
   RedisReplayPlacement(const RedisSettings& settings, const core::Span& ttl, std::int64_t lease_ms,
-                       std::vector<std::string> markers, ClaimForm form)
-      : m_settings(settings), m_nodes(m_settings), m_ttl(ttl), m_lease(std::to_string(lease_ms)),
-        m_markers(std::move(markers)), m_set_get(form == ClaimForm::Auto) {}
+                       std::vector<std::string> markers, ClaimForm form, std::function<std::int64_t()> now_ms)
+      : m_settings(settings), m_nodes(m_settings), m_ttl(ttl), m_lease_ms(lease_ms), m_lease(std::to_string(lease_ms)),
+        m_markers(std::move(markers)), m_set_get(form == ClaimForm::Auto), m_now(std::move(now_ms)),
+        m_json(settings.layout.value == core::RecordValue::Json) {
+    if (!m_now) {
+      m_now = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      };
+    }
+  }
 
   std::string kind() const override { return "redis"; }
   // Settles go through a connection of their own (one a master), opened at the first settle.
@@ -226,33 +236,43 @@ public:
     check_stop();
     lookup_all(m_nodes, m_settings, keys, m_states, m_values);
     out.clear();
+    std::int64_t now = m_now();
     for (const auto& state : m_states) {
-      out.push_back(core::plan_claim(state, m_markers));
+      out.push_back(m_json ? core::claim_found(state, false, now) : core::plan_claim(state, m_markers));
     }
   }
 
   // Claims by slot: on one server one pipeline, in a cluster one per master, all at once.
   void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<core::Claim>& out) override {
     check_stop();
-    std::string mine = "processing:" + run_id;
-    if (m_set_get && claim_with_set_get(keys, mine, out)) {
-      return;
+    m_run_id = run_id;
+    m_claim_now = m_now();
+    // What a claim writes: this run's marker, or the library's in-progress record.
+    std::string mine =
+        m_json ? core::json_claim_record(m_settings.layout, m_claim_now + ttl_ms(), m_claim_now + m_lease_ms, run_id)
+               : "processing:" + run_id;
+    std::string px = m_json ? std::to_string(ttl_ms()) : m_lease;
+    m_take_over.clear();
+    if (!(m_set_get && claim_with_set_get(keys, mine, px, out))) {
+      m_set_get = false;
+      out.assign(keys.size(), core::Claim::Claimed);
+      m_nodes.exchange(
+          keys, 2,
+          [&](std::size_t i, CommandBuffer& buffer) {
+            buffer.add({"SET", keys[i], mine, "NX", "PX", px});
+            buffer.add({"GET", keys[i]});
+          },
+          [&](std::size_t i, std::span<Reply> replies) {
+            if (replies[0]->type == REDIS_REPLY_ERROR) {
+              refused("SET NX", *replies[0]);
+            }
+            out[i] = replies[0]->type == REDIS_REPLY_STATUS ? core::Claim::Claimed : held(i, *replies[1], mine, "GET");
+          },
+          "a claim");
     }
-    m_set_get = false;
-    out.assign(keys.size(), core::Claim::Claimed);
-    m_nodes.exchange(
-        keys, 2,
-        [&](std::size_t i, CommandBuffer& buffer) {
-          buffer.add({"SET", keys[i], mine, "NX", "PX", m_lease});
-          buffer.add({"GET", keys[i]});
-        },
-        [&](std::size_t i, std::span<Reply> replies) {
-          if (replies[0]->type == REDIS_REPLY_ERROR) {
-            refused("SET NX", *replies[0]);
-          }
-          out[i] = replies[0]->type == REDIS_REPLY_STATUS ? core::Claim::Claimed : held(*replies[1], mine, "GET");
-        },
-        "a claim");
+    if (!m_take_over.empty()) {
+      take_over(keys, mine, out);
+    }
   }
 
   void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims,
@@ -260,6 +280,8 @@ public:
     auto ttl_ms = m_ttl.finite_ms();
     bool expires = ttl_ms.has_value();
     std::string ttl = expires ? std::to_string(std::max<std::int64_t>(1, *ttl_ms)) : "";
+    // What a delivered event's record says: "done", or the library's completed record.
+    std::string done = m_json ? core::json_completed_record(m_settings.layout, m_now() + this->ttl_ms()) : "done";
     m_settled.clear();
     m_settle_delivered.clear();
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -282,9 +304,9 @@ public:
           if (!m_settle_delivered[i]) {
             buffer.add({"DEL", m_settled[i]});
           } else if (expires) {
-            buffer.add({"SET", m_settled[i], "done", "PX", ttl});
+            buffer.add({"SET", m_settled[i], done, "PX", ttl});
           } else {
-            buffer.add({"SET", m_settled[i], "done"});
+            buffer.add({"SET", m_settled[i], done});
           }
         },
         [&](std::size_t, std::span<Reply> replies) {
@@ -296,16 +318,19 @@ public:
   }
 
 private:
-  // SET key mine NX PX lease GET per key. False when the server refuses the form (before Redis 7:
+  // A JSON layout's records expire with the TTL (checked finite before a run executes).
+  std::int64_t ttl_ms() const { return std::max<std::int64_t>(1, m_ttl.finite_ms().value_or(1)); }
+
+  // SET key mine NX PX px GET per key. False when the server refuses the form (before Redis 7:
   // a syntax error, and none of the batch ran); `out` is then to be filled by the pair.
-  bool claim_with_set_get(const std::vector<std::string>& keys, const std::string& mine,
+  bool claim_with_set_get(const std::vector<std::string>& keys, const std::string& mine, const std::string& px,
                           std::vector<core::Claim>& out) {
     out.assign(keys.size(), core::Claim::Claimed);
     std::size_t syntax_errors = 0;
     m_nodes.exchange(
         keys, 1,
         [&](std::size_t i, CommandBuffer& buffer) {
-          buffer.add({"SET", keys[i], mine, "NX", "PX", m_lease, "GET"});
+          buffer.add({"SET", keys[i], mine, "NX", "PX", px, "GET"});
         },
         [&](std::size_t i, std::span<Reply> replies) {
           const redisReply& reply = *replies[0];
@@ -314,22 +339,24 @@ private:
             return;
           }
           if (syntax_errors == 0) {
-            out[i] = reply.type == REDIS_REPLY_NIL ? core::Claim::Claimed : held(reply, mine, "SET NX GET");
+            out[i] = reply.type == REDIS_REPLY_NIL ? core::Claim::Claimed : held(i, reply, mine, "SET NX GET");
           }
         },
         "a claim");
     if (syntax_errors == 0) {
       return true;
     }
+    m_take_over.clear();
     if (syntax_errors != keys.size()) {
       throw UnreachableError("Redis refused only some of a batch of SET … NX … GET as a syntax error");
     }
     return false;
   }
 
-  // What a key that was there holds: this run's claim, another's, or a record (a value that is not
-  // a claim, or a key of another type).
-  core::Claim held(const redisReply& value, std::string_view mine, std::string_view command) const {
+  // What key i, which was there, holds: this run's claim, another's, or a record (a value that is not
+  // a claim, or a key of another type). A JSON layout's record is judged as its library judges it;
+  // one the library would take over is listed in m_take_over (and answered HeldByOther until then).
+  core::Claim held(std::size_t i, const redisReply& value, std::string_view mine, std::string_view command) {
     if (value.type == REDIS_REPLY_ERROR) {
       if (text_of(value).starts_with("WRONGTYPE")) {
         return core::Claim::Done;
@@ -337,10 +364,68 @@ private:
       refused(command, value);
     }
     std::string_view text = value.type == REDIS_REPLY_STRING ? text_of(value) : std::string_view();
+    if (m_json) {
+      core::RecordState state = core::present_record(std::nullopt, text);
+      core::read_record_value(m_settings.layout, text, state);
+      core::Claim found = core::claim_found(state, core::is_own_json_claim(text, m_run_id), m_claim_now);
+      if (found == core::Claim::Claimed) {
+        m_take_over.push_back(i);
+        return core::Claim::HeldByOther;
+      }
+      return found;
+    }
     if (text == mine) {
       return core::Claim::OwnStale;
     }
     return core::is_in_progress(text, m_markers) ? core::Claim::HeldByOther : core::Claim::Done;
+  }
+
+  // The library's way with a record it takes over (an orphan, an expired record): KEY:lock with
+  // SET NX EX min(10 s, ttl); whoever holds it overwrites the record (SET PX ttl, no NX). A lock
+  // held by another (a consumer taking the same record over) leaves the key to it.
+  void take_over(const std::vector<std::string>& keys, const std::string& mine, std::vector<core::Claim>& out) {
+    if (m_settings.layout.not_a_record_suffix.empty()) {
+      return; // no lock of the library's to take (the generic json layout): left to the library
+    }
+    m_locks.clear();
+    for (std::size_t i : m_take_over) {
+      m_locks.push_back(keys[i] + m_settings.layout.not_a_record_suffix);
+    }
+    std::string lock_seconds = std::to_string(std::clamp<std::int64_t>(ttl_ms() / 1000, 1, 10));
+    m_locked.assign(m_locks.size(), false);
+    m_nodes.exchange(
+        m_locks, 1,
+        [&](std::size_t j, CommandBuffer& buffer) {
+          buffer.add({"SET", m_locks[j], "True", "EX", lock_seconds, "NX"});
+        },
+        [&](std::size_t j, std::span<Reply> replies) {
+          if (replies[0]->type == REDIS_REPLY_ERROR) {
+            refused("SET KEY:lock NX", *replies[0]);
+          }
+          m_locked[j] = replies[0]->type == REDIS_REPLY_STATUS;
+        },
+        "a claim's lock");
+    m_locks.clear();
+    std::vector<std::size_t> taken;
+    for (std::size_t j = 0; j < m_take_over.size(); ++j) {
+      if (m_locked[j]) {
+        m_locks.push_back(keys[m_take_over[j]]);
+        taken.push_back(m_take_over[j]);
+      }
+    }
+    std::string px = std::to_string(ttl_ms());
+    m_nodes.exchange(
+        m_locks, 1,
+        [&](std::size_t j, CommandBuffer& buffer) {
+          buffer.add({"SET", m_locks[j], mine, "PX", px});
+        },
+        [&](std::size_t j, std::span<Reply> replies) {
+          if (replies[0]->type == REDIS_REPLY_ERROR) {
+            refused("SET", *replies[0]);
+          }
+          out[taken[j]] = core::Claim::Claimed;
+        },
+        "taking a record over");
   }
 
   [[noreturn]] void refused(std::string_view command, const redisReply& reply) const {
@@ -356,9 +441,17 @@ private:
   RedisSettings m_settings;
   Nodes m_nodes;
   core::Span m_ttl;
+  std::int64_t m_lease_ms;
   std::string m_lease;
   std::vector<std::string> m_markers;
   bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
+  std::function<std::int64_t()> m_now;
+  bool m_json; // the layout keeps a JSON record (Powertools)
+  std::string m_run_id;
+  std::int64_t m_claim_now = 0;
+  std::vector<std::size_t> m_take_over; // keys of the batch the library would take over
+  std::vector<std::string> m_locks;
+  std::vector<bool> m_locked;
   std::vector<core::RecordState> m_states;
   std::vector<std::string> m_values;
   std::optional<Nodes> m_settle_nodes; // settle's, apart from claim's m_nodes
@@ -371,8 +464,9 @@ private:
 std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
                                                              std::int64_t lease_ms,
                                                              std::vector<std::string> in_progress_values,
-                                                             ClaimForm form) {
-  return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values), form);
+                                                             ClaimForm form, std::function<std::int64_t()> now_ms) {
+  return std::make_unique<RedisReplayPlacement>(settings, ttl, lease_ms, std::move(in_progress_values), form,
+                                                std::move(now_ms));
 }
 
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {

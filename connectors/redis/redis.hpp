@@ -50,10 +50,16 @@ enum class ClaimForm { Auto, SetThenGet };
 // The placement a replay routes through: a claim per key as above, a batch in one round trip; then
 // SET key done PX ttl (no PX when the TTL is none) after delivery, or DEL after a failed one. A key
 // holding another type than a string is a record that exists (Done).
+// A JSON layout (settings.layout: Powertools) writes the library's own records instead: the claim
+// {"status":"INPROGRESS","expiration":…,"in_progress_expiration":…} with SET NX PX ttl, judges a record
+// found as the library does (core::claim_found), takes expired and orphaned records over as the library
+// does (SET KEY:lock True EX min(10 s, ttl) NX, then SET KEY claim PX ttl), and settles with the
+// completed record (SET PX ttl) or DEL. `now_ms` (the wall clock when empty) dates the records.
 std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings& settings, const core::Span& ttl,
                                                              std::int64_t lease_ms,
                                                              std::vector<std::string> in_progress_values,
-                                                             ClaimForm form = ClaimForm::Auto);
+                                                             ClaimForm form = ClaimForm::Auto,
+                                                             std::function<std::int64_t()> now_ms = {});
 
 struct SnapshotRecord {
   std::string key;

@@ -18,6 +18,19 @@ Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_p
   return is_in_progress(record.value, in_progress_values) ? Claim::HeldByOther : Claim::Done;
 }
 
+Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms) {
+  if (record.kind == RecordState::Kind::Absent || record.unreadable || past_own_expiry(record, now_ms)) {
+    return Claim::Claimed;
+  }
+  if (record.claim && own_claim) {
+    return Claim::OwnStale;
+  }
+  if (record.claim) {
+    return claim_lapsed(record, now_ms) ? Claim::Claimed : Claim::HeldByOther;
+  }
+  return Claim::Done;
+}
+
 std::string_view to_string(Decision decision) {
   switch (decision) {
   case Decision::Replayed:

@@ -33,6 +33,14 @@ enum class Claim {
 // An in-progress value from the consumer or another replay run.
 Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_progress_values);
 
+// What a JSON layout's library does on finding `record` (read by the layout) when it claims at
+// `now_ms` (Powertools' _put_in_progress_record), and so what replay --via does: Done for a
+// completed record before its expiration, HeldByOther for a claim within its lease (or without one,
+// where the library waits for the key to expire), OwnStale for this run's claim (`own_claim`), and
+// Claimed for the rest (absent, expired, a lease run out, not in the layout's shape), which the
+// library takes over under KEY:lock.
+Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms);
+
 enum class Decision { Replayed, SkippedDuplicate, SkippedClaimed, Failed, NoId, IdUnfit, WouldReplay, WouldSkip };
 std::string_view to_string(Decision decision); // replayed, skipped-duplicate, …
 

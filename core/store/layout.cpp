@@ -434,4 +434,50 @@ std::string snapshot_value(const RecordLayout& layout, std::string_view value) {
   return out + "}";
 }
 
+namespace {
+
+std::int64_t floor_seconds(std::int64_t ms) { return ms / 1000 - (ms % 1000 < 0 ? 1 : 0); }
+
+// {"status":…,"expiration":…: the fields json_claim_record and json_completed_record share.
+std::string json_record_start(const JsonRecordFields& fields, std::string_view status, std::int64_t expires_at_ms) {
+  std::string out = "{";
+  append_json_string(out, fields.status);
+  out += ':';
+  append_json_string(out, status);
+  if (!fields.expiration.empty()) {
+    out += ',';
+    append_json_string(out, fields.expiration);
+    out += fmt::format(":{}", fields.expiration_ms ? expires_at_ms : floor_seconds(expires_at_ms));
+  }
+  return out;
+}
+
+std::string own_claim_field(std::string_view run_id) {
+  std::string out = ",\"dedupctl_run\":";
+  append_json_string(out, run_id);
+  return out + "}";
+}
+
+} // namespace
+
+std::string json_claim_record(const RecordLayout& layout, std::int64_t expires_at_ms, std::int64_t lease_until_ms,
+                              std::string_view run_id) {
+  const JsonRecordFields& fields = layout.json;
+  std::string out = json_record_start(fields, fields.in_progress.front(), expires_at_ms);
+  if (!fields.in_progress_expiration.empty()) {
+    out += ',';
+    append_json_string(out, fields.in_progress_expiration);
+    out += fmt::format(":{}", fields.in_progress_expiration_ms ? lease_until_ms : floor_seconds(lease_until_ms));
+  }
+  return out + own_claim_field(run_id);
+}
+
+std::string json_completed_record(const RecordLayout& layout, std::int64_t expires_at_ms) {
+  return json_record_start(layout.json, layout.json.completed.front(), expires_at_ms) + "}";
+}
+
+bool is_own_json_claim(std::string_view value, std::string_view run_id) {
+  return value.ends_with(own_claim_field(run_id));
+}
+
 } // namespace dedupctl::core

@@ -116,4 +116,15 @@ std::vector<std::pair<std::string, std::string>> record_fields(const RecordLayou
 // JSON (a Powertools record's `data` can be kilobytes), otherwise the value as read.
 std::string snapshot_value(const RecordLayout& layout, std::string_view value);
 
+// The records a JSON layout's library writes, for replay --via: its claim while the event is
+// published (status in progress, the record's expiration and the claim's lease in the layout's units,
+// and this run's id in a field of its own, "dedupctl_run", which the libraries ignore, so that a rerun
+// knows its own claims), then its completed record. Powertools for Python writes the expiration as
+// int(now) + expires_after_seconds: whole seconds, rounded down.
+std::string json_claim_record(const RecordLayout& layout, std::int64_t expires_at_ms, std::int64_t lease_until_ms,
+                              std::string_view run_id);
+std::string json_completed_record(const RecordLayout& layout, std::int64_t expires_at_ms);
+// Whether a value is the claim json_claim_record wrote for `run_id`.
+bool is_own_json_claim(std::string_view value, std::string_view run_id);
+
 } // namespace dedupctl::core

@@ -122,6 +122,68 @@ TEST_P(RedisPlacement, OneCommandAKeyToClaimWhereTheServerTakesSetWithGet) {
   }
 }
 
+// Through a Powertools layout the replay writes the library's own records and judges those it finds
+// as Powertools does: completed before its expiration a duplicate, a claim within its lease another's,
+// expired records, orphans and values not in its shape taken over under KEY:lock as the library does
+// (unless another holds that lock), this run's claims its own. The clock is fixed between the
+// records' times; Redis's own TTLs run on the real one.
+TEST_P(RedisPlacement, ThroughPowertoolsTheLibrarysRecordsAreWrittenAndJudgedAsItDoes) {
+  constexpr std::int64_t now = 1795803000000;
+  m_settings.layout = core::find_layout("powertools-python");
+  auto placement = connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"},
+                                                            GetParam(), [] { return now; });
+  auto set = [&](const std::string& key, const std::string& value) {
+    ASSERT_EQ(m_redis.command(fmt::format("SET {} '{}' PX 3600000", key, value)), "+OK\r\n") << key;
+  };
+  set("p#done", R"({"data": "{}", "status": "COMPLETED", "expiration": 1795806842})");
+  set("p#expired", R"({"data": "{}", "status": "COMPLETED", "expiration": 1795802000})");
+  set("p#leased", R"({"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": 1795803251703})");
+  set("p#orphan", R"({"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": 1795802999000})");
+  set("p#locked", R"({"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": 1795802999000})");
+  ASSERT_EQ(m_redis.command("SET p#locked:lock True EX 10"), "+OK\r\n");
+  set("p#junk", "not json");
+  std::string mine = core::json_claim_record(m_settings.layout, now + 86'400'000, now + 60'000, "run-1");
+  set("p#mine", mine);
+  const std::vector<std::string> keys{"p#done",   "p#expired", "p#leased", "p#orphan",
+                                      "p#locked", "p#junk",    "p#mine",   "p#new"};
+  std::vector<Claim> plan;
+  placement->plan(keys, plan);
+  EXPECT_EQ(plan, (std::vector<Claim>{Claim::Done, Claim::Claimed, Claim::HeldByOther, Claim::Claimed, Claim::Claimed,
+                                      Claim::Claimed, Claim::HeldByOther, Claim::Claimed}));
+  EXPECT_EQ(m_redis.command("EXISTS p#new"), ":0\r\n") << "a plan writes nothing";
+  std::vector<Claim> claims;
+  placement->claim(keys, "run-1", claims);
+  EXPECT_EQ(claims, (std::vector<Claim>{Claim::Done, Claim::Claimed, Claim::HeldByOther, Claim::Claimed,
+                                        Claim::HeldByOther, Claim::Claimed, Claim::OwnStale, Claim::Claimed}));
+  auto value = [&](const std::string& key) {
+    std::string reply = m_redis.command("GET " + key);
+    return reply.substr(reply.find("\r\n") + 2, reply.size() - reply.find("\r\n") - 4);
+  };
+  for (const char* key : {"p#new", "p#orphan", "p#expired", "p#junk"}) {
+    EXPECT_EQ(value(key), mine) << key << ": the library's claim, this run's";
+    long long ttl = integer_of(m_redis.command(std::string("PTTL ") + key));
+    EXPECT_GT(ttl, 86'000'000) << key << ": the record's TTL, as the library sets it on a claim";
+  }
+  for (const char* lock : {"p#orphan:lock", "p#expired:lock", "p#junk:lock"}) {
+    long long left = integer_of(m_redis.command(std::string("PTTL ") + lock));
+    EXPECT_GT(left, 0) << lock;
+    EXPECT_LE(left, 10'000) << lock << ": min(10 s, ttl), as the library's";
+  }
+  EXPECT_NE(value("p#locked"), mine) << "another holds its lock: left to it";
+  EXPECT_NE(value("p#leased"), mine);
+  // Delivered: the completed record; not delivered: deleted, as the library does on a failure.
+  std::vector<bool> delivered{false, true, false, false, false, true, true, true};
+  placement->settle(keys, claims, delivered);
+  std::string completed = core::json_completed_record(m_settings.layout, now + 86'400'000);
+  EXPECT_EQ(value("p#new"), completed);
+  EXPECT_EQ(value("p#mine"), completed);
+  EXPECT_EQ(m_redis.command("EXISTS p#orphan"), ":0\r\n");
+  EXPECT_GT(integer_of(m_redis.command("PTTL p#new")), 86'000'000);
+  // Read back by the layout, the completed record is a duplicate to the library until its expiration.
+  placement->plan({"p#new", "p#orphan"}, plan);
+  EXPECT_EQ(plan, (std::vector<Claim>{Claim::Done, Claim::Claimed}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Forms, RedisPlacement, ::testing::Values(ClaimForm::Auto, ClaimForm::SetThenGet), form_name);
 
 // A Redis that refuses writes (over its maxmemory with noeviction) refuses the claim and the settling:

@@ -100,8 +100,12 @@ protected:
 
   // The library's consumer, as a team runs it; its handler appends each id it applies to `applied`.
   void consume(const std::string& applied, std::vector<std::string> extra, int expect_exit = 0) {
+    consume_from(m_topic, m_group, applied, std::move(extra), expect_exit);
+  }
+  void consume_from(const std::string& topic, const std::string& group, const std::string& applied,
+                    std::vector<std::string> extra, int expect_exit = 0) {
     std::vector<std::string> argv = m_consumer;
-    argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", m_topic, "--group", m_group, "--redis-port",
+    argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", topic, "--group", group, "--redis-port",
                              std::to_string(m_redis.port()), "--applied", applied});
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto result = run_command(argv, "", std::chrono::seconds(120));
@@ -239,4 +243,54 @@ TEST_P(Powertools, ASeekReappliesWhatTheAuditSaid) {
     expected.insert(id_of(i));
   }
   EXPECT_EQ(applied_again, expected) << "the lapsed window, the evicted records and the orphaned claim";
+}
+
+// replay --via through the library's layout writes the library's own records: it publishes exactly
+// the events the library would apply again (the lapsed window, the evicted records, the orphaned
+// claim it takes over under KEY:lock, the events never consumed), and the library's consumer then
+// skips every one of them, read from the replay's sink and from the original topic after a seek.
+TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
+  std::string first = m_dir.file("applied-before");
+  consume(first, {"--expires", "2", "--max", "5"});                                     // offsets 0-4
+  consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9); // 5-19, dies in 20
+  consume(first, {"--max", "10"});                                                      // 21-30
+  for (int i : {8, 9, 10}) {
+    EXPECT_EQ(m_redis.command("DEL " + key_of(id_of(i))), ":1\r\n") << id_of(i);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
+
+  std::string sink = m_topic + "-replayed";
+  create_topic(m_bootstrap, sink, 1, {});
+  std::string decisions = m_dir.file("decisions.ndjson");
+  std::vector<std::string> args{"replay",      "-b",      m_bootstrap, "--topic", m_topic,         "--via",
+                                m_redis.uri(), "--ttl",   "1h",        "--sink",  "kafka:" + sink, "--execute",
+                                "--decisions", decisions, "-o",        "json"};
+  auto flags = placement_flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto replayed = run_dedupctl(args);
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
+  EXPECT_EQ(Json::parse(replayed.out).at("placement").at("layout"), GetParam().layout);
+  std::set<std::string> published, expected;
+  for (const auto& line : lines_of(decisions)) {
+    Json decision = Json::parse(line);
+    if (decision.at("decision") == "replayed") {
+      published.insert(decision.at("event_id").get<std::string>());
+    }
+  }
+  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+    expected.insert(id_of(i));
+  }
+  for (int i = 31; i < k_events; ++i) {
+    expected.insert(id_of(i));
+  }
+  EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
+
+  // The library, reading what the replay published, applies none of it; nor, after a seek, the topic.
+  std::string from_sink = m_dir.file("applied-from-sink");
+  consume_from(sink, "billing-replayed", from_sink, {});
+  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+  std::string again = m_dir.file("applied-again");
+  consume(again, {});
+  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
 }

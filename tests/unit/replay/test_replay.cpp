@@ -1,4 +1,5 @@
 #include "core/replay/replay.hpp"
+#include "core/store/layout.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -131,6 +132,38 @@ TEST(ReplayFindings, ThePlacementNotesSayWhatTheyMiss) {
   EXPECT_EQ(memory.id, "memory-placement");
   EXPECT_EQ(memory.title,
             "the memory: placement remembers the last 1000 keys exactly and older ones in a 16 MiB Bloom filter");
+}
+
+} // namespace
+} // namespace dedupctl::core
+
+namespace dedupctl::core {
+namespace {
+
+RecordState powertools(std::string_view value) {
+  static RecordLayout layout = find_layout("powertools-python");
+  RecordState state = present_record(3600000, value);
+  read_record_value(layout, value, state);
+  return state;
+}
+
+// What Powertools does on finding a record when it claims, the replay does: a completed record is a
+// duplicate until its expiration, a claim within its lease another's, this run's claim its own, and
+// the rest (expired, lease run out, not its shape) taken over as the library does under KEY:lock.
+TEST(Replay, AJsonLayoutsFoundRecordIsJudgedAsTheLibraryJudgesIt) {
+  const std::int64_t now = 1795803000000;
+  RecordState done = powertools(R"({"data": "{}", "status": "COMPLETED", "expiration": 1795806842})");
+  EXPECT_EQ(claim_found(done, false, now), Claim::Done);
+  EXPECT_EQ(claim_found(done, false, 1795806843000), Claim::Claimed) << "expired, though the key is there";
+  RecordState leased = powertools(R"({"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": )"
+                                  R"(1795803251703})");
+  EXPECT_EQ(claim_found(leased, false, now), Claim::HeldByOther);
+  EXPECT_EQ(claim_found(leased, false, 1795803251703), Claim::Claimed) << "an orphan";
+  EXPECT_EQ(claim_found(leased, true, now), Claim::OwnStale);
+  RecordState no_lease = powertools(R"({"status": "INPROGRESS", "expiration": 1795806846})");
+  EXPECT_EQ(claim_found(no_lease, false, now), Claim::HeldByOther) << "Python waits for the key to expire";
+  EXPECT_EQ(claim_found(powertools("not json"), false, now), Claim::Claimed) << "a consistency error: taken over";
+  EXPECT_EQ(claim_found(RecordState{}, false, now), Claim::Claimed);
 }
 
 } // namespace

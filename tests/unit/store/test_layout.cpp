@@ -190,3 +190,32 @@ TEST(Layout, PowertoolsTypeScriptDiffersInTheLastSecondAndInClaimsWithoutALease)
       state_of(read(find_layout("powertools-python"), R"({"status":"INPROGRESS","expiration":1795806846})"), k_now),
       Coverage::InProgress);
 }
+
+// replay --via writes the records the library writes: its claim (with the lease and this run's id,
+// which the library ignores) and its completed record, both read back by the layout's own rules.
+TEST(Layout, ReplayWritesTheLibrarysClaimAndCompletedRecords) {
+  RecordLayout layout = find_layout("powertools-python");
+  std::string claim = json_claim_record(layout, 1795806846500, 1795803251703, "r1-2");
+  EXPECT_EQ(claim, R"({"status":"INPROGRESS","expiration":1795806846,"in_progress_expiration":1795803251703,)"
+                   R"("dedupctl_run":"r1-2"})");
+  RecordState read_claim = read(layout, claim);
+  EXPECT_TRUE(read_claim.claim);
+  EXPECT_EQ(read_claim.claim_until_ms, 1795803251703);
+  EXPECT_TRUE(is_own_json_claim(claim, "r1-2"));
+  EXPECT_FALSE(is_own_json_claim(claim, "r1-20"));
+  EXPECT_FALSE(is_own_json_claim(k_claim, "r1-2")) << "the library's own claim";
+  std::string done = json_completed_record(layout, 1795806842000);
+  EXPECT_EQ(done, R"({"status":"COMPLETED","expiration":1795806842})");
+  EXPECT_EQ(read(layout, done).expires_at_ms, read(layout, k_completed).expires_at_ms) << "as the library's";
+  // The generic layout writes the fields and units it was told.
+  RecordLayout json = find_layout("json");
+  apply_layout_option(json, "status-field=state");
+  apply_layout_option(json, "completed=COMPLETE");
+  apply_layout_option(json, "in-progress=IN_PROGRESS");
+  apply_layout_option(json, "expiration-field=expiresAt");
+  apply_layout_option(json, "expiration-unit=ms");
+  apply_layout_option(json, "in-progress-expiration-field=");
+  EXPECT_EQ(json_claim_record(json, 1000500, 900, "r"),
+            R"({"state":"IN_PROGRESS","expiresAt":1000500,"dedupctl_run":"r"})");
+  EXPECT_EQ(json_completed_record(json, 1000500), R"({"state":"COMPLETE","expiresAt":1000500})");
+}
