@@ -4,6 +4,8 @@
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/output.hpp"
+#include "connectors/postgres/inbox.hpp"
+#include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
@@ -48,6 +50,31 @@ public:
 
 private:
   connectors::redis::RedisSettings m_settings;
+};
+
+// Discover over a PostgreSQL database: the catalog's tables, each candidate's rows looked up as an
+// audit with its layout would (read-only sessions).
+class PostgresDiscoverStore final : public InboxDiscoverStore {
+public:
+  explicit PostgresDiscoverStore(connectors::postgres::InboxSettings settings) : m_settings(std::move(settings)) {}
+
+  std::vector<core::TableColumns> tables(std::size_t limit) override {
+    return connectors::postgres::list_tables(m_settings.conninfo, m_settings.timeout_ms, limit);
+  }
+
+  std::int64_t count_found(const core::LayoutCandidate& candidate, const std::vector<std::string>& ids,
+                           std::string& consumer) override {
+    auto settings = m_settings;
+    settings.schema = candidate.layout.inbox_schema;
+    try {
+      return connectors::postgres::count_inbox_ids(settings, ids, consumer);
+    } catch (const UsageError&) {
+      return 0; // columns of another type than the layout reads (a time column that is not a time)
+    }
+  }
+
+private:
+  connectors::postgres::InboxSettings m_settings;
 };
 
 // The audit that reads the store as the candidate says, with the source as discover was given it.
@@ -100,9 +127,12 @@ int render(const DiscoverFlags& options, const core::StoreUri& uri, const Discov
   }
   output.commit();
   if (result.candidates.empty()) {
-    context.error(fmt::format("no layout finds the records of the {} sampled ids among {} keys of {}; tried: {}",
-                              result.ids.size(), result.keys_sampled, uri.redacted(),
-                              result.tried.empty() ? std::string("nothing (no key held a sampled id)")
+    bool inbox = uri.kind == core::StoreUri::Kind::Postgres;
+    context.error(fmt::format("no layout finds the records of the {} sampled ids among {} {} of {}; tried: {}",
+                              result.ids.size(), result.keys_sampled, inbox ? "tables" : "keys", uri.redacted(),
+                              result.tried.empty() ? std::string(inbox ? "nothing (no table has the columns of an "
+                                                                         "inbox layout)"
+                                                                       : "nothing (no key held a sampled id)")
                                                    : fmt::format("{}", fmt::join(result.tried, "; "))));
     return k_exit_findings;
   }
@@ -114,10 +144,13 @@ int run(const DiscoverFlags& options, Context& context) {
     throw UsageError(fmt::format("--format {}: discover writes text or json", context.global.format));
   }
   auto uri = core::parse_store_uri(options.store, "--store");
-  if (uri.kind != core::StoreUri::Kind::Redis) {
+  if (uri.kind != core::StoreUri::Kind::Redis && uri.kind != core::StoreUri::Kind::Postgres) {
     throw UsageError(fmt::format("--store {}: discover reads Redis stores (redis://, redis+cluster://, "
-                                 "redis+sentinel://)",
+                                 "redis+sentinel://) and PostgreSQL databases (postgres://)",
                                  uri.redacted()));
+  }
+  if (uri.kind == core::StoreUri::Kind::Postgres) {
+    connectors::postgres::check_conninfo(uri.conninfo, "--store"); // before anything is contacted
   }
   DiscoverFlags flags = options;
   if (flags.source.from == SourceFlags().from && flags.source.input.empty()) {
@@ -131,8 +164,14 @@ int run(const DiscoverFlags& options, Context& context) {
   if (opened.failure) {
     throw UnreachableError(*opened.failure);
   }
-  RedisDiscoverStore store(redis_settings(uri, context));
-  DiscoverResult result = run_discover(request, *opened.source, store);
+  DiscoverResult result;
+  if (uri.kind == core::StoreUri::Kind::Postgres) {
+    PostgresDiscoverStore store(inbox_settings(uri, InboxFlags{}, "", context));
+    result = run_discover(request, *opened.source, store);
+  } else {
+    RedisDiscoverStore store(redis_settings(uri, context));
+    result = run_discover(request, *opened.source, store);
+  }
   if (result.ids.empty()) {
     throw UsageError("no event in the range carries an id: check --id, or widen --from");
   }
@@ -148,13 +187,17 @@ CommandRunner register_discover(CLI::App& app, Context& context) {
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);
   auto* group = sub->add_option_group("Discover");
-  group->add_option("--store", options->store, "redis://…, redis+cluster://… or redis+sentinel://…")
+  group
+      ->add_option("--store", options->store,
+                   "redis://…, redis+cluster://…, redis+sentinel://…, or postgres://… (its tables' columns)")
       ->required()
       ->type_name("URI");
   group->add_option("--sample", options->sample, "distinct event ids to sample (the newest, unless --from)")
       ->type_name("N")
       ->check(CLI::Range(1, 100000));
-  group->add_option("--scan-limit", options->scan_limit, "keys to sample with SCAN (never KEYS)")
+  group
+      ->add_option("--scan-limit", options->scan_limit,
+                   "keys to sample with SCAN (never KEYS); for PostgreSQL, tables read from the catalog")
       ->type_name("N")
       ->check(CLI::Range(1, 10000000));
   return [options, &context, sub]() -> int {

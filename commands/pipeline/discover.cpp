@@ -38,7 +38,36 @@ std::string describe(const core::LayoutCandidate& c) {
   return what;
 }
 
+// Keeps what a lookup found (the tried list names every candidate), most found first.
+void keep_found(DiscoverResult& result, core::LayoutCandidate&& candidate) {
+  result.tried.push_back(fmt::format("{}: {} of {}", describe(candidate), candidate.found, result.ids.size()));
+  if (candidate.found > 0) {
+    result.candidates.push_back(std::move(candidate));
+  }
+}
+
+void order_found(DiscoverResult& result) {
+  std::stable_sort(result.candidates.begin(), result.candidates.end(),
+                   [](const auto& a, const auto& b) { return a.found > b.found; });
+}
+
 } // namespace
+
+DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, InboxDiscoverStore& store) {
+  DiscoverResult result;
+  result.ids = sample_ids(request, source);
+  if (result.ids.empty()) {
+    return result;
+  }
+  auto tables = store.tables(request.scan_limit);
+  result.keys_sampled = static_cast<std::int64_t>(tables.size());
+  for (auto& candidate : core::inbox_candidates(tables)) {
+    candidate.found = store.count_found(candidate, result.ids, candidate.consumer);
+    keep_found(result, std::move(candidate));
+  }
+  order_found(result);
+  return result;
+}
 
 DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, DiscoverStore& store) {
   DiscoverResult result;
@@ -60,13 +89,9 @@ DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& s
     std::string collection =
         core::one_key(candidate.layout) ? core::collection_key(candidate.layout, candidate.collection) : "";
     candidate.found = store.count_found(candidate.layout, collection, rendered);
-    result.tried.push_back(fmt::format("{}: {} of {}", describe(candidate), candidate.found, result.ids.size()));
-    if (candidate.found > 0) {
-      result.candidates.push_back(std::move(candidate));
-    }
+    keep_found(result, std::move(candidate));
   }
-  std::stable_sort(result.candidates.begin(), result.candidates.end(),
-                   [](const auto& a, const auto& b) { return a.found > b.found; });
+  order_found(result);
   return result;
 }
 

@@ -24,6 +24,18 @@ public:
                                    const std::vector<std::string>& keys) = 0;
 };
 
+// What discover asks of a PostgreSQL database. Abstract as above (pipeline/test_discover.cpp).
+class InboxDiscoverStore {
+public:
+  virtual ~InboxDiscoverStore() = default;
+  // Up to `limit` tables with their columns (the catalog, never the rows).
+  virtual std::vector<core::TableColumns> tables(std::size_t limit) = 0;
+  // How many of `ids` have a row in the candidate's table, read as an audit with its layout reads it;
+  // `consumer` receives the consumer most of those rows are scoped to ("" without a consumer column).
+  virtual std::int64_t count_found(const core::LayoutCandidate& candidate, const std::vector<std::string>& ids,
+                                   std::string& consumer) = 0;
+};
+
 struct DiscoverRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   std::size_t sample = 200;       // distinct event ids
@@ -40,5 +52,8 @@ struct DiscoverResult {
 // Reads distinct ids until `sample` (or the range's end), samples the store's keys, and looks every
 // candidate's keys up: a candidate is kept when the store holds records for some sampled ids.
 DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, DiscoverStore& store);
+// The same over a database: the tables whose columns fit an inbox layout, each looked up with the
+// sampled ids (scan_limit bounds the tables read from the catalog).
+DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& source, InboxDiscoverStore& store);
 
 } // namespace dedupctl::commands

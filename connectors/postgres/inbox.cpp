@@ -14,16 +14,37 @@
 
 namespace dedupctl::connectors::postgres {
 
-InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
-                         const std::string& id_column, const std::string& consumer_column) {
-  InboxFacts facts;
+namespace {
+
+// A read-only transaction under the timeout for `body`, every failure an UnreachableError naming the
+// server (password redacted) and `what` was asked.
+template <typename Body>
+void read_catalog(const std::string& conninfo, std::int64_t timeout_ms, const char* what, Body&& body) {
   try {
     pqxx::connection connection(detail::with_connect_timeout(conninfo, timeout_ms));
     pqxx::read_transaction tx(connection);
     tx.exec0(fmt::format("SET LOCAL statement_timeout = {}", timeout_ms));
+    body(tx);
+  } catch (const pqxx::broken_connection& e) {
+    throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check the store and that the server is up",
+                                       core::redact_secrets(conninfo), detail::first_line(e.what())));
+  } catch (const pqxx::sql_error& e) {
+    detail::throw_unreachable(e, core::redact_secrets(conninfo), what, timeout_ms);
+  } catch (const pqxx::failure& e) {
+    throw UnreachableError(
+        fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), detail::first_line(e.what())));
+  }
+}
+
+} // namespace
+
+InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
+                         const std::string& id_column, const std::string& consumer_column) {
+  InboxFacts facts;
+  read_catalog(conninfo, timeout_ms, "the inspection", [&](pqxx::read_transaction& tx) {
     pqxx::result relation = tx.exec_params("SELECT to_regclass($1)::oid", table);
     if (relation.empty() || relation[0][0].is_null()) {
-      return facts;
+      return; // no such table: facts say so
     }
     facts.table_exists = true;
     auto oid = relation[0][0].as<long long>();
@@ -49,16 +70,32 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
         facts.unique_over_id = true;
       }
     }
-  } catch (const pqxx::broken_connection& e) {
-    throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check the store and that the server is up",
-                                       core::redact_secrets(conninfo), detail::first_line(e.what())));
-  } catch (const pqxx::sql_error& e) {
-    detail::throw_unreachable(e, core::redact_secrets(conninfo), "the inspection", timeout_ms);
-  } catch (const pqxx::failure& e) {
-    throw UnreachableError(
-        fmt::format("PostgreSQL at {} failed ({})", core::redact_secrets(conninfo), detail::first_line(e.what())));
-  }
+  });
   return facts;
+}
+
+std::vector<core::TableColumns> list_tables(const std::string& conninfo, std::int64_t timeout_ms, std::size_t limit) {
+  std::vector<core::TableColumns> out;
+  read_catalog(conninfo, timeout_ms, "the catalog", [&](pqxx::read_transaction& tx) {
+    // One row a column, tables in name order; the limit counts tables.
+    pqxx::result rows = tx.exec_params(
+        "WITH t AS (SELECT c.oid, n.nspname::text AS schema, c.relname::text AS name FROM pg_class c "
+        "           JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "           WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+        "             AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 2, 3 LIMIT $1) "
+        "SELECT t.schema, t.name, a.attname::text FROM t JOIN pg_attribute a ON a.attrelid = t.oid "
+        "WHERE a.attnum > 0 AND NOT a.attisdropped ORDER BY t.schema, t.name, a.attnum",
+        static_cast<long long>(limit));
+    for (const auto& row : rows) {
+      auto schema = row[0].as<std::string>();
+      auto name = row[1].as<std::string>();
+      if (out.empty() || out.back().schema != schema || out.back().table != name) {
+        out.push_back({schema, name, {}});
+      }
+      out.back().columns.push_back(row[2].as<std::string>());
+    }
+  });
+  return out;
 }
 
 void check_conninfo(const std::string& conninfo, std::string_view flag) {

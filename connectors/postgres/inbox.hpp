@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/discover/discover.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +22,10 @@ struct InboxFacts {
 // server cannot be reached, refuses us or times out.
 InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, const std::string& table,
                          const std::string& id_column, const std::string& consumer_column);
+
+// For discover: up to `limit` tables and partitioned tables outside the system schemas, each with its
+// columns, from the catalog alone. Throws UnreachableError as above.
+std::vector<core::TableColumns> list_tables(const std::string& conninfo, std::int64_t timeout_ms, std::size_t limit);
 
 // Checks a --store/--via conninfo as libpq will read it, before anything is contacted: its
 // syntax (a URI or key=value pairs), its keywords, and its port. Throws UsageError naming it

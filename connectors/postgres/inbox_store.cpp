@@ -199,4 +199,32 @@ std::unique_ptr<core::InboxStore> open_inbox_store(const InboxSettings& settings
   return std::make_unique<PqxxInboxStore>(settings);
 }
 
+std::int64_t count_inbox_ids(const InboxSettings& settings, const std::vector<std::string>& ids,
+                             std::string& consumer) {
+  // The rows as an audit reads them: the same session, its validation and its lookup.
+  detail::InboxSession session(settings);
+  std::vector<core::RecordState> states;
+  std::deque<std::string> values;
+  session.lookup(ids, states, values);
+  std::int64_t found = std::count_if(states.begin(), states.end(),
+                                     [](const auto& s) { return s.kind == core::RecordState::Kind::Present; });
+  consumer.clear();
+  if (found == 0 || session.quoted_consumer().empty()) {
+    return found;
+  }
+  std::vector<std::string> fit;
+  std::copy_if(ids.begin(), ids.end(), std::back_inserter(fit), [&](const auto& id) { return session.can_hold(id); });
+  session.guard([&] {
+    pqxx::read_transaction tx(session.connection());
+    pqxx::result r = tx.exec_params(fmt::format("SELECT {0}::text FROM {1} WHERE {2}::text = ANY($1::text[]) "
+                                                "AND {0} IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+                                                session.quoted_consumer(), session.quoted_table(), session.quoted_id()),
+                                    detail::array_literal(fit));
+    if (!r.empty()) {
+      consumer = r[0][0].as<std::string>();
+    }
+  });
+  return found;
+}
+
 } // namespace dedupctl::connectors::postgres

@@ -40,6 +40,11 @@ struct InboxSettings {
 // is default_transaction_read_only.
 std::unique_ptr<core::InboxStore> open_inbox_store(const InboxSettings& settings);
 
+// For discover: how many of `ids` have a row in settings.schema's table, read as the audit reads them,
+// and in `consumer` the consumer most of those rows belong to ("" without a consumer column).
+// A table that does not fit is a UsageError, as for the audit; an unreachable server UnreachableError.
+std::int64_t count_inbox_ids(const InboxSettings& settings, const std::vector<std::string>& ids, std::string& consumer);
+
 // The inbox as the placement a replay routes through: per batch one transaction, BEGIN; INSERT … ON
 // CONFLICT DO NOTHING RETURNING (the ids inserted are claimed; the others exist: done, or in
 // progress by their status); after the deliveries the failed ones' rows are deleted and the batch

@@ -65,12 +65,71 @@ std::vector<std::pair<std::string, std::string>> audit_flags(const LayoutCandida
   std::vector<std::pair<std::string, std::string>> flags{{"--layout", candidate.layout.name}};
   for (const auto& [flag, value] :
        {std::pair{"--key-prefix", &candidate.key_prefix}, std::pair{"--collection", &candidate.collection},
-        std::pair{"--key-template", &candidate.key_template}}) {
+        std::pair{"--key-template", &candidate.key_template}, std::pair{"--inbox-table", &candidate.inbox_table},
+        std::pair{"--consumer", &candidate.consumer}}) {
     if (!value->empty()) {
       flags.emplace_back(flag, *value);
     }
   }
+  for (const auto& flag : candidate.inbox_flags) {
+    flags.push_back(flag);
+  }
   return flags;
+}
+
+std::string inbox_table_name(const TableColumns& table) {
+  auto name = [](const std::string& part) {
+    bool plain =
+        !part.empty() && !(part[0] >= '0' && part[0] <= '9') && std::all_of(part.begin(), part.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
+        });
+    if (plain) {
+      return part;
+    }
+    std::string out = "\"";
+    for (char c : part) {
+      out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    }
+    return out + "\"";
+  };
+  return (table.schema.empty() || table.schema == "public" ? "" : name(table.schema) + ".") + name(table.table);
+}
+
+std::vector<LayoutCandidate> inbox_candidates(const std::vector<TableColumns>& tables) {
+  std::vector<RecordLayout> layouts;
+  for (auto name : layout_names()) {
+    RecordLayout layout = find_layout(name);
+    if (layout.inbox || layout.name == "plain") {
+      layouts.push_back(std::move(layout));
+    }
+  }
+  std::vector<LayoutCandidate> out;
+  for (const auto& table : tables) {
+    auto has = [&](const std::string& column) {
+      return std::find(table.columns.begin(), table.columns.end(), column) != table.columns.end();
+    };
+    for (const auto& layout : layouts) {
+      const InboxSchema& schema = layout.inbox ? layout.inbox_schema : InboxSchema{};
+      bool fits = has(schema.id_column) && has(schema.time_column);
+      for (const auto* column : {&schema.status_column, &schema.in_progress_column}) {
+        fits = fits && (column->empty() || has(*column));
+      }
+      // The generic inbox's consumer column is optional (--inbox-consumer-column ''); a library's is not.
+      if (!fits || (layout.inbox && !schema.consumer_column.empty() && !has(schema.consumer_column))) {
+        continue;
+      }
+      LayoutCandidate candidate;
+      candidate.layout = layout;
+      candidate.inbox_table = inbox_table_name(table);
+      candidate.layout.inbox_schema.table = candidate.inbox_table;
+      if (!layout.inbox && !has(schema.consumer_column)) {
+        candidate.inbox_flags.emplace_back("--inbox-consumer-column", "");
+        candidate.layout.inbox_schema.consumer_column.clear();
+      }
+      out.push_back(std::move(candidate));
+    }
+  }
+  return out;
 }
 
 const std::vector<Derivation>& derivations() {

@@ -491,6 +491,42 @@ TEST_F(InboxLayouts, EventuateReceivedMessagesWithEpochMilliseconds) {
   EXPECT_EQ(finding_counts(doc).count("inbox-without-unique-constraint"), 0u);
 }
 
+// discover, given a database it was never told about: the tables whose columns fit a library's inbox
+// (MassTransit's uuid table in a schema of its own among them), the one holding the topic's ids first,
+// with the consumer its rows belong to; its flags audit the inbox as the layout says.
+TEST_F(InboxLayouts, DiscoverFindsTheInboxLayoutTableAndConsumer) {
+  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
+      "PRIMARY KEY(consumer_id, message_id)); CREATE TABLE orders (id text, created_at timestamptz);"
+      "CREATE SCHEMA billing; CREATE TABLE billing.\"InboxState\" (\"Id\" bigint, \"MessageId\" uuid NOT NULL, "
+      "\"ConsumerId\" uuid NOT NULL, \"Received\" timestamptz NOT NULL, \"Consumed\" timestamptz);" +
+      fmt::format("INSERT INTO received_messages VALUES ('billing', 'e-2', {0}), ('billing', 'e-3', {0}), "
+                  "('billing', 'e-6', {0}), ('shipping', 'e-3', {0});",
+                  ms(30 * k_minute)));
+  auto result = run_dedupctl(
+      {"discover", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo(), "-o", "json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json doc = Json::parse(result.out);
+  const Json& candidates = doc.at("candidates");
+  ASSERT_EQ(candidates.size(), 1u) << result.out;
+  EXPECT_EQ(candidates[0].at("layout"), "eventuate");
+  EXPECT_EQ(candidates[0].at("found"), 3);
+  std::string command = candidates[0].at("command");
+  EXPECT_NE(command.find("--layout eventuate --inbox-table 'received_messages' --consumer 'billing'"),
+            std::string::npos)
+      << command;
+  std::string tried = doc.at("tried").dump();
+  EXPECT_NE(tried.find("--layout masstransit --inbox-table billing.\\\"InboxState\\\": 0 of"), std::string::npos)
+      << tried;
+  Json audited = audit({"--layout", "eventuate", "--inbox-table", "received_messages", "--consumer", "billing"});
+  EXPECT_EQ(audited.at("summary").at("expiring"), 3) << audited.at("summary").dump();
+  // A database with no table of an inbox's shape: exit 1, saying what was looked at.
+  sql("DROP TABLE received_messages; DROP TABLE billing.\"InboxState\";");
+  auto none = run_dedupctl({"discover", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo()});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_NE(none.err.find("among 1 tables"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no table has the columns of an inbox layout"), std::string::npos) << none.err;
+}
+
 // Spring Integration's JdbcMetadataStore: INT_METADATA_STORE, the time in ms as text, REGION 'DEFAULT'
 // unless --consumer names another.
 TEST_F(InboxLayouts, SpringJdbcMetadataStoreWithTextMillisecondsAndItsRegion) {

@@ -6,6 +6,8 @@
 #include "core/util/encoding.hpp"
 #include "tests/unit/fakes.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -121,6 +123,78 @@ TEST(Discover, JavaStringTextReadsCamelsSetNames) {
   EXPECT_EQ(core::java_string_text(name), "orders");
   EXPECT_FALSE(core::java_string_text("orders"));
   EXPECT_FALSE(core::java_string_text(name + "x"));
+}
+
+} // namespace
+} // namespace dedupctl::commands
+
+namespace dedupctl::commands {
+namespace {
+
+// A database as a table of tables: each with its columns and its rows (id, consumer).
+class TableDatabase final : public InboxDiscoverStore {
+public:
+  std::vector<core::TableColumns> catalog;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> rows; // by --inbox-table
+
+  std::vector<core::TableColumns> tables(std::size_t limit) override {
+    return {catalog.begin(), catalog.begin() + static_cast<std::ptrdiff_t>(std::min(limit, catalog.size()))};
+  }
+  std::int64_t count_found(const core::LayoutCandidate& candidate, const std::vector<std::string>& ids,
+                           std::string& consumer) override {
+    std::map<std::string, std::int64_t> by_consumer;
+    std::set<std::string> found;
+    for (const auto& [id, owner] : rows[candidate.inbox_table]) {
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+        found.insert(id);
+        ++by_consumer[owner];
+      }
+    }
+    consumer.clear();
+    for (const auto& [owner, n] : by_consumer) {
+      if (consumer.empty() || n > by_consumer[consumer]) {
+        consumer = owner;
+      }
+    }
+    return static_cast<std::int64_t>(found.size());
+  }
+};
+
+// The tables whose columns fit a library's inbox are candidates, whatever they are named; the
+// lookups keep those that hold the sampled ids, with the consumer most rows belong to.
+TEST(DiscoverPipeline, FindsTheInboxLayoutTableAndConsumerOfADatabase) {
+  TableDatabase db;
+  db.catalog = {{"public", "received_messages", {"consumer_id", "message_id", "creation_time", "payload"}},
+                {"billing", "InboxState", {"Id", "MessageId", "ConsumerId", "Received", "Consumed", "Delivered"}},
+                {"public", "Shipping_OutboxData", {"MessageId", "Dispatched", "DispatchedAt", "Operations"}},
+                {"public", "orders", {"id", "customer", "created_at"}},
+                {"public", "processed_events", {"event_id", "processed_at"}}};
+  for (int i = 0; i < 6; ++i) {
+    db.rows["received_messages"].emplace_back("évt-" + std::to_string(i), "billing-service");
+  }
+  db.rows["received_messages"].emplace_back("évt-1", "audit-service");
+  db.rows["billing.\"InboxState\""].emplace_back("évt-9", "c0ffee");
+  auto source = events(10);
+  DiscoverResult result = run_discover(DiscoverRequest{}, source, db);
+  ASSERT_EQ(result.candidates.size(), 2u) << result.tried.size();
+  EXPECT_EQ(result.keys_sampled, 5);
+  EXPECT_EQ(result.candidates[0].layout.name, "eventuate");
+  EXPECT_EQ(result.candidates[0].found, 6);
+  EXPECT_EQ(result.candidates[0].consumer, "billing-service");
+  EXPECT_EQ(result.candidates[1].layout.name, "masstransit");
+  EXPECT_EQ(result.candidates[1].inbox_table, "billing.\"InboxState\"");
+  // Tried: every table that fits a layout, the unrelated one not at all.
+  std::string tried = fmt::format("{}", fmt::join(result.tried, "; "));
+  EXPECT_NE(tried.find("--layout nservicebus --inbox-table \"Shipping_OutboxData\": 0 of 10"), std::string::npos)
+      << tried;
+  EXPECT_NE(tried.find("--layout plain --inbox-table processed_events --inbox-consumer-column : 0 of 10"),
+            std::string::npos)
+      << tried;
+  EXPECT_EQ(tried.find("orders"), std::string::npos) << tried;
+  auto flags = core::audit_flags(result.candidates[0]);
+  EXPECT_EQ(flags,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"--layout", "eventuate"}, {"--inbox-table", "received_messages"}, {"--consumer", "billing-service"}}));
 }
 
 } // namespace
