@@ -191,6 +191,9 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
     if (request.inbox) {
       record.status = std::string(state.value);
       record.processed_at_ms = state.processed_at_ms;
+      if (auto* inbox = dynamic_cast<core::InboxStore*>(&store)) {
+        record.fields = inbox->row_fields(keys[k]);
+      }
     } else {
       record.value = core::snapshot_value(request.layout, state.value); // not a JSON record's response
       record.fields = core::record_fields(request.layout, state.value);

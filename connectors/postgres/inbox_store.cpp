@@ -3,6 +3,7 @@
 #include "connectors/postgres/session.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/store/inbox_table.hpp"
+#include "core/store/layout.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
@@ -160,6 +161,25 @@ public:
       count = r[0][0].as<std::int64_t>();
     });
     return count;
+  }
+
+  std::vector<std::pair<std::string, std::string>> row_fields(const std::string& id) override {
+    std::vector<std::pair<std::string, std::string>> fields;
+    if (!m_session.can_hold(id)) {
+      return fields;
+    }
+    const auto& consumer = m_session.settings().consumer;
+    m_session.guard([&] {
+      pqxx::read_transaction tx(m_session.connection());
+      std::string query = fmt::format("SELECT row_to_json(r)::text FROM {} r WHERE {} = $1{} LIMIT 1",
+                                      m_session.quoted_table(), m_session.quoted_id(),
+                                      consumer.empty() ? "" : fmt::format(" AND {} = $2", m_session.quoted_consumer()));
+      pqxx::result r = consumer.empty() ? tx.exec_params(query, id) : tx.exec_params(query, id, consumer);
+      if (!r.empty() && !r[0][0].is_null()) {
+        fields = core::json_scalar_fields(r[0][0].as<std::string>());
+      }
+    });
+    return fields;
   }
 
 private:

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dedupctl::core {
@@ -61,6 +62,12 @@ public:
   // What the lookups cost so far, for -v and the benchmark: rows loaded and ids looked up, with the
   // wall time of each (the load runs beside the log read; lookups are what the audit waited for).
   virtual std::string lookup_stats() const { return ""; }
+  // The row of `id` (the consumer's, with --consumer) as the library wrote it, each column as text,
+  // for trace's record.fields; empty where only the rules' columns are known (a snapshot file).
+  virtual std::vector<std::pair<std::string, std::string>> row_fields(const std::string& id) {
+    (void)id;
+    return {};
+  }
 };
 
 } // namespace dedupctl::core

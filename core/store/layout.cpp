@@ -383,19 +383,23 @@ void read_record_value(const RecordLayout& layout, std::string_view value, Recor
   }
 }
 
+std::vector<std::pair<std::string, std::string>> json_scalar_fields(std::string_view json, std::string_view skip) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (auto object = json_object(json)) {
+    for (auto [key, element] : *object) {
+      if (key != skip && !element.is_object() && !element.is_array()) {
+        out.emplace_back(std::string(key), scalar_text(element));
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> record_fields(const RecordLayout& layout, std::string_view value) {
   std::vector<std::pair<std::string, std::string>> out;
   switch (layout.value) {
   case RecordValue::Json:
-    if (auto object = json_object(value)) {
-      for (auto [key, element] : *object) {
-        if (key == "data" || element.is_object() || element.is_array()) {
-          continue; // the handler's response: what the library keeps, not what decides
-        }
-        out.emplace_back(std::string(key), scalar_text(element));
-      }
-    }
-    break;
+    return json_scalar_fields(value, "data"); // the handler's response: what the library keeps, not what decides
   case RecordValue::TimeMs:
     out.emplace_back("time_ms", std::string(value));
     break;

@@ -111,6 +111,10 @@ void read_record_value(const RecordLayout& layout, std::string_view value, Recor
 // every other scalar field but data, which holds the handler's response), the hash field's time,
 // the score as an expiry. Empty for Marker and Membership layouts.
 std::vector<std::pair<std::string, std::string>> record_fields(const RecordLayout& layout, std::string_view value);
+// The scalar fields of a JSON object, each as text (strings as they are, numbers and the rest as
+// JSON writes them), in order, but `skip` and nested objects and arrays; empty for what is not an
+// object. An inbox row as row_to_json gives it goes through here too.
+std::vector<std::pair<std::string, std::string>> json_scalar_fields(std::string_view json, std::string_view skip = "");
 
 // The value a snapshot keeps of a record: for Json layouts the fields the rules read, as compact
 // JSON (a Powertools record's `data` can be kilobytes), otherwise the value as read.

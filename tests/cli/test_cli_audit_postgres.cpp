@@ -489,6 +489,16 @@ TEST_F(InboxLayouts, EventuateReceivedMessagesWithEpochMilliseconds) {
   EXPECT_EQ(s.at("expired"), 2);              // e-0 and e-4 (no row, past the retention)
   EXPECT_EQ(doc.at("placement").at("layout"), "eventuate");
   EXPECT_EQ(finding_counts(doc).count("inbox-without-unique-constraint"), 0u);
+  // trace shows the row as Eventuate wrote it: its columns, the time in epoch ms as it is.
+  auto traced =
+      run_dedupctl({"trace", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo(), "--layout",
+                    "eventuate", "--consumer", "billing", "--event-id", "e-6", "--fail-on", "none", "-o", "json"});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  Json record = Json::parse(traced.out).at("traces").at(0).at("record");
+  EXPECT_EQ(
+      record.at("fields"),
+      (Json{{"consumer_id", "billing"}, {"message_id", "e-6"}, {"creation_time", std::to_string(ms(10 * k_minute))}}))
+      << record.dump();
 }
 
 // discover, given a database it was never told about: the tables whose columns fit a library's inbox
