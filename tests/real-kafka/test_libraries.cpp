@@ -12,10 +12,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -293,4 +295,187 @@ TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
   std::string again = m_dir.file("applied-again");
   consume(again, {});
   EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+}
+
+namespace {
+
+// A Java library run as a consumer (tests/support/libraries/java), the layout dedupctl reads its
+// records with, and where they live.
+struct JavaLibrary {
+  std::string name;   // DedupConsumer's --library
+  std::string layout; // --layout
+  bool redis = false; // else PostgreSQL
+};
+
+const JavaLibrary k_spring_redis{"spring-redis", "spring-hash", true};
+const JavaLibrary k_spring_jdbc{"spring-jdbc", "spring-jdbc", false};
+const JavaLibrary k_camel_jdbc{"camel-jdbc", "camel-jdbc", false};
+
+class JavaLibraries : public ::testing::TestWithParam<JavaLibrary> {
+protected:
+  void SetUp() override {
+    KafkaBroker& broker = shared_kafka_broker();
+    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+    const char* libs = std::getenv("DEDUPCTL_JAVA_LIBS");
+    DEDUPCTL_REQUIRE_SERVER(libs && std::filesystem::exists(std::string(libs) + "/classes/DedupConsumer.class"),
+                            "no Java dedup libraries: run tests/support/libraries/java/fetch and set "
+                            "DEDUPCTL_JAVA_LIBS (scripts/test does)");
+    m_classpath = fmt::format("{0}/classes:{0}/libs/*", libs);
+    if (GetParam().redis) {
+      m_redis.emplace();
+      DEDUPCTL_REQUIRE_SERVER(m_redis->available(), m_redis->why_unavailable());
+      m_store = m_redis->uri();
+    } else {
+      m_pg.emplace();
+      DEDUPCTL_REQUIRE_SERVER(m_pg->available(), m_pg->why_unavailable());
+      // JDBC connects over TCP, where the server asks for a password.
+      std::string conninfo = m_pg->conninfo();
+      std::string user = conninfo.substr(conninfo.find("user=") + 5);
+      user = user.substr(0, user.find(' '));
+      ASSERT_EQ(m_pg->psql(fmt::format("ALTER USER \"{}\" PASSWORD 'java-test'", user)).exit_code, 0);
+      m_jdbc = fmt::format("jdbc:postgresql://127.0.0.1:{}/postgres?user={}&password=java-test", m_pg->port(), user);
+      m_store = conninfo;
+    }
+    m_bootstrap = broker.bootstrap();
+    m_topic = fmt::format("java-{}-{}", GetParam().name, ::testing::UnitTest::GetInstance()->random_seed());
+    create_topic(m_bootstrap, m_topic, 1, {});
+    TestProducer producer(m_bootstrap, 30'000);
+    auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (int i = 0; i < k_events; ++i) {
+      OutgoingRecord record;
+      record.topic = m_topic;
+      record.partition = 0;
+      record.payload = Json{{"event_id", id_of(i)}, {"type", "PaymentCharged"}}.dump(-1, ' ', true);
+      record.timestamp_ms = now - (k_events - i) * 1000;
+      producer.send(record);
+    }
+    std::string error;
+    ASSERT_EQ(producer.flush(error), 0) << error;
+  }
+
+  void consume(const std::string& applied, std::vector<std::string> extra) {
+    std::vector<std::string> argv{
+        find_program("java"), "-cp",       m_classpath,  "DedupConsumer", "--library", GetParam().name,
+        "--bootstrap",        m_bootstrap, "--topic",    m_topic,         "--group",   "billing",
+        "--applied",          applied,     "--consumer", "billing"};
+    if (m_redis) {
+      argv.insert(argv.end(), {"--redis-port", std::to_string(m_redis->port())});
+    } else {
+      argv.insert(argv.end(), {"--jdbc", m_jdbc});
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto result = run_command(argv, "", std::chrono::seconds(120));
+    ASSERT_EQ(result.exit_code, 0) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
+  }
+
+  // The records of `ids` gone, as an eviction or a cleanup job takes them.
+  void lose(const std::vector<int>& ids) {
+    for (int i : ids) {
+      if (m_redis) {
+        EXPECT_EQ(m_redis->command("HDEL MetaData " + id_of(i)), ":1\r\n") << id_of(i);
+      } else {
+        std::string table = GetParam().name == "camel-jdbc" ? "camel_messageprocessed" : "int_metadata_store";
+        std::string column = GetParam().name == "camel-jdbc" ? "messageid" : "metadata_key";
+        auto result = m_pg->psql(fmt::format("DELETE FROM {} WHERE {} = '{}'", table, column, id_of(i)));
+        EXPECT_EQ(result.exit_code, 0) << result.err;
+      }
+    }
+  }
+
+  std::string m_classpath;
+  std::optional<RedisServer> m_redis;
+  std::optional<PostgresServer> m_pg;
+  std::string m_jdbc;
+  std::string m_store;
+  std::string m_bootstrap;
+  std::string m_topic;
+  TempDir m_dir;
+};
+
+INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraries, ::testing::Values(k_spring_redis, k_spring_jdbc, k_camel_jdbc),
+                         [](const ::testing::TestParamInfo<JavaLibrary>& library) {
+                           std::string name = library.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+} // namespace
+
+// Spring Integration's idempotent receiver (MetadataStoreSelector over its Redis and JDBC metadata
+// stores) and Camel's JdbcMessageIdRepository write the records, as a team's consumer of the real
+// broker does; some are lost (an eviction, a cleanup job); the audit with the library's layout says
+// which events a seek re-applies, and after the seek the library's consumer applies exactly those
+// (and the events above the committed offset, which it had not reached). discover finds the layout.
+TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
+  std::string first = m_dir.file("applied-before");
+  consume(first, {"--max", "25"});
+  ASSERT_EQ(lines_of(first).size(), 25u);
+  lose({3, 7, 8});
+
+  auto discovered = run_dedupctl(
+      {"discover", "-b", m_bootstrap, "--topic", m_topic, "--store", m_store, "--id", "json:/event_id", "-o", "json"});
+  ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
+  Json candidates = Json::parse(discovered.out).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << discovered.out;
+  EXPECT_EQ(candidates[0].at("layout"), GetParam().layout) << discovered.out;
+
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                m_bootstrap,
+                                "--topic",
+                                m_topic,
+                                "--group",
+                                "billing",
+                                "--seek",
+                                "earliest",
+                                "--store",
+                                m_store,
+                                "--retention",
+                                "7d",
+                                "--layout",
+                                GetParam().layout,
+                                "--id",
+                                "json:/event_id",
+                                "--examples",
+                                "1000",
+                                "--fail-on",
+                                "none",
+                                "-o",
+                                "json"};
+  if (GetParam().name == "camel-jdbc") {
+    args.insert(args.end(), {"--consumer", "billing"});
+  }
+  auto audited = run_dedupctl(args);
+  ASSERT_EQ(audited.exit_code, 0) << audited.err;
+  Json report = Json::parse(audited.out);
+  EXPECT_EQ(report.at("placement").at("layout"), GetParam().layout);
+  std::set<std::string> predicted;
+  for (const auto& finding : report.at("findings")) {
+    if (finding.at("id") == "replay-risk") {
+      for (const auto& example : finding.at("examples")) {
+        predicted.insert(example.at("event_id").get<std::string>());
+      }
+    }
+  }
+  EXPECT_EQ(report.at("summary").at("pending"), k_events - 25) << report.at("summary").dump();
+
+  commit_offsets(m_bootstrap, "billing", m_topic, {{0, 0}});
+  std::string second = m_dir.file("applied-after");
+  consume(second, {});
+  std::set<std::string> applied_again;
+  int above = 0;
+  for (const auto& id : lines_of(second)) {
+    int n = std::stoi(id.substr(id.find('-') + 1));
+    if (n < 25) {
+      applied_again.insert(id);
+    } else {
+      ++above;
+    }
+  }
+  EXPECT_EQ(above, k_events - 25) << "the events it had not reached";
+  EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
+                                      << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
+  EXPECT_EQ(applied_again, (std::set<std::string>{id_of(3), id_of(7), id_of(8)})) << "the records lost";
 }
