@@ -378,6 +378,9 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
   }
   out.audit.key_template = core::KeyTemplate::parse(
       options.key_template ? *options.key_template : core::layout_key_template(out.layout, options.key_prefix, ""));
+  if (out.layout.java_key) {
+    out.audit.key_template.serialize_as_java();
+  }
   out.audit.policy.orphans_reapplied = out.layout.orphans_reapplied;
 }
 

@@ -24,6 +24,10 @@ std::string key_pattern(const core::ConsumerDeclaration& consumer) {
     }
     pattern += c;
   }
+  if (consumer.layout.java_key) {
+    // Java's serialized String: its header, two bytes of length, then the text.
+    pattern = std::string("\xac\xed\x00\x05t??", 7) + pattern;
+  }
   return one_key ? pattern : pattern + "*";
 }
 

@@ -80,6 +80,9 @@ DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& s
   std::vector<std::string> rendered;
   for (auto& candidate : core::layout_candidates(result.ids, keys)) {
     auto tmpl = core::KeyTemplate::parse(candidate.lookup_template());
+    if (candidate.layout.java_key) {
+      tmpl.serialize_as_java();
+    }
     rendered.clear();
     for (const auto& id : result.ids) {
       std::string key;

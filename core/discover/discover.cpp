@@ -189,6 +189,16 @@ std::vector<LayoutCandidate> layout_candidates(const std::vector<std::string>& i
     if (sampled.type != "string") {
       continue;
     }
+    // A Java-serialized "<repository>:<id>" (Camel's string repository through a RedisTemplate).
+    if (auto text = java_string_text(sampled.key)) {
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (text->size() > ids[i].size() + 1 && text->ends_with(":" + ids[i])) {
+          matched[{"camel-string", "", text->substr(0, text->size() - ids[i].size() - 1)}].insert(i);
+          break;
+        }
+      }
+      continue;
+    }
     for (const auto& candidate : derived) {
       auto at = sampled.key.find(candidate.text);
       if (at == std::string::npos) {

@@ -1,5 +1,6 @@
 #include "core/identity/key_template.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
@@ -153,6 +154,11 @@ void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& o
     } else {
       apply_template_filters(segment.filters, value, out);
     }
+  }
+  if (tmpl.java_serialized()) {
+    std::string text;
+    text.swap(out);
+    append_java_string(text, out);
   }
 }
 

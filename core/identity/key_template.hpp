@@ -31,8 +31,13 @@ public:
   // header: and json: placeholders, evaluated per event by the identify stage.
   const std::vector<FieldSpec>& fields() const { return m_fields; }
   bool uses(Part part) const;
+  // The whole rendered key Java-serialized (a String through Java's ObjectOutputStream), as Spring's
+  // default RedisTemplate writes Camel's string keys: a property of the layout, not of the text.
+  void serialize_as_java() { m_java = true; }
+  bool java_serialized() const { return m_java; }
 
 private:
+  bool m_java = false;
   std::string m_text;
   std::vector<Segment> m_segments;
   std::vector<FieldSpec> m_fields;

@@ -135,7 +135,9 @@ std::vector<RecordLayout> all_layouts() {
   layouts.push_back(camel_set);
   RecordLayout camel_string;
   camel_string.name = "camel-string";
-  camel_string.library = "Camel's SpringRedisStringIdempotentRepository (<repository>:<id>)";
+  camel_string.library =
+      "Camel's SpringRedisStringIdempotentRepository (<repository>:<id>, Java-serialized as a RedisTemplate writes it)";
+  camel_string.java_key = true;
   camel_string.key_template = "{prefix}:{event_id}";
   camel_string.needs_prefix = true;
   layouts.push_back(camel_string);

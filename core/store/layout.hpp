@@ -63,6 +63,8 @@ struct RecordLayout {
   std::string collection;
   bool java_collection = false; // written through Java's serialization (camel-set): the name on the wire is
                                 // Java's serialized String, not the text
+  bool java_key = false;        // the whole key so (camel-string through Spring's default RedisTemplate):
+                                // its lookup template is KeyTemplate::serialize_as_java()
   // Keys that live beside the records and are not records (Powertools' "KEY:lock"): a snapshot
   // leaves them out.
   std::string not_a_record_suffix;

@@ -302,14 +302,21 @@ namespace {
 // A Java library run as a consumer (tests/support/libraries/java), the layout dedupctl reads its
 // records with, and where they live.
 struct JavaLibrary {
-  std::string name;   // DedupConsumer's --library
-  std::string layout; // --layout
-  bool redis = false; // else PostgreSQL
+  std::string name;               // DedupConsumer's --library
+  std::string layout;             // --layout
+  bool redis = false;             // else PostgreSQL
+  std::vector<std::string> flags; // what else the audit needs (the repository, the consumer)
+  std::string discovered;         // the layout discover names (camel-string's keys are plain keys)
+  std::string libs = "libs";      // the classpath's jars under DEDUPCTL_JAVA_LIBS
 };
 
-const JavaLibrary k_spring_redis{"spring-redis", "spring-hash", true};
-const JavaLibrary k_spring_jdbc{"spring-jdbc", "spring-jdbc", false};
-const JavaLibrary k_camel_jdbc{"camel-jdbc", "camel-jdbc", false};
+const JavaLibrary k_spring_redis{"spring-redis", "spring-hash", true, {}, "spring-hash"};
+const JavaLibrary k_spring_jdbc{"spring-jdbc", "spring-jdbc", false, {}, "spring-jdbc"};
+const JavaLibrary k_camel_jdbc{"camel-jdbc", "camel-jdbc", false, {"--consumer", "billing"}, "camel-jdbc"};
+const JavaLibrary k_camel_set{"camel-set", "camel-set",       true, {"--collection", "billing"},
+                              "camel-set", "camel-redis-libs"};
+const JavaLibrary k_camel_string{"camel-string", "camel-string",    true, {"--key-prefix", "billing"},
+                                 "camel-string", "camel-redis-libs"};
 
 class JavaLibraries : public ::testing::TestWithParam<JavaLibrary> {
 protected:
@@ -320,7 +327,7 @@ protected:
     DEDUPCTL_REQUIRE_SERVER(libs && std::filesystem::exists(std::string(libs) + "/classes/DedupConsumer.class"),
                             "no Java dedup libraries: run tests/support/libraries/java/fetch and set "
                             "DEDUPCTL_JAVA_LIBS (scripts/test does)");
-    m_classpath = fmt::format("{0}/classes:{0}/libs/*", libs);
+    m_classpath = fmt::format("{0}/classes:{0}/{1}/*", libs, GetParam().libs);
     if (GetParam().redis) {
       m_redis.emplace();
       DEDUPCTL_REQUIRE_SERVER(m_redis->available(), m_redis->why_unavailable());
@@ -370,18 +377,14 @@ protected:
     ASSERT_EQ(result.exit_code, 0) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
   }
 
-  // The records of `ids` gone, as an eviction or a cleanup job takes them.
+  // The records of `ids` gone, as an eviction or a cleanup job takes them: removed through the
+  // library (IdempotentRepository.remove, MetadataStore.remove).
   void lose(const std::vector<int>& ids) {
+    std::string list;
     for (int i : ids) {
-      if (m_redis) {
-        EXPECT_EQ(m_redis->command("HDEL MetaData " + id_of(i)), ":1\r\n") << id_of(i);
-      } else {
-        std::string table = GetParam().name == "camel-jdbc" ? "camel_messageprocessed" : "int_metadata_store";
-        std::string column = GetParam().name == "camel-jdbc" ? "messageid" : "metadata_key";
-        auto result = m_pg->psql(fmt::format("DELETE FROM {} WHERE {} = '{}'", table, column, id_of(i)));
-        EXPECT_EQ(result.exit_code, 0) << result.err;
-      }
+      list += (list.empty() ? "" : ",") + id_of(i);
     }
+    consume(m_dir.file("applied-none"), {"--forget", list});
   }
 
   std::string m_classpath;
@@ -394,7 +397,8 @@ protected:
   TempDir m_dir;
 };
 
-INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraries, ::testing::Values(k_spring_redis, k_spring_jdbc, k_camel_jdbc),
+INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraries,
+                         ::testing::Values(k_spring_redis, k_spring_jdbc, k_camel_jdbc, k_camel_set, k_camel_string),
                          [](const ::testing::TestParamInfo<JavaLibrary>& library) {
                            std::string name = library.param.name;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -404,10 +408,10 @@ INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraries, ::testing::Values(k_spring_re
 } // namespace
 
 // Spring Integration's idempotent receiver (MetadataStoreSelector over its Redis and JDBC metadata
-// stores) and Camel's JdbcMessageIdRepository write the records, as a team's consumer of the real
-// broker does; some are lost (an eviction, a cleanup job); the audit with the library's layout says
-// which events a seek re-applies, and after the seek the library's consumer applies exactly those
-// (and the events above the committed offset, which it had not reached). discover finds the layout.
+// stores) and Camel's repositories (JDBC, a Redis set, Redis string keys) write the records, as a team's consumer of
+// the real broker does; some are lost (an eviction, a cleanup job); the audit with the library's layout says which
+// events a seek re-applies, and after the seek the library's consumer applies exactly those (and the events above the
+// committed offset, which it had not reached). discover finds the layout.
 TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
   std::string first = m_dir.file("applied-before");
   consume(first, {"--max", "25"});
@@ -419,7 +423,7 @@ TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
   ASSERT_EQ(discovered.exit_code, 0) << discovered.err;
   Json candidates = Json::parse(discovered.out).at("candidates");
   ASSERT_FALSE(candidates.empty()) << discovered.out;
-  EXPECT_EQ(candidates[0].at("layout"), GetParam().layout) << discovered.out;
+  EXPECT_EQ(candidates[0].at("layout"), GetParam().discovered) << discovered.out;
 
   std::vector<std::string> args{"audit",
                                 "-b",
@@ -444,9 +448,7 @@ TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
                                 "none",
                                 "-o",
                                 "json"};
-  if (GetParam().name == "camel-jdbc") {
-    args.insert(args.end(), {"--consumer", "billing"});
-  }
+  args.insert(args.end(), GetParam().flags.begin(), GetParam().flags.end());
   auto audited = run_dedupctl(args);
   ASSERT_EQ(audited.exit_code, 0) << audited.err;
   Json report = Json::parse(audited.out);

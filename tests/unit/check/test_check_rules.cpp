@@ -296,4 +296,10 @@ TEST(CheckRules, LiveSamplingFollowsTheLayout) {
   ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
   EXPECT_EQ(commands::key_pattern(d.consumers[0]), "a\\*b#*");
   EXPECT_EQ(commands::key_pattern(d.consumers[1]), "MetaData");
+  auto camel = parse_declarations("[[consumer]]\nname = \"c\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                                  "layout = \"camel-string\"\nkey_prefix = \"orders\"\n",
+                                  "l.toml");
+  ASSERT_TRUE(camel.errors.empty()) << camel.errors[0].message;
+  EXPECT_EQ(commands::key_pattern(camel.consumers[0]), std::string("\xac\xed\x00\x05t??orders:*", 15))
+      << "the Java-serialized key: its header and length, then the text";
 }

@@ -52,3 +52,13 @@ TEST(KeyTemplate, RefusalsSayWhatIsWrongWithThePlaceholder) {
   EXPECT_NE(message("d:{order_id}").find("unknown placeholder {order_id}"), std::string::npos);
   EXPECT_EQ(KeyTemplate::parse("d:{json:/a,b}").text(), "d:{json:/a,b}") << "a comma is part of a pointer";
 }
+
+// Camel's string repository through Spring's default RedisTemplate: the whole key Java-serialized.
+TEST(KeyTemplate, TheWholeKeyJavaSerialized) {
+  auto tmpl = KeyTemplate::parse("refunds:{event_id}");
+  tmpl.serialize_as_java();
+  std::string out;
+  render_key(tmpl, KeyValues{"évt-1", "", "", "", 0, 0, "", "", nullptr}, out);
+  EXPECT_EQ(out, std::string("\xac\xed\x00\x05t\x00\x0erefunds:\xc3\xa9vt-1", 21));
+  EXPECT_EQ(tmpl.text(), "refunds:{event_id}");
+}

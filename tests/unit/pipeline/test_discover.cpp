@@ -88,12 +88,17 @@ TEST(DiscoverPipeline, FindsAPowertoolsPrefixAPlainTemplateAndACollection) {
     store.sets[name].insert(member);
   }
   store.strings["unrelated"] = "x";
+  for (int i = 0; i < 3; ++i) { // Camel's string repository "refunds", through Spring's default RedisTemplate
+    std::string key;
+    core::append_java_string("refunds:évt-" + std::to_string(i), key);
+    store.strings[key] = "x";
+  }
   auto source = events(8);
   DiscoverRequest request;
   request.sample = 8;
   auto result = run_discover(request, source, store);
   ASSERT_EQ(result.ids.size(), 8u);
-  ASSERT_EQ(result.candidates.size(), 4u) << ::testing::PrintToString(result.tried);
+  ASSERT_EQ(result.candidates.size(), 5u) << ::testing::PrintToString(result.tried);
   EXPECT_EQ(result.candidates[0].layout.name, "powertools-python");
   EXPECT_EQ(result.candidates[0].key_prefix, "test-func.__main__.charge");
   EXPECT_EQ(result.candidates[0].found, 6);
@@ -103,7 +108,7 @@ TEST(DiscoverPipeline, FindsAPowertoolsPrefixAPlainTemplateAndACollection) {
     rest.insert(c.layout.name + "|" + c.key_template + "|" + c.collection + "|" + std::to_string(c.found));
   }
   EXPECT_EQ(rest, (std::set<std::string>{"plain|dedup:{{billing}}:{event_id}||2", "spring-hash||MetaData|4",
-                                         "camel-set||orders|6"}));
+                                         "camel-set||orders|6", "camel-string|||3"}));
 }
 
 TEST(DiscoverPipeline, NothingMatchingIsNoCandidateAndSaysWhatWasTried) {

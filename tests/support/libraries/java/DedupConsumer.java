@@ -7,6 +7,11 @@
 //                 its table created from the schema-postgresql.sql the library ships
 //   camel-jdbc    Camel's JdbcMessageIdRepository (CAMEL_MESSAGEPROCESSED, created by the library),
 //                 processor name --consumer
+//   camel-set     Camel's SpringRedisIdempotentRepository (SADD into the set --consumer, name and
+//                 members Java-serialized by Spring's RedisTemplate)
+//   camel-string  Camel's SpringRedisStringIdempotentRepository (SET NX "<--consumer>:<id>")
+// --forget ID,ID… removes those ids' records through the library (IdempotentRepository.remove,
+// MetadataStore.remove) and exits: records lost, as an eviction or a cleanup job loses them.
 // The handler "charges" by appending the event id to --applied; so the ids the library let through
 // are exactly the lines written. Commits each event's offset after it is handled; stops when the
 // assigned partitions are read to their end (or after --max events). Prints nothing on success.
@@ -16,7 +21,6 @@
 import java.io.FileWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -27,26 +31,13 @@ import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import javax.sql.DataSource;
 
-import org.apache.camel.processor.idempotent.jdbc.JdbcMessageIdRepository;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.postgresql.ds.PGSimpleDataSource;
-import org.springframework.core.io.ClassPathResource;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.integration.jdbc.metadata.JdbcMetadataStore;
-import org.springframework.integration.metadata.ConcurrentMetadataStore;
-import org.springframework.integration.redis.metadata.RedisMetadataStore;
-import org.springframework.integration.selector.MetadataStoreSelector;
-import org.springframework.jdbc.datasource.init.ScriptUtils;
-import org.springframework.messaging.Message;
-import org.springframework.messaging.support.MessageBuilder;
 
 public final class DedupConsumer {
   private static final Pattern EVENT_ID = Pattern.compile("\"event_id\"\\s*:\\s*\"((?:[^\"\\\\]|\\\\.)*)\"");
@@ -59,6 +50,12 @@ public final class DedupConsumer {
     String library = args.get("library");
     int max = Integer.parseInt(args.getOrDefault("max", "0"));
     Predicate<String> firstTime = idempotency(library, args);
+    if (args.containsKey("forget")) {
+      for (String id : args.get("forget").split(",")) {
+        firstTime.test("\u0001" + id); // the stores' open() read this as a removal
+      }
+      return;
+    }
 
     Properties props = new Properties();
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, args.get("bootstrap"));
@@ -114,56 +111,15 @@ public final class DedupConsumer {
     }
   }
 
-  // The library's check: true the first time an id is seen (the event is applied), false after.
+  // The library's check (true the first time an id is seen: the event is applied), from the class of
+  // its family, loaded by name: each family runs on a classpath of its own (Camel's Redis
+  // repositories come with Spring 6, Spring Integration 7 with Spring 7).
+  @SuppressWarnings("unchecked")
   private static Predicate<String> idempotency(String library, Map<String, String> args) throws Exception {
-    switch (library) {
-    case "spring-redis": {
-      var factory = new LettuceConnectionFactory(
-          new RedisStandaloneConfiguration("127.0.0.1", Integer.parseInt(args.get("redis-port"))));
-      factory.afterPropertiesSet();
-      factory.start();
-      return selector(new RedisMetadataStore(factory));
-    }
-    case "spring-jdbc": {
-      DataSource ds = dataSource(args.get("jdbc"));
-      try (Connection c = ds.getConnection()) {
-        if (!c.getMetaData().getTables(null, null, "int_metadata_store", null).next()) {
-          ScriptUtils.executeSqlScript(
-              c, new ClassPathResource("org/springframework/integration/jdbc/schema-postgresql.sql"));
-        }
-      }
-      JdbcMetadataStore store = new JdbcMetadataStore(ds);
-      store.afterPropertiesSet();
-      return selector(store);
-    }
-    case "camel-jdbc": {
-      JdbcMessageIdRepository repository =
-          new JdbcMessageIdRepository(dataSource(args.get("jdbc")), args.getOrDefault("consumer", "billing"));
-      repository.start();
-      return idAndTime -> repository.add(idAndTime.substring(0, idAndTime.indexOf('\u0000')));
-    }
-    default:
-      throw new IllegalArgumentException("--library spring-redis, spring-jdbc or camel-jdbc, not " + library);
-    }
-  }
-
-  // Spring Integration's idempotent receiver: the selector keyed by the event id, its value the
-  // message's timestamp (MetadataStoreSelector's default).
-  private static Predicate<String> selector(ConcurrentMetadataStore store) {
-    MetadataStoreSelector selector = new MetadataStoreSelector(m -> (String) m.getPayload(), store);
-    return idAndTime -> {
-      int at = idAndTime.indexOf('\u0000');
-      Message<String> message = MessageBuilder.withPayload(idAndTime.substring(0, at))
-                                    .setHeader("kafka_timestamp", Long.parseLong(idAndTime.substring(at + 1)))
-                                    .build();
-      return selector.accept(message);
-    };
-  }
-
-  private static DataSource dataSource(String url) {
-    PGSimpleDataSource ds = new PGSimpleDataSource();
-    ds.setURL(url);
-    return ds;
+    String family = library.equals("camel-set") || library.equals("camel-string") ? "CamelRedisRepositories"
+                                                                                 : "SpringAndCamelJdbc";
+    return (Predicate<String>) Class.forName(family).getMethod("open", String.class, Map.class).invoke(null, library,
+                                                                                                        args);
   }
 
   // The JSON string escapes an id may have (\" \\ \\uXXXX).
