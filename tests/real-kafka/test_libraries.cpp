@@ -48,6 +48,27 @@ constexpr int k_events = 40;
 // Ids with non-ASCII characters: Powertools hashes the id as json.dumps writes it (\u00e9).
 std::string id_of(int i) { return fmt::format("évt-{}-ü", i); }
 
+// A topic of its own (one partition) holding k_events PaymentCharged events a second apart, up to
+// now, their ids in the JSON payload (\u escapes for the non-ASCII characters with `ascii`).
+std::string seed_topic(const std::string& bootstrap, const std::string& prefix, bool ascii) {
+  std::string topic = fmt::format("{}-{}", prefix, ::testing::UnitTest::GetInstance()->random_seed());
+  create_topic(bootstrap, topic, 1, {});
+  TestProducer producer(bootstrap, 30'000);
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  for (int i = 0; i < k_events; ++i) {
+    OutgoingRecord record;
+    record.topic = topic;
+    record.partition = 0;
+    record.payload = Json{{"event_id", id_of(i)}, {"type", "PaymentCharged"}}.dump(-1, ' ', ascii);
+    record.timestamp_ms = now - (k_events - i) * 1000;
+    producer.send(record);
+  }
+  std::string error;
+  EXPECT_EQ(producer.flush(error), 0) << error;
+  return topic;
+}
+
 std::vector<std::string> lines_of(const std::string& path) {
   std::vector<std::string> out;
   std::ifstream in(path);
@@ -82,22 +103,7 @@ protected:
     DEDUPCTL_REQUIRE_SERVER(!m_runtime.empty(), why);
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     m_bootstrap = broker.bootstrap();
-    m_topic = fmt::format("powertools-{}-{}", GetParam().name, ::testing::UnitTest::GetInstance()->random_seed());
-    create_topic(m_bootstrap, m_topic, 1, {});
-    TestProducer producer(m_bootstrap, 30'000);
-    auto now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    for (int i = 0; i < k_events; ++i) {
-      OutgoingRecord record;
-      record.topic = m_topic;
-      record.partition = 0;
-      record.payload = Json{{"event_id", id_of(i)}, {"type", "PaymentCharged"}}.dump(-1, ' ', false);
-      record.timestamp_ms = now - (k_events - i) * 1000;
-      producer.send(record);
-    }
-    std::string error;
-    ASSERT_EQ(producer.flush(error), 0) << error;
+    m_topic = seed_topic(m_bootstrap, "powertools-" + GetParam().name, false);
   }
 
   // The library's consumer, as a team runs it; its handler appends each id it applies to `applied`.
@@ -344,22 +350,7 @@ protected:
       m_store = conninfo;
     }
     m_bootstrap = broker.bootstrap();
-    m_topic = fmt::format("java-{}-{}", GetParam().name, ::testing::UnitTest::GetInstance()->random_seed());
-    create_topic(m_bootstrap, m_topic, 1, {});
-    TestProducer producer(m_bootstrap, 30'000);
-    auto now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    for (int i = 0; i < k_events; ++i) {
-      OutgoingRecord record;
-      record.topic = m_topic;
-      record.partition = 0;
-      record.payload = Json{{"event_id", id_of(i)}, {"type", "PaymentCharged"}}.dump(-1, ' ', true);
-      record.timestamp_ms = now - (k_events - i) * 1000;
-      producer.send(record);
-    }
-    std::string error;
-    ASSERT_EQ(producer.flush(error), 0) << error;
+    m_topic = seed_topic(m_bootstrap, "java-" + GetParam().name, true);
   }
 
   void consume(const std::string& applied, std::vector<std::string> extra) {
