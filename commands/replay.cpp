@@ -117,7 +117,12 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
     }
   }
   bool redis = has_via && placement.uri.kind == core::StoreUri::Kind::Redis;
-  if (options.execute && redis && !placement.audit.ttl.span.known()) {
+  if (redis && placement.layout.never_expires && placement.audit.ttl.span.finite_ms()) {
+    throw UsageError(fmt::format("--ttl {}: --layout {} writes records that never expire (fields of one hash); "
+                                 "leave --ttl out",
+                                 core::to_text(placement.audit.ttl.span), placement.layout.name));
+  }
+  if (options.execute && redis && !placement.audit.ttl.span.known() && !placement.layout.never_expires) {
     throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
                      "events done");
   }
@@ -143,11 +148,11 @@ void check_replay_layout(const core::RecordLayout& layout) {
                                  "{}'s yet; point --via at a placement of the replay's own",
                                  layout.name, layout.name));
   }
-  if (core::one_key(layout)) {
+  if (core::one_key(layout) && layout.shape != core::RecordShape::HashField) {
     throw UsageError(fmt::format(
-        "--layout {}: its records are members of one key with no claim state: a replay interrupted between recording "
-        "an id and publishing its event could not tell, on resume, its own records from the consumer's, and would "
-        "lose that event; point --via at a placement of the replay's own (--layout plain)",
+        "--layout {}: its records are members of one key with no value to hold a claim: a replay interrupted between "
+        "recording an id and publishing its event could not tell, on resume, its own records from the consumer's, "
+        "and would lose that event; point --via at a placement of the replay's own (--layout plain)",
         layout.name));
   }
 }
@@ -174,6 +179,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
   }
   auto settings = redis_settings(placement.uri, context);
   settings.layout = placement.layout;
+  settings.collection = placement.collection;
   return connectors::redis::open_replay_placement(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,
                                                   placement.audit.policy.in_progress_values,
                                                   connectors::redis::ClaimForm::Auto, context.now_ms);

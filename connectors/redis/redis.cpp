@@ -211,7 +211,8 @@ public:
                        std::vector<std::string> markers, ClaimForm form, std::function<std::int64_t()> now_ms)
       : m_settings(settings), m_nodes(m_settings), m_ttl(ttl), m_lease_ms(lease_ms), m_lease(std::to_string(lease_ms)),
         m_markers(std::move(markers)), m_set_get(form == ClaimForm::Auto), m_now(std::move(now_ms)),
-        m_json(settings.layout.value == core::RecordValue::Json) {
+        m_json(settings.layout.value == core::RecordValue::Json),
+        m_hash(settings.layout.shape == core::RecordShape::HashField) {
     if (!m_now) {
       m_now = [] {
         return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -253,6 +254,10 @@ public:
                : "processing:" + run_id;
     std::string px = m_json ? std::to_string(ttl_ms()) : m_lease;
     m_take_over.clear();
+    if (m_hash) {
+      claim_fields(keys, mine, out);
+      return;
+    }
     if (!(m_set_get && claim_with_set_get(keys, mine, px, out))) {
       m_set_get = false;
       out.assign(keys.size(), core::Claim::Claimed);
@@ -298,6 +303,10 @@ public:
                                            m_nodes.topology(), m_settle_nodes->topology()));
       }
     }
+    if (m_hash) {
+      settle_fields(done_time());
+      return;
+    }
     m_settle_nodes->exchange(
         m_settled, 1,
         [&](std::size_t i, CommandBuffer& buffer) {
@@ -318,6 +327,50 @@ public:
   }
 
 private:
+  std::string done_time() const { return std::to_string(m_now()); }
+
+  // A hash's fields (spring-hash), all in the one key: HSETNX of this run's marker, then HGET, a
+  // pair a field; the marker is the claim until the settle writes the time (Spring's value).
+  void claim_fields(const std::vector<std::string>& fields, const std::string& mine, std::vector<core::Claim>& out) {
+    const std::string& hash = m_settings.collection;
+    m_claim_routes.assign(fields.size(), hash);
+    out.assign(fields.size(), core::Claim::Claimed);
+    m_nodes.exchange(
+        m_claim_routes, 2,
+        [&](std::size_t i, CommandBuffer& buffer) {
+          buffer.add({"HSETNX", hash, fields[i], mine});
+          buffer.add({"HGET", hash, fields[i]});
+        },
+        [&](std::size_t i, std::span<Reply> replies) {
+          if (replies[0]->type == REDIS_REPLY_ERROR) {
+            refused("HSETNX", *replies[0]);
+          }
+          out[i] = replies[0]->integer == 1 ? core::Claim::Claimed : held(i, *replies[1], mine, "HGET");
+        },
+        "a claim");
+  }
+
+  // The settled fields: the time in ms where delivered (what Spring's selector writes), HDEL where not.
+  void settle_fields(const std::string& time) {
+    const std::string& hash = m_settings.collection;
+    m_settle_routes.assign(m_settled.size(), hash);
+    m_settle_nodes->exchange(
+        m_settle_routes, 1,
+        [&](std::size_t i, CommandBuffer& buffer) {
+          if (m_settle_delivered[i]) {
+            buffer.add({"HSET", hash, m_settled[i], time});
+          } else {
+            buffer.add({"HDEL", hash, m_settled[i]});
+          }
+        },
+        [&](std::size_t, std::span<Reply> replies) {
+          if (replies[0]->type == REDIS_REPLY_ERROR) {
+            throw UnreachableError(fmt::format("Redis refused to settle a claim ({})", text_of(*replies[0])));
+          }
+        },
+        "settling claims");
+  }
+
   // A JSON layout's records expire with the TTL (checked finite before a run executes).
   std::int64_t ttl_ms() const { return std::max<std::int64_t>(1, m_ttl.finite_ms().value_or(1)); }
 
@@ -447,6 +500,11 @@ private:
   bool m_set_get; // claims with SET … NX PX … GET until the server refuses it
   std::function<std::int64_t()> m_now;
   bool m_json; // the layout keeps a JSON record (Powertools)
+  bool m_hash; // the records are fields of one hash (spring-hash): m_settings.collection
+  // The hash's name a field, to route each command to its slot: the claims' and the settles' (which
+  // run on threads of their own).
+  std::vector<std::string> m_claim_routes;
+  std::vector<std::string> m_settle_routes;
   std::string m_run_id;
   std::int64_t m_claim_now = 0;
   std::vector<std::size_t> m_take_over; // keys of the batch the library would take over

@@ -186,6 +186,38 @@ TEST_P(RedisPlacement, ThroughPowertoolsTheLibrarysRecordsAreWrittenAndJudgedAsI
 
 INSTANTIATE_TEST_SUITE_P(Forms, RedisPlacement, ::testing::Values(ClaimForm::Auto, ClaimForm::SetThenGet), form_name);
 
+// Through spring-hash the replay claims a field of the one hash with HSETNX (this run's marker, which
+// Spring's selector, asking only whether the field exists, skips like any record), and settles it
+// with the time in ms, as Spring writes it, or HDEL.
+TEST(RedisHashPlacement, FieldsOfTheOneHashAreClaimedWithHsetnxAndSettledWithTheTime) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(redis.uri());
+  settings.layout = core::find_layout("spring-hash");
+  settings.collection = "MetaData";
+  ASSERT_EQ(redis.command("HSET MetaData done 1795803000000 mine processing:run-1 other processing:run-2"), ":3\r\n");
+  auto placement =
+      connectors::redis::open_replay_placement(settings, core::Span::unknown(), 60'000, {"processing", "INPROGRESS"},
+                                               ClaimForm::Auto, [] { return std::int64_t{1795804000000}; });
+  const std::vector<std::string> fields{"done", "mine", "other", "new", "new2"};
+  std::vector<Claim> plan;
+  placement->plan(fields, plan);
+  EXPECT_EQ(plan,
+            (std::vector<Claim>{Claim::Done, Claim::HeldByOther, Claim::HeldByOther, Claim::Claimed, Claim::Claimed}));
+  std::vector<Claim> claims;
+  placement->claim(fields, "run-1", claims);
+  EXPECT_EQ(claims,
+            (std::vector<Claim>{Claim::Done, Claim::OwnStale, Claim::HeldByOther, Claim::Claimed, Claim::Claimed}));
+  EXPECT_EQ(redis.command("HGET MetaData new"), "$16\r\nprocessing:run-1\r\n");
+  placement->settle(fields, claims, {false, true, false, true, false});
+  EXPECT_EQ(redis.command("HGET MetaData new"), "$13\r\n1795804000000\r\n");
+  EXPECT_EQ(redis.command("HGET MetaData mine"), "$13\r\n1795804000000\r\n");
+  EXPECT_EQ(redis.command("HEXISTS MetaData new2"), ":0\r\n") << "an undelivered claim is released";
+  EXPECT_EQ(redis.command("HGET MetaData other"), "$16\r\nprocessing:run-2\r\n");
+  EXPECT_EQ(redis.command("HGET MetaData done"), "$13\r\n1795803000000\r\n");
+}
+
 // A Redis that refuses writes (over its maxmemory with noeviction) refuses the claim and the settling:
 // each is an error naming the command and Redis's own answer, and the claim leaves nothing behind.
 TEST_P(RedisPlacement, ARedisThatRefusesWritesFailsTheClaimAndTheSettlingWithItsAnswer) {

@@ -472,3 +472,47 @@ TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
                                       << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
   EXPECT_EQ(applied_again, (std::set<std::string>{id_of(3), id_of(7), id_of(8)})) << "the records lost";
 }
+
+namespace {
+
+// The replay's reality check where a Java library's records can hold a claim (spring-hash).
+class JavaLibraryReplay : public JavaLibraries {};
+
+INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraryReplay, ::testing::Values(k_spring_redis),
+                         [](const ::testing::TestParamInfo<JavaLibrary>&) { return std::string("spring_redis"); });
+
+} // namespace
+
+// replay --via through spring-hash writes the field Spring's selector writes (HSETNX of its claim,
+// then the time): it publishes exactly the events Spring would apply again (the lost records, the
+// events never consumed), and Spring's consumer then skips every one of them, read from the sink and
+// from the topic after a seek.
+TEST_P(JavaLibraryReplay, AReplayThroughTheLibrarysHashIsSkippedByTheLibrary) {
+  consume(m_dir.file("applied-before"), {"--max", "25"});
+  lose({3, 7, 8});
+  std::string sink = m_topic + "-replayed";
+  create_topic(m_bootstrap, sink, 1, {});
+  std::string decisions = m_dir.file("decisions.ndjson");
+  auto replayed = run_dedupctl({"replay", "-b", m_bootstrap, "--topic", m_topic, "--via", m_store, "--layout",
+                                "spring-hash", "--id", "json:/event_id", "--sink", "kafka:" + sink, "--execute",
+                                "--decisions", decisions, "-o", "json"});
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
+  std::set<std::string> published, expected{id_of(3), id_of(7), id_of(8)};
+  for (int i = 25; i < k_events; ++i) {
+    expected.insert(id_of(i));
+  }
+  for (const auto& line : lines_of(decisions)) {
+    Json decision = Json::parse(line);
+    if (decision.at("decision") == "replayed") {
+      published.insert(decision.at("event_id").get<std::string>());
+    }
+  }
+  EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
+  std::string from_sink = m_dir.file("applied-from-sink");
+  consume(from_sink, {"--topic", sink, "--group", "billing-replayed"});
+  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+  commit_offsets(m_bootstrap, "billing", m_topic, {{0, 0}});
+  std::string again = m_dir.file("applied-again");
+  consume(again, {});
+  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+}
