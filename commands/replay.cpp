@@ -140,19 +140,21 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
 }
 
 // The layouts replay --via writes: a string key per id, with plain markers (plain, camel-string, whose
-// library only asks whether the key exists) or the library's JSON records (Powertools, json). The
-// rest are refused, saying why, before anything is contacted.
-void check_replay_layout(const core::RecordLayout& layout) {
+// library only asks whether the key exists) or the library's JSON records (Powertools, json), and a
+// field of one hash (spring-hash). A set's members (camel-set, zset) are read by a plan and refused
+// for --execute; inbox layouts are refused; each saying why, before anything is contacted.
+void check_replay_layout(const core::RecordLayout& layout, bool execute) {
   if (layout.inbox) {
     throw UsageError(fmt::format("--layout {}: replay --via writes the generic inbox's rows (--inbox-* flags), not "
                                  "{}'s yet; point --via at a placement of the replay's own",
                                  layout.name, layout.name));
   }
-  if (core::one_key(layout) && layout.shape != core::RecordShape::HashField) {
+  if (execute && core::one_key(layout) && layout.shape != core::RecordShape::HashField) {
     throw UsageError(fmt::format(
         "--layout {}: its records are members of one key with no value to hold a claim: a replay interrupted between "
         "recording an id and publishing its event could not tell, on resume, its own records from the consumer's, "
-        "and would lose that event; point --via at a placement of the replay's own (--layout plain)",
+        "and would lose that event; a plan (without --execute) reads it, a run takes a placement of the replay's "
+        "own (--layout plain)",
         layout.name));
   }
 }
@@ -248,7 +250,7 @@ int run(const ReplayFlags& options, Context& context) {
   }
   SinkSpec sink_spec = parse_sink(options.sink);
   PlacementOptions placement = parse_placement(options.placement, context, "--via");
-  check_replay_layout(placement.layout);
+  check_replay_layout(placement.layout, options.execute);
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
   ReplayRequest request;

@@ -149,7 +149,7 @@ TEST(Bounds, ALayoutThatDoesNotFitTheStoreOrTheCommandIsRefused) {
         "f", "--sink", "file:" + dir.file("out.ndjson"), "--execute"},
        "--layout powertools-python writes records that carry their expiration: --ttl none cannot be written"},
       {{"replay", "--input", k_orders, "--via", redis, "--ttl", "none", "--layout", "camel-set", "--collection", "x",
-        "--sink", "file:" + dir.file("out.ndjson")},
+        "--sink", "file:" + dir.file("out.ndjson"), "--execute"},
        "--layout camel-set: its records are members of one key with no value to hold a claim"},
       {{"replay", "--input", k_orders, "--via", redis, "--ttl", "7d", "--layout", "spring-hash", "--sink",
         "file:" + dir.file("out.ndjson")},

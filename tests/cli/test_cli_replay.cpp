@@ -1026,3 +1026,35 @@ TEST_F(ReplayMock, AClusterThatRefusesTheProducerOrAFatalProducerErrorEndsTheRun
   }
   EXPECT_EQ(summary_of(scan_topic(m_sink).out).at("events"), 0) << "nothing reached the sink";
 }
+
+// A plan reads a Camel set's members (Java-serialized, as the library writes them), though a run
+// through it is refused: the events already in the set would be skipped, the rest published.
+TEST(ReplayLayouts, APlanReadsACamelSetThatARunCannotWrite) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  auto java = [](const std::string& text) { // as redis-server's inline quoting takes bytes
+    return fmt::format("\"\\xac\\xed\\x00\\x05t\\x00\\x{:02x}{}\"", text.size(), text);
+  };
+  ASSERT_EQ(redis.command(fmt::format("SADD {} {} {}", java("orders"), java("36824dd6-b804-49b8-8b2d-451c62f746b4"),
+                                      java("f5b19f71-ec7a-48ad-9b2b-a06b6ae12c97"))),
+            ":2\r\n");
+  std::string input = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/orders.ndjson";
+  auto plan_through = [&](const std::string& collection) {
+    auto plan = run_dedupctl({"replay", "--input", input, "--via", redis.uri(), "--layout", "camel-set", "--collection",
+                              collection, "--fail-on", "none", "-o", "json"});
+    EXPECT_EQ(plan.exit_code, 0) << plan.err;
+    return Json::parse(plan.out);
+  };
+  Json doc = plan_through("orders");
+  Json none = plan_through("no-such-repository"); // the range's own repeats only
+  EXPECT_EQ(doc.at("placement").at("layout"), "camel-set");
+  EXPECT_EQ(doc.at("summary").at("would_skip").get<int>() - none.at("summary").at("would_skip").get<int>(), 2)
+      << doc.at("summary").dump() << none.at("summary").dump();
+  EXPECT_EQ(none.at("summary").at("would_replay").get<int>() - doc.at("summary").at("would_replay").get<int>(), 2);
+  TempDir dir;
+  auto run = run_dedupctl({"replay", "--input", input, "--via", redis.uri(), "--layout", "camel-set", "--collection",
+                           "orders", "--sink", "file:" + dir.file("out.ndjson"), "--execute"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("a plan (without --execute) reads it"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.ndjson"))) << "refused before anything is written";
+}
