@@ -141,13 +141,17 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
 
 // The layouts replay --via writes: a string key per id, with plain markers (plain, camel-string, whose
 // library only asks whether the key exists) or the library's JSON records (Powertools, json), and a
-// field of one hash (spring-hash). A set's members (camel-set, zset) are read by a plan and refused
-// for --execute; inbox layouts are refused; each saying why, before anything is contacted.
+// field of one hash (spring-hash), and the rows of the inboxes whose rows are an id, a scope and a
+// time (eventuate, camel-jdbc, spring-jdbc). A set's members (camel-set, zset) are read by a plan and
+// refused for --execute; the other inboxes are refused; each saying why, before anything is contacted.
 void check_replay_layout(const core::RecordLayout& layout, bool execute) {
-  if (layout.inbox) {
-    throw UsageError(fmt::format("--layout {}: replay --via writes the generic inbox's rows (--inbox-* flags), not "
-                                 "{}'s yet; point --via at a placement of the replay's own",
-                                 layout.name, layout.name));
+  const auto& schema = layout.inbox_schema;
+  if (layout.inbox && (schema.time == core::InboxSchema::Time::Expiry || !schema.in_progress_column.empty() ||
+                       !layout.in_progress_statuses.empty())) {
+    throw UsageError(fmt::format("--layout {}: its rows carry columns of the library's own (lock ids, message "
+                                 "bodies, dispatch state) that a replay cannot write; point --via at an inbox of the "
+                                 "replay's own (--inbox-* flags)",
+                                 layout.name));
   }
   if (execute && core::one_key(layout) && layout.shape != core::RecordShape::HashField) {
     throw UsageError(fmt::format(
@@ -176,7 +180,8 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     return memory;
   }
   if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
-    auto settings = inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context);
+    auto settings =
+        inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context, &placement.layout);
     return connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
   }
   auto settings = redis_settings(placement.uri, context);

@@ -144,8 +144,19 @@ private:
       columns += ", " + m_session.quoted_consumer();
       values += ", $2";
     }
+    // The time as the table keeps it (an inbox layout's epoch ms, as a bigint or as text).
     columns += ", " + m_session.quoted_time();
-    values += ", now()";
+    switch (schema.time) {
+    case InboxSchema::Time::EpochMs:
+      values += ", (extract(epoch FROM now()) * 1000)::bigint";
+      break;
+    case InboxSchema::Time::TextMs:
+      values += ", ((extract(epoch FROM now()) * 1000)::bigint)::text";
+      break;
+    default:
+      values += ", now()";
+      break;
+    }
     if (!schema.status_column.empty()) {
       columns += ", " + connection.quote_name(schema.status_column);
       values += ", 'done'";

@@ -537,6 +537,38 @@ TEST_F(InboxLayouts, DiscoverFindsTheInboxLayoutTableAndConsumer) {
   EXPECT_NE(none.err.find("no table has the columns of an inbox layout"), std::string::npos) << none.err;
 }
 
+// replay --via through Eventuate's table writes Eventuate's rows (consumer_id, message_id,
+// creation_time in epoch ms) in the batch's transaction; a rerun publishes nothing.
+TEST_F(InboxLayouts, ReplayWritesEventuatesRows) {
+  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
+      "PRIMARY KEY(consumer_id, message_id)); INSERT INTO received_messages VALUES ('billing', 'e-2', 1);");
+  TempDir dir;
+  auto replay = [&] {
+    auto result = run_dedupctl({"replay", "-b", m_broker.bootstrap(), "--topic", "pay", "--via", m_pg.conninfo(),
+                                "--layout", "eventuate", "--consumer", "billing", "--sink",
+                                "file:" + dir.file("out.ndjson"), "--execute", "--fail-on", "none", "-o", "json"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return Json::parse(result.out, nullptr, false);
+  };
+  long long before = ms(0);
+  Json first = replay();
+  long long after = wall_ms();
+  EXPECT_EQ(first.at("placement").at("layout"), "eventuate");
+  EXPECT_EQ(first.at("summary").at("skipped_duplicate"), 1) << first.at("summary").dump(); // e-2
+  long long replayed = first.at("summary").at("replayed").get<long long>();
+  EXPECT_GT(replayed, 0);
+  auto rows = m_pg.psql("SELECT count(*), min(creation_time), max(creation_time) FROM received_messages WHERE "
+                        "consumer_id = 'billing' AND message_id <> 'e-2'");
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  long long count = 0, low = 0, high = 0;
+  ASSERT_EQ(std::sscanf(rows.out.c_str(), "%lld|%lld|%lld", &count, &low, &high), 3) << rows.out;
+  EXPECT_EQ(count, replayed);
+  EXPECT_GE(low, before - 1000) << "the time in epoch milliseconds, as Eventuate writes it";
+  EXPECT_LE(high, after + 1000);
+  Json second = replay();
+  EXPECT_EQ(second.at("summary").at("replayed"), 0) << second.at("summary").dump();
+}
+
 // Spring Integration's JdbcMetadataStore: INT_METADATA_STORE, the time in ms as text, REGION 'DEFAULT'
 // unless --consumer names another.
 TEST_F(InboxLayouts, SpringJdbcMetadataStoreWithTextMillisecondsAndItsRegion) {

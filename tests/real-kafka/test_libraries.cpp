@@ -475,26 +475,30 @@ TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
 
 namespace {
 
-// The replay's reality check where a Java library's records can hold a claim (spring-hash).
+// The replay's reality check where a Java library's records can be written by a replay: a field of
+// Spring's hash (a claim, then the time), a row of Spring's JDBC metadata store (in the batch's
+// transaction).
 class JavaLibraryReplay : public JavaLibraries {};
 
-INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraryReplay, ::testing::Values(k_spring_redis),
-                         [](const ::testing::TestParamInfo<JavaLibrary>&) { return std::string("spring_redis"); });
+INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraryReplay, ::testing::Values(k_spring_redis, k_spring_jdbc),
+                         [](const ::testing::TestParamInfo<JavaLibrary>& library) {
+                           return library.param.redis ? std::string("spring_redis") : std::string("spring_jdbc");
+                         });
 
 } // namespace
 
-// replay --via through spring-hash writes the field Spring's selector writes (HSETNX of its claim,
-// then the time): it publishes exactly the events Spring would apply again (the lost records, the
-// events never consumed), and Spring's consumer then skips every one of them, read from the sink and
-// from the topic after a seek.
-TEST_P(JavaLibraryReplay, AReplayThroughTheLibrarysHashIsSkippedByTheLibrary) {
+// replay --via through spring-hash or spring-jdbc writes the record Spring's selector writes (HSETNX
+// of a claim, then the time; a row in REGION DEFAULT with the time as text): it publishes exactly
+// the events Spring would apply again (the lost records, the events never consumed), and Spring's
+// consumer then skips every one of them, read from the sink and from the topic after a seek.
+TEST_P(JavaLibraryReplay, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
   consume(m_dir.file("applied-before"), {"--max", "25"});
   lose({3, 7, 8});
   std::string sink = m_topic + "-replayed";
   create_topic(m_bootstrap, sink, 1, {});
   std::string decisions = m_dir.file("decisions.ndjson");
   auto replayed = run_dedupctl({"replay", "-b", m_bootstrap, "--topic", m_topic, "--via", m_store, "--layout",
-                                "spring-hash", "--id", "json:/event_id", "--sink", "kafka:" + sink, "--execute",
+                                GetParam().layout, "--id", "json:/event_id", "--sink", "kafka:" + sink, "--execute",
                                 "--decisions", decisions, "-o", "json"});
   ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
   std::set<std::string> published, expected{id_of(3), id_of(7), id_of(8)};
