@@ -48,10 +48,12 @@ constexpr int k_events = 40;
 // Ids with non-ASCII characters: Powertools hashes the id as json.dumps writes it (\u00e9).
 std::string id_of(int i) { return fmt::format("évt-{}-ü", i); }
 
-// A topic of its own (one partition) holding k_events PaymentCharged events a second apart, up to
-// now, their ids in the JSON payload (\u escapes for the non-ASCII characters with `ascii`).
+// A topic of its own (one partition, a name no other test of the run has) holding k_events
+// PaymentCharged events a second apart, up to now, their ids in the JSON payload (\u escapes for the
+// non-ASCII characters with `ascii`).
 std::string seed_topic(const std::string& bootstrap, const std::string& prefix, bool ascii) {
-  std::string topic = fmt::format("{}-{}", prefix, ::testing::UnitTest::GetInstance()->random_seed());
+  static int seeded = 0; // each test a topic of its own on the shared broker
+  std::string topic = fmt::format("{}-{}-{}", prefix, ::testing::UnitTest::GetInstance()->random_seed(), ++seeded);
   create_topic(bootstrap, topic, 1, {});
   TestProducer producer(bootstrap, 30'000);
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
