@@ -11,6 +11,8 @@
 
 #include <sys/stat.h>
 
+#include <set>
+
 using namespace dedupctl::testing;
 
 namespace {
@@ -105,6 +107,27 @@ TEST_F(PostgresTls, VerifyFullWithAClientCertificateReadsTheInbox) {
   EXPECT_EQ(layout.exit_code, 1) << layout.err;
   EXPECT_EQ(parse(layout).at("summary"), expected) << layout.out;
   EXPECT_EQ((layout.out + layout.err).find(k_password), std::string::npos);
+
+  // discover reads the catalog and the rows through the same TLS session: it finds Eventuate's
+  // table with the password written into the conninfo, and never shows it; a wrong one is exit 3.
+  auto discover = [&](const std::string& password) {
+    return run_dedupctl(
+        {"discover", "--input", m_dir.file("dump.json"), "--store", store + " password=" + password, "-o", "json"});
+  };
+  auto found = discover(k_password);
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  nlohmann::json candidates = parse(found).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << found.out;
+  std::set<std::string> layouts; // the generic inbox the audit above read, and Eventuate's table
+  for (const auto& c : candidates) {
+    layouts.insert(c.at("layout").get<std::string>());
+  }
+  EXPECT_EQ(layouts.count("eventuate"), 1u) << found.out;
+  EXPECT_EQ((found.out + found.err).find(k_password), std::string::npos) << found.out << found.err;
+  auto refused = discover("not-the-password");
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_NE(refused.err.find("password authentication failed"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("not-the-password"), std::string::npos) << refused.err;
 }
 
 TEST_F(PostgresTls, ClearTextAnUntrustedCaOrNoClientCertificateIsExit3WithTheReason) {

@@ -303,3 +303,23 @@ TEST(CheckRules, LiveSamplingFollowsTheLayout) {
   EXPECT_EQ(commands::key_pattern(camel.consumers[0]), std::string("\xac\xed\x00\x05t??orders:*", 15))
       << "the Java-serialized key: its header and length, then the text";
 }
+
+// A prefix or a collection where the layout has none (or no layout at all) is an error at its line.
+TEST(CheckRules, APrefixOrACollectionTheLayoutHasNoUseForIsAnError) {
+  auto d = parse_declarations("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "key_template = \"d:{event_id}\"\nkey_prefix = \"p\"\n\n"
+                              "[[consumer]]\nname = \"b\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"spring-hash\"\nkey_prefix = \"p\"\n\n"
+                              "[[consumer]]\nname = \"c\"\ntopic = \"t\"\nplacement = \"redis\"\n"
+                              "layout = \"powertools-python\"\nkey_prefix = \"p\"\ncollection = \"x\"\n",
+                              "l.toml");
+  ASSERT_EQ(d.errors.size(), 3u);
+  EXPECT_EQ(d.errors[0].at.line, 6);
+  EXPECT_NE(d.errors[0].message.find("'key_prefix' goes with a layout"), std::string::npos) << d.errors[0].message;
+  EXPECT_EQ(d.errors[1].at.line, 13);
+  EXPECT_NE(d.errors[1].message.find("without a prefix: leave key_prefix out"), std::string::npos)
+      << d.errors[1].message;
+  EXPECT_EQ(d.errors[2].at.line, 21);
+  EXPECT_NE(d.errors[2].message.find("keeps a key per id; collection is for"), std::string::npos)
+      << d.errors[2].message;
+}
