@@ -263,7 +263,12 @@ TEST_F(RedisTls, EveryCommandTakesThePasswordTheSameWay) {
       {"trace", "--input", m_dir.file("dump.json"), "--store", store, "--key-template", "dedup:pay:{event_id}", "--ttl",
        "1h", "--event-id", "e-1"},
       {"check", "--live", m_dir.file("d.toml")},
-      {"discover", "--input", m_dir.file("dump.json"), "--store", store}};
+      {"discover", "--input", m_dir.file("dump.json"), "--store", store},
+      // replay through a library's records: Powertools' JSON claims and Spring's hash fields.
+      {"replay", "--input", m_dir.file("dump.json"), "--via", store, "--layout", "powertools-python", "--key-prefix",
+       "f", "--ttl", "1h", "--sink", "file:" + m_dir.file("powertools.ndjson"), "--execute"},
+      {"replay", "--input", m_dir.file("dump.json"), "--via", store, "--layout", "spring-hash", "--sink",
+       "file:" + m_dir.file("spring.ndjson"), "--execute"}};
   for (auto args : commands) {
     SCOPED_TRACE(args[0]);
     args.insert(args.end(), {"-o", "json", "--timeout", "20s"});
@@ -272,9 +277,13 @@ TEST_F(RedisTls, EveryCommandTakesThePasswordTheSameWay) {
     if (args[0] != "snapshot" && args[0] != "discover") { // the file is its report; discover writes its own
       EXPECT_EQ(parse(with).value("complete", true), true) << with.out;
     }
+    if (args[0] == "replay") { // the library's records written over TLS
+      EXPECT_GT(parse(with).at("summary").at("replayed").get<long long>(), 0) << with.out;
+    }
     auto without = run_dedupctl(args);
     EXPECT_EQ(without.exit_code, 3) << without.err;
     EXPECT_NE((without.err + without.out).find("NOAUTH"), std::string::npos) << without.err << without.out;
+    EXPECT_EQ((with.out + with.err + without.out + without.err).find("T0ken-right"), std::string::npos);
   }
 }
 
