@@ -2,6 +2,7 @@
 
 #include "commands/pipeline/common.hpp"
 #include "core/audit/retention.hpp"
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
@@ -25,8 +26,12 @@ std::string key_pattern(const core::ConsumerDeclaration& consumer) {
     pattern += c;
   }
   if (consumer.layout.java_key) {
-    // Java's serialized String: its header, two bytes of length, then the text.
-    pattern = std::string("\xac\xed\x00\x05t??", 7) + pattern;
+    // Java's serialized String: its header (as core::append_java_string writes it), two bytes of
+    // length, then the text.
+    std::string header;
+    core::append_java_string("", header);
+    header.resize(header.size() - 2);
+    pattern = header + "??" + pattern;
   }
   return one_key ? pattern : pattern + "*";
 }
