@@ -432,6 +432,8 @@ void Watcher::read(std::vector<core::PartitionPlan> todo, bool arrivals) {
 // through its topic's log rules.
 void Watcher::observe_batch(const core::EventBatch& batch, bool arrivals, std::int64_t looked_up_at) {
   core::CoveragePolicy policy = m_state.policy().policy;
+  core::CoveragePolicy at_lookup = policy;
+  at_lookup.now_ms = looked_up_at;
   for (std::size_t i = 0; i < batch.events.size(); ++i) {
     const auto& event = batch.events[i];
     const auto& identity = m_identities[i];
@@ -439,8 +441,11 @@ void Watcher::observe_batch(const core::EventBatch& batch, bool arrivals, std::i
     if (m_key_of[i] != SIZE_MAX) {
       const auto& record = m_records[m_key_of[i]];
       tracked = core::track(record, looked_up_at, policy);
-      if (record.kind == core::RecordState::Kind::Present && record.pttl_ms) {
-        m_state.observe_ttl(*record.pttl_ms, event.timestamp_ms, looked_up_at);
+      // The key's TTL, or the library's own expiration where its record carries one.
+      if (auto left = record.kind == core::RecordState::Kind::Present && !record.processed_at_ms
+                          ? core::remaining_ms(record, at_lookup)
+                          : std::nullopt) {
+        m_state.observe_ttl(*left, event.timestamp_ms, looked_up_at);
       }
     }
     std::string topic(event.topic);

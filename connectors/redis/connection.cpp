@@ -367,8 +367,10 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
 // more CPU than eight of 512: the audit's lookups took 2.30 s of it for 1M keys, 1.84 s since
 // (tests/bench/audit-redis, interleaved runs). Writing a chunk before reading the last one's
 // replies, rather than the batch at once, changed nothing (ten runs a side).
+// With `with_ttl` false (a JSON layout whose records carry their own expiration) the PTTLs are left
+// out: a key is present when MGET returns a string, and its lapse is the record's own.
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-                        std::vector<std::string>& values, std::size_t value_limit) {
+                        std::vector<std::string>& values, std::size_t value_limit, bool with_ttl) {
   out.assign(keys.size(), core::RecordState{});
   values.assign(keys.size(), std::string());
   if (keys.empty()) {
@@ -378,7 +380,7 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
   m_buffer.clear();
   for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
     std::size_t end = chunk_end(begin);
-    for (std::size_t i = begin; i < end; ++i) {
+    for (std::size_t i = begin; with_ttl && i < end; ++i) {
       m_buffer.add({"PTTL", keys[i]});
     }
     m_buffer.add_command("MGET", std::span(keys).subspan(begin, end - begin));
@@ -386,7 +388,7 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
   send(m_buffer);
   for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
     std::size_t end = chunk_end(begin);
-    for (std::size_t i = begin; i < end; ++i) {
+    for (std::size_t i = begin; with_ttl && i < end; ++i) {
       read_pttl(*read("a lookup"), out[i], where());
     }
     Reply mget = read("a lookup");
@@ -397,7 +399,11 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
     }
     for (std::size_t i = begin; i < end; ++i) {
       const redisReply* value = mget->element[i - begin];
-      // Nil for an absent key and for one holding another type (hash, set): present, no marker.
+      // Nil for an absent key and for one holding another type (hash, set): present, no marker
+      // (without PTTLs: absent, as a library's GET finds no record there either).
+      if (!with_ttl && value->type == REDIS_REPLY_STRING) {
+        out[i].kind = core::RecordState::Kind::Present;
+      }
       if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
         values[i].assign(value->str, std::min<std::size_t>(value->len, value_limit));
       }

@@ -108,7 +108,7 @@ public:
   // (one server only: a cluster refuses an MGET across slots).
   // Values are kept up to `value_limit` bytes (k_value_prefix for claim markers; all of a JSON record).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-              std::vector<std::string>& values, std::size_t value_limit = k_value_prefix);
+              std::vector<std::string>& values, std::size_t value_limit = k_value_prefix, bool with_ttl = true);
 
   // The connection's endpoint, to open another like it.
   const Endpoint& endpoint() const { return m_endpoint; }

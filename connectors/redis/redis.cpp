@@ -23,9 +23,12 @@ std::int64_t wall_ms() {
       .count();
 }
 
-// A lookup of one key in a cluster, where an MGET across slots is refused: PTTL and GET.
-void add_lookup(CommandBuffer& buffer, const std::string& key) {
-  buffer.add({"PTTL", key});
+// A lookup of one key in a cluster, where an MGET across slots is refused: PTTL (unless the record
+// carries its expiration) and GET.
+void add_lookup(CommandBuffer& buffer, const std::string& key, bool with_ttl) {
+  if (with_ttl) {
+    buffer.add({"PTTL", key});
+  }
   buffer.add({"GET", key});
 }
 
@@ -37,13 +40,22 @@ std::size_t value_limit(const core::RecordLayout& layout) {
 
 void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string& value, std::string_view where,
                  std::size_t limit) {
-  read_pttl(*replies[0], state, where);
+  bool with_ttl = replies.size() == 2;
+  if (with_ttl) {
+    read_pttl(*replies[0], state, where);
+  } else {
+    state = core::RecordState{};
+  }
   value.clear();
-  const redisReply& get = *replies[1];
+  const redisReply& get = *replies.back();
   if (get.type == REDIS_REPLY_ERROR && !text_of(get).starts_with("WRONGTYPE")) {
     throw UnreachableError(fmt::format("Redis at {} answered GET with an error ({})", where, text_of(get)));
   }
-  // A key of another type (hash, set) is present without a marker.
+  // A key of another type (hash, set) is present without a marker (without PTTL: absent, as a
+  // library's GET finds no record there either).
+  if (!with_ttl && get.type == REDIS_REPLY_STRING) {
+    state.kind = core::RecordState::Kind::Present;
+  }
   if (state.kind == core::RecordState::Kind::Present && get.type == REDIS_REPLY_STRING) {
     value.assign(get.str, std::min<std::size_t>(get.len, limit));
   }
@@ -124,21 +136,58 @@ void read_values(const core::RecordLayout& layout, std::vector<core::RecordState
   }
 }
 
+// Whether a lookup may leave PTTL out: a JSON layout whose records carry their expiration, which
+// the library reads and from which it sets the key's TTL too (Powertools: SET … EX, the same
+// seconds). One PTTL a key cost Redis as much CPU as the MGET of a 1 KiB record (tests/bench/layouts).
+bool ttl_in_value(const core::RecordLayout& layout) {
+  return layout.value == core::RecordValue::Json && !layout.json.expiration.empty();
+}
+
+// The PTTL of each present record whose value named no expiration after all (not JSON, no such
+// field): a record the library will take over or that lives as long as its key.
+void read_missing_ttls(Nodes& nodes, const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
+  std::vector<std::string> asked;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (out[i].kind == core::RecordState::Kind::Present && !out[i].expires_at_ms) {
+      asked.push_back(keys[i]);
+      at.push_back(i);
+    }
+  }
+  if (asked.empty()) {
+    return;
+  }
+  nodes.exchange(
+      asked, 1,
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.add({"PTTL", asked[i]});
+      },
+      [&](std::size_t i, std::span<Reply> replies) {
+        core::RecordState now;
+        read_pttl(*replies[0], now, "a lookup");
+        out[at[i]].kind = now.kind;
+        out[at[i]].pttl_ms = now.pttl_ms;
+      },
+      "a lookup");
+}
+
 // Every key's state and value (its first bytes, or all of a JSON record): one MGET of the batch on
-// one server, PTTL + GET a key routed by slot in a cluster; a one-key layout's members as above.
+// one server, PTTL + GET a key routed by slot in a cluster (no PTTL where the record carries its
+// expiration); a one-key layout's members as above.
 void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<std::string>& keys,
                 std::vector<core::RecordState>& out, std::vector<std::string>& values) {
   const auto& layout = settings.layout;
   std::size_t limit = value_limit(layout);
+  bool with_ttl = !ttl_in_value(layout);
   if (core::one_key(layout)) {
     lookup_members(nodes, layout, settings.collection, keys, out, values);
   } else if (!nodes.clustered()) {
-    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values, limit); });
+    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values, limit, with_ttl); });
   } else {
     out.assign(keys.size(), core::RecordState{});
     values.assign(keys.size(), std::string());
     nodes.exchange(
-        keys, 2, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i]); },
+        keys, with_ttl ? 2 : 1, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i], with_ttl); },
         [&](std::size_t i, std::span<Reply> replies) { read_lookup(replies, out[i], values[i], "the cluster", limit); },
         "a lookup");
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -146,6 +195,9 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
     }
   }
   read_values(layout, out);
+  if (!with_ttl) {
+    read_missing_ttls(nodes, keys, out);
+  }
 }
 
 class RedisStore final : public core::DedupStore {

@@ -165,25 +165,6 @@ bool one_of(std::string_view value, const std::vector<std::string>& values) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
-std::optional<std::int64_t> whole_number(simdjson::dom::element element) {
-  if (auto i = element.get_int64(); !i.error()) {
-    return i.value_unsafe();
-  }
-  if (auto u = element.get_uint64(); !u.error()) {
-    return static_cast<std::int64_t>(std::min<std::uint64_t>(u.value_unsafe(), INT64_MAX));
-  }
-  if (auto d = element.get_double(); !d.error() && std::isfinite(d.value_unsafe())) {
-    return static_cast<std::int64_t>(std::floor(d.value_unsafe()));
-  }
-  if (auto s = element.get_string(); !s.error()) { // a number written as text
-    std::int64_t n = 0;
-    if (parse_whole(s.value_unsafe(), n)) {
-      return n;
-    }
-  }
-  return std::nullopt;
-}
-
 simdjson::dom::parser& json_parser() {
   thread_local simdjson::dom::parser parser;
   return parser;
@@ -202,44 +183,150 @@ std::optional<simdjson::dom::object> json_object(std::string_view value) {
   return object.value_unsafe();
 }
 
-std::optional<std::int64_t> field_ms(simdjson::dom::object object, const std::string& name, bool in_ms) {
-  if (name.empty()) {
+// A number field's whole value (a number, or one written as text); nullopt for null or another type.
+std::optional<std::int64_t> whole_number(simdjson::ondemand::value value) {
+  simdjson::ondemand::json_type type{};
+  if (value.type().get(type)) {
     return std::nullopt;
   }
-  auto field = object.at_key(name);
-  if (field.error() || field.value_unsafe().is_null()) {
+  if (type == simdjson::ondemand::json_type::string) {
+    std::string_view text;
+    std::int64_t n = 0;
+    return !value.get_string().get(text) && parse_whole(text, n) ? std::optional(n) : std::nullopt;
+  }
+  simdjson::ondemand::number number;
+  if (type != simdjson::ondemand::json_type::number || value.get_number().get(number)) {
     return std::nullopt;
   }
-  auto n = whole_number(field.value_unsafe());
-  if (!n) {
-    return std::nullopt;
+  if (number.is_int64()) {
+    return number.get_int64();
   }
-  return in_ms ? *n : *n * 1000;
+  if (number.is_uint64()) {
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(number.get_uint64(), INT64_MAX));
+  }
+  double d = number.get_double();
+  return std::isfinite(d) ? std::optional(static_cast<std::int64_t>(std::floor(d))) : std::nullopt;
+}
+
+// Whether a value the record's state does not read is well-formed JSON all the same, as the
+// library's parser requires: its atoms checked, its strings skipped unread (simdjson's first
+// stage checked their quotes and UTF-8; an escape inside one is not looked at).
+bool well_formed(simdjson::ondemand::value value, int depth = 0) {
+  simdjson::ondemand::json_type type{};
+  if (value.type().get(type) || depth > 64) {
+    return false;
+  }
+  switch (type) {
+  case simdjson::ondemand::json_type::object: {
+    simdjson::ondemand::object object;
+    if (value.get_object().get(object)) {
+      return false;
+    }
+    for (auto field : object) {
+      simdjson::ondemand::value item;
+      if (field.error() || field.value().get(item) || !well_formed(item, depth + 1)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  case simdjson::ondemand::json_type::array: {
+    simdjson::ondemand::array array;
+    if (value.get_array().get(array)) {
+      return false;
+    }
+    for (auto element : array) {
+      simdjson::ondemand::value item;
+      if (element.get(item) || !well_formed(item, depth + 1)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  case simdjson::ondemand::json_type::string: {
+    simdjson::ondemand::raw_json_string raw;
+    return !value.get_raw_json_string().get(raw);
+  }
+  case simdjson::ondemand::json_type::number: {
+    simdjson::ondemand::number number;
+    return !value.get_number().get(number);
+  }
+  case simdjson::ondemand::json_type::boolean: {
+    bool b = false;
+    return !value.get_bool().get(b);
+  }
+  case simdjson::ondemand::json_type::null: {
+    bool null = false;
+    return !value.is_null().get(null) && null;
+  }
+  }
+  return false;
+}
+
+// The fields a JSON record's state is read from, as the library reads them (a repeated name: its
+// last value, as json.loads and JSON.parse keep). On-Demand: the other fields (Powertools' `data`,
+// a kilobyte of the handler's response) are skipped, not unescaped. False when the value is not
+// one JSON object or its status is not a string.
+struct JsonState {
+  std::optional<std::string> status;
+  std::optional<std::int64_t> expiration;
+  std::optional<std::int64_t> in_progress_expiration;
+};
+
+bool read_json_state(const JsonRecordFields& fields, std::string_view value, JsonState& out) {
+  thread_local simdjson::ondemand::parser parser;
+  thread_local std::string padded;
+  padded.reserve(value.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(value);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object object;
+  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) || doc.get_object().get(object)) {
+    return false;
+  }
+  for (auto field : object) {
+    std::string_view key;
+    simdjson::ondemand::value item;
+    if (field.unescaped_key().get(key) || field.value().get(item)) {
+      return false;
+    }
+    if (key == fields.status) {
+      std::string_view status;
+      if (item.get_string().get(status)) {
+        return false;
+      }
+      out.status = std::string(status);
+    } else if (!fields.expiration.empty() && key == fields.expiration) {
+      out.expiration = whole_number(item);
+    } else if (!fields.in_progress_expiration.empty() && key == fields.in_progress_expiration) {
+      out.in_progress_expiration = whole_number(item);
+    } else if (!well_formed(item)) {
+      return false;
+    }
+  }
+  const char* after = nullptr;
+  bool trailing = !doc.current_location().get(after); // a location past the object: more than one value
+  return !trailing && out.status.has_value();
 }
 
 void read_json(const JsonRecordFields& fields, std::string_view value, RecordState& state) {
-  auto object = json_object(value);
-  if (!object) {
+  JsonState json;
+  if (!read_json_state(fields, value, json)) {
     state.unreadable = true;
     return;
   }
-  auto status = object->at_key(fields.status).get_string();
-  if (status.error()) {
-    state.unreadable = true;
-    return;
-  }
-  state.claim = one_of(status.value_unsafe(), fields.in_progress);
-  if (auto expiration = field_ms(*object, fields.expiration, fields.expiration_ms)) {
+  auto ms = [](std::optional<std::int64_t> n, bool in_ms) { return n && !in_ms ? std::optional(*n * 1000) : n; };
+  state.claim = one_of(*json.status, fields.in_progress);
+  if (auto expiration = ms(json.expiration, fields.expiration_ms)) {
     // Expired when now > expiration: in whole seconds from the second after it on, in milliseconds
     // from the millisecond after.
     state.expires_at_ms = *expiration + (fields.whole_seconds && !fields.expiration_ms ? 1000 : 1);
   }
   if (state.claim) {
-    state.claim_until_ms = field_ms(*object, fields.in_progress_expiration, fields.in_progress_expiration_ms);
+    state.claim_until_ms = ms(json.in_progress_expiration, fields.in_progress_expiration_ms);
     if (!state.claim_until_ms && fields.no_lease_taken_over) {
       state.claim_until_ms = INT64_MIN; // lapsed already
     }
-  } else if (!one_of(status.value_unsafe(), fields.completed)) {
+  } else if (!one_of(*json.status, fields.completed)) {
     state.unreadable = true; // neither in progress nor completed: the library takes it over
   }
 }

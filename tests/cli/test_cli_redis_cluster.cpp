@@ -94,6 +94,27 @@ TEST_F(AuditRedisCluster, AOneKeyLayoutIsLookedUpOnItsSlotsMasterAndDiscovered) 
   EXPECT_EQ(layouts, (std::set<std::string>{"plain", "spring-hash"})) << discovered.out;
 }
 
+// A JSON layout's records are read with a GET a key on its slot's master, their expiration from the
+// record; the key's TTL only for a record that names none.
+TEST_F(AuditRedisCluster, AJsonLayoutsRecordsAreReadOnTheirSlotsMastersWithTheirOwnExpiration) {
+  std::string later = std::to_string(m_now / 1000 + 8 * 24 * 3600);
+  ASSERT_EQ(m_cluster.cli({"SET", "pt:e-2", R"({"status": "COMPLETED", "expiration": )" + later + "}", "EX", "60"}).out,
+            "OK\n");
+  ASSERT_EQ(m_cluster.cli({"SET", "pt:e-3", R"({"status": "COMPLETED"})", "PX", std::to_string(8 * 24 * k_hour)}).out,
+            "OK\n");
+  ASSERT_EQ(m_cluster.cli({"SET", "pt:e-6", R"({"status": "COMPLETED"})"}).out, "OK\n");
+  auto args = audit(m_cluster.seed_uri(), {"--layout", "json"});
+  auto at = std::find(args.begin(), args.end(), "--key-template");
+  ASSERT_NE(at, args.end());
+  *(at + 1) = "pt:{event_id}";
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto summary = parse(result).at("summary");
+  EXPECT_EQ(summary.at("covered"), 3) << "e-2 by its expiration (not its key's minute), e-3 by its key's TTL, e-6: "
+                                      << summary.dump();
+  EXPECT_EQ(summary.at("no_expiry"), 1) << "e-6 alone: " << summary.dump();
+}
+
 TEST_F(AuditRedisCluster, AMasterKilledMidAuditIsExit3AndIncomplete) {
   // The master of e-2's record: paused so the audit's lookups wait on it, then killed. It has no
   // replica, so no verdict can be given over its keys.

@@ -309,3 +309,49 @@ TEST(RedisLookup, EachKindOfRecordIsReadBackWithOneCommandAKeyAndOneMgetAChunk) 
   EXPECT_EQ(calls_of(redis, "mget"), 1 + 3);
   EXPECT_EQ(calls_of(redis, "pttl"), 6 + n);
 }
+
+// A JSON layout's records carry their own expiration (Powertools': the library sets the key's TTL
+// from the same number), so the audit reads their values with one MGET a chunk and no PTTL; only a
+// record that names no expiration after all (not JSON, no such field) has its key's TTL read.
+TEST(RedisLookup, AJsonLayoutReadsValuesOnlyAndPttlWhereARecordNamesNoExpiration) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(redis.uri());
+  settings.layout = core::find_layout("json");
+  std::string done =
+      R"({"data": ")" + std::string(2048, 'r') + R"(", "status": "COMPLETED", "expiration": 4102444800})";
+  ASSERT_EQ(redis.command("SET p:done '" + done + "' EX 600"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET p:claim '{\"status\": \"INPROGRESS\", \"expiration\": 4102444800, "
+                          "\"in_progress_expiration\": 4102444800000}' EX 600"),
+            "+OK\r\n");
+  ASSERT_EQ(redis.command("SET p:bare '{\"status\": \"COMPLETED\"}' PX 500000"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET p:forever '{\"status\": \"COMPLETED\"}'"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET p:text done PX 400000"), "+OK\r\n");
+  ASSERT_EQ(redis.command("HSET p:hash status COMPLETED"), ":1\r\n");
+  ASSERT_EQ(redis.command("CONFIG RESETSTAT"), "+OK\r\n");
+  auto store = connectors::redis::open_store(settings);
+  std::vector<std::string> keys{"p:done", "p:claim", "p:bare", "p:forever", "p:text", "p:hash", "p:absent"};
+  std::vector<core::RecordState> states;
+  store->lookup(keys, states);
+  ASSERT_EQ(states.size(), keys.size());
+  using Kind = core::RecordState::Kind;
+  EXPECT_EQ(states[0].kind, Kind::Present);
+  EXPECT_EQ(states[0].expires_at_ms, 4102444801000);
+  EXPECT_FALSE(states[0].pttl_ms.has_value()) << "not read: the record's expiration decides";
+  EXPECT_EQ(states[0].value, done) << "the whole value";
+  EXPECT_TRUE(states[1].claim);
+  EXPECT_EQ(states[1].claim_until_ms, 4102444800000);
+  ASSERT_TRUE(states[2].pttl_ms.has_value()) << "no expiration in the record: its key's TTL";
+  EXPECT_GT(*states[2].pttl_ms, 490'000);
+  EXPECT_EQ(states[3].kind, Kind::Present);
+  EXPECT_FALSE(states[3].pttl_ms.has_value()) << "neither an expiration nor a TTL: no expiry";
+  EXPECT_TRUE(states[4].unreadable);
+  ASSERT_TRUE(states[4].pttl_ms.has_value());
+  EXPECT_GT(*states[4].pttl_ms, 390'000);
+  EXPECT_EQ(states[5].kind, Kind::Absent) << "no record the library's GET could read";
+  EXPECT_EQ(states[6].kind, Kind::Absent);
+  EXPECT_EQ(calls_of(redis, "mget"), 1);
+  EXPECT_EQ(calls_of(redis, "pttl"), 3) << "p:bare, p:forever, p:text";
+  EXPECT_EQ(calls_of(redis, "get"), 0);
+}

@@ -87,7 +87,37 @@ TEST(Layout, AValueNotInTheLayoutsShapeIsUnreadableAndStillPresent) {
   EXPECT_TRUE(read(layout, R"({"expiration": 1})").unreadable) << "no status";
   EXPECT_TRUE(read(layout, R"({"status": "EXPIRED"})").unreadable);
   EXPECT_TRUE(read(layout, R"([1,2])").unreadable);
+  EXPECT_TRUE(read(layout, R"({"status": 1, "expiration": 1})").unreadable) << "a status that is no string";
   EXPECT_EQ(state_of(read(layout, "done"), k_now), Coverage::Covered);
+}
+
+// The record is read as the library's json.loads / JSON.parse reads it, although only the fields
+// that decide are looked at: a value that is not one whole JSON object is unreadable, wherever its
+// fault lies; a repeated name counts by its last value.
+TEST(Layout, AJsonRecordIsReadWholeThoughOnlyItsDecidingFieldsAreKept) {
+  RecordLayout layout = find_layout("powertools-python");
+  std::string data(4096, 'r');
+  std::string big = R"({"data": ")" + data + R"(\"}", "status": "COMPLETED", "expiration": 1795806842})";
+  RecordState read_big = read(layout, big);
+  EXPECT_FALSE(read_big.unreadable);
+  EXPECT_EQ(read_big.expires_at_ms, 1795806843000);
+  EXPECT_TRUE(read(layout, std::string(k_completed) + " {}").unreadable) << "trailing content";
+  EXPECT_TRUE(read(layout, std::string(k_completed) + "x").unreadable) << "trailing content";
+  EXPECT_TRUE(read(layout, R"({"data": "unterminated, "status": "COMPLETED", "expiration": 1})").unreadable);
+  EXPECT_TRUE(read(layout, R"({"data": [1, 2, "status": "COMPLETED", "expiration": 1})").unreadable);
+  EXPECT_TRUE(read(layout, R"({"status": "COMPLETED", "expiration": 1)").unreadable) << "cut short";
+  EXPECT_TRUE(read(layout, R"({"data": tru, "status": "COMPLETED", "expiration": 1})").unreadable);
+  EXPECT_TRUE(read(layout, R"({"data": {"a": [1, nul]}, "status": "COMPLETED", "expiration": 1})").unreadable);
+  EXPECT_TRUE(read(layout, R"({"data": 1.2.3, "status": "COMPLETED", "expiration": 1})").unreadable);
+  RecordState twice = read(layout, R"({"status": "INPROGRESS", "expiration": 1, "status": "COMPLETED", )"
+                                   R"("expiration": 1795806842, "expiration": null})");
+  EXPECT_FALSE(twice.claim) << "the last status";
+  EXPECT_EQ(twice.expires_at_ms, std::nullopt) << "the last expiration, null";
+  RecordState text = read(layout, R"({"status": "INPROGRESS", "expiration": "1795806842", )"
+                                  R"("in_progress_expiration": 1795803251703.9, "data": {"nested": [1, {"a": "}"}]}})");
+  EXPECT_TRUE(text.claim);
+  EXPECT_EQ(text.expires_at_ms, 1795806843000) << "a number written as text";
+  EXPECT_EQ(text.claim_until_ms, 1795803251703) << "a fraction floored";
 }
 
 TEST(Layout, TheGenericJsonLayoutTakesItsFieldNamesAsOptions) {
