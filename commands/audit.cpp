@@ -1,6 +1,7 @@
 #include "commands/pipeline/audit.hpp"
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
+#include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
@@ -29,6 +30,7 @@ struct AuditFlags {
   ShardFlags shard;
   IdentityFlags identity;
   PlacementFlags placement;
+  EffectsFlags effects;
   std::string seek;
   std::string committed;
   std::string semantic_window = core::format_duration(core::k_default_semantic_window_ms); // --window
@@ -76,6 +78,15 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
   request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
                                                        placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
+  if (auto effects = parse_effects(options.effects)) {
+    if (!options.shard.digest.empty() || !options.shard.shard.empty()) {
+      throw UsageError("--effects with --shard/--digest: a merge of shards does not carry the effects yet; audit "
+                       "the range in one run");
+    }
+    request.audit.effects = true;
+    request.effects_template = effects->key_template;
+    request.placement.effects = effects->placement;
+  }
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
     throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
                      "file:");
@@ -144,6 +155,18 @@ int run(const AuditFlags& options, Context& context) {
       }
     }
   }
+  OpenedEffects effects;
+  if (!failure && request.audit.effects) {
+    auto parsed = parse_effects(options.effects);
+    effects = open_effects(*parsed, context, static_cast<std::int64_t>(expected_events(opened.info)));
+    failure = effects.failure;
+    request.effects = effects.store.get();
+    request.store_settings.emplace_back(
+        "effects",
+        parsed->placement.kind == "postgres"
+            ? fmt::format("{} ({}.{})", parsed->placement.store, parsed->placement.table, parsed->placement.column)
+            : fmt::format("{} ({})", parsed->placement.store, parsed->placement.key_template));
+  }
   std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("audit: {} events", events)); };
@@ -192,6 +215,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
   add_placement_options(*sub, options->placement);
+  add_effects_options(*sub, options->effects);
   auto* audit = sub->add_option_group("Audit");
   audit->add_option("--seek", options->seek, "the reset being considered for --group: the window is [seek, committed)")
       ->type_name("SPEC");

@@ -59,6 +59,11 @@ struct ReplaySummary {
   std::int64_t would_reapply = 0;
   std::int64_t would_skip_unfinished = 0;
   std::int64_t first_delivery = 0; // pending events in the window: applied for the first time
+  // With --effects: would_reapply split by whether the effect exists (certain duplicates; an event
+  // whose effect could not be looked up, having no id, counts here too) or not (deliveries that
+  // repair). safe_from then counts only the first.
+  std::optional<std::int64_t> would_reapply_applied;
+  std::optional<std::int64_t> would_reapply_unapplied;
   std::map<std::string, TypeRisk> by_type;
   std::vector<SafeFrom> safe_from;
   std::optional<ReplayRun> run; // replay plans and runs

@@ -121,6 +121,17 @@ Json placement_json(const PlacementInfo& placement) {
   out["retention_compacted"] = placement.retention && placement.retention->compacted; // additive to v1
   bool retention_declared = placement.retention && placement.retention->source == core::RetentionSource::Flag;
   out["retention_origin"] = retention_declared ? Json(core::origin_name(placement.retention->origin)) : Json(nullptr);
+  if (placement.effects) {
+    const auto& e = *placement.effects;
+    Json effects{{"kind", e.kind}, {"store", e.store}};
+    if (e.kind == "postgres") {
+      effects["table"] = e.table;
+      effects["column"] = e.column;
+    } else {
+      effects["key_template"] = e.key_template;
+    }
+    out["effects"] = std::move(effects);
+  }
   return out;
 }
 
@@ -132,6 +143,10 @@ Json replay_json(const core::ReplaySummary& replay) {
   out["would_reapply"] = replay.would_reapply;
   out["would_skip_unfinished"] = replay.would_skip_unfinished;
   out["first_delivery"] = replay.first_delivery;
+  if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
+    out["would_reapply_applied"] = *replay.would_reapply_applied;
+    out["would_reapply_unapplied"] = *replay.would_reapply_unapplied;
+  }
   Json by_type = Json::object();
   for (const auto& [type, risk] : replay.by_type) {
     by_type[type] = Json{{"side_effects", core::to_string(risk.side_effects)}, {"would_reapply", risk.would_reapply}};
@@ -244,6 +259,14 @@ void render_json(const Report& report, std::FILE* out) {
   Json summary = Json::object();
   for (const auto& [name, value] : report.summary) {
     summary[name] = value;
+  }
+  if (report.effects) {
+    const auto& e = *report.effects;
+    summary["effects"] = Json{{"checked", e.checked},
+                              {"applied", e.applied},
+                              {"not_applied", e.not_applied},
+                              {"lost", e.lost},
+                              {"unguarded", e.unguarded}};
   }
   doc["summary"] = std::move(summary);
   if (report.replay) {

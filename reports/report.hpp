@@ -2,6 +2,7 @@
 
 #include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/audit/effects.hpp"
 #include "core/audit/ttl.hpp"
 #include "core/finding.hpp"
 #include "core/source/source_info.hpp"
@@ -19,6 +20,15 @@
 namespace dedupctl::reports {
 
 // The placement an audit looked at (report-v1 "placement").
+// Where the consumer's effects were looked up (--effects): report-v1 placement.effects.
+struct EffectsPlacement {
+  std::string kind;  // postgres, redis
+  std::string store; // the URI, password redacted
+  std::string table; // postgres
+  std::string column;
+  std::string key_template; // redis
+};
+
 struct PlacementInfo {
   std::string kind;  // redis, file, postgres
   std::string store; // the URI, password redacted
@@ -28,6 +38,7 @@ struct PlacementInfo {
   std::string consumer;
   core::TtlDecision ttl;
   std::optional<core::RetentionDecision> retention; // nullopt where it is not the command's concern (replay)
+  std::optional<EffectsPlacement> effects;
 };
 
 // One invocation's result, whatever the format: the model every renderer reads.
@@ -40,6 +51,7 @@ struct Report {
   std::optional<core::SourceInfo> source;
   // In report-v1 order; each command fills the counters it knows.
   std::vector<std::pair<std::string, std::int64_t>> summary;
+  std::optional<core::EffectCounts> effects; // summary.effects, with --effects
   std::vector<core::Finding> findings;
   std::optional<PlacementInfo> placement;
   std::optional<core::ReplaySummary> replay;

@@ -194,6 +194,16 @@ void print_summary(const Report& report, std::FILE* out) {
     }
     print_table(out, rows, "  ");
   }
+  if (report.effects) {
+    const auto& e = *report.effects;
+    fmt::print(out, "\nEFFECTS ({} checked)\n", e.checked);
+    print_table(out,
+                {{"applied", std::to_string(e.applied)},
+                 {"not applied", std::to_string(e.not_applied)},
+                 {"lost (marked processed, never applied)", std::to_string(e.lost)},
+                 {"unguarded (applied, no record guards it)", std::to_string(e.unguarded)}},
+                "  ");
+  }
 }
 
 // trace: per id the verdict first, then the occurrences, the record, the timeline, the evidence.
@@ -285,6 +295,11 @@ void print_replay(const Report& report, std::FILE* out) {
                "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
                "deliveries\n",
                r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    if (r.would_reapply_applied && r.would_reapply_unapplied) {
+      fmt::print(out,
+                 "  a seek over {} would re-apply {} events: {} already applied (charged twice), {} never applied\n",
+                 r.window, r.would_reapply, *r.would_reapply_applied, *r.would_reapply_unapplied);
+    }
     for (const auto& [type, risk] : r.by_type) {
       fmt::print(out, "  {:<24} {:>8} re-applied  ({})\n", type, risk.would_reapply,
                  core::to_string(risk.side_effects));

@@ -75,6 +75,9 @@ public:
       slot.lookup = m_worker.submit([this, &slot] {
         StageTimer timer(stage(&AuditStageTimes::lookup));
         m_store.lookup(slot.keys, slot.states);
+        if (m_request.effects) {
+          m_request.effects->lookup(slot.effect_keys, slot.effects);
+        }
       });
       current = 1 - current;
     }
@@ -92,6 +95,11 @@ private:
     std::vector<std::string> keys;
     std::vector<std::size_t> key_of; // per event: index into keys, or SIZE_MAX without id
     std::vector<core::RecordState> states;
+    // --effects: the keys their effects are looked up by, per event its index (SIZE_MAX: no id),
+    // and whether each exists.
+    std::vector<std::string> effect_keys;
+    std::vector<std::size_t> effect_key_of;
+    std::vector<std::uint8_t> effects;
     std::future<void> lookup;
   };
 
@@ -115,6 +123,17 @@ private:
     // The key strings of the slot's previous batch are rendered over: no allocation a key.
     core::render_batch_keys(m_options.key_template, slot.batch, slot.identities, m_request.consumer, slot.keys,
                             slot.key_of);
+    if (m_request.effects) {
+      core::render_batch_keys(m_request.effects_template, slot.batch, slot.identities, m_request.consumer,
+                              slot.effect_keys, slot.effect_key_of);
+    }
+  }
+
+  static core::Effect effect_of(const Slot& slot, std::size_t i) {
+    if (slot.effect_key_of.size() <= i || slot.effect_key_of[i] == SIZE_MAX) {
+      return core::Effect::Unchecked;
+    }
+    return slot.effects[slot.effect_key_of[i]] != 0 ? core::Effect::Applied : core::Effect::NotApplied;
   }
 
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
@@ -129,7 +148,8 @@ private:
       bool has_key = slot.key_of[i] != SIZE_MAX;
       std::string_view key = has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{};
       const core::RecordState& state = has_key ? slot.states[slot.key_of[i]] : k_no_record;
-      m_audit.observe(slot.batch.events[i], slot.identities[i], key, state);
+      m_audit.observe(slot.batch.events[i], slot.identities[i], key, state,
+                      m_request.effects ? effect_of(slot, i) : core::Effect::Unchecked);
       if (m_request.digest) {
         m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
       }
@@ -259,6 +279,7 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
                     {"semantic_duplicates", c.semantic_duplicates}};
   placement.ttl = result.ttl;
   report.placement = std::move(placement);
+  report.effects = result.effects;
   report.replay = result.replay;
   report.coverage = result.partitions;
   for (const auto& finding : placement_findings) {

@@ -8,6 +8,7 @@
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/effect_store.hpp"
 #include "reports/report.hpp"
 
 #include <functional>
@@ -46,6 +47,10 @@ struct AuditRequest {
   // A shard's (--shard, --digest): records every event with its record, and takes the setup and
   // the log analysis at the end.
   core::DigestRecorder* digest = nullptr;
+  // --effects: each event's effect looked up beside its record, by the key this renders (the event
+  // id for a table's row). Set audit.effects too.
+  core::EffectStore* effects = nullptr;
+  core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
 };
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch

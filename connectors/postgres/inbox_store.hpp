@@ -24,13 +24,23 @@ using InboxSchema = core::InboxSchema;
 
 enum class InboxLookup { Auto, Batches, Load };
 
+// What the table is to the user, for the errors that name it: the inbox (--store, --inbox-table …),
+// or the consumer's effects (--effects, --effects-table, --effects-column).
+struct TableNaming {
+  std::string what = "inbox table";
+  std::string table_flag = "--inbox-table";
+  std::string id_flag = "--inbox-id-column";
+  std::string store_flag = "--store";
+};
+
 struct InboxSettings {
   std::string conninfo;
+  TableNaming naming;
   InboxLookup lookup = InboxLookup::Auto;
   std::optional<std::int64_t> expected_events;          // what the audit will look up, when known (for Auto)
   std::int64_t timeout_ms = core::k_default_timeout_ms; // connect_timeout and statement_timeout
-  InboxSchema schema;
-  std::string consumer; // rows of this consumer only (needs a consumer column)
+  InboxSchema schema;                                   // time_column empty: the rows carry no time (an effects table)
+  std::string consumer;                                 // rows of this consumer only (needs a consumer column)
   const std::atomic<bool>* stop = nullptr;
   bool writable = false; // replay claims rows; audits and snapshots never write
 };

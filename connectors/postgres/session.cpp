@@ -166,6 +166,9 @@ std::string InboxSession::quote_table(const std::string& table) {
 
 std::string InboxSession::time_expression(const std::string& qualifier) const {
   const auto& schema = m_settings.schema;
+  if (schema.time_column.empty()) {
+    return "NULL::timestamptz";
+  }
   std::string column = qualifier + m_connection->quote_name(schema.time_column);
   switch (schema.time) {
   case core::InboxSchema::Time::EpochMs:
@@ -198,23 +201,23 @@ void InboxSession::validate() {
   m_facts =
       inspect_inbox(m_settings.conninfo, m_settings.timeout_ms, schema.table, schema.id_column, schema.consumer_column);
   if (!m_facts.table_exists) {
-    throw UsageError(fmt::format("the inbox table {} does not exist in {}; check --inbox-table (schema-qualified if "
-                                 "needed)",
-                                 schema.table, core::redact_secrets(m_settings.conninfo)));
+    throw UsageError(fmt::format("the {} {} does not exist in {}; check {} (schema-qualified if needed)",
+                                 m_settings.naming.what, schema.table, core::redact_secrets(m_settings.conninfo),
+                                 m_settings.naming.table_flag));
   }
   std::string columns;
   for (const auto& c : m_facts.columns) {
     columns += (columns.empty() ? "" : ", ") + c;
   }
   for (const auto& [flag, column] : std::vector<std::pair<std::string, std::string>>{
-           {"--inbox-id-column", schema.id_column},
+           {m_settings.naming.id_flag, schema.id_column},
            {"--inbox-consumer-column", schema.consumer_column},
            {"--inbox-time-column", schema.time_column},
            {"--inbox-status-column", schema.status_column},
            {"the layout's in-progress column", schema.in_progress_column}}) {
     if (!column.empty() && std::find(m_facts.columns.begin(), m_facts.columns.end(), column) == m_facts.columns.end()) {
-      throw UsageError(fmt::format("the inbox table {} has no column {} ({}); its columns are {}", schema.table, column,
-                                   flag, columns));
+      throw UsageError(fmt::format("the {} {} has no column {} ({}); its columns are {}", m_settings.naming.what,
+                                   schema.table, column, flag, columns));
     }
   }
   if (!m_settings.consumer.empty() && schema.consumer_column.empty()) {

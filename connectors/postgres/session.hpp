@@ -90,8 +90,8 @@ public:
     try {
       body();
     } catch (const pqxx::broken_connection& e) {
-      throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check --store and that the server is up",
-                                         where, first_line(e.what())));
+      throw UnreachableError(fmt::format("cannot reach PostgreSQL at {} ({}); check {} and that the server is up",
+                                         where, first_line(e.what()), m_settings.naming.store_flag));
     } catch (const pqxx::sql_error& e) {
       if (e.sqlstate() == "22003") { // "bigint out of range": the epoch of an infinite time, most likely
         if (auto refusal = infinite_times()) {

@@ -261,9 +261,10 @@ void Connection::start_tls() {
                                      "the server's TLS port (redis-server --tls-port)",
                                      where(), m_settings.timeout_ms, m_endpoint.node.port));
   }
-  throw ConnectionLost(fmt::format("TLS handshake with Redis at {} failed: {}; check --store and that the server "
+  throw ConnectionLost(fmt::format("TLS handshake with Redis at {} failed: {}; check {} and that the server "
                                    "speaks TLS on that port",
-                                   where(), saved ? std::strerror(saved) : "the server closed the connection"));
+                                   where(), saved ? std::strerror(saved) : "the server closed the connection",
+                                   m_settings.flag));
 }
 
 // In TLS 1.3 the server judges the client's certificate after the client's side of the handshake
@@ -299,9 +300,9 @@ void Connection::fail(std::string_view during) {
   } else {
     cause = m_ctx->errstr;
   }
-  throw ConnectionLost(fmt::format("cannot reach Redis at {} during {} ({}); check --store and that the server "
+  throw ConnectionLost(fmt::format("cannot reach Redis at {} during {} ({}); check {} and that the server "
                                    "is up, or raise --timeout",
-                                   where(), during, cause));
+                                   where(), during, cause, m_settings.flag));
 }
 
 Reply Connection::command(const std::vector<std::string>& args) {

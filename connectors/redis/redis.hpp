@@ -31,6 +31,7 @@ struct RedisSettings {
   core::RecordLayout layout;
   std::string collection; // one-key layouts: the key, as the server holds it
   const std::atomic<bool>* stop = nullptr;
+  std::string flag = "--store"; // the flag that named the server, for the errors (--effects)
 };
 
 // Lookups in pipelined batches: a PTTL per key and one MGET of the batch (values cut at 64 bytes),

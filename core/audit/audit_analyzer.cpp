@@ -20,13 +20,18 @@ constexpr std::size_t k_deferred_examples = 256;
 
 AuditAnalyzer::AuditAnalyzer(AuditOptions options)
     : m_options(std::move(options)), m_defer(!m_options.ttl.span.known()), m_collisions(m_options.max_examples),
-      m_reapplied(m_options.max_examples),
+      m_reapplied(m_options.max_examples), m_lost(m_options.max_examples), m_unguarded(m_options.max_examples),
       m_check_collisions(m_options.check_collisions && !m_options.key_template.uses(KeyTemplate::Part::EventId)),
       m_key_owner(m_check_collisions ? m_options.expected_events : 16) {
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);
   }
   m_options.policy.ttl = m_options.ttl.span;
+  if (m_options.effects) {
+    m_result.effects = EffectCounts{};
+    m_result.replay.would_reapply_applied = 0;
+    m_result.replay.would_reapply_unapplied = 0;
+  }
 }
 
 void AuditAnalyzer::set_partition(const std::string& topic, std::int32_t partition,
@@ -88,7 +93,7 @@ bool AuditAnalyzer::external(std::uint16_t type) const {
 }
 
 void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
-                          std::int64_t timestamp_ms, bool window) {
+                          std::int64_t timestamp_ms, bool window, Effect effect) {
   auto index = static_cast<std::size_t>(state);
   ++partition.coverage.states[index];
   partition.coverage.histogram.add(timestamp_ms, state);
@@ -112,7 +117,7 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
       ++replay.would_skip_unfinished;
       break;
     }
-    reapplied(partition, type, offset);
+    reapplied(partition, type, offset, effect);
     break;
   case Coverage::Pending:
     ++replay.first_delivery;
@@ -120,19 +125,51 @@ void AuditAnalyzer::count(PartitionState& partition, Coverage state, std::uint16
   case Coverage::NoId:
   case Coverage::Expired:
   case Coverage::Missing:
-    reapplied(partition, type, offset);
+    reapplied(partition, type, offset, effect);
     break;
   }
 }
 
-void AuditAnalyzer::reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset) {
-  ++m_result.replay.would_reapply;
+void AuditAnalyzer::reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset, Effect effect) {
+  auto& replay = m_result.replay;
+  ++replay.would_reapply;
   if (type < m_reapplied_by_type.size()) {
     ++m_reapplied_by_type[type];
   }
-  if (external(type)) {
+  // A delivery whose effect is known to be absent repairs rather than harms: safe_from is past
+  // the certain duplicates only.
+  bool repairs = m_options.effects && effect == Effect::NotApplied;
+  if (m_options.effects) {
+    ++*(repairs ? replay.would_reapply_unapplied : replay.would_reapply_applied);
+  }
+  if (!repairs && external(type)) {
     partition.max_bad_offset = std::max(partition.max_bad_offset.value_or(offset), offset);
     partition.last_bad = true;
+  }
+}
+
+template <typename MakeExample>
+void AuditAnalyzer::count_effect(Coverage state, Effect effect, std::int32_t partition, MakeExample&& make_example) {
+  if (!m_result.effects) {
+    return;
+  }
+  switch (core::count_effect(state, effect, *m_result.effects)) {
+  case EffectVerdict::Lost:
+    m_lost.add(partition, [&] {
+      Example ex = make_example();
+      ex.note = fmt::format("{}: the record says processed, the effect is absent", to_string(state));
+      return ex;
+    });
+    break;
+  case EffectVerdict::Unguarded:
+    m_unguarded.add(partition, [&] {
+      Example ex = make_example();
+      ex.note = fmt::format("{}: the effect exists, no record guards it", to_string(state));
+      return ex;
+    });
+    break;
+  case EffectVerdict::None:
+    break;
   }
 }
 
@@ -151,7 +188,7 @@ void AuditAnalyzer::add_example(Coverage state, std::int32_t partition, MakeExam
 }
 
 void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::string_view dedup_key,
-                            const RecordState& record) {
+                            const RecordState& record, Effect effect) {
   ++m_result.events;
   PartitionState& partition = partition_of(event);
   std::uint16_t type = type_index(identity.type);
@@ -181,7 +218,7 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     }
   };
   if (!identity.has_id) {
-    count(partition, Coverage::NoId, type, event.offset, event.timestamp_ms, window);
+    count(partition, Coverage::NoId, type, event.offset, event.timestamp_ms, window, Effect::Unchecked);
     reapplied_example(Coverage::NoId);
     return;
   }
@@ -200,7 +237,12 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   bool pending = absent && facts.committed && event.offset >= *facts.committed;
   if (absent && !pending && m_defer) {
     // Expired or missing depends on the TTL, which the records still have to tell.
-    Deferred deferred{event.timestamp_ms, event.offset, &partition, type, -1};
+    Deferred deferred{event.timestamp_ms, event.offset, &partition, type, -1, effect};
+    if (effect != Effect::Unchecked && m_deferred_effect_examples.size() < k_deferred_examples) {
+      // Whether it is lost or unguarded waits with its state: its example is kept apart.
+      deferred.effect_example = static_cast<std::int16_t>(m_deferred_effect_examples.size());
+      m_deferred_effect_examples.push_back(example());
+    }
     partition.last_bad = window && external(type); // expired or missing: re-applied either way
     if (m_deferred_examples.size() < k_deferred_examples) {
       deferred.example = static_cast<std::int16_t>(m_deferred_examples.size());
@@ -223,7 +265,8 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   if (verdict.state == Coverage::Expiring && verdict.gap_ms > m_max_gap_ms) {
     m_max_gap_ms = verdict.gap_ms;
   }
-  count(partition, verdict.state, type, event.offset, event.timestamp_ms, window);
+  count(partition, verdict.state, type, event.offset, event.timestamp_ms, window, effect);
+  count_effect(verdict.state, effect, event.partition, example);
   if (verdict.state != Coverage::Covered) {
     add_example(verdict.state, event.partition, example, verdict.gap_ms);
   }
@@ -245,7 +288,12 @@ AuditResult AuditAnalyzer::finish() {
     bool expired = ttl_ms && deferred.timestamp_ms + *ttl_ms + m_options.policy.max_lag_ms < m_options.policy.now_ms;
     Coverage state = expired ? Coverage::Expired : Coverage::Missing;
     bool window = in_window(partition, deferred.offset);
-    count(partition, state, deferred.type, deferred.offset, deferred.timestamp_ms, window);
+    count(partition, state, deferred.type, deferred.offset, deferred.timestamp_ms, window, deferred.effect);
+    count_effect(state, deferred.effect, partition.coverage.partition, [&] {
+      return deferred.effect_example >= 0
+                 ? m_deferred_effect_examples[static_cast<std::size_t>(deferred.effect_example)]
+                 : Example{};
+    });
     if (deferred.example >= 0) {
       Example ex = m_deferred_examples[static_cast<std::size_t>(deferred.example)];
       std::string type = ex.note;
@@ -293,7 +341,7 @@ AuditResult AuditAnalyzer::finish() {
     }
     replay.safe_from.push_back(safe);
   }
-  add_audit_findings(m_options, {m_examples, m_collisions, m_reapplied, m_max_gap_ms}, result);
+  add_audit_findings(m_options, {m_examples, m_collisions, m_reapplied, m_max_gap_ms, &m_lost, &m_unguarded}, result);
   return std::move(result);
 }
 

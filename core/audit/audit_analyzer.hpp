@@ -3,6 +3,7 @@
 #include "core/audit/audit_options.hpp"
 #include "core/audit/audit_result.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/audit/effects.hpp"
 #include "core/audit/ttl.hpp"
 #include "core/event.hpp"
 #include "core/finding.hpp"
@@ -32,7 +33,9 @@ public:
   void set_partition(const std::string& topic, std::int32_t partition, std::optional<std::int64_t> committed,
                      std::optional<WindowBounds> window);
 
-  void observe(const Event& event, const Identity& identity, std::string_view dedup_key, const RecordState& record);
+  // `effect`: the consumer's effect for this event, when AuditOptions::effects.
+  void observe(const Event& event, const Identity& identity, std::string_view dedup_key, const RecordState& record,
+               Effect effect = Effect::Unchecked);
 
   // Key collisions decided elsewhere (a merge of shards).
   void add_key_collisions(const FindingBuilder& collisions);
@@ -56,13 +59,18 @@ private:
     PartitionState* partition; // map nodes are stable
     std::uint16_t type;
     std::int16_t example; // index into m_deferred_examples, or -1
+    Effect effect;
+    std::int16_t effect_example = -1; // index into m_deferred_effect_examples, or -1
   };
 
   PartitionState& partition_of(const Event& event);
   std::uint16_t type_index(std::string_view type);
   void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
-             std::int64_t timestamp_ms, bool in_window);
-  void reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset);
+             std::int64_t timestamp_ms, bool in_window, Effect effect);
+  void reapplied(PartitionState& partition, std::uint16_t type, std::int64_t offset, Effect effect);
+  // The effect's verdict beside the state, with an example for the lost and unguarded findings.
+  template <typename MakeExample>
+  void count_effect(Coverage state, Effect effect, std::int32_t partition, MakeExample&& make_example);
   // `make_example` is only called while the state still wants examples.
   template <typename MakeExample>
   void add_example(Coverage state, std::int32_t partition, MakeExample&& make_example, std::int64_t gap_ms = 0);
@@ -82,9 +90,12 @@ private:
   TtlEstimator m_estimator;
   std::vector<Deferred> m_deferred;
   std::vector<Example> m_deferred_examples;
+  std::vector<Example> m_deferred_effect_examples;
   std::array<FindingBuilder, k_coverage_states> m_examples;
   FindingBuilder m_collisions;
   FindingBuilder m_reapplied;
+  FindingBuilder m_lost;
+  FindingBuilder m_unguarded;
   std::int64_t m_max_gap_ms = 0;
   bool m_check_collisions;
   KeyOwners m_key_owner;

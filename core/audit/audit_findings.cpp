@@ -136,6 +136,31 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
   }
 }
 
+// With --effects: what the records say against what happened.
+void add_effect_findings(const AuditEvidence& evidence, std::vector<Finding>& findings) {
+  if (evidence.lost) {
+    push(findings,
+         evidence.lost->build(
+             "lost-effect", Severity::Error,
+             fmt::format("{} events are marked processed but their effect is absent: no seek will apply them",
+                         evidence.lost->count()),
+             "Their records claim work that never happened (a crash between the record and the effect, or an effect "
+             "write that failed after the record was set): every delivery skips them. Delete each listed record "
+             "only while it is still the one shown here, then deliver the event again; and make the consumer write "
+             "its record and its effect in one transaction, or the record after the effect."));
+  }
+  if (evidence.unguarded) {
+    push(findings,
+         evidence.unguarded->build(
+             "unguarded-effect", Severity::Error,
+             fmt::format("{} events were applied but nothing guards them: a seek applies them twice",
+                         evidence.unguarded->count()),
+             "Their effect exists while their record expired, was lost or was never written. Seek no further back "
+             "than safe_from, or write their records again before a replay (dedupctl replay --via over a placement "
+             "that holds them)."));
+  }
+}
+
 // The replay's risk: the re-applied events by the worst side-effect class among them.
 void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay, std::vector<Finding>& findings) {
   if (replay.would_reapply > 0) {
@@ -149,10 +174,16 @@ void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay,
         severity = Severity::Warning;
       }
     }
+    std::string title = fmt::format("a seek over {} would re-apply {} events ({} with external effects)", replay.window,
+                                    replay.would_reapply, external);
+    if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
+      title = fmt::format("a seek over {} would re-apply {} events: {} already applied (charged twice), {} never "
+                          "applied",
+                          replay.window, replay.would_reapply, *replay.would_reapply_applied,
+                          *replay.would_reapply_unapplied);
+    }
     Finding f = *evidence.reapplied.build(
-        "replay-risk", severity,
-        fmt::format("a seek over {} would re-apply {} events ({} with external effects)", replay.window,
-                    replay.would_reapply, external),
+        "replay-risk", severity, std::move(title),
         "Seek no further back than safe_from, or replay through a placement that still holds these ids "
         "(dedupctl replay --via).");
     f.count = replay.would_reapply;
@@ -172,6 +203,7 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
           "key-collision", Severity::Error,
           fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
           "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
+  add_effect_findings(evidence, findings);
   add_replay_risk(evidence, result.replay, findings);
 }
 

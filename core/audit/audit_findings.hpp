@@ -18,6 +18,10 @@ struct AuditEvidence {
   const FindingBuilder& collisions;
   const FindingBuilder& reapplied;
   std::int64_t max_gap_ms = 0;
+  // With --effects: the events marked processed whose effect is absent, and those applied that
+  // nothing guards.
+  const FindingBuilder* lost = nullptr;
+  const FindingBuilder* unguarded = nullptr;
 };
 
 // Appends the placement's findings to result.findings: the policy's (TTL vs retention, unknown

@@ -28,6 +28,9 @@ struct AuditOptions {
   // A one-key layout's collection (spring-hash, camel-set, zset), as named: its records share one
   // key, so records that never expire make that one key grow without bound.
   std::string collection;
+  // Each event comes with its effect looked up (--effects): summary.effects, the lost and
+  // unguarded findings, and the replay's split.
+  bool effects = false;
 };
 
 } // namespace dedupctl::core

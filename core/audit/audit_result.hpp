@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/audit/effects.hpp"
 #include "core/audit/time_histogram.hpp"
 #include "core/audit/ttl.hpp"
 #include "core/finding.hpp"
@@ -45,6 +46,7 @@ struct AuditResult {
   std::vector<PartitionCoverage> partitions;
   ReplaySummary replay;
   std::vector<Finding> findings;
+  std::optional<EffectCounts> effects; // with --effects
 };
 
 } // namespace dedupctl::core

@@ -16,6 +16,7 @@ struct Planted {
   std::string id; // empty: no id
   std::string type;
   RecordState record;
+  Effect effect = Effect::Unchecked;
 };
 
 struct Harness {
@@ -40,7 +41,7 @@ struct Harness {
       std::string key;
       std::string_view field;
       render_key(options.key_template, KeyValues{p.id, p.type, "", "orders", 0, p.offset, "", "", &field}, key);
-      analyzer.observe(e, id, key, p.record);
+      analyzer.observe(e, id, key, p.record, p.effect);
     }
     return analyzer.finish();
   }
@@ -339,4 +340,93 @@ TEST(AuditAnalyzer, NoExpiryUnderOneKeyNamesTheCollection) {
   EXPECT_NE(f->title.find("members of MetaData, which only grows"), std::string::npos) << f->title;
   EXPECT_NE(f->advice.find("Prune it"), std::string::npos) << f->advice;
   EXPECT_EQ(finding(classic().run(), "no-expiry")->title, "1 dedup records never expire");
+}
+
+// --effects: each event's effect beside its record. Lost = the record says processed, the effect is
+// absent; unguarded = the effect exists, no record guards it. The replay splits its re-applications
+// into certain duplicates and repairs, and safe_from counts only the duplicates.
+TEST(AuditAnalyzer, EffectsTellLostFromUnguardedAndSplitTheReplay) {
+  Harness h = classic();
+  h.options.effects = true;
+  const Effect applied = Effect::Applied, absent_effect = Effect::NotApplied;
+  Effect effects[] = {applied,       // e-0 expired: unguarded, re-applied twice
+                      absent_effect, // e-1 missing: a delivery that repairs
+                      absent_effect, // e-2 expiring: lost
+                      applied,       // e-3 covered: as it should be
+                      applied,       // e-4 orphaned: unguarded
+                      applied,       // no id: never looked up
+                      absent_effect, // e-6 expired: repairs (idempotent anyway)
+                      absent_effect, // e-7 orphaned, never applied: neither
+                      applied,       // e-8 in progress: neither
+                      applied};      // e-9 pending: unguarded
+  for (std::size_t i = 0; i < h.events.size(); ++i) {
+    h.events[i].effect = h.events[i].id.empty() ? Effect::Unchecked : effects[i];
+  }
+  auto r = h.run();
+  ASSERT_TRUE(r.effects.has_value());
+  EXPECT_EQ(r.effects->checked, 9);
+  EXPECT_EQ(r.effects->applied, 5);
+  EXPECT_EQ(r.effects->not_applied, 4);
+  EXPECT_EQ(r.effects->lost, 1);
+  EXPECT_EQ(r.effects->unguarded, 3);
+  EXPECT_EQ(r.replay.would_reapply, 4);
+  EXPECT_EQ(r.replay.would_reapply_applied, 2) << "e-0, and the event without id, whose effect is unknown";
+  EXPECT_EQ(r.replay.would_reapply_unapplied, 2) << "e-1, e-6";
+  ASSERT_EQ(r.replay.safe_from.size(), 1u);
+  EXPECT_EQ(r.replay.safe_from[0].offset, 1) << "e-1 repairs: past e-0, the last certain duplicate";
+  EXPECT_EQ(r.replay.safe_from[0].timestamp_ms, k_now - 30 * 60'000);
+  const Finding* lost = finding(r, "lost-effect");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ(lost->severity, Severity::Error);
+  EXPECT_EQ(lost->count, 1);
+  EXPECT_EQ(lost->title, "1 events are marked processed but their effect is absent: no seek will apply them");
+  ASSERT_EQ(lost->examples.size(), 1u);
+  EXPECT_EQ(lost->examples[0].event_id, "e-2");
+  const Finding* unguarded = finding(r, "unguarded-effect");
+  ASSERT_NE(unguarded, nullptr);
+  EXPECT_EQ(unguarded->count, 3);
+  EXPECT_EQ(unguarded->title, "3 events were applied but nothing guards them: a seek applies them twice");
+  std::vector<std::string> ids;
+  for (const auto& ex : unguarded->examples) {
+    ids.push_back(ex.event_id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"e-0", "e-4", "e-9"}));
+  EXPECT_EQ(finding(r, "replay-risk")->title,
+            "a seek over [from, to) would re-apply 4 events: 2 already applied (charged twice), 2 never applied");
+}
+
+// Absent records wait for the TTL's estimate before they are expired or missing: their effects wait
+// with them, examples included.
+TEST(AuditAnalyzer, EffectsOfRecordsWaitingForTheTtlEstimateAreCountedWithThem) {
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.policy.retention = Span::finite(7 * 24 * k_hour);
+  h.options.effects = true;
+  h.window = WindowBounds{0, 3, std::nullopt};
+  h.events = {
+      {0, k_now - 10 * 60'000, "a", "T", present(50 * 60'000), Effect::NotApplied}, // lost
+      {1, k_now - 2 * k_hour, "c", "T", absent(), Effect::Applied},                 // expired: unguarded
+      {2, k_now - 30 * 60'000, "d", "T", absent(), Effect::NotApplied},             // missing, never applied
+  };
+  auto r = h.run();
+  EXPECT_EQ(state(r, Coverage::Expired), 1);
+  ASSERT_TRUE(r.effects.has_value());
+  EXPECT_EQ(r.effects->lost, 1);
+  EXPECT_EQ(r.effects->unguarded, 1);
+  ASSERT_NE(finding(r, "unguarded-effect"), nullptr);
+  ASSERT_EQ(finding(r, "unguarded-effect")->examples.size(), 1u);
+  EXPECT_EQ(finding(r, "unguarded-effect")->examples[0].event_id, "c");
+  EXPECT_EQ(r.replay.would_reapply_applied, 1);
+  EXPECT_EQ(r.replay.would_reapply_unapplied, 1);
+}
+
+TEST(AuditAnalyzer, WithoutEffectsNothingOfThemIsReported) {
+  auto r = classic().run();
+  EXPECT_FALSE(r.effects.has_value());
+  EXPECT_FALSE(r.replay.would_reapply_applied.has_value());
+  EXPECT_FALSE(r.replay.would_reapply_unapplied.has_value());
+  EXPECT_EQ(finding(r, "lost-effect"), nullptr);
+  EXPECT_EQ(finding(r, "unguarded-effect"), nullptr);
+  EXPECT_EQ(finding(r, "replay-risk")->title,
+            "a seek over [from, to) would re-apply 4 events (2 with external effects)");
 }

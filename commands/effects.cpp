@@ -1,0 +1,126 @@
+#include "commands/effects.hpp"
+
+#include "commands/settings.hpp"
+#include "connectors/postgres/inbox.hpp"
+#include "connectors/postgres/inbox_store.hpp"
+#include "connectors/redis/redis.hpp"
+#include "core/check/inbox_rules.hpp"
+#include "core/util/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::commands {
+
+void add_effects_options(CLI::App& app, EffectsFlags& flags) {
+  auto* group = app.add_option_group("Effects");
+  group
+      ->add_option("--effects", flags.uri,
+                   "where the consumer's effect of each event can be looked up: postgres://… (a row by "
+                   "--effects-column) or redis://… (a key by --effects-key-template); the audit then tells lost "
+                   "events (marked processed, never applied) from unguarded ones (applied, no record)")
+      ->type_name("URI");
+  group->add_option("--effects-table", flags.table, "the table holding one row per applied event (postgres)")
+      ->type_name("NAME");
+  group->add_option("--effects-column", flags.column, "its column holding the event id (postgres)")
+      ->type_name("COLUMN")
+      ->capture_default_str();
+  group
+      ->add_option("--effects-key-template", flags.key_template,
+                   "the key the consumer writes per applied event (redis; placeholders and filters as "
+                   "--key-template)")
+      ->type_name("TEMPLATE");
+}
+
+std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
+  if (flags.uri.empty()) {
+    if (!flags.table.empty() || !flags.key_template.empty()) {
+      throw UsageError(fmt::format("{} needs --effects URI: where the effects are",
+                                   flags.table.empty() ? "--effects-key-template" : "--effects-table"));
+    }
+    return std::nullopt;
+  }
+  if (flags.uri.starts_with("kafka:")) {
+    throw UsageError(fmt::format("--effects {}: effects as records of an output topic are not read yet; use "
+                                 "postgres://… with --effects-table or redis://… with --effects-key-template",
+                                 flags.uri));
+  }
+  EffectsOptions out;
+  out.uri = core::parse_store_uri(flags.uri, "--effects");
+  out.placement.store = out.uri.redacted();
+  switch (out.uri.kind) {
+  case core::StoreUri::Kind::Postgres:
+    connectors::postgres::check_conninfo(out.uri.conninfo, "--effects");
+    if (flags.table.empty()) {
+      throw UsageError("--effects postgres://…: name the table that holds a row per applied event with "
+                       "--effects-table NAME");
+    }
+    if (!flags.key_template.empty()) {
+      throw UsageError("--effects-key-template is for --effects redis://…; a table's rows are found by "
+                       "--effects-column");
+    }
+    core::check_inbox_names(flags.table, {{"--effects-column", flags.column}});
+    out.placement.kind = "postgres";
+    out.placement.table = flags.table;
+    out.placement.column = flags.column;
+    break;
+  case core::StoreUri::Kind::Redis:
+    if (flags.key_template.empty()) {
+      throw UsageError("--effects redis://…: give the key the consumer writes per applied event with "
+                       "--effects-key-template TEMPLATE (e.g. 'charged:{event_id}')");
+    }
+    if (!flags.table.empty()) {
+      throw UsageError("--effects-table is for --effects postgres://…; Redis effects are keys "
+                       "(--effects-key-template)");
+    }
+    try {
+      out.key_template = core::KeyTemplate::parse(flags.key_template);
+    } catch (const UsageError& e) { // named as the template's own flag
+      std::string message = e.what();
+      if (auto at = message.find("--key-template"); at != std::string::npos) {
+        message.replace(at, 14, "--effects-key-template");
+      }
+      throw UsageError(message);
+    }
+    if (out.key_template.uses(core::KeyTemplate::Part::Field)) {
+      throw UsageError(fmt::format("--effects-key-template {}: header: and json: placeholders are not read for "
+                                   "effects yet; build the key from {{event_id}} (filters allowed), {{type}}, "
+                                   "{{topic}} or {{consumer}}",
+                                   flags.key_template));
+    }
+    out.placement.kind = "redis";
+    out.placement.key_template = flags.key_template;
+    break;
+  default:
+    throw UsageError(fmt::format("--effects {}: effects are read from postgres://… or redis://…", flags.uri));
+  }
+  return out;
+}
+
+OpenedEffects open_effects(const EffectsOptions& options, Context& context,
+                           std::optional<std::int64_t> expected_events) {
+  OpenedEffects out;
+  try {
+    if (options.uri.kind == core::StoreUri::Kind::Postgres) {
+      connectors::postgres::InboxSettings settings;
+      settings.conninfo = options.uri.conninfo;
+      settings.naming = {"effects table", "--effects-table", "--effects-column", "--effects"};
+      settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+      settings.schema.table = options.placement.table;
+      settings.schema.id_column = options.placement.column;
+      settings.schema.consumer_column.clear();
+      settings.schema.time_column.clear();
+      settings.expected_events = expected_events;
+      settings.stop = &context.stop;
+      out.store = std::make_unique<core::RecordEffects>(connectors::postgres::open_inbox_store(settings));
+    } else {
+      auto settings = redis_settings(options.uri, context);
+      settings.flag = "--effects";
+      out.store = std::make_unique<core::RecordEffects>(connectors::redis::open_store(settings));
+    }
+  } catch (const UnreachableError& e) {
+    out.failure = e.what();
+  }
+  return out;
+}
+
+} // namespace dedupctl::commands

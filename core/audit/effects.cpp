@@ -1,0 +1,33 @@
+#include "core/audit/effects.hpp"
+
+namespace dedupctl::core {
+
+bool marks_processed(Coverage state) { return state == Coverage::Covered || state == Coverage::Expiring; }
+
+bool unguarded_state(Coverage state) {
+  return state == Coverage::Expired || state == Coverage::Missing || state == Coverage::Orphaned ||
+         state == Coverage::Pending;
+}
+
+EffectVerdict count_effect(Coverage state, Effect effect, EffectCounts& counts) {
+  if (effect == Effect::Unchecked) {
+    return EffectVerdict::None;
+  }
+  ++counts.checked;
+  if (effect == Effect::Applied) {
+    ++counts.applied;
+    if (unguarded_state(state)) {
+      ++counts.unguarded;
+      return EffectVerdict::Unguarded;
+    }
+    return EffectVerdict::None;
+  }
+  ++counts.not_applied;
+  if (marks_processed(state)) {
+    ++counts.lost;
+    return EffectVerdict::Lost;
+  }
+  return EffectVerdict::None;
+}
+
+} // namespace dedupctl::core

@@ -1,0 +1,200 @@
+// dedupctl audit --effects: the consumer's effects (a row of a real PostgreSQL table, a key of a
+// real Redis) beside its dedup records in a real Redis, over the planted events of planted.hpp on
+// the mock cluster. Lost = the record says processed, the effect is absent; unguarded = the effect
+// exists, no record guards it.
+#include "tests/cli/report_json.hpp"
+#include "tests/support/events.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/planted.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+// The consumer's effects: e-0 (expired), e-1 (missing), e-3 (covered) and e-4 (orphaned) were
+// applied; e-2 (expiring) and e-6 (covered) are marked processed and were not; e-7 (missing, in the
+// window), e-8 (in progress) and e-9 (pending) were not.
+const std::vector<std::string> k_applied{"e-0", "e-1", "e-3", "e-4"};
+
+} // namespace
+
+class AuditEffects : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    m_now = wall_ms();
+    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
+    m_broker.commit("billing", "pay", "0=8");
+    plant_records(m_redis);
+    std::string rows;
+    for (const auto& id : k_applied) {
+      rows += fmt::format("{}('{}', 1200)", rows.empty() ? "" : ", ", id);
+      ASSERT_EQ(m_redis.command("SET charged:" + id + " 1200"), "+OK\r\n");
+    }
+    auto result = m_pg.psql("CREATE TABLE charges (charged_event text PRIMARY KEY, amount int); INSERT INTO charges "
+                            "VALUES " +
+                            rows + ";");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+
+  std::vector<std::string> audit(std::vector<std::string> extra, const std::string& format = "json") const {
+    return audit_args(m_broker.bootstrap(), m_redis.uri(), std::move(extra), format);
+  }
+  std::vector<std::string> with_table(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> out{"--effects", m_pg.conninfo(),    "--effects-table",
+                                 "charges",   "--effects-column", "charged_event"};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+
+  void expect_effects(const Json& doc) const {
+    Json summary = doc.at("summary");
+    summary.erase("effects");
+    Json plain = parse(run_dedupctl(audit({})));
+    expect_planted(plain);
+    EXPECT_EQ(summary, plain.at("summary")) << "the states, as without --effects";
+    EXPECT_EQ(doc.at("summary").at("effects"),
+              (Json{{"checked", 9}, {"applied", 4}, {"not_applied", 5}, {"lost", 2}, {"unguarded", 3}}));
+    const auto& replay = doc.at("replay");
+    EXPECT_EQ(replay.at("would_reapply"), 2) << replay.dump();
+    EXPECT_EQ(replay.at("would_reapply_applied"), 1) << "the event without id: its effect cannot be looked up";
+    EXPECT_EQ(replay.at("would_reapply_unapplied"), 1) << "e-7: the seek applies it for the first time";
+    std::map<std::string, std::vector<std::string>> examples;
+    for (const auto& f : doc.at("findings")) {
+      for (const auto& ex : f.at("examples")) {
+        examples[f.at("id")].push_back(ex.at("event_id").is_null() ? "" : ex.at("event_id").get<std::string>());
+      }
+    }
+    EXPECT_EQ(examples["lost-effect"], (std::vector<std::string>{"e-2", "e-6"}));
+    EXPECT_EQ(examples["unguarded-effect"], (std::vector<std::string>{"e-0", "e-1", "e-4"}));
+  }
+
+  MockBroker m_broker{{"pay:1"}};
+  RedisServer m_redis;
+  PostgresServer m_pg;
+  TempDir m_dir;
+  long long m_now = 0;
+};
+
+TEST_F(AuditEffects, ATablesRowsTellLostEventsFromUnguardedOnes) {
+  auto result = run_dedupctl(audit(with_table()));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  Json doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), true);
+  expect_effects(doc);
+  EXPECT_EQ(
+      doc.at("placement").at("effects"),
+      (Json{{"kind", "postgres"}, {"store", m_pg.conninfo()}, {"table", "charges"}, {"column", "charged_event"}}));
+  auto counts = finding_counts(doc);
+  EXPECT_EQ(counts["lost-effect"], 2);
+  EXPECT_EQ(counts["unguarded-effect"], 3);
+  // Without --effects the same audit says nothing of them.
+  Json plain = parse(run_dedupctl(audit({})));
+  EXPECT_FALSE(plain.at("summary").contains("effects"));
+  EXPECT_FALSE(plain.at("replay").contains("would_reapply_applied"));
+  EXPECT_FALSE(plain.at("placement").contains("effects"));
+}
+
+TEST_F(AuditEffects, RedisKeysAsEffectsGiveTheSameVerdicts) {
+  auto result = run_dedupctl(audit({"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id}"}));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  Json doc = parse(result);
+  expect_effects(doc);
+  EXPECT_EQ(doc.at("placement").at("effects"),
+            (Json{{"kind", "redis"}, {"store", m_redis.uri()}, {"key_template", "charged:{event_id}"}}));
+}
+
+TEST_F(AuditEffects, TheTextReportSaysWhatASeekWouldChargeTwice) {
+  auto result = run_dedupctl(audit(with_table(), "text"));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.out.find("a seek over [seek, committed) would re-apply 2 events: 1 already applied (charged "
+                            "twice), 1 never applied"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("2 events are marked processed but their effect is absent: no seek will apply them"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("3 events were applied but nothing guards them: a seek applies them twice"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(AuditEffects, ATableOrColumnThatDoesNotExistIsExit2ListingTheColumns) {
+  auto table = run_dedupctl(audit({"--effects", m_pg.conninfo(), "--effects-table", "chargez"}));
+  EXPECT_EQ(table.exit_code, 2) << table.err;
+  EXPECT_NE(table.err.find("the effects table chargez does not exist"), std::string::npos) << table.err;
+  EXPECT_NE(table.err.find("--effects-table"), std::string::npos) << table.err;
+  auto column = run_dedupctl(audit({"--effects", m_pg.conninfo(), "--effects-table", "charges"}));
+  EXPECT_EQ(column.exit_code, 2) << column.err;
+  EXPECT_NE(column.err.find("has no column event_id (--effects-column); its columns are charged_event, amount"),
+            std::string::npos)
+      << column.err;
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--effects", m_pg.conninfo()}, "--effects-table NAME"},
+           {{"--effects", m_redis.uri()}, "--effects-key-template TEMPLATE"},
+           {{"--effects-table", "charges"}, "needs --effects URI"},
+           {{"--effects", m_redis.uri(), "--effects-key-template", "charged:{json:/orderId}"}, "not read for effects"},
+           {{"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id|sha3}"},
+            "--effects-key-template"},
+           {{"--effects", "kafka:charges"}, "not read yet"},
+           {{"--effects", "file:x.tsv"}, "postgres://… or redis://…"}}) {
+    auto result = run_dedupctl(audit(args));
+    EXPECT_EQ(result.exit_code, 2) << args[1] << ": " << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  }
+}
+
+// An effects store that cannot be reached is exit 3 and an incomplete report, never a verdict over
+// effects not seen; its password shows nowhere.
+TEST_F(AuditEffects, AnUnreachableEffectsStoreIsExit3AndItsPasswordIsNeverShown) {
+  for (const auto& format : {"json", "text"}) {
+    auto result = run_dedupctl(audit({"--effects", "postgresql://billing:Sup3r%2Fs3cret@127.0.0.1:1/shop",
+                                      "--effects-table", "charges", "--timeout", "2s"},
+                                     format));
+    EXPECT_EQ(result.exit_code, 3) << result.err;
+    for (const auto& text : {result.out, result.err}) {
+      EXPECT_EQ(text.find("Sup3r"), std::string::npos) << text;
+      EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+    }
+    if (std::string(format) == "json") {
+      Json doc = parse(result);
+      EXPECT_EQ(doc.at("complete"), false);
+      EXPECT_FALSE(doc.at("summary").contains("effects")) << doc.dump();
+    }
+  }
+}
+
+// The effects' Redis paused, then killed, as the audit starts: exit 3, incomplete.
+TEST_F(AuditEffects, AnEffectsStoreThatStopsAnsweringIsExit3AndIncomplete) {
+  RedisServer effects;
+  DEDUPCTL_REQUIRE_SERVER(effects.available(), effects.why_unavailable());
+  ASSERT_EQ(effects.command("CLIENT PAUSE 4000"), "+OK\r\n");
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  options.stderr_file = m_dir.file("stderr");
+  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  auto args = audit({"--effects", effects.uri(), "--effects-key-template", "charged:{event_id}", "--timeout", "2s"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process run(argv, options);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  effects.kill();
+  std::string out;
+  while (auto line = run.read_line(std::chrono::seconds(30))) {
+    out += *line + "\n";
+  }
+  int code = run.wait();
+  EXPECT_EQ(code, 3) << out;
+  Json doc = Json::parse(out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(read_file(m_dir.file("stderr")).find("check --effects"), std::string::npos)
+      << "names the flag that named the server: " << read_file(m_dir.file("stderr"));
+}
