@@ -373,7 +373,12 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                         std::vector<std::string>& values, std::size_t value_limit, bool with_ttl) {
   out.assign(keys.size(), core::RecordState{});
-  values.assign(keys.size(), std::string());
+  // Cleared, not made anew: a value's buffer is reused by the next batch's (a kilobyte of JSON a
+  // record would be allocated and freed a key otherwise).
+  values.resize(keys.size());
+  for (auto& value : values) {
+    value.clear();
+  }
   if (keys.empty()) {
     return;
   }

@@ -22,6 +22,7 @@
 #                                  the seeder's EVENTS of ~200 bytes in TOPIC (ids in headers, or as
 #                                  ID_IN says: header, json)
 #   bench_redis [ARGS…]            a redis-server on the socket $bench_work/redis.sock; sets redis_sock
+#   bench_postgres                 a PostgreSQL on a socket in $bench_work; sets pg_conninfo and psql
 #   bench_dedup_keys EVENTS [PX]   the SET commands (Redis protocol, for redis-cli --pipe) of the dedup
 #                                  keys of 90% of EVENTS seeded events, "done", with PX ms to live or none
 #   bench_server PID               counts PID's CPU (and its reaped children's) as a server's
@@ -144,6 +145,29 @@ bench_redis() {
   done
   echo "bench: redis-server did not start; its log is $bench_work/redis.log" >&2
   exit 1
+}
+
+# A PostgreSQL of this machine's packages in $bench_work/pg, on a Unix socket, run as
+# $DEDUPCTL_PG_USER (dedupctl, made if missing) when we are root, since it refuses root. Sets
+# pg_conninfo and psql (the command, an array).
+bench_postgres() {
+  local user=${DEDUPCTL_PG_USER:-dedupctl} as_user=() pgbin
+  if [ "$(id -u)" -eq 0 ]; then
+    id "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+    as_user=(runuser -u "$user" --)
+  else
+    user=$(id -un)
+  fi
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  mkdir "$bench_work/pg" "$bench_work/sock"
+  chown "$user" "$bench_work/pg" "$bench_work/sock" 2>/dev/null || true
+  "${as_user[@]}" "$pgbin/initdb" -D "$bench_work/pg" -U "$user" --auth=trust --no-sync >/dev/null
+  "${as_user[@]}" "$pgbin/pg_ctl" -D "$bench_work/pg" -l "$bench_work/pg/log" \
+    -o "-k $bench_work/sock -p 5499 -c listen_addresses=''" -w start >/dev/null
+  bench_on_exit "${as_user[*]} $pgbin/pg_ctl -D $bench_work/pg -m immediate stop"
+  bench_server "$(head -1 "$bench_work/pg/postmaster.pid")"
+  pg_conninfo="host=$bench_work/sock port=5499 user=$user dbname=postgres"
+  psql=("$pgbin/psql" -X -q -d "$pg_conninfo")
 }
 
 bench_server() {
