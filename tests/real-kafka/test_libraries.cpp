@@ -305,6 +305,108 @@ TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
   EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
 }
 
+// The consumer's effects beside the library's records (audit --effects): Powertools for Python's
+// handler charges by INCR of charged:<id>, in a step of its own, and fails the way effects fail: an
+// effect write lost although the library completed the record (lost), a handler killed after its
+// effect with its claim left INPROGRESS, records evicted after their effect (unguarded). After the
+// seek the library charges again exactly the events the audit called already applied in the window,
+// and the lost event stays uncharged.
+class PowertoolsEffects : public Powertools {};
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsEffects, ::testing::Values(k_python),
+                         [](const ::testing::TestParamInfo<Library>& library) { return library.param.name; });
+
+TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndUnguarded) {
+  std::string applied = m_dir.file("applied");
+  std::vector<std::string> charging{"--effects-key", "charged:"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), charging.begin(), charging.end());
+    return extra;
+  };
+  consume(applied, with({"--max", "10"})); // offsets 0-9
+  consume(applied,
+          with({"--commit-first", "--lose-effect", id_of(12), "--crash-after-effect", id_of(15), "--lease-ms", "1000"}),
+          9); // 10-14, dies in 15 after its effect; committed 16
+  for (int i : {3, 4}) {
+    EXPECT_EQ(m_redis.command("DEL " + key_of(id_of(i))), ":1\r\n") << id_of(i);
+  }
+  // The claim's 1 s lease passes, and the killed consumer's session (6 s) ends: the group can seek.
+  std::this_thread::sleep_for(std::chrono::milliseconds(7000));
+  auto charges = [&](int i) {
+    std::string reply = m_redis.command("GET charged:" + id_of(i));
+    return reply == "$-1\r\n" ? 0 : std::stoi(reply.substr(reply.find("\r\n") + 2));
+  };
+  ASSERT_EQ(charges(12), 0);
+  ASSERT_EQ(charges(15), 1);
+
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                m_bootstrap,
+                                "--topic",
+                                m_topic,
+                                "--group",
+                                m_group,
+                                "--seek",
+                                "earliest",
+                                "--store",
+                                m_redis.uri(),
+                                "--retention",
+                                "7d",
+                                "--examples",
+                                "1000",
+                                "--fail-on",
+                                "none",
+                                "--effects",
+                                m_redis.uri(),
+                                "--effects-key-template",
+                                "charged:{event_id}",
+                                "-o",
+                                "json"};
+  auto flags = placement_flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto result = run_dedupctl(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json report = Json::parse(result.out);
+  auto examples = [&](const std::string& id) {
+    std::set<std::string> out;
+    for (const auto& finding : report.at("findings")) {
+      if (finding.at("id") == id) {
+        for (const auto& example : finding.at("examples")) {
+          if (example.at("offset").get<long long>() < 16) { // the window: [earliest, committed)
+            out.insert(example.at("event_id").get<std::string>());
+          }
+        }
+      }
+    }
+    return out;
+  };
+  std::set<std::string> lost = examples("lost-effect");
+  std::set<std::string> unguarded = examples("unguarded-effect");
+  EXPECT_EQ(report.at("summary").at("effects").at("lost"), static_cast<long long>(lost.size()));
+  EXPECT_EQ(report.at("replay").at("would_reapply_applied"), static_cast<long long>(unguarded.size()))
+      << "every unguarded event of the window is re-applied, and nothing else applied is: " << report.at("replay");
+  EXPECT_EQ(report.at("replay").at("would_reapply_unapplied"), 0);
+
+  // The seek, then the library again: what it charges twice, and what stays uncharged.
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+  consume(m_dir.file("applied-after"), charging);
+  std::set<std::string> twice, never;
+  for (int i = 0; i < 16; ++i) {
+    int n = charges(i);
+    if (n == 2) {
+      twice.insert(id_of(i));
+    } else if (n == 0) {
+      never.insert(id_of(i));
+    }
+  }
+  EXPECT_EQ(unguarded, twice) << "audit: " << fmt::format("{}", fmt::join(unguarded, " "))
+                              << "\nlibrary: " << fmt::format("{}", fmt::join(twice, " "));
+  EXPECT_EQ(lost, never) << "audit: " << fmt::format("{}", fmt::join(lost, " "))
+                         << "\nlibrary: " << fmt::format("{}", fmt::join(never, " "));
+  EXPECT_EQ(twice, (std::set<std::string>{id_of(3), id_of(4), id_of(15)}));
+  EXPECT_EQ(never, (std::set<std::string>{id_of(12)}));
+}
+
 namespace {
 
 // A Java library run as a consumer (tests/support/libraries/java), the layout dedupctl reads its

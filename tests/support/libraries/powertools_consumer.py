@@ -11,6 +11,13 @@ are exactly the lines written.
   --max N            stop after N events
   --crash-on ID      die (SIGKILL-like os._exit) inside the handler of this event, leaving its claim
   --commit-first     commit an event's offset before handling it (at-most-once), after it otherwise
+  --effects-key P    the handler's effect besides --applied: INCR of the Redis key P + id, written in a
+                     step of its own (so a count of 2 is an event charged twice)
+  --lose-effect ID   the handler returns as if done without writing this event's effect (an effect
+                     write that failed silently): Powertools completes the record all the same
+  --crash-after-effect ID
+                     die inside the handler of this event after its effect, before Powertools
+                     completes the record: the claim stays INPROGRESS over an applied effect
 Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
 """
 import argparse
@@ -51,13 +58,17 @@ def parse_args():
     parser.add_argument("--max", type=int, default=0)
     parser.add_argument("--crash-on", default="")
     parser.add_argument("--commit-first", action="store_true")
+    parser.add_argument("--effects-key", default="")
+    parser.add_argument("--lose-effect", default="")
+    parser.add_argument("--crash-after-effect", default="")
     return parser.parse_args()
 
 
 # At module level, as a team writes it: Powertools names the key after the function,
 # "test-func.__main__.charge#<md5 of the id as JSON>".
 args = parse_args()
-layer = CachePersistenceLayer(client=redis.Redis(host="127.0.0.1", port=args.redis_port))
+client = redis.Redis(host="127.0.0.1", port=args.redis_port)
+layer = CachePersistenceLayer(client=client)
 config = IdempotencyConfig(expires_after_seconds=args.expires)
 config.register_lambda_context(LambdaContext(args.lease_ms))
 applied = open(args.applied, "a", encoding="utf-8")
@@ -70,6 +81,10 @@ def charge(event_id):
         os._exit(9)  # killed mid-event: the claim stays INPROGRESS
     applied.write(event_id + "\n")
     applied.flush()
+    if args.effects_key and event_id != args.lose_effect:
+        client.incr(args.effects_key + event_id)
+    if event_id == args.crash_after_effect:
+        os._exit(9)  # the effect is written, the record stays INPROGRESS
     return {"charged": event_id}
 
 
