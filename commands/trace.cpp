@@ -1,6 +1,7 @@
 #include "commands/pipeline/trace.hpp"
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
+#include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/source.hpp"
@@ -21,6 +22,7 @@ struct TraceFlags {
   SourceFlags source;
   IdentityFlags identity;
   PlacementFlags placement;
+  EffectsFlags effects;
   std::vector<std::string> event_ids;
   std::string ids_from;
   std::size_t examples = 5;
@@ -67,6 +69,11 @@ int run(const TraceFlags& options, Context& context) {
   request.placement.ttl = placement.audit.ttl;
   request.layout = placement.layout;
   request.placement.consumer = request.consumer;
+  auto effects_options = parse_effects(options.effects);
+  if (effects_options) {
+    request.effects_template = effects_options->key_template;
+    request.placement.effects = effects_options->placement;
+  }
   std::int64_t now = context.now_ms();
   bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
   OpenedStore store;
@@ -93,6 +100,12 @@ int run(const TraceFlags& options, Context& context) {
       }
     }
   }
+  OpenedEffects effects;
+  if (!failure && effects_options) {
+    effects = open_effects(*effects_options, context, std::nullopt);
+    failure = effects.failure;
+    request.effects = effects.store.get();
+  }
   request.placement.key_template = request.key_template.text();
   reports::Report report;
   if (failure) {
@@ -117,6 +130,7 @@ CommandRunner register_trace(CLI::App& app, Context& context) {
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);
   add_placement_options(*sub, options->placement);
+  add_effects_options(*sub, options->effects);
   auto* trace = sub->add_option_group("Trace");
   trace->add_option("--event-id", options->event_ids, "an event id to trace (repeatable)")->type_name("ID");
   trace->add_option("--ids-from", options->ids_from, "a file of event ids, one a line")->type_name("FILE");

@@ -204,7 +204,9 @@ Json trace_json(const core::Trace& trace) {
                     {"type", o.type.empty() ? Json() : Json(o.type)},
                     {"fingerprint", fmt::format("{:016x}", o.fingerprint)},
                     {"size", o.size},
-                    {"delivered", o.delivered ? Json(*o.delivered) : Json()}};
+                    {"delivered", o.delivered ? Json(*o.delivered) : Json()},
+                    // --effects: the id's effect, the same for each of its occurrences
+                    {"effect", trace.effect ? Json(*trace.effect ? "applied" : "not_applied") : Json()}};
     if (o.decoded) { // additive to v1: the decoded record of a framed payload
       occurrence["decoded_payload"] = Json::parse(*o.decoded, nullptr, false);
     }

@@ -237,6 +237,9 @@ void print_trace(const core::Trace& trace, std::FILE* out) {
                r.state == core::TraceRecord::State::Present
                    ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
                    : "");
+    if (trace.effect) {
+      fmt::print(out, "  effect     {}\n", *trace.effect ? "applied" : "not applied");
+    }
     fmt::print(out, "  TIMELINE\n");
     for (const auto& entry : trace.timeline) {
       fmt::print(out, "    {}  {}\n", core::format_time(entry.at_ms), entry.what);

@@ -42,6 +42,9 @@ constexpr VerdictFinding k_verdict_findings[] = {
     {"claim-orphaned", core::Severity::Error,
      "The consumer claimed the event and crashed before completing it; the claim blocks every retry. Complete or "
      "delete the record, and give claims a lease."},
+    {"effect-lost", core::Severity::Error,
+     "Its record claims work that never happened: every delivery skips it. Delete the record only while it is "
+     "still the one shown, then deliver the event again; make the consumer write its record with its effect."},
     {"exposed", core::Severity::Warning,
      "A seek or replay over this offset applies the event again: route it through dedupctl replay --via, or keep "
      "records as long as the log keeps events."},
@@ -79,7 +82,8 @@ std::vector<core::Finding> verdict_findings(const std::map<std::string, core::Fi
 class OccurrenceCollector {
 public:
   OccurrenceCollector(const TraceRequest& request, const core::SourceInfo& info, std::vector<core::Trace>& traces)
-      : m_request(request), m_traces(traces), m_longer(request.ids.size()), m_has_group(info.group.has_value()) {
+      : m_request(request), m_traces(traces), m_longer(request.ids.size()), m_effect_keys(request.ids.size()),
+        m_has_group(info.group.has_value()) {
     for (std::size_t i = 0; i < request.ids.size(); ++i) {
       traces[i].event_id = request.ids[i];
       m_wanted[request.ids[i]].push_back(i);
@@ -108,8 +112,14 @@ public:
     }
     core::TraceOccurrence o = occurrence(event, identity);
     core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
+    if (m_request.effects) {
+      core::render_event_key(m_request.effects_template, event, identity, m_request.consumer, m_effect_rendered);
+    }
     for (std::size_t t : it->second) {
       auto& trace = m_traces[t];
+      if (m_request.effects && m_effect_keys[t].empty()) {
+        m_effect_keys[t] = m_effect_rendered; // the first occurrence's, as the first dedup key
+      }
       trace.occurrences.push_back(o);
       if (std::find(trace.dedup_keys.begin(), trace.dedup_keys.end(), m_rendered) == trace.dedup_keys.end()) {
         trace.dedup_keys.push_back(m_rendered);
@@ -119,6 +129,8 @@ public:
 
   // Ids in the log that start with each requested id, a few per id.
   const std::vector<std::vector<std::string>>& longer() const { return m_longer; }
+  // --effects: per trace, the key its effect is looked up by ("" when not found).
+  const std::vector<std::string>& effect_keys() const { return m_effect_keys; }
 
 private:
   static constexpr std::size_t k_prefix_ids = 64;
@@ -158,6 +170,8 @@ private:
   std::unordered_map<std::string, std::vector<std::size_t>> m_wanted; // id (and its trimmed form) → traces
   std::vector<std::string> m_prefixes;
   std::vector<std::vector<std::string>> m_longer;
+  std::vector<std::string> m_effect_keys;
+  std::string m_effect_rendered;
   std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> m_committed;
   bool m_has_group;
   std::string m_rendered;
@@ -209,6 +223,26 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
     if (trace.record.value) {
       trace.record.value = core::escape_non_utf8(*trace.record.value);
     }
+  }
+}
+
+// --effects: whether the effect of every found id exists, in one lookup.
+void look_up_effects(core::EffectStore& effects, const std::vector<std::string>& effect_keys,
+                     std::vector<core::Trace>& traces) {
+  std::vector<std::string> keys;
+  std::vector<std::size_t> looked_up;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    if (!traces[t].occurrences.empty() && !effect_keys[t].empty()) {
+      keys.push_back(effect_keys[t]);
+      looked_up.push_back(t);
+    }
+  }
+  std::vector<std::uint8_t> present;
+  if (!keys.empty()) {
+    effects.lookup(keys, present);
+  }
+  for (std::size_t k = 0; k < looked_up.size(); ++k) {
+    traces[looked_up[k]].effect = present[k] != 0;
   }
 }
 
@@ -286,7 +320,12 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
     }
   });
   if (report.complete) {
-    incomplete_on_failure(report, [&] { look_up_records(request, store, coverage, traces); });
+    incomplete_on_failure(report, [&] {
+      look_up_records(request, store, coverage, traces);
+      if (request.effects) {
+        look_up_effects(*request.effects, collector.effect_keys(), traces);
+      }
+    });
   }
   auto findings = decide_traces(traces, collector.longer(), policy, report.complete, request.max_examples);
   std::int64_t found = 0, occurrences = 0;

@@ -6,6 +6,7 @@
 #include "core/identity/key_template.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/effect_store.hpp"
 #include "core/store/layout.hpp"
 #include "core/trace/trace.hpp"
 #include "reports/report.hpp"
@@ -27,6 +28,9 @@ struct TraceRequest {
   std::size_t max_examples = 5;
   reports::PlacementInfo placement; // its ttl decides the verdicts (an inbox: its retention)
   core::RecordLayout layout;        // how the records' values are read (record.fields)
+  // --effects: each found id's effect, looked up by the key this renders from its first occurrence.
+  core::EffectStore* effects = nullptr;
+  core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
 };
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log

@@ -179,6 +179,26 @@ std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy&
   return v;
 }
 
+// The effect beside the record (--effects): a processed record over an absent effect is lost; a
+// record gone says whether its event was applied (a seek charges twice) or never was (a seek repairs).
+TraceVerdict with_effect(TraceVerdict v, const Trace& trace) {
+  if (!trace.effect) {
+    return v;
+  }
+  bool applied = *trace.effect;
+  const auto& r = trace.record;
+  bool processed = r.state == TraceRecord::State::Present && !r.claim && !r.lapsed;
+  if (v.id == "protected" && processed && !applied) {
+    v.id = "effect-lost";
+    v.text = "lost: its record says processed but its effect is absent: every delivery skips it, no seek will apply it";
+  } else if (v.id == "exposed" || v.id == "state-lost") {
+    v.text = fmt::format("{}; {}", applied ? "applied once, unguarded" : "never applied", v.text);
+    v.text += applied ? " (a second time)" : " (for the first time: the seek repairs it)";
+  }
+  v.evidence.insert(v.evidence.begin(), applied ? "its effect exists (--effects)" : "its effect is absent (--effects)");
+  return v;
+}
+
 TraceVerdict protected_verdict(const Trace& trace) {
   TraceVerdict v;
   v.id = "protected";
@@ -209,18 +229,18 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
   bool delivery_known = std::all_of(occ.begin(), occ.end(), [](const auto& o) { return o.delivered.has_value(); });
   auto ttl = policy.ttl.finite_ms();
   if (auto v = reused_id(trace)) {
-    return *v;
+    return with_effect(*v, trace);
   }
   if (auto v = orphaned_claim(trace, policy, any_delivered)) {
-    return *v;
+    return with_effect(*v, trace);
   }
   if (auto v = applied_twice(trace, ttl)) {
-    return *v;
+    return with_effect(*v, trace);
   }
   if (auto v = absent_record(trace, policy, ttl, any_delivered, delivery_known)) {
-    return *v;
+    return with_effect(*v, trace);
   }
-  return protected_verdict(trace);
+  return with_effect(protected_verdict(trace), trace);
 }
 
 std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log) {

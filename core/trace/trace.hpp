@@ -68,6 +68,9 @@ struct Trace {
   std::vector<std::string> notes;           // the id looks truncated, has stray whitespace, …
   TraceVerdict verdict;
   std::vector<TimelineEntry> timeline;
+  // --effects: whether the consumer's effect of this id exists (every occurrence's `effect`);
+  // nullopt: not checked.
+  std::optional<bool> effect;
 };
 
 // The verdict, by the first rule that holds:
@@ -77,7 +80,9 @@ struct Trace {
 //   applied-twice   two delivered occurrences further apart than the TTL
 //   state-lost      no record although the newest occurrence is within the TTL
 //   exposed         no record, the event still in the log: a seek re-applies it
+//   effect-lost     (--effects) a record that says processed while the effect is absent
 //   protected       otherwise
+// With --effects, exposed and state-lost say whether the seek applies it again or for the first time.
 TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy);
 
 // Notes on a requested id: stray whitespace, or ids in the log that start with it (truncated?).

@@ -198,3 +198,56 @@ TEST_F(AuditEffects, AnEffectsStoreThatStopsAnsweringIsExit3AndIncomplete) {
   EXPECT_NE(read_file(m_dir.file("stderr")).find("check --effects"), std::string::npos)
       << "names the flag that named the server: " << read_file(m_dir.file("stderr"));
 }
+
+// trace --effects: each occurrence carries the id's effect, and the verdict uses it.
+TEST_F(AuditEffects, TraceShowsTheEffectBesideTheRecordAndItsVerdictUsesIt) {
+  std::vector<std::string> args{"trace",
+                                "-b",
+                                m_broker.bootstrap(),
+                                "--topic",
+                                "pay",
+                                "--group",
+                                "billing",
+                                "--store",
+                                m_redis.uri(),
+                                "--key-template",
+                                "dedup:pay:{event_id}",
+                                "--ttl",
+                                "1h",
+                                "--fail-on",
+                                "none",
+                                "-o",
+                                "json"};
+  for (const char* id : {"e-2", "e-0", "e-7", "e-3"}) {
+    args.insert(args.end(), {"--event-id", id});
+  }
+  auto with = args;
+  auto effects = with_table();
+  with.insert(with.end(), effects.begin(), effects.end());
+  auto result = run_dedupctl(with);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json doc = parse(result);
+  const auto& traces = doc.at("traces");
+  ASSERT_EQ(traces.size(), 4u);
+  auto effect_of = [&](int t) { return traces.at(t).at("occurrences").at(0).at("effect"); };
+  auto verdict_of = [&](int t) { return traces.at(t).at("verdict"); };
+  EXPECT_EQ(effect_of(0), "not_applied");
+  EXPECT_EQ(verdict_of(0).at("id"), "effect-lost") << verdict_of(0);
+  EXPECT_EQ(effect_of(1), "applied");
+  EXPECT_EQ(verdict_of(1).at("id"), "exposed");
+  EXPECT_EQ(verdict_of(1).at("text").get<std::string>().rfind("applied once, unguarded; ", 0), 0u) << verdict_of(1);
+  EXPECT_EQ(effect_of(2), "not_applied");
+  EXPECT_EQ(verdict_of(2).at("text").get<std::string>().rfind("never applied; ", 0), 0u) << verdict_of(2);
+  EXPECT_EQ(effect_of(3), "applied");
+  EXPECT_EQ(verdict_of(3).at("id"), "protected");
+  EXPECT_EQ(doc.at("placement").at("effects").at("table"), "charges");
+  // Without --effects the occurrences say it was not checked, and the verdicts are the records' alone.
+  Json plain = parse(run_dedupctl(args));
+  EXPECT_TRUE(plain.at("traces").at(0).at("occurrences").at(0).at("effect").is_null());
+  EXPECT_EQ(plain.at("traces").at(0).at("verdict").at("id"), "protected");
+  // The text report says it too.
+  auto text = with;
+  text.erase(std::find(text.begin(), text.end(), "-o"), std::find(text.begin(), text.end(), "-o") + 2);
+  auto printed = run_dedupctl(text);
+  EXPECT_NE(printed.out.find("effect     not applied"), std::string::npos) << printed.out;
+}

@@ -85,6 +85,39 @@ TEST(Trace, AConsumedEventWhoseRecordLapsedIsExposedAndAHeldRecordProtects) {
   EXPECT_EQ(decide_trace(ahead, policy()).id, "protected");
 }
 
+// --effects: a held record over an absent effect is lost; a record gone says whether the seek applies
+// the event a second time or for the first time; the effect is the first evidence.
+TEST(Trace, TheEffectBesideTheRecordDecidesLostAndWhatASeekWouldDo) {
+  auto held = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "done");
+  held.effect = false;
+  auto lost = decide_trace(held, policy(24 * k_hour));
+  EXPECT_EQ(lost.id, "effect-lost");
+  EXPECT_NE(lost.text.find("no seek will apply it"), std::string::npos) << lost.text;
+  ASSERT_FALSE(lost.evidence.empty());
+  EXPECT_EQ(lost.evidence[0], "its effect is absent (--effects)");
+  held.effect = true;
+  EXPECT_EQ(decide_trace(held, policy(24 * k_hour)).id, "protected");
+  held.effect.reset();
+  EXPECT_EQ(decide_trace(held, policy(24 * k_hour)).id, "protected") << "not checked: as before";
+
+  auto gone = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
+  gone.effect = true;
+  auto twice = decide_trace(gone, policy());
+  EXPECT_EQ(twice.id, "exposed");
+  EXPECT_EQ(twice.text.rfind("applied once, unguarded; ", 0), 0u) << twice.text;
+  EXPECT_NE(twice.text.find("(a second time)"), std::string::npos) << twice.text;
+  gone.effect = false;
+  auto repair = decide_trace(gone, policy());
+  EXPECT_EQ(repair.text.rfind("never applied; ", 0), 0u) << repair.text;
+  EXPECT_NE(repair.text.find("the seek repairs it"), std::string::npos) << repair.text;
+  // A claim whose work was done: its effect is evidence, its verdict the claim's.
+  auto claimed = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "processing");
+  claimed.effect = true;
+  auto orphan = decide_trace(claimed, policy(24 * k_hour));
+  EXPECT_EQ(orphan.id, "claim-orphaned");
+  EXPECT_EQ(orphan.evidence[0], "its effect exists (--effects)");
+}
+
 TEST(Trace, AnIdNotInTheLogIsNotFoundWithNotesOnItsShape) {
   Trace t;
   t.event_id = " e-17";
