@@ -169,6 +169,13 @@ void summary(std::string& out, const Report& report) {
                          "</div>",
                          esc(name), value, esc(detail::counter_label(name)));
     }
+    if (report.effects) {
+      for (const auto& row : detail::effect_rows(*report.effects)) {
+        out += fmt::format("<div class=\"card\" data-summary=\"{}\"><div class=\"n\">{}</div><div class=\"l\">{}</div>"
+                           "</div>",
+                           esc(row.name), row.count, esc(row.label));
+      }
+    }
     out += "</div>";
   }
 }
@@ -210,6 +217,9 @@ void replay(std::string& out, const Report& report) {
         fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
                     "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
                     esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    if (auto split = detail::reapply_split(r); !split.empty()) {
+      out += fmt::format("<p id=\"replay-effects\"><strong>{}</strong>.</p>", esc(split));
+    }
     if (!r.safe_from.empty()) {
       out += "<ul id=\"safe-from\">";
       for (const auto& s : r.safe_from) {

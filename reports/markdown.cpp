@@ -79,6 +79,9 @@ void print_replay(const core::ReplaySummary& r, std::FILE* out) {
                "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
                "first deliveries.\n\n",
                r.window, r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
+    if (auto split = detail::reapply_split(r); !split.empty()) {
+      fmt::print(out, "**{}**.\n\n", split);
+    }
     for (const auto& safe : r.safe_from) {
       fmt::print(out, "- safe from `{}@{}`{}\n", detail::partition_name(safe.topic, safe.partition), safe.offset,
                  safe.timestamp_ms ? fmt::format(" ({})", core::format_time(*safe.timestamp_ms)) : "");
@@ -138,6 +141,11 @@ void print_findings(const Report& report, std::FILE* out) {
     fmt::print(out, "## Summary\n\n| | events |\n|---|---:|\n");
     for (const auto& [name, value] : report.summary) {
       fmt::print(out, "| {} | {} |\n", cell(detail::counter_label(name)), value);
+    }
+    if (report.effects) {
+      for (const auto& row : detail::effect_rows(*report.effects)) {
+        fmt::print(out, "| {} | {} |\n", cell(row.label), row.count);
+      }
     }
     fmt::print(out, "\n");
   }

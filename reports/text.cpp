@@ -195,14 +195,12 @@ void print_summary(const Report& report, std::FILE* out) {
     print_table(out, rows, "  ");
   }
   if (report.effects) {
-    const auto& e = *report.effects;
-    fmt::print(out, "\nEFFECTS ({} checked)\n", e.checked);
-    print_table(out,
-                {{"applied", std::to_string(e.applied)},
-                 {"not applied", std::to_string(e.not_applied)},
-                 {"lost (marked processed, never applied)", std::to_string(e.lost)},
-                 {"unguarded (applied, no record guards it)", std::to_string(e.unguarded)}},
-                "  ");
+    fmt::print(out, "\nEFFECTS\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : detail::effect_rows(*report.effects)) {
+      rows.push_back({row.label, std::to_string(row.count)});
+    }
+    print_table(out, rows, "  ");
   }
 }
 

@@ -126,6 +126,14 @@ TEST_F(AuditEffects, TheTextReportSaysWhatASeekWouldChargeTwice) {
   EXPECT_NE(result.out.find("3 events were applied but nothing guards them: a seek applies them twice"),
             std::string::npos)
       << result.out;
+  EXPECT_NE(result.out.find("lost (marked processed, never applied)    2\n"), std::string::npos) << result.out;
+  auto markdown = run_dedupctl(audit(with_table(), "markdown"));
+  EXPECT_EQ(markdown.exit_code, 1) << markdown.err;
+  EXPECT_NE(markdown.out.find("| unguarded (applied, no record guards it) | 3 |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("**a seek over [seek, committed) would re-apply 2 events: 1 already applied (charged "
+                              "twice), 1 never applied**"),
+            std::string::npos)
+      << markdown.out;
 }
 
 TEST_F(AuditEffects, ATableOrColumnThatDoesNotExistIsExit2ListingTheColumns) {
