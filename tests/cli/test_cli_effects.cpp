@@ -259,3 +259,47 @@ TEST_F(AuditEffects, TraceShowsTheEffectBesideTheRecordAndItsVerdictUsesIt) {
   auto printed = run_dedupctl(text);
   EXPECT_NE(printed.out.find("effect     not applied"), std::string::npos) << printed.out;
 }
+
+// An inbox placement with its effects in another table of the same database: the inbox's rows are
+// the records, the charges the effects.
+TEST_F(AuditEffects, AnInboxPlacementsRowsAgainstItsEffectsTable) {
+  // The inbox holds e-2, e-3 (done), e-6 (done) and e-4 (processing): e-2 and e-6 have no charge (lost),
+  // e-0 and e-1 have charges and no row (unguarded), as has e-4 under its claim.
+  auto made = m_pg.psql(
+      "CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, status text);"
+      "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
+      "('e-4', now() - interval '2 hours', 'processing');");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                m_broker.bootstrap(),
+                                "--topic",
+                                "pay",
+                                "--group",
+                                "billing",
+                                "--seek",
+                                "2",
+                                "--store",
+                                m_pg.conninfo(),
+                                "--inbox-consumer-column",
+                                "",
+                                "--inbox-status-column",
+                                "status",
+                                "--inbox-retention",
+                                "7d",
+                                "--retention",
+                                "7d",
+                                "--fail-on",
+                                "none",
+                                "-o",
+                                "json"};
+  auto effects = with_table();
+  args.insert(args.end(), effects.begin(), effects.end());
+  auto result = run_dedupctl(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json doc = parse(result);
+  EXPECT_EQ(doc.at("placement").at("kind"), "postgres");
+  EXPECT_EQ(doc.at("summary").at("effects"),
+            (Json{{"checked", 9}, {"applied", 4}, {"not_applied", 5}, {"lost", 2}, {"unguarded", 3}}))
+      << doc.at("summary");
+}
