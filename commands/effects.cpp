@@ -96,8 +96,8 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
   return out;
 }
 
-OpenedEffects open_effects(const EffectsOptions& options, Context& context,
-                           std::optional<std::int64_t> expected_events) {
+OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
+                           bool batched) {
   OpenedEffects out;
   try {
     if (options.uri.kind == core::StoreUri::Kind::Postgres) {
@@ -110,6 +110,9 @@ OpenedEffects open_effects(const EffectsOptions& options, Context& context,
       settings.schema.consumer_column.clear();
       settings.schema.time_column.clear();
       settings.expected_events = expected_events;
+      if (batched) {
+        settings.lookup = connectors::postgres::InboxLookup::Batches;
+      }
       settings.stop = &context.stop;
       out.store = std::make_unique<core::RecordEffects>(connectors::postgres::open_inbox_store(settings));
     } else {

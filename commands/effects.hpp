@@ -38,7 +38,8 @@ struct OpenedEffects {
   std::unique_ptr<core::EffectStore> store;
   std::optional<std::string> failure;
 };
-OpenedEffects open_effects(const EffectsOptions& options, Context& context,
-                           std::optional<std::int64_t> expected_events);
+// `batched`: a table is looked up batch by batch, never loaded once (watch: rows come and go).
+OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
+                           bool batched = false);
 
 } // namespace dedupctl::commands

@@ -1,5 +1,6 @@
 #include "commands/pipeline/watch.hpp"
 #include "commands/context.hpp"
+#include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
@@ -49,6 +50,7 @@ struct WatchFlags {
   std::string shard;
   IdentityFlags identity;
   PlacementFlags placement;
+  EffectsFlags effects;
   std::vector<std::string> seeks;
   std::string listen = "127.0.0.1:9464";
   std::string refresh = "5m";
@@ -70,6 +72,7 @@ struct WatchConfig {
   std::int64_t interval_ms = 0;
   std::int64_t semantic_window_ms = 0;
   std::int64_t refresh_rate = 0; // keys a second a refresh looks up at most (0: no limit)
+  std::optional<EffectsOptions> effects;
 };
 
 WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
@@ -95,6 +98,8 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
   }
   config.identify = parse_identity(flags.identity, context);
   config.placement = parse_placement(flags.placement, context);
+  config.effects = parse_effects(flags.effects);
+  config.placement.audit.effects = config.effects.has_value();
   if (config.placement.uri.kind == core::StoreUri::Kind::Memory ||
       config.placement.uri.kind == core::StoreUri::Kind::File) {
     throw UsageError(fmt::format("--store {}: watch reads a live placement (redis://, postgres://); a snapshot or "
@@ -193,6 +198,12 @@ public:
       out.inbox_ttl = decide_inbox_ttl(*opened.inbox, m_config.placement.inbox_retention, now, m_context);
     }
     out.store = std::move(opened.store);
+    if (!out.failure && m_config.effects) {
+      // Batched, as the store: effects that arrive after a load would never be seen.
+      auto effects = open_effects(*m_config.effects, m_context, std::nullopt, true);
+      out.failure = effects.failure;
+      out.effects = std::move(effects.store);
+    }
     return out;
   }
 
@@ -229,6 +240,9 @@ WatchOptions watch_options(const WatchConfig& config, const PlacementFlags& plac
   options.audit = config.placement.audit;
   options.inbox = config.placement.uri.kind == core::StoreUri::Kind::Postgres;
   options.consumer = placement_flags.consumer;
+  if (config.effects) {
+    options.effects_template = config.effects->key_template;
+  }
   options.interval_ms = config.interval_ms;
   options.refresh_ms = config.refresh_ms;
   options.refresh_rate = config.refresh_rate;
@@ -303,6 +317,7 @@ CommandRunner register_watch(CLI::App& app, Context& context) {
       ->type_name("K/N");
   add_identity_options(*sub, flags->identity);
   add_placement_options(*sub, flags->placement);
+  add_effects_options(*sub, flags->effects);
   auto* watch = sub->add_option_group("Watch");
   watch->add_option("--seek", flags->seeks, "a reset to price continuously for --group (repeatable)")
       ->type_name("SPEC");

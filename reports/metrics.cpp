@@ -121,6 +121,17 @@ std::string render_metrics(const WatchMetrics& m, MetricsFormat format) {
     w.sample("dedupctl_replay_would_reapply", {{"topic", topic}, {"seek", seek}, {"side_effects", effects}},
              static_cast<double>(n));
   }
+  if (!m.gauges.effects.empty()) { // --effects
+    w.family("dedupctl_effects", "gauge",
+             "Events in the replayable range by their effect (--effects): applied, not_applied, and of those lost "
+             "(marked processed, never applied) and unguarded (applied, no record guards them).");
+    for (const auto& [topic, e] : m.gauges.effects) {
+      for (const auto& [state, n] : {std::pair{"applied", e.applied}, std::pair{"not_applied", e.not_applied},
+                                     std::pair{"lost", e.lost}, std::pair{"unguarded", e.unguarded}}) {
+        w.sample("dedupctl_effects", {{"topic", topic}, {"state", state}}, static_cast<double>(n));
+      }
+    }
+  }
   w.family("dedupctl_seconds_until_ttl_gap", "gauge",
            "Seconds until the next dedup record lapses while its event stays replayable (0: one has, +Inf: none "
            "will).");

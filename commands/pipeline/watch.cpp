@@ -179,6 +179,7 @@ core::WatchPolicy Watcher::policy() const {
     p.policy.compacted = m_retention_decision.compacted;
   }
   p.side_effects = m_options.audit.side_effects;
+  p.effects = m_options.audit.effects;
   return p;
 }
 
@@ -197,6 +198,7 @@ void Watcher::note_change(WatchSystem system, bool up, const std::string& why) {
 void Watcher::store_down(const std::string& why) {
   note_change(store_system(), false, why);
   m_store.reset(); // reconnected at the next tick, and every record looked up again
+  m_effects.reset();
   m_probe.reset();
   m_records_current = false;
   m_refresh_due = true;
@@ -271,6 +273,7 @@ bool Watcher::open_store(std::int64_t now, bool reconnecting) {
         return false;
       }
       m_store = std::move(opened.store);
+      m_effects = std::move(opened.effects);
       if (opened.inbox_ttl) {
         m_ttl = *opened.inbox_ttl;
         m_state.set_policy(policy());
@@ -420,6 +423,11 @@ void Watcher::read(std::vector<core::PartitionPlan> todo, bool arrivals) {
     auto started = std::chrono::steady_clock::now();
     m_in_lookup = true;
     m_store->lookup(m_keys, m_records);
+    if (m_effects) {
+      core::render_batch_keys(m_options.effects_template, batch, m_identities, m_options.consumer, m_effect_keys,
+                              m_effect_key_of);
+      m_effects->lookup(m_effect_keys, m_effects_present);
+    }
     m_in_lookup = false;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     observe_batch(batch, arrivals, m_systems.now_ms());
@@ -441,6 +449,9 @@ void Watcher::observe_batch(const core::EventBatch& batch, bool arrivals, std::i
     if (m_key_of[i] != SIZE_MAX) {
       const auto& record = m_records[m_key_of[i]];
       tracked = core::track(record, looked_up_at, policy);
+      if (m_effects && i < m_effect_key_of.size() && m_effect_key_of[i] != SIZE_MAX) {
+        tracked.effect = m_effects_present[m_effect_key_of[i]] != 0 ? core::Effect::Applied : core::Effect::NotApplied;
+      }
       // The key's TTL, or the library's own expiration where its record carries one.
       if (auto left = record.kind == core::RecordState::Kind::Present && !record.processed_at_ms
                           ? core::remaining_ms(record, at_lookup)

@@ -9,6 +9,7 @@
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/partition.hpp"
 #include "core/store/dedup_store.hpp"
+#include "core/store/effect_store.hpp"
 #include "core/watch/watch_state.hpp"
 #include "reports/metrics.hpp"
 
@@ -53,6 +54,7 @@ struct WatchStore {
   std::unique_ptr<core::DedupStore> store;
   std::optional<std::string> failure;
   std::optional<core::TtlDecision> inbox_ttl;
+  std::unique_ptr<core::EffectStore> effects; // with --effects: opened with the store, failing with it
 };
 
 // The systems and the clocks the loop uses. Abstract so that the loop's rules are tested without
@@ -88,6 +90,8 @@ struct WatchOptions {
   core::AuditOptions audit; // the key template, the declared TTL, the policy, side effects
   bool inbox = false;       // the store is a PostgreSQL inbox (keyed by the event id)
   std::string consumer;     // {consumer} in the key template
+  // --effects (audit.effects set): each event's effect looked up by the key this renders.
+  core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
   std::int64_t interval_ms = 5000;
   std::int64_t refresh_ms = 300'000;
   std::int64_t refresh_rate = 0; // keys a second a refresh looks up at most (0: no limit)
@@ -144,6 +148,10 @@ private:
   std::vector<core::WatchSeek> m_seeks;
   std::map<std::string, TopicCount, std::less<>> m_logs;
   std::unique_ptr<core::DedupStore> m_store;
+  std::unique_ptr<core::EffectStore> m_effects;
+  std::vector<std::string> m_effect_keys;
+  std::vector<std::size_t> m_effect_key_of;
+  std::vector<std::uint8_t> m_effects_present;
   std::optional<core::KeyspaceProbe> m_probe;
   core::TtlDecision m_ttl; // an inbox's, once opened
   core::RetentionDecision m_retention_decision;

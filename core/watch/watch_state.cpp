@@ -42,6 +42,17 @@ bool keyspace_lost_records(const KeyspaceProbe& before, const KeyspaceProbe& aft
   return gone > explained;
 }
 
+namespace {
+
+// A tracked record in one byte: its kind in the low nibble, its effect in the high one.
+std::uint8_t packed(const TrackedRecord& record) {
+  return static_cast<std::uint8_t>(static_cast<unsigned>(record.kind) | (static_cast<unsigned>(record.effect) << 4U));
+}
+TrackedRecord::Kind kind_of(std::uint8_t packed) { return static_cast<TrackedRecord::Kind>(packed & 0x0fU); }
+Effect effect_of(std::uint8_t packed) { return static_cast<Effect>(packed >> 4U); }
+
+} // namespace
+
 WatchState::WatchState(WatchPolicy policy) : m_policy(std::move(policy)) {}
 
 WatchState::Partition& WatchState::partition_of(const std::string& topic, std::int32_t partition) {
@@ -117,7 +128,7 @@ void WatchState::append(const std::string& topic, std::int32_t partition, std::i
   block.timestamp.push_back(timestamp_ms);
   block.lapses_at.push_back(record.lapses_at_ms);
   block.type.push_back(type_index(type));
-  block.kind.push_back(static_cast<std::uint8_t>(record.kind));
+  block.kind.push_back(packed(record));
 }
 
 bool WatchState::update(const std::string& topic, std::int32_t partition, std::int64_t offset,
@@ -140,10 +151,10 @@ bool WatchState::update(const std::string& topic, std::int32_t partition, std::i
     return false;
   }
   auto i = static_cast<std::size_t>(at - block->offset_delta.begin());
-  if (static_cast<TrackedRecord::Kind>(block->kind[i]) == TrackedRecord::Kind::NoId) {
+  if (kind_of(block->kind[i]) == TrackedRecord::Kind::NoId) {
     return true;
   }
-  block->kind[i] = static_cast<std::uint8_t>(record.kind);
+  block->kind[i] = packed(record);
   block->lapses_at[i] = record.lapses_at_ms;
   return true;
 }
@@ -197,7 +208,7 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
     for (std::size_t b = 0; b < p.blocks.size(); ++b) {
       const Block& block = p.blocks[b];
       for (std::size_t i = b == 0 ? p.dropped : 0; i < block.size(); ++i) {
-        auto kind = static_cast<TrackedRecord::Kind>(block.kind[i]);
+        auto kind = kind_of(block.kind[i]);
         std::int64_t offset = block.offset(i);
         Coverage state = Coverage::NoId;
         if (kind != TrackedRecord::Kind::NoId) {
@@ -230,6 +241,9 @@ WatchGauges WatchState::evaluate(std::int64_t now_ms, const std::vector<WatchSee
           }
         }
         ++gauge.states[static_cast<std::size_t>(state)];
+        if (m_policy.effects) {
+          count_effect(state, effect_of(block.kind[i]), gauges.effects[topic]);
+        }
         if (!reapplied_on_seek(state, policy)) {
           continue;
         }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/audit/effects.hpp"
 #include "core/side_effect.hpp"
 #include "core/store/dedup_store.hpp"
 
@@ -33,6 +34,7 @@ struct TrackedRecord {
   // first); Row and RowClaim: processed_at; LeasedClaim (a layout's claim with a lease of its own):
   // when the lease ends; k_never_ms: never (no TTL, a NULL processed_at).
   std::int64_t lapses_at_ms = k_never_ms;
+  Effect effect = Effect::Unchecked; // --effects: the consumer's effect, looked up with the record
 };
 
 // The record a lookup at `looked_up_at_ms` returned, tracked: a claim marker is a Claim (its lease is
@@ -66,12 +68,14 @@ struct WatchGauges {
   // already, +inf when none will.
   std::map<std::string, double> seconds_until_ttl_gap;
   std::optional<std::int64_t> ttl_estimate_high_ms; // what present records say of an undeclared TTL
+  std::map<std::string, EffectCounts> effects;      // --effects: by topic
 };
 
 struct WatchPolicy {
   CoveragePolicy policy;                          // now_ms is evaluate's; ttl declared or unknown
   bool ttl_declared = false;                      // else the records' estimate decides it
   std::map<std::string, SideEffect> side_effects; // unknown types are external
+  bool effects = false;                           // each event's effect is tracked (--effects)
 };
 
 // The replayable range of every watched partition, event by event in offset order: its offset,

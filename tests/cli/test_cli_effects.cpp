@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <map>
+#include <sstream>
 #include <thread>
 
 using namespace dedupctl::testing;
@@ -302,4 +304,36 @@ TEST_F(AuditEffects, AnInboxPlacementsRowsAgainstItsEffectsTable) {
   EXPECT_EQ(doc.at("summary").at("effects"),
             (Json{{"checked", 9}, {"applied", 4}, {"not_applied", 5}, {"lost", 2}, {"unguarded", 3}}))
       << doc.at("summary");
+}
+
+// watch --effects serves dedupctl_effects by state, as the audit of the same range counts them, and
+// promtool lints it.
+TEST_F(AuditEffects, WatchServesTheEffectsAsTheAuditCountsThem) {
+  int port = free_port();
+  auto args = watch_args(m_broker.bootstrap(), "pay", m_redis.uri(), port,
+                         {"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id}"});
+  auto watch = spawn_watch(args, m_dir.file("watch.err"));
+  std::map<std::string, long long> seen;
+  std::string body;
+  for (int i = 0; i < 150 && seen.size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto metrics = http_get(port, "/metrics");
+    if (!metrics || metrics->status != 200) {
+      continue;
+    }
+    body = metrics->body;
+    seen.clear();
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      std::string prefix = "dedupctl_effects{topic=\"pay\",state=\"";
+      if (line.starts_with(prefix)) {
+        auto end = line.find('"', prefix.size());
+        seen[line.substr(prefix.size(), end - prefix.size())] = std::stoll(line.substr(line.rfind(' ') + 1));
+      }
+    }
+  }
+  EXPECT_EQ(seen, (std::map<std::string, long long>{{"applied", 4}, {"not_applied", 5}, {"lost", 2}, {"unguarded", 3}}))
+      << body << read_file(m_dir.file("watch.err"));
+  auto lint = run_command({find_program("promtool"), "check", "metrics"}, body);
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
 }

@@ -273,3 +273,41 @@ TEST(WatchState, ALeasedClaimIsOrphanedWhenItsOwnLeaseEndsAndReappliedWhereTheLi
   EXPECT_EQ(count(after, Coverage::Orphaned), 1);
   EXPECT_EQ(after.would_reapply.at(Key("orders", "@-1h", "external")), 1);
 }
+
+// --effects: each event's effect is kept with its record (in the same byte) and counted beside its
+// state, as the audit counts it; a record that lapses turns an applied event unguarded without
+// another lookup, and a refresh keeps the effect it brings.
+TEST(WatchState, EffectsAreCountedBesideTheStatesAndFollowTheRecordsLapse) {
+  WatchPolicy p = policy(10 * k_s, 24 * k_hour);
+  p.effects = true;
+  WatchState state(p);
+  state.set_partition("orders", 0, std::nullopt, 0);
+  state.set_complete("orders", 0);
+  auto with = [](TrackedRecord r, Effect e) {
+    r.effect = e;
+    return r;
+  };
+  state.append("orders", 0, 0, k_t0, "", with(present(k_t0 + 10 * k_s), Effect::Applied)); // covered, then expired
+  state.append("orders", 0, 1, k_t0, "", with(present(), Effect::NotApplied));             // lost
+  state.append("orders", 0, 2, k_t0, "", with(absent(), Effect::Applied));                 // missing: unguarded
+  state.append("orders", 0, 3, k_t0, "", with(claim(k_t0 + 60 * k_s), Effect::Applied));   // in progress
+  state.append("orders", 0, 4, k_t0, "", no_id());                                         // not checked
+  auto before = state.evaluate(k_t0 + 4 * k_s, {});
+  ASSERT_EQ(before.effects.count("orders"), 1u);
+  const auto& e = before.effects.at("orders");
+  EXPECT_EQ(e.checked, 4);
+  EXPECT_EQ(e.applied, 3);
+  EXPECT_EQ(e.not_applied, 1);
+  EXPECT_EQ(e.lost, 1);
+  EXPECT_EQ(e.unguarded, 1);
+  EXPECT_EQ(state.evaluate(k_t0 + 11 * k_s, {}).effects.at("orders").unguarded, 2) << "offset 0's record lapsed";
+  // A refresh: offset 1's effect appeared.
+  state.update("orders", 0, 1, with(present(), Effect::Applied));
+  EXPECT_EQ(state.evaluate(k_t0 + 4 * k_s, {}).effects.at("orders").lost, 0);
+  // Without --effects, no effect gauge at all.
+  WatchState plain(policy());
+  plain.set_partition("orders", 0, std::nullopt, 0);
+  plain.set_complete("orders", 0);
+  plain.append("orders", 0, 0, k_t0, "", present());
+  EXPECT_TRUE(plain.evaluate(k_t0, {}).effects.empty());
+}
