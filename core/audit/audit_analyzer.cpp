@@ -153,20 +153,19 @@ void AuditAnalyzer::count_effect(Coverage state, Effect effect, std::int32_t par
   if (!m_result.effects) {
     return;
   }
+  auto add = [&](FindingBuilder& builder, const char* what) {
+    builder.add(partition, [&] {
+      Example ex = make_example();
+      ex.note = fmt::format("{}: {}", to_string(state), what);
+      return ex;
+    });
+  };
   switch (core::count_effect(state, effect, *m_result.effects)) {
   case EffectVerdict::Lost:
-    m_lost.add(partition, [&] {
-      Example ex = make_example();
-      ex.note = fmt::format("{}: the record says processed, the effect is absent", to_string(state));
-      return ex;
-    });
+    add(m_lost, "the record says processed, the effect is absent");
     break;
   case EffectVerdict::Unguarded:
-    m_unguarded.add(partition, [&] {
-      Example ex = make_example();
-      ex.note = fmt::format("{}: the effect exists, no record guards it", to_string(state));
-      return ex;
-    });
+    add(m_unguarded, "the effect exists, no record guards it");
     break;
   case EffectVerdict::None:
     break;

@@ -48,6 +48,15 @@ protected:
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
 
+  // `command` over the planted topic for group billing against `store`, then `extra`.
+  std::vector<std::string> over_pay(const std::string& command, const std::string& store,
+                                    std::vector<std::string> extra) const {
+    std::vector<std::string> out{command,   "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
+                                 "--store", store};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+
   std::vector<std::string> audit(std::vector<std::string> extra, const std::string& format = "json") const {
     return audit_args(m_broker.bootstrap(), m_redis.uri(), std::move(extra), format);
   }
@@ -211,23 +220,9 @@ TEST_F(AuditEffects, AnEffectsStoreThatStopsAnsweringIsExit3AndIncomplete) {
 
 // trace --effects: each occurrence carries the id's effect, and the verdict uses it.
 TEST_F(AuditEffects, TraceShowsTheEffectBesideTheRecordAndItsVerdictUsesIt) {
-  std::vector<std::string> args{"trace",
-                                "-b",
-                                m_broker.bootstrap(),
-                                "--topic",
-                                "pay",
-                                "--group",
-                                "billing",
-                                "--store",
-                                m_redis.uri(),
-                                "--key-template",
-                                "dedup:pay:{event_id}",
-                                "--ttl",
-                                "1h",
-                                "--fail-on",
-                                "none",
-                                "-o",
-                                "json"};
+  std::vector<std::string> args =
+      over_pay("trace", m_redis.uri(),
+               {"--key-template", "dedup:pay:{event_id}", "--ttl", "1h", "--fail-on", "none", "-o", "json"});
   for (const char* id : {"e-2", "e-0", "e-7", "e-3"}) {
     args.insert(args.end(), {"--event-id", id});
   }
@@ -272,29 +267,10 @@ TEST_F(AuditEffects, AnInboxPlacementsRowsAgainstItsEffectsTable) {
       "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
       "('e-4', now() - interval '2 hours', 'processing');");
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  std::vector<std::string> args{"audit",
-                                "-b",
-                                m_broker.bootstrap(),
-                                "--topic",
-                                "pay",
-                                "--group",
-                                "billing",
-                                "--seek",
-                                "2",
-                                "--store",
-                                m_pg.conninfo(),
-                                "--inbox-consumer-column",
-                                "",
-                                "--inbox-status-column",
-                                "status",
-                                "--inbox-retention",
-                                "7d",
-                                "--retention",
-                                "7d",
-                                "--fail-on",
-                                "none",
-                                "-o",
-                                "json"};
+  std::vector<std::string> args =
+      over_pay("audit", m_pg.conninfo(),
+               {"--seek", "2", "--inbox-consumer-column", "", "--inbox-status-column", "status", "--inbox-retention",
+                "7d", "--retention", "7d", "--fail-on", "none", "-o", "json"});
   auto effects = with_table();
   args.insert(args.end(), effects.begin(), effects.end());
   auto result = run_dedupctl(args);

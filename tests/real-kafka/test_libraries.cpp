@@ -126,12 +126,13 @@ protected:
     return {"--layout", GetParam().layout, "--key-prefix", GetParam().prefix, "--id", "json:/event_id"};
   }
 
-  Json audit(const std::string& store) {
+  Json audit(const std::string& store, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"audit",  "-b",        m_bootstrap, "--topic", m_topic,       "--group", m_group,
                                   "--seek", "earliest",  "--store",   store,     "--retention", "7d",      "--examples",
                                   "1000",   "--fail-on", "none",      "-o",      "json"};
     auto flags = placement_flags();
     args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), extra.begin(), extra.end());
     auto result = run_dedupctl(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return Json::parse(result.out, nullptr, false);
@@ -339,34 +340,8 @@ TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndU
   ASSERT_EQ(charges(12), 0);
   ASSERT_EQ(charges(15), 1);
 
-  std::vector<std::string> args{"audit",
-                                "-b",
-                                m_bootstrap,
-                                "--topic",
-                                m_topic,
-                                "--group",
-                                m_group,
-                                "--seek",
-                                "earliest",
-                                "--store",
-                                m_redis.uri(),
-                                "--retention",
-                                "7d",
-                                "--examples",
-                                "1000",
-                                "--fail-on",
-                                "none",
-                                "--effects",
-                                m_redis.uri(),
-                                "--effects-key-template",
-                                "charged:{event_id}",
-                                "-o",
-                                "json"};
-  auto flags = placement_flags();
-  args.insert(args.end(), flags.begin(), flags.end());
-  auto result = run_dedupctl(args);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  Json report = Json::parse(result.out);
+  Json report = audit(m_redis.uri(), {"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id}"});
+  ASSERT_TRUE(report.is_object());
   auto examples = [&](const std::string& id) {
     std::set<std::string> out;
     for (const auto& finding : report.at("findings")) {
