@@ -59,8 +59,9 @@ void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& dec
 
 // The audit's request from its flags, checked in the order they were before (the first bad one is
 // named): identification, the analyzer's window, --seek, the placement (into `placement`) as the
-// report names it, its retention until the broker is asked.
-AuditRequest audit_request(const AuditFlags& options, Context& context, PlacementOptions& placement) {
+// report names it, its retention until the broker is asked; --effects (into `effects`).
+AuditRequest audit_request(const AuditFlags& options, Context& context, PlacementOptions& placement,
+                           std::optional<EffectsOptions>& effects) {
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
@@ -78,7 +79,8 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
   request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
                                                        placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
-  if (auto effects = parse_effects(options.effects)) {
+  effects = parse_effects(options.effects);
+  if (effects) {
     if (!options.shard.digest.empty() || !options.shard.shard.empty()) {
       throw UsageError("--effects with --shard/--digest: a merge of shards does not carry the effects yet; audit "
                        "the range in one run");
@@ -114,7 +116,8 @@ int run(const AuditFlags& options, Context& context) {
   SourceFlags source = options.source;
   apply_shard_options(options.shard, source, context, true);
   PlacementOptions placement;
-  AuditRequest request = audit_request(options, context, placement);
+  std::optional<EffectsOptions> effects;
+  AuditRequest request = audit_request(options, context, placement, effects);
   // Everything typed was valid: a snapshot file is opened before anything is contacted (a bad one is
   // exit 2; its records load beside the reading, a bad line among them is exit 2 at the end), then
   // the systems.
@@ -155,17 +158,15 @@ int run(const AuditFlags& options, Context& context) {
       }
     }
   }
-  OpenedEffects effects;
-  if (!failure && request.audit.effects) {
-    auto parsed = parse_effects(options.effects);
-    effects = open_effects(*parsed, context, static_cast<std::int64_t>(expected_events(opened.info)));
-    failure = effects.failure;
-    request.effects = effects.store.get();
+  OpenedEffects opened_effects;
+  if (!failure && effects) {
+    opened_effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)));
+    failure = opened_effects.failure;
+    request.effects = opened_effects.store.get();
+    const auto& where = effects->placement;
     request.store_settings.emplace_back(
-        "effects",
-        parsed->placement.kind == "postgres"
-            ? fmt::format("{} ({}.{})", parsed->placement.store, parsed->placement.table, parsed->placement.column)
-            : fmt::format("{} ({})", parsed->placement.store, parsed->placement.key_template));
+        "effects", where.kind == "postgres" ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
+                                            : fmt::format("{} ({})", where.store, where.key_template));
   }
   std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {

@@ -10,15 +10,6 @@ std::string partition_name(const std::string& topic, std::int32_t partition) {
   return fmt::format("{}[{}]", topic, partition);
 }
 
-std::string reapply_split(const core::ReplaySummary& replay) {
-  if (!replay.would_reapply_applied || !replay.would_reapply_unapplied) {
-    return "";
-  }
-  return fmt::format("a seek over {} would re-apply {} events: {} already applied (charged twice), {} never applied",
-                     replay.window, replay.would_reapply, *replay.would_reapply_applied,
-                     *replay.would_reapply_unapplied);
-}
-
 std::vector<EffectRow> effect_rows(const core::EffectCounts& e) {
   return {{"effects.checked", "effects checked", e.checked},
           {"effects.applied", "applied", e.applied},

@@ -13,10 +13,6 @@ std::string partition_name(const std::string& topic, std::int32_t partition);
 // A summary counter's name as people read it: "log_duplicates" → "log duplicates".
 std::string counter_label(const std::string& name);
 
-// With --effects, what a seek's re-applications are: "a seek over [seek, committed) would re-apply
-// 131 events: 120 already applied (charged twice), 11 never applied"; "" without.
-std::string reapply_split(const core::ReplaySummary& replay);
-
 // summary.effects as people read it: (report-v1 name, label, count), checked first.
 struct EffectRow {
   std::string name; // "effects.lost"

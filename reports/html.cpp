@@ -217,7 +217,7 @@ void replay(std::string& out, const Report& report) {
         fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "
                     "<strong>{} re-applied</strong>, {} skipped unfinished (orphaned), {} first deliveries.</p>",
                     esc(r.window), r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
-    if (auto split = detail::reapply_split(r); !split.empty()) {
+    if (auto split = core::reapply_split(r); !split.empty()) {
       out += fmt::format("<p id=\"replay-effects\"><strong>{}</strong>.</p>", esc(split));
     }
     if (!r.safe_from.empty()) {

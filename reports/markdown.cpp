@@ -79,7 +79,7 @@ void print_replay(const core::ReplaySummary& r, std::FILE* out) {
                "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
                "first deliveries.\n\n",
                r.window, r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
-    if (auto split = detail::reapply_split(r); !split.empty()) {
+    if (auto split = core::reapply_split(r); !split.empty()) {
       fmt::print(out, "**{}**.\n\n", split);
     }
     for (const auto& safe : r.safe_from) {

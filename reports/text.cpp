@@ -296,10 +296,8 @@ void print_replay(const Report& report, std::FILE* out) {
                "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
                "deliveries\n",
                r.events, r.would_skip, r.would_reapply, r.would_skip_unfinished, r.first_delivery);
-    if (r.would_reapply_applied && r.would_reapply_unapplied) {
-      fmt::print(out,
-                 "  a seek over {} would re-apply {} events: {} already applied (charged twice), {} never applied\n",
-                 r.window, r.would_reapply, *r.would_reapply_applied, *r.would_reapply_unapplied);
+    if (auto split = core::reapply_split(r); !split.empty()) {
+      fmt::print(out, "  {}\n", split);
     }
     for (const auto& [type, risk] : r.by_type) {
       fmt::print(out, "  {:<24} {:>8} re-applied  ({})\n", type, risk.would_reapply,

@@ -129,13 +129,6 @@ private:
     }
   }
 
-  static core::Effect effect_of(const Slot& slot, std::size_t i) {
-    if (slot.effect_key_of.size() <= i || slot.effect_key_of[i] == SIZE_MAX) {
-      return core::Effect::Unchecked;
-    }
-    return slot.effects[slot.effect_key_of[i]] != 0 ? core::Effect::Applied : core::Effect::NotApplied;
-  }
-
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
   void observe(Slot& slot) {
     static const core::RecordState k_no_record{};
@@ -149,7 +142,8 @@ private:
       std::string_view key = has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{};
       const core::RecordState& state = has_key ? slot.states[slot.key_of[i]] : k_no_record;
       m_audit.observe(slot.batch.events[i], slot.identities[i], key, state,
-                      m_request.effects ? effect_of(slot, i) : core::Effect::Unchecked);
+                      m_request.effects ? core::effect_at(slot.effect_key_of, slot.effects, i)
+                                        : core::Effect::Unchecked);
       if (m_request.digest) {
         m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
       }

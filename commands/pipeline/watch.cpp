@@ -449,8 +449,8 @@ void Watcher::observe_batch(const core::EventBatch& batch, bool arrivals, std::i
     if (m_key_of[i] != SIZE_MAX) {
       const auto& record = m_records[m_key_of[i]];
       tracked = core::track(record, looked_up_at, policy);
-      if (m_effects && i < m_effect_key_of.size() && m_effect_key_of[i] != SIZE_MAX) {
-        tracked.effect = m_effects_present[m_effect_key_of[i]] != 0 ? core::Effect::Applied : core::Effect::NotApplied;
+      if (m_effects) {
+        tracked.effect = core::effect_at(m_effect_key_of, m_effects_present, i);
       }
       // The key's TTL, or the library's own expiration where its record carries one.
       if (auto left = record.kind == core::RecordState::Kind::Present && !record.processed_at_ms

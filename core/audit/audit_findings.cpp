@@ -176,11 +176,8 @@ void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay,
     }
     std::string title = fmt::format("a seek over {} would re-apply {} events ({} with external effects)", replay.window,
                                     replay.would_reapply, external);
-    if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
-      title = fmt::format("a seek over {} would re-apply {} events: {} already applied (charged twice), {} never "
-                          "applied",
-                          replay.window, replay.would_reapply, *replay.would_reapply_applied,
-                          *replay.would_reapply_unapplied);
+    if (auto split = reapply_split(replay); !split.empty()) {
+      title = std::move(split);
     }
     Finding f = *evidence.reapplied.build(
         "replay-risk", severity, std::move(title),

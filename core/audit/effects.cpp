@@ -1,5 +1,7 @@
 #include "core/audit/effects.hpp"
 
+#include <fmt/format.h>
+
 namespace dedupctl::core {
 
 bool marks_processed(Coverage state) { return state == Coverage::Covered || state == Coverage::Expiring; }
@@ -28,6 +30,15 @@ EffectVerdict count_effect(Coverage state, Effect effect, EffectCounts& counts) 
     return EffectVerdict::Lost;
   }
   return EffectVerdict::None;
+}
+
+std::string reapply_split(const ReplaySummary& replay) {
+  if (!replay.would_reapply_applied || !replay.would_reapply_unapplied) {
+    return "";
+  }
+  return fmt::format("a seek over {} would re-apply {} events: {} already applied (charged twice), {} never applied",
+                     replay.window, replay.would_reapply, *replay.would_reapply_applied,
+                     *replay.would_reapply_unapplied);
 }
 
 } // namespace dedupctl::core

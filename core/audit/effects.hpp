@@ -1,8 +1,11 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/replay_summary.hpp"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 // The consumer's effect beside its dedup record (--effects): an event whose record says processed
 // while its effect is absent is lost (no seek will apply it), one whose effect exists while no
@@ -33,5 +36,20 @@ bool unguarded_state(Coverage state);
 // Counts one event's effect; returns what it adds to the findings: lost, unguarded, or neither.
 enum class EffectVerdict : std::uint8_t { None, Lost, Unguarded };
 EffectVerdict count_effect(Coverage state, Effect effect, EffectCounts& counts);
+
+// Event i's effect after a batch's lookup: `key_of` its index into the looked-up keys (SIZE_MAX:
+// no id, never looked up), `present` what the store answered for them.
+inline Effect effect_at(const std::vector<std::size_t>& key_of, const std::vector<std::uint8_t>& present,
+                        std::size_t i) {
+  if (i >= key_of.size() || key_of[i] == SIZE_MAX) {
+    return Effect::Unchecked;
+  }
+  return present[key_of[i]] != 0 ? Effect::Applied : Effect::NotApplied;
+}
+
+// With --effects, what a seek's re-applications are: "a seek over [seek, committed) would re-apply
+// 131 events: 120 already applied (charged twice), 11 never applied"; "" without (the finding's
+// title and every report format say it in these words).
+std::string reapply_split(const ReplaySummary& replay);
 
 } // namespace dedupctl::core
