@@ -165,7 +165,13 @@ TEST_F(AuditEffects, ATableOrColumnThatDoesNotExistIsExit2ListingTheColumns) {
            {{"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id|sha3}"},
             "--effects-key-template"},
            {{"--effects", "kafka:charges"}, "not read yet"},
-           {{"--effects", "file:x.tsv"}, "postgres://… or redis://…"}}) {
+           {{"--effects", "file:x.tsv"}, "postgres://… or redis://…"},
+           {{"--effects", m_pg.conninfo(), "--effects-table", "charges", "--effects-key-template", "c:{event_id}"},
+            "--effects-key-template is for --effects redis://"},
+           {{"--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}", "--effects-table", "charges"},
+            "--effects-table is for --effects postgres://"},
+           {{"--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}", "--digest", m_dir.file("d")},
+            "a merge of shards does not carry the effects"}}) {
     auto result = run_dedupctl(audit(args));
     EXPECT_EQ(result.exit_code, 2) << args[1] << ": " << result.err;
     EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
@@ -312,4 +318,37 @@ TEST_F(AuditEffects, WatchServesTheEffectsAsTheAuditCountsThem) {
       << body << read_file(m_dir.file("watch.err"));
   auto lint = run_command({find_program("promtool"), "check", "metrics"}, body);
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+}
+
+// trace with an effects store that cannot be reached: exit 3, incomplete, no verdict over it.
+TEST_F(AuditEffects, TraceWithAnUnreachableEffectsStoreIsExit3) {
+  auto result =
+      run_dedupctl(over_pay("trace", m_redis.uri(),
+                            {"--key-template", "dedup:pay:{event_id}", "--ttl", "1h", "--event-id", "e-2", "--effects",
+                             fmt::format("redis://127.0.0.1:{}", free_port()), "--effects-key-template",
+                             "charged:{event_id}", "--timeout", "2s", "-o", "json"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  Json doc = parse(result);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_NE(result.err.find("check --effects"), std::string::npos) << result.err;
+}
+
+// watch with an effects store that does not answer: down with the store, no gauges it cannot see.
+TEST_F(AuditEffects, WatchWithAnUnreachableEffectsStoreShowsTheStoreDownAndNoGauges) {
+  int port = free_port();
+  auto args = watch_args(m_broker.bootstrap(), "pay", m_redis.uri(), port,
+                         {"--effects", fmt::format("redis://127.0.0.1:{}", free_port()), "--effects-key-template",
+                          "charged:{event_id}", "--timeout", "1s"});
+  auto watch = spawn_watch(args, m_dir.file("watch.err"));
+  std::string body;
+  for (int i = 0; i < 100 && body.find("dedupctl_up{system=\"redis\"} 0") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto metrics = http_get(port, "/metrics");
+    body = metrics ? metrics->body : "";
+  }
+  EXPECT_NE(body.find("dedupctl_up{system=\"redis\"} 0"), std::string::npos) << body;
+  EXPECT_EQ(body.find("dedupctl_effects{"), std::string::npos) << body;
+  EXPECT_EQ(body.find("dedupctl_events{"), std::string::npos) << body;
+  EXPECT_NE(read_file(m_dir.file("watch.err")).find("check --effects"), std::string::npos)
+      << read_file(m_dir.file("watch.err"));
 }
