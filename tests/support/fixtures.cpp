@@ -452,7 +452,10 @@ static std::unique_ptr<Process> start_redis_server(const std::function<std::vect
   return nullptr;
 }
 
-RedisServer::RedisServer(const std::vector<std::string>& extra) {
+RedisServer::RedisServer(const std::vector<std::string>& extra)
+    : RedisServer(std::function<std::vector<std::string>()>([extra] { return extra; })) {}
+
+RedisServer::RedisServer(const std::function<std::vector<std::string>()>& extra_per_attempt) {
   std::string program = find_program("redis-server");
   if (program.empty()) {
     m_why = "redis-server is not installed (apt-get install redis-server)";
@@ -463,6 +466,7 @@ RedisServer::RedisServer(const std::vector<std::string>& extra) {
         std::vector<std::string> argv{program,      "--port",    std::to_string(port),    "--bind",      "127.0.0.1",
                                       "--save",     "",          "--appendonly",          "no",          "--dir",
                                       m_dir.path(), "--logfile", m_dir.file("redis.log"), "--daemonize", "no"};
+        auto extra = extra_per_attempt();
         argv.insert(argv.end(), extra.begin(), extra.end());
         m_argv = argv;
         return argv;
@@ -612,12 +616,14 @@ TlsRedisServer::TlsRedisServer(const TestCertificates& certs, bool require_clien
   if (!certs.available()) {
     return;
   }
-  m_tls_port = free_port();
-  m_server = std::make_unique<RedisServer>(
-      std::vector<std::string>{"--tls-port", std::to_string(m_tls_port), "--tls-cert-file",
-                               wrong_name ? certs.wrong_name_cert() : certs.server_cert(), "--tls-key-file",
-                               wrong_name ? certs.wrong_name_key() : certs.server_key(), "--tls-ca-cert-file",
-                               certs.ca(), "--tls-auth-clients", require_client_cert ? "yes" : "no"});
+  m_server = std::make_unique<RedisServer>(std::function<std::vector<std::string>()>([&] {
+    m_tls_port = free_port();
+    return std::vector<std::string>{"--tls-port",         std::to_string(m_tls_port),
+                                    "--tls-cert-file",    wrong_name ? certs.wrong_name_cert() : certs.server_cert(),
+                                    "--tls-key-file",     wrong_name ? certs.wrong_name_key() : certs.server_key(),
+                                    "--tls-ca-cert-file", certs.ca(),
+                                    "--tls-auth-clients", require_client_cert ? "yes" : "no"};
+  }));
 }
 
 std::string TlsRedisServer::tls_uri(const std::string& query) const {
@@ -808,20 +814,26 @@ RedisCluster::RedisCluster(int masters, int replicas, const TestCertificates* tl
   }
   std::vector<std::string> create{m_cli, "--cluster", "create"};
   for (int i = 0; i < masters * (1 + replicas); ++i) {
-    std::vector<std::string> args{"--cluster-enabled",        "yes", "--cluster-node-timeout", "1000", "--cluster-port",
-                                  std::to_string(free_port())};
-    if (tls) {
-      m_tls_ports.push_back(free_port());
-      args.insert(args.end(), {"--tls-port", std::to_string(m_tls_ports.back()), "--tls-cert-file", tls->server_cert(),
-                               "--tls-key-file", tls->server_key(), "--tls-ca-cert-file", tls->ca(),
-                               "--tls-auth-clients", "no", "--tls-cluster", "yes", "--tls-replication", "yes"});
-    }
-    auto node = std::make_unique<RedisServer>(args);
+    int tls_port = 0;
+    auto node = std::make_unique<RedisServer>(std::function<std::vector<std::string>()>([&] {
+      std::vector<std::string> args{
+          "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port())};
+      if (tls) {
+        tls_port = free_port();
+        args.insert(args.end(), {"--tls-port", std::to_string(tls_port), "--tls-cert-file", tls->server_cert(),
+                                 "--tls-key-file", tls->server_key(), "--tls-ca-cert-file", tls->ca(),
+                                 "--tls-auth-clients", "no", "--tls-cluster", "yes", "--tls-replication", "yes"});
+      }
+      return args;
+    }));
     if (!node->available()) {
       m_why = node->why_unavailable();
       return;
     }
-    create.push_back("127.0.0.1:" + std::to_string(tls ? m_tls_ports.back() : node->port()));
+    if (tls) {
+      m_tls_ports.push_back(tls_port);
+    }
+    create.push_back("127.0.0.1:" + std::to_string(tls ? tls_port : node->port()));
     m_nodes.push_back(std::move(node));
   }
   create.insert(create.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
@@ -935,13 +947,6 @@ bool RedisCluster::wait_ok(std::chrono::milliseconds timeout) {
 namespace dedupctl::testing {
 
 RedisSentinel::RedisSentinel(int master_port, const std::string& name, const TestCertificates* tls) : m_name(name) {
-  std::string tls_lines;
-  if (tls) {
-    m_tls_port = free_port();
-    tls_lines = fmt::format("tls-port {}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n"
-                            "tls-auth-clients no\ntls-replication yes\n",
-                            m_tls_port, tls->server_cert(), tls->server_key(), tls->ca());
-  }
   std::string program = find_program("redis-server");
   if (program.empty()) {
     m_why = "redis-server is not installed (apt-get install redis-server)";
@@ -949,7 +954,15 @@ RedisSentinel::RedisSentinel(int master_port, const std::string& name, const Tes
   }
   m_process = start_redis_server(
       [&](int port) {
-        // A sentinel rewrites its configuration file: it gets one of its own.
+        // A sentinel rewrites its configuration file: it gets one of its own. Its TLS port is
+        // picked again with each port tried, as the plain one is.
+        std::string tls_lines;
+        if (tls) {
+          m_tls_port = free_port();
+          tls_lines = fmt::format("tls-port {}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n"
+                                  "tls-auth-clients no\ntls-replication yes\n",
+                                  m_tls_port, tls->server_cert(), tls->server_key(), tls->ca());
+        }
         write_file(m_dir.file("sentinel.conf"),
                    fmt::format("port {}\nbind 127.0.0.1\ndir {}\nlogfile {}\n{}"
                                "sentinel monitor {} 127.0.0.1 {} 1\n"

@@ -154,6 +154,9 @@ class RedisServer {
 public:
   // `extra` are more redis-server arguments ("--cluster-enabled", "yes", …).
   explicit RedisServer(const std::vector<std::string>& extra = {});
+  // `extra_per_attempt` gives them afresh for each port tried: arguments naming more ports
+  // (--tls-port, --cluster-port) pick those again, so a port taken meanwhile is not retried.
+  explicit RedisServer(const std::function<std::vector<std::string>()>& extra_per_attempt);
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }
