@@ -1,6 +1,7 @@
 #include "commands/pipeline/replay.hpp"
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
+#include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/settings.hpp"
@@ -42,6 +43,8 @@ struct ReplayFlags {
   std::size_t memory_window = 1'000'000;
   std::size_t examples = 5;
   std::size_t batch = 5000;
+  bool repair_lost = false;
+  EffectsFlags effects;
 };
 
 struct SinkSpec {
@@ -107,7 +110,8 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   if (has_via && placement.uri.kind == core::StoreUri::Kind::File) {
     throw UsageError("--via file: is a snapshot and cannot claim events; use the live redis:// or postgres:// store");
   }
-  if (sink_spec.kind == SinkSpec::Kind::Kafka && !options.allow_same_topic) {
+  // A repair publishes only the lost events, which the consumer is to read again from its own topic.
+  if (sink_spec.kind == SinkSpec::Kind::Kafka && !options.allow_same_topic && !options.repair_lost) {
     for (const auto& topic : options.source.topics) {
       if (topic == sink_spec.target) {
         throw UsageError(fmt::format("--sink kafka:{} is the topic being read: the replay would feed on itself and the "
@@ -121,6 +125,9 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
     throw UsageError(fmt::format("--ttl {}: --layout {} writes records that never expire (fields of one hash); "
                                  "leave --ttl out",
                                  core::to_text(placement.audit.ttl.span), placement.layout.name));
+  }
+  if (options.repair_lost) {
+    return; // a repair writes no record: the consumer writes its own when it applies the event
   }
   if (options.execute && redis && !placement.audit.ttl.span.known() && !placement.layout.never_expires) {
     throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
@@ -137,6 +144,41 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   if (options.max_rate < 0) {
     throw UsageError("--max-rate must be a positive number of events per second");
   }
+}
+
+// --repair-lost: which flags it needs, and the placements whose records it can release; --effects
+// is what it reads. Into `request` on success.
+std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const PlacementOptions& placement,
+                                           ReplayRequest& request) {
+  auto effects = parse_effects(options.effects);
+  if (!options.repair_lost) {
+    if (effects) {
+      throw UsageError("--effects on replay is read by --repair-lost (which republishes the lost events); for what "
+                       "a seek would re-apply, applied or not, run audit --effects");
+    }
+    return std::nullopt;
+  }
+  if (!effects) {
+    throw UsageError("--repair-lost needs --effects URI: where the consumer's effect of each event can be looked "
+                     "up, to tell the lost events (marked processed, effect absent)");
+  }
+  if (options.no_dedup || options.placement.store.empty()) {
+    throw UsageError("--repair-lost needs --via: the consumer's own store, whose stale records it releases");
+  }
+  if (placement.uri.kind != core::StoreUri::Kind::Redis) {
+    throw UsageError(fmt::format("--repair-lost --via {}: releasing lost events' records is done for Redis "
+                                 "(redis://, rediss://, redis+cluster://, redis+sentinel://) so far",
+                                 placement.uri.redacted()));
+  }
+  if (core::one_key(placement.layout) && placement.layout.shape != core::RecordShape::HashField) {
+    throw UsageError(fmt::format("--repair-lost --layout {}: its records are members of one key, which hold no "
+                                 "value to compare before releasing; a plan of the lost events is audit --effects",
+                                 placement.layout.name));
+  }
+  request.repair = true;
+  request.second_key_template = effects->key_template;
+  request.placement.effects = effects->placement;
+  return effects;
 }
 
 // The layouts replay --via writes: a string key per id, with plain markers (plain, camel-string, whose
@@ -165,9 +207,33 @@ void check_replay_layout(const core::RecordLayout& layout, bool execute) {
 
 // The placement the replay routes through; its notes (no dedup, the memory window) go to `findings`.
 // Throws UnreachableError.
+// What a repair holds open: the records it releases and the effects it reads.
+struct RepairParts {
+  std::unique_ptr<core::RecordRelease> records;
+  OpenedEffects effects;
+};
+
 std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, const PlacementOptions& placement,
                                                 const core::SourceInfo& info, Context& context,
-                                                std::vector<core::Finding>& findings) {
+                                                std::vector<core::Finding>& findings,
+                                                const std::optional<EffectsOptions>& effects, RepairParts& repair) {
+  if (effects) {
+    repair.effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(info)));
+    if (repair.effects.failure) {
+      throw UnreachableError(*repair.effects.failure);
+    }
+    auto settings = redis_settings(placement.uri, context);
+    settings.layout = placement.layout;
+    settings.collection = placement.collection;
+    repair.records = connectors::redis::open_record_release(settings);
+    auto markers = placement.audit.policy.in_progress_values;
+    auto layout = placement.layout;
+    auto now = context.now_ms;
+    return std::make_unique<core::RepairPlacement>(*repair.records, *repair.effects.store,
+                                                   [markers, layout, now](const core::RecordState& record) {
+                                                     return core::judge_record(layout, record, markers, now());
+                                                   });
+  }
   if (options.no_dedup) {
     findings.push_back(core::no_dedup_finding());
     return std::make_unique<core::NoDedupPlacement>();
@@ -255,10 +321,11 @@ int run(const ReplayFlags& options, Context& context) {
   }
   SinkSpec sink_spec = parse_sink(options.sink);
   PlacementOptions placement = parse_placement(options.placement, context, "--via");
-  check_replay_layout(placement.layout, options.execute);
+  check_replay_layout(placement.layout, options.execute && !options.repair_lost);
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
   ReplayRequest request;
+  auto effects = check_repair(options, placement, request);
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity, context);
@@ -297,11 +364,12 @@ int run(const ReplayFlags& options, Context& context) {
       open_source(options.source, context, std::nullopt, request.checkpoint ? &*request.checkpoint : nullptr);
   opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
+  RepairParts repair;
   std::unique_ptr<core::ReplayPlacement> via;
   std::unique_ptr<core::ReplaySink> sink;
   if (!failure) {
     try {
-      via = open_via(options, placement, opened.info, context, request.placement_findings);
+      via = open_via(options, placement, opened.info, context, request.placement_findings, effects, repair);
       sink = open_replay_sink(options, sink_spec, context);
     } catch (const UnreachableError& e) {
       failure = e.what();
@@ -362,6 +430,10 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
       ->add_option("--batch", options->batch,
                    "events per claim/publish/settle round: one transaction and one checkpoint each (default 5000)")
       ->type_name("N");
+  replay->add_flag("--repair-lost", options->repair_lost,
+                   "republish only the lost events (marked processed in --via, effect absent in --effects), each "
+                   "after releasing its stale record if it is still as read, so the consumer applies it once");
+  add_effects_options(*sub, options->effects);
   add_examples_option(*replay, options->examples);
   return [options, &context, sub]() -> int {
     if (!sub->parsed()) {

@@ -4,6 +4,7 @@
 #include "commands/pipeline/in_flight_keys.hpp"
 #include "commands/pipeline/serial_worker.hpp"
 #include "core/replay/decision.hpp"
+#include "core/replay/repair.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
@@ -64,6 +65,7 @@ struct Chunk {
   };
   std::vector<Row> rows;
   std::vector<std::string> keys;
+  std::vector<std::string> second_keys;   // per key, its event's second key (ReplayRequest::second_key_template)
   std::vector<std::uint64_t> hashes;      // per key, its hash in `index`
   core::FlatHashMap<std::uint32_t> index; // a key's hash → its index + 1 (the first key of that hash)
   std::vector<core::Claim> claims;
@@ -72,6 +74,7 @@ struct Chunk {
   // its answers, in that order.
   bool asked_all = true;
   std::vector<std::string> asked;
+  std::vector<std::string> asked_second;
   std::vector<std::size_t> asked_of;
   std::vector<core::Claim> answers;
   std::future<void> claim_done;
@@ -97,6 +100,8 @@ struct Chunk {
     in_flight_elsewhere.clear();
     asked_all = true;
     asked.clear();
+    asked_second.clear();
+    second_keys.clear();
     asked_of.clear();
     answers.clear();
     claim_done = {};
@@ -163,6 +168,7 @@ private:
   // Claiming (or, in a plan, looking).
   void plan(Chunk& chunk);
   void claim(Chunk& chunk);
+  void give_second_keys(const Chunk& chunk);
   std::future<void> placement_call(std::function<void()> call, bool is_claim);
   void take_answers(Chunk& chunk);
   // Publishing and deliveries.
@@ -206,7 +212,9 @@ private:
   core::Identifier m_identifier;
   std::vector<core::Identity> m_identities;
   std::string m_rendered;
-  core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples;
+  core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples, m_changed_examples;
+  std::int64_t m_not_lost = 0; // --repair-lost: events left as they are, not lost
+  std::int64_t m_changed = 0;  // --repair-lost: lost, but their record changed before its release
   std::string m_unfit_reason;
   std::string m_failed_reason;               // the reason a failed delivery's decision record views
   core::FlatHashMap<std::uint8_t> m_planned; // a plan: keys already planned for publishing in this range
@@ -267,7 +275,7 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
         return options;
       }()),
       m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),
-      m_unfit_examples(request.max_examples),
+      m_unfit_examples(request.max_examples), m_changed_examples(request.max_examples),
       m_unfit_reason("the placement cannot hold this id (" + placement.unfit_keys() + ")"),
       m_settles_apart(m_publishing && m_max_in_flight > 1 && placement.settles_apart()),
       m_worker(m_publishing && m_max_in_flight > 1), m_settle_worker(m_settles_apart) {
@@ -458,6 +466,10 @@ void ReplayRunner::add_row(Chunk& chunk, Chunk::Row& row, const core::Event& eve
   }
   ++chunk.key_count;
   chunk.hashes.push_back(hash);
+  if (m_request.second_key_template) {
+    core::render_event_key(*m_request.second_key_template, event, identity, m_request.consumer, m_rendered);
+    chunk.second_keys.push_back(m_rendered);
+  }
 }
 
 // A key an earlier chunk still in flight has is not asked again. Usually none is: the chunk's keys
@@ -476,6 +488,9 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
     for (std::size_t k = 0; k < n; ++k) {
       if (!chunk.in_flight_elsewhere[k]) {
         chunk.asked.push_back(chunk.keys[k]);
+        if (!chunk.second_keys.empty()) {
+          chunk.asked_second.push_back(chunk.second_keys[k]);
+        }
         chunk.asked_of.push_back(k);
       }
     }
@@ -487,6 +502,7 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
 void ReplayRunner::plan(Chunk& chunk) {
   {
     auto timer = stage(&ReplayStageTimes::claim);
+    give_second_keys(chunk);
     m_placement.plan(chunk.asked_all ? chunk.keys : chunk.asked, chunk.answers);
     take_answers(chunk);
     for (std::size_t k = 0; k < chunk.keys.size(); ++k) {
@@ -503,10 +519,18 @@ void ReplayRunner::plan(Chunk& chunk) {
   finish_front();
 }
 
+// The second keys of what the chunk asks, for a placement that wants them.
+void ReplayRunner::give_second_keys(const Chunk& chunk) {
+  if (m_placement.wants_second_keys()) {
+    m_placement.second_keys(chunk.asked_all ? chunk.second_keys : chunk.asked_second);
+  }
+}
+
 // A run sends the chunk's claims to the placement's worker.
 void ReplayRunner::claim(Chunk& chunk) {
   chunk.claim_done = placement_call(
       [this, &chunk] {
+        give_second_keys(chunk);
         m_placement.claim(chunk.asked_all ? chunk.keys : chunk.asked, m_request.run_id, chunk.answers);
       },
       true);
@@ -737,6 +761,7 @@ void ReplayRunner::finish_front() {
 core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& row, bool& publish) {
   core::DecisionFacts facts;
   facts.execute = m_request.execute;
+  facts.repair = m_request.repair;
   facts.has_id = row.key != SIZE_MAX;
   if (facts.has_id) {
     std::size_t k = row.key;
@@ -769,7 +794,18 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     break;
   case core::DecisionWhy::NoRecord:
   case core::DecisionWhy::OwnStale:
+  case core::DecisionWhy::Lost:
     ++m_run.would_replay;
+    break;
+  case core::DecisionWhy::NotLost:
+    ++m_not_lost;
+    break;
+  case core::DecisionWhy::RecordChanged:
+    ++m_changed;
+    m_changed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
+    break;
+  case core::DecisionWhy::Repaired:
+    ++m_run.replayed;
     break;
   case core::DecisionWhy::AlreadyInSink:
     ++m_run.found_in_sink;
@@ -781,7 +817,8 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     break;
   case core::DecisionWhy::DeliveryFailed: {
     // The record only views its reason: the text lives in the runner until the next decision.
-    m_failed_reason = "delivery failed (" + chunk.first_error + "); claim released";
+    m_failed_reason = "delivery failed (" + chunk.first_error +
+                      (m_request.repair ? "); its stale record was released: a seek applies it" : "); claim released");
     record.reason = m_failed_reason;
     ++m_run.failed;
     ++m_run.released;
@@ -861,6 +898,7 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   const auto& run = m_run;
   std::int64_t events = m_log.counters().events;
   report.summary = {{"events", events}, {"no_id", run.no_id}, {"id_unfit", run.id_unfit}};
+  std::int64_t repair_skips = m_not_lost + m_changed;
   if (m_request.execute) {
     report.summary.insert(report.summary.end(), {{"replayed", run.replayed},
                                                  {"skipped_duplicate", run.skipped_duplicate},
@@ -868,14 +906,18 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
                                                  {"failed", run.failed},
                                                  {"released", run.released}});
   } else {
-    report.summary.insert(report.summary.end(), {{"would_replay", run.would_replay},
-                                                 {"would_skip", run.skipped_duplicate + run.skipped_claimed}});
+    report.summary.insert(report.summary.end(),
+                          {{"would_replay", run.would_replay},
+                           {"would_skip", run.skipped_duplicate + run.skipped_claimed + repair_skips}});
+  }
+  if (m_request.repair) { // what a repair left: not lost, or changed since it was read
+    report.summary.insert(report.summary.end(), {{"not_lost", m_not_lost}, {"left_changed", m_changed}});
   }
   core::ReplaySummary summary;
   summary.window = "[from, to)";
   summary.events = events;
   summary.would_reapply = m_request.execute ? run.replayed : run.would_replay;
-  summary.would_skip = run.skipped_duplicate + run.skipped_claimed;
+  summary.would_skip = run.skipped_duplicate + run.skipped_claimed + repair_skips;
   summary.run = run;
   report.replay = summary;
   report.settings = {{"mode", m_request.execute ? "execute" : "plan (nothing was published or claimed)"},
@@ -891,6 +933,11 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   for (auto& f :
        core::replay_findings(run, m_placement.unfit_keys(), m_failed_examples, m_unfit_examples, m_claimed_examples)) {
     findings.push_back(std::move(f));
+  }
+  if (m_request.repair) {
+    if (auto f = core::repair_changed_finding(m_changed, m_changed_examples)) {
+      findings.push_back(std::move(*f));
+    }
   }
   finish_report(report, std::move(info), m_log, std::move(findings), m_request.max_examples, m_request.fail_on,
                 m_source.positions());

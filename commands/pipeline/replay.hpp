@@ -48,6 +48,9 @@ public:
 struct ReplayRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
+  // A second key per event, for a placement that wants_second_keys() (--repair-lost: the effect's).
+  std::optional<core::KeyTemplate> second_key_template;
+  bool repair = false; // --repair-lost: the placement answers lost (Claimed) and NotLost
   std::string consumer;
   bool execute = false;
   std::string run_id;

@@ -291,7 +291,7 @@ public:
     out.clear();
     std::int64_t now = m_now();
     for (const auto& state : m_states) {
-      out.push_back(m_json ? core::claim_found(state, false, now) : core::plan_claim(state, m_markers));
+      out.push_back(core::judge_record(m_settings.layout, state, m_markers, now));
     }
   }
 
@@ -581,6 +581,98 @@ std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings
 
 std::unique_ptr<core::DedupStore> open_store(const RedisSettings& settings) {
   return std::make_unique<RedisStore>(settings);
+}
+
+namespace {
+
+// Deletes a key only while it holds exactly the value read: GET and DEL in one step on the server.
+constexpr const char* k_release_key = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                      "return redis.call('DEL', KEYS[1]) end return 0";
+// The same for a field of one hash (spring-hash): KEYS[1] the hash, ARGV[1] the field.
+constexpr const char* k_release_field = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+                                        "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+
+class RedisRecordRelease final : public core::RecordRelease {
+public:
+  explicit RedisRecordRelease(const RedisSettings& settings)
+      : m_settings(settings), m_nodes(m_settings), m_hash(settings.layout.shape == core::RecordShape::HashField) {
+    if (core::one_key(settings.layout) && !m_hash) {
+      throw std::logic_error("a repair releases string keys or hash fields");
+    }
+  }
+  std::string kind() const override { return "redis"; }
+
+  // The whole value of each record (a lookup keeps a marker's first bytes only), as the release
+  // compares it.
+  void read(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
+    if (m_settings.stop && m_settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    m_keys = keys;
+    if (m_hash) {
+      lookup_members(m_nodes, m_settings.layout, m_settings.collection, keys, out, m_values);
+    } else {
+      out.assign(keys.size(), core::RecordState{});
+      m_values.assign(keys.size(), std::string());
+      m_nodes.exchange(
+          keys, 2, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i], true); },
+          [&](std::size_t i, std::span<Reply> replies) {
+            read_lookup(replies, out[i], m_values[i], "a repair's read", std::string::npos);
+          },
+          "a repair's read");
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        out[i].value = m_values[i];
+      }
+    }
+    read_values(m_settings.layout, out);
+  }
+
+  void release(const std::vector<std::uint8_t>& release, std::vector<std::uint8_t>& released) override {
+    released.assign(m_keys.size(), 0);
+    m_asked.clear();
+    m_at.clear();
+    for (std::size_t i = 0; i < m_keys.size() && i < release.size(); ++i) {
+      if (release[i] != 0) {
+        m_asked.push_back(m_hash ? m_settings.collection : m_keys[i]);
+        m_at.push_back(i);
+      }
+    }
+    if (m_asked.empty()) {
+      return;
+    }
+    m_nodes.exchange(
+        m_asked, 1,
+        [&](std::size_t j, CommandBuffer& buffer) {
+          std::size_t i = m_at[j];
+          if (m_hash) {
+            buffer.add({"EVAL", k_release_field, "1", m_settings.collection, m_keys[i], m_values[i]});
+          } else {
+            buffer.add({"EVAL", k_release_key, "1", m_keys[i], m_values[i]});
+          }
+        },
+        [&](std::size_t j, std::span<Reply> replies) {
+          const redisReply& reply = *replies[0];
+          if (reply.type == REDIS_REPLY_ERROR) {
+            throw UnreachableError(
+                fmt::format("Redis refused to release a lost event's record (EVAL: {})", text_of(reply)));
+          }
+          released[m_at[j]] = reply.type == REDIS_REPLY_INTEGER && reply.integer == 1 ? 1 : 0;
+        },
+        "releasing lost events' records");
+  }
+
+private:
+  RedisSettings m_settings;
+  Nodes m_nodes;
+  bool m_hash;
+  std::vector<std::string> m_keys, m_values, m_asked;
+  std::vector<std::size_t> m_at;
+};
+
+} // namespace
+
+std::unique_ptr<core::RecordRelease> open_record_release(const RedisSettings& settings) {
+  return std::make_unique<RedisRecordRelease>(settings);
 }
 
 namespace {

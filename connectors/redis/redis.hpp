@@ -2,6 +2,7 @@
 
 #include "core/check/check_rules.hpp"
 #include "core/discover/discover.hpp"
+#include "core/replay/repair.hpp"
 #include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/layout.hpp"
@@ -61,6 +62,11 @@ std::unique_ptr<core::ReplayPlacement> open_replay_placement(const RedisSettings
                                                              std::vector<std::string> in_progress_values,
                                                              ClaimForm form = ClaimForm::Auto,
                                                              std::function<std::int64_t()> now_ms = {});
+
+// replay --repair-lost's access to the records: each read whole (PTTL and GET a key, or HGET of a
+// hash's field), and released with a script that deletes it only while it still holds that value
+// (EVAL, one a key, routed by slot). String keys and fields of one hash (spring-hash).
+std::unique_ptr<core::RecordRelease> open_record_release(const RedisSettings& settings);
 
 struct SnapshotRecord {
   std::string key;

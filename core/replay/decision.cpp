@@ -17,19 +17,27 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
     return {run ? Decision::SkippedClaimed : Decision::WouldSkip, DecisionWhy::ClaimedElsewhere, false};
   case Claim::Done:
     return {run ? Decision::SkippedDuplicate : Decision::WouldSkip, DecisionWhy::RecordExists, false};
+  case Claim::NotLost:
+    return {run ? Decision::SkippedNotLost : Decision::WouldSkip, DecisionWhy::NotLost, false};
+  case Claim::Changed:
+    return {Decision::SkippedChanged, DecisionWhy::RecordChanged, false};
   case Claim::Claimed:
   case Claim::OwnStale:
     break;
   }
   const bool stale = facts.claim == Claim::OwnStale;
   if (!run) {
-    return {Decision::WouldReplay, stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord, true};
+    return {Decision::WouldReplay,
+            facts.repair ? DecisionWhy::Lost : (stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord), true};
   }
   if (!facts.delivered) {
     return {Decision::Failed, DecisionWhy::DeliveryFailed, false};
   }
   if (facts.found_in_sink) {
     return {Decision::Replayed, DecisionWhy::AlreadyInSink, true};
+  }
+  if (facts.repair) {
+    return {Decision::Replayed, DecisionWhy::Repaired, true};
   }
   return {Decision::Replayed, stale ? DecisionWhy::PublishedRetried : DecisionWhy::Published, true};
 }
@@ -46,12 +54,20 @@ std::string_view reason_text(DecisionWhy why) {
     return "no dedup record";
   case DecisionWhy::OwnStale:
     return "this run's unfinished claim";
+  case DecisionWhy::Lost:
+    return "lost: marked processed, its effect absent; its record would be released and the event published";
+  case DecisionWhy::Repaired:
+    return "lost: its record released, the event published for the consumer to apply";
   case DecisionWhy::Published:
     return "published";
   case DecisionWhy::PublishedRetried:
     return "published; this run's unfinished claim retried";
   case DecisionWhy::AlreadyInSink:
     return "already in the sink from the interrupted run";
+  case DecisionWhy::NotLost:
+    return "not lost: its effect exists, or no record marks it processed";
+  case DecisionWhy::RecordChanged:
+    return "lost, but its record changed since it was read: left alone";
   case DecisionWhy::NoId:
   case DecisionWhy::Unfit:
   case DecisionWhy::DeliveryFailed:

@@ -15,6 +15,7 @@ struct DecisionFacts {
   bool execute = false;         // --execute; a plan otherwise
   bool delivered = false;       // a run: the sink confirmed the key's record
   bool found_in_sink = false;   // a run: an interrupted run had published it after its checkpoint
+  bool repair = false;          // --repair-lost: a Claimed key is a lost event whose record was released
 };
 
 // Why, in a word the runner counts by; reason_text gives the words the decisions file shows.
@@ -25,11 +26,15 @@ enum class DecisionWhy {
   ClaimedElsewhere, // another run or the consumer holds the claim
   RecordExists,     // a dedup record exists
   NoRecord,         // a plan: nothing guards it, it would be published
+  Lost,             // --repair-lost, a plan: lost, its record would be released and it published
+  Repaired,         // --repair-lost: its record released and the event published
   OwnStale,         // a plan: this run's claim from before an interruption, retried
   Published,
   PublishedRetried, // published on this run's unfinished claim
   AlreadyInSink,    // an interrupted run had published it: settled, not published again
   DeliveryFailed,   // the sink refused it; its claim is released (the runner adds the sink's error)
+  NotLost,          // --repair-lost: not a lost event
+  RecordChanged,    // --repair-lost: its record changed since it was read
 };
 
 struct DecisionOutcome {

@@ -31,6 +31,12 @@ Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms
   return Claim::Done;
 }
 
+Claim judge_record(const RecordLayout& layout, const RecordState& record,
+                   const std::vector<std::string>& in_progress_values, std::int64_t now_ms) {
+  return layout.value == RecordValue::Json ? claim_found(record, false, now_ms)
+                                           : plan_claim(record, in_progress_values);
+}
+
 std::string_view to_string(Decision decision) {
   switch (decision) {
   case Decision::Replayed:
@@ -49,6 +55,10 @@ std::string_view to_string(Decision decision) {
     return "would-replay";
   case Decision::WouldSkip:
     return "would-skip";
+  case Decision::SkippedNotLost:
+    return "skipped-not-lost";
+  case Decision::SkippedChanged:
+    return "skipped-changed";
   }
   return "unknown";
 }

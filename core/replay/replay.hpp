@@ -4,6 +4,7 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/replay_summary.hpp"
+#include "core/store/layout.hpp"
 
 #include <cstdint>
 #include <list>
@@ -28,6 +29,8 @@ enum class Claim {
   OwnStale,    // this run's claim from before an interruption: ours again (retried)
   Unfit,       // the placement cannot hold the key (an inbox's uuid column, an id that is not one): never
                // published, as the consumer could not record it either
+  NotLost,     // --repair-lost: its effect exists, or no record marks it processed: left as it is
+  Changed,     // --repair-lost: its record changed between the read and the release: left alone
 };
 
 // An in-progress value from the consumer or another replay run.
@@ -41,7 +44,23 @@ Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_p
 // library takes over under KEY:lock.
 Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms);
 
-enum class Decision { Replayed, SkippedDuplicate, SkippedClaimed, Failed, NoId, IdUnfit, WouldReplay, WouldSkip };
+// What a replay finds on `record` as `layout` reads it: claim_found for a JSON layout (the library's
+// own judgement), plan_claim against the consumer's in-progress markers otherwise.
+Claim judge_record(const RecordLayout& layout, const RecordState& record,
+                   const std::vector<std::string>& in_progress_values, std::int64_t now_ms);
+
+enum class Decision {
+  Replayed,
+  SkippedDuplicate,
+  SkippedClaimed,
+  Failed,
+  NoId,
+  IdUnfit,
+  WouldReplay,
+  WouldSkip,
+  SkippedNotLost, // --repair-lost
+  SkippedChanged, // --repair-lost
+};
 std::string_view to_string(Decision decision); // replayed, skipped-duplicate, …
 
 // One line of --decisions.
@@ -136,6 +155,10 @@ public:
   // What keys it answers Claim::Unfit for cannot be ("the inbox's id column is uuid"); empty when
   // it holds any key.
   virtual std::string unfit_keys() const { return ""; }
+  // A placement that reads a second key per event (replay --repair-lost: the effect's) is given
+  // them, aligned with the keys, right before each plan() or claim().
+  virtual bool wants_second_keys() const { return false; }
+  virtual void second_keys(const std::vector<std::string>& keys) { (void)keys; }
 };
 
 // memory: as a placement. A plan runs the window too (it holds nothing before the run).

@@ -87,6 +87,33 @@ TEST(ReplayDecision, AKeyIsPublishedForItsFirstEventOnly) {
   }
 }
 
+// --repair-lost: a lost event (Claimed) is published and said so; what is not lost, or changed since
+// it was read, is left as it is.
+TEST(ReplayDecision, ARepairsRows) {
+  auto repair = [](DecisionFacts facts) {
+    facts.repair = true;
+    return facts;
+  };
+  const std::vector<Row> rows{
+      {"lost (plan)", repair(plan(Claim::Claimed)), Decision::WouldReplay, DecisionWhy::Lost, true},
+      {"lost, released, published", repair(run(Claim::Claimed, true)), Decision::Replayed, DecisionWhy::Repaired, true},
+      {"lost, delivery failed", repair(run(Claim::Claimed, false)), Decision::Failed, DecisionWhy::DeliveryFailed,
+       false},
+      {"not lost (plan)", repair(plan(Claim::NotLost)), Decision::WouldSkip, DecisionWhy::NotLost, false},
+      {"not lost (run)", repair(run(Claim::NotLost, false)), Decision::SkippedNotLost, DecisionWhy::NotLost, false},
+      {"changed since read", repair(run(Claim::Changed, false)), Decision::SkippedChanged, DecisionWhy::RecordChanged,
+       false},
+  };
+  for (const auto& row : rows) {
+    auto outcome = decide_replay(row.facts);
+    EXPECT_EQ(outcome.decision, row.decision) << row.name << ": " << to_string(outcome.decision);
+    EXPECT_EQ(outcome.why, row.why) << row.name;
+    EXPECT_EQ(outcome.publish, row.publish) << row.name;
+  }
+  EXPECT_EQ(to_string(Decision::SkippedNotLost), "skipped-not-lost");
+  EXPECT_EQ(to_string(Decision::SkippedChanged), "skipped-changed");
+}
+
 TEST(ReplayDecision, TheFixedReasonsAreWords) {
   EXPECT_EQ(reason_text(DecisionWhy::KeyEarlier), "its key came earlier in the range");
   EXPECT_EQ(reason_text(DecisionWhy::ClaimedElsewhere), "claimed in progress by another run or the consumer");

@@ -1,0 +1,55 @@
+#include "core/replay/repair.hpp"
+
+#include "core/util/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::core {
+
+Claim repair_claim(Claim found, bool effect_present) {
+  return found == Claim::Done && !effect_present ? Claim::Claimed : Claim::NotLost;
+}
+
+void RepairPlacement::judge(const std::vector<std::string>& keys, std::vector<Claim>& out) {
+  if (m_effect_keys.size() != keys.size()) {
+    throw std::logic_error("repair: the effects' keys do not match the records' keys");
+  }
+  m_records.read(keys, m_states);
+  m_effects.lookup(m_effect_keys, m_present);
+  out.resize(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out[i] = repair_claim(m_judge(m_states[i]), m_present[i] != 0);
+  }
+}
+
+void RepairPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) { judge(keys, out); }
+
+void RepairPlacement::claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) {
+  judge(keys, out);
+  m_release.assign(keys.size(), 0);
+  bool any = false;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    m_release[i] = out[i] == Claim::Claimed ? 1 : 0;
+    any = any || m_release[i] != 0;
+  }
+  if (!any) {
+    return;
+  }
+  m_records.release(m_release, m_released);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (m_release[i] != 0 && m_released[i] == 0) {
+      out[i] = Claim::Changed;
+    }
+  }
+}
+
+std::optional<Finding> repair_changed_finding(std::int64_t changed, const FindingBuilder& examples) {
+  return examples.build("repair-record-changed", Severity::Warning,
+                        fmt::format("{} lost events were left alone: their record changed between the repair's "
+                                    "read and its release",
+                                    changed),
+                        "The consumer (or another run) wrote them meanwhile. Audit the range again with --effects; "
+                        "rerun the repair for what is still lost.");
+}
+
+} // namespace dedupctl::core
