@@ -352,3 +352,121 @@ TEST_F(AuditEffects, WatchWithAnUnreachableEffectsStoreShowsTheStoreDownAndNoGau
   EXPECT_NE(read_file(m_dir.file("watch.err")).find("check --effects"), std::string::npos)
       << read_file(m_dir.file("watch.err"));
 }
+
+// replay --repair-lost over the same records and effects: the lost events (e-2, e-6: marked done,
+// no charge) and only those.
+class ReplayRepair : public AuditEffects {
+protected:
+  // `effects`: the --effects flags (the charged:<id> keys unless given).
+  std::vector<std::string> repair(std::vector<std::string> extra, std::vector<std::string> effects = {}) const {
+    if (effects.empty()) {
+      effects = {"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id}"};
+    }
+    std::vector<std::string> out{"replay", "-b",          m_broker.bootstrap(), "--topic", "pay",
+                                 "--via",  m_redis.uri(), "--repair-lost",      "-o",      "json"};
+    out.insert(out.end(), effects.begin(), effects.end());
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+  // The ids of the decisions file's lines that say `decision`.
+  static std::vector<std::string> decided(const std::string& path, const std::string& decision) {
+    std::vector<std::string> out;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+      Json d = Json::parse(line);
+      if (d.at("decision") == decision) {
+        out.push_back(d.at("event_id"));
+      }
+    }
+    return out;
+  }
+  std::string exists(const std::string& key) const { return m_redis.command("EXISTS " + key); }
+};
+
+TEST_F(ReplayRepair, APlanNamesTheLostEventsAndARunReleasesAndPublishesOnlyThose) {
+  auto plan = run_dedupctl(repair(
+      {"--key-template", "dedup:pay:{event_id}", "--decisions", m_dir.file("plan.ndjson"), "--fail-on", "none"}));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  Json doc = parse(plan);
+  EXPECT_EQ(doc.at("summary").at("would_replay"), 2) << doc.at("summary");
+  EXPECT_EQ(doc.at("summary").at("not_lost"), 7) << "of the nine ids";
+  EXPECT_EQ(doc.at("summary").at("no_id"), 1);
+  EXPECT_EQ(doc.at("placement").at("effects").at("kind"), "redis");
+  EXPECT_EQ(decided(m_dir.file("plan.ndjson"), "would-replay"), (std::vector<std::string>{"e-2", "e-6"}));
+  EXPECT_EQ(exists("dedup:pay:e-2"), ":1\r\n") << "a plan releases nothing";
+
+  std::string sink = m_dir.file("repaired.ndjson");
+  auto run = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}", "--execute", "--sink", "file:" + sink,
+                                  "--decisions", m_dir.file("run.ndjson")}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(parse(run).at("summary").at("replayed"), 2);
+  EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
+  auto published = run_dedupctl({"scan", "--input", sink, "-o", "json", "-q"});
+  EXPECT_EQ(parse(published).at("summary").at("events"), 2) << published.err;
+  // The lost records are gone; nothing else was touched, no record was written.
+  EXPECT_EQ(exists("dedup:pay:e-2"), ":0\r\n");
+  EXPECT_EQ(exists("dedup:pay:e-6"), ":0\r\n");
+  EXPECT_EQ(m_redis.command("GET dedup:pay:e-3"), "$4\r\ndone\r\n");
+  EXPECT_EQ(m_redis.command("GET dedup:pay:e-8"), "$16\r\nprocessing:run-1\r\n");
+  EXPECT_EQ(exists("dedup:pay:e-0"), ":0\r\n");
+  // The audit now finds nothing lost: e-2 and e-6 wait for the consumer, unguarded and unapplied.
+  Json after = parse(run_dedupctl(audit({"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id}"})));
+  EXPECT_EQ(after.at("summary").at("effects").at("lost"), 0) << after.at("summary");
+}
+
+// Spring's hash (spring-hash): a field's value compared and the field deleted in one step.
+TEST_F(ReplayRepair, TheFieldsOfOneHashAreReleasedAsKeysAre) {
+  for (const auto& id : {"e-2", "e-3", "e-6"}) {
+    ASSERT_EQ(m_redis.command(fmt::format("HSET billing {} 1795000000000", id)), ":1\r\n");
+  }
+  auto run = run_dedupctl(
+      repair({"--layout", "spring-hash", "--collection", "billing", "--key-template", "{event_id}", "--execute",
+              "--sink", "file:" + m_dir.file("out.ndjson"), "--decisions", m_dir.file("run.ndjson")}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
+  EXPECT_EQ(m_redis.command("HEXISTS billing e-2"), ":0\r\n");
+  EXPECT_EQ(m_redis.command("HEXISTS billing e-6"), ":0\r\n");
+  EXPECT_EQ(m_redis.command("HEXISTS billing e-3"), ":1\r\n") << "applied: not lost";
+}
+
+TEST_F(ReplayRepair, WhatARepairNeedsIsSaidBeforeAnythingIsContacted) {
+  auto expect_usage = [](const CommandResult& result, const std::string& says) {
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out;
+  };
+  std::vector<std::string> base{"replay", "-b", m_broker.bootstrap(), "--topic", "pay"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto out = base;
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  };
+  expect_usage(run_dedupctl(with({"--via", m_redis.uri(), "--repair-lost"})), "--repair-lost needs --effects");
+  expect_usage(run_dedupctl(with({"--no-dedup", "--repair-lost", "--effects", m_redis.uri(), "--effects-key-template",
+                                  "c:{event_id}"})),
+               "--repair-lost needs --via");
+  expect_usage(run_dedupctl(with({"--via", m_pg.conninfo(), "--repair-lost", "--effects", m_redis.uri(),
+                                  "--effects-key-template", "c:{event_id}"})),
+               "is done for Redis");
+  expect_usage(run_dedupctl(with(
+                   {"--via", m_redis.uri(), "--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}"})),
+               "read by --repair-lost");
+  expect_usage(
+      run_dedupctl(with({"--via", m_redis.uri(), "--layout", "camel-set", "--collection", "billing", "--repair-lost",
+                         "--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}"})),
+      "members of one key");
+}
+
+TEST_F(ReplayRepair, AnUnreachableEffectsStoreIsExit3ReleasesNothingAndHidesItsPassword) {
+  auto result = run_dedupctl(
+      repair({"--key-template", "dedup:pay:{event_id}", "--timeout", "2s", "--execute", "--sink",
+              "file:" + m_dir.file("out.ndjson")},
+             {"--effects", "postgresql://billing:Sup3r%2Fs3cret@127.0.0.1:1/shop", "--effects-table", "charges"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  for (const auto& text : {result.out, result.err}) {
+    EXPECT_EQ(text.find("Sup3r"), std::string::npos) << text;
+    EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+  }
+  EXPECT_EQ(parse(result).at("complete"), false);
+  EXPECT_EQ(exists("dedup:pay:e-2"), ":1\r\n");
+}

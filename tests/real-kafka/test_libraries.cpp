@@ -17,8 +17,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -380,6 +382,178 @@ TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndU
                          << "\nlibrary: " << fmt::format("{}", fmt::join(never, " "));
   EXPECT_EQ(twice, (std::set<std::string>{id_of(3), id_of(4), id_of(15)}));
   EXPECT_EQ(never, (std::set<std::string>{id_of(12)}));
+}
+
+// A hand-written consumer (tests/support/libraries/effects_consumer.py) that claims in Redis (SET NX
+// EX: its claim is its record), inserts its effect row in PostgreSQL in a step of its own, then
+// completes the record, killed at the planted points: between claim and effect (12: lost), after the
+// effect before the completion (15), and records evicted after both (3, 4, 20: unguarded).
+class EffectsConsumer : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KafkaBroker& broker = shared_kafka_broker();
+    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+    std::string why;
+    m_python = registry_python(why);
+    DEDUPCTL_REQUIRE_SERVER(!m_python.empty(), why);
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    ASSERT_EQ(m_pg.psql("CREATE TABLE charges (event_id text NOT NULL)").exit_code, 0);
+    m_bootstrap = broker.bootstrap();
+    m_topic = seed_topic(m_bootstrap, "effects-consumer", false);
+  }
+
+  void consume(std::vector<std::string> extra, int expect_exit = 0) {
+    std::vector<std::string> argv{
+        m_python,       std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/effects_consumer.py",
+        "--bootstrap",  m_bootstrap,
+        "--topic",      m_topic,
+        "--group",      "billing",
+        "--redis-port", std::to_string(m_redis.port()),
+        "--pg",         m_pg.conninfo()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto result = run_command(argv, "", std::chrono::seconds(120));
+    ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
+  }
+
+  // Offsets 0-24 consumed with the planted failures; committed 25.
+  void plant() {
+    consume({"--max", "10"});                        // 0-9
+    consume({"--crash-after-claim", id_of(12)}, 9);  // 10, 11; dies in 12
+    consume({"--crash-after-effect", id_of(15)}, 9); // 12 skipped; 13, 14; dies in 15
+    consume({"--max", "10"});                        // 15 skipped; 16-24
+    for (int i : {3, 4, 20}) {
+      ASSERT_EQ(m_redis.command("DEL dedup:billing:" + id_of(i)), ":1\r\n") << id_of(i);
+    }
+  }
+
+  std::vector<std::string> flags() const {
+    return {"--store",        m_redis.uri(), "--key-template", "dedup:billing:{event_id}", "--id",
+            "json:/event_id", "--effects",   m_pg.conninfo(),  "--effects-table",          "charges"};
+  }
+
+  Json audit() {
+    std::vector<std::string> args{"audit",  "-b",        m_bootstrap,   "--topic", m_topic, "--group", "billing",
+                                  "--seek", "earliest",  "--retention", "7d",      "--ttl", "1h",      "--examples",
+                                  "1000",   "--fail-on", "none",        "-o",      "json"};
+    auto more = flags();
+    args.insert(args.end(), more.begin(), more.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return Json::parse(result.out, nullptr, false);
+  }
+
+  // How many effect rows each event has.
+  std::map<std::string, int> rows() {
+    auto result = m_pg.psql("SELECT event_id, count(*) FROM charges GROUP BY event_id");
+    std::map<std::string, int> out;
+    std::istringstream in(result.out);
+    for (std::string line; std::getline(in, line);) {
+      if (auto bar = line.find('|'); bar != std::string::npos) {
+        out[line.substr(0, bar)] = std::stoi(line.substr(bar + 1));
+      }
+    }
+    return out;
+  }
+
+  // The event ids of a finding's examples in the window [earliest, committed 25).
+  static std::set<std::string> examples(const Json& report, const std::string& id) {
+    std::set<std::string> out;
+    for (const auto& finding : report.at("findings")) {
+      if (finding.at("id") == id) {
+        for (const auto& example : finding.at("examples")) {
+          if (example.at("offset").get<long long>() < 25) {
+            out.insert(example.at("event_id").get<std::string>());
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string m_python;
+  RedisServer m_redis;
+  PostgresServer m_pg;
+  std::string m_bootstrap;
+  std::string m_topic;
+  TempDir m_dir;
+};
+
+// The reality check: after the seek the same consumer inserts a second row for exactly the events the
+// audit called already applied (would_reapply_applied), and the events still without a row are
+// exactly its lost ones.
+TEST_F(EffectsConsumer, ASeekDoublesExactlyTheAppliedAndLeavesExactlyTheLost) {
+  plant();
+  Json report = audit();
+  ASSERT_TRUE(report.is_object());
+  std::set<std::string> lost = examples(report, "lost-effect");
+  std::set<std::string> unguarded = examples(report, "unguarded-effect");
+  EXPECT_EQ(report.at("summary").at("effects").at("lost"), static_cast<long long>(lost.size())) << report.dump();
+  EXPECT_EQ(report.at("replay").at("would_reapply_applied"), static_cast<long long>(unguarded.size()))
+      << report.at("replay");
+
+  commit_offsets(m_bootstrap, "billing", m_topic, {{0, 0}});
+  consume({});
+  auto counts = rows();
+  std::set<std::string> doubled, never;
+  for (int i = 0; i < 25; ++i) {
+    int n = counts.count(id_of(i)) ? counts[id_of(i)] : 0;
+    if (n == 2) {
+      doubled.insert(id_of(i));
+    } else if (n == 0) {
+      never.insert(id_of(i));
+    }
+  }
+  EXPECT_EQ(doubled, unguarded) << "consumer: " << fmt::format("{}", fmt::join(doubled, " "))
+                                << "\naudit: " << fmt::format("{}", fmt::join(unguarded, " "));
+  EXPECT_EQ(never, lost) << "consumer: " << fmt::format("{}", fmt::join(never, " "))
+                         << "\naudit: " << fmt::format("{}", fmt::join(lost, " "));
+  EXPECT_EQ(doubled, (std::set<std::string>{id_of(3), id_of(4), id_of(20)}));
+  EXPECT_EQ(never, (std::set<std::string>{id_of(12)}));
+}
+
+// replay --repair-lost: its plan names exactly the audit's lost events; run, it releases their stale
+// records and publishes them to the consumer's own topic, and the consumer, reading on, applies them:
+// every event then has exactly one effect row. A second repair finds nothing lost.
+TEST_F(EffectsConsumer, ARepairLeavesEveryEventWithExactlyOneEffectRow) {
+  plant();
+  Json report = audit();
+  ASSERT_TRUE(report.is_object());
+  std::set<std::string> lost = examples(report, "lost-effect");
+  ASSERT_EQ(lost, (std::set<std::string>{id_of(12)}));
+
+  auto repair = [&](bool execute, const std::string& decisions) {
+    std::vector<std::string> args{"replay",      "-b",      m_bootstrap, "--topic",   m_topic,
+                                  "--group",     "billing", "--to",      "committed", "--repair-lost",
+                                  "--decisions", decisions, "-o",        "json"};
+    auto more = flags();
+    more[0] = "--via";
+    args.insert(args.end(), more.begin(), more.end());
+    if (execute) {
+      args.insert(args.end(), {"--execute", "--sink", "kafka:" + m_topic});
+    }
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
+    std::set<std::string> published;
+    for (const auto& line : lines_of(decisions)) {
+      Json decision = Json::parse(line);
+      if (decision.at("decision") == (execute ? "replayed" : "would-replay")) {
+        published.insert(decision.at("event_id").get<std::string>());
+      }
+    }
+    return published;
+  };
+  EXPECT_EQ(repair(false, m_dir.file("plan.ndjson")), lost) << "the plan";
+  EXPECT_EQ(m_redis.command("EXISTS dedup:billing:" + id_of(12)), ":1\r\n") << "a plan releases nothing";
+  EXPECT_EQ(repair(true, m_dir.file("run.ndjson")), lost) << "the run";
+  EXPECT_EQ(m_redis.command("EXISTS dedup:billing:" + id_of(12)), ":0\r\n");
+
+  consume({}); // 25-39 and the repaired 12
+  auto counts = rows();
+  for (int i = 0; i < k_events; ++i) {
+    EXPECT_EQ(counts[id_of(i)], 1) << id_of(i);
+  }
+  EXPECT_TRUE(repair(true, m_dir.file("again.ndjson")).empty()) << "nothing is lost any more";
 }
 
 namespace {

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A hand-written Kafka consumer that deduplicates in Redis and applies its effect in PostgreSQL, in
+separate steps, as many teams write one: confluent-kafka reads the topic in a group; for each event
+it claims the key dedup:billing:<event_id> with SET NX EX (the claim is the record: it does not tell
+"in progress" from "done"), inserts the effect row into `charges` (psycopg, autocommit), then
+completes the record (SET XX EX, "done"). A delivery whose claim fails is skipped. The offset is
+committed after the event (at least once).
+
+  --ttl S                 the record's TTL
+  --max N                 stop after N events
+  --crash-after-claim ID  die (os._exit, as SIGKILL) after claiming this event, before its effect
+  --crash-after-effect ID die after this event's effect, before its record is completed
+Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
+"""
+import argparse
+import json
+import os
+import sys
+
+import psycopg
+import redis
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--redis-port", type=int, required=True)
+    parser.add_argument("--pg", required=True, help="libpq conninfo")
+    parser.add_argument("--ttl", type=int, default=3600)
+    parser.add_argument("--max", type=int, default=0)
+    parser.add_argument("--crash-after-claim", default="")
+    parser.add_argument("--crash-after-effect", default="")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    store = redis.Redis(host="127.0.0.1", port=args.redis_port)
+    effects = psycopg.connect(args.pg, autocommit=True)
+    consumer = Consumer({
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+    })
+    consumer.subscribe([args.topic])
+    handled = 0
+    at_end = set()
+    assigned = None
+    idle = 0
+    while True:
+        message = consumer.poll(1.0)
+        if message is None:
+            idle += 1
+            if idle > 60:
+                print("no events for 60 s", file=sys.stderr)
+                return 3
+            continue
+        idle = 0
+        if assigned is None:
+            assigned = {tp.partition for tp in consumer.assignment()}
+        if message.error():
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(message.partition())
+                if assigned and at_end >= assigned:
+                    break
+                continue
+            raise RuntimeError(message.error())
+        at_end.discard(message.partition())
+        event_id = json.loads(message.value())["event_id"]
+        key = "dedup:billing:" + event_id
+        if store.set(key, "1", nx=True, ex=args.ttl):
+            if event_id == args.crash_after_claim:
+                os._exit(9)  # claimed, never applied: every later delivery skips it
+            effects.execute("INSERT INTO charges (event_id) VALUES (%s)", (event_id,))
+            if event_id == args.crash_after_effect:
+                os._exit(9)  # applied, its record still the claim
+            store.set(key, "done", xx=True, ex=args.ttl)
+        position = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        consumer.commit(offsets=position, asynchronous=False)
+        handled += 1
+        if args.max and handled >= args.max:
+            break
+    consumer.close()
+    effects.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
