@@ -211,6 +211,7 @@ void check_replay_layout(const core::RecordLayout& layout, bool execute) {
 struct RepairParts {
   std::unique_ptr<core::RecordRelease> records;
   OpenedEffects effects;
+  std::optional<connectors::file::ReleaseLog> log; // with --checkpoint
 };
 
 std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, const PlacementOptions& placement,
@@ -229,10 +230,18 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     auto markers = placement.audit.policy.in_progress_values;
     auto layout = placement.layout;
     auto now = context.now_ms;
-    return std::make_unique<core::RepairPlacement>(*repair.records, *repair.effects.store,
-                                                   [markers, layout, now](const core::RecordState& record) {
-                                                     return core::judge_record(layout, record, markers, now());
-                                                   });
+    auto out = std::make_unique<core::RepairPlacement>(*repair.records, *repair.effects.store,
+                                                       [markers, layout, now](const core::RecordState& record) {
+                                                         return core::judge_record(layout, record, markers, now());
+                                                       });
+    if (!options.checkpoint.empty()) {
+      repair.log.emplace(options.checkpoint + ".released");
+      out->released_before = repair.log->read();
+      if (options.execute) {
+        out->before_release = [log = &*repair.log](const std::vector<std::string>& keys) { log->append(keys); };
+      }
+    }
+    return out;
   }
   if (options.no_dedup) {
     findings.push_back(core::no_dedup_finding());

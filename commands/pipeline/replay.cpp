@@ -805,6 +805,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     m_changed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
     break;
   case core::DecisionWhy::Repaired:
+  case core::DecisionWhy::RepairedRetried:
     ++m_run.replayed;
     break;
   case core::DecisionWhy::AlreadyInSink:

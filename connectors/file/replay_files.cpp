@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -34,6 +35,62 @@ void write_checkpoint(const std::string& path, const core::Checkpoint& checkpoin
   std::string text = core::format_checkpoint(checkpoint);
   std::fwrite(text.data(), 1, text.size(), out.stream());
   out.commit();
+}
+
+std::unordered_set<std::string> ReleaseLog::read() const {
+  std::unordered_set<std::string> keys;
+  std::error_code ec;
+  if (!std::filesystem::exists(m_path, ec)) {
+    return keys;
+  }
+  std::string text = read_text_file(m_path, "the repair's release log");
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    std::string_view line(text.data() + start, (end == std::string::npos ? text.size() : end) - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    std::string key;
+    bool ok = line.size() % 2 == 0;
+    for (std::size_t i = 0; ok && i < line.size(); i += 2) {
+      unsigned value = 0;
+      ok = std::sscanf(std::string(line.substr(i, 2)).c_str(), "%2x", &value) == 1;
+      key.push_back(static_cast<char>(value));
+    }
+    if (!ok) { // a line cut short by a kill mid-write: its keys were not released yet
+      continue;
+    }
+    if (!key.empty()) {
+      keys.insert(std::move(key));
+    }
+  }
+  return keys;
+}
+
+void ReleaseLog::append(const std::vector<std::string>& keys) {
+  std::string text;
+  for (const auto& key : keys) {
+    for (unsigned char c : key) {
+      text += fmt::format("{:02x}", c);
+    }
+    text += '\n';
+  }
+  int fd = ::open(m_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  std::size_t done = 0;
+  while (ok && done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    ok = n > 0 || (n < 0 && errno == EINTR);
+    done += n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  ok = ok && ::fsync(fd) == 0;
+  int error = errno;
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  if (!ok) {
+    throw UnreachableError(fmt::format("cannot write the repair's release log {} ({}): nothing more is released",
+                                       m_path, std::strerror(error)));
+  }
 }
 
 DecisionLog::DecisionLog(const std::string& path) : m_path(path) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 // The files a replay keeps beside its sink: the checkpoint it resumes from, and the log of its
 // decisions.
@@ -36,6 +38,23 @@ public:
 private:
   std::string m_path;
   std::FILE* m_file = nullptr;
+};
+
+// --repair-lost with --checkpoint: the keys whose records a run is about to release, written down
+// (one hex-encoded key a line, fsync'd) before they are, in PATH (the checkpoint's path +
+// ".released"), so that a run resumed after a kill between a release and its publish knows them.
+class ReleaseLog {
+public:
+  explicit ReleaseLog(std::string path) : m_path(std::move(path)) {}
+  // The keys written down so far (none when the file does not exist). Throws UsageError naming the
+  // file when it cannot be read.
+  std::unordered_set<std::string> read() const;
+  // Throws UnreachableError naming the file when it cannot be written to disk (a full disk): then
+  // nothing is released.
+  void append(const std::vector<std::string>& keys);
+
+private:
+  std::string m_path;
 };
 
 // An exclusive hold on a file a running replay writes (its checkpoint, a file sink): flock(2) on

@@ -37,7 +37,7 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
     return {Decision::Replayed, DecisionWhy::AlreadyInSink, true};
   }
   if (facts.repair) {
-    return {Decision::Replayed, DecisionWhy::Repaired, true};
+    return {Decision::Replayed, stale ? DecisionWhy::RepairedRetried : DecisionWhy::Repaired, true};
   }
   return {Decision::Replayed, stale ? DecisionWhy::PublishedRetried : DecisionWhy::Published, true};
 }
@@ -58,6 +58,8 @@ std::string_view reason_text(DecisionWhy why) {
     return "lost: marked processed, its effect absent; its record would be released and the event published";
   case DecisionWhy::Repaired:
     return "lost: its record released, the event published for the consumer to apply";
+  case DecisionWhy::RepairedRetried:
+    return "lost: its record released by the interrupted run, the event published (again) for the consumer";
   case DecisionWhy::Published:
     return "published";
   case DecisionWhy::PublishedRetried:

@@ -28,6 +28,7 @@ enum class DecisionWhy {
   NoRecord,         // a plan: nothing guards it, it would be published
   Lost,             // --repair-lost, a plan: lost, its record would be released and it published
   Repaired,         // --repair-lost: its record released and the event published
+  RepairedRetried,  // --repair-lost: released by the interrupted run (its log), published
   OwnStale,         // a plan: this run's claim from before an interruption, retried
   Published,
   PublishedRetried, // published on this run's unfinished claim

@@ -19,6 +19,10 @@ void RepairPlacement::judge(const std::vector<std::string>& keys, std::vector<Cl
   out.resize(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     out[i] = repair_claim(m_judge(m_states[i]), m_present[i] != 0);
+    if (out[i] == Claim::NotLost && m_present[i] == 0 && m_states[i].kind == RecordState::Kind::Absent &&
+        released_before.count(keys[i]) != 0) {
+      out[i] = Claim::OwnStale;
+    }
   }
 }
 
@@ -27,13 +31,18 @@ void RepairPlacement::plan(const std::vector<std::string>& keys, std::vector<Cla
 void RepairPlacement::claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) {
   judge(keys, out);
   m_release.assign(keys.size(), 0);
-  bool any = false;
+  m_releasing.clear();
   for (std::size_t i = 0; i < keys.size(); ++i) {
     m_release[i] = out[i] == Claim::Claimed ? 1 : 0;
-    any = any || m_release[i] != 0;
+    if (m_release[i] != 0) {
+      m_releasing.push_back(keys[i]);
+    }
   }
-  if (!any) {
+  if (m_releasing.empty()) {
     return;
+  }
+  if (before_release) {
+    before_release(m_releasing);
   }
   m_records.release(m_release, m_released);
   for (std::size_t i = 0; i < keys.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 // replay --repair-lost: the events whose record says processed while their effect is absent (lost:
@@ -52,6 +53,13 @@ public:
   // its way would be released twice over.
   std::size_t max_in_flight() const override { return 1; }
 
+  // A run that keeps a checkpoint: `before_release` writes down the keys about to be released, before
+  // they are; `released_before` holds those an interrupted run wrote down. Such a key found without
+  // record and without effect is published again (OwnStale): that run may have died between its
+  // release and its publish. (Published twice at worst, which the consumer's own claim absorbs.)
+  std::function<void(const std::vector<std::string>&)> before_release;
+  std::unordered_set<std::string> released_before;
+
 private:
   void judge(const std::vector<std::string>& keys, std::vector<Claim>& out);
 
@@ -61,6 +69,7 @@ private:
   std::vector<std::string> m_effect_keys;
   std::vector<RecordState> m_states;
   std::vector<std::uint8_t> m_present, m_release, m_released;
+  std::vector<std::string> m_releasing;
 };
 
 // The finding of a repair whose records changed between its read and its release:

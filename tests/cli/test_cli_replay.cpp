@@ -765,6 +765,57 @@ TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
   }
 }
 
+// The same kill loop for replay --repair-lost, where every event is lost (a record "done", no effect
+// key): a run killed between releasing a batch's records and publishing it has written their keys
+// down (CHECKPOINT.released), so the rerun still publishes them. Every id ends in the sink exactly
+// once, and every record is released. Ten points over a file sink.
+TEST_P(Replay, ARepairKilledAtAnyPointLeavesEveryLostIdInTheSinkExactlyOnce) {
+  constexpr int k_points = 10;
+  constexpr int k_run_ms = 500;
+  for (int point = 0; point < k_points; ++point) {
+    SCOPED_TRACE(fmt::format("killed after {} ms", point * k_run_ms / k_points));
+    TempDir dir;
+    std::string prefix = fmt::format("lost:{}:", point);
+    std::string mset = "MSET";
+    for (int i = 0; i < k_events; ++i) {
+      mset += fmt::format(" {}e-{} done", prefix, i);
+    }
+    ASSERT_EQ(m_redis.command(mset), "+OK\r\n");
+    std::vector<std::string> command{"--via",
+                                     m_redis.uri(),
+                                     "--key-template",
+                                     prefix + "{event_id}",
+                                     "--repair-lost",
+                                     "--effects",
+                                     m_redis.uri(),
+                                     "--effects-key-template",
+                                     "charged:{event_id}",
+                                     "--execute",
+                                     "--sink",
+                                     "file:" + dir.file("out.ndjson"),
+                                     "--batch",
+                                     "20",
+                                     "--checkpoint",
+                                     dir.file("cp")};
+    auto slow = command;
+    slow.insert(slow.end(), {"--max-rate", "1000"});
+    auto kept = [&dir](const std::string& which) { return dir.file("killed" + which); };
+    auto run = start(args(slow), false, kept);
+    std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
+    run->signal(SIGKILL);
+    int killed = run->wait();
+    EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << kept_output(kept);
+    auto rerun = run_dedupctl(args(command));
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    auto scan = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"});
+    ASSERT_EQ(scan.exit_code, 0) << scan.err;
+    auto s = summary_of(scan.out);
+    EXPECT_EQ(s.at("events"), k_events) << "each lost id once, no more, no fewer; the rerun:\n" << rerun.out;
+    EXPECT_EQ(s.at("log_duplicates"), 0);
+    EXPECT_EQ(m_redis.command(fmt::format("EXISTS {}e-0 {}e-{}", prefix, prefix, k_events - 1)), ":0\r\n");
+  }
+}
+
 // Two runs at once on one checkpoint and one file sink: the second is refused, naming the holder,
 // and the first completes with every id once.
 TEST_P(Replay, ASecondRunAtOnceIsRefusedNamingTheHolder) {

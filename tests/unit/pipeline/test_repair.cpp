@@ -206,5 +206,61 @@ TEST(RepairPipeline, AFailedDeliveryIsCountedAndItsRecordStaysReleased) {
   EXPECT_NE(reason.find("its stale record was released: a seek applies it"), std::string::npos) << reason;
 }
 
+// A run killed between releasing records and publishing them (here: the sink refuses from the first
+// publish on) wrote the keys down before releasing them; the rerun, given them, publishes those
+// events although no record marks them processed any more, and nothing else.
+TEST(RepairPipeline, ARerunPublishesWhatAnInterruptedRunReleasedButNeverPublished) {
+  Planted planted;
+  std::vector<std::string> written_down;
+  auto placement = planted.placement();
+  placement.before_release = [&](const std::vector<std::string>& keys) {
+    written_down.insert(written_down.end(), keys.begin(), keys.end());
+  };
+  FakeJournal journal;
+  FakeSink refusing;
+  refusing.refuse_from = 0;
+  FakeEventSource source(events(10), 10);
+  auto r = repair_request(true, journal);
+  r.batch_size = 10;
+  auto first = run_replay(r, source, placement, &refusing, core::SourceInfo{}, 0);
+  EXPECT_FALSE(first.complete);
+  EXPECT_TRUE(refusing.received.empty());
+  EXPECT_EQ(written_down, (std::vector<std::string>{"dedup:e-3", "dedup:e-4", "dedup:e-5"}));
+  EXPECT_FALSE(planted.records.records.count("dedup:e-4")) << "released before the publish failed";
+
+  // Without what was written down, a rerun would find nothing lost.
+  {
+    auto blind = planted.placement();
+    FakeJournal j;
+    FakeSink sink;
+    FakeEventSource again(events(10), 10);
+    run_replay(repair_request(true, j), again, blind, &sink, core::SourceInfo{}, 0);
+    EXPECT_TRUE(sink.received.empty());
+  }
+  auto resumed = planted.placement();
+  resumed.released_before = {written_down.begin(), written_down.end()};
+  FakeJournal j;
+  std::vector<std::string> reasons;
+  j.on_decide = [&](const core::DecisionRecord& d) {
+    if (d.decision == core::Decision::Replayed) {
+      reasons.push_back(std::string(d.reason));
+    }
+  };
+  FakeSink sink;
+  FakeEventSource again(events(10), 10);
+  auto second = run_replay(repair_request(true, j), again, resumed, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(second.exit_code, 0);
+  EXPECT_EQ(sink.ids(), (std::multiset<std::string>{"e-3", "e-4", "e-5"}));
+  ASSERT_EQ(reasons.size(), 3u);
+  EXPECT_NE(reasons[0].find("released by the interrupted run"), std::string::npos) << reasons[0];
+  // One the consumer applied meanwhile is not published again.
+  planted.effects.applied.insert("effect:e-4");
+  FakeJournal k;
+  FakeSink later;
+  FakeEventSource third(events(10), 10);
+  run_replay(repair_request(true, k), third, resumed, &later, core::SourceInfo{}, 0);
+  EXPECT_EQ(later.ids(), (std::multiset<std::string>{"e-3", "e-5"}));
+}
+
 } // namespace
 } // namespace dedupctl::commands
