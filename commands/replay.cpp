@@ -175,6 +175,11 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
                                  "value to compare before releasing; a plan of the lost events is audit --effects",
                                  placement.layout.name));
   }
+  if (options.execute && options.checkpoint.empty()) {
+    throw UsageError("--repair-lost --execute needs --checkpoint FILE: the keys whose records it releases are "
+                     "written down beside it first, so that a run killed before publishing them is resumed "
+                     "without losing them");
+  }
   request.repair = true;
   request.second_key_template = effects->key_template;
   request.placement.effects = effects->placement;

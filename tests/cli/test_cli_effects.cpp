@@ -397,7 +397,7 @@ TEST_F(ReplayRepair, APlanNamesTheLostEventsAndARunReleasesAndPublishesOnlyThose
 
   std::string sink = m_dir.file("repaired.ndjson");
   auto run = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}", "--execute", "--sink", "file:" + sink,
-                                  "--decisions", m_dir.file("run.ndjson")}));
+                                  "--decisions", m_dir.file("run.ndjson"), "--checkpoint", m_dir.file("cp")}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(parse(run).at("summary").at("replayed"), 2);
   EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
@@ -419,9 +419,9 @@ TEST_F(ReplayRepair, TheFieldsOfOneHashAreReleasedAsKeysAre) {
   for (const auto& id : {"e-2", "e-3", "e-6"}) {
     ASSERT_EQ(m_redis.command(fmt::format("HSET billing {} 1795000000000", id)), ":1\r\n");
   }
-  auto run = run_dedupctl(
-      repair({"--layout", "spring-hash", "--collection", "billing", "--key-template", "{event_id}", "--execute",
-              "--sink", "file:" + m_dir.file("out.ndjson"), "--decisions", m_dir.file("run.ndjson")}));
+  auto run = run_dedupctl(repair({"--layout", "spring-hash", "--collection", "billing", "--key-template", "{event_id}",
+                                  "--execute", "--sink", "file:" + m_dir.file("out.ndjson"), "--decisions",
+                                  m_dir.file("run.ndjson"), "--checkpoint", m_dir.file("cp")}));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
   EXPECT_EQ(m_redis.command("HEXISTS billing e-2"), ":0\r\n");
@@ -460,7 +460,7 @@ TEST_F(ReplayRepair, WhatARepairNeedsIsSaidBeforeAnythingIsContacted) {
 TEST_F(ReplayRepair, AnUnreachableEffectsStoreIsExit3ReleasesNothingAndHidesItsPassword) {
   auto result = run_dedupctl(
       repair({"--key-template", "dedup:pay:{event_id}", "--timeout", "2s", "--execute", "--sink",
-              "file:" + m_dir.file("out.ndjson")},
+              "file:" + m_dir.file("out.ndjson"), "--checkpoint", m_dir.file("cp")},
              {"--effects", "postgresql://billing:Sup3r%2Fs3cret@127.0.0.1:1/shop", "--effects-table", "charges"}));
   EXPECT_EQ(result.exit_code, 3) << result.err;
   for (const auto& text : {result.out, result.err}) {

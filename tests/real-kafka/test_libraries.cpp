@@ -530,7 +530,7 @@ TEST_F(EffectsConsumer, ARepairLeavesEveryEventWithExactlyOneEffectRow) {
     more[0] = "--via";
     args.insert(args.end(), more.begin(), more.end());
     if (execute) {
-      args.insert(args.end(), {"--execute", "--sink", "kafka:" + m_topic});
+      args.insert(args.end(), {"--execute", "--sink", "kafka:" + m_topic, "--checkpoint", decisions + ".cp"});
     }
     auto result = run_dedupctl(args);
     EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
