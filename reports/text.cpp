@@ -158,6 +158,11 @@ void print_placement(const Report& report, std::FILE* out) {
                                                       core::describe(*p.retention))
                                         : ""; // replay: not its concern
     fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl), estimate, retention);
+    if (p.effects) {
+      const auto& e = *p.effects;
+      fmt::print(out, "  effects {} {}  {}\n", e.kind, e.store,
+                 e.kind == "postgres" ? fmt::format("table {} column {}", e.table, e.column) : "key " + e.key_template);
+    }
   }
 }
 

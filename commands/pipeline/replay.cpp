@@ -213,8 +213,9 @@ private:
   std::vector<core::Identity> m_identities;
   std::string m_rendered;
   core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples, m_changed_examples;
-  std::int64_t m_not_lost = 0; // --repair-lost: events left as they are, not lost
-  std::int64_t m_changed = 0;  // --repair-lost: lost, but their record changed before its release
+  std::int64_t m_not_lost = 0;         // --repair-lost: events left as they are, not lost
+  std::int64_t m_changed = 0;          // --repair-lost: lost, but their record changed before its release
+  std::int64_t m_records_released = 0; // --repair-lost, a run: the stale records it released
   std::string m_unfit_reason;
   std::string m_failed_reason;               // the reason a failed delivery's decision record views
   core::FlatHashMap<std::uint8_t> m_planned; // a plan: keys already planned for publishing in this range
@@ -805,6 +806,9 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     m_changed_examples.add(row.partition, [&] { return example(chunk, row, ""); });
     break;
   case core::DecisionWhy::Repaired:
+    ++m_records_released;
+    ++m_run.replayed;
+    break;
   case core::DecisionWhy::RepairedRetried:
     ++m_run.replayed;
     break;
@@ -822,7 +826,11 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
                       (m_request.repair ? "); its stale record was released: a seek applies it" : "); claim released");
     record.reason = m_failed_reason;
     ++m_run.failed;
-    ++m_run.released;
+    if (!m_request.repair) { // a repair holds no claim to release
+      ++m_run.released;
+    } else if (facts.claim == core::Claim::Claimed) {
+      ++m_records_released;
+    }
     m_failed_examples.add(row.partition, [&] { return example(chunk, row, chunk.first_error); });
     auto [it, inserted] = m_held.try_emplace(pack(row), row.offset);
     if (!inserted) {
@@ -913,6 +921,9 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   }
   if (m_request.repair) { // what a repair left: not lost, or changed since it was read
     report.summary.insert(report.summary.end(), {{"not_lost", m_not_lost}, {"left_changed", m_changed}});
+    if (m_request.execute) {
+      report.summary.emplace_back("records_released", m_records_released);
+    }
   }
   core::ReplaySummary summary;
   summary.window = "[from, to)";

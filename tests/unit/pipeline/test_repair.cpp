@@ -151,6 +151,8 @@ TEST(RepairPipeline, ARunReleasesTheLostRecordsAndPublishesOnlyThoseEvents) {
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_EQ(summary(report, "replayed"), 3);
   EXPECT_EQ(summary(report, "not_lost"), 7);
+  EXPECT_EQ(summary(report, "records_released"), 3);
+  EXPECT_EQ(summary(report, "released"), 0) << "no claim of the run's to release";
   EXPECT_EQ(sink.ids(), (std::multiset<std::string>{"e-3", "e-4", "e-5"}));
   EXPECT_EQ(planted.records.released_keys, (std::set<std::string>{"dedup:e-3", "dedup:e-4", "dedup:e-5"}));
   // Nothing is written for them: the consumer claims and records them when it applies them.
@@ -203,6 +205,7 @@ TEST(RepairPipeline, AFailedDeliveryIsCountedAndItsRecordStaysReleased) {
   auto report = run_replay(repair_request(true, journal), source, placement, &sink, core::SourceInfo{}, 0);
   EXPECT_EQ(summary(report, "replayed"), 2);
   EXPECT_EQ(summary(report, "failed"), 1);
+  EXPECT_EQ(summary(report, "records_released"), 3) << "e-5's too, though it was not delivered";
   EXPECT_NE(reason.find("its stale record was released: a seek applies it"), std::string::npos) << reason;
 }
 
