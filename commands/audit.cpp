@@ -160,13 +160,17 @@ int run(const AuditFlags& options, Context& context) {
   }
   OpenedEffects opened_effects;
   if (!failure && effects) {
-    opened_effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)));
+    opened_effects =
+        open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false, &opened);
     failure = opened_effects.failure;
     request.effects = opened_effects.store.get();
     const auto& where = effects->placement;
     request.store_settings.emplace_back(
         "effects", where.kind == "postgres" ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
-                                            : fmt::format("{} ({})", where.store, where.key_template));
+                   : where.kind == "kafka"
+                       ? fmt::format("{} (ids by {}, from the range's earliest event less {})", where.store,
+                                     effects->id_text, core::format_duration(effects->allowance_ms))
+                       : fmt::format("{} ({})", where.store, where.key_template));
   }
   std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {

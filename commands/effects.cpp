@@ -1,6 +1,8 @@
 #include "commands/effects.hpp"
 
 #include "commands/settings.hpp"
+#include "commands/source.hpp"
+#include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
@@ -16,8 +18,9 @@ void add_effects_options(CLI::App& app, EffectsFlags& flags) {
   group
       ->add_option("--effects", flags.uri,
                    "where the consumer's effect of each event can be looked up: postgres://… (a row by "
-                   "--effects-column) or redis://… (a key by --effects-key-template); the audit then tells lost "
-                   "events (marked processed, never applied) from unguarded ones (applied, no record)")
+                   "--effects-column), redis://… (a key by --effects-key-template) or kafka:TOPIC (a record it "
+                   "produced, by --effects-id); the audit then tells lost events (marked processed, never applied) "
+                   "from unguarded ones (applied, no record)")
       ->type_name("URI");
   group->add_option("--effects-table", flags.table, "the table holding one row per applied event (postgres)")
       ->type_name("NAME");
@@ -29,6 +32,17 @@ void add_effects_options(CLI::App& app, EffectsFlags& flags) {
                    "the key the consumer writes per applied event (redis; placeholders and filters as "
                    "--key-template)")
       ->type_name("TEMPLATE");
+  group
+      ->add_option("--effects-id", flags.id,
+                   "how an output record names the event it is the effect of (kafka:; specs as --id)")
+      ->type_name("SPEC[,...]")
+      ->capture_default_str();
+  group
+      ->add_option("--effects-allowance", flags.allowance,
+                   "kafka:: the output topic is read from the audited range's earliest timestamp less this (clocks "
+                   "that disagree), to its end")
+      ->type_name("DURATION")
+      ->capture_default_str();
 }
 
 std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
@@ -39,12 +53,31 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
     }
     return std::nullopt;
   }
-  if (flags.uri.starts_with("kafka:")) {
-    throw UsageError(fmt::format("--effects {}: effects as records of an output topic are not read yet; use "
-                                 "postgres://… with --effects-table or redis://… with --effects-key-template",
-                                 flags.uri));
-  }
   EffectsOptions out;
+  bool kafka = flags.uri.starts_with("kafka:");
+  if (!kafka && (flags.id != "header:event_id" || flags.allowance != "5m")) {
+    throw UsageError(fmt::format("{} is for --effects kafka:TOPIC (records of an output topic)",
+                                 flags.id != "header:event_id" ? "--effects-id" : "--effects-allowance"));
+  }
+  if (kafka) {
+    std::string topic = flags.uri.substr(6);
+    if (topic.empty()) {
+      throw UsageError("--effects kafka:TOPIC: name the topic the consumer produces its effects to");
+    }
+    if (!flags.table.empty() || !flags.key_template.empty()) {
+      throw UsageError(fmt::format("{} is not for --effects kafka:{}: an output record is found by its event id "
+                                   "(--effects-id)",
+                                   flags.table.empty() ? "--effects-key-template" : "--effects-table", topic));
+    }
+    out.id = core::parse_field_specs(flags.id, "--effects-id");
+    out.id_text = flags.id;
+    out.allowance_ms = core::parse_duration(flags.allowance, "--effects-allowance");
+    out.uri.kind = core::StoreUri::Kind::Memory; // not a store: the topic is read through -b's cluster
+    out.placement.kind = "kafka";
+    out.placement.store = flags.uri;
+    out.placement.topic = topic;
+    return out;
+  }
   out.uri = core::parse_store_uri(flags.uri, "--effects");
   out.placement.store = out.uri.redacted();
   switch (out.uri.kind) {
@@ -97,10 +130,29 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
 }
 
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
-                           bool batched) {
+                           bool batched, const OpenedSource* source) {
   OpenedEffects out;
+  if (options.placement.kind == "kafka" && !source) {
+    throw std::logic_error("--effects kafka: needs the audited range"); // watch refuses it when parsing
+  }
+  if (options.placement.kind == "kafka" && source->plans.empty() && source->file) {
+    throw UsageError(fmt::format("--effects {}: effects read from a topic need the audited range on the brokers "
+                                 "(-b, --topic), from whose earliest event the output topic is read; a kcat dump "
+                                 "(--input) has none",
+                                 options.placement.store));
+  }
   try {
-    if (options.uri.kind == core::StoreUri::Kind::Postgres) {
+    if (options.placement.kind == "kafka") {
+      auto settings = kafka_settings(context);
+      auto earliest = connectors::kafka::earliest_timestamp(settings, source->plans);
+      out.store = connectors::kafka::open_topic_effects(settings, options.placement.topic,
+                                                        earliest ? *earliest - options.allowance_ms : context.now_ms(),
+                                                        options.id);
+      context.note(fmt::format("effects: {} read from {} (the range's earliest event less {}) to its end",
+                               options.placement.store,
+                               earliest ? core::format_time(*earliest - options.allowance_ms) : "now",
+                               core::format_duration(options.allowance_ms)));
+    } else if (options.uri.kind == core::StoreUri::Kind::Postgres) {
       connectors::postgres::InboxSettings settings;
       settings.conninfo = options.uri.conninfo;
       settings.naming = {"effects table", "--effects-table", "--effects-column", "--effects"};

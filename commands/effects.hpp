@@ -1,6 +1,7 @@
 #pragma once
 
 #include "commands/context.hpp"
+#include "core/identity/field_spec.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/store/effect_store.hpp"
 #include "core/store/store_uri.hpp"
@@ -20,6 +21,8 @@ struct EffectsFlags {
   std::string table;
   std::string column = "event_id";
   std::string key_template;
+  std::string id = "header:event_id"; // kafka: how an output record names its event
+  std::string allowance = "5m";       // kafka: how much earlier than its event an effect may be stamped
 };
 
 void add_effects_options(CLI::App& app, EffectsFlags& flags);
@@ -29,6 +32,9 @@ struct EffectsOptions {
   core::StoreUri uri;
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}"); // what is looked up per event
   reports::EffectsPlacement placement;
+  std::vector<core::FieldSpec> id; // kafka: --effects-id
+  std::string id_text;
+  std::int64_t allowance_ms = 0; // kafka: --effects-allowance
 };
 std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags);
 
@@ -39,7 +45,9 @@ struct OpenedEffects {
   std::optional<std::string> failure;
 };
 // `batched`: a table is looked up batch by batch, never loaded once (watch: rows come and go).
+// `source`: the audited range, from whose earliest timestamp an output topic (kafka:) is read; a
+// command without one (watch), or a kcat dump, cannot read effects from a topic (UsageError).
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
-                           bool batched = false);
+                           bool batched = false, const struct OpenedSource* source = nullptr);
 
 } // namespace dedupctl::commands

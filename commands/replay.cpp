@@ -220,11 +220,12 @@ struct RepairParts {
 };
 
 std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, const PlacementOptions& placement,
-                                                const core::SourceInfo& info, Context& context,
+                                                const OpenedSource& opened, Context& context,
                                                 std::vector<core::Finding>& findings,
                                                 const std::optional<EffectsOptions>& effects, RepairParts& repair) {
   if (effects) {
-    repair.effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(info)));
+    repair.effects =
+        open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false, &opened);
     if (repair.effects.failure) {
       throw UnreachableError(*repair.effects.failure);
     }
@@ -253,7 +254,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     return std::make_unique<core::NoDedupPlacement>();
   }
   if (placement.uri.kind == core::StoreUri::Kind::Memory) {
-    std::size_t expected = std::max(expected_events(info), options.memory_window);
+    std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
     auto memory =
         std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(expected * 16, 1 << 20));
     findings.push_back(core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
@@ -383,7 +384,7 @@ int run(const ReplayFlags& options, Context& context) {
   std::unique_ptr<core::ReplaySink> sink;
   if (!failure) {
     try {
-      via = open_via(options, placement, opened.info, context, request.placement_findings, effects, repair);
+      via = open_via(options, placement, opened, context, request.placement_findings, effects, repair);
       sink = open_replay_sink(options, sink_spec, context);
     } catch (const UnreachableError& e) {
       failure = e.what();

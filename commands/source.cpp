@@ -222,6 +222,7 @@ OpenedSource open_topics(const SourceFlags& options, const Context& context, con
         }
       }
     }
+    opened.plans = resolved.plans;
     opened.source = connectors::kafka::open_reader(settings, std::move(resolved.plans));
   } catch (const UnreachableError& e) {
     opened.failure = e.what();

@@ -28,6 +28,8 @@ struct OpenedSource {
   // it), and its partitions as "topic[partition]" in the canonical order's ranks.
   std::string range_key;
   std::vector<std::string> range_order;
+  // A Kafka source: what the reader reads (--effects kafka: reads the output topic from their time).
+  std::vector<core::PartitionPlan> plans;
 };
 
 // Validates the source flags (UsageError) and opens the source: resolves the Kafka range or opens

@@ -99,6 +99,11 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
   config.identify = parse_identity(flags.identity, context);
   config.placement = parse_placement(flags.placement, context);
   config.effects = parse_effects(flags.effects);
+  if (config.effects && config.effects->placement.kind == "kafka") {
+    throw UsageError(fmt::format("--effects {}: watch looks effects up in a table or Redis keys, batch by batch; "
+                                 "an output topic is read by audit, trace and replay",
+                                 config.effects->placement.store));
+  }
   config.placement.audit.effects = config.effects.has_value();
   if (config.placement.uri.kind == core::StoreUri::Kind::Memory ||
       config.placement.uri.kind == core::StoreUri::Kind::File) {

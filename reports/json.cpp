@@ -127,6 +127,8 @@ Json placement_json(const PlacementInfo& placement) {
     if (e.kind == "postgres") {
       effects["table"] = e.table;
       effects["column"] = e.column;
+    } else if (e.kind == "kafka") {
+      effects["topic"] = e.topic;
     } else {
       effects["key_template"] = e.key_template;
     }

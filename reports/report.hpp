@@ -27,6 +27,7 @@ struct EffectsPlacement {
   std::string table; // postgres
   std::string column;
   std::string key_template; // redis
+  std::string topic;        // kafka
 };
 
 struct PlacementInfo {

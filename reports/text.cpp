@@ -161,7 +161,9 @@ void print_placement(const Report& report, std::FILE* out) {
     if (p.effects) {
       const auto& e = *p.effects;
       fmt::print(out, "  effects {} {}  {}\n", e.kind, e.store,
-                 e.kind == "postgres" ? fmt::format("table {} column {}", e.table, e.column) : "key " + e.key_template);
+                 e.kind == "postgres" ? fmt::format("table {} column {}", e.table, e.column)
+                 : e.kind == "kafka"  ? "records of topic " + e.topic
+                                      : "key " + e.key_template);
     }
   }
 }

@@ -2,10 +2,12 @@
 
 #include "core/audit/retention.hpp"
 #include "core/event.hpp"
+#include "core/identity/field_spec.hpp"
 #include "core/replay/replay.hpp"
 #include "core/source/offset_spec.hpp"
 #include "core/source/range.hpp"
 #include "core/source/source_info.hpp"
+#include "core/store/effect_store.hpp"
 #include "core/util/time.hpp"
 
 #include <atomic>
@@ -105,5 +107,18 @@ describe_retentions(const KafkaSettings& settings, const std::vector<std::string
 // One topic's: nullopt when the broker does not answer or refuses, with why in `why` when given.
 std::optional<core::TopicRetention> describe_retention(const KafkaSettings& settings, const std::string& topic,
                                                        std::int64_t timeout_ms, std::string* why = nullptr);
+
+// --effects kafka:TOPIC. The earliest timestamp the plans' events can have: a partition's time
+// filter where it has one, its first record's otherwise (a read of one record a partition); nullopt
+// when no plan holds an event.
+std::optional<std::int64_t> earliest_timestamp(const KafkaSettings& settings,
+                                               const std::vector<core::PartitionPlan>& plans);
+
+// The consumer's effects as the records it produces to `topic`: read once, at the first lookup, from
+// each partition's first offset whose timestamp is >= from_ms to its end as it is then (never the
+// topic's older records), every record's id taken by `id` (the first spec that yields one) and kept
+// exactly. A key is present when some record carried it as its id.
+std::unique_ptr<core::EffectStore> open_topic_effects(const KafkaSettings& settings, const std::string& topic,
+                                                      std::int64_t from_ms, std::vector<core::FieldSpec> id);
 
 } // namespace dedupctl::connectors::kafka

@@ -470,3 +470,30 @@ TEST_F(ReplayRepair, AnUnreachableEffectsStoreIsExit3ReleasesNothingAndHidesItsP
   EXPECT_EQ(parse(result).at("complete"), false);
   EXPECT_EQ(exists("dedup:pay:e-2"), ":1\r\n");
 }
+
+// --effects kafka:TOPIC's flags, checked before anything is read; its reading is checked against the
+// real broker (tests/real-kafka, EffectsConsumer): the mock cluster does not look offsets up by time.
+TEST_F(AuditEffects, AnOutputTopicsFlagsAreCheckedFirst) {
+  auto expect_usage = [](const CommandResult& result, const std::string& says) {
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  };
+  expect_usage(run_dedupctl(audit({"--effects", "kafka:charges", "--effects-table", "charges"})),
+               "--effects-table is not for --effects kafka:charges");
+  expect_usage(run_dedupctl(audit(
+                   {"--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}", "--effects-id", "json:/id"})),
+               "--effects-id is for --effects kafka:TOPIC");
+  expect_usage(run_dedupctl(audit({"--effects", "kafka:"})), "name the topic");
+  expect_usage(run_dedupctl(audit({"--effects", "kafka:charges", "--effects-allowance", "soon"})),
+               "--effects-allowance");
+  std::string dump = m_dir.file("pay.ndjson");
+  write_file(dump, planted(m_now, m_now - 30 * k_minute));
+  expect_usage(
+      run_dedupctl({"audit", "--input", dump, "--store", m_redis.uri(), "--key-template", "dedup:pay:{event_id}",
+                    "--ttl", "1h", "--retention", "7d", "--effects", "kafka:charges", "-o", "json"}),
+      "a kcat dump (--input) has none");
+  auto watch = run_dedupctl({"watch", "-b", m_broker.bootstrap(), "--topic", "pay", "--group", "billing", "--store",
+                             m_redis.uri(), "--key-template", "dedup:pay:{event_id}", "--ttl", "1h", "--effects",
+                             "kafka:charges", "--listen", "127.0.0.1:0"});
+  expect_usage(watch, "watch looks effects up in a table or Redis keys");
+}

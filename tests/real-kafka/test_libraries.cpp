@@ -387,8 +387,10 @@ TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndU
 // A hand-written consumer (tests/support/libraries/effects_consumer.py) that claims in Redis (SET NX
 // EX: its claim is its record), inserts its effect row in PostgreSQL in a step of its own, then
 // completes the record, killed at the planted points: between claim and effect (12: lost), after the
-// effect before the completion (15), and records evicted after both (3, 4, 20: unguarded).
-class EffectsConsumer : public ::testing::Test {
+// effect before the completion (15), and records evicted after both (3, 4, 20: unguarded). The same
+// with its effect a record it produces to an output topic (--effects kafka:TOPIC), flushed, its id in
+// the header event_id.
+class EffectsConsumer : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     KafkaBroker& broker = shared_kafka_broker();
@@ -401,6 +403,25 @@ protected:
     ASSERT_EQ(m_pg.psql("CREATE TABLE charges (event_id text NOT NULL)").exit_code, 0);
     m_bootstrap = broker.bootstrap();
     m_topic = seed_topic(m_bootstrap, "effects-consumer", false);
+    if (GetParam() == "kafka") {
+      m_out = m_topic + "-charges";
+      create_topic(m_bootstrap, m_out, 2, {});
+      // A record naming 12 stamped a day before the range: the output topic is read from the range's
+      // earliest event (less 5 minutes), so it is never seen and 12 stays lost.
+      TestProducer producer(m_bootstrap, 30'000);
+      OutgoingRecord stale;
+      stale.topic = m_out;
+      stale.partition = 0;
+      stale.payload = "{}";
+      stale.headers = {{"event_id", id_of(12)}};
+      stale.timestamp_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count() -
+          24 * 3600 * 1000LL;
+      producer.send(stale);
+      std::string error;
+      ASSERT_EQ(producer.flush(error), 0) << error;
+    }
   }
 
   void consume(std::vector<std::string> extra, int expect_exit = 0) {
@@ -409,8 +430,12 @@ protected:
         "--bootstrap",  m_bootstrap,
         "--topic",      m_topic,
         "--group",      "billing",
-        "--redis-port", std::to_string(m_redis.port()),
-        "--pg",         m_pg.conninfo()};
+        "--redis-port", std::to_string(m_redis.port())};
+    if (m_out.empty()) {
+      argv.insert(argv.end(), {"--pg", m_pg.conninfo()});
+    } else {
+      argv.insert(argv.end(), {"--effects-topic", m_out, "--applied", m_dir.file("produced")});
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto result = run_command(argv, "", std::chrono::seconds(120));
     ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
@@ -428,8 +453,14 @@ protected:
   }
 
   std::vector<std::string> flags() const {
-    return {"--store",        m_redis.uri(), "--key-template", "dedup:billing:{event_id}", "--id",
-            "json:/event_id", "--effects",   m_pg.conninfo(),  "--effects-table",          "charges"};
+    std::vector<std::string> out{"--store", m_redis.uri(),   "--key-template", "dedup:billing:{event_id}",
+                                 "--id",    "json:/event_id"};
+    if (m_out.empty()) {
+      out.insert(out.end(), {"--effects", m_pg.conninfo(), "--effects-table", "charges"});
+    } else {
+      out.insert(out.end(), {"--effects", "kafka:" + m_out});
+    }
+    return out;
   }
 
   Json audit() {
@@ -443,10 +474,23 @@ protected:
     return Json::parse(result.out, nullptr, false);
   }
 
-  // How many effect rows each event has.
+  // How many effect rows (or output records) each event has.
   std::map<std::string, int> rows() {
-    auto result = m_pg.psql("SELECT event_id, count(*) FROM charges GROUP BY event_id");
     std::map<std::string, int> out;
+    if (!m_out.empty()) {
+      for (const auto& id : lines_of(m_dir.file("produced"))) {
+        ++out[id];
+      }
+      // The consumer's list is the topic's content: as many records, the same repeats.
+      auto scan = run_dedupctl({"scan", "-b", m_bootstrap, "--topic", m_out, "--id", "header:event_id", "-o", "json",
+                                "-q", "--fail-on", "none"});
+      EXPECT_EQ(scan.exit_code, 0) << scan.err;
+      EXPECT_EQ(Json::parse(scan.out).at("summary").at("events"),
+                static_cast<long long>(lines_of(m_dir.file("produced")).size()) + 1)
+          << "and the stale record";
+      return out;
+    }
+    auto result = m_pg.psql("SELECT event_id, count(*) FROM charges GROUP BY event_id");
     std::istringstream in(result.out);
     for (std::string line; std::getline(in, line);) {
       if (auto bar = line.find('|'); bar != std::string::npos) {
@@ -476,13 +520,17 @@ protected:
   PostgresServer m_pg;
   std::string m_bootstrap;
   std::string m_topic;
+  std::string m_out; // the output topic, when the effects are records
   TempDir m_dir;
 };
+
+INSTANTIATE_TEST_SUITE_P(Effects, EffectsConsumer, ::testing::Values("postgres", "kafka"),
+                         [](const ::testing::TestParamInfo<std::string>& kind) { return kind.param; });
 
 // The reality check: after the seek the same consumer inserts a second row for exactly the events the
 // audit called already applied (would_reapply_applied), and the events still without a row are
 // exactly its lost ones.
-TEST_F(EffectsConsumer, ASeekDoublesExactlyTheAppliedAndLeavesExactlyTheLost) {
+TEST_P(EffectsConsumer, ASeekDoublesExactlyTheAppliedAndLeavesExactlyTheLost) {
   plant();
   Json report = audit();
   ASSERT_TRUE(report.is_object());
@@ -491,6 +539,14 @@ TEST_F(EffectsConsumer, ASeekDoublesExactlyTheAppliedAndLeavesExactlyTheLost) {
   EXPECT_EQ(report.at("summary").at("effects").at("lost"), static_cast<long long>(lost.size())) << report.dump();
   EXPECT_EQ(report.at("replay").at("would_reapply_applied"), static_cast<long long>(unguarded.size()))
       << report.at("replay");
+  // trace says the same of the lost event.
+  std::vector<std::string> args{"trace", "-b",         m_bootstrap, "--topic",   m_topic, "--group", "billing", "--ttl",
+                                "1h",    "--event-id", id_of(12),   "--fail-on", "none",  "-o",      "json"};
+  auto more = flags();
+  args.insert(args.end(), more.begin(), more.end());
+  auto traced = run_dedupctl(args);
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(Json::parse(traced.out).at("traces").at(0).at("verdict").at("id"), "effect-lost") << traced.out;
 
   commit_offsets(m_bootstrap, "billing", m_topic, {{0, 0}});
   consume({});
@@ -515,7 +571,7 @@ TEST_F(EffectsConsumer, ASeekDoublesExactlyTheAppliedAndLeavesExactlyTheLost) {
 // replay --repair-lost: its plan names exactly the audit's lost events; run, it releases their stale
 // records and publishes them to the consumer's own topic, and the consumer, reading on, applies them:
 // every event then has exactly one effect row. A second repair finds nothing lost.
-TEST_F(EffectsConsumer, ARepairLeavesEveryEventWithExactlyOneEffectRow) {
+TEST_P(EffectsConsumer, ARepairLeavesEveryEventWithExactlyOneEffectRow) {
   plant();
   Json report = audit();
   ASSERT_TRUE(report.is_object());

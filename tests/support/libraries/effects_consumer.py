@@ -6,6 +6,8 @@ it claims the key dedup:billing:<event_id> with SET NX EX (the claim is the reco
 completes the record (SET XX EX, "done"). A delivery whose claim fails is skipped. The offset is
 committed after the event (at least once).
 
+  --effects-topic T       the effect is a record produced to topic T (header event_id, flushed)
+                          instead of a row; each id produced is also appended to --applied
   --ttl S                 the record's TTL
   --max N                 stop after N events
   --crash-after-claim ID  die (os._exit, as SIGKILL) after claiming this event, before its effect
@@ -19,7 +21,7 @@ import sys
 
 import psycopg
 import redis
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 
 def parse_args():
@@ -28,7 +30,9 @@ def parse_args():
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--redis-port", type=int, required=True)
-    parser.add_argument("--pg", required=True, help="libpq conninfo")
+    parser.add_argument("--pg", default="", help="libpq conninfo")
+    parser.add_argument("--effects-topic", default="")
+    parser.add_argument("--applied", default="")
     parser.add_argument("--ttl", type=int, default=3600)
     parser.add_argument("--max", type=int, default=0)
     parser.add_argument("--crash-after-claim", default="")
@@ -39,7 +43,20 @@ def parse_args():
 def main():
     args = parse_args()
     store = redis.Redis(host="127.0.0.1", port=args.redis_port)
-    effects = psycopg.connect(args.pg, autocommit=True)
+    effects = psycopg.connect(args.pg, autocommit=True) if args.pg else None
+    producer = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True}) if args.effects_topic else None
+    applied = open(args.applied, "a", encoding="utf-8") if args.applied else None
+
+    def apply(event_id):
+        if producer:
+            producer.produce(args.effects_topic, value=json.dumps({"charged": event_id}).encode(),
+                             headers=[("event_id", event_id.encode())])
+            if producer.flush(30) != 0:
+                raise RuntimeError("the effect record was not delivered")
+            applied.write(event_id + "\n")
+            applied.flush()
+        else:
+            effects.execute("INSERT INTO charges (event_id) VALUES (%s)", (event_id,))
     consumer = Consumer({
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
@@ -78,7 +95,7 @@ def main():
         if store.set(key, "1", nx=True, ex=args.ttl):
             if event_id == args.crash_after_claim:
                 os._exit(9)  # claimed, never applied: every later delivery skips it
-            effects.execute("INSERT INTO charges (event_id) VALUES (%s)", (event_id,))
+            apply(event_id)
             if event_id == args.crash_after_effect:
                 os._exit(9)  # applied, its record still the claim
             store.set(key, "done", xx=True, ex=args.ttl)
@@ -88,7 +105,8 @@ def main():
         if args.max and handled >= args.max:
             break
     consumer.close()
-    effects.close()
+    if effects:
+        effects.close()
     return 0
 
 
