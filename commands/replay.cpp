@@ -165,9 +165,9 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
   if (options.no_dedup || options.placement.store.empty()) {
     throw UsageError("--repair-lost needs --via: the consumer's own store, whose stale records it releases");
   }
-  if (placement.uri.kind != core::StoreUri::Kind::Redis) {
-    throw UsageError(fmt::format("--repair-lost --via {}: releasing lost events' records is done for Redis "
-                                 "(redis://, rediss://, redis+cluster://, redis+sentinel://) so far",
+  if (placement.uri.kind != core::StoreUri::Kind::Redis && placement.uri.kind != core::StoreUri::Kind::Postgres) {
+    throw UsageError(fmt::format("--repair-lost --via {}: the lost events' records are released from the "
+                                 "consumer's own Redis keys or inbox table",
                                  placement.uri.redacted()));
   }
   if (core::one_key(placement.layout) && placement.layout.shape != core::RecordShape::HashField) {
@@ -229,10 +229,15 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     if (repair.effects.failure) {
       throw UnreachableError(*repair.effects.failure);
     }
-    auto settings = redis_settings(placement.uri, context);
-    settings.layout = placement.layout;
-    settings.collection = placement.collection;
-    repair.records = connectors::redis::open_record_release(settings);
+    if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
+      repair.records = connectors::postgres::open_inbox_release(inbox_settings(
+          placement.uri, options.placement.inbox, options.placement.consumer, context, &placement.layout));
+    } else {
+      auto settings = redis_settings(placement.uri, context);
+      settings.layout = placement.layout;
+      settings.collection = placement.collection;
+      repair.records = connectors::redis::open_record_release(settings);
+    }
     auto markers = placement.audit.policy.in_progress_values;
     auto layout = placement.layout;
     auto now = context.now_ms;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/replay/repair.hpp"
 #include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/inbox_schema.hpp"
@@ -62,6 +63,10 @@ std::int64_t count_inbox_ids(const InboxSettings& settings, const std::vector<st
 // unique constraint over the id, which could not refuse a second insert.
 std::unique_ptr<core::ReplayPlacement> open_inbox_replay(const InboxSettings& settings,
                                                          std::vector<std::string> in_progress_values);
+
+// replay --repair-lost's access to the inbox's rows: read as the audit reads them and whole
+// (row_to_json), and deleted, in one statement, only where a row still reads as it did.
+std::unique_ptr<core::RecordRelease> open_inbox_release(const InboxSettings& settings);
 
 // COPY (event id, consumer, processed_at, status) TO STDOUT of the inbox (the consumer's rows only
 // with settings.consumer), one line at a time; returns the time the export started.

@@ -445,9 +445,9 @@ TEST_F(ReplayRepair, WhatARepairNeedsIsSaidBeforeAnythingIsContacted) {
   expect_usage(run_dedupctl(with({"--no-dedup", "--repair-lost", "--effects", m_redis.uri(), "--effects-key-template",
                                   "c:{event_id}"})),
                "--repair-lost needs --via");
-  expect_usage(run_dedupctl(with({"--via", m_pg.conninfo(), "--repair-lost", "--effects", m_redis.uri(),
+  expect_usage(run_dedupctl(with({"--via", "memory:", "--repair-lost", "--effects", m_redis.uri(),
                                   "--effects-key-template", "c:{event_id}"})),
-               "is done for Redis");
+               "released from the consumer's own Redis keys or inbox table");
   expect_usage(run_dedupctl(with(
                    {"--via", m_redis.uri(), "--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}"})),
                "read by --repair-lost");
@@ -496,4 +496,43 @@ TEST_F(AuditEffects, AnOutputTopicsFlagsAreCheckedFirst) {
                              m_redis.uri(), "--key-template", "dedup:pay:{event_id}", "--ttl", "1h", "--effects",
                              "kafka:charges", "--listen", "127.0.0.1:0"});
   expect_usage(watch, "watch looks effects up in a table or Redis keys");
+}
+
+// An inbox's rows: the lost events' rows (done, no charge) deleted only while they read as they did;
+// a row the consumer rewrote meanwhile is not (compare and delete over the whole row).
+TEST_F(ReplayRepair, AnInboxsLostRowsAreDeletedAndItsOtherRowsKept) {
+  auto made = m_pg.psql(
+      "CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, status text);"
+      "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
+      "('e-4', now() - interval '2 hours', 'processing');");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto inbox = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"replay",
+                                  "-b",
+                                  m_broker.bootstrap(),
+                                  "--topic",
+                                  "pay",
+                                  "--via",
+                                  m_pg.conninfo(),
+                                  "--inbox-consumer-column",
+                                  "",
+                                  "--inbox-status-column",
+                                  "status",
+                                  "--repair-lost",
+                                  "-o",
+                                  "json"};
+    auto effects = with_table();
+    args.insert(args.end(), effects.begin(), effects.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto plan = run_dedupctl(inbox({"--decisions", m_dir.file("plan.ndjson")}));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(decided(m_dir.file("plan.ndjson"), "would-replay"), (std::vector<std::string>{"e-2", "e-6"}));
+  auto run = run_dedupctl(inbox({"--execute", "--sink", "file:" + m_dir.file("out.ndjson"), "--checkpoint",
+                                 m_dir.file("cp"), "--decisions", m_dir.file("run.ndjson")}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
+  auto left = m_pg.psql("SELECT string_agg(event_id || ':' || status, ',' ORDER BY event_id) FROM processed_events");
+  EXPECT_EQ(left.out, "e-3:done,e-4:processing\n");
 }

@@ -214,3 +214,30 @@ TEST(PostgresErrors, EachSqlstateClassMeansOneFailure) {
     EXPECT_EQ(failure_of_sqlstate(refused), ServerFailure::Refused) << refused;
   }
 }
+
+// replay --repair-lost's release over an inbox: a row deleted only while it reads as it did (the
+// whole row, row_to_json), in one statement; a row the consumer rewrote meanwhile is kept.
+TEST(PostgresRecordRelease, ARowIsDeletedOnlyWhileItReadsAsItDid) {
+  PostgresServer pg;
+  DEDUPCTL_REQUIRE_SERVER(pg.available(), pg.why_unavailable());
+  ASSERT_EQ(pg.psql("CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, "
+                    "status text, note text);"
+                    "INSERT INTO processed_events VALUES ('e-1', now(), 'done', 'a'), ('e-2', now(), 'done', 'b'), "
+                    "('e-3', now(), 'done', 'c')")
+                .exit_code,
+            0);
+  auto settings = inbox_at(pg.conninfo());
+  settings.schema.status_column = "status";
+  auto records = connectors::postgres::open_inbox_release(settings);
+  std::vector<core::RecordState> states;
+  records->read({"e-1", "e-2", "e-3", "e-9"}, states);
+  ASSERT_EQ(states.size(), 4u);
+  EXPECT_EQ(states[0].kind, core::RecordState::Kind::Present);
+  EXPECT_EQ(states[3].kind, core::RecordState::Kind::Absent);
+  // Meanwhile a column the audit does not read changes on e-2.
+  ASSERT_EQ(pg.psql("UPDATE processed_events SET note = 'changed' WHERE event_id = 'e-2'").exit_code, 0);
+  std::vector<std::uint8_t> released;
+  records->release({1, 1, 0, 1}, released);
+  EXPECT_EQ(released, (std::vector<std::uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(pg.psql("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM processed_events").out, "e-2,e-3\n");
+}

@@ -355,3 +355,34 @@ TEST(RedisLookup, AJsonLayoutReadsValuesOnlyAndPttlWhereARecordNamesNoExpiration
   EXPECT_EQ(calls_of(redis, "pttl"), 3) << "p:bare, p:forever, p:text";
   EXPECT_EQ(calls_of(redis, "get"), 0);
 }
+
+// replay --repair-lost's release: each key read whole, and deleted only while it still holds exactly
+// that value; a value longer than a lookup's 64 bytes is compared whole, and a key rewritten between
+// the read and the release is kept.
+TEST(RedisRecordRelease, AKeyIsDeletedOnlyWhileItHoldsWhatWasRead) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  connectors::redis::RedisSettings settings;
+  settings.uri = core::parse_store_uri(redis.uri());
+  std::string long_value(100, 'x');
+  ASSERT_EQ(redis.command("SET r:a done"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET r:b " + long_value), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET r:c done"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET r:d done"), "+OK\r\n");
+  auto records = connectors::redis::open_record_release(settings);
+  std::vector<core::RecordState> states;
+  records->read({"r:a", "r:b", "r:c", "r:d", "r:none"}, states);
+  ASSERT_EQ(states.size(), 5u);
+  EXPECT_EQ(states[1].value, long_value) << "read whole, not cut at 64 bytes";
+  EXPECT_EQ(states[4].kind, core::RecordState::Kind::Absent);
+  // Meanwhile: r:b rewritten past its 64th byte, r:c rewritten.
+  ASSERT_EQ(redis.command("SET r:b " + std::string(99, 'x') + "y"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET r:c done-again"), "+OK\r\n");
+  std::vector<std::uint8_t> released;
+  records->release({1, 1, 1, 0, 1}, released);
+  EXPECT_EQ(released, (std::vector<std::uint8_t>{1, 0, 0, 0, 0}));
+  EXPECT_EQ(redis.command("EXISTS r:a"), ":0\r\n");
+  EXPECT_EQ(redis.command("EXISTS r:b"), ":1\r\n");
+  EXPECT_EQ(redis.command("GET r:c"), "$10\r\ndone-again\r\n");
+  EXPECT_EQ(redis.command("EXISTS r:d"), ":1\r\n") << "not asked";
+}
