@@ -234,6 +234,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
           placement.uri, options.placement.inbox, options.placement.consumer, context, &placement.layout));
     } else {
       auto settings = redis_settings(placement.uri, context);
+      settings.flag = "--via";
       settings.layout = placement.layout;
       settings.collection = placement.collection;
       repair.records = connectors::redis::open_record_release(settings);
@@ -271,6 +272,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     return connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
   }
   auto settings = redis_settings(placement.uri, context);
+  settings.flag = "--via";
   settings.layout = placement.layout;
   settings.collection = placement.collection;
   return connectors::redis::open_replay_placement(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,

@@ -84,8 +84,8 @@ Connection::Connection(const RedisSettings& settings, Endpoint endpoint)
   if (m_endpoint.authenticate && uri.db != 0) {
     Reply reply = command({"SELECT", std::to_string(uri.db)});
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw UnreachableError(fmt::format("Redis at {} refused SELECT {} ({}); check the database in --store", where(),
-                                         uri.db, text_of(*reply)));
+      throw UnreachableError(fmt::format("Redis at {} refused SELECT {} ({}); check the database in {flag}", where(),
+                                         uri.db, text_of(*reply), fmt::arg("flag", m_settings.flag)));
     }
   }
   m_ready = true;
@@ -113,9 +113,10 @@ void Connection::authenticate() {
     if (from_command && attempt == 0) {
       continue;
     }
-    std::string source = uri.password   ? "the user and password in --store"
-                         : from_command ? "the user in --store and what the password command prints"
-                                        : "the user in --store and the password in " + m_settings.password_file;
+    const std::string& flag = m_settings.flag;
+    std::string source = uri.password   ? "the user and password in " + flag
+                         : from_command ? "the user in " + flag + " and what the password command prints"
+                                        : "the user in " + flag + " and the password in " + m_settings.password_file;
     throw UnreachableError(
         fmt::format("Redis at {} refused the credentials ({}); check {}", where(), text_of(*reply), source));
   }
@@ -193,8 +194,9 @@ void Connection::start_tls() {
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   // A file the URI names that cannot be used is the user's to fix: exit 2, before any handshake.
   auto bad_file = [&](std::string_view parameter, const std::string& file) {
-    throw UsageError(fmt::format("cannot use {} '{}' of --store {}: {}; check the file (PEM)", parameter, file,
-                                 m_settings.uri.redacted(), openssl_reason("unreadable")));
+    throw UsageError(fmt::format("cannot use {} '{}' of {flag} {}: {}; check the file (PEM)", parameter, file,
+                                 m_settings.uri.redacted(), openssl_reason("unreadable"),
+                                 fmt::arg("flag", m_settings.flag)));
   };
   if (tls.mode != core::TlsMode::Require) {
     if (!tls.root_cert.empty()) {
@@ -242,10 +244,10 @@ void Connection::start_tls() {
   int saved = errno;
   long verify = SSL_get_verify_result(ssl.get());
   if (verify != X509_V_OK) {
-    std::string_view hint = verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH
-                                ? "connect by a name the certificate holds, or use sslmode=verify-ca"
-                            : tls.root_cert.empty() ? "give the CA that signed it as sslrootcert in --store"
-                                                    : "check sslrootcert in --store";
+    std::string hint = verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH
+                           ? "connect by a name the certificate holds, or use sslmode=verify-ca"
+                       : tls.root_cert.empty() ? "give the CA that signed it as sslrootcert in " + m_settings.flag
+                                               : "check sslrootcert in " + m_settings.flag;
     throw UnreachableError(fmt::format("TLS handshake with Redis at {} failed: certificate verify failed ({}); {}",
                                        where(), X509_verify_cert_error_string(verify), hint));
   }
@@ -253,8 +255,8 @@ void Connection::start_tls() {
   // connection that died on the way may find its node again.
   if (ERR_peek_last_error() != 0) {
     throw UnreachableError(fmt::format("TLS handshake with Redis at {} failed: {}; check the ssl* parameters of "
-                                       "--store",
-                                       where(), openssl_reason(m_ctx->errstr)));
+                                       "{flag}",
+                                       where(), openssl_reason(m_ctx->errstr), fmt::arg("flag", m_settings.flag)));
   }
   if (saved == EAGAIN || saved == EWOULDBLOCK || saved == ETIMEDOUT) {
     throw ConnectionLost(fmt::format("TLS handshake with Redis at {} failed: no answer in {} ms; check that {} is "
@@ -280,9 +282,9 @@ void Connection::confirm_tls() {
     throw UnreachableError(fmt::format(
         "TLS handshake with Redis at {} failed: the server closed the connection after it{}{}", where(),
         alert.empty() ? "" : fmt::format(" ({})", alert),
-        no_cert ? "; a server that requires a client certificate (tls-auth-clients yes) needs sslcert and sslkey in "
-                  "--store"
-                : "; check that the server trusts the CA of sslcert"));
+        no_cert ? "; a server that requires a client certificate (tls-auth-clients yes) needs sslcert and sslkey in " +
+                      m_settings.flag
+                : std::string("; check that the server trusts the CA of sslcert")));
   }
 }
 

@@ -71,12 +71,12 @@ Nodes::Nodes(const RedisSettings& settings) : m_settings(settings) {
   }
   if (!not_cluster.empty()) {
     throw UnreachableError(fmt::format("{} {} not a Redis Cluster node (cluster support is disabled there); for one "
-                                       "server give --store redis://{}",
+                                       "server give {flag} redis://{}",
                                        fmt::join(not_cluster, ", "), not_cluster.size() == 1 ? "is" : "are",
-                                       not_cluster.front()));
+                                       not_cluster.front(), fmt::arg("flag", m_settings.flag)));
   }
-  throw UnreachableError(fmt::format("no seed node of the cluster answered: {}; check the addresses in --store",
-                                     fmt::join(m_unanswered, "; ")));
+  throw UnreachableError(fmt::format("no seed node of the cluster answered: {}; check the addresses in {flag}",
+                                     fmt::join(m_unanswered, "; "), fmt::arg("flag", m_settings.flag)));
 }
 
 void Nodes::resolve_sentinel() {
@@ -107,12 +107,12 @@ void Nodes::resolve_sentinel() {
     }
     if (!master) {
       if (unknown.empty()) {
-        throw UnreachableError(
-            fmt::format("no sentinel answered: {}; check the sentinels in --store", fmt::join(unreachable, "; ")));
+        throw UnreachableError(fmt::format("no sentinel answered: {}; check the sentinels in {flag}",
+                                           fmt::join(unreachable, "; "), fmt::arg("flag", m_settings.flag)));
       }
-      throw UnreachableError(fmt::format("the sentinels at {} know no master named '{}'; check the name in --store "
+      throw UnreachableError(fmt::format("the sentinels at {} know no master named '{}'; check the name in {flag} "
                                          "(redis-cli -p 26379 SENTINEL MASTERS lists the names)",
-                                         fmt::join(unknown, ", "), uri.master_name));
+                                         fmt::join(unknown, ", "), uri.master_name, fmt::arg("flag", m_settings.flag)));
     }
     m_server = std::make_unique<Connection>(m_settings, Endpoint{*master, ""});
     Reply role = m_server->command({"ROLE"});

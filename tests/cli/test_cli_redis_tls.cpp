@@ -92,6 +92,15 @@ TEST_F(RedisTls, AnUntrustedCaOrAnotherNameIsRefusedWithTheCause) {
             std::string::npos)
       << other.err;
   EXPECT_NE(other.err.find("check sslrootcert in --store"), std::string::npos) << other.err;
+  // The effects' Redis, named as the flag that gave it.
+  RedisServer plain;
+  DEDUPCTL_REQUIRE_SERVER(plain.available(), plain.why_unavailable());
+  auto args = audit(plain.uri());
+  args.insert(args.end(), {"--effects", redis.tls_uri("sslrootcert=" + m_certs.other_ca()), "--effects-key-template",
+                           "charged:{event_id}"});
+  auto effects = run_dedupctl(args);
+  EXPECT_EQ(effects.exit_code, 3) << effects.err;
+  EXPECT_NE(effects.err.find("check sslrootcert in --effects"), std::string::npos) << effects.err;
   // No sslrootcert: the system's CAs, which do not know the test CA.
   auto system = failing(redis.tls_uri());
   EXPECT_NE(system.err.find("certificate verify failed"), std::string::npos) << system.err;
