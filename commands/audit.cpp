@@ -160,8 +160,8 @@ int run(const AuditFlags& options, Context& context) {
   }
   OpenedEffects opened_effects;
   if (!failure && effects) {
-    opened_effects =
-        open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false, &opened);
+    opened_effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false,
+                                  opened.file ? nullptr : &opened.plans);
     failure = opened_effects.failure;
     request.effects = opened_effects.store.get();
     const auto& where = effects->placement;

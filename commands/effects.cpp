@@ -1,7 +1,6 @@
 #include "commands/effects.hpp"
 
 #include "commands/settings.hpp"
-#include "commands/source.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
@@ -130,12 +129,9 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
 }
 
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
-                           bool batched, const OpenedSource* source) {
+                           bool batched, const std::vector<core::PartitionPlan>* plans) {
   OpenedEffects out;
-  if (options.placement.kind == "kafka" && !source) {
-    throw std::logic_error("--effects kafka: needs the audited range"); // watch refuses it when parsing
-  }
-  if (options.placement.kind == "kafka" && source->plans.empty() && source->file) {
+  if (options.placement.kind == "kafka" && !plans) {
     throw UsageError(fmt::format("--effects {}: effects read from a topic need the audited range on the brokers "
                                  "(-b, --topic), from whose earliest event the output topic is read; a kcat dump "
                                  "(--input) has none",
@@ -144,10 +140,10 @@ OpenedEffects open_effects(const EffectsOptions& options, Context& context, std:
   try {
     if (options.placement.kind == "kafka") {
       auto settings = kafka_settings(context);
-      auto earliest = connectors::kafka::earliest_timestamp(settings, source->plans);
+      auto earliest = connectors::kafka::earliest_timestamp(settings, *plans);
       out.store = connectors::kafka::open_topic_effects(settings, options.placement.topic,
                                                         earliest ? *earliest - options.allowance_ms : context.now_ms(),
-                                                        options.id);
+                                                        options.id, batched);
       context.note(fmt::format("effects: {} read from {} (the range's earliest event less {}) to its end",
                                options.placement.store,
                                earliest ? core::format_time(*earliest - options.allowance_ms) : "now",

@@ -3,6 +3,7 @@
 #include "commands/context.hpp"
 #include "core/identity/field_spec.hpp"
 #include "core/identity/key_template.hpp"
+#include "core/source/partition.hpp"
 #include "core/store/effect_store.hpp"
 #include "core/store/store_uri.hpp"
 #include "reports/report.hpp"
@@ -44,10 +45,11 @@ struct OpenedEffects {
   std::unique_ptr<core::EffectStore> store;
   std::optional<std::string> failure;
 };
-// `batched`: a table is looked up batch by batch, never loaded once (watch: rows come and go).
-// `source`: the audited range, from whose earliest timestamp an output topic (kafka:) is read; a
-// command without one (watch), or a kcat dump, cannot read effects from a topic (UsageError).
+// `batched` (watch): a table is looked up batch by batch, never loaded once, and an output topic
+// read on from where it was at each lookup (effects come and go while it runs). `plans`: the audited
+// range, from whose earliest timestamp an output topic (kafka:) is read; null for a kcat dump, which
+// cannot read effects from a topic (UsageError).
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
-                           bool batched = false, const struct OpenedSource* source = nullptr);
+                           bool batched = false, const std::vector<core::PartitionPlan>* plans = nullptr);
 
 } // namespace dedupctl::commands

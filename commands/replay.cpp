@@ -224,8 +224,8 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
                                                 std::vector<core::Finding>& findings,
                                                 const std::optional<EffectsOptions>& effects, RepairParts& repair) {
   if (effects) {
-    repair.effects =
-        open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false, &opened);
+    repair.effects = open_effects(*effects, context, static_cast<std::int64_t>(expected_events(opened.info)), false,
+                                  opened.file ? nullptr : &opened.plans);
     if (repair.effects.failure) {
       throw UnreachableError(*repair.effects.failure);
     }

@@ -102,7 +102,7 @@ int run(const TraceFlags& options, Context& context) {
   }
   OpenedEffects effects;
   if (!failure && effects_options) {
-    effects = open_effects(*effects_options, context, std::nullopt, false, &opened);
+    effects = open_effects(*effects_options, context, std::nullopt, false, opened.file ? nullptr : &opened.plans);
     failure = effects.failure;
     request.effects = effects.store.get();
   }

@@ -99,11 +99,6 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
   config.identify = parse_identity(flags.identity, context);
   config.placement = parse_placement(flags.placement, context);
   config.effects = parse_effects(flags.effects);
-  if (config.effects && config.effects->placement.kind == "kafka") {
-    throw UsageError(fmt::format("--effects {}: watch looks effects up in a table or Redis keys, batch by batch; "
-                                 "an output topic is read by audit, trace and replay",
-                                 config.effects->placement.store));
-  }
   config.placement.audit.effects = config.effects.has_value();
   if (config.placement.uri.kind == core::StoreUri::Kind::Memory ||
       config.placement.uri.kind == core::StoreUri::Kind::File) {
@@ -161,7 +156,8 @@ public:
     m_kafka.stop = &context.stop;
   }
 
-  WatchRange resolve(std::int64_t now) override {
+  // The watched range now: from --from to the end, with the seeks.
+  connectors::kafka::ResolvedRange resolve_watched(std::int64_t now) {
     connectors::kafka::RangeRequest request;
     request.topics = m_config.topics;
     request.from = m_config.from;
@@ -171,7 +167,11 @@ public:
     for (const auto& [name, spec] : m_config.seeks) {
       request.seeks.push_back(spec);
     }
-    auto resolved = connectors::kafka::resolve_range(m_kafka, request);
+    return connectors::kafka::resolve_range(m_kafka, request);
+  }
+
+  WatchRange resolve(std::int64_t now) override {
+    auto resolved = resolve_watched(now);
     WatchRange out;
     out.partitions = std::move(resolved.info.partitions);
     for (std::size_t k = 0; k < m_config.seeks.size(); ++k) {
@@ -204,10 +204,19 @@ public:
     }
     out.store = std::move(opened.store);
     if (!out.failure && m_config.effects) {
-      // Batched, as the store: effects that arrive after a load would never be seen.
-      auto effects = open_effects(*m_config.effects, m_context, std::nullopt, true);
-      out.failure = effects.failure;
-      out.effects = std::move(effects.store);
+      // Batched, as the store: effects that arrive after a load would never be seen. An output topic
+      // is read from the watched range's earliest event on, and followed.
+      try {
+        std::vector<core::PartitionPlan> plans;
+        if (m_config.effects->placement.kind == "kafka") {
+          plans = resolve_watched(now).plans;
+        }
+        auto effects = open_effects(*m_config.effects, m_context, std::nullopt, true, &plans);
+        out.failure = effects.failure;
+        out.effects = std::move(effects.store);
+      } catch (const UnreachableError& e) {
+        out.failure = e.what();
+      }
     }
     return out;
   }

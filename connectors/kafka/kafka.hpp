@@ -117,8 +117,10 @@ std::optional<std::int64_t> earliest_timestamp(const KafkaSettings& settings,
 // The consumer's effects as the records it produces to `topic`: read once, at the first lookup, from
 // each partition's first offset whose timestamp is >= from_ms to its end as it is then (never the
 // topic's older records), every record's id taken by `id` (the first spec that yields one) and kept
-// exactly. A key is present when some record carried it as its id.
+// exactly. A key is present when some record carried it as its id. `follow` (watch): every later
+// lookup first reads what was produced since, from where the last read ended.
 std::unique_ptr<core::EffectStore> open_topic_effects(const KafkaSettings& settings, const std::string& topic,
-                                                      std::int64_t from_ms, std::vector<core::FieldSpec> id);
+                                                      std::int64_t from_ms, std::vector<core::FieldSpec> id,
+                                                      bool follow = false);
 
 } // namespace dedupctl::connectors::kafka
