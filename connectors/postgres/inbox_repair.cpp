@@ -31,14 +31,7 @@ public:
     m_keys = keys;
     m_rows.assign(keys.size(), std::string());
     // Keys the id column cannot hold have no row (an id that is not a uuid): absent, never lost.
-    m_fit.clear();
-    m_positions.clear();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (m_session.can_hold(keys[i])) {
-        m_fit.push_back(keys[i]);
-        m_positions.push_back(i);
-      }
-    }
+    m_session.fitting(keys, m_fit, m_positions);
     out.assign(keys.size(), core::RecordState{});
     m_session.lookup(m_fit, m_states, m_values);
     for (std::size_t j = 0; j < m_fit.size(); ++j) {

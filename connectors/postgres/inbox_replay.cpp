@@ -178,14 +178,7 @@ private:
   // Asking for a key the column's type cannot hold would fail the whole batch.
   const std::vector<std::string>& fitting(const std::vector<std::string>& keys, std::vector<core::Claim>& out) {
     out.assign(keys.size(), core::Claim::Unfit);
-    m_fit.clear();
-    m_positions.clear();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (m_session.can_hold(keys[i])) {
-        m_fit.push_back(keys[i]);
-        m_positions.push_back(i);
-      }
-    }
+    m_session.fitting(keys, m_fit, m_positions);
     return m_fit;
   }
 

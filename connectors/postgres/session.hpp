@@ -66,6 +66,19 @@ public:
   // Whether the id column can hold `key`, and what it cannot hold otherwise (empty: any key).
   bool can_hold(const std::string& key) const { return core::inbox_id_fits(m_id_type, key); }
   std::string holds_only() const;
+  // The keys it can hold into `fit`, with their positions in `keys`: asking for a key the column's
+  // type cannot hold would fail the whole batch.
+  void fitting(const std::vector<std::string>& keys, std::vector<std::string>& fit,
+               std::vector<std::size_t>& positions) const {
+    fit.clear();
+    positions.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (can_hold(keys[i])) {
+        fit.push_back(keys[i]);
+        positions.push_back(i);
+      }
+    }
+  }
 
   // The rows of `keys` (a key the column cannot hold has none: asking would fail the whole batch),
   // in one statement: the session is default_transaction_read_only, so it runs in a read-only

@@ -67,6 +67,15 @@ protected:
     return out;
   }
 
+  // The inbox holds e-2, e-3 (done), e-6 (done) and e-4 (processing).
+  void plant_inbox() const {
+    auto made = m_pg.psql(
+        "CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, status text);"
+        "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
+        "('e-4', now() - interval '2 hours', 'processing');");
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+
   void expect_effects(const Json& doc) const {
     Json summary = doc.at("summary");
     summary.erase("effects");
@@ -268,11 +277,7 @@ TEST_F(AuditEffects, TraceShowsTheEffectBesideTheRecordAndItsVerdictUsesIt) {
 TEST_F(AuditEffects, AnInboxPlacementsRowsAgainstItsEffectsTable) {
   // The inbox holds e-2, e-3 (done), e-6 (done) and e-4 (processing): e-2 and e-6 have no charge (lost),
   // e-0 and e-1 have charges and no row (unguarded), as has e-4 under its claim.
-  auto made = m_pg.psql(
-      "CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, status text);"
-      "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
-      "('e-4', now() - interval '2 hours', 'processing');");
-  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_NO_FATAL_FAILURE(plant_inbox());
   std::vector<std::string> args =
       over_pay("audit", m_pg.conninfo(),
                {"--seek", "2", "--inbox-consumer-column", "", "--inbox-status-column", "status", "--inbox-retention",
@@ -529,11 +534,7 @@ TEST_F(AuditEffects, AnOutputTopicsFlagsAreCheckedFirst) {
 // An inbox's rows: the lost events' rows (done, no charge) deleted only while they read as they did;
 // a row the consumer rewrote meanwhile is not (compare and delete over the whole row).
 TEST_F(ReplayRepair, AnInboxsLostRowsAreDeletedAndItsOtherRowsKept) {
-  auto made = m_pg.psql(
-      "CREATE TABLE processed_events (event_id text PRIMARY KEY, processed_at timestamptz NOT NULL, status text);"
-      "INSERT INTO processed_events VALUES ('e-2', now(), 'done'), ('e-3', now(), 'done'), ('e-6', now(), 'done'), "
-      "('e-4', now() - interval '2 hours', 'processing');");
-  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ASSERT_NO_FATAL_FAILURE(plant_inbox());
   auto inbox = [&](std::vector<std::string> extra) {
     std::vector<std::string> args{"replay",
                                   "-b",

@@ -718,6 +718,20 @@ TEST_P(ReplayInbox, IdsAUuidInboxCannotHoldAreNotPublishedAndSaidSo) {
   EXPECT_EQ(rows(), 2);
 }
 
+// `command` run at --max-rate 1000 in the background, SIGKILLed after `after_ms`, then run again to
+// its end (what the killed run printed is kept in `dir`); the rerun's result.
+static CommandResult kill_then_rerun(const std::vector<std::string>& command, int after_ms, const TempDir& dir) {
+  auto slow = command;
+  slow.insert(slow.end(), {"--max-rate", "1000"});
+  auto kept = [&dir](const std::string& which) { return dir.file("killed" + which); };
+  auto run = start(slow, false, kept);
+  std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+  run->signal(SIGKILL);
+  int killed = run->wait();
+  EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << kept_output(kept);
+  return run_dedupctl(command);
+}
+
 // The kill loop: a run SIGKILLed at 20 points spread over its whole life (before its first
 // checkpoint, mid-claim, mid-publish, mid-settle, after it ended), then the same command again
 // until it completes: every id is in the sink exactly once, for a file sink and a Kafka sink. Each
@@ -744,15 +758,7 @@ TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
                                        "20",
                                        "--checkpoint",
                                        dir.file("cp")};
-      auto slow = command;
-      slow.insert(slow.end(), {"--max-rate", "1000"});
-      auto kept = [&dir](const std::string& which) { return dir.file("killed" + which); };
-      auto run = start(args(slow), false, kept);
-      std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
-      run->signal(SIGKILL);
-      int killed = run->wait();
-      EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << kept_output(kept);
-      auto rerun = run_dedupctl(args(command));
+      auto rerun = kill_then_rerun(args(command), point * k_run_ms / k_points, dir);
       ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
       auto scan = kind == "file" ? run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"})
                                  : scan_topic(topic);
@@ -797,15 +803,7 @@ TEST_P(Replay, ARepairKilledAtAnyPointLeavesEveryLostIdInTheSinkExactlyOnce) {
                                      "20",
                                      "--checkpoint",
                                      dir.file("cp")};
-    auto slow = command;
-    slow.insert(slow.end(), {"--max-rate", "1000"});
-    auto kept = [&dir](const std::string& which) { return dir.file("killed" + which); };
-    auto run = start(args(slow), false, kept);
-    std::this_thread::sleep_for(std::chrono::milliseconds(point * k_run_ms / k_points));
-    run->signal(SIGKILL);
-    int killed = run->wait();
-    EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed << kept_output(kept);
-    auto rerun = run_dedupctl(args(command));
+    auto rerun = kill_then_rerun(args(command), point * k_run_ms / k_points, dir);
     ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
     auto scan = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"});
     ASSERT_EQ(scan.exit_code, 0) << scan.err;

@@ -21,7 +21,8 @@ import sys
 
 import psycopg
 import redis
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
+from group_loop import consume_group
 
 
 def parse_args():
@@ -57,39 +58,8 @@ def main():
             applied.flush()
         else:
             effects.execute("INSERT INTO charges (event_id) VALUES (%s)", (event_id,))
-    consumer = Consumer({
-        "bootstrap.servers": args.bootstrap,
-        "group.id": args.group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "enable.partition.eof": True,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1000,
-    })
-    consumer.subscribe([args.topic])
-    handled = 0
-    at_end = set()
-    assigned = None
-    idle = 0
-    while True:
-        message = consumer.poll(1.0)
-        if message is None:
-            idle += 1
-            if idle > 60:
-                print("no events for 60 s", file=sys.stderr)
-                return 3
-            continue
-        idle = 0
-        if assigned is None:
-            assigned = {tp.partition for tp in consumer.assignment()}
-        if message.error():
-            if message.error().code() == KafkaError._PARTITION_EOF:
-                at_end.add(message.partition())
-                if assigned and at_end >= assigned:
-                    break
-                continue
-            raise RuntimeError(message.error())
-        at_end.discard(message.partition())
+
+    def handle(message):
         event_id = json.loads(message.value())["event_id"]
         key = "dedup:billing:" + event_id
         if store.set(key, "1", nx=True, ex=args.ttl):
@@ -99,15 +69,11 @@ def main():
             if event_id == args.crash_after_effect:
                 os._exit(9)  # applied, its record still the claim
             store.set(key, "done", xx=True, ex=args.ttl)
-        position = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        consumer.commit(offsets=position, asynchronous=False)
-        handled += 1
-        if args.max and handled >= args.max:
-            break
-    consumer.close()
+
+    code = consume_group(args.bootstrap, args.topic, args.group, handle, args.max)
     if effects:
         effects.close()
-    return 0
+    return code
 
 
 if __name__ == "__main__":

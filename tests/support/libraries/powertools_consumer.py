@@ -26,7 +26,7 @@ import os
 import sys
 
 import redis
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from group_loop import consume_group
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
@@ -89,56 +89,13 @@ def charge(event_id):
 
 
 def main():
-    consumer = Consumer({
-        "bootstrap.servers": args.bootstrap,
-        "group.id": args.group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "enable.partition.eof": True,
-        # A consumer killed mid-event holds its partition until its session times out: the
-        # broker's shortest, so that the next run starts within seconds.
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1000,
-    })
-    consumer.subscribe([args.topic])
-    handled = 0
-    at_end = set()
-    assigned = None
-    idle = 0
-    while True:
-        message = consumer.poll(1.0)
-        if message is None:
-            idle += 1
-            if idle > 60:
-                print("no events for 60 s", file=sys.stderr)
-                return 3
-            continue
-        idle = 0
-        if assigned is None:
-            assigned = {tp.partition for tp in consumer.assignment()}
-        if message.error():
-            if message.error().code() == KafkaError._PARTITION_EOF:
-                at_end.add(message.partition())
-                if assigned and at_end >= assigned:
-                    break
-                continue
-            raise RuntimeError(message.error())
-        at_end.discard(message.partition())
-        event_id = json.loads(message.value())["event_id"]
-        position = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        if args.commit_first:
-            consumer.commit(offsets=position, asynchronous=False)
+    def handle(message):
         try:
-            charge(event_id=event_id)
+            charge(event_id=json.loads(message.value())["event_id"])
         except IdempotencyAlreadyInProgressError:
             pass  # another claim holds it: the library skips this delivery
-        if not args.commit_first:
-            consumer.commit(offsets=position, asynchronous=False)
-        handled += 1
-        if args.max and handled >= args.max:
-            break
-    consumer.close()
-    return 0
+
+    return consume_group(args.bootstrap, args.topic, args.group, handle, args.max, args.commit_first)
 
 
 if __name__ == "__main__":

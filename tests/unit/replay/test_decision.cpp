@@ -21,6 +21,15 @@ DecisionFacts run(Claim claim, bool delivered, bool found_in_sink = false) {
   return DecisionFacts{true, true, claim, true, delivered, found_in_sink};
 }
 
+void expect_rows(const std::vector<Row>& rows) {
+  for (const auto& row : rows) {
+    auto outcome = decide_replay(row.facts);
+    EXPECT_EQ(outcome.decision, row.decision) << row.name << ": " << to_string(outcome.decision);
+    EXPECT_EQ(outcome.why, row.why) << row.name;
+    EXPECT_EQ(outcome.publish, row.publish) << row.name;
+  }
+}
+
 // Every row of the replay protocol's decision (docs/design.md "Replay protocol"), in a plan and in a
 // run: what is decided, why, and whether the event is (or would be) published.
 TEST(ReplayDecision, EveryRowOfTheTable) {
@@ -57,12 +66,7 @@ TEST(ReplayDecision, EveryRowOfTheTable) {
       {"own stale claim, delivery failed", run(Claim::OwnStale, false), Decision::Failed, DecisionWhy::DeliveryFailed,
        false},
   };
-  for (const auto& row : rows) {
-    auto outcome = decide_replay(row.facts);
-    EXPECT_EQ(outcome.decision, row.decision) << row.name << ": " << to_string(outcome.decision);
-    EXPECT_EQ(outcome.why, row.why) << row.name;
-    EXPECT_EQ(outcome.publish, row.publish) << row.name;
-  }
+  expect_rows(rows);
 }
 
 // An event without an id is decided by that alone, whatever else is set.
@@ -104,12 +108,7 @@ TEST(ReplayDecision, ARepairsRows) {
       {"changed since read", repair(run(Claim::Changed, false)), Decision::SkippedChanged, DecisionWhy::RecordChanged,
        false},
   };
-  for (const auto& row : rows) {
-    auto outcome = decide_replay(row.facts);
-    EXPECT_EQ(outcome.decision, row.decision) << row.name << ": " << to_string(outcome.decision);
-    EXPECT_EQ(outcome.why, row.why) << row.name;
-    EXPECT_EQ(outcome.publish, row.publish) << row.name;
-  }
+  expect_rows(rows);
   EXPECT_EQ(to_string(Decision::SkippedNotLost), "skipped-not-lost");
   EXPECT_EQ(to_string(Decision::SkippedChanged), "skipped-changed");
 }
