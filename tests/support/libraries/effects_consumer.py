@@ -14,7 +14,6 @@ committed after the event (at least once).
   --crash-after-effect ID die after this event's effect, before its record is completed
 Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
 """
-import argparse
 import json
 import os
 import sys
@@ -22,15 +21,11 @@ import sys
 import psycopg
 import redis
 from confluent_kafka import Producer
-from group_loop import consume_group
+from group_loop import consume_group, group_arguments
 
 
 def parse_args():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--redis-port", type=int, required=True)
+    parser = group_arguments()
     parser.add_argument("--pg", default="", help="libpq conninfo")
     parser.add_argument("--effects-topic", default="")
     parser.add_argument("--applied", default="")

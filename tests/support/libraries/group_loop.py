@@ -3,9 +3,20 @@ team's consumer runs: confluent-kafka reads the topic in a group, offsets commit
 event (before it with commit_first), until every assigned partition is read to its end (or max
 events). A consumer killed mid-event holds its partition until its session times out: the broker's
 shortest, so that the next run starts within seconds."""
+import argparse
 import sys
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+
+def group_arguments():
+    """The flags every test consumer takes: the cluster, the topic, the group, the Redis port."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--redis-port", type=int, required=True)
+    return parser
 
 
 def consume_group(bootstrap, topic, group, handle, max_events=0, commit_first=False):

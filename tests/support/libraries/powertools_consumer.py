@@ -20,13 +20,12 @@ are exactly the lines written.
                      completes the record: the claim stays INPROGRESS over an applied effect
 Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
 """
-import argparse
 import json
 import os
 import sys
 
 import redis
-from group_loop import consume_group
+from group_loop import consume_group, group_arguments
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
@@ -47,11 +46,7 @@ class LambdaContext:
 
 
 def parse_args():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--redis-port", type=int, required=True)
+    parser = group_arguments()
     parser.add_argument("--applied", required=True)
     parser.add_argument("--expires", type=int, default=3600)
     parser.add_argument("--lease-ms", type=int, default=60000)
