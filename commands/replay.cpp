@@ -210,14 +210,16 @@ void check_replay_layout(const core::RecordLayout& layout, bool execute) {
   }
 }
 
-// The placement the replay routes through; its notes (no dedup, the memory window) go to `findings`.
-// Throws UnreachableError.
 // What a repair holds open: the records it releases and the effects it reads.
 struct RepairParts {
   std::unique_ptr<core::RecordRelease> records;
   OpenedEffects effects;
   std::optional<connectors::file::ReleaseLog> log; // with --checkpoint
 };
+
+// The placement the replay routes through; its notes (no dedup, the memory window) go to `findings`.
+// With --repair-lost (`effects`), the repair's placement over `repair`'s parts. Throws
+// UnreachableError.
 
 std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, const PlacementOptions& placement,
                                                 const OpenedSource& opened, Context& context,
