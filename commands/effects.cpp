@@ -113,17 +113,11 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
       }
       throw UsageError(message);
     }
-    if (out.key_template.uses(core::KeyTemplate::Part::Field)) {
-      throw UsageError(fmt::format("--effects-key-template {}: header: and json: placeholders are not read for "
-                                   "effects yet; build the key from {{event_id}} (filters allowed), {{type}}, "
-                                   "{{topic}} or {{consumer}}",
-                                   flags.key_template));
-    }
     out.placement.kind = "redis";
     out.placement.key_template = flags.key_template;
     break;
   default:
-    throw UsageError(fmt::format("--effects {}: effects are read from postgres://… or redis://…", flags.uri));
+    throw UsageError(fmt::format("--effects {}: effects are read from postgres://…, redis://… or kafka:TOPIC", flags.uri));
   }
   return out;
 }

@@ -44,9 +44,10 @@ class AuditReader {
 public:
   AuditReader(const AuditRequest& request, const core::AuditOptions& options, core::DedupStore& store,
               core::LogAnalyzer& log, core::AuditAnalyzer& audit)
-      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit) {
+      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit),
+        m_effects_template(core::after_fields_of(options.key_template, request.effects_template)) {
     core::IdentifyOptions identify = request.identify;
-    identify.extra = options.key_template.fields();
+    identify.extra = core::joint_fields(options.key_template, request.effects_template);
     for (auto& slot : m_slots) {
       slot.identifier = std::make_unique<core::Identifier>(identify);
     }
@@ -124,8 +125,8 @@ private:
     core::render_batch_keys(m_options.key_template, slot.batch, slot.identities, m_request.consumer, slot.keys,
                             slot.key_of);
     if (m_request.effects) {
-      core::render_batch_keys(m_request.effects_template, slot.batch, slot.identities, m_request.consumer,
-                              slot.effect_keys, slot.effect_key_of);
+      core::render_batch_keys(m_effects_template, slot.batch, slot.identities, m_request.consumer, slot.effect_keys,
+                              slot.effect_key_of);
     }
   }
 
@@ -158,6 +159,7 @@ private:
   core::DedupStore& m_store;
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
+  core::KeyTemplate m_effects_template; // the effects' keys, rendered from the same extra values as the records'
   std::array<Slot, 2> m_slots;
   std::int64_t m_events = 0;
   // One thread for every batch's lookup, not one a batch; declared after the slots, so it is

@@ -212,6 +212,8 @@ private:
   core::Identifier m_identifier;
   std::vector<core::Identity> m_identities;
   std::string m_rendered;
+  // The second keys' template, rendered from the same extra values as the keys.
+  std::optional<core::KeyTemplate> m_second_template;
   core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples, m_changed_examples;
   std::int64_t m_not_lost = 0;         // --repair-lost: events left as they are, not lost
   std::int64_t m_changed = 0;          // --repair-lost: lost, but their record changed before its release
@@ -261,7 +263,9 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       m_max_in_flight(m_publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1),
       m_checkpoint(request.checkpoint.value_or(core::Checkpoint{})), m_identify([&] {
         core::IdentifyOptions identify = request.identify;
-        identify.extra = request.key_template.fields();
+        identify.extra = request.second_key_template
+                             ? core::joint_fields(request.key_template, *request.second_key_template)
+                             : request.key_template.fields();
         return identify;
       }()),
       m_log([&] {
@@ -281,6 +285,9 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       m_settles_apart(m_publishing && m_max_in_flight > 1 && placement.settles_apart()),
       m_worker(m_publishing && m_max_in_flight > 1), m_settle_worker(m_settles_apart) {
   m_run.execute = request.execute;
+  if (request.second_key_template) {
+    m_second_template = core::after_fields_of(request.key_template, *request.second_key_template);
+  }
   m_run.run_id = request.run_id;
   m_run.sink = sink ? sink->describe() : "";
   m_run.resumed = request.checkpoint.has_value();
@@ -468,7 +475,7 @@ void ReplayRunner::add_row(Chunk& chunk, Chunk::Row& row, const core::Event& eve
   ++chunk.key_count;
   chunk.hashes.push_back(hash);
   if (m_request.second_key_template) {
-    core::render_event_key(*m_request.second_key_template, event, identity, m_request.consumer, m_rendered);
+    core::render_event_key(*m_second_template, event, identity, m_request.consumer, m_rendered);
     chunk.second_keys.push_back(m_rendered);
   }
 }

@@ -83,6 +83,7 @@ class OccurrenceCollector {
 public:
   OccurrenceCollector(const TraceRequest& request, const core::SourceInfo& info, std::vector<core::Trace>& traces)
       : m_request(request), m_traces(traces), m_longer(request.ids.size()), m_effect_keys(request.ids.size()),
+        m_effects_template(core::after_fields_of(request.key_template, request.effects_template)),
         m_has_group(info.group.has_value()) {
     for (std::size_t i = 0; i < request.ids.size(); ++i) {
       traces[i].event_id = request.ids[i];
@@ -113,7 +114,7 @@ public:
     core::TraceOccurrence o = occurrence(event, identity);
     core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
     if (m_request.effects) {
-      core::render_event_key(m_request.effects_template, event, identity, m_request.consumer, m_effect_rendered);
+      core::render_event_key(m_effects_template, event, identity, m_request.consumer, m_effect_rendered);
     }
     for (std::size_t t : it->second) {
       auto& trace = m_traces[t];
@@ -171,6 +172,7 @@ private:
   std::vector<std::string> m_prefixes;
   std::vector<std::vector<std::string>> m_longer;
   std::vector<std::string> m_effect_keys;
+  core::KeyTemplate m_effects_template; // rendered from the same extra values as the dedup key
   std::string m_effect_rendered;
   std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> m_committed;
   bool m_has_group;
@@ -304,7 +306,7 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
   std::vector<core::Trace> traces(request.ids.size());
   OccurrenceCollector collector(request, info, traces);
   core::IdentifyOptions identify = request.identify;
-  identify.extra = request.key_template.fields();
+  identify.extra = core::joint_fields(request.key_template, request.effects_template);
   core::Identifier identifier(identify);
   core::LogAnalyzer log(core::LogAnalyzerOptions{}); // observes nothing: trace adds no log findings
   std::int64_t events = 0;

@@ -98,7 +98,8 @@ Watcher::Watcher(WatchOptions options, WatchSystems& systems)
       m_key_template(m_options.inbox ? core::KeyTemplate::parse("{event_id}") : m_options.audit.key_template),
       m_progress(systems.steady_ms()) {
   core::IdentifyOptions identify = m_options.identify;
-  identify.extra = m_key_template.fields();
+  identify.extra = core::joint_fields(m_key_template, m_options.effects_template);
+  m_effects_template = core::after_fields_of(m_key_template, m_options.effects_template);
   m_identifier = std::make_unique<core::Identifier>(identify);
   m_check_collisions = !m_key_template.uses(core::KeyTemplate::Part::EventId);
   m_up[WatchSystem::Kafka] = false;
@@ -424,7 +425,7 @@ void Watcher::read(std::vector<core::PartitionPlan> todo, bool arrivals) {
     m_in_lookup = true;
     m_store->lookup(m_keys, m_records);
     if (m_effects) {
-      core::render_batch_keys(m_options.effects_template, batch, m_identities, m_options.consumer, m_effect_keys,
+      core::render_batch_keys(m_effects_template, batch, m_identities, m_options.consumer, m_effect_keys,
                               m_effect_key_of);
       m_effects->lookup(m_effect_keys, m_effects_present);
     }

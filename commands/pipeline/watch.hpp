@@ -142,6 +142,7 @@ private:
   WatchSystems& m_systems;
   core::WatchState m_state;
   core::KeyTemplate m_key_template;
+  core::KeyTemplate m_effects_template; // rendered from the same extra values as m_key_template
   std::unique_ptr<core::Identifier> m_identifier;
   bool m_check_collisions = false;
   std::vector<core::PartitionRange> m_ranges;

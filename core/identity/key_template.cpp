@@ -162,4 +162,21 @@ void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& o
   }
 }
 
+std::vector<FieldSpec> joint_fields(const KeyTemplate& first, const KeyTemplate& second) {
+  std::vector<FieldSpec> out = first.fields();
+  out.insert(out.end(), second.fields().begin(), second.fields().end());
+  return out;
+}
+
+KeyTemplate after_fields_of(const KeyTemplate& first, const KeyTemplate& second) {
+  KeyTemplate out = second;
+  for (auto& segment : out.m_segments) {
+    if (segment.part == KeyTemplate::Part::Field) {
+      segment.field += first.fields().size();
+    }
+  }
+  out.m_fields = joint_fields(first, second);
+  return out;
+}
+
 } // namespace dedupctl::core

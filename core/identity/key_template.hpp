@@ -37,11 +37,18 @@ public:
   bool java_serialized() const { return m_java; }
 
 private:
+  friend KeyTemplate after_fields_of(const KeyTemplate& first, const KeyTemplate& second);
   bool m_java = false;
   std::string m_text;
   std::vector<Segment> m_segments;
   std::vector<FieldSpec> m_fields;
 };
+
+// Two templates rendered from one Identity (a dedup key and an effect's key): the identify stage
+// evaluates `first`'s fields, then `second`'s, into its extra values; after_fields_of gives `second`
+// with its field placeholders indexed after `first`'s, to render from them.
+std::vector<FieldSpec> joint_fields(const KeyTemplate& first, const KeyTemplate& second);
+KeyTemplate after_fields_of(const KeyTemplate& first, const KeyTemplate& second);
 
 // The values a template is rendered from, for one event.
 struct KeyValues {

@@ -133,6 +133,21 @@ TEST_F(AuditEffects, RedisKeysAsEffectsGiveTheSameVerdicts) {
             (Json{{"kind", "redis"}, {"store", m_redis.uri()}, {"key_template", "charged:{event_id}"}}));
 }
 
+// An effects key built from the event's own fields ({json:/n}: the payload's n), beside a dedup key
+// template that takes a field of its own ({header:absent}, empty): the identify stage evaluates both
+// templates' fields, each rendered from its own.
+TEST_F(AuditEffects, AnEffectsKeyFromTheEventsFieldsBesideADedupKeyWithFieldsOfItsOwn) {
+  for (const char* n : {"0", "1", "3", "4"}) {
+    ASSERT_EQ(m_redis.command(fmt::format("SET charged:{} 1200", n)), "+OK\r\n");
+  }
+  auto result = run_dedupctl(over_pay("audit", m_redis.uri(),
+                                      {"--seek", "2", "--key-template", "dedup:pay:{event_id}{header:absent}", "--ttl",
+                                       "1h", "--retention", "7d", "--side-effects", "EmailSent=idempotent", "--effects",
+                                       m_redis.uri(), "--effects-key-template", "charged:{json:/n}", "-o", "json"}));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  expect_effects(parse(result));
+}
+
 TEST_F(AuditEffects, TheTextReportSaysWhatASeekWouldChargeTwice) {
   auto result = run_dedupctl(audit(with_table(), "text"));
   EXPECT_EQ(result.exit_code, 1) << result.err;
@@ -170,11 +185,9 @@ TEST_F(AuditEffects, ATableOrColumnThatDoesNotExistIsExit2ListingTheColumns) {
            {{"--effects", m_pg.conninfo()}, "--effects-table NAME"},
            {{"--effects", m_redis.uri()}, "--effects-key-template TEMPLATE"},
            {{"--effects-table", "charges"}, "needs --effects URI"},
-           {{"--effects", m_redis.uri(), "--effects-key-template", "charged:{json:/orderId}"}, "not read for effects"},
            {{"--effects", m_redis.uri(), "--effects-key-template", "charged:{event_id|sha3}"},
             "--effects-key-template"},
-           {{"--effects", "kafka:charges"}, "not read yet"},
-           {{"--effects", "file:x.tsv"}, "postgres://… or redis://…"},
+           {{"--effects", "file:x.tsv"}, "postgres://…, redis://… or kafka:TOPIC"},
            {{"--effects", m_pg.conninfo(), "--effects-table", "charges", "--effects-key-template", "c:{event_id}"},
             "--effects-key-template is for --effects redis://"},
            {{"--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}", "--effects-table", "charges"},

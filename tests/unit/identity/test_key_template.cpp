@@ -62,3 +62,23 @@ TEST(KeyTemplate, TheWholeKeyJavaSerialized) {
   EXPECT_EQ(out, std::string("\xac\xed\x00\x05t\x00\x0erefunds:\xc3\xa9vt-1", 21));
   EXPECT_EQ(tmpl.text(), "refunds:{event_id}");
 }
+
+// Two templates rendered from one event's extra values (a dedup key and an effect's key): the second's
+// fields come after the first's, and each renders its own.
+TEST(KeyTemplate, ASecondTemplateRendersItsFieldsAfterTheFirstsFields) {
+  auto first = KeyTemplate::parse("dedup:{header:tenant}:{event_id}");
+  auto second = KeyTemplate::parse("charged:{json:/order}:{header:tenant}");
+  auto joint = joint_fields(first, second);
+  ASSERT_EQ(joint.size(), 3u);
+  EXPECT_EQ(joint[0].name, "tenant");
+  EXPECT_EQ(joint[1].name, "/order");
+  auto shifted = after_fields_of(first, second);
+  std::string_view values[] = {"acme", "o-7", "acme"};
+  KeyValues event{"e-1", "", "", "", 0, 0, "", "", values};
+  std::string out;
+  render_key(first, event, out);
+  EXPECT_EQ(out, "dedup:acme:e-1");
+  render_key(shifted, event, out);
+  EXPECT_EQ(out, "charged:o-7:acme");
+  EXPECT_EQ(shifted.text(), second.text());
+}
