@@ -8,6 +8,9 @@ committed after the event (at least once).
 
   --effects-topic T       the effect is a record produced to topic T (header event_id, flushed)
                           instead of a row; each id produced is also appended to --applied
+  --inbox                 the record is a row of the inbox table processed_events (event_id,
+                          processed_at) in --pg instead: INSERT … ON CONFLICT DO NOTHING is the
+                          claim, committed on its own, before the effect; nothing to complete
   --ttl S                 the record's TTL
   --max N                 stop after N events
   --crash-after-claim ID  die (os._exit, as SIGKILL) after claiming this event, before its effect
@@ -28,6 +31,7 @@ def parse_args():
     parser = group_arguments()
     parser.add_argument("--pg", default="", help="libpq conninfo")
     parser.add_argument("--effects-topic", default="")
+    parser.add_argument("--inbox", action="store_true")
     parser.add_argument("--applied", default="")
     parser.add_argument("--ttl", type=int, default=3600)
     parser.add_argument("--max", type=int, default=0)
@@ -54,16 +58,25 @@ def main():
         else:
             effects.execute("INSERT INTO charges (event_id) VALUES (%s)", (event_id,))
 
+    def claim(event_id):
+        if args.inbox:
+            return effects.execute("INSERT INTO processed_events (event_id, processed_at) VALUES (%s, now()) "
+                                   "ON CONFLICT DO NOTHING", (event_id,)).rowcount == 1
+        return store.set("dedup:billing:" + event_id, "1", nx=True, ex=args.ttl)
+
+    def complete(event_id):
+        if not args.inbox:
+            store.set("dedup:billing:" + event_id, "done", xx=True, ex=args.ttl)
+
     def handle(message):
         event_id = json.loads(message.value())["event_id"]
-        key = "dedup:billing:" + event_id
-        if store.set(key, "1", nx=True, ex=args.ttl):
+        if claim(event_id):
             if event_id == args.crash_after_claim:
                 os._exit(9)  # claimed, never applied: every later delivery skips it
             apply(event_id)
             if event_id == args.crash_after_effect:
                 os._exit(9)  # applied, its record still the claim
-            store.set(key, "done", xx=True, ex=args.ttl)
+            complete(event_id)
 
     code = consume_group(args.bootstrap, args.topic, args.group, handle, args.max)
     if effects:
