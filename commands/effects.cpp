@@ -117,7 +117,8 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
     out.placement.key_template = flags.key_template;
     break;
   default:
-    throw UsageError(fmt::format("--effects {}: effects are read from postgres://…, redis://… or kafka:TOPIC", flags.uri));
+    throw UsageError(
+        fmt::format("--effects {}: effects are read from postgres://…, redis://… or kafka:TOPIC", flags.uri));
   }
   return out;
 }
