@@ -173,11 +173,12 @@ void read_missing_ttls(Nodes& nodes, const std::vector<std::string>& keys, std::
 
 // Every key's state and value (its first bytes, or all of a JSON record): one MGET of the batch on
 // one server, PTTL + GET a key routed by slot in a cluster (no PTTL where the record carries its
-// expiration); a one-key layout's members as above.
+// expiration); a one-key layout's members as above. `whole_values`: every value whole (a repair compares
+// them before it deletes).
 void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<std::string>& keys,
-                std::vector<core::RecordState>& out, std::vector<std::string>& values) {
+                std::vector<core::RecordState>& out, std::vector<std::string>& values, bool whole_values = false) {
   const auto& layout = settings.layout;
-  std::size_t limit = value_limit(layout);
+  std::size_t limit = whole_values ? std::string::npos : value_limit(layout);
   bool with_ttl = !ttl_in_value(layout);
   if (core::one_key(layout)) {
     lookup_members(nodes, layout, settings.collection, keys, out, values);
@@ -602,29 +603,14 @@ public:
   }
   std::string kind() const override { return "redis"; }
 
-  // The whole value of each record (a lookup keeps a marker's first bytes only), as the release
-  // compares it.
+  // Each record as a lookup reads it, with its whole value (a lookup keeps a marker's first bytes
+  // only), as the release compares it.
   void read(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) override {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
     }
     m_keys = keys;
-    if (m_hash) {
-      lookup_members(m_nodes, m_settings.layout, m_settings.collection, keys, out, m_values);
-    } else {
-      out.assign(keys.size(), core::RecordState{});
-      m_values.assign(keys.size(), std::string());
-      m_nodes.exchange(
-          keys, 2, [&](std::size_t i, CommandBuffer& buffer) { add_lookup(buffer, keys[i], true); },
-          [&](std::size_t i, std::span<Reply> replies) {
-            read_lookup(replies, out[i], m_values[i], "a repair's read", std::string::npos);
-          },
-          "a repair's read");
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        out[i].value = m_values[i];
-      }
-    }
-    read_values(m_settings.layout, out);
+    lookup_all(m_nodes, m_settings, keys, out, m_values, true);
   }
 
   void release(const std::vector<std::uint8_t>& release, std::vector<std::uint8_t>& released) override {
