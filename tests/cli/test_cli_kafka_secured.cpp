@@ -643,3 +643,48 @@ TEST_P(SecuredKafka, WatchReadsOverScramAndShowsNoSecret) {
     }
   }
 }
+
+// --effects kafka:TOPIC over SCRAM-SHA-512/TLS: the output topic is read with the same properties as
+// the audited one, and the password appears nowhere.
+TEST_P(SecuredKafka, EffectsFromAnOutputTopicAreReadOverTheSameSecuredConnection) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  plant_records(redis);
+  std::string charges;
+  for (const char* id : {"e-0", "e-1", "e-3", "e-4"}) {
+    charges += kcat_line(OwnedEvent{.topic = "charges", .timestamp_ms = wall_ms(), .headers = {{"event_id", id}}});
+  }
+  std::string out = topic_with_acls("charges", 1, charges, {});
+  std::vector<std::string> args{"audit",
+                                "-b",
+                                m_listeners.sasl_ssl,
+                                "--topic",
+                                m_topic,
+                                "--store",
+                                redis.uri(),
+                                "--key-template",
+                                "dedup:pay:{event_id}",
+                                "--ttl",
+                                "1h",
+                                "--retention",
+                                "7d",
+                                "--effects",
+                                "kafka:" + out,
+                                "--fail-on",
+                                "none",
+                                "-o",
+                                "json",
+                                "--timeout",
+                                "60s"};
+  for (const auto& property : scram("SCRAM-SHA-512", k_kafka_password)) {
+    args.insert(args.end(), {"-X", property});
+  }
+  auto result = run_dedupctl(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto effects = parse(result).at("summary").at("effects");
+  EXPECT_EQ(effects.at("checked"), 9) << effects;
+  EXPECT_EQ(effects.at("applied"), 4) << effects;
+  for (const auto* text : {&result.out, &result.err}) {
+    EXPECT_EQ(text->find(k_kafka_password), std::string::npos) << *text;
+  }
+}
