@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -534,6 +535,7 @@ TEST_F(AuditEffects, AnOutputTopicsFlagsAreCheckedFirst) {
                    {"--effects", m_redis.uri(), "--effects-key-template", "c:{event_id}", "--effects-id", "json:/id"})),
                "--effects-id is for --effects kafka:TOPIC");
   expect_usage(run_dedupctl(audit({"--effects", "kafka:"})), "name the topic");
+  expect_usage(run_dedupctl(audit({"--effects", "kafka:no-such-topic"})), "--effects kafka:no-such-topic");
   expect_usage(run_dedupctl(audit({"--effects", "kafka:charges", "--effects-allowance", "soon"})),
                "--effects-allowance");
   std::string dump = m_dir.file("pay.ndjson");
@@ -577,4 +579,17 @@ TEST_F(ReplayRepair, AnInboxsLostRowsAreDeletedAndItsOtherRowsKept) {
   EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
   auto left = m_pg.psql("SELECT string_agg(event_id || ':' || status, ',' ORDER BY event_id) FROM processed_events");
   EXPECT_EQ(left.out, "e-3:done,e-4:processing\n");
+}
+
+// A release log that cannot be written (here a link into a directory that does not exist, as a full
+// disk refuses it): exit 3, incomplete, and no record is released, since none was written down first.
+TEST_F(ReplayRepair, AReleaseLogThatCannotBeWrittenReleasesNothing) {
+  std::filesystem::create_symlink(m_dir.file("gone/cp.released"), m_dir.file("cp.released"));
+  auto result = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}", "--execute", "--sink",
+                                     "file:" + m_dir.file("out.ndjson"), "--checkpoint", m_dir.file("cp")}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_EQ(parse(result).at("complete"), false);
+  EXPECT_NE(result.err.find("cannot write the repair's release log"), std::string::npos) << result.err;
+  EXPECT_EQ(exists("dedup:pay:e-2"), ":1\r\n");
+  EXPECT_EQ(exists("dedup:pay:e-6"), ":1\r\n");
 }
