@@ -32,11 +32,7 @@ public:
     m_rows.assign(keys.size(), std::string());
     // Keys the id column cannot hold have no row (an id that is not a uuid): absent, never lost.
     m_session.fitting(keys, m_fit, m_positions);
-    out.assign(keys.size(), core::RecordState{});
-    m_session.lookup(m_fit, m_states, m_values);
-    for (std::size_t j = 0; j < m_fit.size(); ++j) {
-      out[m_positions[j]] = m_states[j];
-    }
+    m_session.lookup(keys, out, m_values); // a key the column cannot hold: absent
     m_session.guard([&] {
       pqxx::nontransaction work(m_session.connection());
       pqxx::result rows = with_consumer(work, "repair_rows", array_literal(m_fit));
@@ -106,7 +102,6 @@ private:
   InboxSession m_session;
   std::vector<std::string> m_keys, m_rows, m_fit;
   std::vector<std::size_t> m_positions;
-  std::vector<core::RecordState> m_states;
   std::deque<std::string> m_values;
 };
 

@@ -57,14 +57,7 @@ std::string InboxSession::holds_only() const {
 
 void InboxSession::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                           std::deque<std::string>& values) {
-  m_sent.clear();
-  m_positions.clear();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (can_hold(keys[i])) {
-      m_sent.push_back(keys[i]);
-      m_positions.push_back(i);
-    }
-  }
+  fitting(keys, m_sent, m_positions);
   out.assign(keys.size(), core::RecordState{});
   values.clear();
   guard([&] {
