@@ -382,6 +382,54 @@ TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndU
                          << "\nlibrary: " << fmt::format("{}", fmt::join(never, " "));
   EXPECT_EQ(twice, (std::set<std::string>{id_of(3), id_of(4), id_of(15)}));
   EXPECT_EQ(never, (std::set<std::string>{id_of(12)}));
+
+  // replay --repair-lost through the library's records: 12's COMPLETED record is released and 12
+  // published to the library's own topic; the library, reading on, charges it once and nothing else.
+  std::map<int, int> before;
+  for (int i = 0; i < k_events; ++i) {
+    before[i] = charges(i);
+  }
+  std::vector<std::string> args{"replay",
+                                "-b",
+                                m_bootstrap,
+                                "--topic",
+                                m_topic,
+                                "--group",
+                                m_group,
+                                "--to",
+                                "committed",
+                                "--via",
+                                m_redis.uri(),
+                                "--repair-lost",
+                                "--effects",
+                                m_redis.uri(),
+                                "--effects-key-template",
+                                "charged:{event_id}",
+                                "--execute",
+                                "--sink",
+                                "kafka:" + m_topic,
+                                "--checkpoint",
+                                m_dir.file("repair.cp"),
+                                "--decisions",
+                                m_dir.file("repair.ndjson"),
+                                "-o",
+                                "json"};
+  auto flags = placement_flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto repaired = run_dedupctl(args);
+  ASSERT_EQ(repaired.exit_code, 0) << repaired.err << repaired.out;
+  std::set<std::string> published;
+  for (const auto& line : lines_of(m_dir.file("repair.ndjson"))) {
+    Json decision = Json::parse(line);
+    if (decision.at("decision") == "replayed") {
+      published.insert(decision.at("event_id").get<std::string>());
+    }
+  }
+  EXPECT_EQ(published, lost);
+  consume(m_dir.file("applied-repaired"), charging);
+  for (int i = 0; i < k_events; ++i) {
+    EXPECT_EQ(charges(i), i == 12 ? 1 : before[i]) << id_of(i);
+  }
 }
 
 // A hand-written consumer (tests/support/libraries/effects_consumer.py) that claims in Redis (SET NX
