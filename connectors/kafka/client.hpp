@@ -93,4 +93,10 @@ watermarks(rd_kafka_t* rk, const KafkaSettings& settings,
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks_of(rd_kafka_t* rk, const KafkaSettings& settings,
                                                                  const std::string& topic);
 
+// When `group` is listed by the cluster but not as a consumer group (a share group, a Streams
+// group, Kafka Connect's): what it is. nullopt for a consumer group, a group not listed at all, or
+// when the listing failed.
+std::optional<core::GroupKindInfo> non_consumer_group_kind(rd_kafka_t* rk, const KafkaSettings& settings,
+                                                           const std::string& group);
+
 } // namespace dedupctl::connectors::kafka

@@ -96,6 +96,12 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
   out.info.group = request.group;
   std::vector<std::pair<std::string, std::int32_t>> all = chosen_partitions(rk.get(), settings, request, out.info);
   auto facts = partition_facts(rk.get(), settings, request, all);
+  bool uses_committed = request.seek || !request.seeks.empty() || request.from.kind == core::SpecKind::Committed ||
+                        request.to.kind == core::SpecKind::Committed;
+  if (request.group && uses_committed &&
+      std::none_of(facts.begin(), facts.end(), [](const auto& f) { return f.second.committed.has_value(); })) {
+    out.info.group_kind = non_consumer_group_kind(rk.get(), settings, *request.group);
+  }
 
   auto lookups_for = [&](const core::OffsetSpec& spec) {
     std::map<std::pair<std::string, std::int32_t>, std::int64_t> lookups;

@@ -48,6 +48,9 @@ std::optional<std::string> committed_offsets_missing(const SourceInfo& source, c
   if (!culprit && !(seek && none_at_all)) {
     return std::nullopt;
   }
+  if (source.group_kind) {
+    return not_a_consumer_group(*source.group, *source.group_kind);
+  }
   std::string names = partition_names(lacking);
   std::string why =
       culprit

@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 #include "core/finding.hpp"
+#include "core/source/group_kind.hpp"
 #include "core/source/partition.hpp"
 
 #include <cstdint>
@@ -17,6 +18,9 @@ struct SourceInfo {
   std::string path;                // file sources
   std::string bootstrap;           // kafka sources
   std::optional<std::string> group;
+  // Set when --group names a group the cluster lists but not as a consumer group (a share group, …):
+  // found by the Kafka connector only when the group committed nothing on the range's partitions.
+  std::optional<GroupKindInfo> group_kind;
   std::string isolation; // kafka sources: "read_committed" or "read_uncommitted"
   std::vector<PartitionRange> partitions;
   std::int64_t invalid_lines = 0;    // file sources read with --skip-invalid
@@ -37,7 +41,8 @@ struct OffsetSpec;
 // kafka-consumer-groups refuses to shift a partition without a committed offset): a SPEC that counts
 // from the committed offset (`committed`, --seek -N) on a partition holding events the group never
 // committed, or any --seek when the group committed nothing on these partitions (the replay window
-// [seek, committed) would have no end: usually a misspelt group). Partitions without events never
+// [seek, committed) would have no end: usually a misspelt group, or one that is no consumer group,
+// `group_kind`, said as such). Partitions without events never
 // need one. `specs` are the --from/--to/--seek given; nullptr for a flag not given.
 std::optional<std::string> committed_offsets_missing(const SourceInfo& source, const OffsetSpec* seek,
                                                      const std::vector<const OffsetSpec*>& range_specs);

@@ -274,6 +274,65 @@ TEST_F(RealKafka, GroupsAreReadWithoutJoiningThem) {
   EXPECT_EQ(nothing.at("complete"), false);
 }
 
+// A share group (KIP-932) commits no offsets, and librdkafka neither lists nor describes it: named as
+// --group for a seek it used to read as a group that committed nothing ("usually misspelt"). It is
+// refused, exit 2, named as a share group with what gives the coverage instead, while it has a
+// member that received and acknowledged every record. A consumer-protocol group (KIP-848) and a
+// classic group, each committed by Kafka's own console consumer, plan the same seek as before.
+TEST_F(RealKafka, AShareGroupIsNamedAndRefusedWhileGroupsOfBothConsumerProtocolsPlanSeeks) {
+  std::string topic = topic_with("share", 1, 10);
+  const auto& broker = shared_kafka_broker();
+  std::string queue = "queue-" + topic;
+  auto configured =
+      broker.tool(k_configs, {"--bootstrap-server", m_bootstrap, "--alter", "--entity-type", "groups", "--entity-name",
+                              queue, "--add-config", "share.auto.offset.reset=earliest"});
+  ASSERT_EQ(configured.exit_code, 0) << configured.err;
+  auto member = broker.spawn_tool(k_console_share_consumer,
+                                  {"--bootstrap-server", m_bootstrap, "--topic", topic, "--group", queue});
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(member->read_line(std::chrono::seconds(90))) << "the share consumer received " << i << " of 10";
+  }
+  auto described =
+      broker.tool(k_share_groups, {"--bootstrap-server", m_bootstrap, "--describe", "--group", queue, "--members"});
+  ASSERT_EQ(described.exit_code, 0) << described.err;
+  EXPECT_NE(described.out.find(topic + ":0"), std::string::npos) << "a member holding the partition:\n"
+                                                                 << described.out;
+  for (std::string seek : {"-4", "earliest", "committed"}) {
+    Json refused = audit(topic, {"--group", queue, "--seek", seek}, 2);
+    EXPECT_EQ(refused.value("complete", true), false);
+    auto result = run_dedupctl({"audit", "-b", m_bootstrap, "--topic", topic, "--group", queue, "--seek", seek,
+                                "--store", m_redis->uri(), "--key-template", "d:{event_id}", "--ttl", "1h"});
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    for (const std::string& said : {"group '" + queue + "' is a share group (KIP-932), not a consumer group",
+                                    std::string("group.share.delivery.count.limit"),
+                                    std::string("without --group: --from OFFSET|@TIME --to latest")}) {
+      EXPECT_NE(result.err.find(said), std::string::npos) << seek << ": " << result.err;
+    }
+    EXPECT_EQ(result.err.find("misspelt"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("Check the group name"), std::string::npos) << result.err;
+  }
+  // The coverage the message points to: the range it would re-deliver, without --group.
+  Json range = audit(topic, {"--from", "earliest", "--to", "latest"});
+  EXPECT_EQ(range.at("source").at("partitions")[0].at("events"), 10);
+
+  for (std::string protocol : {"consumer", "classic"}) {
+    std::string group = protocol + "-" + topic;
+    auto consumed = broker.tool(k_console_consumer, {"--bootstrap-server", m_bootstrap, "--topic", topic, "--group",
+                                                     group, "--from-beginning", "--max-messages", "10",
+                                                     "--consumer-property", "group.protocol=" + protocol});
+    ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
+    Json doc = audit(topic, {"--group", group, "--seek", "-4"});
+    EXPECT_EQ(per_partition(doc, "committed"), (std::map<int, long long>{{0, 10}})) << protocol;
+    EXPECT_EQ(per_partition(doc, "seek"), (std::map<int, long long>{{0, 6}})) << protocol;
+    EXPECT_EQ(doc.at("replay").at("events"), 4) << protocol;
+  }
+  // A group that does not exist is still the misspelt name it most likely is.
+  auto misspelt = run_dedupctl({"audit", "-b", m_bootstrap, "--topic", topic, "--group", "qeue-" + topic, "--seek",
+                                "-4", "--store", m_redis->uri(), "--key-template", "d:{event_id}", "--ttl", "1h"});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_NE(misspelt.err.find("Check the group name"), std::string::npos) << misspelt.err;
+}
+
 // kafka-consumer-groups --reset-offsets --dry-run and dedupctl audit --seek, spelled each their
 // own way, plan the same offset on every partition; so does an audit of a kcat dump of the topic
 // given the group's offsets as kafka-consumer-groups --export writes them (--committed).

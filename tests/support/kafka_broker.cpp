@@ -214,6 +214,15 @@ CommandResult KafkaBroker::tool(const std::string& main_class, const std::vector
                      std::chrono::minutes(2));
 }
 
+std::unique_ptr<Process> KafkaBroker::spawn_tool(const std::string& main_class,
+                                                 const std::vector<std::string>& args) const {
+  SpawnOptions options;
+  options.pipe_stdout = true;
+  options.stderr_file = m_dir.file("tools-stderr.log");
+  return std::make_unique<Process>(
+      java_command(m_java, m_libs, main_class, args, m_dir.file("tools-log4j2.properties")), options);
+}
+
 std::string KafkaBroker::log() const { return read_file(m_dir.file("server.log")); }
 
 KafkaBroker& shared_kafka_broker() {

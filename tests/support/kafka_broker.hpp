@@ -48,6 +48,8 @@ public:
   // Runs a Kafka command-line tool by the main class its bin/kafka-*.sh script names, e.g.
   // k_consumer_groups with {"--bootstrap-server", …, "--describe", …}.
   CommandResult tool(const std::string& main_class, const std::vector<std::string>& args) const;
+  // The same tool left running (a console consumer that stays a member), its stdout piped.
+  std::unique_ptr<Process> spawn_tool(const std::string& main_class, const std::vector<std::string>& args) const;
 
   // The broker's own log (server.log), for a failing test.
   std::string log() const;
@@ -68,6 +70,9 @@ private:
 inline constexpr const char* k_consumer_groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 inline constexpr const char* k_delete_records = "org.apache.kafka.tools.DeleteRecordsCommand";
 inline constexpr const char* k_configs = "kafka.admin.ConfigCommand";
+inline constexpr const char* k_console_consumer = "org.apache.kafka.tools.consumer.ConsoleConsumer";
+inline constexpr const char* k_console_share_consumer = "org.apache.kafka.tools.consumer.ConsoleShareConsumer";
+inline constexpr const char* k_share_groups = "org.apache.kafka.tools.consumer.group.ShareGroupCommand";
 
 // A fresh KRaft cluster id as kafka-storage random-uuid prints it (22 base64url characters), never
 // one that starts with '-'.

@@ -172,6 +172,32 @@ TEST(CommittedOffsetsMissing, ASpecCountingFromCommittedNeedsItWhereEventsAre) {
   EXPECT_FALSE(committed_offsets_missing(no_group, &back, {}));
 }
 
+// A group the connector found to be no consumer group is said as what it is, never as a misspelt
+// name; only when the window needs the commits it lacks.
+TEST(CommittedOffsetsMissing, AGroupThatIsNoConsumerGroupIsSaidAsSuch) {
+  auto back = parse_offset_spec("-10", "--seek");
+  auto earliest = parse_offset_spec("earliest", "--from");
+  auto none = group_source({std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  none.group_kind = GroupKindInfo{GroupKind::Share, "", ""};
+  auto share = committed_offsets_missing(none, &back, {&earliest});
+  ASSERT_TRUE(share);
+  EXPECT_NE(share->find("group 'billing' is a share group (KIP-932), not a consumer group"), std::string::npos);
+  EXPECT_NE(share->find("kafka-share-groups --reset-offsets --group billing"), std::string::npos) << *share;
+  EXPECT_NE(share->find("group.share.delivery.count.limit"), std::string::npos) << *share;
+  EXPECT_EQ(share->find("Check the group name"), std::string::npos) << *share;
+  EXPECT_FALSE(committed_offsets_missing(none, nullptr, {&earliest})) << "a range that needs no commits";
+
+  none.group_kind = GroupKindInfo{GroupKind::Streams, "", ""};
+  EXPECT_NE(committed_offsets_missing(none, &back, {})->find("is a Kafka Streams group (KIP-1071)"), std::string::npos);
+  none.group_kind = GroupKindInfo{GroupKind::Other, "connect", ""};
+  EXPECT_NE(committed_offsets_missing(none, &back, {})->find("is a 'connect' group, not a consumer group"),
+            std::string::npos);
+  none.group_kind = GroupKindInfo{GroupKind::Listed, "", "reading __consumer_offsets: not authorized"};
+  auto listed = committed_offsets_missing(none, &back, {});
+  EXPECT_NE(listed->find("is not a consumer group: the cluster lists it"), std::string::npos) << *listed;
+  EXPECT_NE(listed->find("(reading __consumer_offsets: not authorized)"), std::string::npos) << *listed;
+}
+
 // What an operator types to kafka-consumer-groups --reset-offsets works as a SPEC too.
 TEST(OffsetSpec, KafkaConsumerGroupsSpellingsAreAccepted) {
   auto by_duration = parse_offset_spec("P1DT2H", "--seek");
