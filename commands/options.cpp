@@ -51,7 +51,7 @@ void add_global_options(CLI::App& app, GlobalFlags& global) {
                    "when the server refuses the last one")
       ->type_name("CMD")
       ->envname("DEDUPCTL_REDIS_PASSWORD_COMMAND");
-  group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit or github")
+  group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit, github or gitlab")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");
   group->add_option("--fail-on", global.fail_on, "exit 1 on findings at or above: error, warning, info, none")

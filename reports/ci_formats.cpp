@@ -1,5 +1,7 @@
-// Formats for CI: SARIF 2.1.0 (code scanning), JUnit XML (test reports), GitHub workflow commands.
+// Formats for CI: SARIF 2.1.0 (code scanning), JUnit XML (test reports), GitHub workflow commands,
+// GitLab Code Quality.
 #include "core/util/build_info.hpp"
+#include "core/util/fingerprint.hpp"
 #include "reports/common.hpp"
 #include "reports/report.hpp"
 
@@ -94,6 +96,17 @@ std::string artifact_uri(std::string_view path) {
   return uri;
 }
 
+// What a finding is about, where no declarations file names it: the kcat dump read, or kafka:TOPIC.
+std::string source_name(const Report& report) {
+  if (report.source && report.source->kind == "file" && !report.source->path.empty()) {
+    return report.source->path;
+  }
+  if (report.source && !report.source->topics.empty()) {
+    return "kafka:" + report.source->topics.front();
+  }
+  return "dedupctl";
+}
+
 // Every result has a location (GitHub's upload-sarif refuses one without): the declaration a
 // check finding points at; else what was read, the kcat dump or kafka:TOPIC, with the first
 // example's partition and offset as a logical location.
@@ -106,12 +119,8 @@ Json sarif_location(const Report& report, const core::Finding& finding) {
     return Json{{"physicalLocation",
                  Json{{"artifactLocation", Json{{"uri", artifact_uri(finding.file)}}}, {"region", region}}}};
   }
-  std::string uri = "dedupctl";
-  if (report.source && report.source->kind == "file" && !report.source->path.empty()) {
-    uri = artifact_uri(report.source->path);
-  } else if (report.source && !report.source->topics.empty()) {
-    uri = "kafka:" + report.source->topics.front();
-  }
+  std::string name = source_name(report);
+  std::string uri = report.source && report.source->kind == "file" ? artifact_uri(name) : name;
   Json location{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", uri}}}, {"region", region}}}};
   if (!finding.examples.empty() && !finding.examples.front().topic.empty()) {
     const auto& ex = finding.examples.front();
@@ -232,6 +241,58 @@ void render_github(const Report& report, std::FILE* out) {
     fmt::print(out, "::error title=dedupctl {}::{}\n", gh_escape(report.command, true),
                gh_escape("incomplete: " + report.error.value_or("the run did not finish"), false));
   }
+}
+
+void render_gitlab(const Report& report, std::FILE* out) {
+  // GitLab's Code Quality report: the CodeClimate issue's required fields (type, check_name,
+  // description, categories, location) and GitLab's (fingerprint, severity, location.path,
+  // location.lines.begin). A fingerprint stands for what the finding is about, never its wording or
+  // counts, so a finding keeps it from run to run and GitLab tells new ones from fixed ones; two
+  // findings alike in all of that are told apart by their order.
+  auto severity_of = [](core::Severity severity) {
+    switch (severity) {
+    case core::Severity::Error:
+      return "critical";
+    case core::Severity::Warning:
+      return "major";
+    case core::Severity::Info:
+      return "info";
+    }
+    return "info";
+  };
+  std::map<std::string, int> seen;
+  auto issue = [&](const std::string& check, std::string_view severity, const std::string& description,
+                   const std::string& path, int line, const std::string& about) {
+    std::string identity = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}", report.command, check, path, line, about);
+    int ordinal = seen[identity]++;
+    std::string fingerprint = core::fingerprint_hex(core::hash64(identity, static_cast<std::uint64_t>(ordinal))) +
+                              core::fingerprint_hex(core::hash64(identity, 0x9e3779b97f4a7c15ULL + ordinal));
+    return Json{{"type", "issue"},
+                {"check_name", check},
+                {"description", description},
+                {"categories", Json::array({"Bug Risk"})},
+                {"severity", severity},
+                {"fingerprint", fingerprint},
+                {"location", Json{{"path", path}, {"lines", Json{{"begin", std::max(1, line)}}}}}};
+  };
+  Json issues = Json::array();
+  for (const auto& finding : report.findings) {
+    std::string path = finding.file.empty() ? source_name(report) : finding.file;
+    std::string about = finding.subject;
+    if (finding.file.empty() && !finding.examples.empty() && !finding.examples.front().topic.empty()) {
+      about += fmt::format("\x1f{}[{}]", finding.examples.front().topic, finding.examples.front().partition);
+    }
+    issues.push_back(issue("dedupctl/" + finding.id, severity_of(finding.severity), message_of(finding), path,
+                           finding.file.empty() ? 1 : finding.line, about));
+  }
+  if (!report.complete) {
+    issues.push_back(issue("dedupctl/incomplete", "blocker",
+                           "incomplete: " + report.error.value_or("the run did not finish") +
+                               ". dedupctl could not see everything, so no verdict stands for what it did not see.",
+                           source_name(report), 1, ""));
+  }
+  std::string text = issues.dump(2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), out);
 }
 
 } // namespace dedupctl::reports

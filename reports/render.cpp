@@ -30,11 +30,14 @@ Format parse_format(std::string_view name) {
   if (name == "github") {
     return Format::Github;
   }
+  if (name == "gitlab") {
+    return Format::Gitlab;
+  }
   if (name == "html") {
     return Format::Html;
   }
   throw UsageError(
-      fmt::format("invalid --format '{}': expected text, json, markdown, sarif, junit, github or html", name));
+      fmt::format("invalid --format '{}': expected text, json, markdown, sarif, junit, github, gitlab or html", name));
 }
 
 std::string_view to_string(Format format) {
@@ -51,6 +54,8 @@ std::string_view to_string(Format format) {
     return "junit";
   case Format::Github:
     return "github";
+  case Format::Gitlab:
+    return "gitlab";
   case Format::Html:
     return "html";
   }
@@ -77,12 +82,15 @@ void render(const Report& report, Format format, std::FILE* out, const RenderOpt
   case Format::Github:
     render_github(printable(report), out);
     return;
+  case Format::Gitlab:
+    render_gitlab(printable(report), out);
+    return;
   case Format::Html:
     render_html(report, out);
     return;
   default:
-    throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json, markdown, sarif, junit "
-                                 "or github",
+    throw UsageError(fmt::format("--format {} is not available for {} yet; use text, json, markdown, sarif, junit, "
+                                 "github or gitlab",
                                  to_string(format), report.command));
   }
 }

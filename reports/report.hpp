@@ -73,7 +73,7 @@ struct Report {
   }
 };
 
-enum class Format { Text, Json, Markdown, Sarif, Junit, Github, Html };
+enum class Format { Text, Json, Markdown, Sarif, Junit, Github, Gitlab, Html };
 
 // Throws UsageError for an unknown name.
 Format parse_format(std::string_view name);
@@ -94,6 +94,7 @@ void render_markdown(const Report& report, std::FILE* out);
 void render_sarif(const Report& report, std::FILE* out);
 void render_junit(const Report& report, std::FILE* out);
 void render_github(const Report& report, std::FILE* out);
+void render_gitlab(const Report& report, std::FILE* out);
 void render_html(const Report& report, std::FILE* out);
 
 } // namespace dedupctl::reports

@@ -51,7 +51,7 @@ TEST(CliCheck, DashXTakesOneValueAndLeavesTheFileToCheck) {
 }
 
 TEST(CliCheck, TheExitCodeIsTheSameWhateverTheFormat) {
-  for (const std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "html"}) {
+  for (const std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "gitlab", "html"}) {
     EXPECT_EQ(run_dedupctl({"check", k_example, "-o", format}).exit_code, 1) << format;
     EXPECT_EQ(run_dedupctl({"check", k_example, "-o", format, "--fail-on", "none"}).exit_code, 0) << format;
   }

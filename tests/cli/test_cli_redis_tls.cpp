@@ -221,7 +221,7 @@ TEST_F(RedisTls, ThePasswordFromAFileOrACommandNeverPrinted) {
       << failed.err;
   results.insert(results.end(), {wrong_command, wrong_file, failed});
   // Every report format, and librdkafka's and our diagnostics at -vv.
-  for (const char* format : {"text", "markdown", "html", "sarif", "junit", "github"}) {
+  for (const char* format : {"text", "markdown", "html", "sarif", "junit", "github", "gitlab"}) {
     auto args = with({"--redis-password-file", m_dir.file("wrong"), "-vv"});
     *std::find(args.begin(), args.end(), "json") = format;
     auto result = run_dedupctl(args);

@@ -400,7 +400,7 @@ TEST(SchemaRegistryAuth, BasicAuthFromTheEnvironmentAndNoPasswordInAnyOutput) {
                     "--registry", fmt::format("http://ops:wr0ng-pw@127.0.0.1:{}", registry.port())});
   EXPECT_EQ(wrong_in_url.exit_code, 3);
   // Every report format scrubs the password typed in the URL.
-  for (const std::string format : {"text", "markdown", "html", "sarif", "junit", "github"}) {
+  for (const std::string format : {"text", "markdown", "html", "sarif", "junit", "github", "gitlab"}) {
     auto run =
         run_dedupctl({"scan", "-o", format, "--input", dir.file("orders.ndjson"), "--id", "json:/metadata/eventId",
                       "--registry", fmt::format("http://ops:wr0ng-pw@127.0.0.1:{}", registry.port())});

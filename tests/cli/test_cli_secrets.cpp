@@ -41,7 +41,7 @@ TEST_P(Secrets, NoFormatEverPrintsAPasswordInAnySpelling) {
   };
   TempDir dir;
   for (const auto& t : typed) {
-    for (std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "html"}) {
+    for (std::string format : {"text", "json", "markdown", "sarif", "junit", "github", "gitlab", "html"}) {
       std::vector<std::string> args{
           "audit", "-b", cluster.bootstrap,      "--topic", cluster.topic, "--store", t.store,
           "--ttl", "1h", "--retention",          "7d",      "-o",          format,    "--timeout",

@@ -91,6 +91,73 @@ TEST(SarifFormat, HasTheFieldsThe210SchemaRequires) {
   }
 }
 
+// GitLab's Code Quality report: a JSON array of CodeClimate issues with the fields the CodeClimate
+// spec requires (type "issue", check_name, description, categories from its list, location with a
+// path and lines.begin) and those GitLab requires (fingerprint, severity from its five).
+TEST(GitlabFormat, EachIssueHasTheFieldsCodeClimateAndGitlabRequire) {
+  Report incomplete = check_report();
+  incomplete.complete = false;
+  incomplete.error = "no live check could run";
+  const std::set<std::string> categories{"Bug Risk",    "Clarity",     "Compatibility", "Complexity",
+                                         "Duplication", "Performance", "Security",      "Style"};
+  const std::set<std::string> severities{"info", "minor", "major", "critical", "blocker"};
+  for (const Report& report : {check_report(), incomplete, Report{}}) {
+    auto doc = nlohmann::json::parse(rendered(report, Format::Gitlab));
+    ASSERT_TRUE(doc.is_array());
+    EXPECT_EQ(doc.size(), report.findings.size() + (report.complete ? 0 : 1));
+    for (const auto& issue : doc) {
+      EXPECT_EQ(issue.at("type"), "issue");
+      EXPECT_FALSE(issue.at("check_name").get<std::string>().empty());
+      EXPECT_FALSE(issue.at("description").get<std::string>().empty());
+      ASSERT_FALSE(issue.at("categories").empty());
+      for (const auto& category : issue.at("categories")) {
+        EXPECT_TRUE(categories.count(category.get<std::string>())) << category;
+      }
+      EXPECT_TRUE(severities.count(issue.at("severity").get<std::string>())) << issue.at("severity");
+      EXPECT_FALSE(issue.at("fingerprint").get<std::string>().empty());
+      EXPECT_FALSE(issue.at("location").at("path").get<std::string>().empty());
+      EXPECT_GE(issue.at("location").at("lines").at("begin").get<int>(), 1);
+    }
+  }
+  auto doc = nlohmann::json::parse(rendered(incomplete, Format::Gitlab));
+  EXPECT_EQ(doc[0].at("check_name"), "dedupctl/ttl-shorter-than-retention");
+  EXPECT_EQ(doc[0].at("severity"), "critical");
+  EXPECT_EQ(doc[0].at("location").at("path"), "d.toml");
+  EXPECT_EQ(doc[0].at("location").at("lines").at("begin"), 7);
+  EXPECT_EQ(doc[1].at("severity"), "major");
+  EXPECT_EQ(doc[1].at("location").at("path"), "dir,weird:d.toml");
+  EXPECT_EQ(doc[2].at("severity"), "blocker");
+  EXPECT_NE(doc[2].at("description").get<std::string>().find("no live check could run"), std::string::npos);
+}
+
+// A fingerprint is what GitLab tells new findings from fixed ones by: the same finding keeps it
+// from run to run though its wording and counts change; findings differ in it, also two alike in
+// all but their order.
+TEST(GitlabFormat, FingerprintsAreStableAcrossRunsAndDistinctAcrossFindings) {
+  auto fingerprints = [](const Report& report) {
+    std::vector<std::string> out;
+    for (const auto& issue : nlohmann::json::parse(rendered(report, Format::Gitlab))) {
+      out.push_back(issue.at("fingerprint"));
+    }
+    return out;
+  };
+  Report first = check_report();
+  Report again = check_report();
+  again.findings[0].title = "billing: the ttl (2d) is shorter than the topic's retention (7d)";
+  again.findings[0].count = 40;
+  EXPECT_EQ(fingerprints(first), fingerprints(again));
+  Report twice = check_report();
+  twice.findings.push_back(twice.findings[0]);
+  auto all = fingerprints(twice);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 3u);
+  Report moved = check_report();
+  moved.findings[0].line = 8;
+  EXPECT_NE(fingerprints(moved)[0], fingerprints(first)[0]);
+  Report other_consumer = check_report();
+  other_consumer.findings[0].subject = "payments";
+  EXPECT_NE(fingerprints(other_consumer)[0], fingerprints(first)[0]);
+}
+
 TEST(CiFormats, AnIncompleteRunIsAnErrorInEveryFormat) {
   Report report;
   report.command = "check";
@@ -101,6 +168,7 @@ TEST(CiFormats, AnIncompleteRunIsAnErrorInEveryFormat) {
             std::string::npos);
   EXPECT_NE(rendered(report, Format::Junit).find("<error message=\"no live check could run\"/>"), std::string::npos);
   EXPECT_NE(rendered(report, Format::Sarif).find("\"executionSuccessful\": false"), std::string::npos);
+  EXPECT_NE(rendered(report, Format::Gitlab).find("\"severity\": \"blocker\""), std::string::npos);
 }
 
 TEST(CheckFormats, TextMarkdownAndJsonMatchTheirGoldens) {
