@@ -9,7 +9,7 @@ order) over two days, with the log-level problems dedupctl scan must find plante
 - and, clean, a burst of 30 orders in the last hour (the records a 1h TTL still holds).
 
 Deterministic; run it again only to change the data, and update the expected numbers in
-tests/cli/test_cli_scan.cpp and README.md when you do.
+tests/cli/test_cli_scan.cpp and docs/commands.md (the scan example) when you do.
 """
 import json
 import random
