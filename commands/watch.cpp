@@ -53,6 +53,7 @@ struct WatchFlags {
   EffectsFlags effects;
   std::vector<std::string> seeks;
   std::string listen = "127.0.0.1:9464";
+  std::string web_config;
   std::string refresh = "5m";
   std::string interval = "5s";
   std::string semantic_window = core::format_duration(core::k_default_semantic_window_ms);
@@ -70,6 +71,7 @@ struct WatchConfig {
   std::vector<std::pair<std::string, core::OffsetSpec>> seeks;
   std::int64_t refresh_ms = 0;
   std::int64_t interval_ms = 0;
+  std::optional<connectors::http::WebConfig> web; // --web-config, read and checked
   std::int64_t semantic_window_ms = 0;
   std::int64_t refresh_rate = 0; // keys a second a refresh looks up at most (0: no limit)
   std::optional<EffectsOptions> effects;
@@ -113,6 +115,9 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
     config.seeks.emplace_back(seek, core::parse_offset_spec(seek, "--seek"));
   }
   config.refresh_ms = core::parse_duration(flags.refresh, "--refresh");
+  if (!flags.web_config.empty()) {
+    config.web = connectors::http::load_web_config(flags.web_config);
+  }
   config.interval_ms = core::parse_duration(flags.interval, "--interval");
   if (config.interval_ms < 100) {
     throw UsageError(fmt::format("--interval {}: at least 100ms", flags.interval));
@@ -281,18 +286,24 @@ int run(const WatchFlags& flags, Context& context) {
   ConnectedSystems systems(config, flags.placement, context);
   Watcher watcher(watch_options(config, flags.placement), systems);
   std::int64_t stale_after = std::max<std::int64_t>(60'000, 3 * interval);
-  connectors::http::Server server(flags.listen, [&](std::string_view path, std::string_view accept) {
-    if (path == "/metrics") {
-      auto format = reports::negotiate_metrics_format(accept);
-      return connectors::http::Response{200, std::string(reports::content_type(format)), watcher.render(format)};
-    }
-    if (path == "/healthz") {
-      bool alive = steady_ms() - watcher.last_progress_ms() < stale_after;
-      return connectors::http::Response{alive ? 200 : 503, "text/plain; charset=utf-8", alive ? "ok\n" : "stalled\n"};
-    }
-    return connectors::http::Response{404, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n"};
-  });
-  context.note(fmt::format("watch: serving /metrics and /healthz on {} (port {})", flags.listen, server.port()));
+  connectors::http::Server server(
+      flags.listen,
+      [&](std::string_view path, std::string_view accept) {
+        if (path == "/metrics") {
+          auto format = reports::negotiate_metrics_format(accept);
+          return connectors::http::Response{200, std::string(reports::content_type(format)), watcher.render(format)};
+        }
+        if (path == "/healthz") {
+          bool alive = steady_ms() - watcher.last_progress_ms() < stale_after;
+          return connectors::http::Response{alive ? 200 : 503, "text/plain; charset=utf-8",
+                                            alive ? "ok\n" : "stalled\n"};
+        }
+        return connectors::http::Response{404, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n"};
+      },
+      config.web ? &*config.web : nullptr);
+  context.note(fmt::format("watch: serving /metrics and /healthz on {} (port {}{}{})", flags.listen, server.port(),
+                           config.web && config.web->tls ? ", TLS" : "",
+                           config.web && !config.web->basic_auth_users.empty() ? ", basic auth" : ""));
   while (!context.stop.load()) {
     std::int64_t next = steady_ms() + interval;
     try {
@@ -340,6 +351,11 @@ CommandRunner register_watch(CLI::App& app, Context& context) {
                    "where /metrics and /healthz are served: HOST:PORT, :PORT for every "
                    "address")
       ->type_name("HOST:PORT");
+  watch
+      ->add_option("--web-config", flags->web_config,
+                   "TLS and basic auth for /metrics, in the web configuration file Prometheus' exporters take "
+                   "(tls_server_config, basic_auth_users); read again on SIGHUP")
+      ->type_name("FILE");
   watch->add_option("--refresh", flags->refresh, "how often every record in range is looked up again")
       ->type_name("DURATION");
   watch

@@ -1,84 +1,240 @@
 #include "connectors/http/server.hpp"
 
+#include "connectors/http/tls.hpp"
 #include "core/util/errors.hpp"
-#include "core/util/text.hpp"
 
 #include <fmt/format.h>
+#include <httplib.h>
 
-#include <arpa/inet.h>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include <crypt.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
 
 namespace dedupctl::connectors::http {
 
 namespace {
 
-constexpr std::size_t k_max_request = 8192;
-constexpr int k_io_timeout_ms = 5000;
-constexpr int k_accept_poll_ms = 100; // how soon the thread sees it must stop
+// A connection's thread waits this long for each read (a request's bytes, a TLS handshake's) and
+// write; a scraper sends its request at once.
+constexpr int k_io_timeout_s = 2;
+// Connections served at once, each on a thread of its own with a small stack; beyond them,
+// connections wait, newest first.
+constexpr std::size_t k_max_threads = 2048;
+constexpr std::size_t k_thread_stack = 256 * 1024;
+// How long a stopping server waits for its connections' threads.
+constexpr auto k_stop_wait = std::chrono::seconds(1);
+// A hash of bcrypt's usual cost, checked when a user is unknown, so that an unknown user takes as
+// long as a wrong password (exporter-toolkit does the same).
+constexpr const char* k_unknown_user_hash = "$2y$10$Miy9mClqouqONTh.6cjoYeWMsuK387TlI5TAYkr8IaDNiMsaX9Oe2";
+constexpr std::size_t k_max_verified = 64;
+constexpr int k_listen_queue = 4096; // capped by net.core.somaxconn
 
-std::string_view reason(int status) {
-  switch (status) {
-  case 200:
-    return "OK";
-  case 400:
-    return "Bad Request";
-  case 404:
-    return "Not Found";
-  case 405:
-    return "Method Not Allowed";
-  case 503:
-    return "Service Unavailable";
-  default:
-    return "Error";
-  }
-}
+// A thread per connection up to k_max_threads; more wait, and a thread that finishes takes the
+// newest waiting one (a flood of held connections cannot hold a fresh scrape behind it for more
+// than one read timeout). Nothing here touches the TaskQueue object after shutdown(): httplib
+// deletes it then; what threads use is shared.
+class ConnectionThreads final : public httplib::TaskQueue {
+public:
+  explicit ConnectionThreads(std::shared_ptr<void> keep_alive)
+      : m_pool(std::make_shared<Pool>()), m_keep_alive(std::move(keep_alive)) {}
 
-// Waits until `fd` is ready for `events` or the deadline passed.
-bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      return false;
-    }
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left));
-    if (n > 0) {
-      return true;
-    }
-    if (n < 0 && errno != EINTR) {
-      return false;
-    }
-  }
-}
-
-void send_all(int fd, std::string_view data) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_io_timeout_ms);
-  while (!data.empty()) {
-    if (!wait_for(fd, POLLOUT, deadline)) {
+  void enqueue(std::function<void()> job) override {
+    std::unique_lock lock(m_pool->mutex);
+    if (m_pool->running < k_max_threads && spawn(job)) {
+      ++m_pool->running;
       return;
     }
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
+    m_pool->waiting.push_back(std::move(job));
+  }
+
+  void shutdown() override {
+    std::unique_lock lock(m_pool->mutex);
+    m_pool->done.wait_for(lock, k_stop_wait, [&] { return m_pool->running == 0 && m_pool->waiting.empty(); });
+  }
+
+private:
+  struct Pool {
+    std::mutex mutex;
+    std::condition_variable done;
+    std::deque<std::function<void()>> waiting;
+    std::size_t running = 0;
+  };
+  struct Start {
+    std::shared_ptr<Pool> pool;
+    std::shared_ptr<void> keep_alive;
+    std::function<void()> job;
+  };
+
+  static void* run(void* arg) {
+    std::unique_ptr<Start> start(static_cast<Start*>(arg));
+    std::function<void()> job = std::move(start->job);
+    for (;;) {
+      try {
+        job();
+      } catch (...) {
+        // A connection that failed is closed; the server goes on.
+      }
+      std::unique_lock lock(start->pool->mutex);
+      if (start->pool->waiting.empty()) {
+        --start->pool->running;
+        start->pool->done.notify_all();
+        return nullptr;
+      }
+      job = std::move(start->pool->waiting.back());
+      start->pool->waiting.pop_back();
+    }
+  }
+
+  // Under the pool's mutex. false when the system gives no more threads: the job waits.
+  bool spawn(std::function<void()>& job) {
+    auto* start = new Start{m_pool, m_keep_alive, std::move(job)};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, k_thread_stack);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, &ConnectionThreads::run, start);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+      job = std::move(start->job);
+      delete start;
+      return false;
+    }
+    return true;
+  }
+
+  std::shared_ptr<Pool> m_pool;
+  std::shared_ptr<void> m_keep_alive;
+};
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  std::string hex;
+  for (unsigned char byte : digest) {
+    hex += fmt::format("{:02x}", byte);
+  }
+  return hex;
+}
+
+// "Basic BASE64(user:password)" -> (user, password).
+std::optional<std::pair<std::string, std::string>> basic_credentials(const std::string& header) {
+  constexpr std::string_view scheme = "Basic ";
+  if (header.size() <= scheme.size() || strncasecmp(header.c_str(), scheme.data(), scheme.size()) != 0 ||
+      header.size() > 4096) {
+    return std::nullopt;
+  }
+  std::string encoded = header.substr(scheme.size());
+  std::string decoded(encoded.size(), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                          reinterpret_cast<const unsigned char*>(encoded.data()), static_cast<int>(encoded.size()));
+  if (n < 0) {
+    return std::nullopt;
+  }
+  std::size_t padding = 0;
+  for (auto it = encoded.rbegin(); it != encoded.rend() && *it == '=' && padding < 2; ++it) {
+    ++padding;
+  }
+  decoded.resize(static_cast<std::size_t>(n) - padding);
+  auto colon = decoded.find(':');
+  if (colon == std::string::npos) {
+    return std::nullopt;
+  }
+  return std::make_pair(decoded.substr(0, colon), decoded.substr(colon + 1));
+}
+
+// The open-file limit raised to its hard limit (as Go's runtime does): each held connection is a
+// descriptor, and a server at the soft limit (often 1024) would leave a scraper in the listen queue.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// httplib listens with a queue of 5 connections and keeps its socket to itself: under a flood of
+// connections the kernel then drops new ones (a scraper's too) until their SYN is sent again, a
+// second or more later. listen() on a listening socket sets its queue anew; the socket is this
+// process's listening one on `port`.
+void deepen_listen_queue(std::uint16_t port) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t size = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening) {
       continue;
     }
-    if (n <= 0) {
-      return;
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      continue;
     }
-    data.remove_prefix(static_cast<std::size_t>(n));
+    std::uint16_t bound = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
+                                                              : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+    if (bound == port) {
+      ::listen(fd, k_listen_queue);
+    }
   }
 }
 
 } // namespace
 
-Server::Server(const std::string& listen, Handler handler) : m_handler(std::move(handler)) {
+struct Server::State : std::enable_shared_from_this<Server::State> {
+  Handler handler;
+  std::map<std::string, std::string> users;
+  std::unique_ptr<httplib::Server> http;
+  std::atomic<std::int64_t> served{0};
+  std::mutex verified_mutex;
+  std::set<std::string> verified; // user NUL sha256(password) of logins bcrypt accepted
+
+  bool authorized(const httplib::Request& request) {
+    if (users.empty()) {
+      return true;
+    }
+    auto credentials = basic_credentials(request.get_header_value("Authorization"));
+    if (!credentials) {
+      return false;
+    }
+    auto user = users.find(credentials->first);
+    std::string remembered = credentials->first + '\0' + sha256_hex(credentials->second);
+    if (user != users.end()) {
+      std::lock_guard lock(verified_mutex);
+      if (verified.count(remembered)) {
+        return true;
+      }
+    }
+    const std::string& hash = user != users.end() ? user->second : std::string(k_unknown_user_hash);
+    auto data = std::make_unique<crypt_data>();
+    const char* computed = crypt_r(credentials->second.c_str(), hash.c_str(), data.get());
+    bool match = computed && std::strlen(computed) == hash.size() &&
+                 CRYPTO_memcmp(computed, hash.data(), hash.size()) == 0 && user != users.end();
+    if (match) {
+      std::lock_guard lock(verified_mutex);
+      if (verified.size() >= k_max_verified) {
+        verified.clear();
+      }
+      verified.insert(remembered);
+    }
+    return match;
+  }
+};
+
+Server::Server(const std::string& listen, Handler handler, const WebConfig* web) : m_state(std::make_shared<State>()) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
     throw UsageError(fmt::format("--listen {}: give HOST:PORT (127.0.0.1:9464, :9464 for every address)", listen));
@@ -92,127 +248,119 @@ Server::Server(const std::string& listen, Handler handler) : m_handler(std::move
   if (!numeric_port || std::stoi(port) > 65535) {
     throw UsageError(fmt::format("--listen {}: the port must be a number from 0 to 65535", listen));
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    throw UsageError(
-        fmt::format("--listen {}: {} is not an address of this host ({})", listen, host, ::gai_strerror(rc)));
-  }
-  std::string failure;
-  for (addrinfo* a = found; a && m_fd < 0; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      failure = std::strerror(errno);
-      continue;
+  if (!host.empty()) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+      throw UsageError(
+          fmt::format("--listen {}: {} is not an address of this host ({})", listen, host, ::gai_strerror(rc)));
     }
-    int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0) {
-      failure = std::strerror(errno);
-      ::close(fd);
-      continue;
+    ::freeaddrinfo(found);
+  }
+
+  State& state = *m_state;
+  state.handler = std::move(handler);
+  if (web && web->tls) {
+    TlsServerConfig tls = *web->tls;
+    auto server =
+        std::make_unique<httplib::SSLServer>([tls](SSL_CTX& ctx) { return configure_tls(&ctx, tls).empty(); });
+    if (!server->is_valid()) {
+      throw UsageError(fmt::format("--web-config {}: tls_server_config: {}", web->path, tls_setup_error(tls)));
     }
-    m_fd = fd;
+    state.http = std::move(server);
+  } else {
+    state.http = std::make_unique<httplib::Server>();
   }
-  ::freeaddrinfo(found);
-  if (m_fd < 0) {
-    throw UsageError(
-        fmt::format("--listen {}: cannot listen there ({}); choose another address or port", listen, failure));
+  if (web) {
+    state.users = web->basic_auth_users;
+    httplib::Headers headers;
+    for (const auto& [name, value] : web->headers) {
+      headers.emplace(name, value);
+    }
+    state.http->set_default_headers(headers);
   }
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  m_port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  m_thread = std::thread([this] { run(); });
+  std::weak_ptr<State> weak = m_state;
+  state.http->new_task_queue = [weak] { return new ConnectionThreads(weak.lock()); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second watch on the same
+  // port would bind too and take half the scrapes.
+  state.http->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  state.http->set_read_timeout(k_io_timeout_s, 0);
+  state.http->set_write_timeout(k_io_timeout_s, 0);
+  state.http->set_keep_alive_timeout(k_io_timeout_s);
+  state.http->set_payload_max_length(8192);
+  State* self = m_state.get();
+  state.http->set_pre_routing_handler([self](const httplib::Request& request, httplib::Response& response) {
+    ++self->served;
+    if (!self->authorized(request)) {
+      response.status = 401;
+      response.set_header("WWW-Authenticate", "Basic");
+      response.set_content("Unauthorized\n", "text/plain; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  auto serve = [self](const httplib::Request& request, httplib::Response& response) {
+    Response answer;
+    try {
+      answer = self->handler(request.path, request.get_header_value("Accept"));
+    } catch (const std::exception&) {
+      answer = {500, "text/plain; charset=utf-8", "internal error\n"};
+    }
+    response.status = answer.status;
+    response.set_content(std::move(answer.body), answer.content_type.c_str());
+  };
+  auto refuse = [](const httplib::Request&, httplib::Response& response) {
+    response.status = 405;
+    response.set_header("Allow", "GET, HEAD");
+    response.set_content("only GET and HEAD\n", "text/plain; charset=utf-8");
+  };
+  state.http->Get(".*", serve);
+  state.http->Post(".*", refuse);
+  state.http->Put(".*", refuse);
+  state.http->Patch(".*", refuse);
+  state.http->Delete(".*", refuse);
+  state.http->Options(".*", refuse);
+
+  raise_open_file_limit();
+  int wanted = std::stoi(port);
+  auto bind = [&](const std::string& address) {
+    errno = 0;
+    if (wanted == 0) {
+      int bound = state.http->bind_to_any_port(address);
+      return bound > 0 ? bound : -1;
+    }
+    return state.http->bind_to_port(address, wanted) ? wanted : -1;
+  };
+  int bound = host.empty() ? bind("::") : bind(host);
+  if (bound < 0 && host.empty()) {
+    bound = bind("0.0.0.0");
+  }
+  if (bound < 0) {
+    std::string why = errno ? std::strerror(errno) : "the address cannot be bound";
+    throw UsageError(fmt::format("--listen {}: cannot listen there ({}); choose another address or port", listen, why));
+  }
+  m_port = static_cast<std::uint16_t>(bound);
+  deepen_listen_queue(m_port);
+  m_thread = std::thread([state = m_state] { state->http->listen_after_bind(); });
+  // httplib's stop() does nothing until its loop runs, and its accept() would then wait for ever.
+  for (int i = 0; i < 2000 && !state.http->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 Server::~Server() {
-  m_stop = true;
+  m_state->http->stop();
   if (m_thread.joinable()) {
     m_thread.join();
   }
-  if (m_fd >= 0) {
-    ::close(m_fd);
-  }
 }
 
-void Server::run() {
-  while (!m_stop.load()) {
-    pollfd p{m_fd, POLLIN, 0};
-    if (::poll(&p, 1, k_accept_poll_ms) <= 0) {
-      continue;
-    }
-    int fd = ::accept4(m_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      continue;
-    }
-    try {
-      serve(fd);
-    } catch (const std::exception&) {
-      // A handler that failed answers nothing; the scraper sees the connection close.
-    }
-    ::close(fd);
-  }
-}
-
-void Server::serve(int fd) {
-  std::string request;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_io_timeout_ms);
-  char buffer[2048];
-  while (request.find("\r\n\r\n") == std::string::npos) {
-    if (request.size() > k_max_request || !wait_for(fd, POLLIN, deadline)) {
-      return;
-    }
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-      continue;
-    }
-    if (n <= 0) {
-      return;
-    }
-    request.append(buffer, static_cast<std::size_t>(n));
-  }
-  std::string_view head(request);
-  std::string_view line = head.substr(0, head.find("\r\n"));
-  auto sp1 = line.find(' ');
-  auto sp2 = line.find(' ', sp1 == std::string_view::npos ? sp1 : sp1 + 1);
-  Response response;
-  bool head_only = false;
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) {
-    response = {400, "text/plain; charset=utf-8", "bad request\n"};
-  } else {
-    std::string_view method = line.substr(0, sp1);
-    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    target = target.substr(0, target.find('?'));
-    head_only = method == "HEAD";
-    if (method != "GET" && method != "HEAD") {
-      response = {405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
-    } else {
-      std::string_view accept;
-      std::size_t at = head.find("\r\n");
-      while (at != std::string_view::npos && at + 2 < head.size()) {
-        std::size_t end = head.find("\r\n", at + 2);
-        std::string_view header = head.substr(at + 2, end - at - 2);
-        auto colon = header.find(':');
-        if (colon != std::string_view::npos && core::ascii_lower(header.substr(0, colon)) == "accept") {
-          accept = core::trim(header.substr(colon + 1));
-        }
-        at = end;
-      }
-      response = m_handler(target, accept);
-    }
-  }
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                response.status, reason(response.status), response.content_type, response.body.size());
-  if (!head_only) {
-    out += response.body;
-  }
-  send_all(fd, out);
-  ++m_served;
-}
+std::int64_t Server::served() const { return m_state->served.load(); }
 
 } // namespace dedupctl::connectors::http

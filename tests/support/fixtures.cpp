@@ -1083,7 +1083,7 @@ std::optional<HttpAnswer> poll_http(int port, const std::string& target,
 
 std::string url_encode(std::string_view text) { return core::percent_encode(text); }
 
-PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
+PrometheusServer::PrometheusServer(const std::vector<int>& target_ports, const std::string& job) {
   std::string program = find_program("prometheus");
   if (program.empty()) {
     m_why = "prometheus is not installed (apt-get install prometheus)";
@@ -1095,9 +1095,16 @@ PrometheusServer::PrometheusServer(const std::vector<int>& target_ports) {
   }
   write_file(m_dir.file("prometheus.yml"), fmt::format("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
                                                        "  evaluation_interval: 1s\n"
-                                                       "scrape_configs:\n  - job_name: dedupctl\n"
+                                                       "scrape_configs:\n  - job_name: dedupctl\n{}"
                                                        "    static_configs:\n      - targets: [{}]\n",
-                                                       targets));
+                                                       job, targets));
+  if (std::string promtool = find_program("promtool"); !promtool.empty()) {
+    auto checked = run_command({promtool, "check", "config", m_dir.file("prometheus.yml")});
+    if (checked.exit_code != 0) {
+      m_why = "promtool check config refused the scrape config: " + checked.out + checked.err;
+      return;
+    }
+  }
   m_port = free_port();
   SpawnOptions options;
   options.stderr_file = m_dir.file("prometheus.log");

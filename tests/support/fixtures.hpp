@@ -339,8 +339,11 @@ std::string url_encode(std::string_view text);
 // "dedupctl"), its TSDB in a temp dir of its own.
 class PrometheusServer {
 public:
-  explicit PrometheusServer(const std::vector<int>& target_ports);
-  explicit PrometheusServer(int target_port) : PrometheusServer(std::vector<int>{target_port}) {}
+  // `job` are more lines of the scrape job (each indented four spaces: scheme, tls_config,
+  // basic_auth, its own scrape_interval …); promtool checks the config before Prometheus starts.
+  explicit PrometheusServer(const std::vector<int>& target_ports, const std::string& job = {});
+  explicit PrometheusServer(int target_port, const std::string& job = {})
+      : PrometheusServer(std::vector<int>{target_port}, job) {}
   bool available() const { return m_process != nullptr; }
   const std::string& why_unavailable() const { return m_why; }
   int port() const { return m_port; }
