@@ -1,13 +1,13 @@
 #include "connectors/http/server.hpp"
 
 #include "connectors/http/tls.hpp"
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
 #include <httplib.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include <crypt.h>
@@ -139,18 +139,10 @@ std::optional<std::pair<std::string, std::string>> basic_credentials(const std::
       header.size() > 4096) {
     return std::nullopt;
   }
-  std::string encoded = header.substr(scheme.size());
-  std::string decoded(encoded.size(), '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
-                          reinterpret_cast<const unsigned char*>(encoded.data()), static_cast<int>(encoded.size()));
-  if (n < 0) {
+  std::string decoded;
+  if (!core::base64_decode(std::string_view(header).substr(scheme.size()), core::Base64::Standard, decoded)) {
     return std::nullopt;
   }
-  std::size_t padding = 0;
-  for (auto it = encoded.rbegin(); it != encoded.rend() && *it == '=' && padding < 2; ++it) {
-    ++padding;
-  }
-  decoded.resize(static_cast<std::size_t>(n) - padding);
   auto colon = decoded.find(':');
   if (colon == std::string::npos) {
     return std::nullopt;

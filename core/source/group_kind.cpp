@@ -1,37 +1,12 @@
 #include "core/source/group_kind.hpp"
 
+#include "core/util/encoding.hpp"
+
 #include <fmt/format.h>
 
 namespace dedupctl::core {
 
 namespace {
-
-// The code points of `utf8` as Java's decoder reads them (an invalid sequence is one U+FFFD).
-template <typename Visit> void each_code_point(std::string_view utf8, Visit visit) {
-  std::size_t i = 0;
-  while (i < utf8.size()) {
-    auto lead = static_cast<unsigned char>(utf8[i]);
-    std::size_t length = lead < 0x80           ? 1
-                         : (lead >> 5) == 0x6  ? 2
-                         : (lead >> 4) == 0xE  ? 3
-                         : (lead >> 3) == 0x1E ? 4
-                                               : 0;
-    std::uint32_t cp = length == 1 ? lead : length == 2 ? (lead & 0x1F) : length == 3 ? (lead & 0x0F) : (lead & 0x07);
-    bool valid = length != 0 && i + length <= utf8.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      auto next = static_cast<unsigned char>(utf8[i + k]);
-      valid = (next & 0xC0) == 0x80;
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    if (!valid) {
-      visit(0xFFFDu);
-      ++i;
-      continue;
-    }
-    visit(cp);
-    i += length;
-  }
-}
 
 std::uint16_t read_u16(std::string_view bytes, std::size_t at) {
   return static_cast<std::uint16_t>((static_cast<unsigned char>(bytes[at]) << 8) |
@@ -43,7 +18,8 @@ std::uint16_t read_u16(std::string_view bytes, std::size_t at) {
 std::int32_t java_string_hash(std::string_view utf8) {
   std::uint32_t hash = 0; // int arithmetic wraps in Java; unsigned here, the same bits
   auto add = [&](std::uint32_t unit) { hash = hash * 31u + unit; };
-  each_code_point(utf8, [&](std::uint32_t cp) {
+  for (std::size_t i = 0; i < utf8.size();) {
+    std::uint32_t cp = next_code_point(utf8, i);
     if (cp >= 0x10000) {
       cp -= 0x10000;
       add(0xD800u + (cp >> 10));
@@ -51,7 +27,7 @@ std::int32_t java_string_hash(std::string_view utf8) {
     } else {
       add(cp);
     }
-  });
+  }
   return static_cast<std::int32_t>(hash);
 }
 
