@@ -147,8 +147,10 @@ int run(const AuditFlags& options, Context& context) {
   }
   if (!failure) {
     now = opened_store.snapshot_time.value_or(now);
+    request.audit.dynamodb = opened_store.dynamodb;
     if (auto topology = opened_store.store->topology(); !topology.empty()) {
-      request.store_settings.emplace_back("redis nodes", topology);
+      request.store_settings.emplace_back(
+          placement.uri.kind == core::StoreUri::Kind::Dynamodb ? "dynamodb table" : "redis nodes", topology);
     }
     if (opened_store.inbox) {
       try {

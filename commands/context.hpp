@@ -28,6 +28,7 @@ struct GlobalFlags {
   std::string kafka_token_command;     // --kafka-token-command (or DEDUPCTL_KAFKA_TOKEN_COMMAND)
   std::string redis_password_file;     // --redis-password-file (or DEDUPCTL_REDIS_PASSWORD_FILE)
   std::string redis_password_command;  // --redis-password-command (or DEDUPCTL_REDIS_PASSWORD_COMMAND)
+  std::string aws_profile;             // --aws-profile (or AWS_PROFILE): a dynamodb:// store's credentials
   std::string format = "text";
   std::string output;
   std::string fail_on = "error";

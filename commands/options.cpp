@@ -51,6 +51,13 @@ void add_global_options(CLI::App& app, GlobalFlags& global) {
                    "when the server refuses the last one")
       ->type_name("CMD")
       ->envname("DEDUPCTL_REDIS_PASSWORD_COMMAND");
+  // As the AWS CLI's --profile: the profile's keys, credential_process or web identity, and region.
+  group
+      ->add_option("--aws-profile", global.aws_profile,
+                   "dynamodb://: the credentials and region of this profile of ~/.aws/credentials and ~/.aws/config "
+                   "(AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE)")
+      ->type_name("NAME")
+      ->envname("AWS_PROFILE");
   group->add_option("-o,--format", global.format, "text, json, markdown, html, sarif, junit, github or gitlab")
       ->type_name("FMT");
   group->add_option("--output", global.output, "write the report to FILE instead of stdout")->type_name("FILE");
@@ -363,6 +370,11 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
     if (!out.layout.inbox_schema.in_progress_column.empty()) {
       markers.push_back(core::k_inbox_in_progress);
     }
+  } else if (kind == core::StoreUri::Kind::Dynamodb) {
+    core::check_dynamodb_layout(out.layout);
+  } else if (out.layout.dynamodb_only && kind == core::StoreUri::Kind::Redis && !options.store.empty()) {
+    throw UsageError(fmt::format("--layout {}: {} keeps its records in DynamoDB; give --store dynamodb://TABLE",
+                                 out.layout.name, out.layout.library));
   } else if (!plain && kind != core::StoreUri::Kind::Redis && kind != core::StoreUri::Kind::File &&
              !options.store.empty()) {
     throw UsageError(fmt::format("--layout {} is a Redis layout: it reads redis:// stores (or their snapshots), not {}",
@@ -441,6 +453,8 @@ std::string kind_name(core::StoreUri::Kind kind) {
     return "file";
   case core::StoreUri::Kind::Memory:
     return "memory";
+  case core::StoreUri::Kind::Dynamodb:
+    return "dynamodb";
   }
   return "redis";
 }

@@ -131,4 +131,17 @@ connectors::kafka::KafkaSettings kafka_settings(const Context& context) {
   return settings;
 }
 
+connectors::aws::AwsSettings aws_settings(const core::StoreUri& uri, const core::RecordLayout& layout,
+                                          const Context& context) {
+  connectors::aws::AwsSettings settings;
+  settings.uri = uri;
+  settings.layout = layout;
+  settings.profile = context.global.aws_profile;
+  settings.profile_explicit = context.origin_of("aws-profile") == core::ValueOrigin::Flag;
+  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+  settings.stop = &context.stop;
+  settings.note = context.note;
+  return settings;
+}
+
 } // namespace dedupctl::commands

@@ -3,6 +3,7 @@
 // The connectors' settings from the global flags (--bootstrap-server, -X, --timeout) and a store's URI.
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "connectors/aws/aws.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
@@ -22,5 +23,9 @@ void check_inbox_options(const InboxFlags& inbox);
 connectors::postgres::InboxSettings inbox_settings(const core::StoreUri& uri, const InboxFlags& inbox,
                                                    const std::string& consumer, const Context& context,
                                                    const core::RecordLayout* layout = nullptr);
+
+// A dynamodb:// store's settings: the layout, --aws-profile, --timeout, the stop flag and notes.
+connectors::aws::AwsSettings aws_settings(const core::StoreUri& uri, const core::RecordLayout& layout,
+                                          const Context& context);
 
 } // namespace dedupctl::commands

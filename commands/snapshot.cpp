@@ -1,10 +1,12 @@
 #include "commands/context.hpp"
 #include "commands/options.hpp"
 #include "commands/settings.hpp"
+#include "connectors/aws/aws.hpp"
 #include "connectors/file/output.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/redis/redis.hpp"
+#include "core/store/dynamodb.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/store/layout.hpp"
 #include "core/store/snapshot_line.hpp"
@@ -28,7 +30,56 @@ struct SnapshotFlags {
   std::string layout = "plain";
   std::string collection;
   std::vector<std::string> layout_options;
+  int segments = 4;
 };
+
+// A DynamoDB table's records by a parallel Scan (Segment/TotalSegments), what it costs said first.
+int snapshot_dynamodb(const SnapshotFlags& options, const core::StoreUri& uri, Context& context) {
+  auto layout = core::find_layout(options.layout);
+  for (const auto& option : options.layout_options) {
+    core::apply_layout_option(layout, option);
+  }
+  if (options.match != "*") {
+    throw UsageError("--match is for Redis keys: a DynamoDB snapshot holds the layout's records (items of another "
+                     "partition or shape are left out)");
+  }
+  if (options.segments < 1 || options.segments > 1'000'000) {
+    throw UsageError(fmt::format("--segments {}: give 1 to 1000000 (DynamoDB's TotalSegments)", options.segments));
+  }
+  auto table = connectors::aws::open_table(aws_settings(uri, layout, context));
+  for (auto& secret : table.client->credentials().secrets()) {
+    context.secrets.push_back(std::move(secret));
+  }
+  context.note(fmt::format("scanning table {} in {} segments: about {} items, {} bytes, about {:.0f} read units "
+                           "(eventually consistent)",
+                           uri.table, options.segments, table.facts.item_count, table.facts.size_bytes,
+                           core::scan_read_units(table.facts.size_bytes)));
+  std::int64_t taken_at = context.now_ms();
+  std::vector<std::string> lines;
+  auto scanned = connectors::aws::scan_table(*table.client, options.segments, [&](const core::DynamoRecord& record) {
+    lines.push_back(core::format_snapshot_entry(
+        core::SnapshotEntry{record.key, std::nullopt, core::snapshot_value(layout, record.value)}));
+    if (context.progress && lines.size() % 100'000 == 0) {
+      context.progress(fmt::format("snapshot: {} records", lines.size()));
+    }
+  });
+  if (context.progress) {
+    context.progress("");
+  }
+  connectors::file::ReportOutput output(context.global.output);
+  fmt::print(output.stream(), "{}\n",
+             core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), "*", "", layout.name}));
+  for (const auto& line : lines) {
+    fmt::print(output.stream(), "{}\n", line);
+  }
+  output.commit();
+  context.note(fmt::format("snapshot of {} records ({} items scanned, {:.1f} read units consumed) from {} taken at "
+                           "{}{}",
+                           lines.size(), scanned, table.client->consumed_units(), uri.redacted(),
+                           core::format_time(taken_at),
+                           context.global.output.empty() ? "" : " written to " + context.global.output));
+  return k_exit_ok;
+}
 
 // COPY of the inbox's rows, behind a header with the time the export started.
 int snapshot_inbox(const SnapshotFlags& options, const core::StoreUri& uri, Context& context) {
@@ -72,8 +123,12 @@ int run(const SnapshotFlags& options, Context& context) {
     connectors::postgres::check_conninfo(uri.conninfo, "--store");
     return snapshot_inbox(options, uri, context);
   }
+  if (uri.kind == core::StoreUri::Kind::Dynamodb) {
+    return snapshot_dynamodb(options, uri, context);
+  }
   if (uri.kind != core::StoreUri::Kind::Redis) {
-    throw UsageError(fmt::format("--store {}: snapshot reads redis:// and postgres:// placements", uri.redacted()));
+    throw UsageError(
+        fmt::format("--store {}: snapshot reads redis://, postgres:// and dynamodb:// placements", uri.redacted()));
   }
   auto settings = redis_settings(uri, context);
   settings.layout = core::find_layout(options.layout);
@@ -130,7 +185,8 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
                                              "offline audits with --store file:PATH");
   sub->add_option("--store", options->store,
                   "redis://[user:pass@]host:port[/db], redis+unix:///path, redis+cluster://h1:p1,h2:p2 (every "
-                  "master), redis+sentinel://s1:26379/MASTER, or postgres://… (an inbox table)")
+                  "master), redis+sentinel://s1:26379/MASTER, postgres://… (an inbox table) or "
+                  "dynamodb://TABLE[?region=R&endpoint=URL]")
       ->required()
       ->type_name("URI");
   sub->add_option("--match", options->match,
@@ -144,6 +200,9 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
       ->type_name("KEY");
   sub->add_option("--layout-option", options->layout_options, "NAME=VALUE for --layout json (repeatable)")
       ->type_name("NAME=VALUE");
+  sub->add_option("--segments", options->segments,
+                  "dynamodb://: scan the table in this many segments at once (a parallel Scan; default 4)")
+      ->type_name("N");
   auto* inbox = sub->add_option_group("Inbox", "The inbox table of a postgres:// store");
   add_inbox_options(*inbox, options->inbox);
   inbox->add_option("--consumer", options->consumer, "export this consumer's rows only")->type_name("NAME");

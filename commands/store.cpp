@@ -1,7 +1,9 @@
 #include "commands/store.hpp"
 #include "commands/settings.hpp"
 
+#include "connectors/aws/aws.hpp"
 #include "connectors/file/inbox_snapshot_store.hpp"
+#include "connectors/file/item_file_store.hpp"
 #include "connectors/file/snapshot_store.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/util/errors.hpp"
@@ -31,6 +33,15 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
           fmt::format("reading inbox snapshot {} taken at {}", uri.path, core::format_time(*out.snapshot_time)));
       out.inbox = snapshot.get();
       out.store = std::move(snapshot);
+    } else if (placement.layout.value == core::RecordValue::Json &&
+               connectors::file::ItemFileStore::is_item_file(uri.path)) {
+      // A DynamoDB table's scan or export: the records as they were when it was written.
+      auto items = std::make_unique<connectors::file::ItemFileStore>(uri.path, placement.layout);
+      out.snapshot_time = items->written_at_ms();
+      context.note(fmt::format("reading {} DynamoDB items of {} ({} file{}) written at {}", items->size(), uri.path,
+                               items->files(), items->files() == 1 ? "" : "s", core::format_time(*out.snapshot_time)));
+      out.store = std::move(items);
+      out.dynamodb = true;
     } else {
       auto snapshot = std::make_unique<connectors::file::SnapshotStore>(uri.path);
       if (snapshot->header().layout != placement.layout.name) {
@@ -47,7 +58,16 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
     return out;
   }
   try {
-    if (uri.kind == core::StoreUri::Kind::Postgres) {
+    if (uri.kind == core::StoreUri::Kind::Dynamodb) {
+      auto opened = connectors::aws::open_table(aws_settings(uri, placement.layout, context));
+      for (auto& secret : opened.client->credentials().secrets()) {
+        context.secrets.push_back(std::move(secret));
+      }
+      note_read_units(opened, expected_events, context);
+      out.store = std::make_unique<connectors::aws::DynamoStore>(opened.client);
+      out.dynamodb = true;
+      context.note(fmt::format("--store {}: {}", uri.redacted(), out.store->topology()));
+    } else if (uri.kind == core::StoreUri::Kind::Postgres) {
       auto settings = inbox_settings(uri, options.inbox, options.consumer, context, &placement.layout);
       settings.lookup = placement.inbox_lookup;
       settings.expected_events = expected_events;
@@ -67,6 +87,19 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
     out.failure = e.what();
   }
   return out;
+}
+
+void note_read_units(const connectors::aws::OpenedTable& table, std::optional<std::int64_t> expected_events,
+                     Context& context) {
+  const auto& facts = table.facts;
+  std::string lookups =
+      expected_events && *expected_events > 0
+          ? fmt::format("; looking up {} events costs at most {:.0f} read units (BatchGetItem, eventually "
+                        "consistent: half a unit an item)",
+                        *expected_events, core::lookup_read_units(*expected_events))
+          : "";
+  context.note(fmt::format("table {}: about {} items, {} bytes (DynamoDB's estimate){}",
+                           table.client->settings().uri.table, facts.item_count, facts.size_bytes, lookups));
 }
 
 core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag, std::int64_t now_ms,

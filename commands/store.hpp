@@ -2,6 +2,7 @@
 
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "connectors/aws/aws.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/audit/ttl.hpp"
 #include "core/store/dedup_store.hpp"
@@ -19,6 +20,7 @@ struct OpenedStore {
   core::InboxStore* inbox = nullptr; // set when the records are inbox rows
   std::optional<std::int64_t> snapshot_time;
   std::optional<std::string> failure; // the store could not be reached (exit 3)
+  bool dynamodb = false;              // items of a DynamoDB table (live, scanned or exported)
 };
 
 // Throws UsageError for a bad schema or file; an unreachable server is returned in `failure`.
@@ -27,6 +29,11 @@ OpenedStore open_dedup_store(const PlacementOptions& placement, const PlacementF
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest
 // row (said on stderr), else unknown. Throws UnreachableError when the inbox cannot be asked.
+// What reading a DynamoDB table costs, said before it is read: its items and size, and the read
+// units `expected_events` lookups take at most.
+void note_read_units(const connectors::aws::OpenedTable& table, std::optional<std::int64_t> expected_events,
+                     Context& context);
+
 core::TtlDecision decide_inbox_ttl(core::InboxStore& inbox, const std::optional<core::Span>& flag, std::int64_t now_ms,
                                    Context& context);
 

@@ -102,9 +102,13 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
                                 : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
                                               "told from a loss)",
                                               n(Coverage::Missing)),
-                    "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
-                    "or never written (check --key-template against the consumer's code). A seek re-applies "
-                    "these events.");
+                    options.dynamodb
+                        ? "Deleted (a DeleteItem, a cleanup job, a table restored from an older backup, DynamoDB's "
+                          "TTL deleting items whose expiration was set too soon), or never written (check "
+                          "--key-prefix and --layout against the consumer's code). A seek re-applies these events."
+                        : "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
+                          "or never written (check --key-template against the consumer's code). A seek re-applies "
+                          "these events.");
     f.count = n(Coverage::Missing);
     findings.push_back(std::move(f));
   }

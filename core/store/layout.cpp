@@ -123,6 +123,12 @@ std::vector<RecordLayout> all_layouts() {
   typescript.json.whole_seconds = false;      // Date.now() / 1000 > expiration
   typescript.json.no_lease_taken_over = true; // an INPROGRESS record without one is an orphan
   layouts.push_back(typescript);
+  // Java's generateHash digests a text node's text, not its JSON: no quotes.
+  RecordLayout java = powertools("powertools-java", "{prefix}#{event_id|md5}",
+                                 "Powertools for AWS Lambda (Java), DynamoDBPersistenceStore");
+  java.dynamodb_only = true;
+  java.not_a_record_suffix.clear();
+  layouts.push_back(java);
   layouts.push_back(generic_json());
   layouts.push_back(one_key("spring-hash", RecordShape::HashField, RecordValue::TimeMs, "MetaData",
                             "Spring Integration's RedisMetadataStore (HSETNX, the time in ms)"));
@@ -403,12 +409,18 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
     json.completed = list();
   } else if (name == "orphans" && (value == "reapplied" || value == "skipped")) {
     layout.orphans_reapplied = value == "reapplied";
+  } else if (name == "partition-key" && !value.empty()) {
+    layout.dynamodb.partition = value;
+  } else if (name == "sort-key") {
+    layout.dynamodb.sort = value;
+  } else if (name == "static-partition-key" && !value.empty()) {
+    layout.dynamodb.static_partition = value;
   } else {
     throw UsageError(fmt::format(
         "--layout-option {}: expected NAME=VALUE with NAME one of status-field, expiration-field, expiration-unit "
         "(s|ms), "
         "in-progress-expiration-field, in-progress-expiration-unit (s|ms), in-progress (a,b), completed (a,b), "
-        "orphans (reapplied|skipped)",
+        "orphans (reapplied|skipped); for dynamodb:// partition-key, sort-key, static-partition-key",
         option));
   }
 }

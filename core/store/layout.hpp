@@ -49,6 +49,14 @@ struct JsonRecordFields {
   bool no_lease_taken_over = false;
 };
 
+// Where a record lives in a DynamoDB table: the key the layout derives is the partition key's value,
+// or, with a sort key, the sort key's under one static partition key (Powertools' static_pk_value).
+struct DynamoKeySchema {
+  std::string partition = "id";
+  std::string sort;             // "" : the table has a partition key only
+  std::string static_partition; // with `sort`: the partition key's one value
+};
+
 struct RecordLayout {
   std::string name = "plain";
   std::string library; // who writes it, for --help and the man page
@@ -83,6 +91,10 @@ struct RecordLayout {
   std::string default_ttl_source; // where that TTL comes from, for a finding's title
   // The records never expire: every id stays in the one hash or set (spring-hash, camel-set).
   bool never_expires = false;
+  // In a DynamoDB table (Json layouts only): its key attributes; the record's value is the item's
+  // scalar attributes as a JSON object.
+  DynamoKeySchema dynamodb;
+  bool dynamodb_only = false; // the library writes these records to DynamoDB alone (Powertools for Java)
 };
 
 // Every layout's name, in the order --help lists them.
@@ -92,7 +104,8 @@ std::string layout_names_text(); // the same, comma-separated
 RecordLayout find_layout(std::string_view name);
 // --layout-option NAME=VALUE for the generic json layout (status-field, expiration-field,
 // expiration-unit, in-progress-expiration-field, in-progress-expiration-unit, in-progress,
-// completed, orphans); throws UsageError naming the option and listing the names.
+// completed, orphans; for DynamoDB partition-key, sort-key, static-partition-key); throws UsageError
+// naming the option and listing the names.
 void apply_layout_option(RecordLayout& layout, std::string_view option);
 
 // The key template an audit renders: `explicit_template` (--key-template) when given, else the

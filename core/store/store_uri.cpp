@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -228,6 +230,38 @@ std::string parse_redis(std::string_view text, StoreUri& uri) {
                       uri);
 }
 
+// dynamodb://TABLE[?region=R&endpoint=URL]
+std::string parse_dynamodb(std::string_view rest, StoreUri& uri) {
+  auto query = rest.find('?');
+  uri.table = std::string(rest.substr(0, query));
+  bool name_ok =
+      uri.table.size() >= 3 && uri.table.size() <= 255 && std::all_of(uri.table.begin(), uri.table.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
+  if (!name_ok) {
+    return fmt::format("'{}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)", uri.table);
+  }
+  if (query == std::string_view::npos) {
+    return "";
+  }
+  for (auto item : split(rest.substr(query + 1), '&')) {
+    if (item.empty()) {
+      continue;
+    }
+    auto eq = item.find('=');
+    std::string_view name = item.substr(0, eq);
+    std::string value = eq == std::string_view::npos ? "" : percent_decode(item.substr(eq + 1));
+    if (name == "region" && !value.empty()) {
+      uri.region = value;
+    } else if (name == "endpoint" && (value.starts_with("http://") || value.starts_with("https://"))) {
+      uri.endpoint = value;
+    } else {
+      return fmt::format("unknown or empty parameter '{}' (region=NAME, endpoint=http[s]://HOST[:PORT])", name);
+    }
+  }
+  return "";
+}
+
 } // namespace
 
 StoreUri parse_store_uri(std::string_view text, std::string_view what) {
@@ -236,7 +270,8 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   auto bad = [&](std::string_view why) -> StoreUri {
     throw UsageError(fmt::format("invalid {} '{}': {}; expected redis[s]://[user:pass@]host:port[/db][?sslmode=…], "
                                  "redis[s]+cluster://h1:p1,h2:p2, redis[s]+sentinel://h1:26379/MASTER[/db], "
-                                 "redis+unix:///path[?db=N], postgres://…, file:PATH or memory:",
+                                 "redis+unix:///path[?db=N], postgres://…, dynamodb://TABLE[?region=R&endpoint=URL], "
+                                 "file:PATH or memory:",
                                  what, redact_secrets(text), why));
   };
   if (text.starts_with("file:")) {
@@ -247,6 +282,11 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
   if (text == "memory:" || text.starts_with("memory:")) {
     uri.kind = StoreUri::Kind::Memory;
     return uri;
+  }
+  if (text.starts_with("dynamodb://")) {
+    uri.kind = StoreUri::Kind::Dynamodb;
+    std::string why = parse_dynamodb(text.substr(11), uri);
+    return why.empty() ? uri : bad(why);
   }
   bool has_scheme = text.find("://") != std::string_view::npos;
   if (text.starts_with("postgres://") || text.starts_with("postgresql://") ||

@@ -38,8 +38,10 @@ struct RedisTls {
 // name; the credentials are the master's), redis+unix:///path[?db=N], postgres://… or a libpq
 // conninfo, file:PATH (a snapshot), memory:. rediss://, rediss+cluster:// and rediss+sentinel://
 // are the same over TLS, with ?sslmode=…&sslrootcert=…&sslcert=…&sslkey=…&sslsni=….
+// dynamodb://TABLE[?region=R&endpoint=URL]: a DynamoDB table (region and endpoint else from the
+// environment and the AWS config, as the AWS CLI finds them).
 struct StoreUri {
-  enum class Kind { Redis, Postgres, File, Memory };
+  enum class Kind { Redis, Postgres, File, Memory, Dynamodb };
   enum class RedisMode { Server, Cluster, Sentinel };
   Kind kind = Kind::Redis;
   RedisMode mode = RedisMode::Server; // Server: a cluster node is detected on connect
@@ -54,6 +56,9 @@ struct StoreUri {
   RedisTls tls;
   std::string path;     // file:
   std::string conninfo; // postgres
+  std::string table;    // dynamodb
+  std::string region;   // dynamodb: "" until the environment or the profile says
+  std::string endpoint; // dynamodb: "" for https://dynamodb.REGION.amazonaws.com
   std::string text;     // as given
 
   // The URI for messages and reports: the password replaced by "***".

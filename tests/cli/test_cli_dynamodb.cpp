@@ -1,0 +1,298 @@
+// dynamodb:// as a placement, end to end against moto's server with IAM authentication on (every
+// request's SigV4 signature checked against the key it issued): the records Powertools keeps in its
+// table, read live, from `aws dynamodb scan --output json`, from an export's gzipped lines and from a
+// snapshot; throttling and partial batches from a fault proxy; credentials from every source; refusals.
+#include "tests/support/dynamodb_server.hpp"
+#include "tests/support/fixtures.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* k_table = "idempotency";
+constexpr const char* k_prefix = "charge";
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Item of a Powertools record "charge#ID" (the key template below keeps the id readable).
+std::string item(const std::string& id, const std::string& status, std::int64_t expiration,
+                 std::optional<std::int64_t> lease_ms = std::nullopt) {
+  Json out{{"id", {{"S", fmt::format("{}#{}", k_prefix, id)}}},
+           {"status", {{"S", status}}},
+           {"expiration", {{"N", std::to_string(expiration)}}},
+           {"data", {{"S", "{\"charged\": true}"}}}};
+  if (lease_ms) {
+    out["in_progress_expiration"] = {{"N", std::to_string(*lease_ms)}};
+  }
+  return out.dump();
+}
+
+class Dynamo : public ::testing::Test {
+protected:
+  // The table and its records: e0-e2 completed, e3 a claim whose lease passed (a handler killed
+  // mid-event: Powertools takes it over and applies again), e4 expired though DynamoDB has not deleted
+  // it yet, e5 none; and a record of another function beside them.
+  static void seed(const DynamoServer& server) {
+    server.create_table(k_table);
+    std::int64_t now = now_s();
+    auto put = [&](const std::string& item_json) {
+      server.admin({"put-item", server.endpoint(), DynamoServer::k_region, k_table, item_json});
+    };
+    for (const char* id : {"e0", "e1", "e2"}) {
+      put(item(id, "COMPLETED", now + 30 * 86400));
+    }
+    put(item("e3", "INPROGRESS", now + 3600, (now - 60) * 1000));
+    put(item("e4", "COMPLETED", now - 10));
+    put(Json{{"id", {{"S", "other#e0"}}}, {"status", {{"S", "COMPLETED"}}}}.dump());
+  }
+
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_server.available(), m_server.why_unavailable());
+    seed(m_server);
+    std::int64_t now = now_s();
+    std::string dump;
+    for (int i = 0; i < 6; ++i) {
+      dump += Json{{"topic", "payments"},
+                   {"partition", 0},
+                   {"offset", i},
+                   {"tstype", "create"},
+                   {"ts", (now - 600 + i) * 1000},
+                   {"broker", 1},
+                   {"headers", Json::array()},
+                   {"key", nullptr},
+                   {"payload", Json{{"event_id", fmt::format("e{}", i)}}.dump()}}
+                  .dump() +
+              "\n";
+    }
+    write_file(m_dir.file("events.ndjson"), dump);
+  }
+
+  std::vector<std::string> audit_args(const std::string& store) const {
+    return {"audit",
+            "--input",
+            m_dir.file("events.ndjson"),
+            "--id",
+            "json:/event_id",
+            "--store",
+            store,
+            "--layout",
+            "powertools-python",
+            "--key-template",
+            std::string(k_prefix) + "#{event_id}",
+            "--retention",
+            "7d",
+            "--ttl",
+            "8d",
+            "--fail-on",
+            "none",
+            "-o",
+            "json"};
+  }
+
+  Json audit(const std::string& store, const std::map<std::string, std::string>& env, int expect = 0) {
+    auto result = run_dedupctl(audit_args(store), "", env);
+    EXPECT_EQ(result.exit_code, expect) << result.err;
+    EXPECT_EQ(result.err.find(m_server.secret()), std::string::npos) << result.err;
+    EXPECT_EQ(result.out.find(m_server.secret()), std::string::npos);
+    return Json::parse(result.out, nullptr, false);
+  }
+
+  static void expect_powertools_states(const Json& report) {
+    ASSERT_TRUE(report.is_object());
+    const auto& summary = report.at("summary");
+    EXPECT_EQ(summary.at("covered"), 3) << summary.dump();
+    EXPECT_EQ(summary.at("orphaned"), 1) << summary.dump();
+    EXPECT_EQ(summary.at("expired"), 1) << summary.dump();
+    EXPECT_EQ(summary.at("missing"), 1) << summary.dump();
+    std::set<std::string> reapplied;
+    for (const auto& finding : report.at("findings")) {
+      if (finding.at("id") == "replay-risk") {
+        for (const auto& example : finding.at("examples")) {
+          reapplied.insert(example.at("event_id").get<std::string>());
+        }
+      }
+    }
+    EXPECT_EQ(reapplied, (std::set<std::string>{"e3", "e4", "e5"})) << report.at("findings").dump();
+  }
+
+  DynamoServer m_server{true};
+  TempDir m_dir;
+};
+
+} // namespace
+
+TEST_F(Dynamo, PowertoolsRecordsReadLiveFromAScanAnExportAndASnapshotGiveOneVerdict) {
+  Json live = audit(m_server.uri(k_table), m_server.env());
+  expect_powertools_states(live);
+  EXPECT_EQ(live.at("placement").at("kind"), "dynamodb");
+  EXPECT_TRUE(live.at("complete").get<bool>());
+
+  // `aws dynamodb scan --output json`, by the AWS CLI itself.
+  std::string scan = m_dir.file("scan.json");
+  write_file(scan, m_server.admin({"scan-json", m_server.endpoint(), DynamoServer::k_region, k_table}));
+  expect_powertools_states(audit("file:" + scan, {}));
+
+  // An export to S3 in DYNAMODB_JSON: data/*.json.gz of {"Item":…} lines.
+  Json items = Json::parse(read_file(scan)).at("Items");
+  std::filesystem::create_directories(m_dir.file("export/data"));
+  std::string lines;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    lines += Json{{"Item", items[i]}}.dump() + "\n";
+  }
+  write_file(m_dir.file("export/data/part.json"), lines);
+  ASSERT_EQ(run_command({"gzip", m_dir.file("export/data/part.json")}).exit_code, 0);
+  write_file(m_dir.file("export/manifest-summary.json"), "{}");
+  expect_powertools_states(audit("file:" + m_dir.file("export"), {}));
+
+  // dedupctl's own snapshot, by a parallel scan.
+  std::string snapshot = m_dir.file("records.snapshot");
+  auto taken = run_dedupctl({"snapshot", "--store", m_server.uri(k_table), "--layout", "powertools-python",
+                             "--segments", "3", "--output", snapshot},
+                            "", m_server.env());
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  expect_powertools_states(audit("file:" + snapshot, {}));
+}
+
+TEST_F(Dynamo, AWrongSecretRegionOrTableIsNamedWithoutAVerdict) {
+  auto env = m_server.env();
+  env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-of-this-key";
+  auto refused = run_dedupctl(audit_args(m_server.uri(k_table)), "", env);
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_NE(refused.err.find("refused DescribeTable on table idempotency"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("SignatureDoesNotMatch"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("not-the-secret-of-this-key"), std::string::npos);
+  Json report = Json::parse(refused.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << refused.out;
+  EXPECT_FALSE(report.at("complete").get<bool>());
+
+  std::string elsewhere = fmt::format("dynamodb://{}?region=us-west-2&endpoint={}", k_table, m_server.endpoint());
+  auto wrong_region = run_dedupctl(audit_args(elsewhere), "", m_server.env());
+  EXPECT_EQ(wrong_region.exit_code, 2) << wrong_region.err;
+  EXPECT_NE(wrong_region.err.find("has no table idempotency in region us-west-2"), std::string::npos)
+      << wrong_region.err;
+
+  auto wrong_table = run_dedupctl(audit_args(m_server.uri("idempotency-typo")), "", m_server.env());
+  EXPECT_EQ(wrong_table.exit_code, 2) << wrong_table.err;
+  EXPECT_NE(wrong_table.err.find("no table idempotency-typo"), std::string::npos) << wrong_table.err;
+
+  auto no_credentials = run_dedupctl(audit_args(m_server.uri(k_table)), "",
+                                     {{"AWS_SHARED_CREDENTIALS_FILE", "/nonexistent"},
+                                      {"AWS_CONFIG_FILE", "/nonexistent"},
+                                      {"AWS_ACCESS_KEY_ID", ""},
+                                      {"AWS_SECRET_ACCESS_KEY", ""}});
+  EXPECT_EQ(no_credentials.exit_code, 2) << no_credentials.err;
+  EXPECT_NE(no_credentials.err.find("no AWS credentials"), std::string::npos) << no_credentials.err;
+}
+
+TEST_F(Dynamo, ThrottlingAndUnprocessedKeysAreAskedAgainUntilEveryKeyIsRead) {
+  FaultProxy proxy(m_server, {"--throttle", "3", "--unprocessed", "2"});
+  expect_powertools_states(audit(m_server.uri(k_table, proxy.port()), m_server.env()));
+  auto stats = proxy.stats();
+  EXPECT_EQ(stats["throttled"], 3);
+  EXPECT_EQ(stats["unprocessed"], 2);
+  EXPECT_GE(stats["batch_gets"], 3) << "the unprocessed keys were asked again";
+
+  // Throttled for good: exit 3, and no verdict over the keys never read.
+  FaultProxy throttled(m_server, {"--throttle", "100000"});
+  auto result = run_dedupctl(audit_args(m_server.uri(k_table, throttled.port())), "", m_server.env());
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("ProvisionedThroughputExceededException"), std::string::npos) << result.err;
+  Json report = Json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << result.out;
+  EXPECT_FALSE(report.at("complete").get<bool>());
+}
+
+TEST_F(Dynamo, CredentialsComeFromAProfileACredentialProcessAndAWebIdentity) {
+  auto base = m_server.env();
+  base.erase("AWS_ACCESS_KEY_ID");
+  base.erase("AWS_SECRET_ACCESS_KEY");
+  // A profile's keys, named by --aws-profile, over the environment's (wrong) keys.
+  write_file(m_dir.file("credentials"),
+             fmt::format("[default]\naws_access_key_id = AKIAWRONG\naws_secret_access_key = wrong\n\n"
+                         "# the team's\n[billing]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                         m_server.key_id(), m_server.secret()));
+  auto env = base;
+  env["AWS_SHARED_CREDENTIALS_FILE"] = m_dir.file("credentials");
+  env["AWS_ACCESS_KEY_ID"] = "AKIAWRONG";
+  env["AWS_SECRET_ACCESS_KEY"] = "wrong";
+  auto args = audit_args(m_server.uri(k_table));
+  args.insert(args.begin() + 1, {"--aws-profile", "billing"});
+  auto profiled = run_dedupctl(args, "", env);
+  EXPECT_EQ(profiled.exit_code, 0) << profiled.err;
+  expect_powertools_states(Json::parse(profiled.out, nullptr, false));
+
+  // credential_process, its credentials lapsing within minutes: run again before they do, and the
+  // secret it prints never shown.
+  std::string runs = m_dir.file("runs");
+  write_file(m_dir.file("process.sh"),
+             fmt::format("#!/bin/sh\necho run >> {}\nexp=$(date -u -d '+4 minutes' +%Y-%m-%dT%H:%M:%SZ)\n"
+                         "printf '{{\"Version\": 1, \"AccessKeyId\": \"{}\", \"SecretAccessKey\": \"{}\", "
+                         "\"Expiration\": \"%s\"}}' \"$exp\"\n",
+                         runs, m_server.key_id(), m_server.secret()));
+  std::filesystem::permissions(m_dir.file("process.sh"), std::filesystem::perms::owner_all);
+  write_file(m_dir.file("config"),
+             fmt::format("[profile process]\nregion = eu-west-1\ncredential_process = {}\n", m_dir.file("process.sh")));
+  env = base;
+  env["AWS_CONFIG_FILE"] = m_dir.file("config");
+  env["AWS_PROFILE"] = "process";
+  expect_powertools_states(audit(m_server.uri(k_table), env));
+  EXPECT_GE(std::count(read_file(runs).begin(), read_file(runs).end(), '\n'), 2)
+      << "credentials that lapse within the refresh margin are fetched again";
+
+  // A web identity token (EKS's IRSA): AssumeRoleWithWebIdentity at STS for temporary credentials.
+  // STS takes that call unsigned, which moto's IAM authentication cannot (it fails on the missing
+  // Authorization header), so this part runs on a server of its own without it.
+  DynamoServer open(false);
+  ASSERT_TRUE(open.available()) << open.why_unavailable();
+  seed(open);
+  std::string role = open.admin({"create-role", open.endpoint()});
+  role = role.substr(0, role.find('\n'));
+  write_file(m_dir.file("token"), "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2ln\n");
+  env = base;
+  env["AWS_WEB_IDENTITY_TOKEN_FILE"] = m_dir.file("token");
+  env["AWS_ROLE_ARN"] = role;
+  env["AWS_ENDPOINT_URL_STS"] = open.endpoint();
+  auto assumed = run_dedupctl(audit_args(open.uri(k_table)), "", env);
+  ASSERT_EQ(assumed.exit_code, 0) << assumed.err;
+  expect_powertools_states(Json::parse(assumed.out, nullptr, false));
+
+  // Credentials refused as expired mid-run are fetched again, and the run goes on.
+  FaultProxy expiring(open, {"--expire-token", "1"});
+  auto renewed = run_dedupctl(audit_args(open.uri(k_table, expiring.port())), "", env);
+  ASSERT_EQ(renewed.exit_code, 0) << renewed.err;
+  expect_powertools_states(Json::parse(renewed.out, nullptr, false));
+  EXPECT_EQ(expiring.stats()["expired"], 1);
+}
+
+TEST_F(Dynamo, ABadScanFileIsNamedWithItsLine) {
+  std::string scan = m_dir.file("scan.json");
+  write_file(scan, "{\n  \"Items\": [\n    {\"id\": {\"S\": \"charge#e0\"}},\n    {\"id\": \n");
+  auto broken = run_dedupctl(audit_args("file:" + scan));
+  EXPECT_EQ(broken.exit_code, 2) << broken.err;
+  EXPECT_NE(broken.err.find(scan + ": not JSON at line 5"), std::string::npos) << broken.err;
+
+  write_file(scan, R"({"Items": [], "Count": 0, "NextToken": "eyJFeGNsdXNpdmVTdGFydEtleSI6IG51bGx9"})");
+  auto cut = run_dedupctl(audit_args("file:" + scan));
+  EXPECT_EQ(cut.exit_code, 2) << cut.err;
+  EXPECT_NE(cut.err.find("NextToken"), std::string::npos) << cut.err;
+
+  std::filesystem::create_directories(m_dir.file("export/data"));
+  write_file(m_dir.file("export/data/a.json"), "{\"Item\": {\"id\": {\"S\": \"charge#e0\"}}}\n{\"Item\": [}\n");
+  ASSERT_EQ(run_command({"gzip", m_dir.file("export/data/a.json")}).exit_code, 0);
+  auto line = run_dedupctl(audit_args("file:" + m_dir.file("export")));
+  EXPECT_EQ(line.exit_code, 2) << line.err;
+  EXPECT_NE(line.err.find("a.json.gz:2: "), std::string::npos) << line.err;
+}
