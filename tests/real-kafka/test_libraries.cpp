@@ -2,6 +2,7 @@
 // real broker, tests/support/libraries), dedupctl audits them with the library's record layout, the
 // group seeks back, and the same library consumer runs again. What it applies again must be, id for
 // id, what the audit said a seek would re-apply.
+#include "tests/support/dynamodb_server.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -120,7 +121,7 @@ protected:
     argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", topic, "--group", group, "--redis-port",
                              std::to_string(m_redis.port()), "--applied", applied});
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto result = run_command(argv, "", std::chrono::seconds(120));
+    auto result = run_command(argv, "", std::chrono::seconds(120), m_env);
     ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
   }
 
@@ -135,7 +136,7 @@ protected:
     auto flags = placement_flags();
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), extra.begin(), extra.end());
-    auto result = run_dedupctl(args);
+    auto result = run_dedupctl(args, "", m_env);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return Json::parse(result.out, nullptr, false);
   }
@@ -170,6 +171,7 @@ protected:
   std::string m_group = "billing";
   RedisServer m_redis;
   TempDir m_dir;
+  std::map<std::string, std::string> m_env; // the consumers' and dedupctl's environment besides ours
 };
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Powertools, ::testing::Values(k_python, k_typescript),
@@ -256,6 +258,89 @@ TEST_P(Powertools, ASeekReappliesWhatTheAuditSaid) {
     expected.insert(id_of(i));
   }
   EXPECT_EQ(applied_again, expected) << "the lapsed window, the evicted records and the orphaned claim";
+}
+
+namespace {
+
+// Powertools with its default store, a DynamoDB table (moto's, every request's signature checked):
+// the same consumer through DynamoDBPersistenceLayer.
+class PowertoolsDynamo : public Powertools {
+protected:
+  void SetUp() override {
+    Powertools::SetUp();
+    if (HasFatalFailure() || IsSkipped()) {
+      return;
+    }
+    DEDUPCTL_REQUIRE_SERVER(m_dynamo.available(), m_dynamo.why_unavailable());
+    m_dynamo.create_table(m_table);
+    m_env = m_dynamo.env();
+  }
+  std::vector<std::string> store_flags() const { return {"--dynamodb", m_dynamo.endpoint(), "--table", m_table}; }
+
+  DynamoServer m_dynamo{true};
+  std::string m_table = "IdempotencyTable";
+};
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsDynamo, ::testing::Values(k_python),
+                         [](const ::testing::TestParamInfo<Library>& library) { return library.param.name; });
+
+} // namespace
+
+// Records Powertools for Python 3.37 wrote to its DynamoDB table, with the failures it makes itself:
+// a lapsed idempotency window (its items past `expiration`, still in the table: DynamoDB's TTL
+// deletes lazily), a handler killed mid-event after an at-most-once commit, and items a cleanup
+// deleted. The audit of the live table, and of `aws dynamodb scan --output json` of it, says which
+// events a seek re-applies; after the seek the library applies exactly those.
+TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
+  auto with = [&](std::vector<std::string> extra) {
+    auto flags = store_flags();
+    extra.insert(extra.end(), flags.begin(), flags.end());
+    return extra;
+  };
+  std::string first = m_dir.file("applied-before");
+  consume(first, with({"--expires", "2", "--max", "5"}));                                     // offsets 0-4
+  consume(first, with({"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}), 9); // 5-19, dies in 20
+  consume(first, with({"--max", "10"}));                                                      // 21-30
+  ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
+  for (int i : {8, 9, 10}) {
+    m_dynamo.admin({"delete-item", m_dynamo.endpoint(), DynamoServer::k_region, m_table, key_of(id_of(i))});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
+
+  std::string store = m_dynamo.uri(m_table);
+  Json report = audit(store);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report.at("placement").at("kind"), "dynamodb");
+  const auto& summary = report.at("summary");
+  EXPECT_EQ(summary.at("orphaned"), 1) << summary.dump();
+  EXPECT_EQ(summary.at("expired"), 5) << summary.dump();
+  EXPECT_EQ(summary.at("missing"), 3) << summary.dump();
+  EXPECT_EQ(summary.at("pending"), k_events - 31) << "above the committed offset";
+  std::set<std::string> predicted = reapplied(report);
+
+  std::string scan = m_dir.file("scan.json");
+  write_file(scan, m_dynamo.admin({"scan-json", m_dynamo.endpoint(), DynamoServer::k_region, m_table}));
+  Json offline = audit("file:" + scan);
+  ASSERT_TRUE(offline.is_object());
+  EXPECT_EQ(reapplied(offline), predicted) << "the scan gives the live table's verdict";
+
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+  std::string second = m_dir.file("applied-after");
+  consume(second, store_flags());
+  std::set<std::string> applied_again;
+  for (const auto& id : lines_of(second)) {
+    int n = std::stoi(id.substr(id.find('-') + 1));
+    if (n < 31) {
+      applied_again.insert(id);
+    }
+  }
+  EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
+                                      << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
+  std::set<std::string> expected;
+  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+    expected.insert(id_of(i));
+  }
+  EXPECT_EQ(applied_again, expected) << "the lapsed window, the deleted items and the orphaned claim";
 }
 
 // replay --via through the library's layout writes the library's own records: it publishes exactly

@@ -15,7 +15,7 @@ def group_arguments():
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
-    parser.add_argument("--redis-port", type=int, required=True)
+    parser.add_argument("--redis-port", type=int, default=0)
     return parser
 
 

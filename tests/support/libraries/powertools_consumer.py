@@ -15,6 +15,10 @@ are exactly the lines written.
                      step of its own (so a count of 2 is an event charged twice)
   --lose-effect ID   the handler returns as if done without writing this event's effect (an effect
                      write that failed silently): Powertools completes the record all the same
+  --dynamodb URL     keep the records in DynamoDB at URL (table --table, region eu-west-1, credentials
+                     from the environment) through Powertools' DynamoDBPersistenceLayer, the default
+                     store of every runtime, rather than in Redis (--redis-port)
+  --table T          the DynamoDB table
   --crash-after-effect ID
                      die inside the handler of this event after its effect, before Powertools
                      completes the record: the claim stays INPROGRESS over an applied effect
@@ -56,14 +60,23 @@ def parse_args():
     parser.add_argument("--effects-key", default="")
     parser.add_argument("--lose-effect", default="")
     parser.add_argument("--crash-after-effect", default="")
+    parser.add_argument("--dynamodb", default="")
+    parser.add_argument("--table", default="")
     return parser.parse_args()
 
 
 # At module level, as a team writes it: Powertools names the key after the function,
 # "test-func.__main__.charge#<md5 of the id as JSON>".
 args = parse_args()
-client = redis.Redis(host="127.0.0.1", port=args.redis_port)
-layer = CachePersistenceLayer(client=client)
+client = redis.Redis(host="127.0.0.1", port=args.redis_port) if args.redis_port else None
+if args.dynamodb:
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    layer = DynamoDBPersistenceLayer(table_name=args.table, boto3_client=boto3.client(
+        "dynamodb", endpoint_url=args.dynamodb, region_name="eu-west-1"))
+else:
+    layer = CachePersistenceLayer(client=client)
 config = IdempotencyConfig(expires_after_seconds=args.expires)
 config.register_lambda_context(LambdaContext(args.lease_ms))
 applied = open(args.applied, "a", encoding="utf-8")
