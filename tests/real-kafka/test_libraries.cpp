@@ -281,12 +281,12 @@ protected:
   std::string m_table = "IdempotencyTable";
 };
 
-INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsDynamo, ::testing::Values(k_python),
+INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsDynamo, ::testing::Values(k_python, k_typescript),
                          [](const ::testing::TestParamInfo<Library>& library) { return library.param.name; });
 
 } // namespace
 
-// Records Powertools for Python 3.37 wrote to its DynamoDB table, with the failures it makes itself:
+// Records Powertools for Python 3.37 and for TypeScript 2.35 wrote to their DynamoDB table, with the failures it makes itself:
 // a lapsed idempotency window (its items past `expiration`, still in the table: DynamoDB's TTL
 // deletes lazily), a handler killed mid-event after an at-most-once commit, and items a cleanup
 // deleted. The audit of the live table, and of `aws dynamodb scan --output json` of it, says which

@@ -3,7 +3,9 @@
 // with Powertools' own CachePersistenceLayer on Redis (@redis/client), keyed by the event id under
 // the prefix "billing-charge". The handler "charges" by appending the event id to --applied.
 // The same flags as powertools_consumer.py: --expires S, --lease-ms MS, --max N, --crash-on ID,
-// --commit-first. Stops at the end of the partitions as they were when it started (or --max).
+// --commit-first, --dynamodb URL --table T (the records in DynamoDB through Powertools'
+// DynamoDBPersistenceLayer, region eu-west-1, credentials from the environment, rather than Redis).
+// Stops at the end of the partitions as they were when it started (or --max).
 import { appendFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -25,10 +27,23 @@ const { values: args } = parseArgs({
     max: { type: 'string', default: '0' },
     'crash-on': { type: 'string', default: '' },
     'commit-first': { type: 'boolean', default: false },
+    dynamodb: { type: 'string', default: '' },
+    table: { type: 'string', default: '' },
   },
 });
 
-const redis = await createClient({ url: `redis://127.0.0.1:${args['redis-port']}` }).connect();
+let persistenceStore;
+let redis;
+if (args.dynamodb) {
+  const { DynamoDBPersistenceLayer } = await import('@aws-lambda-powertools/idempotency/dynamodb');
+  persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: args.table,
+    clientConfig: { endpoint: args.dynamodb, region: 'eu-west-1' },
+  });
+} else {
+  redis = await createClient({ url: `redis://127.0.0.1:${args['redis-port']}` }).connect();
+  persistenceStore = new CachePersistenceLayer({ client: redis });
+}
 const config = new IdempotencyConfig({ expiresAfterSeconds: Number(args.expires) });
 const leaseMs = Number(args['lease-ms']);
 config.registerLambdaContext({
@@ -43,7 +58,7 @@ const charge = makeIdempotent(
     appendFileSync(args.applied, `${eventId}\n`);
     return { charged: eventId };
   },
-  { persistenceStore: new CachePersistenceLayer({ client: redis }), config, keyPrefix: 'billing-charge' }
+  { persistenceStore, config, keyPrefix: 'billing-charge' }
 );
 
 const kafka = new Kafka({ clientId: 'powertools-ts', brokers: [args.bootstrap], logLevel: logLevel.NOTHING });
@@ -100,5 +115,5 @@ const timeout = setTimeout(() => {
 await finished;
 clearTimeout(timeout);
 await consumer.disconnect();
-await redis.quit();
+await redis?.quit();
 process.exit(0);
