@@ -62,6 +62,23 @@ public:
     return redis;
   }
 
+  Dynamo dynamodb(const core::ConsumerDeclaration& consumer) override {
+    auto uri = core::parse_store_uri(consumer.store, "store");
+    if (uri.kind != core::StoreUri::Kind::Dynamodb) {
+      throw UnreachableError(fmt::format("store '{}' is not dynamodb://TABLE", uri.redacted()));
+    }
+    auto settings = aws_settings(uri, consumer.layout, m_context);
+    settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
+    settings.attempts = 3;
+    try {
+      auto table = connectors::aws::open_table(settings);
+      auto ttl = connectors::aws::describe_ttl(*table.client);
+      return Dynamo{ttl.status, ttl.attribute, table.facts.size_bytes, table.facts.item_count};
+    } catch (const UsageError& e) {
+      throw UnreachableError(e.what()); // a table not there, or not the layout's: the check says which
+    }
+  }
+
   Inbox inbox(const core::ConsumerDeclaration& consumer) override {
     auto facts = connectors::postgres::inspect_inbox(consumer.store, std::min(timeout(), k_live_timeout_ms),
                                                      consumer.inbox_table, consumer.inbox_id_column,

@@ -46,7 +46,8 @@ public:
   LiveChecks(core::LiveInspector& live, const std::string& file) : m_live(live), m_file(file) {}
 
   void check(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
-    bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres;
+    bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres ||
+                   consumer.placement == core::Placement::Dynamodb;
     if (durable && !consumer.retention && !consumer.topic.empty()) {
       retention(consumer, fact);
     }
@@ -62,6 +63,12 @@ public:
     try {
       if (consumer.placement == core::Placement::Redis) {
         redis(consumer, fact);
+      } else if (consumer.placement == core::Placement::Dynamodb) {
+        auto table = m_live.dynamodb(consumer);
+        fact.dynamodb_ttl_status = table.ttl_status;
+        fact.dynamodb_ttl_attribute = table.ttl_attribute;
+        fact.dynamodb_size_bytes = table.size_bytes;
+        fact.dynamodb_items = table.items;
       } else {
         inbox(consumer, fact);
       }

@@ -1,4 +1,5 @@
 #include "core/check/check_rules.hpp"
+#include "core/store/dynamodb.hpp"
 
 #include "core/audit/ttl.hpp"
 #include "core/check/inbox_rules.hpp"
@@ -161,6 +162,38 @@ void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* fac
   }
 }
 
+// A DynamoDB table's TTL against the attribute the library writes its expiry to, and what reading it
+// costs against the declaration's max_read_units.
+void check_dynamodb(const ConsumerDeclaration& consumer, const LiveFacts& facts, const FindingAdder& add) {
+  const std::string& status = *facts.dynamodb_ttl_status;
+  const std::string& expiration = consumer.layout.json.expiration;
+  if (status != "ENABLED" && status != "ENABLING") {
+    add(consumer, "store", "dynamodb-ttl-disabled", Severity::Warning,
+        fmt::format("the table's TTL is {}: DynamoDB never deletes the dedup records", status),
+        fmt::format("The library still treats a record past its {} as expired, but the table grows without bound. "
+                    "Enable TTL on the attribute {} (aws dynamodb update-time-to-live).",
+                    expiration.empty() ? "expiry" : expiration, expiration.empty() ? "expiration" : expiration));
+  } else if (!expiration.empty() && facts.dynamodb_ttl_attribute != expiration) {
+    add(consumer, "store", "dynamodb-ttl-attribute", Severity::Error,
+        fmt::format("the table's TTL deletes by the attribute {}, but {} writes its expiry to {}",
+                    facts.dynamodb_ttl_attribute, consumer.layout.name, expiration),
+        fmt::format("DynamoDB deletes items by another clock than the library's: records may go before their {} "
+                    "(a duplicate applied) or never. Point the TTL at {}.",
+                    expiration, expiration));
+  }
+  if (consumer.max_read_units && facts.dynamodb_size_bytes) {
+    double units = scan_read_units(*facts.dynamodb_size_bytes);
+    if (units > *consumer.max_read_units) {
+      add(consumer, "max_read_units", "dynamodb-read-cost", Severity::Warning,
+          fmt::format("reading the table costs about {:.0f} read units ({} items, {} bytes), more than max_read_units "
+                      "= {:g}",
+                      units, facts.dynamodb_items, *facts.dynamodb_size_bytes, *consumer.max_read_units),
+          "A snapshot scans the whole table; an audit reads half a unit per event. Audit from a scan or an export "
+          "(--store file:) or a narrower range, or raise max_read_units.");
+    }
+  }
+}
+
 // What the live systems say (check --live): Redis' eviction policy and persistence, sampled keys'
 // TTLs, the inbox's unique constraint.
 void check_live(const ConsumerDeclaration& consumer, const LiveFacts& live_facts, const FindingAdder& add) {
@@ -200,6 +233,9 @@ void check_live(const ConsumerDeclaration& consumer, const LiveFacts& live_facts
                     format_duration(*facts->sampled_max_pttl_ms), to_text(*ttl)),
         "The declaration does not describe what the consumer writes, so the other checks judged the wrong TTL. "
         "Declare the TTL of the consumer's SET call.");
+  }
+  if (facts->dynamodb_ttl_status) {
+    check_dynamodb(consumer, *facts, add);
   }
   if (facts->inbox_unique && !*facts->inbox_unique) {
     auto f =

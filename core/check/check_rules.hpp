@@ -24,6 +24,11 @@ struct LiveFacts {
   std::optional<std::int64_t> sampled_without_expiry;
   std::optional<std::int64_t> sampled_max_pttl_ms;
   std::optional<bool> inbox_unique; // a primary key or unique index over the id (or consumer, id)
+  // A DynamoDB table's TTL (DescribeTimeToLive) and size (DescribeTable).
+  std::optional<std::string> dynamodb_ttl_status; // ENABLED, DISABLED, ENABLING, DISABLING
+  std::string dynamodb_ttl_attribute;
+  std::optional<std::int64_t> dynamodb_size_bytes;
+  std::int64_t dynamodb_items = 0;
 };
 
 // One Redis server's eviction policy and persistence, as CONFIG GET answered (nullopt where a
@@ -65,7 +70,15 @@ public:
   virtual ~LiveInspector() = default;
   // retention.ms, cleanup.policy and segment.ms; nullopt when the broker could not answer.
   virtual std::optional<TopicRetention> topic_retention(const std::string& topic) = 0;
+  struct Dynamo {
+    std::string ttl_status;
+    std::string ttl_attribute;
+    std::int64_t size_bytes = 0;
+    std::int64_t items = 0;
+  };
   virtual Redis redis(const ConsumerDeclaration& consumer) = 0;
+  // A DynamoDB table's TTL and size; throws UnreachableError when it cannot be asked.
+  virtual Dynamo dynamodb(const ConsumerDeclaration& consumer) = 0;
   virtual Inbox inbox(const ConsumerDeclaration& consumer) = 0;
 };
 

@@ -25,6 +25,8 @@ std::string_view to_string(Placement placement) {
     return "memory";
   case Placement::Design:
     return "design";
+  case Placement::Dynamodb:
+    return "dynamodb";
   }
   return "redis";
 }
@@ -54,7 +56,8 @@ const std::set<std::string, std::less<>> k_keys{"name",
                                                 "inbox_retention",
                                                 "layout",
                                                 "key_prefix",
-                                                "collection"};
+                                                "collection",
+                                                "max_read_units"};
 
 SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -77,7 +80,8 @@ public:
                             fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
                                         "placement, store, key_template, ttl, retention, max_lag, side_effects, "
                                         "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
-                                        "inbox_status_column, inbox_retention, layout, key_prefix, collection",
+                                        "inbox_status_column, inbox_retention, layout, key_prefix, collection, "
+                                        "max_read_units",
                                         name)});
         continue;
       }
@@ -104,7 +108,7 @@ public:
       missing("topic", "the topic it consumes");
     }
     if (!consumer.fields.count("placement")) {
-      missing("placement", "redis, postgres, memory or design");
+      missing("placement", "redis, postgres, dynamodb, memory or design");
     }
     if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template") &&
         !consumer.fields.count("layout")) {
@@ -199,6 +203,13 @@ private:
                                   [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
         consumer.max_lag_ms = span->finite_ms().value_or(0);
       }
+    } else if (name == "max_read_units") {
+      auto units = node.value<double>();
+      if (!units || *units <= 0) {
+        error(node, "'max_read_units' must be a positive number (read units, as DynamoDB counts them)");
+      } else {
+        consumer.max_read_units = *units;
+      }
     } else if (name == "side_effects") {
       std::string value;
       if (string_of(name, node, value)) {
@@ -219,13 +230,14 @@ private:
     static const std::map<std::string, Placement, std::less<>> k_placements{{"redis", Placement::Redis},
                                                                             {"postgres", Placement::Postgres},
                                                                             {"memory", Placement::Memory},
-                                                                            {"design", Placement::Design}};
+                                                                            {"design", Placement::Design},
+                                                                            {"dynamodb", Placement::Dynamodb}};
     auto found = k_placements.find(value);
     m_placement_valid = found != k_placements.end();
     if (m_placement_valid) {
       consumer.placement = found->second;
     } else {
-      error(node, fmt::format("'placement' is '{}'; expected redis, postgres, memory or design", value));
+      error(node, fmt::format("'placement' is '{}'; expected redis, postgres, dynamodb, memory or design", value));
     }
   }
 

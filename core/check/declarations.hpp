@@ -18,7 +18,7 @@ struct SourcePosition {
   int column = 0;
 };
 
-enum class Placement { Redis, Postgres, Memory, Design };
+enum class Placement { Redis, Postgres, Memory, Design, Dynamodb };
 std::string_view to_string(Placement placement);
 
 struct ConsumerDeclaration {
@@ -47,6 +47,8 @@ struct ConsumerDeclaration {
   std::string collection;
   // The ttl is the library's default (Powertools' expires_after_seconds, 1h): none was written.
   bool ttl_from_layout = false;
+  // dynamodb: the read units an audit or snapshot of the table may cost before check --live warns.
+  std::optional<double> max_read_units;
 
   // The line of a field when it was written, else the consumer's header.
   SourcePosition position_of(const std::string& field) const;

@@ -296,3 +296,32 @@ TEST_F(Dynamo, ABadScanFileIsNamedWithItsLine) {
   EXPECT_EQ(line.exit_code, 2) << line.err;
   EXPECT_NE(line.err.find("a.json.gz:2: "), std::string::npos) << line.err;
 }
+
+TEST_F(Dynamo, CheckLiveReadsTheTablesTtlAndSize) {
+  m_server.admin({"create-table", m_server.endpoint(), DynamoServer::k_region, "NoTtl", "-", ""});
+  m_server.admin({"create-table", m_server.endpoint(), DynamoServer::k_region, "OtherTtl", "-", "ttl"});
+  std::string declarations;
+  for (const char* table : {k_table, "NoTtl", "OtherTtl"}) {
+    declarations += fmt::format("[[consumer]]\nname = \"{}\"\ntopic = \"payments\"\nplacement = \"dynamodb\"\n"
+                                "store = \"{}\"\nlayout = \"powertools-python\"\nkey_prefix = \"charge\"\n"
+                                "ttl = \"8d\"\nretention = \"7d\"\n\n",
+                                table, m_server.uri(table));
+  }
+  write_file(m_dir.file("dedupctl.toml"), declarations);
+  auto result = run_dedupctl({"check", m_dir.file("dedupctl.toml"), "--live", "-o", "json", "--fail-on", "none"}, "",
+                             m_server.env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json report = Json::parse(result.out, nullptr, false);
+  std::multiset<std::string> found;
+  for (const auto& finding : report.at("findings")) {
+    std::string title = finding.at("title");
+    found.insert(finding.at("id").get<std::string>() + " " + title.substr(0, title.find(':')));
+  }
+  EXPECT_EQ(found.count("dynamodb-ttl-disabled NoTtl"), 1u) << result.out;
+  EXPECT_EQ(found.count("dynamodb-ttl-attribute OtherTtl"), 1u) << result.out;
+  EXPECT_EQ(found.count("dynamodb-ttl-disabled idempotency"), 0u) << result.out;
+  EXPECT_EQ(found.count("dynamodb-ttl-attribute idempotency"), 0u) << result.out;
+  // moto's DescribeTable says TableSizeBytes 0 (DynamoDB's own estimate is renewed every six hours), so
+  // max_read_units is judged by the unit tests (CheckLive.ADynamoTablesTtlAndReadCostBecomeFindings).
+  EXPECT_TRUE(report.at("complete").get<bool>());
+}

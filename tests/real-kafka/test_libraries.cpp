@@ -286,11 +286,11 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsDynamo, ::testing::Values(k_python,
 
 } // namespace
 
-// Records Powertools for Python 3.37 and for TypeScript 2.35 wrote to their DynamoDB table, with the failures it makes itself:
-// a lapsed idempotency window (its items past `expiration`, still in the table: DynamoDB's TTL
-// deletes lazily), a handler killed mid-event after an at-most-once commit, and items a cleanup
-// deleted. The audit of the live table, and of `aws dynamodb scan --output json` of it, says which
-// events a seek re-applies; after the seek the library applies exactly those.
+// Records Powertools for Python 3.37 and for TypeScript 2.35 wrote to their DynamoDB table, with the failures it makes
+// itself: a lapsed idempotency window (its items past `expiration`, still in the table: DynamoDB's TTL deletes lazily),
+// a handler killed mid-event after an at-most-once commit, and items a cleanup deleted. The audit of the live table,
+// and of `aws dynamodb scan --output json` of it, says which events a seek re-applies; after the seek the library
+// applies exactly those.
 TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
   auto with = [&](std::vector<std::string> extra) {
     auto flags = store_flags();

@@ -183,6 +183,7 @@ public:
   bool redis_unreachable = false;
   Inbox inbox_answer;
   bool inbox_unreachable = false;
+  Dynamo dynamo_answer;
   std::vector<std::string> asked;
 
   std::optional<core::TopicRetention> topic_retention(const std::string& topic) override {
@@ -198,6 +199,10 @@ public:
       throw UnreachableError("cannot reach Redis at fake:6379");
     }
     return redis_answer;
+  }
+  Dynamo dynamodb(const core::ConsumerDeclaration& consumer) override {
+    asked.push_back("dynamodb " + consumer.name);
+    return dynamo_answer;
   }
   Inbox inbox(const core::ConsumerDeclaration& consumer) override {
     asked.push_back("inbox " + consumer.name);

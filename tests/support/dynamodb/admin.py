@@ -3,7 +3,8 @@
 ENDPOINT (moto's server in tests/support/dynamodb):
 
   create-table ENDPOINT REGION TABLE [SORT_KEY]   a Powertools table: partition key id (S), and a
-                                                  sort key (S) when given; TTL on `expiration`
+                                                  sort key (S) when given (not "-"); TTL on
+                                                  `expiration`, or on TTL_ATTRIBUTE given next ("" for none)
   create-user ENDPOINT                            an IAM user allowed dynamodb:*, sts:* and iam:*, its access
                                                   key printed as "KEY_ID SECRET" (moto then checks
                                                   every signature against it)
@@ -32,14 +33,15 @@ def main(argv):
         region, table = argv[3], argv[4]
         schema = [{"AttributeName": "id", "KeyType": "HASH"}]
         attributes = [{"AttributeName": "id", "AttributeType": "S"}]
-        if len(argv) > 5:
+        if len(argv) > 5 and argv[5] != "-":
             schema.append({"AttributeName": argv[5], "KeyType": "RANGE"})
             attributes.append({"AttributeName": argv[5], "AttributeType": "S"})
         ddb = client("dynamodb", endpoint, region)
         ddb.create_table(TableName=table, KeySchema=schema, AttributeDefinitions=attributes,
                          BillingMode="PAY_PER_REQUEST")
-        ddb.update_time_to_live(TableName=table,
-                                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"})
+        ttl = argv[6] if len(argv) > 6 else "expiration"
+        if ttl:
+            ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
     elif command == "create-user":
         iam = client("iam", endpoint)
         iam.create_user(UserName="dedupctl-test")

@@ -323,3 +323,31 @@ TEST(CheckRules, APrefixOrACollectionTheLayoutHasNoUseForIsAnError) {
   EXPECT_NE(d.errors[2].message.find("keeps a key per id; collection is for"), std::string::npos)
       << d.errors[2].message;
 }
+
+TEST(CheckLive, ADynamoTablesTtlAndReadCostBecomeFindings) {
+  auto d =
+      parse_declarations("[[consumer]]\nname = \"billing\"\ntopic = \"orders\"\nplacement = \"dynamodb\"\n"
+                         "store = \"dynamodb://IdempotencyTable\"\nlayout = \"powertools-python\"\n"
+                         "key_prefix = \"billing.charge\"\nttl = \"8d\"\nretention = \"7d\"\nmax_read_units = 1000\n",
+                         "d.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
+  FakeInspector inspector;
+  inspector.dynamo_answer = core::LiveInspector::Dynamo{"ENABLED", "expiration", 4096 * 100, 1000};
+  auto report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  EXPECT_EQ(inspector.asked, (std::vector<std::string>{"dynamodb billing"}));
+  EXPECT_TRUE(report.findings.empty()) << report.findings[0].title;
+  inspector.dynamo_answer = core::LiveInspector::Dynamo{"DISABLED", "", 4096 * 100, 1000};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  ASSERT_EQ(of(report.findings, "dynamodb-ttl-disabled", "billing").size(), 1u);
+  inspector.dynamo_answer = core::LiveInspector::Dynamo{"ENABLED", "ttl", 4096 * 4000, 90000};
+  report = run_check(d, "d.toml", &inspector, parse_fail_on("error"), "error", 0);
+  auto attribute = of(report.findings, "dynamodb-ttl-attribute", "billing");
+  ASSERT_EQ(attribute.size(), 1u);
+  EXPECT_EQ(attribute[0].severity, Severity::Error);
+  auto cost = of(report.findings, "dynamodb-read-cost", "billing");
+  ASSERT_EQ(cost.size(), 1u);
+  EXPECT_NE(cost[0].title.find("about 2000 read units (90000 items, 16384000 bytes), more than max_read_units = 1000"),
+            std::string::npos)
+      << cost[0].title;
+  EXPECT_EQ(cost[0].line, 10);
+}

@@ -54,7 +54,8 @@ TEST(AwsCredentials, ProcessOutputAndStsAnswersGiveKeysTokensAndWhenTheyLapse) {
   EXPECT_EQ(error.find("a\""), std::string::npos);
 
   auto sts = parse_sts_credentials(
-      "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIA2</AccessKeyId>"
+      "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIA2</"
+      "AccessKeyId>"
       "<SecretAccessKey>x</SecretAccessKey><SessionToken>y</SessionToken><Expiration>2026-11-28T13:00:00.000Z"
       "</Expiration></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>",
       error);

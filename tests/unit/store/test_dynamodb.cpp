@@ -73,8 +73,8 @@ TEST(DynamoAnswers, ItemsOfAnotherPartitionOrWithoutAStringKeyAreNotRecords) {
   auto other = item_record(R"({"id":{"S":"idempotency#other"},"sk":{"S":"k"}})", sorted(), error);
   ASSERT_TRUE(other);
   EXPECT_TRUE(other->key.empty());
-  auto mine = item_record(R"({"id":{"S":"idempotency#billing"},"sk":{"S":"k"},"status":{"S":"COMPLETED"}})",
-                          sorted(), error);
+  auto mine =
+      item_record(R"({"id":{"S":"idempotency#billing"},"sk":{"S":"k"},"status":{"S":"COMPLETED"}})", sorted(), error);
   ASSERT_TRUE(mine);
   EXPECT_EQ(mine->key, "k");
   EXPECT_EQ(mine->value, R"({"status":"COMPLETED"})");
@@ -108,8 +108,9 @@ TEST(DynamoErrors, TheTypeIsReadFromJsonAndXmlAndSorted) {
   EXPECT_EQ(json.type, "ProvisionedThroughputExceededException");
   EXPECT_EQ(json.message, "slow down");
   EXPECT_TRUE(is_throttling(json.type));
-  auto xml = parse_dynamodb_error("<ErrorResponse><Errors><Error><Code>SignatureDoesNotMatch</Code><Message>no</Message>"
-                                  "</Error></Errors></ErrorResponse>");
+  auto xml =
+      parse_dynamodb_error("<ErrorResponse><Errors><Error><Code>SignatureDoesNotMatch</Code><Message>no</Message>"
+                           "</Error></Errors></ErrorResponse>");
   EXPECT_EQ(xml.type, "SignatureDoesNotMatch");
   EXPECT_TRUE(is_auth_refusal(xml.type));
   EXPECT_FALSE(is_throttling(xml.type));
@@ -118,8 +119,8 @@ TEST(DynamoErrors, TheTypeIsReadFromJsonAndXmlAndSorted) {
 }
 
 TEST(DynamoRequests, TheClaimIsPowertoolsConditionalPutWithTheLayoutsUnits) {
-  std::string body = claim_put_body("t", python(), "f#a", R"({"status":"INPROGRESS","expiration":1800000000})",
-                                    1'700'000'000'123);
+  std::string body =
+      claim_put_body("t", python(), "f#a", R"({"status":"INPROGRESS","expiration":1800000000})", 1'700'000'000'123);
   EXPECT_NE(body.find("attribute_not_exists(#id) OR #expiry < :now OR (#status = :inprogress AND "
                       "attribute_exists(#lease) AND #lease < :now_ms)"),
             std::string::npos)
@@ -137,14 +138,15 @@ TEST(DynamoCosts, ReadUnitsAreHalfAUnitPer4KiBOrPerItem) {
   EXPECT_DOUBLE_EQ(scan_read_units(4096 * 10 + 1), 5.5);
   EXPECT_DOUBLE_EQ(lookup_read_units(1'000'000), 500'000);
   std::string error;
-  auto facts = parse_describe_table(R"({"Table":{"ItemCount":7,"TableSizeBytes":900,"KeySchema":[{"AttributeName":)"
-                                    R"("id","KeyType":"HASH"}],"BillingModeSummary":{"BillingMode":"PAY_PER_REQUEST"}}})",
-                                    error);
+  auto facts =
+      parse_describe_table(R"({"Table":{"ItemCount":7,"TableSizeBytes":900,"KeySchema":[{"AttributeName":)"
+                           R"("id","KeyType":"HASH"}],"BillingModeSummary":{"BillingMode":"PAY_PER_REQUEST"}}})",
+                           error);
   ASSERT_TRUE(facts) << error;
   EXPECT_EQ(facts->item_count, 7);
   EXPECT_EQ(facts->key_schema, (std::vector<std::pair<std::string, std::string>>{{"id", "HASH"}}));
-  auto ttl = parse_describe_ttl(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})",
-                                error);
+  auto ttl =
+      parse_describe_ttl(R"({"TimeToLiveDescription":{"TimeToLiveStatus":"ENABLED","AttributeName":"exp"}})", error);
   ASSERT_TRUE(ttl);
   EXPECT_EQ(ttl->attribute, "exp");
 }
