@@ -107,6 +107,11 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   if (!options.execute && !has_via && !options.no_dedup) {
     throw UsageError("a replay plan needs --via (the placement it would route through) or --no-dedup");
   }
+  if (has_via && placement.uri.kind == core::StoreUri::Kind::Dynamodb) {
+    throw UsageError("--via dynamodb:// cannot claim events yet (Powertools' conditional PutItem is not built): "
+                     "audit the table with --store, and replay through a redis://, postgres:// or memory: placement, "
+                     "or --no-dedup");
+  }
   if (has_via && placement.uri.kind == core::StoreUri::Kind::File) {
     throw UsageError("--via file: is a snapshot and cannot claim events; use the live redis:// or postgres:// store");
   }
