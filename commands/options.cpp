@@ -237,13 +237,14 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
                                                         : "The placement the replay routes every event through");
   auto* store =
       group
-          ->add_option(audit ? "--store" : "--via", options.store,
-                       audit ? "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], "
-                               "redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:26379/MASTER[/db], postgres://… or a "
-                               "libpq conninfo (an inbox table), dynamodb://TABLE[?region=R&endpoint=URL] (Powertools' table), "
-                               "or file:PATH (a snapshot, or a DynamoDB scan or export)"
-                             : "redis://…, redis+cluster://…, redis+sentinel://…, postgres://… or a libpq conninfo (an "
-                               "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it)")
+          ->add_option(
+              audit ? "--store" : "--via", options.store,
+              audit ? "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], "
+                      "redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:26379/MASTER[/db], postgres://… or a "
+                      "libpq conninfo (an inbox table), dynamodb://TABLE[?region=R&endpoint=URL] (Powertools' table), "
+                      "or file:PATH (a snapshot, or a DynamoDB scan or export)"
+                    : "redis://…, redis+cluster://…, redis+sentinel://…, postgres://… or a libpq conninfo (an "
+                      "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it)")
           ->type_name("URI");
   if (audit) {
     store->required();
