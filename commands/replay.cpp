@@ -107,11 +107,6 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   if (!options.execute && !has_via && !options.no_dedup) {
     throw UsageError("a replay plan needs --via (the placement it would route through) or --no-dedup");
   }
-  if (has_via && placement.uri.kind == core::StoreUri::Kind::Dynamodb) {
-    throw UsageError("--via dynamodb:// cannot claim events yet (Powertools' conditional PutItem is not built): "
-                     "audit the table with --store, and replay through a redis://, postgres:// or memory: placement, "
-                     "or --no-dedup");
-  }
   if (has_via && placement.uri.kind == core::StoreUri::Kind::File) {
     throw UsageError("--via file: is a snapshot and cannot claim events; use the live redis:// or postgres:// store");
   }
@@ -133,6 +128,11 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   }
   if (options.repair_lost) {
     return; // a repair writes no record: the consumer writes its own when it applies the event
+  }
+  if (options.execute && has_via && placement.uri.kind == core::StoreUri::Kind::Dynamodb &&
+      !placement.audit.ttl.span.finite_ms()) {
+    throw UsageError("--via dynamodb:// needs --ttl: the library's expires_after_seconds, which the records' "
+                     "expiration is counted from");
   }
   if (options.execute && redis && !placement.audit.ttl.span.known() && !placement.layout.never_expires) {
     throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
@@ -272,6 +272,12 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
         std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(expected * 16, 1 << 20));
     findings.push_back(core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
     return memory;
+  }
+  if (placement.uri.kind == core::StoreUri::Kind::Dynamodb) {
+    auto settings = aws_settings(placement.uri, placement.layout, context);
+    auto out = connectors::aws::open_dynamo_replay(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,
+                                                   placement.audit.policy.in_progress_values, context.now_ms);
+    return out;
   }
   if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
     auto settings =

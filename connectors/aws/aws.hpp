@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/replay/replay.hpp"
+#include "core/span.hpp"
 #include "core/store/aws_config.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/dynamodb.hpp"
@@ -130,6 +132,17 @@ struct OpenedTable {
   core::TableFacts facts;
 };
 OpenedTable open_table(const AwsSettings& settings);
+
+// replay --via dynamodb://: claims as Powertools makes them (a conditional PutItem of its INPROGRESS
+// record, with this run's id beside it), the completed record put over a delivered event's claim, a
+// failed delivery's claim deleted. A claim refused is read back (GetItem, consistent) to say whose.
+std::unique_ptr<core::ReplayPlacement> open_dynamo_replay(const AwsSettings& settings, const core::Span& ttl,
+                                                          std::int64_t lease_ms, std::vector<std::string> markers,
+                                                          std::function<std::int64_t()> now_ms);
+
+// Runs fn(0) … fn(count - 1) on up to `threads` threads (the caller's among them); the first
+// exception is rethrown once all have stopped, and no new index starts after it.
+void parallel_for(std::size_t count, std::size_t threads, const std::function<void(std::size_t)>& fn);
 
 // DescribeTimeToLive.
 core::TableTtl describe_ttl(DynamoClient& client);

@@ -190,6 +190,43 @@ std::string DynamoStore::topology() const {
   return fmt::format("table {} in {} at {}", m_client->settings().uri.table, m_client->region(), m_client->endpoint());
 }
 
+void parallel_for(std::size_t count, std::size_t threads, const std::function<void(std::size_t)>& fn) {
+  std::mutex mutex;
+  std::size_t next = 0;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    while (true) {
+      std::size_t i = 0;
+      {
+        std::lock_guard lock(mutex);
+        if (next >= count || failure) {
+          return;
+        }
+        i = next++;
+      }
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) {
+          failure = std::current_exception();
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < std::min(threads, count); ++t) {
+    pool.emplace_back(worker);
+  }
+  worker();
+  for (auto& thread : pool) {
+    thread.join();
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+}
+
 void DynamoStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
   const auto& settings = m_client->settings();
   // Each key once (a request may not name a key twice), in batches of 100, `in_flight` at once.
@@ -201,82 +238,44 @@ void DynamoStore::lookup(const std::vector<std::string>& keys, std::vector<core:
     }
   }
   std::vector<std::optional<std::string>> found(unique.size());
-  std::mutex mutex;
-  std::size_t next = 0;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    try {
-      while (true) {
-        std::vector<std::string_view> batch;
-        {
-          std::lock_guard lock(mutex);
-          if (next >= unique.size() || failure) {
-            return;
-          }
-          auto end = std::min(unique.size(), next + k_batch_keys);
-          batch.assign(unique.begin() + static_cast<std::ptrdiff_t>(next),
-                       unique.begin() + static_cast<std::ptrdiff_t>(end));
-          next = end;
-        }
-        std::vector<std::string> retry;
-        for (int attempt = 0; !batch.empty(); ++attempt) {
-          if (attempt >= settings.attempts) {
-            throw UnreachableError(fmt::format(
-                "DynamoDB at {} left {} keys of table {} unprocessed after {} BatchGetItem tries (throttled: the "
-                "table's read capacity is exhausted); no verdict is given over keys not read",
-                m_client->endpoint(), batch.size(), settings.uri.table, settings.attempts));
-          }
-          if (attempt > 0) {
-            m_client->back_off(attempt - 1);
-          }
-          auto body = m_client->call("BatchGetItem", core::batch_get_body(settings.uri.table, settings.layout, batch));
-          std::string error;
-          auto answer = core::parse_batch_get(*body, settings.uri.table, settings.layout, error);
-          if (!answer) {
-            throw UnreachableError(fmt::format("DynamoDB at {}: {}", m_client->endpoint(), error));
-          }
-          m_client->add_consumed(answer->consumed_units);
-          {
-            std::lock_guard lock(mutex);
-            for (auto& record : answer->records) {
-              auto it = index.find(record.key);
-              if (it != index.end()) {
-                found[it->second] = std::move(record.value);
-              }
-            }
-          }
-          retry = std::move(answer->unprocessed);
-          batch.clear();
-          for (const auto& key : retry) {
-            auto it = index.find(key);
-            if (it == index.end()) {
-              throw UnreachableError(
-                  fmt::format("DynamoDB at {} returned an unprocessed key it was not asked", m_client->endpoint()));
-            }
-            batch.push_back(unique[it->second]);
-          }
+  std::size_t batches = (unique.size() + k_batch_keys - 1) / k_batch_keys;
+  parallel_for(batches, static_cast<std::size_t>(std::max(1, settings.in_flight)), [&](std::size_t b) {
+    auto first = unique.begin() + static_cast<std::ptrdiff_t>(b * k_batch_keys);
+    std::vector<std::string_view> batch(
+        first, first + static_cast<std::ptrdiff_t>(std::min(k_batch_keys, unique.size() - b * k_batch_keys)));
+    for (int attempt = 0; !batch.empty(); ++attempt) {
+      if (attempt >= settings.attempts) {
+        throw UnreachableError(fmt::format(
+            "DynamoDB at {} left {} keys of table {} unprocessed after {} BatchGetItem tries (throttled: the "
+            "table's read capacity is exhausted); no verdict is given over keys not read",
+            m_client->endpoint(), batch.size(), settings.uri.table, settings.attempts));
+      }
+      if (attempt > 0) {
+        m_client->back_off(attempt - 1);
+      }
+      auto body = m_client->call("BatchGetItem", core::batch_get_body(settings.uri.table, settings.layout, batch));
+      std::string error;
+      auto answer = core::parse_batch_get(*body, settings.uri.table, settings.layout, error);
+      if (!answer) {
+        throw UnreachableError(fmt::format("DynamoDB at {}: {}", m_client->endpoint(), error));
+      }
+      m_client->add_consumed(answer->consumed_units);
+      for (auto& record : answer->records) {
+        if (auto it = index.find(record.key); it != index.end()) {
+          found[it->second] = std::move(record.value); // each key's slot is this batch's alone
         }
       }
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!failure) {
-        failure = std::current_exception();
+      batch.clear();
+      for (const auto& key : answer->unprocessed) {
+        auto it = index.find(key);
+        if (it == index.end()) {
+          throw UnreachableError(
+              fmt::format("DynamoDB at {} returned an unprocessed key it was not asked", m_client->endpoint()));
+        }
+        batch.push_back(unique[it->second]);
       }
     }
-  };
-  std::size_t batches = (unique.size() + k_batch_keys - 1) / k_batch_keys;
-  std::size_t threads = std::min<std::size_t>(std::max(1, settings.in_flight), batches);
-  std::vector<std::thread> pool;
-  for (std::size_t i = 1; i < threads; ++i) {
-    pool.emplace_back(worker);
-  }
-  worker();
-  for (auto& thread : pool) {
-    thread.join();
-  }
-  if (failure) {
-    std::rethrow_exception(failure);
-  }
+  });
   m_values.clear();
   m_values.reserve(unique.size());
   for (auto& value : found) {
@@ -337,47 +336,29 @@ std::int64_t scan_table(DynamoClient& client, int segments,
                         const std::function<void(const core::DynamoRecord&)>& on_record) {
   const auto& settings = client.settings();
   std::mutex mutex;
-  std::exception_ptr failure;
   std::atomic<std::int64_t> scanned{0};
-  auto segment = [&](int number) {
-    try {
-      std::string start;
-      do {
-        auto body = client.call("Scan", core::scan_body(settings.uri.table, settings.layout, number, segments, start));
-        std::string error;
-        auto answer = core::parse_scan(*body, settings.layout, error);
-        if (!answer) {
-          throw UnreachableError(fmt::format("DynamoDB at {}: {}", client.endpoint(), error));
-        }
-        client.add_consumed(answer->consumed_units);
-        scanned += answer->scanned;
+  auto total = static_cast<std::size_t>(std::max(1, segments));
+  parallel_for(total, total, [&](std::size_t segment) {
+    std::string start;
+    do {
+      auto body = client.call(
+          "Scan", core::scan_body(settings.uri.table, settings.layout, static_cast<int>(segment), segments, start));
+      std::string error;
+      auto answer = core::parse_scan(*body, settings.layout, error);
+      if (!answer) {
+        throw UnreachableError(fmt::format("DynamoDB at {}: {}", client.endpoint(), error));
+      }
+      client.add_consumed(answer->consumed_units);
+      scanned += answer->scanned;
+      {
         std::lock_guard lock(mutex);
-        if (failure) {
-          return;
-        }
         for (const auto& record : answer->records) {
           on_record(record);
         }
-        start = std::move(answer->last_key);
-      } while (!start.empty());
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!failure) {
-        failure = std::current_exception();
       }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int i = 1; i < segments; ++i) {
-    threads.emplace_back(segment, i);
-  }
-  segment(0);
-  for (auto& thread : threads) {
-    thread.join();
-  }
-  if (failure) {
-    std::rethrow_exception(failure);
-  }
+      start = std::move(answer->last_key);
+    } while (!start.empty());
+  });
   return scanned.load();
 }
 

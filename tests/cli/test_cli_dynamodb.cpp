@@ -12,7 +12,10 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace dedupctl::testing;
@@ -324,4 +327,72 @@ TEST_F(Dynamo, CheckLiveReadsTheTablesTtlAndSize) {
   // moto's DescribeTable says TableSizeBytes 0 (DynamoDB's own estimate is renewed every six hours), so
   // max_read_units is judged by the unit tests (CheckLive.ADynamoTablesTtlAndReadCostBecomeFindings).
   EXPECT_TRUE(report.at("complete").get<bool>());
+}
+
+TEST_F(Dynamo, TwoReplaysAtOnceThroughTheTablePublishEachEventOnce) {
+  // 200 events of ids nobody recorded: two runs at once, each claiming by a conditional PutItem.
+  std::string dump;
+  std::int64_t now = now_s();
+  for (int i = 0; i < 200; ++i) {
+    dump += Json{{"topic", "payments"},
+                 {"partition", 0},
+                 {"offset", i},
+                 {"tstype", "create"},
+                 {"ts", now * 1000 + i},
+                 {"broker", 1},
+                 {"headers", Json::array()},
+                 {"key", nullptr},
+                 {"payload", Json{{"event_id", fmt::format("r{}", i)}}.dump()}}
+                .dump() +
+            "\n";
+  }
+  write_file(m_dir.file("replay.ndjson"), dump);
+  auto args = [&](const std::string& sink) {
+    return std::vector<std::string>{"replay",
+                                    "--input",
+                                    m_dir.file("replay.ndjson"),
+                                    "--id",
+                                    "json:/event_id",
+                                    "--via",
+                                    m_server.uri(k_table),
+                                    "--layout",
+                                    "powertools-python",
+                                    "--key-template",
+                                    std::string(k_prefix) + "#{event_id}",
+                                    "--ttl",
+                                    "1h",
+                                    "--batch",
+                                    "10",
+                                    "--sink",
+                                    "file:" + sink,
+                                    "--execute"};
+  };
+  std::string a = m_dir.file("a.ndjson");
+  std::string b = m_dir.file("b.ndjson");
+  CommandResult first;
+  std::thread other([&] { first = run_dedupctl(args(a), "", m_server.env()); });
+  auto second = run_dedupctl(args(b), "", m_server.env());
+  other.join();
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::multiset<std::string> published;
+  for (const auto& file : {a, b}) {
+    std::istringstream lines(read_file(file));
+    for (std::string line; std::getline(lines, line);) {
+      published.insert(Json::parse(Json::parse(line).at("payload").get<std::string>()).at("event_id"));
+    }
+  }
+  EXPECT_EQ(published.size(), 200u);
+  EXPECT_EQ(std::set<std::string>(published.begin(), published.end()).size(), 200u) << "an event published twice";
+  // Each record is the library's completed one now.
+  std::string scan = m_server.admin({"scan-json", m_server.endpoint(), DynamoServer::k_region, k_table});
+  EXPECT_EQ(std::count(scan.begin(), scan.end(), '\n') > 0, true);
+  Json items = Json::parse(scan).at("Items");
+  int completed = 0;
+  for (const auto& item : items) {
+    if (item.at("id").at("S").get<std::string>().starts_with("charge#r") && item.at("status").at("S") == "COMPLETED") {
+      ++completed;
+    }
+  }
+  EXPECT_EQ(completed, 200);
 }

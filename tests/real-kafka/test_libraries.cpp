@@ -343,6 +343,64 @@ TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
   EXPECT_EQ(applied_again, expected) << "the lapsed window, the deleted items and the orphaned claim";
 }
 
+// replay --via dynamodb:// claims as Powertools does (its conditional PutItem) and completes with the
+// library's record: it publishes exactly the events the library would apply again, and the library's
+// consumer then skips every one of them, from the replay's sink and from the topic after a seek.
+TEST_P(PowertoolsDynamo, AReplayThroughTheTableIsSkippedByTheLibrary) {
+  auto with = [&](std::vector<std::string> extra) {
+    auto flags = store_flags();
+    extra.insert(extra.end(), flags.begin(), flags.end());
+    return extra;
+  };
+  std::string first = m_dir.file("applied-before");
+  consume(first, with({"--expires", "2", "--max", "5"}));
+  consume(first, with({"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}), 9);
+  consume(first, with({"--max", "10"}));
+  for (int i : {8, 9, 10}) {
+    m_dynamo.admin({"delete-item", m_dynamo.endpoint(), DynamoServer::k_region, m_table, key_of(id_of(i))});
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+
+  std::string sink = m_topic + "-replayed";
+  create_topic(m_bootstrap, sink, 1, {});
+  std::string decisions = m_dir.file("decisions.ndjson");
+  std::vector<std::string> args{
+      "replay", "-b",  m_bootstrap, "--topic",       m_topic,     "--via",       m_dynamo.uri(m_table),
+      "--ttl",  "1h",  "--sink",    "kafka:" + sink, "--execute", "--decisions", decisions,
+      "-o",     "json"};
+  auto flags = placement_flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto replayed = run_dedupctl(args, "", m_env);
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
+  std::set<std::string> published, expected;
+  for (const auto& line : lines_of(decisions)) {
+    Json decision = Json::parse(line);
+    if (decision.at("decision") == "replayed") {
+      published.insert(decision.at("event_id").get<std::string>());
+    }
+  }
+  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+    expected.insert(id_of(i));
+  }
+  for (int i = 31; i < k_events; ++i) {
+    expected.insert(id_of(i));
+  }
+  EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
+
+  // Run again, the replay finds every record its first run completed: nothing more is published.
+  auto again_run = run_dedupctl(args, "", m_env);
+  ASSERT_EQ(again_run.exit_code, 0) << again_run.err;
+  EXPECT_EQ(Json::parse(again_run.out).at("replay").at("replayed"), 0) << again_run.out;
+
+  std::string from_sink = m_dir.file("applied-from-sink");
+  consume_from(sink, "billing-replayed", from_sink, store_flags());
+  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+  std::string again = m_dir.file("applied-again");
+  consume(again, store_flags());
+  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+}
+
 // replay --via through the library's layout writes the library's own records: it publishes exactly
 // the events the library would apply again (the lapsed window, the evicted records, the orphaned
 // claim it takes over under KEY:lock, the events never consumed), and the library's consumer then
