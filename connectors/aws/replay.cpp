@@ -14,8 +14,9 @@ class DynamoReplayPlacement final : public core::ReplayPlacement {
 public:
   DynamoReplayPlacement(OpenedTable table, const core::Span& ttl, std::int64_t lease_ms,
                         std::vector<std::string> markers, std::function<std::int64_t()> now_ms)
-      : m_client(std::move(table.client)), m_store(m_client), m_ttl_ms(std::max<std::int64_t>(1, ttl.finite_ms().value_or(1))),
-        m_lease_ms(lease_ms), m_markers(std::move(markers)), m_now(std::move(now_ms)) {}
+      : m_client(std::move(table.client)), m_store(m_client),
+        m_ttl_ms(std::max<std::int64_t>(1, ttl.finite_ms().value_or(1))), m_lease_ms(lease_ms),
+        m_markers(std::move(markers)), m_now(std::move(now_ms)) {}
 
   std::string kind() const override { return "dynamodb"; }
   bool settles_apart() const override { return true; } // the client's handles and credentials are shared safely
