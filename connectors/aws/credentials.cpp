@@ -1,4 +1,5 @@
 #include "connectors/aws/aws.hpp"
+#include "connectors/aws/http.hpp"
 
 #include "connectors/file/text.hpp"
 #include "connectors/process/shell.hpp"
@@ -43,11 +44,6 @@ std::string optional_file(const std::string& path, std::string_view what) {
     return "";
   }
   return file::read_text_file(path, what);
-}
-
-std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
 }
 
 } // namespace
@@ -146,14 +142,7 @@ void Credentials::fetch() {
     std::fill(token.begin(), token.end(), '\0');
     std::string body;
     CURL* curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, endpoint.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(form.size()));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &append);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(m_settings.timeout_ms));
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    prepare_post(curl, endpoint, form, body, m_settings.timeout_ms);
     CURLcode code = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

@@ -1,4 +1,5 @@
 #include "connectors/aws/aws.hpp"
+#include "connectors/aws/http.hpp"
 
 #include "core/store/record_state.hpp"
 #include "core/util/errors.hpp"
@@ -20,11 +21,6 @@ namespace {
 
 std::once_flag g_curl_init;
 
-std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
@@ -33,7 +29,24 @@ std::string env(const char* name) {
 // BatchGetItem's limit of keys a request.
 constexpr std::size_t k_batch_keys = 100;
 
+std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
 } // namespace
+
+void prepare_post(CURL* curl, const std::string& url, const std::string& body, std::string& answer,
+                  std::int64_t timeout_ms) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+}
 
 std::string dynamodb_endpoint(const core::StoreUri& uri, const std::string& region) {
   std::string out = !uri.endpoint.empty()                       ? uri.endpoint
@@ -115,14 +128,7 @@ std::optional<std::string> DynamoClient::call(std::string_view action, const std
     Handle* handle = take();
     CURL* curl = handle->curl;
     curl_easy_reset(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, m_endpoint.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &append);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(m_settings.timeout_ms));
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    prepare_post(curl, m_endpoint, body, answer, m_settings.timeout_ms);
     curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
     curl_easy_setopt(curl, CURLOPT_USERNAME, credentials.access_key.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials.secret_key.c_str());

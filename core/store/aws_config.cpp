@@ -79,7 +79,9 @@ std::optional<std::int64_t> expiration(std::string_view text, std::string& error
   }
 }
 
-std::string xml_tag(std::string_view xml, std::string_view name) {
+} // namespace
+
+std::string xml_element(std::string_view xml, std::string_view name) {
   auto open = xml.find(fmt::format("<{}>", name));
   auto close = xml.find(fmt::format("</{}>", name));
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
@@ -88,8 +90,6 @@ std::string xml_tag(std::string_view xml, std::string_view name) {
   auto start = open + name.size() + 2;
   return std::string(xml.substr(start, close - start));
 }
-
-} // namespace
 
 AwsProfile aws_profile(std::string_view credentials, std::string_view credentials_origin, std::string_view config,
                        std::string_view config_origin, std::string_view profile) {
@@ -137,16 +137,16 @@ std::optional<AwsCredentials> parse_process_credentials(std::string_view json, s
 }
 
 std::optional<AwsCredentials> parse_sts_credentials(std::string_view xml, std::string& error) {
-  auto credentials = xml_tag(xml, "Credentials");
+  auto credentials = xml_element(xml, "Credentials");
   AwsCredentials out;
-  out.access_key = xml_tag(credentials, "AccessKeyId");
-  out.secret_key = xml_tag(credentials, "SecretAccessKey");
-  out.session_token = xml_tag(credentials, "SessionToken");
+  out.access_key = xml_element(credentials, "AccessKeyId");
+  out.secret_key = xml_element(credentials, "SecretAccessKey");
+  out.session_token = xml_element(credentials, "SessionToken");
   if (out.access_key.empty() || out.secret_key.empty() || out.session_token.empty()) {
     error = "STS's answer holds no Credentials (AccessKeyId, SecretAccessKey, SessionToken)";
     return std::nullopt;
   }
-  if (auto at = xml_tag(credentials, "Expiration"); !at.empty()) {
+  if (auto at = xml_element(credentials, "Expiration"); !at.empty()) {
     out.expires_at_ms = expiration(at, error);
     if (!out.expires_at_ms) {
       return std::nullopt;

@@ -48,6 +48,10 @@ std::optional<AwsCredentials> parse_sts_credentials(std::string_view xml, std::s
 // The form AssumeRoleWithWebIdentity is posted with.
 std::string web_identity_form(std::string_view role_arn, std::string_view session_name, std::string_view token);
 
+// The text of the first <name>…</name> in an XML answer (AWS' query APIs and their error documents),
+// "" when there is none. No entities are decoded: the values read are keys, tokens and codes.
+std::string xml_element(std::string_view xml, std::string_view name);
+
 // Whether credentials lapse within `margin_ms` of `now_ms` (refreshed before then).
 bool credentials_lapse(const AwsCredentials& credentials, std::int64_t now_ms, std::int64_t margin_ms);
 

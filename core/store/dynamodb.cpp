@@ -1,4 +1,5 @@
 #include "core/store/dynamodb.hpp"
+#include "core/store/aws_config.hpp"
 
 #include "core/util/errors.hpp"
 #include "core/util/json_text.hpp"
@@ -388,17 +389,8 @@ DynamoError parse_dynamodb_error(std::string_view body) {
     return out;
   }
   // XML (an STS or IAM refusal, a proxy's): <Code>…</Code>, <Message>…</Message>.
-  auto tag = [&](std::string_view name) {
-    auto open = body.find(fmt::format("<{}>", name));
-    auto close = body.find(fmt::format("</{}>", name));
-    if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-      return std::string();
-    }
-    auto start = open + name.size() + 2;
-    return std::string(body.substr(start, close - start));
-  };
-  out.type = tag("Code");
-  out.message = tag("Message");
+  out.type = xml_element(body, "Code");
+  out.message = xml_element(body, "Message");
   return out;
 }
 

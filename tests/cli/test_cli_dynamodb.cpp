@@ -43,6 +43,26 @@ std::string item(const std::string& id, const std::string& status, std::int64_t 
   return out.dump();
 }
 
+// A kcat -J dump of topic payments, partition 0: one event a millisecond from `first_ms`, ids
+// PREFIX0, PREFIX1 … in the JSON payload.
+void write_events(const std::string& path, const std::string& prefix, int count, std::int64_t first_ms) {
+  std::string dump;
+  for (int i = 0; i < count; ++i) {
+    dump += Json{{"topic", "payments"},
+                 {"partition", 0},
+                 {"offset", i},
+                 {"tstype", "create"},
+                 {"ts", first_ms + i},
+                 {"broker", 1},
+                 {"headers", Json::array()},
+                 {"key", nullptr},
+                 {"payload", Json{{"event_id", fmt::format("{}{}", prefix, i)}}.dump()}}
+                .dump() +
+            "\n";
+  }
+  write_file(path, dump);
+}
+
 class Dynamo : public ::testing::Test {
 protected:
   // The table and its records: e0-e2 completed, e3 a claim whose lease passed (a handler killed
@@ -65,22 +85,7 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_server.available(), m_server.why_unavailable());
     seed(m_server);
-    std::int64_t now = now_s();
-    std::string dump;
-    for (int i = 0; i < 6; ++i) {
-      dump += Json{{"topic", "payments"},
-                   {"partition", 0},
-                   {"offset", i},
-                   {"tstype", "create"},
-                   {"ts", (now - 600 + i) * 1000},
-                   {"broker", 1},
-                   {"headers", Json::array()},
-                   {"key", nullptr},
-                   {"payload", Json{{"event_id", fmt::format("e{}", i)}}.dump()}}
-                  .dump() +
-              "\n";
-    }
-    write_file(m_dir.file("events.ndjson"), dump);
+    write_events(m_dir.file("events.ndjson"), "e", 6, (now_s() - 600) * 1000);
   }
 
   std::vector<std::string> audit_args(const std::string& store) const {
@@ -331,22 +336,7 @@ TEST_F(Dynamo, CheckLiveReadsTheTablesTtlAndSize) {
 
 TEST_F(Dynamo, TwoReplaysAtOnceThroughTheTablePublishEachEventOnce) {
   // 200 events of ids nobody recorded: two runs at once, each claiming by a conditional PutItem.
-  std::string dump;
-  std::int64_t now = now_s();
-  for (int i = 0; i < 200; ++i) {
-    dump += Json{{"topic", "payments"},
-                 {"partition", 0},
-                 {"offset", i},
-                 {"tstype", "create"},
-                 {"ts", now * 1000 + i},
-                 {"broker", 1},
-                 {"headers", Json::array()},
-                 {"key", nullptr},
-                 {"payload", Json{{"event_id", fmt::format("r{}", i)}}.dump()}}
-                .dump() +
-            "\n";
-  }
-  write_file(m_dir.file("replay.ndjson"), dump);
+  write_events(m_dir.file("replay.ndjson"), "r", 200, now_s() * 1000);
   auto args = [&](const std::string& sink) {
     return std::vector<std::string>{"replay",
                                     "--input",

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -121,6 +122,7 @@ protected:
     argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", topic, "--group", group, "--redis-port",
                              std::to_string(m_redis.port()), "--applied", applied});
     argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), m_store_flags.begin(), m_store_flags.end());
     auto result = run_command(argv, "", std::chrono::seconds(120), m_env);
     ASSERT_EQ(result.exit_code, expect_exit) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
   }
@@ -172,6 +174,85 @@ protected:
   RedisServer m_redis;
   TempDir m_dir;
   std::map<std::string, std::string> m_env; // the consumers' and dedupctl's environment besides ours
+  std::vector<std::string> m_store_flags;   // where the consumers keep their records (Redis when empty)
+
+  // The failures the library makes itself, recorded by its consumer: an idempotency window that
+  // lapsed (offsets 0-4, expires after 2 s), a handler killed mid-event (20) after an at-most-once
+  // commit (5-19; its claim's in_progress_expiration passes), then 21-30; and the records of 8, 9
+  // and 10 removed by `remove` (an eviction, a cleanup). Returns once the window and the lease passed.
+  void make_failures(const std::function<void(const std::string& key)>& remove) {
+    std::string first = m_dir.file("applied-before");
+    consume(first, {"--expires", "2", "--max", "5"});
+    consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9);
+    consume(first, {"--max", "10"});
+    ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
+    for (int i : {8, 9, 10}) {
+      remove(key_of(id_of(i)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
+  }
+
+  // The seek to 0, then the library again: what it applies below the committed offset (31) must be
+  // what the audit predicted, and that the failures make_failures made.
+  void expect_seek_reapplies(const std::set<std::string>& predicted, const std::string& removed) {
+    commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+    std::string second = m_dir.file("applied-after");
+    consume(second, {});
+    std::set<std::string> applied_again;
+    for (const auto& id : lines_of(second)) {
+      int n = std::stoi(id.substr(id.find('-') + 1));
+      if (n < 31) {
+        applied_again.insert(id);
+      }
+    }
+    EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
+                                        << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
+    std::set<std::string> expected;
+    for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+      expected.insert(id_of(i));
+    }
+    EXPECT_EQ(applied_again, expected) << "the lapsed window, the " << removed << " and the orphaned claim";
+  }
+
+  // replay --via `via` after make_failures: it publishes exactly the events the library would apply
+  // again and those never consumed; the library's consumer then skips every one of them, read from
+  // the replay's sink and from the topic after a seek. Returns the replay's arguments.
+  std::vector<std::string> expect_replay_skipped(const std::string& via) {
+    std::string sink = m_topic + "-replayed";
+    create_topic(m_bootstrap, sink, 1, {});
+    std::string decisions = m_dir.file("decisions.ndjson");
+    std::vector<std::string> args{"replay",      "-b",      m_bootstrap, "--topic", m_topic,         "--via",
+                                  via,           "--ttl",   "1h",        "--sink",  "kafka:" + sink, "--execute",
+                                  "--decisions", decisions, "-o",        "json"};
+    auto flags = placement_flags();
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto replayed = run_dedupctl(args, "", m_env);
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
+    EXPECT_EQ(Json::parse(replayed.out, nullptr, false).at("placement").at("layout"), GetParam().layout);
+    std::set<std::string> published, expected;
+    for (const auto& line : lines_of(decisions)) {
+      Json decision = Json::parse(line);
+      if (decision.at("decision") == "replayed") {
+        published.insert(decision.at("event_id").get<std::string>());
+      }
+    }
+    for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
+      expected.insert(id_of(i));
+    }
+    for (int i = 31; i < k_events; ++i) {
+      expected.insert(id_of(i));
+    }
+    EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
+
+    std::string from_sink = m_dir.file("applied-from-sink");
+    consume_from(sink, "billing-replayed", from_sink, {});
+    EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+    commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
+    std::string again = m_dir.file("applied-again");
+    consume(again, {});
+    EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+    return args;
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Powertools, ::testing::Values(k_python, k_typescript),
@@ -186,16 +267,8 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, Powertools, ::testing::Values(k_python, k_typ
 // the seek the library's consumer applies exactly those (and, above the committed offset, the events
 // it had not reached).
 TEST_P(Powertools, ASeekReappliesWhatTheAuditSaid) {
-  std::string first = m_dir.file("applied-before");
-  consume(first, {"--expires", "2", "--max", "5"});                                     // offsets 0-4
-  consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9); // 5-19, dies in 20
-  consume(first, {"--max", "10"});                                                      // 21-30
-  ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
   // Evicted: three records of consumed events go.
-  for (int i : {8, 9, 10}) {
-    EXPECT_EQ(m_redis.command("DEL " + key_of(id_of(i))), ":1\r\n") << id_of(i);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
+  make_failures([&](const std::string& key) { EXPECT_EQ(m_redis.command("DEL " + key), ":1\r\n") << key; });
 
   // discover finds the layout and the prefix from the topic and the store alone.
   auto discovered = run_dedupctl({"discover", "-b", m_bootstrap, "--topic", m_topic, "--store", m_redis.uri(), "--id",
@@ -241,23 +314,7 @@ TEST_P(Powertools, ASeekReappliesWhatTheAuditSaid) {
   EXPECT_NE(trace.at("verdict").at("text").get<std::string>().find("applies the event again"), std::string::npos);
 
   // The seek, then the library again.
-  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
-  std::string second = m_dir.file("applied-after");
-  consume(second, {});
-  std::set<std::string> applied_again;
-  for (const auto& id : lines_of(second)) {
-    int n = std::stoi(id.substr(id.find('-') + 1));
-    if (n < 31) {
-      applied_again.insert(id);
-    }
-  }
-  EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
-                                      << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
-  std::set<std::string> expected;
-  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
-    expected.insert(id_of(i));
-  }
-  EXPECT_EQ(applied_again, expected) << "the lapsed window, the evicted records and the orphaned claim";
+  expect_seek_reapplies(predicted, "evicted records");
 }
 
 namespace {
@@ -274,8 +331,11 @@ protected:
     DEDUPCTL_REQUIRE_SERVER(m_dynamo.available(), m_dynamo.why_unavailable());
     m_dynamo.create_table(m_table);
     m_env = m_dynamo.env();
+    m_store_flags = {"--dynamodb", m_dynamo.endpoint(), "--table", m_table};
   }
-  std::vector<std::string> store_flags() const { return {"--dynamodb", m_dynamo.endpoint(), "--table", m_table}; }
+  void delete_item(const std::string& key) {
+    m_dynamo.admin({"delete-item", m_dynamo.endpoint(), DynamoServer::k_region, m_table, key});
+  }
 
   DynamoServer m_dynamo{true};
   std::string m_table = "IdempotencyTable";
@@ -292,21 +352,7 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, PowertoolsDynamo, ::testing::Values(k_python,
 // and of `aws dynamodb scan --output json` of it, says which events a seek re-applies; after the seek the library
 // applies exactly those.
 TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
-  auto with = [&](std::vector<std::string> extra) {
-    auto flags = store_flags();
-    extra.insert(extra.end(), flags.begin(), flags.end());
-    return extra;
-  };
-  std::string first = m_dir.file("applied-before");
-  consume(first, with({"--expires", "2", "--max", "5"}));                                     // offsets 0-4
-  consume(first, with({"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}), 9); // 5-19, dies in 20
-  consume(first, with({"--max", "10"}));                                                      // 21-30
-  ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
-  for (int i : {8, 9, 10}) {
-    m_dynamo.admin({"delete-item", m_dynamo.endpoint(), DynamoServer::k_region, m_table, key_of(id_of(i))});
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
-
+  make_failures([&](const std::string& key) { delete_item(key); });
   std::string store = m_dynamo.uri(m_table);
   Json report = audit(store);
   ASSERT_TRUE(report.is_object());
@@ -324,81 +370,19 @@ TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
   ASSERT_TRUE(offline.is_object());
   EXPECT_EQ(reapplied(offline), predicted) << "the scan gives the live table's verdict";
 
-  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
-  std::string second = m_dir.file("applied-after");
-  consume(second, store_flags());
-  std::set<std::string> applied_again;
-  for (const auto& id : lines_of(second)) {
-    int n = std::stoi(id.substr(id.find('-') + 1));
-    if (n < 31) {
-      applied_again.insert(id);
-    }
-  }
-  EXPECT_EQ(predicted, applied_again) << "audit: " << fmt::format("{}", fmt::join(predicted, " "))
-                                      << "\nlibrary: " << fmt::format("{}", fmt::join(applied_again, " "));
-  std::set<std::string> expected;
-  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
-    expected.insert(id_of(i));
-  }
-  EXPECT_EQ(applied_again, expected) << "the lapsed window, the deleted items and the orphaned claim";
+  expect_seek_reapplies(predicted, "deleted items");
 }
 
 // replay --via dynamodb:// claims as Powertools does (its conditional PutItem) and completes with the
 // library's record: it publishes exactly the events the library would apply again, and the library's
 // consumer then skips every one of them, from the replay's sink and from the topic after a seek.
 TEST_P(PowertoolsDynamo, AReplayThroughTheTableIsSkippedByTheLibrary) {
-  auto with = [&](std::vector<std::string> extra) {
-    auto flags = store_flags();
-    extra.insert(extra.end(), flags.begin(), flags.end());
-    return extra;
-  };
-  std::string first = m_dir.file("applied-before");
-  consume(first, with({"--expires", "2", "--max", "5"}));
-  consume(first, with({"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}), 9);
-  consume(first, with({"--max", "10"}));
-  for (int i : {8, 9, 10}) {
-    m_dynamo.admin({"delete-item", m_dynamo.endpoint(), DynamoServer::k_region, m_table, key_of(id_of(i))});
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-
-  std::string sink = m_topic + "-replayed";
-  create_topic(m_bootstrap, sink, 1, {});
-  std::string decisions = m_dir.file("decisions.ndjson");
-  std::vector<std::string> args{
-      "replay", "-b",  m_bootstrap, "--topic",       m_topic,     "--via",       m_dynamo.uri(m_table),
-      "--ttl",  "1h",  "--sink",    "kafka:" + sink, "--execute", "--decisions", decisions,
-      "-o",     "json"};
-  auto flags = placement_flags();
-  args.insert(args.end(), flags.begin(), flags.end());
-  auto replayed = run_dedupctl(args, "", m_env);
-  ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
-  std::set<std::string> published, expected;
-  for (const auto& line : lines_of(decisions)) {
-    Json decision = Json::parse(line);
-    if (decision.at("decision") == "replayed") {
-      published.insert(decision.at("event_id").get<std::string>());
-    }
-  }
-  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
-    expected.insert(id_of(i));
-  }
-  for (int i = 31; i < k_events; ++i) {
-    expected.insert(id_of(i));
-  }
-  EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
-
+  make_failures([&](const std::string& key) { delete_item(key); });
+  auto args = expect_replay_skipped(m_dynamo.uri(m_table));
   // Run again, the replay finds every record its first run completed: nothing more is published.
-  auto again_run = run_dedupctl(args, "", m_env);
-  ASSERT_EQ(again_run.exit_code, 0) << again_run.err;
-  EXPECT_EQ(Json::parse(again_run.out).at("replay").at("replayed"), 0) << again_run.out;
-
-  std::string from_sink = m_dir.file("applied-from-sink");
-  consume_from(sink, "billing-replayed", from_sink, store_flags());
-  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
-  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
-  std::string again = m_dir.file("applied-again");
-  consume(again, store_flags());
-  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+  auto again = run_dedupctl(args, "", m_env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Json::parse(again.out).at("replay").at("replayed"), 0) << again.out;
 }
 
 // replay --via through the library's layout writes the library's own records: it publishes exactly
@@ -406,49 +390,8 @@ TEST_P(PowertoolsDynamo, AReplayThroughTheTableIsSkippedByTheLibrary) {
 // claim it takes over under KEY:lock, the events never consumed), and the library's consumer then
 // skips every one of them, read from the replay's sink and from the original topic after a seek.
 TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
-  std::string first = m_dir.file("applied-before");
-  consume(first, {"--expires", "2", "--max", "5"});                                     // offsets 0-4
-  consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9); // 5-19, dies in 20
-  consume(first, {"--max", "10"});                                                      // 21-30
-  for (int i : {8, 9, 10}) {
-    EXPECT_EQ(m_redis.command("DEL " + key_of(id_of(i))), ":1\r\n") << id_of(i);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500)); // the 2 s window and the 1 s lease pass
-
-  std::string sink = m_topic + "-replayed";
-  create_topic(m_bootstrap, sink, 1, {});
-  std::string decisions = m_dir.file("decisions.ndjson");
-  std::vector<std::string> args{"replay",      "-b",      m_bootstrap, "--topic", m_topic,         "--via",
-                                m_redis.uri(), "--ttl",   "1h",        "--sink",  "kafka:" + sink, "--execute",
-                                "--decisions", decisions, "-o",        "json"};
-  auto flags = placement_flags();
-  args.insert(args.end(), flags.begin(), flags.end());
-  auto replayed = run_dedupctl(args);
-  ASSERT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
-  EXPECT_EQ(Json::parse(replayed.out).at("placement").at("layout"), GetParam().layout);
-  std::set<std::string> published, expected;
-  for (const auto& line : lines_of(decisions)) {
-    Json decision = Json::parse(line);
-    if (decision.at("decision") == "replayed") {
-      published.insert(decision.at("event_id").get<std::string>());
-    }
-  }
-  for (int i : {0, 1, 2, 3, 4, 8, 9, 10, 20}) {
-    expected.insert(id_of(i));
-  }
-  for (int i = 31; i < k_events; ++i) {
-    expected.insert(id_of(i));
-  }
-  EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
-
-  // The library, reading what the replay published, applies none of it; nor, after a seek, the topic.
-  std::string from_sink = m_dir.file("applied-from-sink");
-  consume_from(sink, "billing-replayed", from_sink, {});
-  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
-  commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
-  std::string again = m_dir.file("applied-again");
-  consume(again, {});
-  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+  make_failures([&](const std::string& key) { EXPECT_EQ(m_redis.command("DEL " + key), ":1\r\n") << key; });
+  expect_replay_skipped(m_redis.uri());
 }
 
 // The consumer's effects beside the library's records (audit --effects): Powertools for Python's
