@@ -386,3 +386,50 @@ TEST_F(Dynamo, TwoReplaysAtOnceThroughTheTablePublishEachEventOnce) {
   }
   EXPECT_EQ(completed, 200);
 }
+
+// Powertools' other table shape: one static partition key (static_pk_value) and the record's key as
+// the sort key, written by Powertools for Python itself, beside another function's records.
+TEST_F(Dynamo, AStaticPartitionKeyWithTheHashAsSortKeyIsReadThroughLayoutOptions) {
+  m_server.admin({"create-table", m_server.endpoint(), DynamoServer::k_region, "Shared", "sk"});
+  m_server.admin(
+      {"powertools", m_server.endpoint(), DynamoServer::k_region, "Shared", "sk", "idempotency#billing", "e0", "e1"});
+  m_server.admin(
+      {"powertools", m_server.endpoint(), DynamoServer::k_region, "Shared", "sk", "idempotency#fraud", "e2"});
+  std::vector<std::string> args{"audit",
+                                "--input",
+                                m_dir.file("events.ndjson"),
+                                "--id",
+                                "json:/event_id",
+                                "--store",
+                                m_server.uri("Shared"),
+                                "--layout",
+                                "powertools-python",
+                                "--key-prefix",
+                                "charge",
+                                "--layout-option",
+                                "sort-key=sk",
+                                "--layout-option",
+                                "static-partition-key=idempotency#billing",
+                                "--retention",
+                                "7d",
+                                "--ttl",
+                                "8d",
+                                "--fail-on",
+                                "none",
+                                "-o",
+                                "json"};
+  auto result = run_dedupctl(args, "", m_server.env());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json summary = Json::parse(result.out).at("summary");
+  EXPECT_EQ(summary.at("covered"), 2) << summary.dump();
+  EXPECT_EQ(summary.at("missing"), 4) << "e2 is another partition's: " << summary.dump();
+
+  // Without the sort key the table's key schema is not the layout's: said, exit 2.
+  auto plain = run_dedupctl({"audit", "--input", m_dir.file("events.ndjson"), "--id", "json:/event_id", "--store",
+                             m_server.uri("Shared"), "--layout", "powertools-python", "--key-prefix", "charge"},
+                            "", m_server.env());
+  EXPECT_EQ(plain.exit_code, 2) << plain.err;
+  EXPECT_NE(plain.err.find("table Shared's key is id (partition), sk (sort), not the layout's id (partition)"),
+            std::string::npos)
+      << plain.err;
+}

@@ -15,6 +15,10 @@ ENDPOINT (moto's server in tests/support/dynamodb):
                                                   by the AWS CLI itself
   put-items ENDPOINT REGION TABLE PREFIX N EXPIRATION
                                                   N COMPLETED records PREFIX#0…, BatchWriteItem
+  powertools ENDPOINT REGION TABLE SORT_KEY STATIC_PK ID…
+                                                  each ID through Powertools for Python's own
+                                                  DynamoDBPersistenceLayer with a static partition
+                                                  key and the hash as the sort key (key prefix charge)
 Credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).
 """
 import json
@@ -70,6 +74,20 @@ def main(argv):
         sys.argv = ["aws", "--endpoint-url", endpoint, "--region", region, "dynamodb", "scan", "--table-name", table,
                     "--output", "json"]
         sys.exit(aws())
+    elif command == "powertools":
+        region, table, sort_key, static_pk, ids = argv[3], argv[4], argv[5], argv[6], argv[7:]
+        from aws_lambda_powertools.utilities.idempotency import (DynamoDBPersistenceLayer, IdempotencyConfig,
+                                                                 idempotent_function)
+        layer = DynamoDBPersistenceLayer(table_name=table, sort_key_attr=sort_key, static_pk_value=static_pk,
+                                         boto3_client=client("dynamodb", endpoint, region))
+
+        @idempotent_function(data_keyword_argument="event_id", persistence_store=layer,
+                             config=IdempotencyConfig(expires_after_seconds=86400 * 30), key_prefix="charge")
+        def charge(event_id):
+            return {"charged": event_id}
+
+        for event_id in ids:
+            charge(event_id=event_id)
     elif command == "put-items":
         region, table, prefix, count, expiration = argv[3], argv[4], argv[5], int(argv[6]), argv[7]
         ddb = client("dynamodb", endpoint, region)
