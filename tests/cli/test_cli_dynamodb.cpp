@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -432,4 +433,59 @@ TEST_F(Dynamo, AStaticPartitionKeyWithTheHashAsSortKeyIsReadThroughLayoutOptions
   EXPECT_NE(plain.err.find("table Shared's key is id (partition), sk (sort), not the layout's id (partition)"),
             std::string::npos)
       << plain.err;
+}
+
+// The kill loop through the table: a replay SIGKILLed at ten points of its life (before its first
+// claim, mid-claim, mid-publish, mid-settle, after it ended), then the same command again: every id is
+// in the sink exactly once. The rerun finds the killed run's own INPROGRESS claims (its run id in
+// dedupctl_run) and takes them again; the completed ones it skips.
+TEST_F(Dynamo, AReplayKilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
+  constexpr int k_events = 200;
+  constexpr int k_points = 10;
+  constexpr int k_run_ms = 600; // 200 events at --max-rate 400, and the start
+  write_events(m_dir.file("kill.ndjson"), "k", k_events, now_s() * 1000);
+  for (int point = 0; point < k_points; ++point) {
+    int after_ms = point * k_run_ms / k_points;
+    SCOPED_TRACE(fmt::format("killed after {} ms", after_ms));
+    TempDir dir;
+    std::vector<std::string> command{"replay",
+                                     "--input",
+                                     m_dir.file("kill.ndjson"),
+                                     "--id",
+                                     "json:/event_id",
+                                     "--via",
+                                     m_server.uri(k_table),
+                                     "--layout",
+                                     "powertools-python",
+                                     "--key-template",
+                                     fmt::format("kill{}#{{event_id}}", point),
+                                     "--ttl",
+                                     "1h",
+                                     "--batch",
+                                     "10",
+                                     "--sink",
+                                     "file:" + dir.file("out.ndjson"),
+                                     "--checkpoint",
+                                     dir.file("cp"),
+                                     "--execute"};
+    SpawnOptions options;
+    options.silence = true;
+    options.env = m_server.env();
+    std::vector<std::string> argv{DEDUPCTL_BINARY};
+    argv.insert(argv.end(), command.begin(), command.end());
+    argv.insert(argv.end(), {"--max-rate", "400"});
+    Process run(argv, options);
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    run.signal(SIGKILL);
+    int killed = run.wait();
+    EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed;
+    auto rerun = run_dedupctl(command, "", m_server.env());
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    auto scan = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q", "--id", "json:/event_id"});
+    ASSERT_EQ(scan.exit_code, 0) << scan.err;
+    Json report = Json::parse(scan.out);
+    EXPECT_EQ(report.at("summary").at("events"), k_events) << "each id once, no more, no fewer";
+    EXPECT_EQ(report.at("summary").at("log_duplicates"), 0);
+    EXPECT_EQ(report.at("source").value("invalid_lines", 0), 0) << "no torn line";
+  }
 }
