@@ -26,6 +26,8 @@ std::string env(const char* name) {
   return value ? value : "";
 }
 
+constexpr int k_transport_attempts = 3;
+
 // BatchGetItem's limit of keys a request.
 constexpr std::size_t k_batch_keys = 100;
 
@@ -118,6 +120,7 @@ std::optional<std::string> DynamoClient::call(std::string_view action, const std
   std::string sigv4 = fmt::format("aws:amz:{}:dynamodb", m_region);
   std::string last_failure;
   bool renewed = false;
+  int unreachable = 0;
   for (int attempt = 0; attempt < m_settings.attempts; ++attempt) {
     if (m_settings.stop && m_settings.stop->load()) {
       throw InterruptedError("interrupted");
@@ -148,8 +151,12 @@ std::optional<std::string> DynamoClient::call(std::string_view action, const std
     std::fill(credentials.secret_key.begin(), credentials.secret_key.end(), '\0');
     give(handle);
     if (code != CURLE_OK) {
+      // A server that cannot be reached is tried three times (a blip), not as long as a throttled one.
       last_failure = fmt::format("cannot reach DynamoDB at {} ({} on table {}): {}", m_endpoint, action, table,
                                  curl_easy_strerror(code));
+      if (++unreachable >= k_transport_attempts) {
+        throw UnreachableError(fmt::format("{} (tried {} times)", last_failure, unreachable));
+      }
       back_off(attempt);
       continue;
     }

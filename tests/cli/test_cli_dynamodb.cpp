@@ -197,6 +197,14 @@ TEST_F(Dynamo, AWrongSecretRegionOrTableIsNamedWithoutAVerdict) {
   EXPECT_EQ(wrong_table.exit_code, 2) << wrong_table.err;
   EXPECT_NE(wrong_table.err.find("no table idempotency-typo"), std::string::npos) << wrong_table.err;
 
+  // Nothing listening: three tries, then exit 3 with an incomplete report.
+  auto unreachable = run_dedupctl(
+      audit_args(fmt::format("dynamodb://{}?region=eu-west-1&endpoint=http://127.0.0.1:{}", k_table, free_port())), "",
+      m_server.env());
+  EXPECT_EQ(unreachable.exit_code, 3) << unreachable.err;
+  EXPECT_NE(unreachable.err.find("cannot reach DynamoDB at http://127.0.0.1:"), std::string::npos) << unreachable.err;
+  EXPECT_FALSE(Json::parse(unreachable.out).at("complete").get<bool>());
+
   auto no_credentials = run_dedupctl(audit_args(m_server.uri(k_table)), "",
                                      {{"AWS_SHARED_CREDENTIALS_FILE", "/nonexistent"},
                                       {"AWS_CONFIG_FILE", "/nonexistent"},
