@@ -253,7 +253,10 @@ std::string batch_get_body(std::string_view table, const RecordLayout& layout,
                            const std::vector<std::string_view>& keys) {
   std::string out = fmt::format("{{\"RequestItems\":{{{}:{{\"Keys\":[", json_string(table));
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    out += (i ? "," : "") + key_object(layout, keys[i]);
+    if (i > 0) {
+      out += ',';
+    }
+    out += key_object(layout, keys[i]);
   }
   return out + "]" + projection(layout) + "}},\"ReturnConsumedCapacity\":\"TOTAL\"}";
 }
