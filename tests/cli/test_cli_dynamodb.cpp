@@ -232,6 +232,22 @@ TEST_F(Dynamo, ThrottlingAndUnprocessedKeysAreAskedAgainUntilEveryKeyIsRead) {
   EXPECT_FALSE(report.at("complete").get<bool>());
 }
 
+TEST_F(Dynamo, AServerDyingMidRunIsExit3WithoutAVerdict) {
+  // 3000 events: 30 BatchGetItem requests of 100 keys; the proxy dies after the table's description and 5 of them.
+  write_events(m_dir.file("many.ndjson"), "m", 3000, now_s() * 1000);
+  FaultProxy dying(m_server, {"--die-after", "6"});
+  auto args = audit_args(m_server.uri(k_table, dying.port()));
+  args[2] = m_dir.file("many.ndjson");
+  auto result = run_dedupctl(args, "", m_server.env());
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("cannot reach DynamoDB"), std::string::npos) << result.err;
+  Json report = Json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << result.out;
+  EXPECT_FALSE(report.at("complete").get<bool>());
+  EXPECT_LT(report.at("summary").value("covered", 0) + report.at("summary").value("missing", 0), 3000)
+      << "no verdict over the keys never read";
+}
+
 TEST_F(Dynamo, CredentialsComeFromAProfileACredentialProcessAndAWebIdentity) {
   auto base = m_server.env();
   base.erase("AWS_ACCESS_KEY_ID");

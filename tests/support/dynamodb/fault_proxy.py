@@ -7,6 +7,7 @@ itself, as DynamoDB does under load:
   --unprocessed N   the first N BatchGetItem answers keep only their first half of the items read
                     and hand the rest back as UnprocessedKeys
   --expire-token N  the first N requests get HTTP 400 ExpiredTokenException
+  --die-after N     after N requests the proxy exits at once (a server dying mid-run), connections dropped
 
 Prints its port on the first line of stdout, then serves until killed; the counts of requests it
 saw and faults it made go to --stats FILE after every request (JSON).
@@ -15,6 +16,7 @@ import argparse
 import http.client
 import http.server
 import json
+import os
 import threading
 
 args = None
@@ -49,6 +51,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         target = self.headers.get("X-Amz-Target", "")
         with lock:
             counts["requests"] += 1
+            if args.die_after and counts["requests"] > args.die_after:
+                os._exit(0)
         try:
             if take("throttled", args.throttle):
                 return self.answer(400, json.dumps({
@@ -99,6 +103,7 @@ def main():
     parser.add_argument("--throttle", type=int, default=0)
     parser.add_argument("--unprocessed", type=int, default=0)
     parser.add_argument("--expire-token", type=int, default=0)
+    parser.add_argument("--die-after", type=int, default=0)
     parser.add_argument("--stats", default="")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
