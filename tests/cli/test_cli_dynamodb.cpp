@@ -102,6 +102,30 @@ protected:
     return args;
   }
 
+  // replay --execute of the events of `input` through the table into the file `sink`, 10 a batch,
+  // each id's record under `key_template`.
+  std::vector<std::string> replay_args(const std::string& input, const std::string& key_template,
+                                       const std::string& sink) const {
+    return {"replay",
+            "--input",
+            input,
+            "--id",
+            "json:/event_id",
+            "--via",
+            m_server.uri(k_table),
+            "--layout",
+            "powertools-python",
+            "--key-template",
+            key_template,
+            "--ttl",
+            "1h",
+            "--batch",
+            "10",
+            "--sink",
+            "file:" + sink,
+            "--execute"};
+  }
+
   Json audit(const std::string& store, const std::map<std::string, std::string>& env, int expect = 0) {
     auto result = run_dedupctl(audit_args(store), "", env);
     EXPECT_EQ(result.exit_code, expect) << result.err;
@@ -354,24 +378,7 @@ TEST_F(Dynamo, TwoReplaysAtOnceThroughTheTablePublishEachEventOnce) {
   // 200 events of ids nobody recorded: two runs at once, each claiming by a conditional PutItem.
   write_events(m_dir.file("replay.ndjson"), "r", 200, now_s() * 1000);
   auto args = [&](const std::string& sink) {
-    return std::vector<std::string>{"replay",
-                                    "--input",
-                                    m_dir.file("replay.ndjson"),
-                                    "--id",
-                                    "json:/event_id",
-                                    "--via",
-                                    m_server.uri(k_table),
-                                    "--layout",
-                                    "powertools-python",
-                                    "--key-template",
-                                    std::string(k_prefix) + "#{event_id}",
-                                    "--ttl",
-                                    "1h",
-                                    "--batch",
-                                    "10",
-                                    "--sink",
-                                    "file:" + sink,
-                                    "--execute"};
+    return replay_args(m_dir.file("replay.ndjson"), std::string(k_prefix) + "#{event_id}", sink);
   };
   std::string a = m_dir.file("a.ndjson");
   std::string b = m_dir.file("b.ndjson");
@@ -442,26 +449,9 @@ TEST_F(Dynamo, AReplayKilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce)
     int after_ms = point * k_run_ms / k_points;
     SCOPED_TRACE(fmt::format("killed after {} ms", after_ms));
     TempDir dir;
-    std::vector<std::string> command{"replay",
-                                     "--input",
-                                     m_dir.file("kill.ndjson"),
-                                     "--id",
-                                     "json:/event_id",
-                                     "--via",
-                                     m_server.uri(k_table),
-                                     "--layout",
-                                     "powertools-python",
-                                     "--key-template",
-                                     fmt::format("kill{}#{{event_id}}", point),
-                                     "--ttl",
-                                     "1h",
-                                     "--batch",
-                                     "10",
-                                     "--sink",
-                                     "file:" + dir.file("out.ndjson"),
-                                     "--checkpoint",
-                                     dir.file("cp"),
-                                     "--execute"};
+    auto command =
+        replay_args(m_dir.file("kill.ndjson"), fmt::format("kill{}#{{event_id}}", point), dir.file("out.ndjson"));
+    command.insert(command.end(), {"--checkpoint", dir.file("cp")});
     SpawnOptions options;
     options.silence = true;
     options.env = m_server.env();
