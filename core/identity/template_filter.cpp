@@ -1,3 +1,6 @@
+// MD5() is deprecated in OpenSSL 3 in favour of EVP; see digest() for why md5 uses it still. First,
+// before any header that may include OpenSSL's: they read the macro once.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "core/identity/template_filter.hpp"
 
 #include "core/util/encoding.hpp"
@@ -6,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <openssl/md5.h>
 
 #include <array>
 #include <cstdint>
@@ -60,9 +64,19 @@ const EVP_MD* digest_of(TemplateFilter filter) {
   return md;
 }
 
-// One context a thread, kept: EVP_Digest makes and frees one a call, which cost more than an event
-// id's MD5 itself (tests/bench/layouts).
+// md5, the digest the libraries' keys use (Powertools in every runtime), through OpenSSL's MD5():
+// EVP's MD5 took 243 ns an event id, 100 of them in EVP's own bookkeeping (a context's state made
+// and freed at each init), MD5() 145 ns, and rendering the keys is a fifth of an audit's main
+// thread (tests/bench/layouts, tests/bench/micro BM_RenderKeyPowertools). MD5() also works where
+// a FIPS configuration refuses EVP's MD5: a dedup key is no security digest.
+// The others: one EVP context a thread, kept (EVP_Digest makes and frees one a call).
 void digest(TemplateFilter filter, const std::string& in, std::string& out) {
+  if (filter == TemplateFilter::Md5) {
+    unsigned char md[MD5_DIGEST_LENGTH];
+    MD5(reinterpret_cast<const unsigned char*>(in.data()), in.size(), md);
+    out.assign(reinterpret_cast<const char*>(md), sizeof md);
+    return;
+  }
   struct Context {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     ~Context() { EVP_MD_CTX_free(ctx); }
@@ -118,19 +132,34 @@ bool short_escape(std::uint32_t c, std::string& out) {
   }
 }
 
+// Where the bytes from `i` on that a JSON string literal keeps as they are end: all but control
+// characters, '"' and '\\' (`ascii`: and all but printable ASCII). They are copied a run at a time.
+std::size_t kept_run_end(const std::string& in, std::size_t i, bool ascii) {
+  for (; i < in.size(); ++i) {
+    auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x20 || c == '"' || c == '\\' || (ascii && c > 0x7e)) {
+      break;
+    }
+  }
+  return i;
+}
+
 // JSON.stringify: the short escapes, other control characters as \u00XX, every other byte as it is.
 // (core::append_json_string writes every control character as \u00XX, "\n" too: not the bytes a
 // library hashes.)
 void json(const std::string& in, std::string& out) {
   out = "\"";
-  for (unsigned char c : in) {
-    if (!short_escape(c, out)) {
-      if (c < 0x20) {
-        escape_u(c, out);
-      } else {
-        out += static_cast<char>(c);
-      }
+  for (std::size_t i = 0; i < in.size();) {
+    std::size_t end = kept_run_end(in, i, false);
+    out.append(in, i, end - i);
+    if (end == in.size()) {
+      break;
     }
+    auto c = static_cast<unsigned char>(in[end]);
+    if (!short_escape(c, out)) {
+      escape_u(c, out); // a control character
+    }
+    i = end + 1;
   }
   out += '"';
 }
@@ -140,13 +169,17 @@ void json(const std::string& in, std::string& out) {
 void json_ascii(const std::string& in, std::string& out) {
   out = "\"";
   for (std::size_t i = 0; i < in.size();) {
+    std::size_t end = kept_run_end(in, i, true);
+    out.append(in, i, end - i);
+    if (end == in.size()) {
+      break;
+    }
+    i = end;
     std::uint32_t c = next_code_point(in, i);
     if (short_escape(c, out)) {
       continue;
     }
-    if (c >= 0x20 && c <= 0x7e) {
-      out += static_cast<char>(c);
-    } else if (c > 0xffff) {
+    if (c > 0xffff) {
       c -= 0x10000;
       escape_u(0xd800 + (c >> 10), out);
       escape_u(0xdc00 + (c & 0x3ff), out);
