@@ -372,8 +372,16 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
 // replies, rather than the batch at once, changed nothing (ten runs a side).
 // With `with_ttl` false (a JSON layout whose records carry their own expiration) the PTTLs are left
 // out: a key is present when MGET returns a string, and its lapse is the record's own.
+void keep_value(std::string& into, const char* value, std::size_t size, bool padded) {
+  if (padded) {
+    into.reserve(size + core::k_record_padding);
+  }
+  into.assign(value, size);
+}
+
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-                        std::vector<std::string>& values, std::size_t value_limit, bool with_ttl) {
+                        std::vector<std::string>& values, std::size_t value_limit, bool with_ttl,
+                        const core::RecordLayout* read_as) {
   out.assign(keys.size(), core::RecordState{});
   // Cleared, not made anew: a value's buffer is reused by the next batch's (a kilobyte of JSON a
   // record would be allocated and freed a key otherwise).
@@ -385,6 +393,7 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
     return;
   }
   auto chunk_end = [&](std::size_t begin) { return std::min(keys.size(), begin + k_lookup_chunk); };
+  bool padded = read_as != nullptr && read_as->value == core::RecordValue::Json;
   m_buffer.clear();
   for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
     std::size_t end = chunk_end(begin);
@@ -413,7 +422,10 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
         out[i].kind = core::RecordState::Kind::Present;
       }
       if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
-        values[i].assign(value->str, std::min<std::size_t>(value->len, value_limit));
+        keep_value(values[i], value->str, std::min<std::size_t>(value->len, value_limit), padded);
+        if (read_as) {
+          core::read_record_value(*read_as, values[i], out[i], spare_of(values[i]));
+        }
       }
     }
   }

@@ -5,6 +5,7 @@
 
 #include "connectors/redis/redis.hpp"
 #include "core/audit/coverage.hpp"
+#include "core/store/layout.hpp"
 #include "core/util/errors.hpp"
 
 #include <hiredis/hiredis.h>
@@ -21,6 +22,13 @@ namespace dedupctl::connectors::redis {
 
 // The first bytes of a value are enough to see claim markers ("processing:<run>").
 inline constexpr std::size_t k_value_prefix = 64;
+// Keeps a value a lookup read in `into` (a buffer reused batch after batch); `padded`: with the spare
+// bytes a JSON record is parsed in place with (core::k_record_padding). Not for a claim marker: a
+// short value stays inside its string, no buffer of its own to touch.
+void keep_value(std::string& into, const char* value, std::size_t size, bool padded);
+// The spare bytes of a value kept so, for core::read_record_value.
+inline std::size_t spare_of(const std::string& kept) { return kept.capacity() - kept.size(); }
+
 // Keys whose values one MGET of a lookup reads (a batch sends one MGET a chunk).
 inline constexpr std::size_t k_lookup_chunk = 512;
 
@@ -107,8 +115,11 @@ public:
   // A PTTL for each key and an MGET for every k_lookup_chunk of their values, in one round trip
   // (one server only: a cluster refuses an MGET across slots).
   // Values are kept up to `value_limit` bytes (k_value_prefix for claim markers; all of a JSON record).
+  // `read_as`: each value is read as that layout's record as soon as it is kept, in place, while its
+  // bytes are still in the cache (a kilobyte of JSON a key).
   void lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
-              std::vector<std::string>& values, std::size_t value_limit = k_value_prefix, bool with_ttl = true);
+              std::vector<std::string>& values, std::size_t value_limit = k_value_prefix, bool with_ttl = true,
+              const core::RecordLayout* read_as = nullptr);
 
   // The connection's endpoint, to open another like it.
   const Endpoint& endpoint() const { return m_endpoint; }

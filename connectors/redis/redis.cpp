@@ -57,7 +57,7 @@ void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string
     state.kind = core::RecordState::Kind::Present;
   }
   if (state.kind == core::RecordState::Kind::Present && get.type == REDIS_REPLY_STRING) {
-    value.assign(get.str, std::min<std::size_t>(get.len, limit));
+    keep_value(value, get.str, std::min<std::size_t>(get.len, limit), limit == std::string::npos);
   }
 }
 
@@ -112,7 +112,7 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
         if (present) {
           out[i] = whole;
           if (member.type != REDIS_REPLY_INTEGER) {
-            values[i].assign(member.str, member.len);
+            values[i].assign(member.str, member.len); // a time or a score: no JSON to parse
           }
         }
       }
@@ -124,14 +124,17 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
   }
 }
 
-// What the layout reads from each present record's value (JSON fields, a time, a score).
-void read_values(const core::RecordLayout& layout, std::vector<core::RecordState>& out) {
-  if (layout.value == core::RecordValue::Marker || layout.value == core::RecordValue::Membership) {
-    return;
-  }
-  for (auto& state : out) {
-    if (state.kind == core::RecordState::Kind::Present) {
-      core::read_record_value(layout, state.value, state);
+// Whether the layout reads anything from a record's value (JSON fields, a time, a score).
+bool reads_values(const core::RecordLayout& layout) {
+  return layout.value != core::RecordValue::Marker && layout.value != core::RecordValue::Membership;
+}
+
+// What the layout reads from each present record's value (`values`, kept by keep_value).
+void read_values(const core::RecordLayout& layout, std::vector<core::RecordState>& out,
+                 const std::vector<std::string>& values) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].kind == core::RecordState::Kind::Present) {
+      core::read_record_value(layout, out[i].value, out[i], spare_of(values[i]));
     }
   }
 }
@@ -180,10 +183,15 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
   const auto& layout = settings.layout;
   std::size_t limit = whole_values ? std::string::npos : value_limit(layout);
   bool with_ttl = !ttl_in_value(layout);
+  bool read_already = false; // the values read as they arrived
   if (core::one_key(layout)) {
     lookup_members(nodes, layout, settings.collection, keys, out, values);
   } else if (!nodes.clustered()) {
-    nodes.on_server([&](Connection& server) { server.lookup(keys, out, values, limit, with_ttl); });
+    // Each value read as it arrives, in place (read_values below would find it out of the cache).
+    nodes.on_server([&](Connection& server) {
+      server.lookup(keys, out, values, limit, with_ttl, reads_values(layout) ? &layout : nullptr);
+    });
+    read_already = true;
   } else {
     out.assign(keys.size(), core::RecordState{});
     values.assign(keys.size(), std::string());
@@ -195,7 +203,9 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
       out[i].value = values[i];
     }
   }
-  read_values(layout, out);
+  if (reads_values(layout) && !read_already) {
+    read_values(layout, out, values);
+  }
   if (!with_ttl) {
     read_missing_ttls(nodes, keys, out);
   }

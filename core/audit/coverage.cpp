@@ -35,6 +35,10 @@ bool is_in_progress(std::string_view value, const std::vector<std::string>& mark
   return false;
 }
 
+bool is_claim(const RecordState& record, const std::vector<std::string>& markers) {
+  return record.claim || (!record.layout_read && is_in_progress(record.value, markers));
+}
+
 bool past_own_expiry(const RecordState& record, std::int64_t now_ms) {
   return record.expires_at_ms && *record.expires_at_ms <= now_ms;
 }
@@ -65,7 +69,7 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
     verdict.state = Coverage::Expired; // the library's own expiry passed: it applies the event again
     return verdict;
   }
-  if (record.claim || is_in_progress(record.value, policy.in_progress_values)) {
+  if (is_claim(record, policy.in_progress_values)) {
     if (record.claim) { // a layout's claim: the library that wrote it decides by the claim's own lease,
                         // and one without a lease blocks every delivery while the key lives
       verdict.state = claim_lapsed(record, policy.now_ms) ? Coverage::Orphaned : Coverage::InProgress;

@@ -45,6 +45,12 @@ struct Verdict {
 // ("processing:<run>", as replay writes it).
 bool is_in_progress(std::string_view value, const std::vector<std::string>& markers);
 
+// Whether a record is a claim: a layout's (its library's status), or a value the layout did not read
+// (a plain value, a record not in the layout's shape) that is a claim marker. A record the layout
+// read is not compared with the markers: its text is the library's, never a marker, and comparing
+// it touched a kilobyte-sized value once more per event (tests/bench/layouts).
+bool is_claim(const RecordState& record, const std::vector<std::string>& markers);
+
 // A layout's record as its library reads it at `now_ms`: past its own expiry (whatever the key's
 // TTL), and, for a claim with a lease of its own, past that lease.
 bool past_own_expiry(const RecordState& record, std::int64_t now_ms);

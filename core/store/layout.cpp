@@ -279,14 +279,21 @@ struct JsonState {
   std::optional<std::int64_t> in_progress_expiration;
 };
 
-bool read_json_state(const JsonRecordFields& fields, std::string_view value, JsonState& out) {
+static_assert(k_record_padding >= simdjson::SIMDJSON_PADDING);
+
+bool read_json_state(const JsonRecordFields& fields, std::string_view value, std::size_t spare, JsonState& out) {
   thread_local simdjson::ondemand::parser parser;
   thread_local std::string padded;
-  padded.reserve(value.size() + simdjson::SIMDJSON_PADDING);
-  padded.assign(value);
+  std::string_view text = value;
+  if (spare < simdjson::SIMDJSON_PADDING) {
+    padded.reserve(value.size() + simdjson::SIMDJSON_PADDING);
+    padded.assign(value);
+    text = padded;
+    spare = padded.capacity() - padded.size();
+  }
   simdjson::ondemand::document doc;
   simdjson::ondemand::object object;
-  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) || doc.get_object().get(object)) {
+  if (parser.iterate(text.data(), text.size(), text.size() + spare).get(doc) || doc.get_object().get(object)) {
     return false;
   }
   for (auto field : object) {
@@ -314,9 +321,9 @@ bool read_json_state(const JsonRecordFields& fields, std::string_view value, Jso
   return !trailing && out.status.has_value();
 }
 
-void read_json(const JsonRecordFields& fields, std::string_view value, RecordState& state) {
+void read_json(const JsonRecordFields& fields, std::string_view value, std::size_t spare, RecordState& state) {
   JsonState json;
-  if (!read_json_state(fields, value, json)) {
+  if (!read_json_state(fields, value, spare, json)) {
     state.unreadable = true;
     return;
   }
@@ -458,16 +465,20 @@ std::string collection_key(const RecordLayout& layout, std::string_view collecti
   return out;
 }
 
-void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state) {
+void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state, std::size_t spare) {
+  state.layout_read = layout.value == RecordValue::Json || layout.value == RecordValue::ExpirySeconds ||
+                      layout.value == RecordValue::TimeMs;
   switch (layout.value) {
   case RecordValue::Json:
-    read_json(layout.json, value, state);
+    read_json(layout.json, value, spare, state);
+    state.layout_read = !state.unreadable;
     return;
   case RecordValue::ExpirySeconds: {
     double score = 0;
     auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), score);
     if (error != std::errc() || !std::isfinite(score)) {
       state.unreadable = error != std::errc() && value != "inf" && value != "+inf";
+      state.layout_read = !state.unreadable;
       return; // +inf: never expires
     }
     state.expires_at_ms = static_cast<std::int64_t>(std::floor(score * 1000.0));
@@ -476,6 +487,7 @@ void read_record_value(const RecordLayout& layout, std::string_view value, Recor
   case RecordValue::TimeMs: {
     std::int64_t ms = 0;
     state.unreadable = !parse_whole(value, ms);
+    state.layout_read = !state.unreadable;
     return;
   }
   case RecordValue::Marker:

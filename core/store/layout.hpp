@@ -120,7 +120,13 @@ bool one_key(const RecordLayout& layout);
 
 // Reads a present record's value (the whole of it for Json layouts; a hash field's value; a score
 // as text) into `state` as the layout says: claim, claim_until_ms, expires_at_ms, unreadable.
-void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state);
+// `spare`: how many bytes past the value's end may be read (its buffer's spare capacity). With
+// k_record_padding of them a JSON record is parsed where it lies; with fewer it is copied first.
+void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state, std::size_t spare = 0);
+
+// The spare bytes a JSON record's buffer keeps past its end to be parsed in place (the JSON
+// parser's padding): a lookup of a kilobyte-sized record a key saves a copy of every value.
+inline constexpr std::size_t k_record_padding = 64;
 
 // A record as the library wrote it, for trace's record.fields: the JSON fields the rules read (and
 // every other scalar field but data, which holds the handler's response), the hash field's time,

@@ -23,6 +23,7 @@ struct RecordState {
   std::optional<std::int64_t> claim_until_ms; // the claim's own lease: past it the library takes it over
   std::optional<std::int64_t> expires_at_ms;  // from here on the library treats the record as expired
   bool unreadable = false;                    // not in the layout's shape (not JSON, no status)
+  bool layout_read = false; // read as the layout's record: claim markers are for values a layout cannot read
 };
 
 // A present key: its remaining TTL (nullopt: none) and its value.

@@ -11,7 +11,7 @@ TrackedRecord track(const RecordState& record, std::int64_t looked_up_at_ms, con
   if (record.kind == RecordState::Kind::Absent) {
     return tracked;
   }
-  bool claim = record.claim || is_in_progress(record.value, policy.in_progress_values);
+  bool claim = is_claim(record, policy.in_progress_values);
   if (claim && record.claim_until_ms && !record.processed_at_ms) {
     tracked.kind = Kind::LeasedClaim;
     tracked.lapses_at_ms = *record.claim_until_ms;

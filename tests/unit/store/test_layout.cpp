@@ -120,6 +120,49 @@ TEST(Layout, AJsonRecordIsReadWholeThoughOnlyItsDecidingFieldsAreKept) {
   EXPECT_EQ(text.claim_until_ms, 1795803251703) << "a fraction floored";
 }
 
+// Claim markers (--in-progress-value) are for values a layout cannot read: a record the layout read
+// is a claim by its library's status alone, whatever marker its text begins with.
+TEST(Layout, MarkersAreForValuesTheLayoutCannotRead) {
+  RecordLayout layout = find_layout("powertools-python");
+  std::vector<std::string> markers{"processing", R"({"data")"};
+  EXPECT_FALSE(is_claim(read(layout, k_completed), markers)) << "read: COMPLETED, though it begins with a marker";
+  EXPECT_TRUE(is_claim(read(layout, k_claim), markers)) << "read: INPROGRESS";
+  EXPECT_TRUE(is_claim(read(layout, "processing"), markers)) << "not JSON: a marker";
+  EXPECT_TRUE(is_claim(read(layout, R"({"data":"x")"), markers)) << "not whole JSON, begins with a marker";
+  EXPECT_FALSE(is_claim(read(layout, "done"), markers));
+  RecordState plain = present_record(3600000, R"({"data":"x"})");
+  EXPECT_TRUE(is_claim(plain, {R"({"data")"})) << "no layout read it";
+  RecordLayout spring = find_layout("spring-hash");
+  EXPECT_TRUE(is_claim(read(spring, "processing:run-1"), markers)) << "a replay's claim on a Spring field";
+  EXPECT_FALSE(is_claim(read(spring, "1795806842000"), {"1795806842000"})) << "a time, read";
+}
+
+// A lookup keeps k_record_padding spare bytes after each value so that a JSON record is parsed where
+// it lies, not copied first: the value's length still bounds the record, whatever the spare bytes
+// hold (here, the rest of a record that would read as complete).
+TEST(Layout, AJsonRecordReadWhereItLiesEndsAtItsLength) {
+  RecordLayout layout = find_layout("powertools-python");
+  std::string buffer(k_completed);
+  buffer.reserve(buffer.size() + k_record_padding);
+  auto read_in_place = [&](std::size_t length) {
+    RecordState state = present_record(3600000, std::string_view(buffer).substr(0, length));
+    read_record_value(layout, state.value, state, buffer.capacity() - length);
+    return state;
+  };
+  RecordState whole = read_in_place(buffer.size());
+  EXPECT_FALSE(whole.unreadable);
+  EXPECT_EQ(whole.expires_at_ms, 1795806843000);
+  std::size_t cut = buffer.find("1795806842");
+  RecordState cut_short = read_in_place(cut + 4);
+  EXPECT_TRUE(cut_short.unreadable) << "the value ends inside its expiration";
+  EXPECT_EQ(cut_short.expires_at_ms, std::nullopt);
+  EXPECT_TRUE(read_in_place(buffer.size() - 1).unreadable) << "the closing brace lies past the value";
+  std::string after = R"( {"status": "COMPLETED"})"; // spare bytes that are JSON themselves
+  buffer += after;
+  buffer.reserve(buffer.size() + k_record_padding);
+  EXPECT_FALSE(read_in_place(buffer.size() - after.size()).unreadable) << "trailing content is past the value";
+  EXPECT_EQ(read_in_place(buffer.size() - after.size()).expires_at_ms, 1795806843000);
+}
 TEST(Layout, TheGenericJsonLayoutTakesItsFieldNamesAsOptions) {
   RecordLayout layout = find_layout("json");
   apply_layout_option(layout, "status-field=state");
