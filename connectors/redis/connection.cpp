@@ -364,6 +364,13 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
   }
 }
 
+void keep_value(std::string& into, const char* value, std::size_t size, bool padded) {
+  if (padded) {
+    into.reserve(size + core::k_record_padding);
+  }
+  into.assign(value, size);
+}
+
 // A PTTL for each key and an MGET of every k_lookup_chunk keys' values, in one round trip (PTTL
 // says whether the key exists and for how long; the value only matters for claim markers, and a
 // value longer than k_value_prefix bytes is cut there). One MGET of a 4096-key batch cost Redis
@@ -372,13 +379,6 @@ void read_pttl(const redisReply& reply, core::RecordState& state, std::string_vi
 // replies, rather than the batch at once, changed nothing (ten runs a side).
 // With `with_ttl` false (a JSON layout whose records carry their own expiration) the PTTLs are left
 // out: a key is present when MGET returns a string, and its lapse is the record's own.
-void keep_value(std::string& into, const char* value, std::size_t size, bool padded) {
-  if (padded) {
-    into.reserve(size + core::k_record_padding);
-  }
-  into.assign(value, size);
-}
-
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                         std::vector<std::string>& values, std::size_t value_limit, bool with_ttl,
                         const core::RecordLayout* read_as) {
