@@ -124,11 +124,6 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
   }
 }
 
-// Whether the layout reads anything from a record's value (JSON fields, a time, a score).
-bool reads_values(const core::RecordLayout& layout) {
-  return layout.value != core::RecordValue::Marker && layout.value != core::RecordValue::Membership;
-}
-
 // What the layout reads from each present record's value (`values`, kept by keep_value).
 void read_values(const core::RecordLayout& layout, std::vector<core::RecordState>& out,
                  const std::vector<std::string>& values) {
@@ -189,7 +184,7 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
   } else if (!nodes.clustered()) {
     // Each value read as it arrives, in place (read_values below would find it out of the cache).
     nodes.on_server([&](Connection& server) {
-      server.lookup(keys, out, values, limit, with_ttl, reads_values(layout) ? &layout : nullptr);
+      server.lookup(keys, out, values, limit, with_ttl, core::reads_value(layout) ? &layout : nullptr);
     });
     read_already = true;
   } else {
@@ -203,7 +198,7 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
       out[i].value = values[i];
     }
   }
-  if (reads_values(layout) && !read_already) {
+  if (core::reads_value(layout) && !read_already) {
     read_values(layout, out, values);
   }
   if (!with_ttl) {

@@ -465,35 +465,35 @@ std::string collection_key(const RecordLayout& layout, std::string_view collecti
   return out;
 }
 
+bool reads_value(const RecordLayout& layout) {
+  return layout.value != RecordValue::Marker && layout.value != RecordValue::Membership;
+}
+
 void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state, std::size_t spare) {
-  state.layout_read = layout.value == RecordValue::Json || layout.value == RecordValue::ExpirySeconds ||
-                      layout.value == RecordValue::TimeMs;
   switch (layout.value) {
   case RecordValue::Json:
     read_json(layout.json, value, spare, state);
-    state.layout_read = !state.unreadable;
-    return;
+    break;
   case RecordValue::ExpirySeconds: {
     double score = 0;
     auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), score);
     if (error != std::errc() || !std::isfinite(score)) {
       state.unreadable = error != std::errc() && value != "inf" && value != "+inf";
-      state.layout_read = !state.unreadable;
-      return; // +inf: never expires
+      break; // +inf: never expires
     }
     state.expires_at_ms = static_cast<std::int64_t>(std::floor(score * 1000.0));
-    return;
+    break;
   }
   case RecordValue::TimeMs: {
     std::int64_t ms = 0;
     state.unreadable = !parse_whole(value, ms);
-    state.layout_read = !state.unreadable;
-    return;
+    break;
   }
   case RecordValue::Marker:
   case RecordValue::Membership:
-    return;
+    break;
   }
+  state.layout_read = reads_value(layout) && !state.unreadable;
 }
 
 std::vector<std::pair<std::string, std::string>> json_scalar_fields(std::string_view json, std::string_view skip) {

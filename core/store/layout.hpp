@@ -118,8 +118,13 @@ std::string layout_key_template(const RecordLayout& layout, std::string_view pre
 std::string collection_key(const RecordLayout& layout, std::string_view collection);
 bool one_key(const RecordLayout& layout);
 
+// Whether the layout reads anything from a record's value (JSON fields, a time, a score), not only
+// whether the record is there (a claim marker aside).
+bool reads_value(const RecordLayout& layout);
+
 // Reads a present record's value (the whole of it for Json layouts; a hash field's value; a score
-// as text) into `state` as the layout says: claim, claim_until_ms, expires_at_ms, unreadable.
+// as text) into `state` as the layout says: claim, claim_until_ms, expires_at_ms, unreadable,
+// layout_read.
 // `spare`: how many bytes past the value's end may be read (its buffer's spare capacity). With
 // k_record_padding of them a JSON record is parsed where it lies; with fewer it is copied first.
 void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state, std::size_t spare = 0);

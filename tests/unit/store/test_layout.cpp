@@ -163,6 +163,7 @@ TEST(Layout, AJsonRecordReadWhereItLiesEndsAtItsLength) {
   EXPECT_FALSE(read_in_place(buffer.size() - after.size()).unreadable) << "trailing content is past the value";
   EXPECT_EQ(read_in_place(buffer.size() - after.size()).expires_at_ms, 1795806843000);
 }
+
 TEST(Layout, TheGenericJsonLayoutTakesItsFieldNamesAsOptions) {
   RecordLayout layout = find_layout("json");
   apply_layout_option(layout, "status-field=state");
