@@ -78,7 +78,7 @@ private:
   void prepare() {
     const std::string& table = m_session.quoted_table();
     const std::string& id = m_session.quoted_id();
-    const std::string& type = m_session.id_type();
+    const std::string& type = m_session.id_cast();
     bool scoped = !m_session.settings().consumer.empty();
     std::string scope_rows = scoped ? fmt::format(" AND t.{} = $2", m_session.quoted_consumer()) : "";
     std::string scope_release = scoped ? fmt::format(" AND t.{} = $3", m_session.quoted_consumer()) : "";

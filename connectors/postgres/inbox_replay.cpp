@@ -135,7 +135,7 @@ private:
   void prepare_replay() {
     const auto& settings = m_session.settings();
     const auto& schema = settings.schema;
-    const std::string& id_type = m_session.id_type();
+    const std::string& id_type = m_session.id_cast();
     const std::string& m_id = m_session.quoted_id();
     const std::string& m_table_name = m_session.quoted_table();
     auto& connection = m_session.connection();

@@ -190,7 +190,8 @@ private:
     const std::string& id_type = m_session.id_type();
     bool deterministic = m_session.id_deterministic();
     auto estimated_rows = m_session.estimated_rows();
-    bool text_like = id_type == "text" || id_type == "character varying";
+    const std::string& id_cast = m_session.id_cast();
+    bool text_like = id_cast == "text" || id_cast == "character varying";
     if (m_settings.lookup == InboxLookup::Load && !(text_like && deterministic)) {
       throw UsageError(fmt::format("--inbox-lookup load compares event ids byte for byte, but {}.{} is {}{}; use "
                                    "--inbox-lookup batches (or auto)",

@@ -51,7 +51,8 @@ InboxSession::InboxSession(const InboxSettings& settings) : m_settings(settings)
 }
 
 std::string InboxSession::holds_only() const {
-  bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" || m_id_type == "smallint";
+  bool restrictive = m_id_type == "uuid" || m_id_type == "bigint" || m_id_type == "integer" ||
+                     m_id_type == "smallint" || m_id_type.find('(') != std::string::npos;
   return restrictive ? fmt::format("the inbox's id column {} is {}", m_settings.schema.id_column, m_id_type) : "";
 }
 
@@ -226,12 +227,19 @@ void InboxSession::validate() {
     // Compare in the id column's own type so that its index is used (text, uuid, varchar …).
     pqxx::nontransaction tx(*m_connection);
     pqxx::result column = tx.exec_params(
-        "SELECT format_type(a.atttypid, NULL), coalesce(co.collisdeterministic, true), c.relkind::text, "
-        "CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint ELSE pg_relation_size(c.oid) / 32 END "
+        "SELECT CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END, "
+        "coalesce(co.collisdeterministic, true), c.relkind::text, "
+        "CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint ELSE pg_relation_size(c.oid) / 32 END, "
+        "format_type(a.atttypid, a.atttypmod) "
         "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
         "LEFT JOIN pg_collation co ON co.oid = a.attcollation WHERE a.attrelid = to_regclass($1) AND a.attname = $2",
         schema.table, schema.id_column);
-    std::string id_type = column.empty() ? "text" : column[0][0].as<std::string>();
+    // The declared type, modifier and all (character(36)), says what the column can hold. Ids are
+    // compared in the type without its modifier, which never cuts a value: character(36) is bpchar
+    // (blank-padded, trailing blanks insignificant, as the column compares), never `character`,
+    // which is character(1) and would cut every id to its first character.
+    std::string id_type = column.empty() ? "text" : column[0][4].as<std::string>();
+    m_id_cast = column.empty() ? "text" : column[0][0].as<std::string>();
     m_id_deterministic = !column.empty() && column[0][1].as<bool>();
     m_reltuples = column.empty() ? 0 : column[0][3].as<std::int64_t>();
     m_estimated_rows = column.empty() || column[0][2].as<std::string>() == "p"
@@ -249,7 +257,7 @@ void InboxSession::validate() {
     std::string query =
         fmt::format("SELECT k.ord, {1}, {2} FROM "
                     "unnest($1::{4}[]) WITH ORDINALITY AS k(id, ord) JOIN {3} t ON t.{0} = k.id",
-                    m_id, epoch_us(time_expression("t.")), status_expression("t."), m_table_name, id_type);
+                    m_id, epoch_us(time_expression("t.")), status_expression("t."), m_table_name, m_id_cast);
     if (!m_settings.consumer.empty()) {
       query += fmt::format(" AND t.{} = $2", m_consumer);
     }

@@ -47,7 +47,10 @@ public:
   const InboxSettings& settings() const { return m_settings; }
   pqxx::connection& connection() { return *m_connection; }
   const InboxFacts& facts() const { return m_facts; }
+  // The id column's declared type (character(36), uuid …), and the type ids are cast to for
+  // comparing with it, which never cuts one (bpchar for character(n)).
   const std::string& id_type() const { return m_id_type; }
+  const std::string& id_cast() const { return m_id_cast; }
   bool id_deterministic() const { return m_id_deterministic; }
   // Rows the planner expects; nullopt for a partitioned table, whose estimate is not kept.
   std::optional<std::int64_t> estimated_rows() const { return m_estimated_rows; }
@@ -137,7 +140,7 @@ private:
   std::string time_expression(const std::string& qualifier) const;
   std::string status_expression(const std::string& qualifier) const;
   std::string m_table_name, m_id, m_time_column, m_time, m_consumer, m_copy_query, m_load_query;
-  std::string m_id_type;
+  std::string m_id_type, m_id_cast;
   bool m_id_deterministic = false;
   std::int64_t m_reltuples = 0;
   std::optional<std::int64_t> m_estimated_rows;

@@ -118,6 +118,28 @@ bool inbox_id_fits(std::string_view column_type, std::string_view key) {
     std::int64_t limit = column_type == "bigint" ? INT64_MAX : column_type == "integer" ? INT32_MAX : INT16_MAX;
     return value <= limit && value >= -limit - 1;
   }
+  // character(n) and character varying(n): at most n characters (code points); char(n) stores the
+  // id with its trailing blanks dropped, so those do not count.
+  for (std::string_view prefix : {std::string_view("character varying("), std::string_view("character(")}) {
+    if (column_type.substr(0, prefix.size()) != prefix || column_type.back() != ')') {
+      continue;
+    }
+    std::int64_t declared = 0;
+    if (!parse_whole(column_type.substr(prefix.size(), column_type.size() - prefix.size() - 1), declared)) {
+      return true; // not a length PostgreSQL writes: let the server decide
+    }
+    std::string_view v = key;
+    if (prefix == "character(") {
+      while (!v.empty() && v.back() == ' ') {
+        v.remove_suffix(1);
+      }
+    }
+    std::int64_t characters = 0;
+    for (char c : v) {
+      characters += (static_cast<unsigned char>(c) & 0xC0) != 0x80; // a byte that starts a character
+    }
+    return characters <= declared;
+  }
   return true;
 }
 

@@ -53,9 +53,11 @@ private:
   std::unordered_map<std::string_view, std::uint32_t> m_status_index;
 };
 
-// Whether an id column of `column_type` (PostgreSQL's format_type) can hold `key`: a uuid in
-// PostgreSQL's input forms (any case, optional braces, a hyphen after any group of four digits), an
-// integer within the type's range; any key for other types (the server decides).
+// Whether an id column of `column_type` (PostgreSQL's format_type with the column's modifier) can
+// hold `key`: a uuid in PostgreSQL's input forms (any case, optional braces, a hyphen after any group
+// of four digits), an integer within the type's range, at most n characters for character(n) and
+// character varying(n) (trailing blanks not counted for character(n)); any key for other types (the
+// server decides).
 bool inbox_id_fits(std::string_view column_type, std::string_view key);
 
 } // namespace dedupctl::core

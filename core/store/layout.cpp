@@ -83,8 +83,11 @@ InboxSchema table(std::string name, std::string id, std::string consumer, std::s
 std::vector<RecordLayout> inbox_layouts() {
   using Time = InboxSchema::Time;
   std::vector<RecordLayout> out;
-  out.push_back(inbox("eventuate", "Eventuate Tram's received_messages (creation_time in epoch ms)",
-                      table("received_messages", "message_id", "consumer_id", "creation_time", "", Time::EpochMs)));
+  // Eventuate Tram creates its tables in the schema `eventuate` (EventuateSchema's default): not on
+  // the search path, so the layout names it; --inbox-table names another (eventuate.database.schema).
+  out.push_back(
+      inbox("eventuate", "Eventuate Tram's eventuate.received_messages (creation_time in epoch ms)",
+            table("eventuate.received_messages", "message_id", "consumer_id", "creation_time", "", Time::EpochMs)));
   out.push_back(inbox("camel-jdbc", "Camel's JdbcMessageIdRepository (CAMEL_MESSAGEPROCESSED)",
                       table("camel_messageprocessed", "messageid", "processorname", "createdat", "")));
   RecordLayout spring =

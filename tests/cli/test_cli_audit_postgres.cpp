@@ -331,6 +331,81 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
   EXPECT_NE(refused.err.find("uinbox.event_id is uuid; use --inbox-lookup batches"), std::string::npos) << refused.err;
 }
 
+// Every type an id can live in, compared whole in the column's own type: char(n) is blank-padded
+// and must not be read as `character`, which is char(1) and cuts every id to one character. Each
+// table holds the first two ids; the third has no row, and the one too long for the column cannot
+// have one.
+struct IdColumn {
+  const char* type;
+  std::vector<std::string> ids; // two with rows, one without, then (maybe) one the column cannot hold
+};
+const std::vector<IdColumn>& id_columns() {
+  static const std::vector<std::string> uuids{"0a0b0c0d-0000-4000-8000-000000000001",
+                                              "0a0b0c0d-0000-4000-8000-000000000002",
+                                              "0a0b0c0d-0000-4000-8000-000000000003"};
+  static const std::vector<IdColumn> columns{
+      {"text", uuids},
+      {"varchar(36)", {uuids[0], uuids[1], uuids[2], uuids[2] + "-and-more"}},
+      {"char(36)", {uuids[0], uuids[1], uuids[2], uuids[2] + "-and-more"}},
+      {"character(40)", uuids},
+      {"char(5)", {"e-1", "e-22", "e-333", "e-4444"}},
+      {"uuid", uuids},
+      {"bigint", {"101", "102", "103"}},
+  };
+  return columns;
+}
+
+TEST_F(AuditInbox, EveryIdColumnTypeIsComparedWholeInItsOwnType) {
+  long long now = wall_ms();
+  for (const auto& column : id_columns()) {
+    SCOPED_TRACE(column.type);
+    std::string topic = fmt::format("typed-{}", &column - id_columns().data());
+    std::string lines;
+    for (std::size_t i = 0; i < column.ids.size(); ++i) {
+      lines += kcat_line(OwnedEvent{.topic = topic,
+                                    .offset = static_cast<long long>(i),
+                                    .timestamp_ms = now - 60'000,
+                                    .headers = {{"event_id", column.ids[i]}},
+                                    .payload = "{}"});
+    }
+    MockBroker broker({topic + ":1"});
+    broker.seed(topic, lines);
+    ASSERT_EQ(m_pg.psql(fmt::format("DROP TABLE IF EXISTS typed; CREATE TABLE typed (event_id {} PRIMARY KEY, "
+                                    "processed_at timestamptz NOT NULL); INSERT INTO typed VALUES ('{}', now()), "
+                                    "('{}', now())",
+                                    column.type, column.ids[0], column.ids[1]))
+                  .exit_code,
+              0);
+    for (const char* lookup : {"batches", "auto"}) {
+      auto result = run_dedupctl({"audit",
+                                  "-b",
+                                  broker.bootstrap(),
+                                  "--topic",
+                                  topic,
+                                  "--store",
+                                  m_pg.conninfo(),
+                                  "--inbox-table",
+                                  "typed",
+                                  "--inbox-consumer-column",
+                                  "",
+                                  "--inbox-retention",
+                                  "1d",
+                                  "--retention",
+                                  "1d",
+                                  "--inbox-lookup",
+                                  lookup,
+                                  "-o",
+                                  "json",
+                                  "--fail-on",
+                                  "none"});
+      ASSERT_EQ(result.exit_code, 0) << lookup << result.err;
+      auto doc = Json::parse(result.out);
+      EXPECT_EQ(doc.at("summary").at("covered"), 2) << lookup;
+      EXPECT_EQ(doc.at("summary").at("missing"), column.ids.size() - 2) << lookup;
+    }
+  }
+}
+
 TEST_F(AuditInbox, NoServerListeningIsExit3AndIncomplete) {
   int port = free_port();
   auto result =
@@ -476,10 +551,14 @@ protected:
 };
 
 // Eventuate Tram: received_messages(consumer_id, message_id, creation_time BIGINT ms), no status.
+// Its DDL creates eventuate.received_messages, outside the search path: the layout reads that table, and
+// a table of the same name on the search path (another library's, or a copy) is not taken for it.
 TEST_F(InboxLayouts, EventuateReceivedMessagesWithEpochMilliseconds) {
-  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
-      "PRIMARY KEY(consumer_id, message_id));" +
-      fmt::format("INSERT INTO received_messages VALUES ('billing', 'e-2', {}), ('billing', 'e-3', {}), "
+  sql("CREATE SCHEMA eventuate; CREATE TABLE eventuate.received_messages (consumer_id VARCHAR(1000), message_id "
+      "VARCHAR(1000), creation_time BIGINT, PRIMARY KEY(consumer_id, message_id)); CREATE TABLE received_messages "
+      "(consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, PRIMARY KEY(consumer_id, "
+      "message_id));" +
+      fmt::format("INSERT INTO eventuate.received_messages VALUES ('billing', 'e-2', {}), ('billing', 'e-3', {}), "
                   "('billing', 'e-6', {}), ('shipping', 'e-7', {});",
                   ms(30 * k_minute), ms(30 * k_minute), ms(10 * k_minute), ms(40 * k_minute)));
   Json doc = audit({"--layout", "eventuate", "--consumer", "billing"});
@@ -540,8 +619,9 @@ TEST_F(InboxLayouts, DiscoverFindsTheInboxLayoutTableAndConsumer) {
 // replay --via through Eventuate's table writes Eventuate's rows (consumer_id, message_id,
 // creation_time in epoch ms) in the batch's transaction; a rerun publishes nothing.
 TEST_F(InboxLayouts, ReplayWritesEventuatesRows) {
-  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
-      "PRIMARY KEY(consumer_id, message_id)); INSERT INTO received_messages VALUES ('billing', 'e-2', 1);");
+  sql("CREATE SCHEMA eventuate; CREATE TABLE eventuate.received_messages (consumer_id VARCHAR(1000), message_id "
+      "VARCHAR(1000), creation_time BIGINT, PRIMARY KEY(consumer_id, message_id)); INSERT INTO "
+      "eventuate.received_messages VALUES ('billing', 'e-2', 1);");
   TempDir dir;
   auto replay = [&] {
     auto result = run_dedupctl({"replay", "-b", m_broker.bootstrap(), "--topic", "pay", "--via", m_pg.conninfo(),
@@ -557,8 +637,9 @@ TEST_F(InboxLayouts, ReplayWritesEventuatesRows) {
   EXPECT_EQ(first.at("summary").at("skipped_duplicate"), 1) << first.at("summary").dump(); // e-2
   long long replayed = first.at("summary").at("replayed").get<long long>();
   EXPECT_GT(replayed, 0);
-  auto rows = m_pg.psql("SELECT count(*), min(creation_time), max(creation_time) FROM received_messages WHERE "
-                        "consumer_id = 'billing' AND message_id <> 'e-2'");
+  auto rows =
+      m_pg.psql("SELECT count(*), min(creation_time), max(creation_time) FROM eventuate.received_messages WHERE "
+                "consumer_id = 'billing' AND message_id <> 'e-2'");
   ASSERT_EQ(rows.exit_code, 0) << rows.err;
   long long count = 0, low = 0, high = 0;
   ASSERT_EQ(std::sscanf(rows.out.c_str(), "%lld|%lld|%lld", &count, &low, &high), 3) << rows.out;

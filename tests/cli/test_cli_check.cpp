@@ -163,8 +163,8 @@ TEST(CliCheckLive, LayoutsAreCheckedAsTheLibrariesWrite) {
             "+OK\r\n");
   ASSERT_EQ(redis.command("SET svc#aa2b56c31f631001b05ed4402549aafd:lock true EX 10"), "+OK\r\n");
   ASSERT_EQ(redis.command("HSET MetaData evt-1 1795786311000"), ":1\r\n");
-  ASSERT_EQ(pg.psql("CREATE TABLE received_messages (consumer_id varchar(1000), message_id varchar(1000), "
-                    "creation_time bigint, PRIMARY KEY (consumer_id, message_id))")
+  ASSERT_EQ(pg.psql("CREATE SCHEMA eventuate; CREATE TABLE eventuate.received_messages (consumer_id varchar(1000), "
+                    "message_id varchar(1000), creation_time bigint, PRIMARY KEY (consumer_id, message_id))")
                 .exit_code,
             0);
   ASSERT_EQ(pg.psql("CREATE TABLE \"InboxState\" (\"Id\" bigserial PRIMARY KEY, \"MessageId\" uuid NOT NULL, "

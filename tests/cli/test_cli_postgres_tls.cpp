@@ -96,9 +96,10 @@ TEST_F(PostgresTls, VerifyFullWithAClientCertificateReadsTheInbox) {
 
   // An inbox layout reads through the same session: Eventuate's table, its times in epoch ms.
   auto created = m_pg.psql(
-      fmt::format("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time "
-                  "BIGINT, PRIMARY KEY(consumer_id, message_id)); INSERT INTO received_messages VALUES ('billing', "
-                  "'e-2', {0}), ('billing', 'e-3', {0}); GRANT SELECT ON received_messages TO auditor;",
+      fmt::format("CREATE SCHEMA eventuate; CREATE TABLE eventuate.received_messages (consumer_id VARCHAR(1000), "
+                  "message_id VARCHAR(1000), creation_time BIGINT, PRIMARY KEY(consumer_id, message_id)); INSERT INTO "
+                  "eventuate.received_messages VALUES ('billing', 'e-2', {0}), ('billing', 'e-3', {0}); GRANT USAGE "
+                  "ON SCHEMA eventuate TO auditor; GRANT SELECT ON eventuate.received_messages TO auditor;",
                   wall_ms()));
   ASSERT_EQ(created.exit_code, 0) << created.err;
   auto args = audit(store);

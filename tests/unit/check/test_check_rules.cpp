@@ -246,7 +246,7 @@ TEST(CheckRules, AnInboxLayoutGivesTheLibrarysTable) {
                               "layout = \"masstransit\"\ninbox_table = \"billing.\\\"InboxState\\\"\"\n",
                               "l.toml");
   ASSERT_TRUE(d.errors.empty()) << d.errors[0].message;
-  EXPECT_EQ(d.consumers[0].inbox_table, "received_messages");
+  EXPECT_EQ(d.consumers[0].inbox_table, "eventuate.received_messages") << "the schema Eventuate Tram creates it in";
   EXPECT_EQ(d.consumers[0].inbox_id_column, "message_id");
   EXPECT_EQ(d.consumers[0].inbox_consumer_column, "consumer_id");
   EXPECT_EQ(d.consumers[0].inbox_time_column, "creation_time");

@@ -130,5 +130,22 @@ TEST(InboxIdFits, UuidsInEveryFormPostgresAcceptsAndIntegersInTheirRange) {
   EXPECT_TRUE(inbox_id_fits("text", "anything at all"));
 }
 
+// char(n) and varchar(n) hold n characters (code points, not bytes); char(n) drops trailing blanks
+// first, as PostgreSQL does when it stores one. A longer id could never have been written.
+TEST(InboxIdFits, CharacterColumnsHoldUpToTheirDeclaredLength) {
+  std::string uuid = "0a0b0c0d-0000-4000-8000-000000000001";
+  EXPECT_TRUE(inbox_id_fits("character(36)", uuid));
+  EXPECT_TRUE(inbox_id_fits("character(36)", "e-1"));
+  EXPECT_FALSE(inbox_id_fits("character(36)", uuid + "x"));
+  EXPECT_TRUE(inbox_id_fits("character(36)", uuid + "   "));
+  EXPECT_TRUE(inbox_id_fits("character(1)", "x"));
+  EXPECT_FALSE(inbox_id_fits("character(1)", "xy"));
+  EXPECT_TRUE(inbox_id_fits("character varying(3)", "\xc3\xa9t\xc3\xa9")); // été: three characters, five bytes
+  EXPECT_FALSE(inbox_id_fits("character varying(3)", "e-10"));
+  EXPECT_TRUE(inbox_id_fits("character varying(3)", "ab "));
+  EXPECT_TRUE(inbox_id_fits("character varying", "any length at all"));
+  EXPECT_TRUE(inbox_id_fits("bpchar", "any length at all"));
+}
+
 } // namespace
 } // namespace dedupctl::core
