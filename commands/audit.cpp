@@ -86,6 +86,7 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
                        "the range in one run");
     }
     request.audit.effects = true;
+    request.audit.effects_source = "--effects " + describe_effects(*effects);
     request.effects_template = effects->key_template;
     request.placement.effects = effects->placement;
   }
@@ -166,13 +167,7 @@ int run(const AuditFlags& options, Context& context) {
                                   opened.file ? nullptr : &opened.plans);
     failure = opened_effects.failure;
     request.effects = opened_effects.store.get();
-    const auto& where = effects->placement;
-    request.store_settings.emplace_back(
-        "effects", where.kind == "postgres" ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
-                   : where.kind == "kafka"
-                       ? fmt::format("{} (ids by {}, from the range's earliest event less {})", where.store,
-                                     effects->id_text, core::format_duration(effects->allowance_ms))
-                       : fmt::format("{} ({})", where.store, where.key_template));
+    request.store_settings.emplace_back("effects", describe_effects(*effects));
   }
   std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {

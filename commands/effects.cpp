@@ -7,6 +7,7 @@
 #include "connectors/redis/redis.hpp"
 #include "core/check/inbox_rules.hpp"
 #include "core/util/errors.hpp"
+#include "core/util/time.hpp"
 
 #include <fmt/format.h>
 
@@ -121,6 +122,14 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
         fmt::format("--effects {}: effects are read from postgres://…, redis://… or kafka:TOPIC", flags.uri));
   }
   return out;
+}
+
+std::string describe_effects(const EffectsOptions& options) {
+  const auto& where = options.placement;
+  return where.kind == "postgres" ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
+         : where.kind == "kafka"  ? fmt::format("{} (ids by {}, from the range's earliest event less {})", where.store,
+                                                options.id_text, core::format_duration(options.allowance_ms))
+                                  : fmt::format("{} ({})", where.store, where.key_template);
 }
 
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,

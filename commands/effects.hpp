@@ -38,6 +38,8 @@ struct EffectsOptions {
   std::int64_t allowance_ms = 0; // kafka: --effects-allowance
 };
 std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags);
+// Where the effects are read, as the settings and the findings name it: "postgres://… (charges.event_id)".
+std::string describe_effects(const EffectsOptions& options);
 
 // Connects (a table that does not exist, or lacks the column, is a UsageError listing its columns);
 // an unreachable store is returned in `failure`.

@@ -253,6 +253,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
                                                        [markers, layout, now](const core::RecordState& record) {
                                                          return core::judge_record(layout, record, markers, now());
                                                        });
+    out->effects_source = "--effects " + describe_effects(*effects);
     if (!options.checkpoint.empty()) {
       repair.log.emplace(options.checkpoint + ".released");
       out->released_before = repair.log->read();
@@ -348,6 +349,61 @@ void resume(ReplayRequest& request, const ReplayFlags& options, const SinkSpec& 
                                       : fmt::format("r{}-{}", context.now_ms(), static_cast<long>(::getpid()));
 }
 
+// Before a repair releases anything: the whole range read as a plan until the effects of one record a
+// replay finds completed are found. A lookup that finds none of them proves nothing (a column no id
+// fits, an --effects-id no output record carries) and would call every processed event lost: exit 2,
+// nothing released. Returns the plan's report when it could not read everything (exit 3).
+std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, const PlacementOptions& placement,
+                                                   const std::optional<EffectsOptions>& effects,
+                                                   const ReplayRequest& request, Context& context) {
+  ReplayFlags plan_flags = options;
+  plan_flags.execute = false;
+  // The whole range, not only what a checkpoint leaves: a rerun's remaining events may hold no charged
+  // one while the range does (what the earlier run released reads as absent and proves nothing).
+  OpenedSource opened = open_source(options.source, context, std::nullopt, nullptr);
+  std::optional<std::string> failure = opened.failure;
+  RepairParts parts;
+  std::vector<core::Finding> notes;
+  std::unique_ptr<core::ReplayPlacement> via;
+  if (!failure) {
+    try {
+      via = open_via(plan_flags, placement, opened, context, notes, effects, parts);
+    } catch (const UnreachableError& e) {
+      failure = e.what();
+    }
+  }
+  if (failure) {
+    reports::Report report = unreachable_report("replay", *failure, opened.info, context);
+    report.placement = request.placement;
+    return report;
+  }
+  auto& repair = dynamic_cast<core::RepairPlacement&>(*via);
+  repair.stop_when_proven = true;
+  ReplayRequest plan = request;
+  plan.checkpoint.reset();
+  plan.execute = false;
+  plan.journal = nullptr;
+  plan.after_chunk = nullptr;
+  plan.pace = nullptr;
+  plan.times = nullptr;
+  connectors::file::AnalyzerArchives archives(false);
+  plan.semantic_archive = archives.semantic.get();
+  plan.id_archive = archives.ids.get();
+  context.note("repair: reading the range as a plan until the effects lookup finds a processed event's effect");
+  reports::Report report = run_replay(plan, *opened.source, *via, nullptr, opened.info, context.now_ms());
+  if (!report.complete) {
+    return report;
+  }
+  if (repair.processed() > 0 && !repair.proven()) {
+    throw UsageError(fmt::format("--repair-lost --execute: {} found the effect of none of the {} events whose record "
+                                 "says processed, so it cannot be shown to match and nothing was released; check the "
+                                 "effects flags against an event whose effect exists (dedupctl trace --effects … "
+                                 "--event-id ID), then run again",
+                                 repair.effects_source, repair.processed()));
+  }
+  return std::nullopt;
+}
+
 int run(const ReplayFlags& options, Context& context) {
   auto format = parse_output_format(context);
   // Everything typed is checked before anything is contacted.
@@ -393,6 +449,11 @@ int run(const ReplayFlags& options, Context& context) {
   request.placement.consumer = request.consumer;
   request.placement.ttl = placement.audit.ttl;
   request.placement.layout = placement.layout.name;
+  if (effects && options.execute) {
+    if (auto unread = prove_effects_match(options, placement, effects, request, context)) {
+      return deliver_report(*unread, OpenedSource{}, format, context);
+    }
+  }
   connectors::file::DecisionLog decisions(options.decisions);
 
   OpenedSource opened =
@@ -405,6 +466,9 @@ int run(const ReplayFlags& options, Context& context) {
   if (!failure) {
     try {
       via = open_via(options, placement, opened, context, request.placement_findings, effects, repair);
+      if (effects && options.execute) {
+        dynamic_cast<core::RepairPlacement&>(*via).proven_before = true; // prove_effects_match said so
+      }
       sink = open_replay_sink(options, sink_spec, context);
     } catch (const UnreachableError& e) {
       failure = e.what();

@@ -958,6 +958,9 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
       findings.push_back(std::move(*f));
     }
   }
+  for (auto& f : m_placement.findings()) {
+    findings.push_back(std::move(f));
+  }
   finish_report(report, std::move(info), m_log, std::move(findings), m_request.max_examples, m_request.fail_on,
                 m_source.positions());
 }

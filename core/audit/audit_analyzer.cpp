@@ -145,6 +145,8 @@ void AuditAnalyzer::reapplied(PartitionState& partition, std::uint16_t type, std
   if (!repairs && external(type)) {
     partition.max_bad_offset = std::max(partition.max_bad_offset.value_or(offset), offset);
     partition.last_bad = true;
+  } else if (external(type)) {
+    partition.max_repair_offset = std::max(partition.max_repair_offset.value_or(offset), offset);
   }
 }
 
@@ -152,6 +154,10 @@ template <typename MakeExample>
 void AuditAnalyzer::count_effect(Coverage state, Effect effect, std::int32_t partition, MakeExample&& make_example) {
   if (!m_result.effects) {
     return;
+  }
+  if (effect != Effect::Unchecked && marks_processed(state)) {
+    ++m_processed_looked_up;
+    m_processed_matched += effect == Effect::Applied ? 1 : 0;
   }
   auto add = [&](FindingBuilder& builder, const char* what) {
     builder.add(partition, [&] {
@@ -308,6 +314,22 @@ AuditResult AuditAnalyzer::finish() {
     }
   }
 
+  // An effects lookup that found the effect of no event marked processed proves nothing: it may be
+  // unable to match at all (a column no id fits, an --effects-id no output record carries). Nothing
+  // is lost by its word, and a re-application is not a repair by it.
+  bool unmatched = result.effects && m_processed_looked_up > 0 && m_processed_matched == 0;
+  if (unmatched) {
+    result.effects->lost = 0;
+    result.effects_unmatched = m_processed_looked_up;
+    result.replay.would_reapply_applied.reset();
+    result.replay.would_reapply_unapplied.reset();
+    for (auto& [key, state] : m_partitions) {
+      if (state.max_repair_offset > state.max_bad_offset) { // nullopt is below any offset
+        state.max_bad_offset = state.max_repair_offset;
+      }
+    }
+  }
+
   // The replay window.
   auto& replay = result.replay;
   replay.window = m_options.window_label;
@@ -340,7 +362,9 @@ AuditResult AuditAnalyzer::finish() {
     }
     replay.safe_from.push_back(safe);
   }
-  add_audit_findings(m_options, {m_examples, m_collisions, m_reapplied, m_max_gap_ms, &m_lost, &m_unguarded}, result);
+  add_audit_findings(m_options,
+                     {m_examples, m_collisions, m_reapplied, m_max_gap_ms, unmatched ? nullptr : &m_lost, &m_unguarded},
+                     result);
   return std::move(result);
 }
 

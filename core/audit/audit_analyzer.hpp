@@ -47,6 +47,9 @@ private:
     PartitionCoverage coverage;
     std::optional<std::int64_t> committed;
     std::optional<std::int64_t> max_bad_offset; // last external re-application in the window
+    // The last one whose effect was looked up and found absent (a repair, not a duplicate), which
+    // counts as a duplicate again when the effects lookup turns out never to match.
+    std::optional<std::int64_t> max_repair_offset;
     // (offset, ts) of the window event right after the last external re-application so far:
     // safe_from's timestamp when its offset is max_bad_offset + 1 (else the window start's). One
     // pair a partition, however many events are re-applied.
@@ -97,6 +100,8 @@ private:
   FindingBuilder m_lost;
   FindingBuilder m_unguarded;
   std::int64_t m_max_gap_ms = 0;
+  // --effects: events marked processed whose effect was looked up, and those of them it was found for.
+  std::int64_t m_processed_looked_up = 0, m_processed_matched = 0;
   bool m_check_collisions;
   KeyOwners m_key_owner;
 };

@@ -1,5 +1,6 @@
 #include "core/audit/audit_findings.hpp"
 
+#include "core/audit/effects.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -141,7 +142,11 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
 }
 
 // With --effects: what the records say against what happened.
-void add_effect_findings(const AuditEvidence& evidence, std::vector<Finding>& findings) {
+void add_effect_findings(const AuditOptions& options, const AuditEvidence& evidence, const AuditResult& result,
+                         std::vector<Finding>& findings) {
+  if (result.effects_unmatched > 0) {
+    findings.push_back(effects_unmatched_finding(options.effects_source, result.effects_unmatched));
+  }
   if (evidence.lost) {
     push(findings,
          evidence.lost->build(
@@ -204,7 +209,7 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
           "key-collision", Severity::Error,
           fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
           "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
-  add_effect_findings(evidence, findings);
+  add_effect_findings(options, evidence, result, findings);
   add_replay_risk(evidence, result.replay, findings);
 }
 

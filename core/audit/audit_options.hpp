@@ -31,6 +31,8 @@ struct AuditOptions {
   // Each event comes with its effect looked up (--effects): summary.effects, the lost and
   // unguarded findings, and the replay's split.
   bool effects = false;
+  // Where the effects are read, as the effects-unmatched finding names it ("--effects postgres://… (t.c)").
+  std::string effects_source;
   // The records are items of a DynamoDB table (a missing one was deleted, not flushed or evicted).
   bool dynamodb = false;
 };

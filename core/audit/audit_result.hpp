@@ -47,6 +47,9 @@ struct AuditResult {
   ReplaySummary replay;
   std::vector<Finding> findings;
   std::optional<EffectCounts> effects; // with --effects
+  // With --effects: the events marked processed whose effects were looked up, none found (0: some were,
+  // or none was looked up); the effects-unmatched finding.
+  std::int64_t effects_unmatched = 0;
 };
 
 } // namespace dedupctl::core

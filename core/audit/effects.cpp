@@ -41,4 +41,19 @@ std::string reapply_split(const ReplaySummary& replay) {
                      *replay.would_reapply_unapplied);
 }
 
+Finding effects_unmatched_finding(const std::string& source, std::int64_t processed) {
+  Finding f;
+  f.id = "effects-unmatched";
+  f.severity = Severity::Error;
+  f.title = fmt::format("{} found the effect of none of the {} events marked processed: the lookup cannot be shown "
+                        "to match, so no event is called lost by it",
+                        source.empty() ? "--effects" : source, processed);
+  f.advice = "An id column of a type the ids do not fit, a column or key template naming something else, or an "
+             "--effects-id no output record carries finds nothing for any event. Check them against one event whose "
+             "effect you know exists (dedupctl trace --effects … --event-id ID); until one is found, replay "
+             "--repair-lost --execute refuses to release anything.";
+  f.count = processed;
+  return f;
+}
+
 } // namespace dedupctl::core

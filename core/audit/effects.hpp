@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/finding.hpp"
 #include "core/replay_summary.hpp"
 
 #include <cstdint>
@@ -51,5 +52,10 @@ inline Effect effect_at(const std::vector<std::size_t>& key_of, const std::vecto
 // 131 events: 120 already applied (charged twice), 11 never applied"; "" without (the finding's
 // title and every report format say it in these words).
 std::string reapply_split(const ReplaySummary& replay);
+
+// An effects lookup (named by `source`: "--effects postgres://… (t.c)") that found the effect of none
+// of the `processed` events marked processed it was asked for: `effects-unmatched` (error). It proves
+// nothing, so nothing is lost by its word, and a repair refuses to release on it.
+Finding effects_unmatched_finding(const std::string& source, std::int64_t processed);
 
 } // namespace dedupctl::core

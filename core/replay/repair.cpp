@@ -1,5 +1,6 @@
 #include "core/replay/repair.hpp"
 
+#include "core/audit/effects.hpp"
 #include "core/util/errors.hpp"
 
 #include <fmt/format.h>
@@ -18,7 +19,12 @@ void RepairPlacement::judge(const std::vector<std::string>& keys, std::vector<Cl
   m_effects.lookup(m_effect_keys, m_present);
   out.resize(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    out[i] = repair_claim(m_judge(m_states[i]), m_present[i] != 0);
+    Claim found = m_judge(m_states[i]);
+    if (found == Claim::Done) {
+      ++m_processed;
+      m_matched += m_present[i] != 0 ? 1 : 0;
+    }
+    out[i] = repair_claim(found, m_present[i] != 0);
     if (out[i] == Claim::NotLost && m_present[i] == 0 && m_states[i].kind == RecordState::Kind::Absent &&
         released_before.count(keys[i]) != 0) {
       out[i] = Claim::OwnStale;
@@ -26,7 +32,13 @@ void RepairPlacement::judge(const std::vector<std::string>& keys, std::vector<Cl
   }
 }
 
-void RepairPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) { judge(keys, out); }
+void RepairPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) {
+  if (stop_when_proven && proven()) {
+    out.assign(keys.size(), Claim::NotLost);
+    return;
+  }
+  judge(keys, out);
+}
 
 void RepairPlacement::claim(const std::vector<std::string>& keys, const std::string&, std::vector<Claim>& out) {
   judge(keys, out);
@@ -59,6 +71,14 @@ std::optional<Finding> repair_changed_finding(std::int64_t changed, const Findin
                                     changed),
                         "The consumer (or another run) wrote them meanwhile. Audit the range again with --effects; "
                         "rerun the repair for what is still lost.");
+}
+
+// A lookup that found the effect of none of the processed records judged proves nothing.
+std::vector<Finding> RepairPlacement::findings() const {
+  if (m_processed == 0 || proven()) {
+    return {};
+  }
+  return {effects_unmatched_finding(effects_source, m_processed)};
 }
 
 } // namespace dedupctl::core

@@ -60,6 +60,21 @@ public:
   std::function<void(const std::vector<std::string>&)> before_release;
   std::unordered_set<std::string> released_before;
 
+  // Of the records judged so far: those a replay finds completed (processed), and those of them
+  // whose effect was found. None found among many proves the effects lookup cannot match.
+  std::int64_t processed() const { return m_processed; }
+  std::int64_t matched() const { return m_matched; }
+  bool proven() const { return m_matched > 0 || proven_before; }
+  // Proven by an earlier pass over the whole range (a run's, before it releases anything): the part
+  // a rerun has left may hold no processed event whose effect exists.
+  bool proven_before = false;
+  // A plan that only proves the lookup (before a run that releases): once proven, plan() answers
+  // NotLost without asking either store.
+  bool stop_when_proven = false;
+  // The effects as the effects-unmatched finding names them ("--effects postgres://… (t.c)").
+  std::string effects_source;
+  std::vector<Finding> findings() const override;
+
 private:
   void judge(const std::vector<std::string>& keys, std::vector<Claim>& out);
 
@@ -70,6 +85,7 @@ private:
   std::vector<RecordState> m_states;
   std::vector<std::uint8_t> m_present, m_release, m_released;
   std::vector<std::string> m_releasing;
+  std::int64_t m_processed = 0, m_matched = 0;
 };
 
 // The finding of a repair whose records changed between its read and its release:

@@ -159,6 +159,9 @@ public:
   // them, aligned with the keys, right before each plan() or claim().
   virtual bool wants_second_keys() const { return false; }
   virtual void second_keys(const std::vector<std::string>& keys) { (void)keys; }
+  // What it found of itself over the run, for the report (a repair's effects lookup that never
+  // matched).
+  virtual std::vector<Finding> findings() const { return {}; }
 };
 
 // memory: as a placement. A plan runs the window too (it holds nothing before the run).

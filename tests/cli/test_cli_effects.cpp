@@ -201,6 +201,52 @@ TEST_F(AuditEffects, ATableOrColumnThatDoesNotExistIsExit2ListingTheColumns) {
   }
 }
 
+// The effects table's id column in every type an id can live in: char(n) is compared blank-padded
+// and whole, never cut to one character; the verdicts are those of a text column.
+TEST_F(AuditEffects, EveryIdColumnTypeGivesTheVerdictsOfText) {
+  for (const char* type : {"varchar(8)", "char(3)", "char(36)", "character(10)"}) {
+    SCOPED_TRACE(type);
+    ASSERT_EQ(m_pg.psql(fmt::format("ALTER TABLE charges ALTER COLUMN charged_event TYPE {}", type)).exit_code, 0);
+    auto result = run_dedupctl(audit(with_table()));
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    Json doc = parse(result);
+    expect_effects(doc);
+    EXPECT_EQ(finding_counts(doc).count("effects-unmatched"), 0u);
+  }
+}
+
+// An effects lookup that can never match (an id column of a type no id fits, or rows keyed by
+// something else) is not "every processed event lost": effects-unmatched names it, nothing is lost,
+// and the replay's counts and safe_from are those of an audit without --effects.
+TEST_F(AuditEffects, ALookupThatMatchesNoProcessedEventIsUnmatchedNotAllLost) {
+  Json plain = parse(run_dedupctl(audit({})));
+  ASSERT_EQ(m_pg.psql("CREATE TABLE by_uuid (event_id uuid PRIMARY KEY); CREATE TABLE by_number (event_id bigint "
+                      "PRIMARY KEY); INSERT INTO by_number VALUES (1), (3); CREATE TABLE by_order (order_id text "
+                      "PRIMARY KEY); INSERT INTO by_order VALUES ('o-1'), ('o-3')")
+                .exit_code,
+            0);
+  for (const auto& [table, column] : std::vector<std::pair<std::string, std::string>>{
+           {"by_uuid", "event_id"}, {"by_number", "event_id"}, {"by_order", "order_id"}}) {
+    SCOPED_TRACE(table);
+    auto result =
+        run_dedupctl(audit({"--effects", m_pg.conninfo(), "--effects-table", table, "--effects-column", column}));
+    EXPECT_EQ(result.exit_code, 1) << result.err;
+    Json doc = parse(result);
+    auto counts = finding_counts(doc);
+    EXPECT_EQ(counts.count("lost-effect"), 0u) << doc.dump();
+    ASSERT_EQ(counts.count("effects-unmatched"), 1u) << doc.dump();
+    EXPECT_EQ(counts.at("effects-unmatched"), 3) << "e-2 (expiring), e-3 and e-6 are marked processed";
+    EXPECT_EQ(doc.at("summary").at("effects").at("lost"), 0);
+    EXPECT_FALSE(doc.at("replay").contains("would_reapply_applied"));
+    EXPECT_EQ(doc.at("replay").at("safe_from"), plain.at("replay").at("safe_from"));
+    for (const auto& f : doc.at("findings")) {
+      if (f.at("id") == "effects-unmatched") {
+        EXPECT_NE(f.at("title").get<std::string>().find(table + "." + column), std::string::npos) << f.dump();
+      }
+    }
+  }
+}
+
 // An effects store that cannot be reached is exit 3 and an incomplete report, never a verdict over
 // effects not seen; its password shows nowhere.
 TEST_F(AuditEffects, AnUnreachableEffectsStoreIsExit3AndItsPasswordIsNeverShown) {
@@ -579,6 +625,34 @@ TEST_F(ReplayRepair, AnInboxsLostRowsAreDeletedAndItsOtherRowsKept) {
   EXPECT_EQ(decided(m_dir.file("run.ndjson"), "replayed"), (std::vector<std::string>{"e-2", "e-6"}));
   auto left = m_pg.psql("SELECT string_agg(event_id || ':' || status, ',' ORDER BY event_id) FROM processed_events");
   EXPECT_EQ(left.out, "e-3:done,e-4:processing\n");
+}
+
+// A repair over an effects lookup that cannot match would release every processed record and
+// publish events whose charge exists: the plan says effects-unmatched, and --execute refuses with
+// exit 2 before it releases or publishes anything.
+TEST_F(ReplayRepair, AnEffectsLookupThatCannotMatchReleasesNothing) {
+  ASSERT_EQ(m_pg.psql("CREATE TABLE by_uuid (event_id uuid PRIMARY KEY)").exit_code, 0);
+  std::vector<std::string> effects{"--effects", m_pg.conninfo(), "--effects-table", "by_uuid"};
+  auto plan = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}"}, effects));
+  EXPECT_EQ(plan.exit_code, 1) << plan.err;
+  EXPECT_EQ(finding_counts(parse(plan)).count("effects-unmatched"), 1u) << plan.out;
+  std::string sink = m_dir.file("out.ndjson");
+  auto run = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}", "--execute", "--sink", "file:" + sink,
+                                  "--checkpoint", m_dir.file("cp")},
+                                 effects));
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("found the effect of none of the"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("by_uuid.event_id"), std::string::npos) << run.err;
+  for (const auto& id : {"e-2", "e-3", "e-6"}) {
+    EXPECT_EQ(exists(std::string("dedup:pay:") + id), ":1\r\n") << id << " was released";
+  }
+  EXPECT_TRUE(!std::filesystem::exists(sink) || read_file(sink).empty()) << read_file(sink);
+  // With the right table the same run repairs e-2 and e-6.
+  auto right = run_dedupctl(repair({"--key-template", "dedup:pay:{event_id}", "--execute", "--sink", "file:" + sink,
+                                    "--checkpoint", m_dir.file("cp2")},
+                                   with_table()));
+  ASSERT_EQ(right.exit_code, 0) << right.err;
+  EXPECT_EQ(parse(right).at("summary").at("replayed"), 2);
 }
 
 // A release log that cannot be written (here a link into a directory that does not exist, as a full

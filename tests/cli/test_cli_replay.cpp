@@ -663,6 +663,56 @@ TEST_P(ReplayInbox, ACommitLeftInDoubtIsSaidAndTheRerunAppliesNothingTwice) {
   EXPECT_EQ(rows(), k_events);
 }
 
+// Every type an id can live in, for the claim too: the ids the inbox already holds are skipped,
+// the one it lacks is published once and its row holds the whole id (char(n) is not char(1)), and
+// one the column is too short for is id-unfit, never cut to fit.
+TEST_P(ReplayInbox, EveryIdColumnTypeClaimsTheWholeIdInItsOwnType) {
+  const std::vector<std::string> uuids{"0a0b0c0d-0000-4000-8000-000000000001", "0a0b0c0d-0000-4000-8000-000000000002",
+                                       "0a0b0c0d-0000-4000-8000-000000000003"};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> columns{
+      {"text", uuids},
+      {"varchar(36)", {uuids[0], uuids[1], uuids[2], uuids[2] + "-and-more"}},
+      {"char(36)", {uuids[0], uuids[1], uuids[2], uuids[2] + "-and-more"}},
+      {"char(5)", {"e-1", "e-22", "e-333", "e-4444"}},
+      {"uuid", uuids},
+      {"bigint", {"101", "102", "103"}},
+  };
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const auto& [type, ids] = columns[c];
+    SCOPED_TRACE(type);
+    std::string log;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      log += fmt::format(R"({{"topic":"t","partition":0,"offset":{},"ts":{},"headers":["event_id","{}"],)"
+                         R"("key":"k","payload":"{{}}"}})"
+                         "\n",
+                         i, 1'795'000'000'000LL + i, ids[i]);
+    }
+    std::string topic = add_topic(m_cluster, fmt::format("typed-{}", c), 1, log);
+    ASSERT_EQ(m_pg.psql(fmt::format("DROP TABLE processed_events; CREATE TABLE processed_events (event_id {} PRIMARY "
+                                    "KEY, consumer_name text, processed_at timestamptz NOT NULL, status text); "
+                                    "INSERT INTO processed_events VALUES ('{}', 'billing', now(), 'done'), "
+                                    "('{}', 'billing', now(), 'done')",
+                                    type, ids[0], ids[1]))
+                  .exit_code,
+              0);
+    TempDir dir;
+    std::string published = dir.file("published.ndjson");
+    auto run = run_dedupctl({"replay", "-b", m_cluster.bootstrap, "--topic", topic, "-o", "json", "-q", "--via",
+                             m_pg.conninfo(), "--consumer", "billing", "--inbox-status-column", "status", "--execute",
+                             "--sink", "file:" + published});
+    ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+    auto s = summary_of(run.out);
+    EXPECT_EQ(s.at("replayed"), 1);
+    EXPECT_EQ(s.at("skipped_duplicate"), 2);
+    EXPECT_EQ(s.at("id_unfit"), static_cast<long long>(ids.size()) - 3);
+    std::string sunk = read_file(published);
+    EXPECT_EQ(std::count(sunk.begin(), sunk.end(), '\n'), 1) << sunk;
+    EXPECT_NE(sunk.find(ids[2]), std::string::npos) << sunk;
+    EXPECT_EQ(m_pg.psql("SELECT event_id::text FROM processed_events ORDER BY event_id::text").out,
+              ids[0] + "\n" + ids[1] + "\n" + ids[2] + "\n");
+  }
+}
+
 // An inbox keyed by uuid cannot hold an id that is not one, and neither could the consumer: such an
 // event is not published, is counted and logged as id-unfit, and is reported with an example; the
 // rest of the batch goes through. The plan says the same.
@@ -771,10 +821,11 @@ TEST_P(Replay, KilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce) {
   }
 }
 
-// The same kill loop for replay --repair-lost, where every event is lost (a record "done", no effect
-// key): a run killed between releasing a batch's records and publishing it has written their keys
-// down (CHECKPOINT.released), so the rerun still publishes them. Every id ends in the sink exactly
-// once, and every record is released. Ten points over a file sink.
+// The same kill loop for replay --repair-lost, where nine events in ten are lost (a record "done", no
+// effect key; every tenth was charged, which proves the effects lookup can match): a run killed between
+// releasing a batch's records and publishing it has written their keys down (CHECKPOINT.released), so
+// the rerun still publishes them. Every lost id ends in the sink exactly once, and every lost record
+// is released. Ten points over a file sink.
 TEST_P(Replay, ARepairKilledAtAnyPointLeavesEveryLostIdInTheSinkExactlyOnce) {
   constexpr int k_points = 10;
   constexpr int k_run_ms = 500;
@@ -787,6 +838,11 @@ TEST_P(Replay, ARepairKilledAtAnyPointLeavesEveryLostIdInTheSinkExactlyOnce) {
       mset += fmt::format(" {}e-{} done", prefix, i);
     }
     ASSERT_EQ(m_redis.command(mset), "+OK\r\n");
+    std::string charged = "MSET";
+    for (int i = 0; i < k_events; i += 10) {
+      charged += fmt::format(" charged:e-{} 1200", i);
+    }
+    ASSERT_EQ(m_redis.command(charged), "+OK\r\n");
     std::vector<std::string> command{"--via",
                                      m_redis.uri(),
                                      "--key-template",
@@ -808,9 +864,11 @@ TEST_P(Replay, ARepairKilledAtAnyPointLeavesEveryLostIdInTheSinkExactlyOnce) {
     auto scan = run_dedupctl({"scan", "--input", dir.file("out.ndjson"), "-o", "json", "-q"});
     ASSERT_EQ(scan.exit_code, 0) << scan.err;
     auto s = summary_of(scan.out);
-    EXPECT_EQ(s.at("events"), k_events) << "each lost id once, no more, no fewer; the rerun:\n" << rerun.out;
+    EXPECT_EQ(s.at("events"), k_events - k_events / 10) << "each lost id once, no more, no fewer; the rerun:\n"
+                                                        << rerun.out;
     EXPECT_EQ(s.at("log_duplicates"), 0);
-    EXPECT_EQ(m_redis.command(fmt::format("EXISTS {}e-0 {}e-{}", prefix, prefix, k_events - 1)), ":0\r\n");
+    EXPECT_EQ(m_redis.command(fmt::format("EXISTS {}e-1 {}e-{}", prefix, prefix, k_events - 1)), ":0\r\n");
+    EXPECT_EQ(m_redis.command(fmt::format("EXISTS {}e-0 {}e-10", prefix, prefix)), ":2\r\n") << "charged: kept";
   }
 }
 

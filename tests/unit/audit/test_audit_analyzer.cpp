@@ -407,6 +407,7 @@ TEST(AuditAnalyzer, EffectsOfRecordsWaitingForTheTtlEstimateAreCountedWithThem) 
       {0, k_now - 10 * 60'000, "a", "T", present(50 * 60'000), Effect::NotApplied}, // lost
       {1, k_now - 2 * k_hour, "c", "T", absent(), Effect::Applied},                 // expired: unguarded
       {2, k_now - 30 * 60'000, "d", "T", absent(), Effect::NotApplied},             // missing, never applied
+      {3, k_now - 10 * 60'000, "b", "T", present(50 * 60'000), Effect::Applied},    // the lookup matches
   };
   auto r = h.run();
   EXPECT_EQ(state(r, Coverage::Expired), 1);
@@ -418,6 +419,44 @@ TEST(AuditAnalyzer, EffectsOfRecordsWaitingForTheTtlEstimateAreCountedWithThem) 
   EXPECT_EQ(finding(r, "unguarded-effect")->examples[0].event_id, "c");
   EXPECT_EQ(r.replay.would_reapply_applied, 1);
   EXPECT_EQ(r.replay.would_reapply_unapplied, 1);
+}
+
+// An effects lookup that matches none of the events marked processed (a column no id fits, an
+// --effects-id no output record carries) proves nothing: it is not "all lost". The audit says
+// effects-unmatched naming the source, claims no lost event, and keeps safe_from and the replay's
+// counts as without --effects (no re-application is called a repair).
+TEST(AuditAnalyzer, EffectsThatMatchNoProcessedEventAreUnmatchedNotLost) {
+  Harness h = classic();
+  h.options.effects = true;
+  h.options.effects_source = "--effects postgres://db (charges.charged_event)";
+  for (auto& e : h.events) {
+    e.effect = e.id.empty() ? Effect::Unchecked : Effect::NotApplied;
+  }
+  auto r = h.run();
+  auto plain = classic().run();
+  ASSERT_TRUE(r.effects.has_value());
+  EXPECT_EQ(r.effects->checked, 9);
+  EXPECT_EQ(r.effects->not_applied, 9);
+  EXPECT_EQ(r.effects->lost, 0) << "nothing is shown lost by a lookup that cannot match";
+  EXPECT_EQ(finding(r, "lost-effect"), nullptr);
+  const Finding* unmatched = finding(r, "effects-unmatched");
+  ASSERT_NE(unmatched, nullptr);
+  EXPECT_EQ(unmatched->severity, Severity::Error);
+  EXPECT_EQ(unmatched->count, 2) << "e-2 and e-3 are marked processed";
+  EXPECT_NE(unmatched->title.find("--effects postgres://db (charges.charged_event)"), std::string::npos)
+      << unmatched->title;
+  EXPECT_FALSE(r.replay.would_reapply_applied.has_value());
+  EXPECT_FALSE(r.replay.would_reapply_unapplied.has_value());
+  ASSERT_EQ(r.replay.safe_from.size(), 1u);
+  EXPECT_EQ(r.replay.safe_from[0].offset, plain.replay.safe_from[0].offset);
+  EXPECT_EQ(finding(r, "replay-risk")->title, finding(plain, "replay-risk")->title);
+
+  // One processed event whose effect is found proves the lookup: the rest are lost as before.
+  h.events[3].effect = Effect::Applied; // e-3, covered
+  auto proven = h.run();
+  EXPECT_EQ(finding(proven, "effects-unmatched"), nullptr);
+  EXPECT_EQ(proven.effects->lost, 1);
+  ASSERT_NE(finding(proven, "lost-effect"), nullptr);
 }
 
 TEST(AuditAnalyzer, WithoutEffectsNothingOfThemIsReported) {

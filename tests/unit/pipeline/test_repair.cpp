@@ -141,6 +141,38 @@ TEST(RepairPipeline, APlanNamesExactlyTheLostEventsAndChangesNothing) {
   EXPECT_EQ(planted.effects.asked.front(), "effect:e-0");
 }
 
+// Effects keyed by something else (here under another prefix) match no processed event: the plan says
+// effects-unmatched and is an error, and a proving pass stops asking once one effect is found.
+TEST(RepairPipeline, EffectsThatMatchNoProcessedRecordAreUnmatchedAndAProofStopsAtTheFirstMatch) {
+  Planted planted;
+  planted.effects.applied = {"charge:e-0", "charge:e-1"}; // not what effect:{event_id} renders
+  auto placement = planted.placement();
+  placement.effects_source = "--effects fake (effect:{event_id})";
+  FakeJournal journal;
+  FakeEventSource source(events(10), 3);
+  auto report = run_replay(repair_request(false, journal), source, placement, nullptr, core::SourceInfo{}, 0);
+  EXPECT_EQ(report.exit_code, 1);
+  EXPECT_EQ(placement.processed(), 6) << "e-0 … e-5 are done";
+  EXPECT_FALSE(placement.proven());
+  auto unmatched = std::find_if(report.findings.begin(), report.findings.end(),
+                                [](const core::Finding& f) { return f.id == "effects-unmatched"; });
+  ASSERT_NE(unmatched, report.findings.end());
+  EXPECT_EQ(unmatched->count, 6);
+  EXPECT_NE(unmatched->title.find("--effects fake (effect:{event_id})"), std::string::npos) << unmatched->title;
+
+  // The planted effects: e-0's is found in the first chunk, and nothing is asked after it.
+  Planted matching;
+  auto proving = matching.placement();
+  proving.stop_when_proven = true;
+  FakeJournal quiet;
+  FakeEventSource again(events(10), 3);
+  auto proof = run_replay(repair_request(false, quiet), again, proving, nullptr, core::SourceInfo{}, 0);
+  EXPECT_TRUE(proving.proven());
+  EXPECT_EQ(matching.effects.asked.size(), 3u) << "one chunk: the source's first batch of three";
+  EXPECT_TRUE(std::none_of(proof.findings.begin(), proof.findings.end(),
+                           [](const core::Finding& f) { return f.id == "effects-unmatched"; }));
+}
+
 TEST(RepairPipeline, ARunReleasesTheLostRecordsAndPublishesOnlyThoseEvents) {
   Planted planted;
   auto placement = planted.placement();
