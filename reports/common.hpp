@@ -21,6 +21,12 @@ struct EffectRow {
 };
 std::vector<EffectRow> effect_rows(const core::EffectCounts& effects);
 
+// An incomplete run says nothing of what a seek would re-apply or where it is safe from (report-v1:
+// an incomplete report is never a clean verdict); this line stands in their place.
+inline constexpr const char* k_replay_unknown =
+    "not known: the run did not read everything, so it gives neither what a seek would re-apply nor an offset to "
+    "seek to";
+
 // "1 error, 2 warnings, 0 info"
 std::string severity_tally(const Report& report);
 

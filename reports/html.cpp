@@ -211,7 +211,10 @@ void coverage(std::string& out, const Report& report) {
 
 // An audit's replay window, or a replay's run or plan per partition.
 void replay(std::string& out, const Report& report) {
-  if (report.replay && !report.replay->run) {
+  if (report.replay && !report.replay->run && !report.complete) {
+    out += fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events read: {}.</p>",
+                       esc(report.replay->window), report.replay->events, esc(detail::k_replay_unknown));
+  } else if (report.replay && !report.replay->run) {
     const auto& r = *report.replay;
     out +=
         fmt::format("<h2>Replay window <code>{}</code></h2><p id=\"replay\">{} events: {} would be skipped, "

@@ -137,7 +137,9 @@ Json placement_json(const PlacementInfo& placement) {
   return out;
 }
 
-Json replay_json(const core::ReplaySummary& replay) {
+// `complete` false: what a seek would re-apply, by type, and where it is safe from are null (an
+// incomplete report is never a clean verdict).
+Json replay_json(const core::ReplaySummary& replay, bool complete) {
   Json out;
   out["window"] = replay.window;
   out["events"] = replay.events;
@@ -145,23 +147,29 @@ Json replay_json(const core::ReplaySummary& replay) {
   out["would_reapply"] = replay.would_reapply;
   out["would_skip_unfinished"] = replay.would_skip_unfinished;
   out["first_delivery"] = replay.first_delivery;
-  if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
+  if (!complete) {
+    out["would_reapply"] = nullptr;
+    out["by_type"] = nullptr;
+    out["safe_from"] = nullptr;
+  } else if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
     out["would_reapply_applied"] = *replay.would_reapply_applied;
     out["would_reapply_unapplied"] = *replay.would_reapply_unapplied;
   }
-  Json by_type = Json::object();
-  for (const auto& [type, risk] : replay.by_type) {
-    by_type[type] = Json{{"side_effects", core::to_string(risk.side_effects)}, {"would_reapply", risk.would_reapply}};
+  if (complete) {
+    Json by_type = Json::object();
+    for (const auto& [type, risk] : replay.by_type) {
+      by_type[type] = Json{{"side_effects", core::to_string(risk.side_effects)}, {"would_reapply", risk.would_reapply}};
+    }
+    out["by_type"] = std::move(by_type);
+    Json safe = Json::array();
+    for (const auto& s : replay.safe_from) {
+      safe.push_back(Json{{"topic", s.topic},
+                          {"partition", s.partition},
+                          {"offset", s.offset},
+                          {"timestamp", time_json(s.timestamp_ms)}});
+    }
+    out["safe_from"] = std::move(safe);
   }
-  out["by_type"] = std::move(by_type);
-  Json safe = Json::array();
-  for (const auto& s : replay.safe_from) {
-    safe.push_back(Json{{"topic", s.topic},
-                        {"partition", s.partition},
-                        {"offset", s.offset},
-                        {"timestamp", time_json(s.timestamp_ms)}});
-  }
-  out["safe_from"] = std::move(safe);
   if (replay.run) {
     const auto& run = *replay.run;
     out["mode"] = run.execute ? "execute" : "plan";
@@ -274,7 +282,7 @@ void render_json(const Report& report, std::FILE* out) {
   }
   doc["summary"] = std::move(summary);
   if (report.replay) {
-    doc["replay"] = replay_json(*report.replay);
+    doc["replay"] = replay_json(*report.replay, report.complete);
   }
   Json findings = Json::array();
   for (const auto& finding : report.findings) {

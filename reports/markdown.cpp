@@ -73,7 +73,11 @@ void print_coverage(const Report& report, std::FILE* out) {
 }
 
 // An audit's replay window, or a replay's run or plan per partition.
-void print_replay(const core::ReplaySummary& r, std::FILE* out) {
+void print_replay(const core::ReplaySummary& r, bool complete, std::FILE* out) {
+  if (!r.run && !complete) {
+    fmt::print(out, "## Replay window `{}`\n\n{} events read: {}.\n\n", r.window, r.events, detail::k_replay_unknown);
+    return;
+  }
   if (!r.run) {
     fmt::print(out,
                "## Replay window `{}`\n\n{} events: {} skipped, **{} re-applied**, {} skipped unfinished, {} "
@@ -188,7 +192,7 @@ void render_markdown(const Report& report, std::FILE* out) {
   }
   print_coverage(report, out);
   if (report.replay) {
-    print_replay(*report.replay, out);
+    print_replay(*report.replay, report.complete, out);
   }
   for (const auto& trace : report.traces) {
     print_trace(trace, out);

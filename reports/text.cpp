@@ -299,6 +299,10 @@ void print_replay(const Report& report, std::FILE* out) {
   } else if (report.replay) {
     const auto& r = *report.replay;
     fmt::print(out, "\nREPLAY WINDOW {}\n", r.window);
+    if (!report.complete) {
+      fmt::print(out, "  {} events read: {}\n", r.events, detail::k_replay_unknown);
+      return;
+    }
     fmt::print(out,
                "  {} events: {} would be skipped, {} re-applied, {} skipped unfinished (orphaned), {} first "
                "deliveries\n",

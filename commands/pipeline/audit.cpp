@@ -281,6 +281,11 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
   for (const auto& finding : placement_findings) {
     result.findings.push_back(finding);
   }
+  if (!report.complete) {
+    // What a seek would re-apply is a count over the whole window: over part of it, it is no answer
+    // (the renderers leave out the counts and safe_from alike).
+    std::erase_if(result.findings, [](const core::Finding& f) { return f.id == "replay-risk"; });
+  }
   finish_report(report, std::move(info), core::log_findings(log, log_options), std::move(result.findings), max_examples,
                 fail_on, positions);
 }

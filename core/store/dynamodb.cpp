@@ -353,6 +353,12 @@ std::optional<std::vector<DynamoRecord>> parse_scan_output(std::string_view text
             "again without --max-items (the AWS CLI follows every page itself)";
     return std::nullopt;
   }
+  if (auto last = (*answer)["LastEvaluatedKey"]; !last.error() && !last.is_null()) {
+    error = "it ends with a LastEvaluatedKey: it is one page of the scan (--no-paginate, --limit without the CLI's "
+            "paging, or one call of boto3's scan()) and does not hold the whole table; scan again with `aws dynamodb "
+            "scan --output json` and no --no-paginate or --max-items (the AWS CLI follows every page itself)";
+    return std::nullopt;
+  }
   simdjson::dom::array items;
   if ((*answer)["Items"].get(items)) {
     error = "it has no \"Items\" list: not the output of `aws dynamodb scan --output json`";

@@ -261,6 +261,25 @@ TEST_F(Dynamo, AServerDyingMidRunIsExit3WithoutAVerdict) {
   EXPECT_FALSE(report.at("complete").get<bool>());
   EXPECT_LT(report.at("summary").value("covered", 0) + report.at("summary").value("missing", 0), 3000)
       << "no verdict over the keys never read";
+  // Nor where a seek is safe from, or what it would re-apply: both are answers about those keys too.
+  ASSERT_TRUE(report.contains("replay")) << result.out;
+  const Json& replay = report.at("replay");
+  EXPECT_TRUE(replay.at("safe_from").is_null()) << replay.dump();
+  EXPECT_TRUE(replay.at("would_reapply").is_null()) << replay.dump();
+  EXPECT_TRUE(replay.at("by_type").is_null()) << replay.dump();
+  for (const auto& f : report.at("findings")) {
+    EXPECT_NE(f.at("id"), "replay-risk") << f.dump();
+  }
+  // The text report, through a proxy of its own that dies at the same point.
+  FaultProxy dying_again(m_server, {"--die-after", "6"});
+  auto text_args = audit_args(m_server.uri(k_table, dying_again.port()));
+  text_args[2] = m_dir.file("many.ndjson");
+  text_args.back() = "text"; // audit_args ends with -o json
+  auto text = run_dedupctl(text_args, "", m_server.env());
+  EXPECT_EQ(text.exit_code, 3) << text.err;
+  EXPECT_NE(text.out.find("REPLAY WINDOW"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not known"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("safe from "), std::string::npos) << text.out;
 }
 
 TEST_F(Dynamo, CredentialsComeFromAProfileACredentialProcessAndAWebIdentity) {
@@ -336,6 +355,13 @@ TEST_F(Dynamo, ABadScanFileIsNamedWithItsLine) {
   auto cut = run_dedupctl(audit_args("file:" + scan));
   EXPECT_EQ(cut.exit_code, 2) << cut.err;
   EXPECT_NE(cut.err.find("NextToken"), std::string::npos) << cut.err;
+  // One page, as `--no-paginate` or boto3's scan() writes it: refused too, and nothing audited.
+  write_file(scan, R"({"Items": [{"id": {"S": "charge#e0"}}], "Count": 1, "ScannedCount": 1, )"
+                   R"("LastEvaluatedKey": {"id": {"S": "charge#e0"}}})");
+  auto page = run_dedupctl(audit_args("file:" + scan));
+  EXPECT_EQ(page.exit_code, 2) << page.err;
+  EXPECT_NE(page.err.find("LastEvaluatedKey"), std::string::npos) << page.err;
+  EXPECT_EQ(page.out.find("\"covered\""), std::string::npos) << "no verdict over one page: " << page.out;
 
   std::filesystem::create_directories(m_dir.file("export/data"));
   write_file(m_dir.file("export/data/a.json"), "{\"Item\": {\"id\": {\"S\": \"charge#e0\"}}}\n{\"Item\": [}\n");

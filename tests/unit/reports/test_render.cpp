@@ -4,6 +4,7 @@
 #include "tests/unit/render_helpers.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -37,3 +38,46 @@ TEST(Formats, HtmlIsOneSelfContainedPageWithEscapedText) {
 }
 
 namespace {} // namespace
+
+// An audit that could not read its whole window (the store died at lookup 45,056 of 300,000): no
+// format says what a seek would re-apply or where it is safe from, since both are answers about the
+// events not read.
+TEST(Formats, AnIncompleteAuditSaysNoSafeFromAndNoReapplyCountInAnyFormat) {
+  Report report;
+  report.command = "audit";
+  report.complete = false;
+  report.exit_code = 3;
+  report.error = "cannot reach Redis at redis://127.0.0.1:6390";
+  ReplaySummary replay;
+  replay.window = "[seek, committed)";
+  replay.events = 45056;
+  replay.would_skip = 45000;
+  replay.would_reapply = 56;
+  replay.would_reapply_applied = 50;
+  replay.would_reapply_unapplied = 6;
+  replay.by_type["PaymentCharged"] = TypeRisk{SideEffect::External, 56};
+  replay.safe_from.push_back(SafeFrom{"orders", 0, 0, parse_time("2026-11-20T08:00:00Z")});
+  report.replay = replay;
+  auto json = nlohmann::json::parse(rendered(report, Format::Json));
+  const auto& r = json.at("replay");
+  EXPECT_TRUE(r.at("safe_from").is_null()) << r.dump();
+  EXPECT_TRUE(r.at("would_reapply").is_null()) << r.dump();
+  EXPECT_TRUE(r.at("by_type").is_null()) << r.dump();
+  EXPECT_FALSE(r.contains("would_reapply_applied")) << r.dump();
+  EXPECT_EQ(r.at("events"), 45056);
+  for (auto format : {Format::Text, Format::Markdown, Format::Html}) {
+    std::string out = rendered(report, format);
+    EXPECT_EQ(out.find("safe from"), std::string::npos) << out;
+    EXPECT_EQ(out.find("orders[0]@0"), std::string::npos) << out;
+    EXPECT_EQ(out.find("re-applied"), std::string::npos) << out;
+    EXPECT_EQ(out.find("PaymentCharged"), std::string::npos) << out;
+    EXPECT_NE(out.find("not known"), std::string::npos) << out;
+  }
+  // The same summary in a complete report says all of it.
+  report.complete = true;
+  report.exit_code = 1;
+  report.error.reset();
+  std::string text = rendered(report, Format::Text);
+  EXPECT_NE(text.find("safe from orders[0]@0"), std::string::npos) << text;
+  EXPECT_NE(text.find("56 re-applied"), std::string::npos) << text;
+}

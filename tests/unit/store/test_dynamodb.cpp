@@ -96,6 +96,13 @@ TEST(DynamoFiles, AScanCutByMaxItemsAndLinesThatAreNotItemsAreRefused) {
   EXPECT_FALSE(parse_scan_output(R"({"Items":[],"NextToken":"x"})", python(), error));
   EXPECT_NE(error.find("--max-items"), std::string::npos);
   EXPECT_FALSE(parse_scan_output(R"({"Count":0})", python(), error));
+  // One page of a scan (--no-paginate, --limit, boto3's scan()) names where the next would start.
+  EXPECT_FALSE(parse_scan_output(R"({"Items":[{"id":{"S":"a"}}],"Count":1,"LastEvaluatedKey":{"id":{"S":"a"}}})",
+                                 python(), error));
+  EXPECT_NE(error.find("LastEvaluatedKey"), std::string::npos) << error;
+  EXPECT_NE(error.find("--no-paginate"), std::string::npos) << error;
+  EXPECT_TRUE(parse_scan_output(R"({"Items":[{"id":{"S":"a"}}],"Count":1,"LastEvaluatedKey":null})", python(), error))
+      << "a last page's null key: " << error;
   auto line = parse_export_line(R"({"Item":{"id":{"S":"a"},"status":{"S":"COMPLETED"}}})", python(), error);
   ASSERT_TRUE(line);
   EXPECT_EQ(line->key, "a");
