@@ -390,6 +390,16 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
                                  "camel-set and zset",
                                  options.collection, out.layout.name));
   }
+  if (!options.key_prefix.empty() && options.key_template) {
+    throw UsageError(fmt::format("--key-prefix {}: --key-template gives the whole key, so the prefix would be "
+                                 "ignored; put the prefix in the template, or drop --key-template",
+                                 options.key_prefix));
+  }
+  if (!options.key_prefix.empty() && out.layout.key_template.find("{prefix}") == std::string::npos) {
+    throw UsageError(fmt::format("--key-prefix {}: --layout {} derives its keys without a prefix ({}), so the prefix "
+                                 "would be ignored; drop it, or give the whole key with --key-template",
+                                 options.key_prefix, out.layout.name, out.layout.key_template));
+  }
   out.audit.key_template = core::KeyTemplate::parse(
       options.key_template ? *options.key_template : core::layout_key_template(out.layout, options.key_prefix, ""));
   if (out.layout.java_key) {
