@@ -213,8 +213,11 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
     const std::string& hash = user != users.end() ? user->second : std::string(k_unknown_user_hash);
     auto data = std::make_unique<crypt_data>();
     const char* computed = crypt_r(credentials->second.c_str(), hash.c_str(), data.get());
+    // crypt(3) reads the password up to its first NUL; bcrypt as exporter-toolkit runs it (Go's) reads
+    // every byte, so a password with a NUL in it is never the one hashed.
+    bool whole = credentials->second.find('\0') == std::string::npos;
     bool match = computed && std::strlen(computed) == hash.size() &&
-                 CRYPTO_memcmp(computed, hash.data(), hash.size()) == 0 && user != users.end();
+                 CRYPTO_memcmp(computed, hash.data(), hash.size()) == 0 && user != users.end() && whole;
     if (match) {
       std::lock_guard lock(verified_mutex);
       if (verified.size() >= k_max_verified) {

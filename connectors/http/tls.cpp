@@ -5,7 +5,12 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace dedupctl::connectors::http {
 
@@ -20,6 +25,22 @@ std::string openssl_error() {
   return words;
 }
 
+// Why `path` cannot be read, in the words an operator looks for ("no such file"), or "" when it can:
+// OpenSSL 3 reports a failed fopen as a system error with no reason string of its own.
+std::string unreadable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno == ENOENT ? "no such file" : std::strerror(errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return "is a directory, not a PEM file";
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return std::strerror(errno);
+  }
+  return "";
+}
+
 // Go's crypto/tls: RequestClientCert asks without verifying; RequireAnyClientCert insists without
 // verifying; VerifyClientCertIfGiven verifies one that is sent; RequireAndVerifyClientCert both.
 int accept_any(int, X509_STORE_CTX*) { return 1; }
@@ -28,6 +49,12 @@ int accept_any(int, X509_STORE_CTX*) { return 1; }
 
 std::string configure_tls(SSL_CTX* ctx, const TlsServerConfig& tls) {
   ERR_clear_error();
+  for (const auto& [field, path] : {std::pair{"cert_file", &tls.cert_file}, std::pair{"key_file", &tls.key_file},
+                                    std::pair{"client_ca_file", &tls.client_ca_file}}) {
+    if (auto why = path->empty() ? "" : unreadable(*path); !why.empty()) {
+      return fmt::format("{} {}: {}", field, *path, why);
+    }
+  }
   if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
     return fmt::format("cert_file {}: {}", tls.cert_file, openssl_error());
   }

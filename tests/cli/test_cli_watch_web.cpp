@@ -3,6 +3,7 @@
 // a wrong password, an untrusted or missing client certificate and plain HTTP are refused; held,
 // slow and oversized connections do not keep Prometheus from its scrapes; SIGHUP reads the file
 // again; a bad file is exit 2 naming the field; no password or hash is ever printed.
+#include "core/util/encoding.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/planted.hpp"
@@ -127,6 +128,14 @@ TEST_F(WatchWeb, PrometheusScrapesOverTlsWithBasicAuthAndAClientCertificateAndTh
   EXPECT_EQ(read_file(m_dir.file("body")), "Unauthorized\n") << "no detail in a refusal";
   EXPECT_EQ(curl(client_cert()).out, "401") << "no credentials";
   EXPECT_EQ(curl(with(client_cert(), {"-u", "someone:" + std::string(k_password)})).out, "401") << "unknown user";
+  // Every byte is compared, as exporter-toolkit does: the password, a NUL and more is another password
+  // (crypt(3) would stop at the NUL).
+  for (const std::string& tail : {std::string("\0", 1), std::string("\0anything", 9)}) {
+    std::string header;
+    dedupctl::core::base64_encode(std::string(k_user) + ":" + k_password + tail, dedupctl::core::Base64::Standard, true,
+                                  header);
+    EXPECT_EQ(curl(with(client_cert(), {"-H", "Authorization: Basic " + header})).out, "401") << header;
+  }
 
   EXPECT_EQ(curl(login(k_password)).out, "000") << "no client certificate";
   auto untrusted_key = m_dir.file("untrusted.key");
@@ -210,7 +219,8 @@ TEST_F(WatchWeb, SighupReadsTheWebConfigAgainAndKeepsTheOldOneWhenBroken) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_NE(err().find("watching on with the settings it had"), std::string::npos) << err();
-  EXPECT_NE(err().find("tls_server_config: cert_file /nonexistent/server.pem"), std::string::npos) << err();
+  EXPECT_NE(err().find("tls_server_config: cert_file /nonexistent/server.pem: no such file"), std::string::npos)
+      << err();
   EXPECT_EQ(curl(with(client_cert(), login("Rotated-pw-2"))).out, "200");
 }
 
@@ -224,6 +234,14 @@ TEST_F(WatchWeb, ABadWebConfigIsExit2NamingTheField) {
       fmt::format("tls_server_config:\n  cert_file: {}\n  key_file: {}\n", m_certs.server_cert(), m_certs.server_key());
   for (const auto& c : std::vector<Case>{
            {"tls_server_config:\n  key_file: k\n", "tls_server_config.cert_file: missing"},
+           {fmt::format("tls_server_config:\n  cert_file: /nonexistent/server.pem\n  key_file: {}\n",
+                        m_certs.server_key()),
+            "cert_file /nonexistent/server.pem: no such file"},
+           {fmt::format("tls_server_config:\n  cert_file: {}\n  key_file: /nonexistent/server.key\n",
+                        m_certs.server_cert()),
+            "key_file /nonexistent/server.key: no such file"},
+           {tls + "  client_ca_file: /nonexistent/ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
+            "client_ca_file /nonexistent/ca.pem: no such file"},
            {tls + "  client_auth_type: RequireAndVerify\n", "tls_server_config.client_auth_type: 'RequireAndVerify'"},
            {tls + "  client_auth_type: RequireAndVerifyClientCert\n", "tls_server_config.client_ca_file: missing"},
            {tls + "  client_ca_file: " + m_certs.ca() + "\n", "tls_server_config.client_auth_type: client_ca_file"},
