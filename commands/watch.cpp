@@ -14,6 +14,7 @@
 #include "core/merge/digest.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/source/offset_spec.hpp"
+#include "core/store/secrets.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/time.hpp"
@@ -99,6 +100,14 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
     config.shard = core::parse_shard(flags.shard);
   }
   config.identify = parse_identity(flags.identity, context);
+  if (!flags.placement.store.empty() &&
+      core::parse_store_uri(flags.placement.store).kind == core::StoreUri::Kind::Dynamodb) {
+    // Its gauges would be labelled with another system's name: refused by name, before its layout is
+    // asked for, until it has a label of its own.
+    throw UsageError(fmt::format("--store {}: watch does not read DynamoDB tables yet (it serves redis:// and "
+                                 "postgres:// placements); run dedupctl audit on the table on a schedule instead",
+                                 core::parse_store_uri(flags.placement.store).redacted()));
+  }
   config.placement = parse_placement(flags.placement, context);
   config.effects = parse_effects(flags.effects);
   config.placement.audit.effects = config.effects.has_value();
@@ -277,11 +286,27 @@ void wait_until(std::int64_t deadline_ms, const Context& context) {
   }
 }
 
+// A password typed into --store or --effects stays in ps and /proc/PID/cmdline, readable by every
+// user of the machine, for as long as watch runs: said once at the start, as redis-cli says it.
+void warn_of_typed_passwords(const WatchFlags& flags, const Context& context) {
+  for (const auto& [option, uri] : {std::pair<std::string, std::string>{"store", flags.placement.store},
+                                    std::pair<std::string, std::string>{"effects", flags.effects.uri}}) {
+    if (!uri.empty() && context.origin_of(option) == core::ValueOrigin::Flag && core::redact_secrets(uri) != uri) {
+      print_stderr(fmt::format(
+          "Warning: the password in --{} is visible to every user of this machine (ps, /proc) for as long as watch "
+          "runs; give it with --redis-password-file or --redis-password-command (or REDISCLI_AUTH) for Redis, a "
+          "~/.pgpass file or PGPASSFILE for PostgreSQL, or put the URI in the config file\n",
+          option));
+    }
+  }
+}
+
 int run(const WatchFlags& flags, Context& context) {
   WatchConfig config = parse_flags(flags, context);
   if (context.validate_only) {
     return 0;
   }
+  warn_of_typed_passwords(flags, context);
   std::int64_t interval = config.interval_ms;
   ConnectedSystems systems(config, flags.placement, context);
   Watcher watcher(watch_options(config, flags.placement), systems);

@@ -316,6 +316,9 @@ TEST(WatchUsage, BadFlagsAreRefusedWithExitTwo) {
            Case{{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "memory:"}, "watch reads a live placement"},
            Case{{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "file:/tmp/x.snapshot"},
                 "watch reads a live placement"},
+           // Its gauges would be labelled system="redis": refused by name.
+           Case{{"watch", "-b", "127.0.0.1:1", "--topic", "t", "--store", "dynamodb://Idem?region=eu-west-1"},
+                "watch does not read DynamoDB tables yet"},
        }) {
     auto refused = run_dedupctl(c.args);
     EXPECT_EQ(refused.exit_code, 2) << c.says << ": " << refused.err;
@@ -356,6 +359,53 @@ TEST(WatchUsage, WithoutBrokersItServesUpZeroAndNoCoverage) {
   EXPECT_EQ(metrics->body.find("\ndedupctl_seconds_until_ttl_gap{"), std::string::npos) << metrics->body;
   watch.signal(SIGTERM);
   EXPECT_EQ(watch.wait(), 0);
+}
+
+// A password typed into --store stays in ps for the life of watch: said once at the start, as
+// redis-cli says it, without the password; not said when the URI has none, or comes from the config
+// file (not on the command line).
+TEST(WatchUsage, APasswordOnTheCommandLineIsWarnedOfOnceAndNeverShown) {
+  const std::string secret = "Wa7ch-Pa55w0rd";
+  TempDir dir;
+  write_file(dir.file("c.toml"), fmt::format("[watch]\nstore = \"redis://:{}@127.0.0.1:1\"\n", secret));
+  for (const auto& [args, warned] : std::vector<std::pair<std::vector<std::string>, bool>>{
+           {{"--store", "redis://:" + secret + "@127.0.0.1:1"}, true},
+           {{"--store", "redis://default:" + secret + "@127.0.0.1:1", "--effects",
+             "postgres://u:" + secret + "@127.0.0.1:1/db", "--effects-table", "t"},
+            true},
+           {{"--store", "redis://127.0.0.1:1"}, false},
+           {{"--config", dir.file("c.toml")}, false}}) {
+    int port = free_port();
+    SpawnOptions options;
+    options.stderr_file = dir.file("err");
+    options.silence = true;
+    bool from_config = args[0] == "--config";
+    std::vector<std::string> command{DEDUPCTL_BINARY};
+    if (from_config) {
+      command.insert(command.end(), args.begin(), args.end());
+    }
+    command.insert(command.end(), {"watch", "-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "t", "--ttl",
+                                   "1h", "--retention", "7d", "--listen", fmt::format("127.0.0.1:{}", port),
+                                   "--interval", "200ms", "--timeout", "1s"});
+    if (!from_config) {
+      command.insert(command.end(), args.begin(), args.end());
+    }
+    Process watch(command, options);
+    ASSERT_TRUE(poll_http(port, "/metrics", [](const HttpAnswer& a) {
+      return a.body.find("dedupctl_up{system=\"kafka\"} 0") != std::string::npos;
+    })) << read_file(dir.file("err"));
+    watch.signal(SIGTERM);
+    EXPECT_EQ(watch.wait(), 0);
+    std::string err = read_file(dir.file("err"));
+    EXPECT_EQ(err.find(secret), std::string::npos) << err;
+    std::size_t at = err.find("Warning: the password in --store is visible to every user of this machine");
+    EXPECT_EQ(at != std::string::npos, warned) << args[1] << ": " << err;
+    if (warned) {
+      EXPECT_EQ(err.find("Warning: the password in --store", at + 1), std::string::npos) << "once: " << err;
+      EXPECT_NE(err.find("--redis-password-file"), std::string::npos) << err;
+    }
+    EXPECT_EQ(err.find("Warning: the password in --effects") != std::string::npos, args.size() > 2) << err;
+  }
 }
 
 // Two topics whose retention the broker does not give (the mock cluster cannot answer
