@@ -222,6 +222,9 @@ private:
   std::string m_failed_reason;               // the reason a failed delivery's decision record views
   core::FlatHashMap<std::uint8_t> m_planned; // a plan: keys already planned for publishing in this range
   std::unordered_set<std::string> m_in_sink; // ids an interrupted run published after its checkpoint
+  // Of those, the ids whose events no checkpoint of this run covers yet: while any is left, a
+  // checkpoint keeps the position the sink was read back from, since their lines lie after it.
+  std::unordered_set<std::string> m_in_sink_unsettled;
 
   // Source batches stay alive until every chunk cut from them is published: a pool of them, one
   // read into while chunks of the others wait for their claims.
@@ -309,6 +312,7 @@ void ReplayRunner::run() {
   if (m_publishing && m_request.checkpoint && !m_request.checkpoint->sink_position.empty()) {
     try {
       m_in_sink = read_back(*m_sink, m_request.checkpoint->sink_position, m_request.identify);
+      m_in_sink_unsettled = m_in_sink;
     } catch (const UnreachableError& e) {
       throw UnreachableError(fmt::format("a rerun from a checkpoint reads what was published to {} since it, so that "
                                          "no event goes there twice: {}",
@@ -871,12 +875,24 @@ void ReplayRunner::checkpoint(const Chunk& chunk) {
       m_checkpoint.set(topic, partition, next);
     }
   }
+  for (const auto& row : chunk.rows) { // found in the sink, and now below the checkpoint (not held)
+    if (!m_in_sink_unsettled.empty() &&
+        row.offset < m_checkpoint.next_offset(m_topics[row.topic], row.partition).value_or(0)) {
+      m_in_sink_unsettled.erase(row.id);
+    }
+  }
   if (m_request.execute && m_journal.keeps_checkpoints()) {
     // Where a resumed run reads the sink back from: before anything a later, unsettled chunk
     // published (whose offsets come after what was delivered before it began). Chunks publish in
     // order, so when the next one has not, none after it has.
     bool next_published = m_chunks.size() > 1 && m_chunks[1].stage >= Chunk::Stage::Published;
     m_checkpoint.sink_position = next_published ? m_chunks[1].start_position : m_sink->position();
+    // A resumed run found lines of an interrupted one after the position it read back from; those
+    // whose events this checkpoint does not cover (another partition's, not reached yet) must be
+    // read back again by a rerun, so the position stays where it was until every one is covered.
+    if (!m_in_sink_unsettled.empty()) {
+      m_checkpoint.sink_position = m_request.checkpoint->sink_position;
+    }
     m_journal.checkpoint(m_checkpoint);
   }
 }

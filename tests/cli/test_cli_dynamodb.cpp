@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -497,5 +498,9 @@ TEST_F(Dynamo, AReplayKilledAtAnyPointTheRerunLeavesEveryIdInTheSinkExactlyOnce)
     EXPECT_EQ(report.at("summary").at("events"), k_events) << "each id once, no more, no fewer";
     EXPECT_EQ(report.at("summary").at("log_duplicates"), 0);
     EXPECT_EQ(report.at("source").value("invalid_lines", 0), 0) << "no torn line";
+    // A record published twice repeats its topic, partition and offset: scan counts it apart.
+    EXPECT_EQ(report.at("source").value("repeated_records", 0), 0) << "a record published twice";
+    std::string lines = read_file(dir.file("out.ndjson"));
+    EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), k_events);
   }
 }

@@ -265,6 +265,42 @@ TEST(ReplayPipeline, AResumedRunDoesNotRepublishWhatTheInterruptedRunPublished) 
   EXPECT_EQ(placement.records.at("dedup:e-5"), "done");
 }
 
+// Three runs over two partitions, as a kill loop meets them. Run 1 published e-1 and e-3 (partition
+// 1) after its checkpoint and died. Run 2 resumes, finds them in the sink, settles partition 0 and
+// dies before it reaches partition 1: its checkpoint must not move the read-back position past e-1
+// and e-3, whose events it does not cover, or run 3 would publish them a second time.
+TEST(ReplayPipeline, AResumedRunKeepsReadingBackWhatItFoundInTheSinkUntilItsEventsAreCheckpointed) {
+  FakePlacement placement;
+  FakeSink sink;
+  std::vector<OwnedEvent> by_partition; // partition 0's events first, then partition 1's
+  for (int p = 0; p < 2; ++p) {
+    for (int i = p; i < 8; i += 2) {
+      by_partition.push_back(with_header_id(p, i / 2, 1000 + i, "e-" + std::to_string(i), "{}"));
+    }
+  }
+  sink.received = {by_partition[4], by_partition[5]}; // run 1's e-1 and e-3
+  std::optional<core::Checkpoint> saved = core::Checkpoint{};
+  saved->run_id = "run-1";
+  saved->sink = "file:fake";
+  saved->sink_position = "0";
+
+  FakeEventSource second(by_partition, 4);
+  second.fail_after_batches = 1; // partition 0 only, then the run dies
+  auto killed = request(true, &saved);
+  killed.batch_size = 4;
+  killed.checkpoint = saved;
+  auto report = run_replay(killed, second, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_FALSE(report.complete);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 4) << "partition 0 settled";
+  EXPECT_FALSE(saved->next_offset("orders", 1)) << "partition 1 not reached";
+  EXPECT_EQ(saved->sink_position, "0") << "e-1 and e-3 lie after it, their events not checkpointed";
+
+  auto third = resume(saved, 8, 4, placement, sink);
+  EXPECT_TRUE(third.complete) << third.error.value_or("");
+  expect_each_id_once(sink, 8);
+}
+
 TEST(ReplayPipeline, OthersClaimsArePassedOverAndReported) {
   FakePlacement placement;
   FakeSink sink;
