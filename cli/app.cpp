@@ -2,6 +2,7 @@
 
 #include "cli/signals.hpp"
 #include "commands/context.hpp"
+#include "commands/delivery.hpp"
 #include "commands/options.hpp"
 #include "connectors/file/text.hpp"
 #include "core/check/config_check.hpp"
@@ -58,21 +59,28 @@ private:
   const std::vector<std::string>& m_secrets;
 };
 
-// With --format json every invocation prints one report-v1 document, usage errors included.
-void json_error_report(const commands::Context& context, std::string_view message, int exit_code) {
-  if (context.global.format != "json" || context.command.empty()) {
+// A failed run writes the document its format promises, where --output says (stdout without it):
+// a report-v1 document with --format json, the SARIF, JUnit, GitLab or GitHub document a CI reads
+// (a usage error such as bad.toml:24:1 included), a Markdown or HTML page. Text has the error line.
+void failure_document(const commands::Context& context, std::string_view message, int exit_code) {
+  if (context.command.empty()) {
     return;
   }
-  reports::Report report;
-  report.command = context.command;
-  report.generated_at_ms = wall_clock_ms();
-  report.complete = false;
-  report.exit_code = exit_code;
-  report.error = core::scrub_secrets(message, context.secrets);
   try {
-    reports::render_json(report, stdout);
+    reports::Format format = reports::parse_format(context.global.format);
+    if (format == reports::Format::Text) {
+      return;
+    }
+    reports::Report report;
+    report.command = context.command;
+    report.generated_at_ms = wall_clock_ms();
+    report.complete = false;
+    report.exit_code = exit_code;
+    report.error = std::string(message);
+    report.fail_on = context.global.fail_on;
+    commands::write_report(report, format, context); // secrets scrubbed there
   } catch (...) {
-    // The error line on stderr has been printed already.
+    // An unknown format, or an output that cannot be written: the error line on stderr says it.
   }
 }
 
@@ -282,19 +290,19 @@ int run_commands(std::vector<commands::CommandRunner>& runners, commands::Contex
     return k_exit_usage;
   } catch (const UsageError& e) {
     error_line(e.what());
-    json_error_report(context, e.what(), k_exit_usage);
+    failure_document(context, e.what(), k_exit_usage);
     return k_exit_usage;
   } catch (const UnreachableError& e) {
     error_line(e.what());
-    json_error_report(context, e.what(), k_exit_unreachable);
+    failure_document(context, e.what(), k_exit_unreachable);
     return k_exit_unreachable;
   } catch (const InterruptedError& e) {
     error_line(e.what());
-    json_error_report(context, e.what(), k_exit_interrupted);
+    failure_document(context, e.what(), k_exit_interrupted);
     return k_exit_interrupted;
   } catch (const std::exception& e) {
     error_line(fmt::format("internal error: {}; please report it with the command line", e.what()));
-    json_error_report(context, e.what(), k_exit_internal);
+    failure_document(context, e.what(), k_exit_internal);
     return k_exit_internal;
   }
 }

@@ -101,8 +101,12 @@ int run(const CheckFlags& options, Context& context) {
     for (const auto& error : declarations.errors) {
       print_stderr(fmt::format("{}:{}:{}: error: {}\n", options.file, error.at.line, error.at.column, error.message));
     }
-    throw UsageError(fmt::format("{} has {} error{}; fix them and run again", options.file, declarations.errors.size(),
-                                 declarations.errors.size() == 1 ? "" : "s"));
+    // The first one's place in the sentence too: a failure document (GitLab's, SARIF's) carries only
+    // this sentence, and a CI's widget then points at a line.
+    const auto& first = declarations.errors.front();
+    throw UsageError(fmt::format("{} has {} error{}, the first at {}:{}:{} ({}); fix them and run again", options.file,
+                                 declarations.errors.size(), declarations.errors.size() == 1 ? "" : "s", options.file,
+                                 first.at.line, first.at.column, first.message));
   }
   ConnectorInspector inspector(context);
   auto report = run_check(declarations, options.file, options.live ? &inspector : nullptr, fail_on,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
 #include <thread>
@@ -126,4 +127,37 @@ TEST(Output, QuietKeepsTheErrorThatEndsTheRun) {
   EXPECT_TRUE(result.err.starts_with("dedupctl: error: cannot reach Kafka at 127.0.0.1:")) << result.err;
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   EXPECT_NE(result.out.find("\"complete\": false"), std::string::npos) << result.out;
+}
+
+// A run that fails writes its document where --output says, as a run that succeeds does: the report
+// with -o json, GitLab's code-quality file, SARIF and JUnit for the CI that reads them (a usage
+// error such as a declarations file's bad line included), and nothing of it on stdout.
+TEST(Output, AFailureWritesItsDocumentWhereOutputSays) {
+  TempDir dir;
+  write_file(dir.file("bad.toml"), "[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacment = \"redis\"\n");
+  for (std::string format : {"json", "gitlab", "sarif", "junit", "github", "markdown", "html"}) {
+    std::string out = dir.file("report." + format);
+    auto result = run_dedupctl({"check", dir.file("bad.toml"), "-o", format, "--output", out});
+    EXPECT_EQ(result.exit_code, 2) << format << ": " << result.err;
+    EXPECT_EQ(result.out, "") << format << ": the document goes to --output, not stdout";
+    ASSERT_TRUE(std::filesystem::exists(out)) << format << ": no document written; " << result.err;
+    std::string text = read_file(out);
+    EXPECT_NE(text.find("bad.toml:1:1"), std::string::npos) << format << ": the first error's place; " << text;
+  }
+  // Without --output, the document is on stdout; with -o text, only the error line on stderr.
+  auto json = run_dedupctl({"check", dir.file("bad.toml"), "-o", "json"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_NE(json.out.find("\"complete\": false"), std::string::npos) << json.out;
+  auto text = run_dedupctl({"check", dir.file("bad.toml"), "--output", dir.file("report.txt")});
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report.txt")));
+  EXPECT_NE(text.err.find("bad.toml:4:1: error: unknown key"), std::string::npos)
+      << "every error on stderr: " << text.err;
+  // An unreachable system (exit 3) writes its document there too.
+  std::string unreachable = dir.file("unreachable.json");
+  auto down = run_dedupctl(
+      {"scan", "-b", "127.0.0.1:1", "--topic", "t", "--timeout", "2s", "-o", "json", "--output", unreachable});
+  EXPECT_EQ(down.exit_code, 3) << down.err;
+  EXPECT_EQ(down.out, "");
+  EXPECT_NE(read_file(unreachable).find("\"complete\": false"), std::string::npos);
 }
