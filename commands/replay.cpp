@@ -349,6 +349,28 @@ void resume(ReplayRequest& request, const ReplayFlags& options, const SinkSpec& 
                                       : fmt::format("r{}-{}", context.now_ms(), static_cast<long>(::getpid()));
 }
 
+// The source a replay reads and the placement it routes through (an unreachable one in `failure`),
+// filled in place: the repair's placement holds the addresses of `repair`'s parts.
+struct OpenedRoute {
+  OpenedSource opened;
+  RepairParts repair;
+  std::unique_ptr<core::ReplayPlacement> via;
+  std::optional<std::string> failure;
+};
+void open_route(const ReplayFlags& options, const PlacementOptions& placement,
+                const std::optional<EffectsOptions>& effects, const core::Checkpoint* checkpoint,
+                std::vector<core::Finding>& findings, Context& context, OpenedRoute& out) {
+  out.opened = open_source(options.source, context, std::nullopt, checkpoint);
+  out.failure = out.opened.failure;
+  if (!out.failure) {
+    try {
+      out.via = open_via(options, placement, out.opened, context, findings, effects, out.repair);
+    } catch (const UnreachableError& e) {
+      out.failure = e.what();
+    }
+  }
+}
+
 // Before a repair releases anything: the whole range read as a plan until the effects of one record a
 // replay finds completed are found. A lookup that finds none of them proves nothing (a column no id
 // fits, an --effects-id no output record carries) and would call every processed event lost: exit 2,
@@ -360,24 +382,15 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
   plan_flags.execute = false;
   // The whole range, not only what a checkpoint leaves: a rerun's remaining events may hold no charged
   // one while the range does (what the earlier run released reads as absent and proves nothing).
-  OpenedSource opened = open_source(options.source, context, std::nullopt, nullptr);
-  std::optional<std::string> failure = opened.failure;
-  RepairParts parts;
+  OpenedRoute route;
   std::vector<core::Finding> notes;
-  std::unique_ptr<core::ReplayPlacement> via;
-  if (!failure) {
-    try {
-      via = open_via(plan_flags, placement, opened, context, notes, effects, parts);
-    } catch (const UnreachableError& e) {
-      failure = e.what();
-    }
-  }
-  if (failure) {
-    reports::Report report = unreachable_report("replay", *failure, opened.info, context);
+  open_route(plan_flags, placement, effects, nullptr, notes, context, route);
+  if (route.failure) {
+    reports::Report report = unreachable_report("replay", *route.failure, route.opened.info, context);
     report.placement = request.placement;
     return report;
   }
-  auto& repair = dynamic_cast<core::RepairPlacement&>(*via);
+  auto& repair = dynamic_cast<core::RepairPlacement&>(*route.via);
   repair.stop_when_proven = true;
   ReplayRequest plan = request;
   plan.checkpoint.reset();
@@ -390,7 +403,8 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
   plan.semantic_archive = archives.semantic.get();
   plan.id_archive = archives.ids.get();
   context.note("repair: reading the range as a plan until the effects lookup finds a processed event's effect");
-  reports::Report report = run_replay(plan, *opened.source, *via, nullptr, opened.info, context.now_ms());
+  reports::Report report =
+      run_replay(plan, *route.opened.source, *route.via, nullptr, route.opened.info, context.now_ms());
   if (!report.complete) {
     return report;
   }
@@ -456,18 +470,17 @@ int run(const ReplayFlags& options, Context& context) {
   }
   connectors::file::DecisionLog decisions(options.decisions);
 
-  OpenedSource opened =
-      open_source(options.source, context, std::nullopt, request.checkpoint ? &*request.checkpoint : nullptr);
+  OpenedRoute route;
+  open_route(options, placement, effects, request.checkpoint ? &*request.checkpoint : nullptr,
+             request.placement_findings, context, route);
+  OpenedSource& opened = route.opened;
   opened.info.payload_decoding = decoding_of(request.identify);
-  std::optional<std::string> failure = opened.failure;
-  RepairParts repair;
-  std::unique_ptr<core::ReplayPlacement> via;
+  std::optional<std::string>& failure = route.failure;
   std::unique_ptr<core::ReplaySink> sink;
   if (!failure) {
     try {
-      via = open_via(options, placement, opened, context, request.placement_findings, effects, repair);
       if (effects && options.execute) {
-        dynamic_cast<core::RepairPlacement&>(*via).proven_before = true; // prove_effects_match said so
+        dynamic_cast<core::RepairPlacement&>(*route.via).proven_before = true; // prove_effects_match said so
       }
       sink = open_replay_sink(options, sink_spec, context);
     } catch (const UnreachableError& e) {
@@ -492,7 +505,7 @@ int run(const ReplayFlags& options, Context& context) {
   if (context.global.verbose) {
     request.times = &times;
   }
-  report = run_replay(request, *opened.source, *via, sink.get(), opened.info, context.now_ms());
+  report = run_replay(request, *opened.source, *route.via, sink.get(), opened.info, context.now_ms());
   archives.note(context.global.verbose > 0);
   if (request.times) {
     context.note("replay stages: " + times.describe());

@@ -69,6 +69,30 @@ protected:
     return out;
   }
 
+  // An audit of `topic` on `broker` against the inbox `table` (no consumer column, rows kept a day).
+  std::vector<std::string> table_audit(const MockBroker& broker, const std::string& topic,
+                                       const std::string& table) const {
+    return {"audit",
+            "-b",
+            broker.bootstrap(),
+            "--topic",
+            topic,
+            "--store",
+            m_pg.conninfo(),
+            "--inbox-table",
+            table,
+            "--inbox-consumer-column",
+            "",
+            "--inbox-retention",
+            "1d",
+            "--retention",
+            "1d",
+            "-o",
+            "json",
+            "--fail-on",
+            "none"};
+  }
+
   MockBroker m_broker{{"pay:1"}};
   PostgresServer m_pg;
   long long m_now = 0;
@@ -300,25 +324,7 @@ TEST_F(AuditInbox, AUuidIdColumnIsLookedUpInItsOwnType) {
                       "INSERT INTO uinbox VALUES ('0a0b0c0d-0000-4000-8000-000000000001', now())")
                 .exit_code,
             0);
-  std::vector<std::string> base{"audit",
-                                "-b",
-                                broker.bootstrap(),
-                                "--topic",
-                                "uu",
-                                "--store",
-                                m_pg.conninfo(),
-                                "--inbox-table",
-                                "uinbox",
-                                "--inbox-consumer-column",
-                                "",
-                                "--inbox-retention",
-                                "1d",
-                                "--retention",
-                                "1d",
-                                "-o",
-                                "json",
-                                "--fail-on",
-                                "none"};
+  std::vector<std::string> base = table_audit(broker, "uu", "uinbox");
   auto result = run_dedupctl(base);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
@@ -377,27 +383,9 @@ TEST_F(AuditInbox, EveryIdColumnTypeIsComparedWholeInItsOwnType) {
                   .exit_code,
               0);
     for (const char* lookup : {"batches", "auto"}) {
-      auto result = run_dedupctl({"audit",
-                                  "-b",
-                                  broker.bootstrap(),
-                                  "--topic",
-                                  topic,
-                                  "--store",
-                                  m_pg.conninfo(),
-                                  "--inbox-table",
-                                  "typed",
-                                  "--inbox-consumer-column",
-                                  "",
-                                  "--inbox-retention",
-                                  "1d",
-                                  "--retention",
-                                  "1d",
-                                  "--inbox-lookup",
-                                  lookup,
-                                  "-o",
-                                  "json",
-                                  "--fail-on",
-                                  "none"});
+      auto args = table_audit(broker, topic, "typed");
+      args.insert(args.end(), {"--inbox-lookup", lookup});
+      auto result = run_dedupctl(args);
       ASSERT_EQ(result.exit_code, 0) << lookup << result.err;
       auto doc = Json::parse(result.out);
       EXPECT_EQ(doc.at("summary").at("covered"), 2) << lookup;
