@@ -183,7 +183,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   core::LogAnalyzer log(log_options);
   core::AuditAnalyzer audit(audit_options);
   if (request.digest) {
-    request.digest->set_check_keys(!audit_options.key_template.uses(core::KeyTemplate::Part::EventId));
+    request.digest->set_check_keys(audit_options.key_template.event_id_injectivity());
   }
   std::vector<core::PartitionWindow> windows;
   for (const auto& range : info.partitions) {

@@ -101,7 +101,8 @@ Watcher::Watcher(WatchOptions options, WatchSystems& systems)
   identify.extra = core::joint_fields(m_key_template, m_options.effects_template);
   m_effects_template = core::after_fields_of(m_key_template, m_options.effects_template);
   m_identifier = std::make_unique<core::Identifier>(identify);
-  m_check_collisions = !m_key_template.uses(core::KeyTemplate::Part::EventId);
+  m_injectivity = m_key_template.event_id_injectivity();
+  m_check_collisions = m_injectivity != core::KeyTemplate::Injectivity::Injective;
   m_up[WatchSystem::Kafka] = false;
   m_up[store_system()] = false;
   if (m_options.identify.decoder) {
@@ -463,7 +464,7 @@ void Watcher::observe_batch(const core::EventBatch& batch, bool arrivals, std::i
     std::string topic(event.topic);
     TopicLog& log = topic_log(event.topic, arrivals);
     log.log->observe(event, identity);
-    if (m_check_collisions && m_key_of[i] != SIZE_MAX &&
+    if (m_check_collisions && m_key_of[i] != SIZE_MAX && core::key_may_collide(m_injectivity, identity.id) &&
         log.key_owners.collides(m_keys[m_key_of[i]], identity.id_hash)) {
       ++log.key_collisions;
     }

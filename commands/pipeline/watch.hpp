@@ -144,6 +144,7 @@ private:
   core::KeyTemplate m_key_template;
   core::KeyTemplate m_effects_template; // rendered from the same extra values as m_key_template
   std::unique_ptr<core::Identifier> m_identifier;
+  core::KeyTemplate::Injectivity m_injectivity = core::KeyTemplate::Injectivity::Injective;
   bool m_check_collisions = false;
   std::vector<core::PartitionRange> m_ranges;
   std::vector<core::WatchSeek> m_seeks;

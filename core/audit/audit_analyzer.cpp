@@ -21,8 +21,10 @@ constexpr std::size_t k_deferred_examples = 256;
 AuditAnalyzer::AuditAnalyzer(AuditOptions options)
     : m_options(std::move(options)), m_defer(!m_options.ttl.span.known()), m_collisions(m_options.max_examples),
       m_reapplied(m_options.max_examples), m_lost(m_options.max_examples), m_unguarded(m_options.max_examples),
-      m_check_collisions(m_options.check_collisions && !m_options.key_template.uses(KeyTemplate::Part::EventId)),
-      m_key_owner(m_check_collisions ? m_options.expected_events : 16) {
+      m_injectivity(m_options.key_template.event_id_injectivity()),
+      m_check_collisions(m_options.check_collisions && m_injectivity != KeyTemplate::Injectivity::Injective),
+      m_key_owner(m_check_collisions && m_injectivity == KeyTemplate::Injectivity::No ? m_options.expected_events
+                                                                                      : 16) {
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);
   }
@@ -227,7 +229,8 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
     reapplied_example(Coverage::NoId);
     return;
   }
-  if (m_check_collisions) {
+  // Keys that cannot collide (an injective template, or a UTF-8 id through json-ascii) are not kept.
+  if (m_check_collisions && key_may_collide(m_injectivity, identity.id)) {
     if (m_key_owner.collides(dedup_key, identity.id_hash)) {
       ++m_result.key_collisions;
       m_collisions.add(event.partition, [&] {

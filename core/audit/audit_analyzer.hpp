@@ -102,6 +102,7 @@ private:
   std::int64_t m_max_gap_ms = 0;
   // --effects: events marked processed whose effect was looked up, and those of them it was found for.
   std::int64_t m_processed_looked_up = 0, m_processed_matched = 0;
+  KeyTemplate::Injectivity m_injectivity;
   bool m_check_collisions;
   KeyOwners m_key_owner;
 };

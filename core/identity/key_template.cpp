@@ -108,6 +108,48 @@ bool KeyTemplate::uses(Part part) const {
   return false;
 }
 
+KeyTemplate::Injectivity KeyTemplate::event_id_injectivity() const {
+  Injectivity best = Injectivity::No;
+  for (const auto& segment : m_segments) {
+    if (segment.part != Part::EventId) {
+      continue;
+    }
+    Injectivity chain = Injectivity::Injective;
+    for (TemplateFilter filter : segment.filters) {
+      if (filter == TemplateFilter::Lower || filter == TemplateFilter::Upper) {
+        chain = Injectivity::No;
+        break;
+      }
+      if (filter == TemplateFilter::Json || filter == TemplateFilter::JsonAscii || filter == TemplateFilter::Java) {
+        chain = Injectivity::ValidUtf8;
+        continue;
+      }
+      if (chain == Injectivity::Injective) {
+        break; // a digest, hex or base64 of the bytes themselves: what follows sees ASCII
+      }
+    }
+    best = std::min(best, chain); // Injective < ValidUtf8 < No
+  }
+  return best;
+}
+
+bool key_may_collide(KeyTemplate::Injectivity injectivity, std::string_view event_id) {
+  switch (injectivity) {
+  case KeyTemplate::Injectivity::Injective:
+    return false;
+  case KeyTemplate::Injectivity::No:
+    return true;
+  case KeyTemplate::Injectivity::ValidUtf8:
+    break;
+  }
+  for (std::size_t i = 0; i < event_id.size();) {
+    if (next_code_point(event_id, i) == 0xfffd) { // a byte that is not UTF-8, or U+FFFD itself
+      return true;
+    }
+  }
+  return false;
+}
+
 void render_key(const KeyTemplate& tmpl, const KeyValues& values, std::string& out) {
   out.clear();
   char digits[24];

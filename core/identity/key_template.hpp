@@ -31,6 +31,12 @@ public:
   // header: and json: placeholders, evaluated per event by the identify stage.
   const std::vector<FieldSpec>& fields() const { return m_fields; }
   bool uses(Part part) const;
+  // Whether two distinct event ids always render two keys: Injective when a segment holds the id
+  // whole or through byte-exact filters (digests, hex, base64); ValidUtf8 when the best one passes it
+  // through json, json-ascii or java first, which turn bytes that are not UTF-8 into U+FFFD; No for
+  // lower or upper, or without {event_id}. A key that is not injective is checked for collisions.
+  enum class Injectivity { Injective, ValidUtf8, No };
+  Injectivity event_id_injectivity() const;
   // The whole rendered key Java-serialized (a String through Java's ObjectOutputStream), as Spring's
   // default RedisTemplate writes Camel's string keys: a property of the layout, not of the text.
   void serialize_as_java() { m_java = true; }
@@ -43,6 +49,13 @@ private:
   std::vector<Segment> m_segments;
   std::vector<FieldSpec> m_fields;
 };
+
+// Whether `event_id`'s key may be another id's too, by the template's injectivity: always when it is
+// not injective, for a ValidUtf8 one only when the id is not UTF-8 or holds U+FFFD.
+bool key_may_collide(KeyTemplate::Injectivity injectivity, std::string_view event_id);
+inline bool key_may_collide(const KeyTemplate& tmpl, std::string_view event_id) {
+  return key_may_collide(tmpl.event_id_injectivity(), event_id);
+}
 
 // Two templates rendered from one Identity (a dedup key and an effect's key): the identify stage
 // evaluates `first`'s fields, then `second`'s, into its extra values; after_fields_of gives `second`

@@ -42,7 +42,7 @@ void DigestRecorder::observe(const Event& event, const Identity& identity, std::
   DigestRecord digest;
   digest.id_hash = identity.id_hash;
   digest.semantic_hash = identity.semantic_hash;
-  if (m_check_keys) {
+  if (m_check_keys && key_may_collide(m_injectivity, identity.id)) {
     digest.key_hash = dedup_key_hash(dedup_key);
     digest.key_hash = digest.key_hash == 0 ? 1 : digest.key_hash; // as digest_key reads it
   }

@@ -163,7 +163,12 @@ class DigestRecorder {
 public:
   explicit DigestRecorder(DigestSink& sink) : m_sink(sink) {}
   // Whether dedup keys are compared (an audit's key template without {event_id}); before observe.
-  void set_check_keys(bool check) { m_check_keys = check; }
+  // Keys are kept for the merge's collision check where the template may make two ids one key, and
+  // only for the ids whose key may be another's (core::key_may_collide).
+  void set_check_keys(KeyTemplate::Injectivity injectivity) {
+    m_injectivity = injectivity;
+    m_check_keys = injectivity != KeyTemplate::Injectivity::Injective;
+  }
   void observe(const Event& event, const Identity& identity, std::string_view dedup_key,
                const RecordState* record = nullptr);
   bool check_keys() const { return m_check_keys; }
@@ -178,6 +183,7 @@ public:
 private:
   DigestSink& m_sink;
   bool m_check_keys = false;
+  KeyTemplate::Injectivity m_injectivity = KeyTemplate::Injectivity::Injective;
 };
 
 // What a shard writes down besides its records: its settings, its share of the range, what it

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 using namespace dedupctl::core;
 
 namespace {
@@ -202,6 +205,35 @@ TEST(AuditAnalyzer, KeysFromABusinessIdCollideAndAreFlagged) {
   EXPECT_EQ(r.key_collisions, 2);
   EXPECT_EQ(finding(r, "key-collision")->count, 2);
   EXPECT_NE(finding(r, "key-template-lacks-event-id"), nullptr);
+}
+
+// A key with {event_id} in it is not always injective: through lower, Ab is covered by ab's record;
+// through json-ascii, an id that is not UTF-8 renders the key of the id holding U+FFFD in its place.
+// Both are collisions, counted as such; a key that renders the id whole has none to look for.
+TEST(AuditAnalyzer, KeysThroughAFilterThatIsNotInjectiveAreCheckedForCollisions) {
+  for (const auto& [tmpl, a, b] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"dedup:{event_id|lower}", "Ab", "ab"},
+           {"p#{event_id|json-ascii|md5}", "a\xff", "a\xef\xbf\xbd"},
+           {"{event_id|java}", "x\xc3", "x\xef\xbf\xbd"}}) {
+    SCOPED_TRACE(tmpl);
+    Harness h;
+    h.options.policy.now_ms = k_now;
+    h.options.ttl = declared_ttl(Span::finite(k_hour));
+    h.options.key_template = KeyTemplate::parse(tmpl);
+    h.events = {{0, k_now, a, "T", present(k_hour)},
+                {1, k_now, "e-2", "T", present(k_hour)},
+                {2, k_now, b, "T", present(k_hour)},
+                {3, k_now, a, "T", present(k_hour)}}; // a again: a redelivery, not a collision
+    auto r = h.run();
+    EXPECT_EQ(r.key_collisions, 1);
+    ASSERT_NE(finding(r, "key-collision"), nullptr);
+    EXPECT_EQ(finding(r, "key-collision")->count, 1);
+  }
+  Harness h;
+  h.options.policy.now_ms = k_now;
+  h.options.key_template = KeyTemplate::parse("dedup:{event_id}");
+  h.events = {{0, k_now, "Ab", "T", present(k_hour)}, {1, k_now, "ab", "T", present(k_hour)}};
+  EXPECT_EQ(h.run().key_collisions, 0);
 }
 
 TEST(AuditAnalyzer, TtlMarginAndOffsetTemplates) {

@@ -82,3 +82,35 @@ TEST(KeyTemplate, ASecondTemplateRendersItsFieldsAfterTheFirstsFields) {
   EXPECT_EQ(out, "charged:o-7:acme");
   EXPECT_EQ(shifted.text(), second.text());
 }
+
+namespace dedupctl::core {
+namespace {
+
+// Whether two distinct ids can render one key: never through the id itself or a digest of it; through
+// lower/upper (Ab, ab) always; through json, json-ascii or java only where an id is not valid UTF-8
+// (its bytes become U+FFFD, the key of an id that holds U+FFFD itself); always without {event_id}.
+TEST(KeyTemplate, AKeyMayCollideWhereItsIdFiltersAreNotInjective) {
+  using K = KeyTemplate;
+  EXPECT_EQ(K::parse("dedup:{event_id}").event_id_injectivity(), K::Injectivity::Injective);
+  EXPECT_EQ(K::parse("p#{event_id|md5}").event_id_injectivity(), K::Injectivity::Injective);
+  EXPECT_EQ(K::parse("{event_id|lower}").event_id_injectivity(), K::Injectivity::No);
+  EXPECT_EQ(K::parse("{event_id|upper|md5}").event_id_injectivity(), K::Injectivity::No);
+  EXPECT_EQ(K::parse("{event_id|lower}:{event_id}").event_id_injectivity(), K::Injectivity::Injective)
+      << "one segment with the id whole is enough";
+  EXPECT_EQ(K::parse("p#{event_id|json-ascii|md5}").event_id_injectivity(), K::Injectivity::ValidUtf8);
+  EXPECT_EQ(K::parse("{event_id|java}").event_id_injectivity(), K::Injectivity::ValidUtf8);
+  EXPECT_EQ(K::parse("{event_id|md5|json}").event_id_injectivity(), K::Injectivity::Injective)
+      << "json over a digest's hex";
+  EXPECT_EQ(K::parse("dedup:{json:/order_id}").event_id_injectivity(), K::Injectivity::No);
+
+  auto ascii = K::parse("p#{event_id|json-ascii}");
+  EXPECT_FALSE(key_may_collide(ascii, "e-1"));
+  EXPECT_TRUE(key_may_collide(ascii, "a\xff")) << "not UTF-8";
+  EXPECT_TRUE(key_may_collide(ascii, "a\xef\xbf\xbd")) << "U+FFFD, what a\\xff becomes";
+  EXPECT_FALSE(key_may_collide(ascii, "caf\xc3\xa9")) << "valid UTF-8";
+  EXPECT_TRUE(key_may_collide(K::parse("{event_id|lower}"), "e-1"));
+  EXPECT_FALSE(key_may_collide(K::parse("{event_id}"), "a\xff"));
+}
+
+} // namespace
+} // namespace dedupctl::core
