@@ -78,6 +78,14 @@ void failure_document(const commands::Context& context, std::string_view message
     report.exit_code = exit_code;
     report.error = std::string(message);
     report.fail_on = context.global.fail_on;
+    if (context.command == "snapshot") {
+      // Its --output is the snapshot itself, which a failure must not stand in for: its document
+      // (report-v1, -o json) goes to stdout, and the file is never written.
+      if (format == reports::Format::Json) {
+        commands::write_report(report, format, context, ""); // stdout
+      }
+      return;
+    }
     commands::write_report(report, format, context); // secrets scrubbed there
   } catch (...) {
     // An unknown format, or an output that cannot be written: the error line on stderr says it.

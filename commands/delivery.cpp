@@ -63,7 +63,12 @@ int deliver_report(reports::Report& report, const OpenedSource& opened, reports:
 }
 
 void write_report(const reports::Report& report, reports::Format format, const Context& context) {
-  connectors::file::ReportOutput output(context.global.output);
+  write_report(report, format, context, context.global.output);
+}
+
+void write_report(const reports::Report& report, reports::Format format, const Context& context,
+                  const std::string& output_path) {
+  connectors::file::ReportOutput output(output_path);
   reports::RenderOptions render_options;
   render_options.color = !context.global.no_color && output.is_terminal();
   // The last line of defence for secrets: whatever a message echoed, in any spelling typed. The

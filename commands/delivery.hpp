@@ -23,5 +23,8 @@ int deliver_report(reports::Report& report, const OpenedSource& opened, reports:
 
 // Renders the report to --output (or stdout) in --format.
 void write_report(const reports::Report& report, reports::Format format, const Context& context);
+// The same to `output` ("" for stdout) instead of --output.
+void write_report(const reports::Report& report, reports::Format format, const Context& context,
+                  const std::string& output);
 
 } // namespace dedupctl::commands

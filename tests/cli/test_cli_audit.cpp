@@ -341,7 +341,8 @@ TEST(AuditSnapshot, BoundariesAreExactAgainstASnapshotsTime) {
 }
 
 // The snapshot loads while the log is read: a bad line found then still ends the audit as bad
-// input (exit 2, the file and line named), with no report written.
+// input (exit 2, the file and line named), with no verdict written: with -o json, --output holds
+// the failure's document alone (incomplete, the error); with text, nothing.
 TEST(AuditSnapshot, ABadLineFoundWhileReadingIsExit2AndNoReport) {
   const long long taken_at = 1'795'161'600'000LL;
   MockBroker broker({"pay:1"});
@@ -359,7 +360,13 @@ TEST(AuditSnapshot, ABadLineFoundWhileReadingIsExit2AndNoReport) {
   auto run = run_dedupctl(args);
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("keys.tsv:50007:"), std::string::npos) << run.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.file("report.json")));
+  ASSERT_TRUE(std::filesystem::exists(dir.file("report.json")));
+  auto failed = Json::parse(read_file(dir.file("report.json")));
+  EXPECT_EQ(failed.at("complete"), false);
+  EXPECT_EQ(failed.at("exit_code"), 2);
+  EXPECT_NE(failed.at("error").at("message").get<std::string>().find("keys.tsv:50007:"), std::string::npos);
+  EXPECT_TRUE(failed.at("summary").empty()) << "no verdict: " << failed.dump();
+  std::filesystem::remove(dir.file("report.json"));
   // The same file where nothing is looked up: a broker that does not answer, an empty dump; and
   // trace.
   std::vector<std::vector<std::string>> others{

@@ -347,7 +347,15 @@ protected:
     auto result = run_dedupctl(args);
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_NE(result.err.find(message), std::string::npos) << "expected: " << message << "\nstderr: " << result.err;
-    EXPECT_FALSE(std::filesystem::exists(m_dir.file("merged.json"))) << "a refused merge wrote a report";
+    // No merged report: only the failure's document, where --output says (incomplete, exit 2, why).
+    ASSERT_TRUE(std::filesystem::exists(m_dir.file("merged.json"))) << "the failure's document";
+    auto doc = nlohmann::json::parse(read_file(m_dir.file("merged.json")));
+    EXPECT_EQ(doc.at("complete"), false);
+    EXPECT_EQ(doc.at("exit_code"), 2);
+    EXPECT_NE(doc.at("error").at("message").get<std::string>().find(message), std::string::npos) << doc.dump();
+    EXPECT_FALSE(doc.contains("replay")) << "a refused merge wrote a merged report";
+    EXPECT_TRUE(doc.at("summary").empty()) << doc.dump();
+    std::filesystem::remove(m_dir.file("merged.json"));
   }
 
   TempDir m_dir;
