@@ -113,13 +113,15 @@ TEST(GithubAction, FailOnAndFormatInputsAreDedupctlsOwn) {
 }
 
 // A file that cannot be read, a bad input, and no dedupctl to run: exit status 2 with an
-// annotation that says what to do, no report handed on.
+// annotation that says what to do; dedupctl's own failure document is handed on when it wrote one.
 TEST(GithubAction, BadInputsAndAMissingDedupctlAreExit2WithAnAnnotation) {
   TempDir missing_file;
   auto unreadable = run_action(missing_file, {"dedupctl=" + std::string(DEDUPCTL_BINARY), "config=nope.toml"});
   EXPECT_EQ(unreadable.exit_code, 2) << unreadable.out << unreadable.err;
-  EXPECT_EQ(unreadable.result.at("outputs").at("report-file"), "");
-  EXPECT_TRUE(skipped_upload(unreadable.result));
+  // The failure's own SARIF is written where the action asked (issue 60: a failure writes its document
+  // where --output says), and handed on: it says why (executionSuccessful false).
+  EXPECT_EQ(unreadable.result.at("outputs").at("report-file"), "dedupctl.sarif");
+  EXPECT_FALSE(skipped_upload(unreadable.result));
   EXPECT_NE(unreadable.out.find("::error title=dedupctl check::nope.toml cannot be checked"), std::string::npos)
       << unreadable.out;
 
