@@ -408,12 +408,9 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
   if (!report.complete) {
     return report;
   }
-  if (repair.processed() > 0 && !repair.proven()) {
-    throw UsageError(fmt::format("--repair-lost --execute: {} found the effect of none of the {} events whose record "
-                                 "says processed, so it cannot be shown to match and nothing was released; check the "
-                                 "effects flags against an event whose effect exists (dedupctl trace --effects … "
-                                 "--event-id ID), then run again",
-                                 repair.effects_source, repair.processed()));
+  if (auto unmatched = repair.findings(); !unmatched.empty()) { // effects-unmatched, as a plan says it
+    throw UsageError(fmt::format("--repair-lost --execute: {}; nothing was released. {}", unmatched.front().title,
+                                 unmatched.front().advice));
   }
   return std::nullopt;
 }

@@ -100,13 +100,13 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
     config.shard = core::parse_shard(flags.shard);
   }
   config.identify = parse_identity(flags.identity, context);
-  if (!flags.placement.store.empty() &&
-      core::parse_store_uri(flags.placement.store).kind == core::StoreUri::Kind::Dynamodb) {
+  if (auto uri = flags.placement.store.empty() ? core::StoreUri{} : core::parse_store_uri(flags.placement.store);
+      uri.kind == core::StoreUri::Kind::Dynamodb) {
     // Its gauges would be labelled with another system's name: refused by name, before its layout is
     // asked for, until it has a label of its own.
     throw UsageError(fmt::format("--store {}: watch does not read DynamoDB tables yet (it serves redis:// and "
                                  "postgres:// placements); run dedupctl audit on the table on a schedule instead",
-                                 core::parse_store_uri(flags.placement.store).redacted()));
+                                 uri.redacted()));
   }
   config.placement = parse_placement(flags.placement, context);
   config.effects = parse_effects(flags.effects);
