@@ -301,6 +301,39 @@ TEST(ReplayPipeline, AResumedRunKeepsReadingBackWhatItFoundInTheSinkUntilItsEven
   expect_each_id_once(sink, 8);
 }
 
+// The same rule where the checkpoint is held at a failed delivery: a resumed run that found e-4 in the
+// sink settles it, but e-0 before it failed, so its checkpoint stays at e-0 and covers neither e-4 nor
+// what it published after: the read-back position must not move past them. (The placement forgets its
+// records between the runs, as --no-dedup has none: only the read-back keeps each id once.)
+TEST(ReplayPipeline, AFoundIdBehindAHeldCheckpointKeepsTheReadBackPosition) {
+  FakePlacement placement;
+  FakeSink sink;
+  auto log = events(6, 1);  // e-0 … e-5 in one partition
+  sink.received = {log[4]}; // an interrupted run's e-4, after its checkpoint
+  std::optional<core::Checkpoint> saved = core::Checkpoint{};
+  saved->run_id = "run-1";
+  saved->sink = "file:fake";
+  saved->sink_position = "0";
+  sink.fail_ids = {"e-0"};
+  FakeEventSource second(log, 6);
+  auto resumed = request(true, &saved);
+  resumed.batch_size = 6;
+  resumed.checkpoint = saved;
+  run_replay(resumed, second, placement, &sink, core::SourceInfo{}, 0);
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(saved->next_offset("orders", 0), 0) << "held at e-0, whose delivery failed";
+  EXPECT_EQ(saved->sink_position, "0");
+
+  sink.fail_ids.clear();
+  placement.records.clear();
+  FakeEventSource third(log, 6);
+  auto again = request(true, &saved);
+  again.checkpoint = saved;
+  auto report = run_replay(again, third, placement, &sink, core::SourceInfo{}, 0);
+  EXPECT_TRUE(report.complete) << report.error.value_or("");
+  expect_each_id_once(sink, 6);
+}
+
 TEST(ReplayPipeline, OthersClaimsArePassedOverAndReported) {
   FakePlacement placement;
   FakeSink sink;
