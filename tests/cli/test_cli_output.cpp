@@ -160,4 +160,12 @@ TEST(Output, AFailureWritesItsDocumentWhereOutputSays) {
   EXPECT_EQ(down.exit_code, 3) << down.err;
   EXPECT_EQ(down.out, "");
   EXPECT_NE(read_file(unreachable).find("\"complete\": false"), std::string::npos);
+  // snapshot's --output is the snapshot itself: a failure never stands in for one there; its document
+  // goes to stdout.
+  std::string snapshot = dir.file("keys.tsv");
+  auto snap = run_dedupctl(
+      {"snapshot", "--store", "redis://127.0.0.1:1", "--timeout", "2s", "-o", "json", "--output", snapshot});
+  EXPECT_EQ(snap.exit_code, 3) << snap.err;
+  EXPECT_FALSE(std::filesystem::exists(snapshot)) << read_file(snapshot);
+  EXPECT_NE(snap.out.find("\"complete\": false"), std::string::npos) << snap.out;
 }
