@@ -151,11 +151,11 @@ Json replay_json(const core::ReplaySummary& replay, bool complete) {
     out["would_reapply"] = nullptr;
     out["by_type"] = nullptr;
     out["safe_from"] = nullptr;
-  } else if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
-    out["would_reapply_applied"] = *replay.would_reapply_applied;
-    out["would_reapply_unapplied"] = *replay.would_reapply_unapplied;
-  }
-  if (complete) {
+  } else {
+    if (replay.would_reapply_applied && replay.would_reapply_unapplied) {
+      out["would_reapply_applied"] = *replay.would_reapply_applied;
+      out["would_reapply_unapplied"] = *replay.would_reapply_unapplied;
+    }
     Json by_type = Json::object();
     for (const auto& [type, risk] : replay.by_type) {
       by_type[type] = Json{{"side_effects", core::to_string(risk.side_effects)}, {"would_reapply", risk.would_reapply}};
