@@ -242,6 +242,8 @@ TEST_F(WatchWeb, ABadWebConfigIsExit2NamingTheField) {
             "key_file /nonexistent/server.key: no such file"},
            {tls + "  client_ca_file: /nonexistent/ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
             "client_ca_file /nonexistent/ca.pem: no such file"},
+           {fmt::format("tls_server_config:\n  cert_file: {}\n  key_file: {}\n", m_dir.path(), m_certs.server_key()),
+            "cert_file " + m_dir.path() + ": is a directory, not a PEM file"},
            {tls + "  client_auth_type: RequireAndVerify\n", "tls_server_config.client_auth_type: 'RequireAndVerify'"},
            {tls + "  client_auth_type: RequireAndVerifyClientCert\n", "tls_server_config.client_ca_file: missing"},
            {tls + "  client_ca_file: " + m_certs.ca() + "\n", "tls_server_config.client_auth_type: client_ca_file"},
