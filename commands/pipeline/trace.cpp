@@ -217,6 +217,9 @@ void look_up_records(const TraceRequest& request, core::DedupStore& store, const
     record.claim = state.claim;
     record.lapsed =
         state.claim ? core::claim_lapsed(state, coverage.now_ms) : core::past_own_expiry(state, coverage.now_ms);
+    record.fails = state.fails && !record.lapsed;
+    record.taken_over = state.taken_over && !record.lapsed;
+    record.lapsed = record.lapsed || record.taken_over;
   }
   for (auto& trace : traces) { // looked up as bytes, shown as text (a Java-serialized key)
     for (auto& key : trace.dedup_keys) {

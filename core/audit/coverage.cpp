@@ -69,6 +69,14 @@ Verdict classify(const RecordState& record, const EventFacts& event, const Cover
     verdict.state = Coverage::Expired; // the library's own expiry passed: it applies the event again
     return verdict;
   }
+  if (record.taken_over) {
+    verdict.state = Coverage::Expired; // the library cannot read it and takes it over: it applies the event again
+    return verdict;
+  }
+  if (record.fails) {
+    verdict.state = Coverage::InProgress; // the library raises on it: no delivery applies the event, as a claim
+    return verdict;                       // without a lease blocks it
+  }
   if (is_claim(record, policy.in_progress_values)) {
     if (record.claim) { // a layout's claim: the library that wrote it decides by the claim's own lease,
                         // and one without a lease blocks every delivery while the key lives

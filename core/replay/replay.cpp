@@ -19,7 +19,13 @@ Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_p
 }
 
 Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms) {
-  if (record.kind == RecordState::Kind::Absent || record.unreadable || past_own_expiry(record, now_ms)) {
+  if (record.kind == RecordState::Kind::Absent || past_own_expiry(record, now_ms)) {
+    return Claim::Claimed;
+  }
+  if (record.fails) {
+    return Claim::HeldByOther; // the library fails on it: what it holds is not the replay's to take over
+  }
+  if (record.unreadable) {
     return Claim::Claimed;
   }
   if (record.claim && own_claim) {

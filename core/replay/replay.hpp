@@ -39,9 +39,9 @@ Claim plan_claim(const RecordState& record, const std::vector<std::string>& in_p
 // What a JSON layout's library does on finding `record` (read by the layout) when it claims at
 // `now_ms` (Powertools' _put_in_progress_record), and so what replay --via does: Done for a
 // completed record before its expiration, HeldByOther for a claim within its lease (or without one,
-// where the library waits for the key to expire), OwnStale for this run's claim (`own_claim`), and
-// Claimed for the rest (absent, expired, a lease run out, not in the layout's shape), which the
-// library takes over under KEY:lock.
+// where the library waits for the key to expire, and a record the library fails on), OwnStale for
+// this run's claim (`own_claim`), and Claimed for the rest (absent, expired, a lease run out, a
+// value the library takes over), which the library takes over under KEY:lock.
 Claim claim_found(const RecordState& record, bool own_claim, std::int64_t now_ms);
 
 // What a replay finds on `record` as `layout` reads it: claim_found for a JSON layout (the library's

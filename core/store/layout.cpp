@@ -40,6 +40,7 @@ RecordLayout powertools(std::string name, std::string key_template, std::string 
 RecordLayout generic_json() {
   RecordLayout layout = powertools("json", "{event_id}", "any library that keeps a JSON status (--layout-option)");
   layout.needs_prefix = false;
+  layout.json.unknown_status_fails = false; // a status in neither list is taken over, as --layout-option says
   layout.not_a_record_suffix.clear();
   layout.default_ttl_ms = 0;
   layout.default_ttl_source.clear();
@@ -123,8 +124,8 @@ std::vector<RecordLayout> all_layouts() {
                                "Powertools for AWS Lambda (Python), RedisCachePersistenceLayer"));
   RecordLayout typescript = powertools("powertools-typescript", "{prefix}#{event_id|json|md5|base64}",
                                        "Powertools for AWS Lambda (TypeScript), CachePersistenceLayer");
-  typescript.json.whole_seconds = false;      // Date.now() / 1000 > expiration
-  typescript.json.no_lease_taken_over = true; // an INPROGRESS record without one is an orphan
+  typescript.json.reader = JsonReader::JavaScript; // Date.now() / 1000 > expiration; a claim without a lease is
+                                                   // an orphan
   layouts.push_back(typescript);
   // Java's generateHash digests a text node's text, not its JSON: no quotes.
   RecordLayout java = powertools("powertools-java", "{prefix}#{event_id|md5}",
@@ -192,29 +193,53 @@ std::optional<simdjson::dom::object> json_object(std::string_view value) {
   return object.value_unsafe();
 }
 
-// A number field's whole value (a number, or one written as text); nullopt for null or another type.
-std::optional<std::int64_t> whole_number(simdjson::ondemand::value value) {
-  simdjson::ondemand::json_type type{};
-  if (value.type().get(type)) {
+// A JSON number token as a double, as json.loads and JSON.parse read it: the token must follow
+// JSON's grammar (so an integer of any length is one, as both languages take it); past a double's
+// range it is +-infinity (Python's float, JavaScript's Number), or 0 below it.
+std::optional<double> json_number(std::string_view token) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' || token.back() == '\r')) {
+    token.remove_suffix(1);
+  }
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t start = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
+      ++i;
+    }
+    return i > start;
+  };
+  if (i < token.size() && token[i] == '-') {
+    ++i;
+  }
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (!digits()) {
     return std::nullopt;
   }
-  if (type == simdjson::ondemand::json_type::string) {
-    std::string_view text;
-    std::int64_t n = 0;
-    return !value.get_string().get(text) && parse_whole(text, n) ? std::optional(n) : std::nullopt;
-  }
-  simdjson::ondemand::number number;
-  if (type != simdjson::ondemand::json_type::number || value.get_number().get(number)) {
+  if (i < token.size() && token[i] == '.' && (++i, !digits())) {
     return std::nullopt;
   }
-  if (number.is_int64()) {
-    return number.get_int64();
+  bool negative_exponent = false;
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) {
+      negative_exponent = token[i++] == '-';
+    }
+    if (!digits()) {
+      return std::nullopt;
+    }
   }
-  if (number.is_uint64()) {
-    return static_cast<std::int64_t>(std::min<std::uint64_t>(number.get_uint64(), INT64_MAX));
+  if (i != token.size()) {
+    return std::nullopt;
   }
-  double d = number.get_double();
-  return std::isfinite(d) ? std::optional(static_cast<std::int64_t>(std::floor(d))) : std::nullopt;
+  double out = 0;
+  auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), out);
+  if (error == std::errc::result_out_of_range) {
+    out = negative_exponent ? 0.0 : (token.front() == '-' ? -HUGE_VAL : HUGE_VAL);
+  } else if (error != std::errc()) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 // Whether a value the record's state does not read is well-formed JSON all the same, as the
@@ -257,8 +282,7 @@ bool well_formed(simdjson::ondemand::value value, int depth = 0) {
     return !value.get_raw_json_string().get(raw);
   }
   case simdjson::ondemand::json_type::number: {
-    simdjson::ondemand::number number;
-    return !value.get_number().get(number);
+    return json_number(value.raw_json_token()).has_value();
   }
   case simdjson::ondemand::json_type::boolean: {
     bool b = false;
@@ -272,14 +296,101 @@ bool well_formed(simdjson::ondemand::value value, int depth = 0) {
   return false;
 }
 
+// A deciding field's value, as much of it as the libraries' comparisons look at.
+struct JsonScalar {
+  enum class Kind { Missing, Null, Bool, Number, String, Array, Object };
+  Kind kind = Kind::Missing;
+  double number = 0; // a number, a boolean (1 or 0), an array of one number
+  std::string text;  // a string
+  bool empty = true; // an array or object without elements
+  bool one_number = false; // an array of exactly one number (JavaScript's Number([5]) is 5)
+};
+
+bool read_scalar(simdjson::ondemand::value value, JsonScalar& out) {
+  simdjson::ondemand::json_type type{};
+  if (value.type().get(type)) {
+    return false;
+  }
+  switch (type) {
+  case simdjson::ondemand::json_type::null:
+    out.kind = JsonScalar::Kind::Null;
+    return well_formed(value);
+  case simdjson::ondemand::json_type::boolean: {
+    bool b = false;
+    out.kind = JsonScalar::Kind::Bool;
+    if (value.get_bool().get(b)) {
+      return false;
+    }
+    out.number = b ? 1 : 0;
+    return true;
+  }
+  case simdjson::ondemand::json_type::number: {
+    out.kind = JsonScalar::Kind::Number;
+    auto n = json_number(value.raw_json_token());
+    out.number = n.value_or(0);
+    return n.has_value();
+  }
+  case simdjson::ondemand::json_type::string: {
+    std::string_view text;
+    out.kind = JsonScalar::Kind::String;
+    if (value.get_string().get(text)) {
+      return false;
+    }
+    out.text = std::string(text);
+    return true;
+  }
+  case simdjson::ondemand::json_type::array: {
+    simdjson::ondemand::array array;
+    out.kind = JsonScalar::Kind::Array;
+    if (value.get_array().get(array)) {
+      return false;
+    }
+    int count = 0;
+    for (auto element : array) {
+      simdjson::ondemand::value item;
+      if (element.get(item)) {
+        return false;
+      }
+      JsonScalar inner;
+      if (!read_scalar(item, inner)) {
+        return false;
+      }
+      ++count;
+      out.one_number = count == 1 && inner.kind == JsonScalar::Kind::Number;
+      out.number = inner.number;
+    }
+    out.empty = count == 0;
+    return true;
+  }
+  case simdjson::ondemand::json_type::object: {
+    simdjson::ondemand::object object;
+    out.kind = JsonScalar::Kind::Object;
+    if (value.get_object().get(object)) {
+      return false;
+    }
+    for (auto field : object) {
+      simdjson::ondemand::value item;
+      if (field.error() || field.value().get(item) || !well_formed(item, 1)) {
+        return false;
+      }
+      out.empty = false;
+    }
+    return true;
+  }
+  }
+  return false;
+}
+
 // The fields a JSON record's state is read from, as the library reads them (a repeated name: its
 // last value, as json.loads and JSON.parse keep). On-Demand: the other fields (Powertools' `data`,
-// a kilobyte of the handler's response) are skipped, not unescaped. False when the value is not
-// one JSON object or its status is not a string.
+// a kilobyte of the handler's response) are skipped, not unescaped. Parsed: false when the value is
+// not JSON at all (either library's parser refuses it).
 struct JsonState {
-  std::optional<std::string> status;
-  std::optional<std::int64_t> expiration;
-  std::optional<std::int64_t> in_progress_expiration;
+  bool object = false; // the value is a JSON object (else: null, an array, a string or a number)
+  bool null = false;   // the value is JSON's null
+  JsonScalar status;
+  JsonScalar expiration;
+  JsonScalar in_progress_expiration;
 };
 
 static_assert(k_record_padding >= simdjson::SIMDJSON_PADDING);
@@ -295,56 +406,261 @@ bool read_json_state(const JsonRecordFields& fields, std::string_view value, std
     spare = padded.capacity() - padded.size();
   }
   simdjson::ondemand::document doc;
-  simdjson::ondemand::object object;
-  if (parser.iterate(text.data(), text.size(), text.size() + spare).get(doc) || doc.get_object().get(object)) {
+  if (parser.iterate(text.data(), text.size(), text.size() + spare).get(doc)) {
     return false;
   }
+  simdjson::ondemand::json_type type{};
+  if (doc.type().get(type)) {
+    return false;
+  }
+  if (type != simdjson::ondemand::json_type::object) { // whole JSON all the same, or not JSON at all
+    out.null = type == simdjson::ondemand::json_type::null;
+    JsonScalar ignored;
+    simdjson::ondemand::value top;
+    std::string_view token;
+    bool read = false;
+    switch (type) {
+    case simdjson::ondemand::json_type::array:
+      read = !doc.get_value().get(top) && read_scalar(top, ignored);
+      break;
+    case simdjson::ondemand::json_type::string:
+      read = !doc.get_string().get(token);
+      break;
+    case simdjson::ondemand::json_type::number:
+      read = !doc.raw_json_token().get(token) && json_number(token).has_value();
+      break;
+    case simdjson::ondemand::json_type::boolean: {
+      bool b = false;
+      read = !doc.get_bool().get(b);
+      break;
+    }
+    case simdjson::ondemand::json_type::null: {
+      bool is_null = false;
+      read = !doc.is_null().get(is_null) && is_null;
+      break;
+    }
+    case simdjson::ondemand::json_type::object:
+      break;
+    }
+    const char* after = nullptr;
+    return read && (type != simdjson::ondemand::json_type::array || doc.current_location().get(after) != simdjson::SUCCESS);
+  }
+  simdjson::ondemand::object object;
+  if (doc.get_object().get(object)) {
+    return false;
+  }
+  out.object = true;
   for (auto field : object) {
     std::string_view key;
     simdjson::ondemand::value item;
     if (field.unescaped_key().get(key) || field.value().get(item)) {
       return false;
     }
-    if (key == fields.status) {
-      std::string_view status;
-      if (item.get_string().get(status)) {
+    JsonScalar* deciding = key == fields.status ? &out.status
+                           : !fields.expiration.empty() && key == fields.expiration ? &out.expiration
+                           : !fields.in_progress_expiration.empty() && key == fields.in_progress_expiration
+                               ? &out.in_progress_expiration
+                               : nullptr;
+    if (deciding) {
+      *deciding = JsonScalar{};
+      if (!read_scalar(item, *deciding)) {
         return false;
       }
-      out.status = std::string(status);
-    } else if (!fields.expiration.empty() && key == fields.expiration) {
-      out.expiration = whole_number(item);
-    } else if (!fields.in_progress_expiration.empty() && key == fields.in_progress_expiration) {
-      out.in_progress_expiration = whole_number(item);
     } else if (!well_formed(item)) {
       return false;
     }
   }
   const char* after = nullptr;
-  bool trailing = !doc.current_location().get(after); // a location past the object: more than one value
-  return !trailing && out.status.has_value();
+  return doc.current_location().get(after) != simdjson::SUCCESS; // a location past the object: more than one value
+}
+
+// JavaScript's Number(x) of a field (NaN for what does not convert).
+double js_number(const JsonScalar& x) {
+  using Kind = JsonScalar::Kind;
+  switch (x.kind) {
+  case Kind::Missing:
+    return NAN;
+  case Kind::Null:
+    return 0;
+  case Kind::Bool:
+  case Kind::Number:
+    return x.number;
+  case Kind::String: {
+    std::string_view t = trim(x.text);
+    if (t.empty()) {
+      return 0;
+    }
+    if (t == "Infinity" || t == "+Infinity") {
+      return HUGE_VAL;
+    }
+    if (t == "-Infinity") {
+      return -HUGE_VAL;
+    }
+    if (t.front() == '+') {
+      t.remove_prefix(1);
+    }
+    double out = 0;
+    auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if ((error != std::errc() && error != std::errc::result_out_of_range) || end != t.data() + t.size() ||
+        t.find_first_of("nNiI") != std::string_view::npos) {
+      return NAN;
+    }
+    return error == std::errc() ? out : (t.find("e-") != std::string_view::npos ? 0.0 : (t.front() == '-' ? -HUGE_VAL : HUGE_VAL));
+  }
+  case Kind::Array:
+    return x.empty ? 0 : (x.one_number ? x.number : NAN);
+  case Kind::Object:
+    return NAN;
+  }
+  return NAN;
+}
+
+// JavaScript's truthiness of a field.
+bool js_truthy(const JsonScalar& x) {
+  using Kind = JsonScalar::Kind;
+  switch (x.kind) {
+  case Kind::Missing:
+  case Kind::Null:
+    return false;
+  case Kind::Bool:
+  case Kind::Number:
+    return x.number != 0 && !std::isnan(x.number);
+  case Kind::String:
+    return !x.text.empty();
+  case Kind::Array:
+  case Kind::Object:
+    return true;
+  }
+  return false;
+}
+
+// The first millisecond at which `now_ms > limit_ms` holds, for a limit in milliseconds (any real):
+// floor(limit) + 1, saturated (nullopt: never, within an int64 of milliseconds).
+std::optional<std::int64_t> first_ms_past(double limit_ms) {
+  if (std::isnan(limit_ms) || limit_ms >= 9.0e18) {
+    return std::nullopt;
+  }
+  if (limit_ms <= -9.0e18) {
+    return INT64_MIN;
+  }
+  return static_cast<std::int64_t>(std::floor(limit_ms)) + 1;
+}
+
+// The first millisecond at which `lease_ms > now_ms` no longer holds: ceil(lease), saturated.
+std::optional<std::int64_t> lease_end_ms(double lease_ms) {
+  if (std::isnan(lease_ms) || lease_ms <= -9.0e18) {
+    return INT64_MIN;
+  }
+  if (lease_ms >= 9.0e18) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(std::ceil(lease_ms));
+}
+
+// When a record expires, as `reader` compares `expiration` (in `in_ms` or seconds) with now; fails
+// set when the comparison raises in every case (Python's int > str).
+std::optional<std::int64_t> json_expiry(const JsonRecordFields& fields, const JsonScalar& expiration, bool& fails) {
+  using Kind = JsonScalar::Kind;
+  double scale = fields.expiration_ms ? 1.0 : 1000.0;
+  if (fields.reader == JsonReader::JavaScript) { // now / 1000 > Number(expiration); undefined never
+    if (expiration.kind == Kind::Missing) {
+      return std::nullopt;
+    }
+    return first_ms_past(js_number(expiration) * scale);
+  }
+  // Python: bool(expiration and int(now) > expiration); int(now) whole seconds (or ms).
+  switch (expiration.kind) {
+  case Kind::Missing:
+  case Kind::Null:
+    return std::nullopt;
+  case Kind::Bool:
+  case Kind::Number: {
+    if (expiration.number == 0) {
+      return std::nullopt; // falsy: never expired
+    }
+    // int(now) > x  <=>  int(now) >= floor(x) + 1, in the unit's whole steps
+    double first = std::floor(expiration.number) + 1;
+    return first >= 9.0e18 / scale ? std::nullopt
+           : first <= -9.0e18 / scale ? std::optional<std::int64_t>(INT64_MIN)
+                                      : std::optional(static_cast<std::int64_t>(first * scale));
+  }
+  case Kind::String:
+  case Kind::Array:
+  case Kind::Object:
+    if (!(expiration.kind == Kind::String ? expiration.text.empty() : expiration.empty)) {
+      fails = true; // int > str: a TypeError at every delivery
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 void read_json(const JsonRecordFields& fields, std::string_view value, std::size_t spare, RecordState& state) {
+  using Kind = JsonScalar::Kind;
   JsonState json;
-  if (!read_json_state(fields, value, spare, json)) {
-    state.unreadable = true;
+  state.unreadable = true; // until read as the layout's record
+  bool python = fields.reader == JsonReader::Python;
+  if (python && value.empty()) {
+    state.fails = true; // an empty value is "no record", raised mid-put
     return;
   }
-  auto ms = [](std::optional<std::int64_t> n, bool in_ms) { return n && !in_ms ? std::optional(*n * 1000) : n; };
-  state.claim = one_of(*json.status, fields.in_progress);
-  if (auto expiration = ms(json.expiration, fields.expiration_ms)) {
-    // Expired when now > expiration: in whole seconds from the second after it on, in milliseconds
-    // from the millisecond after.
-    state.expires_at_ms = *expiration + (fields.whole_seconds && !fields.expiration_ms ? 1000 : 1);
+  constexpr std::string_view bom = "\xEF\xBB\xBF";
+  if (python && value.starts_with(bom)) { // json.loads of bytes decodes them as utf-8-sig
+    value.remove_prefix(bom.size());
+    spare = 0;
   }
-  if (state.claim) {
-    state.claim_until_ms = ms(json.in_progress_expiration, fields.in_progress_expiration_ms);
-    if (!state.claim_until_ms && fields.no_lease_taken_over) {
-      state.claim_until_ms = INT64_MIN; // lapsed already
+  if (!read_json_state(fields, value, spare, json) || (!python && json.null)) {
+    state.taken_over = true; // json.loads / JSON.parse raised, or null[field] did: the library's consistency path
+    return;
+  }
+  if (python && !json.object) {
+    state.fails = true; // a value that is not a dict has no .get
+    return;
+  }
+  bool fails = false;
+  if (python && json.status.kind == Kind::Missing) {
+    state.fails = true; // item["status"]: a KeyError before any expiry is looked at
+    return;
+  }
+  state.expires_at_ms = json_expiry(fields, json.expiration, fails);
+  if (fails) {
+    state.expires_at_ms.reset();
+    state.fails = true;
+    return;
+  }
+  // From here the record's own expiry, when it passes, comes first (the library's status reads
+  // EXPIRED then): what follows holds until then.
+  const std::string* status = json.status.kind == Kind::String ? &json.status.text : nullptr;
+  if (status && one_of(*status, fields.completed)) {
+    state.unreadable = false;
+    return;
+  }
+  if (status && one_of(*status, fields.in_progress)) {
+    state.unreadable = false;
+    state.claim = true;
+    const JsonScalar& lease = json.in_progress_expiration;
+    double scale = fields.in_progress_expiration_ms ? 1.0 : 1000.0;
+    if (python) { // lease is None or lease > now_ms
+      if (lease.kind == Kind::Missing || lease.kind == Kind::Null) {
+        return; // no lease: blocks every delivery while the key lives
+      }
+      if (lease.kind != Kind::Number && lease.kind != Kind::Bool) {
+        state.claim = false;
+        state.unreadable = true;
+        state.fails = true; // str > int: a TypeError
+        return;
+      }
+      state.claim_until_ms = lease_end_ms(lease.number * scale);
+    } else { // lease && lease > Date.now()
+      state.claim_until_ms = js_truthy(lease) ? lease_end_ms(js_number(lease) * scale) : INT64_MIN;
     }
-  } else if (!one_of(*json.status, fields.completed)) {
-    state.unreadable = true; // neither in progress nor completed: the library takes it over
+    return;
   }
+  if (status && (one_of(*status, fields.taken_over) || !fields.unknown_status_fails)) {
+    state.taken_over = true; // status EXPIRED, or a generic layout's unknown status: the consistency path
+    return;
+  }
+  state.fails = true; // IdempotencyInvalidStatusError, unless the record expired first
 }
 
 std::string scalar_text(simdjson::dom::element element) {

@@ -32,6 +32,21 @@ enum class RecordValue {
   ExpirySeconds, // the sorted set's score
 };
 
+// How the library reads its JSON record (json.loads and Python's comparisons, or JSON.parse and
+// JavaScript's): which values are expired, which claims lapsed, and which records it takes over or
+// fails on (tests/real-kafka's differential test runs each library over a table of values).
+enum class JsonReader {
+  // Powertools for Python: expired when bool(expiration and int(now) > expiration) (0, null, "" never
+  // expire; a non-empty string fails); a claim lapses when in_progress_expiration <= now in ms (none:
+  // never); a value json.loads cannot read is taken over; a record that is not an object, lacks its
+  // status, or has one it does not know fails.
+  Python,
+  // Powertools for TypeScript: expired when Date.now() / 1000 > Number(expiration) (null is 0, text is
+  // converted, NaN never expires); a claim lapses unless its lease is truthy and above now (none: at
+  // once); a value JSON.parse cannot read, or null, is taken over; an unknown or missing status fails.
+  JavaScript,
+};
+
 // The JSON fields of a Json layout, with the time units the library writes them in.
 struct JsonRecordFields {
   std::string status = "status";
@@ -41,12 +56,11 @@ struct JsonRecordFields {
   bool in_progress_expiration_ms = true;
   std::vector<std::string> in_progress{"INPROGRESS"};
   std::vector<std::string> completed{"COMPLETED"};
-  // Expired once now, in whole seconds, exceeds `expiration` (Python's int(time())), rather than
-  // once now in milliseconds does (JavaScript's Date.now() / 1000).
-  bool whole_seconds = true;
-  // A claim without its own lease is taken over at once (Powertools for TypeScript) rather than
-  // blocking every delivery while its key lives (Powertools for Python).
-  bool no_lease_taken_over = false;
+  std::vector<std::string> taken_over{"EXPIRED"}; // statuses the library takes over and applies again
+  // A status in none of the lists: the library fails on the record (Powertools' InvalidStatusError:
+  // no delivery applies the event) rather than taking it over (the generic json layout).
+  bool unknown_status_fails = true;
+  JsonReader reader = JsonReader::Python;
 };
 
 // Where a record lives in a DynamoDB table: the key the layout derives is the partition key's value,
@@ -124,7 +138,8 @@ bool reads_value(const RecordLayout& layout);
 
 // Reads a present record's value (the whole of it for Json layouts; a hash field's value; a score
 // as text) into `state` as the layout says: claim, claim_until_ms, expires_at_ms, unreadable,
-// layout_read.
+// layout_read, and for Json layouts what the library does with a record it cannot use (taken_over,
+// fails).
 // `spare`: how many bytes past the value's end may be read (its buffer's spare capacity). With
 // k_record_padding of them a JSON record is parsed where it lies; with fewer it is copied first.
 void read_record_value(const RecordLayout& layout, std::string_view value, RecordState& state, std::size_t spare = 0);

@@ -23,6 +23,12 @@ struct RecordState {
   std::optional<std::int64_t> claim_until_ms; // the claim's own lease: past it the library takes it over
   std::optional<std::int64_t> expires_at_ms;  // from here on the library treats the record as expired
   bool unreadable = false;                    // not in the layout's shape (not JSON, no status)
+  // What the library does with a record it cannot use (JSON layouts; core::JsonReader), unless the
+  // record's own expiry passed first (expires_at_ms): takes it over and applies the event again (not
+  // JSON, status EXPIRED), or fails on it, so that no delivery applies the event (no status, a status
+  // it does not know, a field of a type it cannot compare).
+  bool taken_over = false;
+  bool fails = false;
   bool layout_read = false; // read as the layout's record: claim markers are for values a layout cannot read
 };
 

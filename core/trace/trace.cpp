@@ -164,7 +164,11 @@ std::optional<TraceVerdict> absent_record(const Trace& trace, const TracePolicy&
     return std::nullopt;
   }
   v.id = "exposed";
-  v.text = lapsed_record
+  v.text = trace.record.taken_over
+               ? fmt::format("exposed: {} cannot read its record and takes it over, applying the event again, and the "
+                             "log still holds it: a seek or replay re-applies it",
+                             policy.layout)
+           : lapsed_record
                ? fmt::format("exposed: its record's own expiry has passed, so {} treats it as expired although the key "
                              "is still there, and the log still holds it: a seek or replay re-applies it",
                              policy.layout)
@@ -202,7 +206,10 @@ TraceVerdict with_effect(TraceVerdict v, const Trace& trace) {
 TraceVerdict protected_verdict(const Trace& trace) {
   TraceVerdict v;
   v.id = "protected";
-  if (trace.record.state == TraceRecord::State::Absent) {
+  if (trace.record.fails) {
+    v.text = "protected, but held: the library fails on its record at every delivery (no status, or one it does not "
+             "know): no delivery applies the event, and the consumer stops on it until the record is mended";
+  } else if (trace.record.state == TraceRecord::State::Absent) {
     v.text = "protected: not consumed yet (above the committed offset); its first delivery is still ahead";
   } else {
     v.text = "protected: the placement holds its record, so a redelivery is skipped";

@@ -38,6 +38,9 @@ struct TraceRecord {
   std::vector<std::pair<std::string, std::string>> fields;
   bool claim = false;
   bool lapsed = false;
+  // A value the library cannot use (core::RecordState): taken over (lapsed too), or failed on.
+  bool taken_over = false;
+  bool fails = false;
 };
 std::string_view to_string(TraceRecord::State state); // absent, present, unknown
 

@@ -394,6 +394,125 @@ TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
   expect_replay_skipped(m_redis.uri());
 }
 
+// A differential test of record values: each of the topic's events gets a record planted in Redis
+// under the key the library derives, holding one value of the table below (what the library writes,
+// and what a hand, a bug or a truncation leaves: not JSON, no status, a status it does not know,
+// numbers at and past the edges of an int64 and a double, numbers written as text). dedupctl audits
+// them; then the library itself is called once for each event (powertools_consumer --judge) and says
+// what it did. The events the audit says a seek re-applies are exactly those the library applied;
+// those it holds in progress (a claim, or a record the library fails on) and those it calls
+// covered are as many as the library skipped with an exception and with its saved response.
+// Values json.loads reads and JSON.parse does not (NaN, Infinity) are left out: no layer writes them
+// outside a string, and the tool reads them as JSON does (docs/libraries.md).
+TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
+  auto now_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  std::string future = std::to_string(now_s + 3600);
+  std::string past = std::to_string(now_s - 3600);
+  std::string future_ms = std::to_string((now_s + 600) * 1000);
+  std::string past_ms = std::to_string((now_s - 600) * 1000);
+  auto record = [&](const std::string& status, const std::string& expiration, const std::string& lease = "") {
+    std::string out = "{" + (status.empty() ? "" : "\"status\": " + status) ;
+    if (!expiration.empty()) {
+      out += std::string(out.size() > 1 ? ", " : "") + "\"expiration\": " + expiration;
+    }
+    if (!lease.empty()) {
+      out += ", \"in_progress_expiration\": " + lease;
+    }
+    return out + "}";
+  };
+  const std::string done = "\"COMPLETED\"";
+  const std::string claim = "\"INPROGRESS\"";
+  std::vector<std::string> values{
+      record(done, future),
+      record(done, past),
+      record(done, future).substr(0, 30),          // cut short
+      "done",                                      // not JSON
+      "\"done\"",                                  // JSON, not an object
+      "[1, 2]",
+      "5",
+      "null",
+      "",
+      record("", future),                          // no status
+      record("\"EXPIRED\"", future),
+      record("\"completed\"", future),             // a status it does not know
+      record("1", future),
+      record(done, future) + " x",                 // trailing content
+      "\xEF\xBB\xBF" + record(done, future),       // a byte-order mark
+      "  " + record(done, future) + "\n",
+      record(claim + ", \"status\": " + done, future), // a repeated name: the last one
+      record(done, "1e30"),
+      record(done, "9223372036854775807"),
+      record(done, "9223372036854775808"),
+      record(done, "123456789012345678901234567890"),
+      record(done, "1e300"),
+      record(done, "0"),
+      record(done, "-5"),
+      record(done, "null"),
+      record(done, "true"),
+      record(done, "false"),
+      record(done, "\"" + future + "\""),
+      record(done, "\"" + past + "\""),
+      record(done, "\"\""),
+      record(done, past + ".5"),
+      record(claim, future, "1e300"),
+      record(claim, future, future_ms),
+      record(claim, future, past_ms),
+      record(claim, future),                       // no lease
+      record(claim, future, "0"),
+      record(claim, future, "\"" + future_ms + "\""),
+      record(claim, future, "\"" + past_ms + "\""),
+      record(claim, past, future_ms),              // expired under its lease
+      record(done, future).insert(1, "\"data\": \"{\\\"nested\\\": [1, {\\\"a\\\": \\\"}\\\"}]}\", "),
+  };
+  ASSERT_LE(values.size(), static_cast<std::size_t>(k_events));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::string key = key_of(id_of(static_cast<int>(i)));
+    std::string resp = fmt::format("*3\r\n$3\r\nSET\r\n${}\r\n{}\r\n${}\r\n{}", key.size(), key, values[i].size(), values[i]);
+    ASSERT_EQ(m_redis.command(resp), "+OK\r\n") << values[i];
+  }
+  commit_offsets(m_bootstrap, m_group, m_topic, {{0, k_events}});
+  Json report = audit(m_redis.uri());
+  ASSERT_TRUE(report.is_object());
+  std::set<std::string> predicted = reapplied(report);
+  const auto& summary = report.at("summary");
+
+  std::string ids = m_dir.file("ids");
+  std::string listed;
+  for (int i = 0; i < k_events; ++i) {
+    listed += id_of(i) + "\n";
+  }
+  write_file(ids, listed);
+  std::vector<std::string> argv = m_consumer;
+  argv.insert(argv.end(), {"--bootstrap", m_bootstrap, "--topic", m_topic, "--group", m_group, "--redis-port",
+                           std::to_string(m_redis.port()), "--applied", m_dir.file("applied"), "--judge", ids});
+  auto judged = run_command(argv, "", std::chrono::seconds(120), m_env);
+  ASSERT_EQ(judged.exit_code, 0) << judged.err;
+  std::set<std::string> applied;
+  int skipped = 0, held = 0;
+  std::istringstream lines(judged.out);
+  std::string table;
+  for (std::string line; std::getline(lines, line);) {
+    auto tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    std::string id = line.substr(0, tab), outcome = line.substr(tab + 1);
+    int n = std::stoi(id.substr(id.find('-') + 1));
+    table += fmt::format("{:>3} {:<40} {}\n", n, n < static_cast<int>(values.size()) ? values[n] : "(none)", outcome);
+    if (outcome == "applied") {
+      applied.insert(id);
+    } else if (outcome == "skipped") {
+      ++skipped;
+    } else {
+      ++held; // in progress, or an exception at every delivery
+    }
+  }
+  EXPECT_EQ(predicted, applied) << "audit: " << fmt::format("{}", fmt::join(predicted, " ")) << "\nlibrary:\n" << table;
+  EXPECT_EQ(summary.at("in_progress").get<int>(), held)
+      << summary.dump() << "\n" << table;
+  EXPECT_EQ(summary.at("covered").get<int>() + summary.at("expiring").get<int>(), skipped)
+      << summary.dump() << "\n" << table;
+}
+
 // The consumer's effects beside the library's records (audit --effects): Powertools for Python's
 // handler charges by INCR of charged:<id>, in a step of its own, and fails the way effects fail: an
 // effect write lost although the library completed the record (lost), a handler killed after its

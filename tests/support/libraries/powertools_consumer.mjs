@@ -4,9 +4,12 @@
 // the prefix "billing-charge". The handler "charges" by appending the event id to --applied.
 // The same flags as powertools_consumer.py: --expires S, --lease-ms MS, --max N, --crash-on ID,
 // --commit-first, --dynamodb URL --table T (the records in DynamoDB through Powertools'
-// DynamoDBPersistenceLayer, region eu-west-1, credentials from the environment, rather than Redis).
+// DynamoDBPersistenceLayer, region eu-west-1, credentials from the environment, rather than Redis),
+// and --judge FILE: no Kafka; the idempotent function called once for each event id in FILE (one a
+// line, over the records the test planted), printing a line each: the id, a tab and what the library
+// did (applied, skipped, in-progress, or error:<name> when the delivery fails).
 // Stops at the end of the partitions as they were when it started (or --max).
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -29,6 +32,7 @@ const { values: args } = parseArgs({
     'commit-first': { type: 'boolean', default: false },
     dynamodb: { type: 'string', default: '' },
     table: { type: 'string', default: '' },
+    judge: { type: 'string', default: '' },
   },
 });
 
@@ -60,6 +64,29 @@ const charge = makeIdempotent(
   },
   { persistenceStore, config, keyPrefix: 'billing-charge' }
 );
+
+if (args.judge) {
+  const size = () => {
+    try {
+      return statSync(args.applied).size;
+    } catch {
+      return 0;
+    }
+  };
+  for (const eventId of readFileSync(args.judge, 'utf8').split('\n').filter((line) => line !== '')) {
+    const before = size();
+    let outcome;
+    try {
+      await charge(eventId);
+      outcome = size() !== before ? 'applied' : 'skipped';
+    } catch (error) {
+      outcome = error instanceof IdempotencyAlreadyInProgressError ? 'in-progress' : `error:${error.name}`;
+    }
+    process.stdout.write(`${eventId}\t${outcome}\n`);
+  }
+  await redis?.quit();
+  process.exit(0);
+}
 
 const kafka = new Kafka({ clientId: 'powertools-ts', brokers: [args.bootstrap], logLevel: logLevel.NOTHING });
 const admin = kafka.admin();

@@ -22,6 +22,11 @@ are exactly the lines written.
   --crash-after-effect ID
                      die inside the handler of this event after its effect, before Powertools
                      completes the record: the claim stays INPROGRESS over an applied effect
+  --judge FILE       no Kafka: call the idempotent function once for each event id in FILE (one a
+                     line, over the records the test planted) and print, a line each, the id, a tab
+                     and what the library did: applied, skipped (it returned the saved response),
+                     in-progress (IdempotencyAlreadyInProgressError) or error:<exception> (the delivery
+                     fails: neither applied nor skipped)
 Stops when the group's partitions are read to their end (or --max). Prints nothing on success.
 """
 import json
@@ -62,6 +67,7 @@ def parse_args():
     parser.add_argument("--crash-after-effect", default="")
     parser.add_argument("--dynamodb", default="")
     parser.add_argument("--table", default="")
+    parser.add_argument("--judge", default="")
     return parser.parse_args()
 
 
@@ -96,7 +102,25 @@ def charge(event_id):
     return {"charged": event_id}
 
 
+def judge(path):
+    """What the library does with each id's planted record, one delivery each."""
+    with open(path, encoding="utf-8") as ids:
+        for event_id in ids.read().splitlines():
+            before = applied.tell()
+            try:
+                charge(event_id=event_id)
+                outcome = "applied" if applied.tell() != before else "skipped"
+            except IdempotencyAlreadyInProgressError:
+                outcome = "in-progress"
+            except Exception as error:  # noqa: BLE001 - any other failure is the library's verdict too
+                outcome = "error:" + type(error).__name__
+            print(event_id + "\t" + outcome, flush=True)
+    return 0
+
+
 def main():
+    if args.judge:
+        return judge(args.judge)
     def handle(message):
         try:
             charge(event_id=json.loads(message.value())["event_id"])

@@ -31,6 +31,16 @@ TEST(Replay, DecisionsAreOneJsonObjectALineWithEscapes) {
   EXPECT_EQ(doc.at("reason"), "a record exists");
 }
 
+// An id that is not UTF-8: the line is still JSON, with the id's bytes beside its text.
+TEST(Replay, ADecisionOfAnIdThatIsNotUtf8IsStillJsonWithItsBytes) {
+  DecisionRecord record{"k-\xc3\x28-\xff", "orders", 0, 1, Decision::WouldReplay, "no record"};
+  auto doc = nlohmann::json::parse(format_decision(record)); // throws on invalid UTF-8
+  EXPECT_EQ(doc.at("event_id"), "k-\xef\xbf\xbd(-\xef\xbf\xbd");
+  EXPECT_EQ(doc.at("event_id_base64"), "ay3DKC3/");
+  EXPECT_FALSE(nlohmann::json::parse(format_decision(DecisionRecord{"e-1", "orders", 0, 1, Decision::WouldReplay, ""}))
+                   .contains("event_id_base64"));
+}
+
 TEST(Replay, ACheckpointRoundTrips) {
   Checkpoint checkpoint;
   checkpoint.run_id = "r-123";
@@ -163,6 +173,11 @@ TEST(Replay, AJsonLayoutsFoundRecordIsJudgedAsTheLibraryJudgesIt) {
   RecordState no_lease = powertools(R"({"status": "INPROGRESS", "expiration": 1795806846})");
   EXPECT_EQ(claim_found(no_lease, false, now), Claim::HeldByOther) << "Python waits for the key to expire";
   EXPECT_EQ(claim_found(powertools("not json"), false, now), Claim::Claimed) << "a consistency error: taken over";
+  EXPECT_EQ(claim_found(powertools(R"({"status": "EXPIRED", "expiration": 1795806842})"), false, now), Claim::Claimed);
+  EXPECT_EQ(claim_found(powertools(R"({"expiration": 1795806842})"), false, now), Claim::HeldByOther)
+      << "the library fails on a record without a status: left to it, never taken over";
+  EXPECT_EQ(claim_found(powertools(R"({"status": "nonsense", "expiration": 17})"), false, now), Claim::Claimed)
+      << "expired first";
   EXPECT_EQ(claim_found(RecordState{}, false, now), Claim::Claimed);
 }
 

@@ -5,6 +5,7 @@
 #include "core/store/layout.hpp"
 #include "core/util/errors.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -81,14 +82,89 @@ TEST(Layout, TheRemainingTimeIsTheLibrarysExpiryOrTheKeysTtlWhicheverComesFirst)
   EXPECT_EQ(remaining_ms(read(layout, k_completed, std::nullopt), policy), 3843000);
 }
 
-TEST(Layout, AValueNotInTheLayoutsShapeIsUnreadableAndStillPresent) {
-  RecordLayout layout = find_layout("powertools-python");
-  EXPECT_TRUE(read(layout, "done").unreadable);
-  EXPECT_TRUE(read(layout, R"({"expiration": 1})").unreadable) << "no status";
-  EXPECT_TRUE(read(layout, R"({"status": "EXPIRED"})").unreadable);
-  EXPECT_TRUE(read(layout, R"([1,2])").unreadable);
-  EXPECT_TRUE(read(layout, R"({"status": 1, "expiration": 1})").unreadable) << "a status that is no string";
-  EXPECT_EQ(state_of(read(layout, "done"), k_now), Coverage::Covered);
+// A value Powertools cannot use is judged as the library judges it (tests/real-kafka's
+// PowertoolsRecords runs the library itself over these values): one its parser refuses, or a status
+// EXPIRED, is taken over and the event applied again (expired); one it raises on (no status, a status
+// it does not know, a list) fails every delivery and applies nothing, as a claim without a lease.
+TEST(Layout, AValueTheLibraryCannotUseIsTakenOverOrFailsAsTheLibraryDoes) {
+  RecordLayout python = find_layout("powertools-python");
+  RecordLayout typescript = find_layout("powertools-typescript");
+  for (const RecordLayout& layout : {python, typescript}) {
+    SCOPED_TRACE(layout.name);
+    for (std::string_view taken : {"done", R"({"status": "COMPLETED", "expiration": 1)",
+                                   R"({"status": "EXPIRED", "expiration": 1795806842})", "{} x"}) {
+      EXPECT_TRUE(read(layout, taken).taken_over) << taken;
+      EXPECT_EQ(state_of(read(layout, taken), k_now), Coverage::Expired) << taken;
+    }
+    for (std::string_view fails : {R"([1,2])", R"({"status": 1, "expiration": 1795806842})",
+                                   R"({"status": "completed", "expiration": 1795806842})", R"("done")"}) {
+      EXPECT_TRUE(read(layout, fails).fails) << fails;
+      EXPECT_EQ(state_of(read(layout, fails), k_now), Coverage::InProgress) << fails;
+    }
+    EXPECT_EQ(state_of(read(layout, R"({"status": "nonsense", "expiration": 17})"), k_now), Coverage::Expired)
+        << "expired first: the library's status reads EXPIRED before it is checked";
+  }
+  EXPECT_TRUE(read(python, "").fails) << "Python: an empty value is no record, raised mid-put";
+  EXPECT_TRUE(read(typescript, "").taken_over) << "TypeScript: JSON.parse('') raises";
+  EXPECT_TRUE(read(python, "null").fails);
+  EXPECT_TRUE(read(typescript, "null").taken_over) << "null[field] raises inside the parse's try";
+  EXPECT_EQ(state_of(read(python, R"({"expiration": 17})"), k_now), Coverage::InProgress)
+      << "Python: item['status'] raises before any expiry";
+  EXPECT_EQ(state_of(read(typescript, R"({"expiration": 17})"), k_now), Coverage::Expired);
+  EXPECT_EQ(state_of(read(python, "\xEF\xBB\xBF" + std::string(k_completed)), k_now), Coverage::Covered)
+      << "json.loads of bytes drops a byte-order mark";
+  EXPECT_TRUE(read(typescript, "\xEF\xBB\xBF" + std::string(k_completed)).taken_over);
+  RecordLayout generic = find_layout("json");
+  EXPECT_TRUE(read(generic, R"({"status": "UNKNOWN"})").taken_over) << "the generic layout takes it over";
+}
+
+// Powertools' numbers as the library compares them: Python's bool(x and int(now) > x) and
+// in_progress_expiration > now_ms, JavaScript's Date.now() / 1000 > x with Number's coercions.
+TEST(Layout, PowertoolsNumbersAreComparedAsTheLibraryComparesThem) {
+  RecordLayout python = find_layout("powertools-python");
+  RecordLayout typescript = find_layout("powertools-typescript");
+  auto completed = [](std::string_view expiration) {
+    return fmt::format(R"({{"status": "COMPLETED", "expiration": {}}})", expiration);
+  };
+  auto claim = [](std::string_view lease) {
+    return fmt::format(R"({{"status": "INPROGRESS", "expiration": 1795806846, "in_progress_expiration": {}}})", lease);
+  };
+  struct Row {
+    std::string value;
+    Coverage python;
+    Coverage typescript;
+  };
+  std::vector<Row> rows{
+      {completed("1e30"), Coverage::Covered, Coverage::Covered},
+      {completed("9223372036854775807"), Coverage::Covered, Coverage::Covered},
+      {completed("123456789012345678901234567890"), Coverage::Covered, Coverage::Covered},
+      {completed("1e300"), Coverage::Covered, Coverage::Covered},
+      {completed("0"), Coverage::Covered, Coverage::Expired},
+      {completed("null"), Coverage::Covered, Coverage::Expired},
+      {completed("-5"), Coverage::Expired, Coverage::Expired},
+      {completed("-1e300"), Coverage::Expired, Coverage::Expired},
+      {completed("true"), Coverage::Expired, Coverage::Expired},
+      {completed("false"), Coverage::Covered, Coverage::Expired},
+      {completed("\"1795806842\""), Coverage::InProgress, Coverage::Covered},
+      {completed("\"1795802000\""), Coverage::InProgress, Coverage::Expired},
+      {completed("\"\""), Coverage::Covered, Coverage::Expired},
+      {completed("\"soon\""), Coverage::InProgress, Coverage::Covered},
+      {completed("1795802999.5"), Coverage::Expired, Coverage::Expired},
+      {completed("1795803000"), Coverage::Expiring, Coverage::Expiring}, // a second left
+      {claim("1e300"), Coverage::InProgress, Coverage::InProgress},
+      {claim("0"), Coverage::Orphaned, Coverage::Orphaned},
+      {claim("null"), Coverage::InProgress, Coverage::Orphaned},
+      {claim("-1"), Coverage::Orphaned, Coverage::Orphaned},
+      {claim("true"), Coverage::Orphaned, Coverage::Orphaned},
+      {claim("\"1795803251703\""), Coverage::InProgress, Coverage::InProgress},
+      {claim("\"1795802000000\""), Coverage::InProgress, Coverage::Orphaned},
+      {claim("1795803000000.5"), Coverage::InProgress, Coverage::InProgress},
+      {claim("1795803000000"), Coverage::Orphaned, Coverage::Orphaned},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(state_of(read(python, row.value), k_now), row.python) << "python " << row.value;
+    EXPECT_EQ(state_of(read(typescript, row.value), k_now), row.typescript) << "typescript " << row.value;
+  }
 }
 
 // The record is read as the library's json.loads / JSON.parse reads it, although only the fields
@@ -115,9 +191,11 @@ TEST(Layout, AJsonRecordIsReadWholeThoughOnlyItsDecidingFieldsAreKept) {
   EXPECT_EQ(twice.expires_at_ms, std::nullopt) << "the last expiration, null";
   RecordState text = read(layout, R"({"status": "INPROGRESS", "expiration": "1795806842", )"
                                   R"("in_progress_expiration": 1795803251703.9, "data": {"nested": [1, {"a": "}"}]}})");
-  EXPECT_TRUE(text.claim);
-  EXPECT_EQ(text.expires_at_ms, 1795806843000) << "a number written as text";
-  EXPECT_EQ(text.claim_until_ms, 1795803251703) << "a fraction floored";
+  EXPECT_TRUE(text.fails) << "Python's int(now) > str raises";
+  RecordState ts_text = read(find_layout("powertools-typescript"), R"({"status": "INPROGRESS", "expiration": "1795806842", )"
+                                  R"("in_progress_expiration": 1795803251703.9})");
+  EXPECT_EQ(ts_text.expires_at_ms, 1795806842001) << "JavaScript converts a number written as text";
+  EXPECT_EQ(ts_text.claim_until_ms, 1795803251704) << "in progress while the fraction is above now";
 }
 
 // Claim markers (--in-progress-value) are for values a layout cannot read: a record the layout read

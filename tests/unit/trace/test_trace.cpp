@@ -169,5 +169,23 @@ TEST(Trace, ALayoutsLapsedRecordIsExposedAndALapsedClaimIsTakenOver) {
       << taken.text;
 }
 
+// A value the library cannot use (core::RecordState): taken over, it is exposed as a lapsed record is;
+// failed on at every delivery, it holds the event, and the verdict says why.
+TEST(Trace, AValueTheLibraryCannotUseIsExposedWhenTakenOverAndHeldWhenFailedOn) {
+  TracePolicy p = policy();
+  p.layout = "powertools-python";
+  auto taken = trace_of({copy(3, 10 * 60'000, true)}, TraceRecord::State::Present, "done");
+  taken.record.taken_over = true;
+  taken.record.lapsed = true;
+  auto v = decide_trace(taken, p);
+  EXPECT_EQ(v.id, "exposed");
+  EXPECT_NE(v.text.find("powertools-python cannot read its record and takes it over"), std::string::npos) << v.text;
+  auto failed = trace_of({copy(3, 10 * 60'000, true)}, TraceRecord::State::Present, R"({"expiration": 1})");
+  failed.record.fails = true;
+  auto held = decide_trace(failed, p);
+  EXPECT_EQ(held.id, "protected");
+  EXPECT_NE(held.text.find("the library fails on its record at every delivery"), std::string::npos) << held.text;
+}
+
 } // namespace
 } // namespace dedupctl::core
