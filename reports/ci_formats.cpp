@@ -171,7 +171,7 @@ void render_sarif(const Report& report, std::FILE* out) {
            {"runs", Json::array({Json{{"tool", Json{{"driver", driver}}},
                                       {"invocations", Json::array({invocation})},
                                       {"results", results}}})}};
-  std::string text = doc.dump(2) + "\n";
+  std::string text = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   std::fwrite(text.data(), 1, text.size(), out);
 }
 
@@ -291,7 +291,7 @@ void render_gitlab(const Report& report, std::FILE* out) {
                                ". dedupctl could not see everything, so no verdict stands for what it did not see.",
                            source_name(report), 1, ""));
   }
-  std::string text = issues.dump(2) + "\n";
+  std::string text = issues.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   std::fwrite(text.data(), 1, text.size(), out);
 }
 

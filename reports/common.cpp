@@ -1,5 +1,6 @@
 #include "reports/common.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -84,8 +85,9 @@ std::string example_line(const core::Example& example) {
 }
 
 // XML and HTML text and attribute escaping: & < > " '.
-std::string xml_escape(std::string_view text) {
+std::string xml_escape(std::string_view bytes) {
   std::string out;
+  std::string text = core::escape_non_utf8(bytes);
   for (char c : text) {
     switch (c) {
     case '&':

@@ -41,7 +41,8 @@ inline constexpr core::Coverage k_coverage_columns[] = {
     core::Coverage::Covered, core::Coverage::Expiring,   core::Coverage::Expired,  core::Coverage::Missing,
     core::Coverage::Pending, core::Coverage::InProgress, core::Coverage::Orphaned, core::Coverage::NoId};
 
-// & < > " ' as entities, for XML (JUnit) and HTML text and attributes.
+// & < > " ' as entities, for XML (JUnit) and HTML text and attributes; a byte that is not part of
+// whole UTF-8 as \xHH (an event id read as bytes), so that the document stays well-formed.
 std::string xml_escape(std::string_view text);
 
 } // namespace dedupctl::reports::detail

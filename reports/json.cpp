@@ -1,3 +1,4 @@
+#include "core/util/encoding.hpp"
 #include "core/util/time.hpp"
 #include "reports/report.hpp"
 
@@ -11,6 +12,19 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 template <typename T> Json optional_json(const std::optional<T>& value) { return value ? Json(*value) : Json(nullptr); }
+
+// An event id as a JSON document can hold it: as it is when it is UTF-8; otherwise with U+FFFD for
+// each byte that is not, and its exact bytes in `event_id_base64` beside it (docs/report-v1.md).
+void put_event_id(Json& out, const std::string& id) {
+  if (core::is_utf8(id)) {
+    out["event_id"] = id;
+    return;
+  }
+  out["event_id"] = core::replace_non_utf8(id);
+  std::string bytes;
+  core::base64_encode(id, core::Base64::Standard, true, bytes);
+  out["event_id_base64"] = bytes;
+}
 
 Json time_json(const std::optional<std::int64_t>& ms) {
   return ms && *ms >= 0 ? Json(core::format_time(*ms)) : Json(nullptr);
@@ -63,7 +77,11 @@ Json finding_json(const core::Finding& finding) {
   Json examples = Json::array();
   for (const auto& ex : finding.examples) {
     Json e;
-    e["event_id"] = ex.event_id.empty() ? Json(nullptr) : Json(ex.event_id);
+    if (ex.event_id.empty()) {
+      e["event_id"] = nullptr;
+    } else {
+      put_event_id(e, ex.event_id);
+    }
     e["topic"] = ex.topic;
     e["partition"] = ex.partition;
     e["offset"] = ex.offset;
@@ -239,8 +257,9 @@ Json trace_json(const core::Trace& trace) {
   for (const auto& entry : trace.timeline) {
     timeline.push_back(Json{{"at", core::format_time(entry.at_ms)}, {"what", entry.what}});
   }
-  return Json{
-      {"event_id", trace.event_id},
+  Json out;
+  put_event_id(out, trace.event_id);
+  Json rest{
       {"found", !trace.occurrences.empty()},
       {"occurrences", std::move(occurrences)},
       {"dedup_keys", trace.dedup_keys},
@@ -248,6 +267,8 @@ Json trace_json(const core::Trace& trace) {
       {"verdict", Json{{"id", trace.verdict.id}, {"text", trace.verdict.text}, {"evidence", trace.verdict.evidence}}},
       {"notes", trace.notes},
       {"timeline", std::move(timeline)}};
+  out.update(rest);
+  return out;
 }
 
 } // namespace
@@ -304,7 +325,9 @@ void render_json(const Report& report, std::FILE* out) {
     doc["settings"] = std::move(settings);
     doc["settings_origin"] = report.settings_origin; // additive: "flag", "config", "environment", "default"
   }
-  std::string text = doc.dump(2);
+  // Bytes that are not UTF-8 anywhere else (a key, a type read from a payload) become U+FFFD rather
+  // than an exception: the document stays valid JSON.
+  std::string text = doc.dump(2, ' ', false, Json::error_handler_t::replace);
   text += '\n';
   std::fwrite(text.data(), 1, text.size(), out);
 }

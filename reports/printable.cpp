@@ -1,5 +1,7 @@
 #include "reports/printable.hpp"
 
+#include "core/util/encoding.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -21,6 +23,14 @@ std::string printable(std::string_view text, bool keep_newlines) {
                static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
       // A C1 control in UTF-8 (CSI, OSC …): terminals obey these as they do ESC sequences.
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
+    } else if (c >= 0x80) {
+      std::size_t next = i;
+      if (core::next_code_point(text, next) == 0xfffd && next - i == 1) {
+        out += fmt::format("\\x{:02x}", c); // not part of whole UTF-8: an id read as bytes, shown escaped
+      } else {
+        out.append(text.substr(i, next - i)); // a whole sequence at once
+        i = next - 1;
+      }
     } else {
       out += static_cast<char>(c);
     }

@@ -1,5 +1,6 @@
 #include "core/replay/replay.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/fingerprint.hpp"
 #include "core/util/json_text.hpp"
 #include "core/util/text.hpp"
@@ -71,12 +72,18 @@ std::string_view to_string(Decision decision) {
 
 std::string format_decision(const DecisionRecord& record) {
   std::string out = "{\"event_id\":";
-  append_json_string(out, record.event_id);
+  bool utf8 = is_utf8(record.event_id);
+  append_json_string(out, utf8 ? record.event_id : replace_non_utf8(record.event_id));
+  if (!utf8) { // its exact bytes beside the text, as report-v1's examples carry them
+    out += ",\"event_id_base64\":\"";
+    base64_encode(record.event_id, Base64::Standard, true, out);
+    out += '"';
+  }
   out += ",\"topic\":";
-  append_json_string(out, record.topic);
+  append_json_string(out, replace_non_utf8(record.topic));
   out += fmt::format(",\"partition\":{},\"offset\":{},\"decision\":\"{}\",\"reason\":", record.partition, record.offset,
                      to_string(record.decision));
-  append_json_string(out, record.reason);
+  append_json_string(out, replace_non_utf8(record.reason));
   out += '}';
   return out;
 }

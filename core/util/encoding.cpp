@@ -140,6 +140,34 @@ void append_java_string(std::string_view in, std::string& out) {
   out += body;
 }
 
+bool is_utf8(std::string_view bytes) {
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::size_t start = i;
+    auto lead = static_cast<unsigned char>(bytes[start]);
+    if (lead < 0x80) {
+      ++i;
+    } else if (next_code_point(bytes, i) == 0xfffd && i - start == 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string replace_non_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::size_t start = i;
+    std::uint32_t c = next_code_point(bytes, i);
+    if (c == 0xfffd && i - start == 1 && static_cast<unsigned char>(bytes[start]) >= 0x80) {
+      out += "\xEF\xBF\xBD";
+    } else {
+      out.append(bytes.substr(start, i - start));
+    }
+  }
+  return out;
+}
+
 std::string escape_non_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

@@ -27,6 +27,10 @@ std::uint32_t next_code_point(std::string_view text, std::size_t& i);
 // way, the human formats theirs, reports/printable), every byte that is not part of a whole UTF-8
 // sequence as \xHH (a Java-serialized key).
 std::string escape_non_utf8(std::string_view bytes);
+// Whether `bytes` are whole UTF-8 throughout; and the text with U+FFFD for each byte that is not part
+// of a whole, shortest sequence (an id a JSON document can hold; its bytes go beside it in base64).
+bool is_utf8(std::string_view bytes);
+std::string replace_non_utf8(std::string_view bytes);
 
 // Appends `text` (UTF-8) as Java's ObjectOutputStream writes a String: the stream header, TC_STRING
 // and a 16-bit length (TC_LONGSTRING and a 64-bit one beyond 65535 bytes), then modified UTF-8.

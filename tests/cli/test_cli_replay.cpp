@@ -1219,3 +1219,96 @@ TEST(ReplayLayouts, APlanReadsACamelSetThatARunCannotWrite) {
   EXPECT_NE(run.err.find("a plan (without --execute) reads it"), std::string::npos) << run.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.ndjson"))) << "refused before anything is written";
 }
+
+// Event ids that are not UTF-8 (binary keys read by --id key): every JSON document and every
+// --decisions line stays valid JSON, with U+FFFD for each byte that is not UTF-8 in event_id and
+// the exact bytes in event_id_base64; Markdown and HTML show the bytes escaped as \xHH.
+TEST(ReplayBytes, IdsThatAreNotUtf8KeepEveryJsonOutputValidWithTheirBytesBeside) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  const std::string bad = std::string("k-\xc3\x28-\xff", 6); // a lead byte without its continuation, and 0xff
+  std::string events;
+  for (int i = 0; i < 4; ++i) {
+    events += kcat_line(OwnedEvent{.topic = "bin",
+                                   .partition = 0,
+                                   .offset = i,
+                                   .timestamp_ms = 1'795'000'000'000LL + i,
+                                   .headers = {{"type", "PaymentCharged"}},
+                                   .key = bad + std::to_string(i % 2), // each id twice, other payloads: id reuse
+                                   .payload = fmt::format(R"({{"n":{}}})", i)});
+  }
+  auto cluster = fresh_topic("mock", "bin", 1, events);
+  DEDUPCTL_REQUIRE_SERVER(!cluster.bootstrap.empty(), cluster.why);
+  std::string sink = add_topic(cluster, "sink", 1);
+  const std::string replaced = "k-\xef\xbf\xbd(-\xef\xbf\xbd";
+  auto expect_id = [&](const Json& holder, const std::string& what) {
+    std::string id = holder.at("event_id").get<std::string>();
+    EXPECT_EQ(id.substr(0, replaced.size()), replaced) << what << ": " << holder.dump();
+    ASSERT_TRUE(holder.contains("event_id_base64")) << what << ": " << holder.dump();
+    std::string b64 = holder.at("event_id_base64").get<std::string>();
+    auto out = run_command({"sh", "-c", "printf %s '" + b64 + "' | base64 -d"});
+    EXPECT_EQ(out.out, bad + id.substr(id.size() - 1)) << what << ": the exact bytes";
+  };
+  std::vector<std::string> common{"-b", cluster.bootstrap, "--topic", cluster.topic, "--id", "key", "-q"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), common.begin(), common.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  std::vector<std::string> store{"--store", redis.uri(), "--key-template", "dedup:{event_id}", "--retention", "7d"};
+
+  auto scan = run_dedupctl(with({"scan"}, {"-o", "json", "--fail-on", "none"}));
+  ASSERT_EQ(scan.exit_code, 0) << scan.err;
+  Json scanned = Json::parse(scan.out, nullptr, false);
+  ASSERT_FALSE(scanned.is_discarded()) << scan.out;
+  ASSERT_FALSE(scanned.at("findings").empty()) << scan.out;
+  for (const auto& example : scanned.at("findings")[0].at("examples")) {
+    expect_id(example, "scan");
+  }
+
+  std::vector<std::string> audit_args = with({"audit"}, {"-o", "json", "--fail-on", "none"});
+  audit_args.insert(audit_args.end(), store.begin(), store.end());
+  auto audit = run_dedupctl(audit_args);
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  Json audited = Json::parse(audit.out, nullptr, false);
+  ASSERT_FALSE(audited.is_discarded()) << audit.out;
+  int examples = 0;
+  for (const auto& finding : audited.at("findings")) {
+    for (const auto& example : finding.at("examples")) {
+      if (!example.at("event_id").is_null()) {
+        expect_id(example, "audit " + finding.at("id").get<std::string>());
+        ++examples;
+      }
+    }
+  }
+  EXPECT_GT(examples, 0) << audit.out;
+  for (std::string format : {"markdown", "html", "text"}) {
+    std::vector<std::string> args = with({"audit"}, {"-o", format, "--fail-on", "none", "--examples", "10"});
+    args.insert(args.end(), store.begin(), store.end());
+    auto human = run_dedupctl(args);
+    ASSERT_EQ(human.exit_code, 0) << human.err;
+    EXPECT_NE(human.out.find("k-\\xc3(-\\xff"), std::string::npos) << format << ": " << human.out;
+    EXPECT_EQ(human.out.find(bad), std::string::npos) << format << ": the raw bytes";
+  }
+
+  std::vector<std::string> trace_args =
+      with({"trace"}, {"--event-id", bad + "0", "-o", "json", "--fail-on", "none"});
+  trace_args.insert(trace_args.end(), store.begin(), store.end() - 2);
+  auto traced = run_dedupctl(trace_args);
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  Json trace = Json::parse(traced.out, nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << traced.out;
+  expect_id(trace.at("traces").at(0), "trace");
+
+  TempDir dir;
+  auto replay = run_dedupctl(with({"replay"}, {"--via", redis.uri(), "--key-template", "dedup:{event_id}", "--ttl",
+                                               "1d", "--sink", "kafka:" + sink, "--decisions", dir.file("d.ndjson"),
+                                               "-o", "json", "--fail-on", "none"}));
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  ASSERT_FALSE(Json::parse(replay.out, nullptr, false).is_discarded()) << replay.out;
+  auto lines = decisions_in(dir.file("d.ndjson")); // each line parses
+  ASSERT_EQ(lines.size(), 4u);
+  for (const auto& line : lines) {
+    expect_id(line, "--decisions");
+  }
+}

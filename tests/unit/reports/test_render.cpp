@@ -81,3 +81,29 @@ TEST(Formats, AnIncompleteAuditSaysNoSafeFromAndNoReapplyCountInAnyFormat) {
   EXPECT_NE(text.find("safe from orders[0]@0"), std::string::npos) << text;
   EXPECT_NE(text.find("56 re-applied"), std::string::npos) << text;
 }
+
+// An id that is not UTF-8 (a binary key): the JSON document stays valid, the id with U+FFFD for each
+// byte that is not UTF-8 and its bytes in event_id_base64; the human formats show the bytes escaped.
+TEST(Formats, AnIdThatIsNotUtf8StaysValidJsonWithItsBytesBeside) {
+  auto report = sample();
+  ASSERT_FALSE(report.findings.empty());
+  Example example;
+  example.event_id = "k-\xc3\x28-\xff";
+  example.topic = "orders";
+  example.dedup_key = "dedup:k-\xc3\x28-\xff";
+  report.findings.front().examples = {example};
+  auto json = nlohmann::json::parse(rendered(report, Format::Json)); // throws on invalid UTF-8
+  const auto& e = json.at("findings")[0].at("examples")[0];
+  EXPECT_EQ(e.at("event_id"), "k-\xef\xbf\xbd(-\xef\xbf\xbd");
+  EXPECT_EQ(e.at("event_id_base64"), "ay3DKC3/");
+  EXPECT_FALSE(json.at("findings")[0].at("examples")[0].at("dedup_key").get<std::string>().empty());
+  for (auto format : {Format::Text, Format::Markdown, Format::Html, Format::Junit}) {
+    std::string out = rendered(report, format);
+    EXPECT_EQ(out.find("\xc3\x28"), std::string::npos) << "raw bytes in format " << static_cast<int>(format);
+  }
+  EXPECT_NE(rendered(report, Format::Markdown).find("k-\\xc3(-\\xff"), std::string::npos);
+  EXPECT_NE(rendered(report, Format::Html).find("k-\\xc3(-\\xff"), std::string::npos);
+  for (auto format : {Format::Sarif, Format::Gitlab}) {
+    EXPECT_TRUE(nlohmann::json::accept(rendered(report, format))) << static_cast<int>(format);
+  }
+}

@@ -66,3 +66,14 @@ TEST(EscapeNonUtf8, EscapesWhatIsNotText) {
   EXPECT_EQ(escape_non_utf8("a\tb\x7f\xef\xbf\xbd"), "a\tb\x7f\xef\xbf\xbd")
       << "control characters are the formats' to escape, and a real U+FFFD stays";
 }
+
+// An id a JSON document can hold: whole UTF-8 as it is, U+FFFD for each byte outside it.
+TEST(ReplaceNonUtf8, OneReplacementCharacterForEachByteThatIsNotUtf8) {
+  EXPECT_TRUE(is_utf8("évt-1 \xef\xbf\xbd"));
+  EXPECT_FALSE(is_utf8("k-\xc3\x28"));
+  EXPECT_FALSE(is_utf8("\xed\xa0\x80")) << "a surrogate";
+  EXPECT_FALSE(is_utf8("\xc0\xaf")) << "an overlong form";
+  EXPECT_EQ(replace_non_utf8("k-\xc3\x28-\xff"), "k-\xef\xbf\xbd(-\xef\xbf\xbd");
+  EXPECT_EQ(replace_non_utf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd") << "a sequence cut short: one a byte";
+  EXPECT_EQ(replace_non_utf8("évt"), "évt");
+}
