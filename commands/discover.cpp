@@ -66,11 +66,7 @@ public:
                            std::string& consumer) override {
     auto settings = m_settings;
     settings.schema = candidate.layout.inbox_schema;
-    try {
-      return connectors::postgres::count_inbox_ids(settings, ids, consumer);
-    } catch (const UsageError&) {
-      return 0; // columns of another type than the layout reads (a time column that is not a time)
-    }
+    return connectors::postgres::count_inbox_ids(settings, ids, consumer); // UsageError: skipped, and said
   }
 
 private:
@@ -116,6 +112,7 @@ int render(const DiscoverFlags& options, const core::StoreUri& uri, const Discov
   report.sampled_ids = result.ids.size();
   report.sampled_keys = result.keys_sampled;
   report.tried = result.tried;
+  report.skipped = result.skipped;
   for (const auto& c : result.candidates) {
     report.candidates.push_back({c, audit_command(options, uri, context, c)});
   }
@@ -133,7 +130,10 @@ int render(const DiscoverFlags& options, const core::StoreUri& uri, const Discov
                               result.tried.empty() ? std::string(inbox ? "nothing (no table has the columns of an "
                                                                          "inbox layout)"
                                                                        : "nothing (no key held a sampled id)")
-                                                   : fmt::format("{}", fmt::join(result.tried, "; "))));
+                                                   : fmt::format("{}", fmt::join(result.tried, "; "))) +
+                                  (result.skipped.empty()
+                                       ? ""
+                                       : fmt::format("; skipped: {}", fmt::join(result.skipped, "; "))));
     return k_exit_findings;
   }
   return k_exit_ok;

@@ -30,6 +30,9 @@ void render_discover_text(const DiscoverReport& report, std::FILE* out) {
                                     collection, command);
     fmt::print(out, "{}", printable(lines, true));
   }
+  for (const auto& why : report.skipped) {
+    fmt::print(out, "skipped  {}\n", printable(why));
+  }
 }
 
 void render_discover_json(const DiscoverReport& report, std::FILE* out) {
@@ -47,7 +50,8 @@ void render_discover_json(const DiscoverReport& report, std::FILE* out) {
   nlohmann::json doc{{"candidates", candidates},
                      {"sampled_ids", report.sampled_ids},
                      {"sampled_keys", report.sampled_keys},
-                     {"tried", report.tried}};
+                     {"tried", report.tried},
+                     {"skipped", report.skipped}};
   fmt::print(out, "{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/identity/key_template.hpp"
 #include "core/util/encoding.hpp"
+#include "core/util/errors.hpp"
 #include "reports/printable.hpp"
 
 #include <fmt/format.h>
@@ -62,7 +63,12 @@ DiscoverResult run_discover(const DiscoverRequest& request, core::EventSource& s
   auto tables = store.tables(request.scan_limit);
   result.keys_sampled = static_cast<std::int64_t>(tables.size());
   for (auto& candidate : core::inbox_candidates(tables)) {
-    candidate.found = store.count_found(candidate, result.ids, candidate.consumer);
+    try {
+      candidate.found = store.count_found(candidate, result.ids, candidate.consumer);
+    } catch (const UsageError& e) {
+      result.skipped.push_back(fmt::format("--layout {}: {}", candidate.layout.name, e.what()));
+      continue;
+    }
     keep_found(result, std::move(candidate));
   }
   order_found(result);

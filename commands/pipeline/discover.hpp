@@ -32,6 +32,8 @@ public:
   virtual std::vector<core::TableColumns> tables(std::size_t limit) = 0;
   // How many of `ids` have a row in the candidate's table, read as an audit with its layout reads it;
   // `consumer` receives the consumer most of those rows are scoped to ("" without a consumer column).
+  // Throws UsageError when the layout cannot read the table (a time column that is no time): the
+  // candidate is skipped and the reason kept (DiscoverResult::skipped), not the whole run stopped.
   virtual std::int64_t count_found(const core::LayoutCandidate& candidate, const std::vector<std::string>& ids,
                                    std::string& consumer) = 0;
 };
@@ -47,6 +49,7 @@ struct DiscoverResult {
   std::int64_t keys_sampled = 0;
   std::vector<core::LayoutCandidate> candidates; // found > 0, most found first
   std::vector<std::string> tried;                // every candidate looked up, for "nothing matched"
+  std::vector<std::string> skipped; // tables a candidate could not read (a column of another type), and why
 };
 
 // Reads distinct ids until `sample` (or the range's end), samples the store's keys, and looks every

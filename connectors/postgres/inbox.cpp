@@ -48,11 +48,14 @@ InboxFacts inspect_inbox(const std::string& conninfo, std::int64_t timeout_ms, c
     }
     facts.table_exists = true;
     auto oid = relation[0][0].as<long long>();
-    for (const auto& row :
-         tx.exec_params("SELECT attname::text FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 "
-                        "AND NOT attisdropped ORDER BY attnum",
-                        oid)) {
+    for (const auto& row : tx.exec_params(
+             "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), t.typcategory::text FROM pg_attribute a "
+             "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = $1::oid AND a.attnum > 0 "
+             "AND NOT a.attisdropped ORDER BY a.attnum",
+             oid)) {
       facts.columns.push_back(row[0].as<std::string>());
+      facts.column_types.push_back(
+          core::InboxColumnType{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>().at(0)});
     }
     // The sorted column sets of the table's unique, non-partial indexes (primary keys included).
     for (const auto& row :

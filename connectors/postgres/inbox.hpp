@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/discover/discover.hpp"
+#include "core/store/inbox_schema.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@ namespace dedupctl::connectors::postgres {
 struct InboxFacts {
   bool table_exists = false;
   std::vector<std::string> columns;
+  std::vector<core::InboxColumnType> column_types; // the same columns, with their types
   bool unique_over_id = false; // a primary key or non-partial unique index over (id) or (consumer, id)
 };
 

@@ -26,6 +26,20 @@ struct InboxSchema {
   InProgressWhen in_progress_when = InProgressWhen::Null;
 };
 
+// A column of the table as the catalog gives it: its name, its type as declared (format_type) and its
+// type's category (pg_type.typcategory: 'D' date/time, 'N' numeric, 'S' string, 'B' boolean …).
+struct InboxColumnType {
+  std::string name;
+  std::string type;
+  char category = 'X';
+};
+
+// Why the table cannot be read as `schema` says, by the types of the columns it reads: a time column
+// that holds no time (a timestamp for Timestamp and Expiry, a number for EpochMs, text or a number
+// for TextMs), a false-when in-progress column that is not boolean. "" when every column fits. The
+// text names the column, its type, what the layout reads it as, and the flag that names another.
+std::string inbox_column_type_problem(const InboxSchema& schema, const std::vector<InboxColumnType>& columns);
+
 // What an in-progress row's status reads as when in_progress_column decides it (one of the default
 // in-progress values, added to the audit's when a layout uses it).
 inline constexpr const char* k_inbox_in_progress = "INPROGRESS";

@@ -228,6 +228,27 @@ TEST_F(AuditInbox, AMissingTableOrColumnIsExit2NamingItAndListingTheColumns) {
       << column.err;
 }
 
+// A column of another type than the layout reads (processed_at as text) is a usage error naming the
+// column and its type, found from the catalog before any read: exit 2, not an unreachable server.
+TEST_F(AuditInbox, AColumnOfTheWrongTypeIsExit2NamingTheColumnAndItsType) {
+  auto created = m_pg.psql("CREATE TABLE processed_text (event_id text, consumer_name text, processed_at text, status "
+                           "text, PRIMARY KEY (consumer_name, event_id));");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (std::string command : {"audit", "trace"}) {
+    auto args = over_inbox(command);
+    args.insert(args.end(), {"--inbox-table", "processed_text", "-o", "json"});
+    if (command == "trace") {
+      args.insert(args.end(), {"--event-id", "e-2"});
+    }
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 2) << command << ": " << result.err;
+    EXPECT_NE(result.err.find("the column processed_at of processed_text is text, but it is read as a time"),
+              std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("--inbox-time-column"), std::string::npos) << result.err;
+  }
+}
+
 TEST_F(AuditInbox, NothingInTheDatabaseIsModified) {
   auto before = m_pg.psql("SELECT count(*), max(xmin::text) FROM processed_events").out;
   auto result = run_dedupctl(args({"--consumer", "billing", "--inbox-retention", "1h"}));
@@ -602,6 +623,33 @@ TEST_F(InboxLayouts, DiscoverFindsTheInboxLayoutTableAndConsumer) {
   EXPECT_EQ(none.exit_code, 1) << none.err;
   EXPECT_NE(none.err.find("among 1 tables"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("no table has the columns of an inbox layout"), std::string::npos) << none.err;
+}
+
+// One odd table (Camel's table with its time as text) does not stop discover for the whole database:
+// the candidate is skipped, and discover says so, in JSON and in text.
+TEST_F(InboxLayouts, DiscoverSkipsATableItsLayoutCannotReadAndSaysSo) {
+  sql("CREATE TABLE received_messages (consumer_id VARCHAR(1000), message_id VARCHAR(1000), creation_time BIGINT, "
+      "PRIMARY KEY(consumer_id, message_id)); CREATE TABLE camel_messageprocessed (processorname text, messageid "
+      "text, createdat text);" +
+      fmt::format("INSERT INTO received_messages VALUES ('billing', 'e-2', {0}), ('billing', 'e-3', {0}); INSERT INTO "
+                  "camel_messageprocessed VALUES ('billing', 'e-2', 'yesterday');",
+                  ms(30 * k_minute)));
+  std::vector<std::string> args{"discover", "-b", m_broker.bootstrap(), "--topic", "pay", "--store", m_pg.conninfo()};
+  auto json = args;
+  json.insert(json.end(), {"-o", "json"});
+  auto result = run_dedupctl(json);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Json doc = Json::parse(result.out);
+  ASSERT_EQ(doc.at("candidates").size(), 1u) << result.out;
+  EXPECT_EQ(doc.at("candidates")[0].at("layout"), "eventuate");
+  ASSERT_EQ(doc.at("skipped").size(), 1u) << result.out;
+  EXPECT_NE(doc.at("skipped")[0].get<std::string>().find(
+                "--layout camel-jdbc: the column createdat of camel_messageprocessed is text"),
+            std::string::npos)
+      << result.out;
+  auto text = run_dedupctl(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("skipped  --layout camel-jdbc: the column createdat"), std::string::npos) << text.out;
 }
 
 // replay --via through Eventuate's table writes Eventuate's rows (consumer_id, message_id,
