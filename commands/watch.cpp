@@ -227,9 +227,11 @@ public:
         }
         auto effects = open_effects(*m_config.effects, m_context, std::nullopt, true, &plans);
         out.failure = effects.failure;
+        out.effects_failed = effects.failure.has_value();
         out.effects = std::move(effects.store);
       } catch (const UnreachableError& e) {
         out.failure = e.what();
+        out.effects_failed = true;
       }
     }
     return out;

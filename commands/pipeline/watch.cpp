@@ -22,6 +22,8 @@ std::string_view to_string(WatchSystem system) {
     return "postgres";
   case WatchSystem::Registry:
     return "registry";
+  case WatchSystem::Effects:
+    return "effects";
   }
   return "kafka";
 }
@@ -105,6 +107,9 @@ Watcher::Watcher(WatchOptions options, WatchSystems& systems)
   m_check_collisions = m_injectivity != core::KeyTemplate::Injectivity::Injective;
   m_up[WatchSystem::Kafka] = false;
   m_up[store_system()] = false;
+  if (m_options.audit.effects) {
+    m_up[WatchSystem::Effects] = false;
+  }
   if (m_options.identify.decoder) {
     m_up[WatchSystem::Registry] = false; // until a tick decoded what it read (or had nothing to decode)
   }
@@ -140,7 +145,8 @@ void Watcher::tick() {
     } catch (const UnreachableError& e) {
       // Which side failed: a lookup's error names the store; otherwise the brokers.
       if (m_in_lookup) {
-        store_down(e.what());
+        store_down(e.what(), m_in_effects_lookup ? std::optional(WatchSystem::Effects) : std::nullopt);
+        m_in_lookup = m_in_effects_lookup = false;
         store_up = false;
       } else {
         note_change(WatchSystem::Kafka, false, e.what());
@@ -197,8 +203,8 @@ void Watcher::note_change(WatchSystem system, bool up, const std::string& why) {
   m_up[system] = up;
 }
 
-void Watcher::store_down(const std::string& why) {
-  note_change(store_system(), false, why);
+void Watcher::store_down(const std::string& why, std::optional<WatchSystem> system) {
+  note_change(system.value_or(store_system()), false, why);
   m_store.reset(); // reconnected at the next tick, and every record looked up again
   m_effects.reset();
   m_probe.reset();
@@ -271,7 +277,10 @@ bool Watcher::open_store(std::int64_t now, bool reconnecting) {
     if (!m_store) {
       auto opened = m_systems.open_store(now);
       if (opened.failure) {
-        store_down(*opened.failure);
+        if (opened.effects_failed) {
+          note_change(store_system(), true, ""); // the store opened; its effects did not
+        }
+        store_down(*opened.failure, opened.effects_failed ? std::optional(WatchSystem::Effects) : std::nullopt);
         return false;
       }
       m_store = std::move(opened.store);
@@ -300,6 +309,9 @@ bool Watcher::open_store(std::int64_t now, bool reconnecting) {
       m_probe = probe;
     }
     note_change(store_system(), true, "");
+    if (m_effects) {
+      note_change(WatchSystem::Effects, true, "");
+    }
     return true;
   } catch (const UnreachableError& e) {
     store_down(e.what());
@@ -428,7 +440,9 @@ void Watcher::read(std::vector<core::PartitionPlan> todo, bool arrivals) {
     if (m_effects) {
       core::render_batch_keys(m_effects_template, batch, m_identities, m_options.consumer, m_effect_keys,
                               m_effect_key_of);
+      m_in_effects_lookup = true;
       m_effects->lookup(m_effect_keys, m_effects_present);
+      m_in_effects_lookup = false;
     }
     m_in_lookup = false;
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

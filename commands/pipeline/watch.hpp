@@ -31,7 +31,9 @@
 namespace dedupctl::commands {
 
 // A system watch depends on: the `system` label of dedupctl_up.
-enum class WatchSystem { Kafka, Redis, Postgres, Registry };
+// The systems dedupctl_up labels; Effects is --effects' source (a table, Redis keys or an output
+// topic), whatever its kind, so that its failure is never taken for the store's or the brokers'.
+enum class WatchSystem { Kafka, Redis, Postgres, Registry, Effects };
 std::string_view to_string(WatchSystem system);
 
 // What the range is at one tick: each partition's range (watermarks, the group's committed offset,
@@ -55,6 +57,7 @@ struct WatchStore {
   std::optional<std::string> failure;
   std::optional<core::TtlDecision> inbox_ttl;
   std::unique_ptr<core::EffectStore> effects; // with --effects: opened with the store, failing with it
+  bool effects_failed = false;                 // `failure` is the effects source's, not the store's
 };
 
 // The systems and the clocks the loop uses. Abstract so that the loop's rules are tested without
@@ -125,7 +128,7 @@ private:
   core::WatchPolicy policy() const;
   WatchSystem store_system() const { return m_options.inbox ? WatchSystem::Postgres : WatchSystem::Redis; }
   void note_change(WatchSystem system, bool up, const std::string& why);
-  void store_down(const std::string& why);
+  void store_down(const std::string& why, std::optional<WatchSystem> system = std::nullopt);
   bool resolve(std::int64_t now);
   void decide_retention(std::int64_t now);
   bool open_store(std::int64_t now, bool reconnecting = false);
@@ -165,6 +168,7 @@ private:
   bool m_caught_up = false; // every partition was read once to its end
   bool m_refresh_due = true;
   bool m_in_lookup = false;
+  bool m_in_effects_lookup = false;
   std::int64_t m_backoff_ms = 0;
   std::int64_t m_retry_at_ms = 0; // steady clock
   std::int64_t m_last_refresh_ms = 0;

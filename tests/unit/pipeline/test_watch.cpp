@@ -67,6 +67,21 @@ private:
   std::string m_why;
 };
 
+// --effects' source: every effect present, or an unreachable source while `down` says so.
+class FailingEffects final : public core::EffectStore {
+public:
+  explicit FailingEffects(const bool& down) : m_down(down) {}
+  void lookup(const std::vector<std::string>& keys, std::vector<std::uint8_t>& present) override {
+    if (m_down) {
+      throw UnreachableError("cannot reach PostgreSQL at fake:5432 (effects table)");
+    }
+    present.assign(keys.size(), 1);
+  }
+
+private:
+  const bool& m_down;
+};
+
 // One topic "orders" of one partition whose log is `log`; a Redis; clocks the test moves. Records
 // what the loop asked of each system.
 class FakeWatchSystems final : public WatchSystems {
@@ -78,6 +93,8 @@ public:
   std::optional<core::TopicRetention> retention;
   std::string retention_why = "the broker refused DescribeConfigs for orders (TOPIC_AUTHORIZATION_FAILED)";
   bool store_unreachable = false;
+  bool with_effects = false; // --effects: a source of its own, which fails when effects_down
+  bool effects_down = false;
   FakeKeyspace keyspace;
   std::int64_t now = 1'800'000'000'000;
   std::int64_t steady = 0;
@@ -129,6 +146,9 @@ public:
       return out;
     }
     out.store = std::make_unique<KeyspaceStore>(keyspace);
+    if (with_effects) {
+      out.effects = std::make_unique<FailingEffects>(effects_down);
+    }
     return out;
   }
   std::shared_ptr<void> attach_archives(core::LogAnalyzerOptions&) override { return nullptr; }
@@ -169,6 +189,33 @@ TEST(WatchLoop, SystemsAreNamedByTheirLabel) {
   EXPECT_EQ(to_string(WatchSystem::Redis), "redis");
   EXPECT_EQ(to_string(WatchSystem::Postgres), "postgres");
   EXPECT_EQ(to_string(WatchSystem::Registry), "registry");
+  EXPECT_EQ(to_string(WatchSystem::Effects), "effects");
+}
+
+// --effects' source failing is labelled as itself, never as the store: the store stays up.
+TEST(WatchLoop, AnEffectsSourceThatFailsIsLabelledAsItselfNotAsTheStore) {
+  FakeWatchSystems systems;
+  systems.with_effects = true;
+  systems.append("e-1", "a", systems.now - 1000);
+  systems.keyspace.records["dedup:e-1"] = {k_hour_ms - 1000, "done"};
+  WatchOptions o = options();
+  o.audit.effects = true;
+  Watcher watcher(o, systems);
+  watcher.tick();
+  EXPECT_EQ(watcher.metrics().up.at("effects"), true);
+  EXPECT_EQ(watcher.metrics().up.at("redis"), true);
+  systems.effects_down = true;
+  systems.append("e-2", "b", systems.now - 500); // an arrival: its record and its effect looked up
+  systems.pass(k_interval_ms);
+  watcher.tick();
+  EXPECT_EQ(watcher.metrics().up.at("effects"), false);
+  EXPECT_EQ(watcher.metrics().up.at("redis"), true) << "the store answered";
+  EXPECT_EQ(systems.count_notes("effects down: cannot reach PostgreSQL at fake:5432"), 1);
+  EXPECT_EQ(systems.count_notes("redis down"), 0);
+  systems.effects_down = false;
+  systems.pass(10 * k_interval_ms);
+  watcher.tick();
+  EXPECT_EQ(watcher.metrics().up.at("effects"), true);
 }
 
 // A broker that stays down is asked again after the interval, then twice as long each time, up to
