@@ -15,7 +15,14 @@ const InboxColumnType* find_column(const std::vector<InboxColumnType>& columns, 
 
 } // namespace
 
-std::string inbox_column_type_problem(const InboxSchema& schema, const std::vector<InboxColumnType>& columns) {
+std::string inbox_column_type_problem(const InboxSchema& schema, const std::vector<InboxColumnType>& columns,
+                                      const std::string& id_flag) {
+  if (const auto* id = find_column(columns, schema.id_column);
+      id && id->category != 'S' && id->category != 'N' && id->type != "uuid") {
+    return fmt::format("the column {} of {} is {}, which no event id fits (ids are compared as text, a number or "
+                       "a uuid): name the id column with {}",
+                       id->name, schema.table, id->type, id_flag);
+  }
   if (const auto* time = schema.time_column.empty() ? nullptr : find_column(columns, schema.time_column)) {
     bool timestamp = time->category == 'D' && (time->type.starts_with("timestamp") || time->type == "date");
     const char* wanted = nullptr;

@@ -34,11 +34,14 @@ struct InboxColumnType {
   char category = 'X';
 };
 
-// Why the table cannot be read as `schema` says, by the types of the columns it reads: a time column
-// that holds no time (a timestamp for Timestamp and Expiry, a number for EpochMs, text or a number
-// for TextMs), a false-when in-progress column that is not boolean. "" when every column fits. The
-// text names the column, its type, what the layout reads it as, and the flag that names another.
-std::string inbox_column_type_problem(const InboxSchema& schema, const std::vector<InboxColumnType>& columns);
+// Why the table cannot be read as `schema` says, by the types of the columns it reads: an id column
+// of a type no event id fits (a boolean, a time, an array, json: only text, numbers and uuid hold
+// ids; `id_flag` names the flag that names another), a time column that holds no time (a timestamp
+// for Timestamp and Expiry, a number for EpochMs, text or a number for TextMs), a false-when
+// in-progress column that is not boolean. "" when every column fits. The text names the column, its
+// type, what it is read as, and the flag that names another.
+std::string inbox_column_type_problem(const InboxSchema& schema, const std::vector<InboxColumnType>& columns,
+                                      const std::string& id_flag = "--inbox-id-column");
 
 // What an in-progress row's status reads as when in_progress_column decides it (one of the default
 // in-progress values, added to the audit's when a layout uses it).

@@ -246,7 +246,16 @@ TEST_F(AuditInbox, AColumnOfTheWrongTypeIsExit2NamingTheColumnAndItsType) {
               std::string::npos)
         << result.err;
     EXPECT_NE(result.err.find("--inbox-time-column"), std::string::npos) << result.err;
-  }
+  }  auto boolean = m_pg.psql("CREATE TABLE processed_flag (event_id boolean, consumer_name text, processed_at "
+                           "timestamptz, status text, PRIMARY KEY (consumer_name, event_id));");
+  ASSERT_EQ(boolean.exit_code, 0) << boolean.err;
+  auto args = over_inbox("audit");
+  args.insert(args.end(), {"--inbox-table", "processed_flag", "-o", "json"});
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("the column event_id of processed_flag is boolean, which no event id fits"),
+            std::string::npos)
+      << result.err;
 }
 
 TEST_F(AuditInbox, NothingInTheDatabaseIsModified) {

@@ -430,20 +430,22 @@ TEST_F(AuditEffects, TraceWithAnUnreachableEffectsStoreIsExit3) {
   EXPECT_NE(result.err.find("check --effects"), std::string::npos) << result.err;
 }
 
-// watch with an effects store that does not answer: down with the store, no gauges it cannot see.
-TEST_F(AuditEffects, WatchWithAnUnreachableEffectsStoreShowsTheStoreDownAndNoGauges) {
+// watch with an effects store that does not answer: down under its own label (the store answers), no
+// gauges it cannot see.
+TEST_F(AuditEffects, WatchWithAnUnreachableEffectsStoreShowsTheEffectsDownAndNoGauges) {
   int port = free_port();
   auto args = watch_args(m_broker.bootstrap(), "pay", m_redis.uri(), port,
                          {"--effects", fmt::format("redis://127.0.0.1:{}", free_port()), "--effects-key-template",
                           "charged:{event_id}", "--timeout", "1s"});
   auto watch = spawn_watch(args, m_dir.file("watch.err"));
   std::string body;
-  for (int i = 0; i < 100 && body.find("dedupctl_up{system=\"redis\"} 0") == std::string::npos; ++i) {
+  for (int i = 0; i < 100 && body.find("dedupctl_up{system=\"effects\"} 0") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto metrics = http_get(port, "/metrics");
     body = metrics ? metrics->body : "";
   }
-  EXPECT_NE(body.find("dedupctl_up{system=\"redis\"} 0"), std::string::npos) << body;
+  EXPECT_NE(body.find("dedupctl_up{system=\"effects\"} 0"), std::string::npos) << body;
+  EXPECT_NE(body.find("dedupctl_up{system=\"redis\"} 1"), std::string::npos) << "the store answered\n" << body;
   EXPECT_EQ(body.find("dedupctl_effects{"), std::string::npos) << body;
   EXPECT_EQ(body.find("dedupctl_events{"), std::string::npos) << body;
   EXPECT_NE(read_file(m_dir.file("watch.err")).find("check --effects"), std::string::npos)

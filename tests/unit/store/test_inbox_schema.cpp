@@ -27,6 +27,28 @@ TEST(InboxSchema, ATimeColumnMustHoldTheTimeTheLayoutReads) {
   EXPECT_NE(inbox_column_type_problem(schema, columns), "");
 }
 
+TEST(InboxSchema, AnIdColumnMustBeOfATypeAnIdFits) {
+  InboxSchema schema;
+  for (InboxColumnType fits : std::vector<InboxColumnType>{{"event_id", "text", 'S'},
+                                                           {"event_id", "character(36)", 'S'},
+                                                           {"event_id", "bigint", 'N'},
+                                                           {"event_id", "uuid", 'U'}}) {
+    EXPECT_EQ(inbox_column_type_problem(schema, {fits}), "") << fits.type;
+  }
+  for (InboxColumnType unfit : std::vector<InboxColumnType>{{"event_id", "boolean", 'B'},
+                                                            {"event_id", "timestamp with time zone", 'D'},
+                                                            {"event_id", "jsonb", 'U'},
+                                                            {"event_id", "text[]", 'A'}}) {
+    EXPECT_NE(inbox_column_type_problem(schema, {unfit}, "--effects-column")
+                  .find("is " + unfit.type + ", which no event id fits"),
+              std::string::npos)
+        << unfit.type;
+  }
+  EXPECT_NE(inbox_column_type_problem(schema, {{"event_id", "boolean", 'B'}}, "--effects-column")
+                .find("--effects-column"),
+            std::string::npos);
+}
+
 TEST(InboxSchema, AFalseWhenInProgressColumnMustBeBoolean) {
   InboxSchema schema;
   schema.time_column.clear();
