@@ -131,9 +131,7 @@ int render(const DiscoverFlags& options, const core::StoreUri& uri, const Discov
                                                                          "inbox layout)"
                                                                        : "nothing (no key held a sampled id)")
                                                    : fmt::format("{}", fmt::join(result.tried, "; "))) +
-                                  (result.skipped.empty()
-                                       ? ""
-                                       : fmt::format("; skipped: {}", fmt::join(result.skipped, "; "))));
+                  (result.skipped.empty() ? "" : fmt::format("; skipped: {}", fmt::join(result.skipped, "; "))));
     return k_exit_findings;
   }
   return k_exit_ok;

@@ -57,7 +57,7 @@ struct WatchStore {
   std::optional<std::string> failure;
   std::optional<core::TtlDecision> inbox_ttl;
   std::unique_ptr<core::EffectStore> effects; // with --effects: opened with the store, failing with it
-  bool effects_failed = false;                 // `failure` is the effects source's, not the store's
+  bool effects_failed = false;                // `failure` is the effects source's, not the store's
 };
 
 // The systems and the clocks the loop uses. Abstract so that the loop's rules are tested without

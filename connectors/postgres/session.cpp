@@ -214,7 +214,8 @@ void InboxSession::validate() {
                                    schema.table, column, flag, columns));
     }
   }
-  if (auto problem = core::inbox_column_type_problem(schema, m_facts.column_types, m_settings.naming.id_flag); !problem.empty()) {
+  if (auto problem = core::inbox_column_type_problem(schema, m_facts.column_types, m_settings.naming.id_flag);
+      !problem.empty()) {
     throw UsageError(problem); // a query over it would be refused: a usage error, not an unreachable server
   }
   if (!m_settings.consumer.empty() && schema.consumer_column.empty()) {

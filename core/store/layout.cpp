@@ -197,7 +197,8 @@ std::optional<simdjson::dom::object> json_object(std::string_view value) {
 // JSON's grammar (so an integer of any length is one, as both languages take it); past a double's
 // range it is +-infinity (Python's float, JavaScript's Number), or 0 below it.
 std::optional<double> json_number(std::string_view token) {
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' || token.back() == '\r')) {
+  while (!token.empty() &&
+         (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' || token.back() == '\r')) {
     token.remove_suffix(1);
   }
   std::size_t i = 0;
@@ -300,9 +301,9 @@ bool well_formed(simdjson::ondemand::value value, int depth = 0) {
 struct JsonScalar {
   enum class Kind { Missing, Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Missing;
-  double number = 0; // a number, a boolean (1 or 0), an array of one number
-  std::string text;  // a string
-  bool empty = true; // an array or object without elements
+  double number = 0;       // a number, a boolean (1 or 0), an array of one number
+  std::string text;        // a string
+  bool empty = true;       // an array or object without elements
   bool one_number = false; // an array of exactly one number (JavaScript's Number([5]) is 5)
 };
 
@@ -443,7 +444,8 @@ bool read_json_state(const JsonRecordFields& fields, std::string_view value, std
       break;
     }
     const char* after = nullptr;
-    return read && (type != simdjson::ondemand::json_type::array || doc.current_location().get(after) != simdjson::SUCCESS);
+    return read &&
+           (type != simdjson::ondemand::json_type::array || doc.current_location().get(after) != simdjson::SUCCESS);
   }
   simdjson::ondemand::object object;
   if (doc.get_object().get(object)) {
@@ -456,7 +458,7 @@ bool read_json_state(const JsonRecordFields& fields, std::string_view value, std
     if (field.unescaped_key().get(key) || field.value().get(item)) {
       return false;
     }
-    JsonScalar* deciding = key == fields.status ? &out.status
+    JsonScalar* deciding = key == fields.status                                     ? &out.status
                            : !fields.expiration.empty() && key == fields.expiration ? &out.expiration
                            : !fields.in_progress_expiration.empty() && key == fields.in_progress_expiration
                                ? &out.in_progress_expiration
@@ -505,7 +507,9 @@ double js_number(const JsonScalar& x) {
         t.find_first_of("nNiI") != std::string_view::npos) {
       return NAN;
     }
-    return error == std::errc() ? out : (t.find("e-") != std::string_view::npos ? 0.0 : (t.front() == '-' ? -HUGE_VAL : HUGE_VAL));
+    return error == std::errc()
+               ? out
+               : (t.find("e-") != std::string_view::npos ? 0.0 : (t.front() == '-' ? -HUGE_VAL : HUGE_VAL));
   }
   case Kind::Array:
     return x.empty ? 0 : (x.one_number ? x.number : NAN);
@@ -580,7 +584,7 @@ std::optional<std::int64_t> json_expiry(const JsonRecordFields& fields, const Js
     }
     // int(now) > x  <=>  int(now) >= floor(x) + 1, in the unit's whole steps
     double first = std::floor(expiration.number) + 1;
-    return first >= 9.0e18 / scale ? std::nullopt
+    return first >= 9.0e18 / scale    ? std::nullopt
            : first <= -9.0e18 / scale ? std::optional<std::int64_t>(INT64_MIN)
                                       : std::optional(static_cast<std::int64_t>(first * scale));
   }

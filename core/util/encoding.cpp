@@ -153,22 +153,10 @@ bool is_utf8(std::string_view bytes) {
   return true;
 }
 
-std::string replace_non_utf8(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  for (std::size_t i = 0; i < bytes.size();) {
-    std::size_t start = i;
-    std::uint32_t c = next_code_point(bytes, i);
-    if (c == 0xfffd && i - start == 1 && static_cast<unsigned char>(bytes[start]) >= 0x80) {
-      out += "\xEF\xBF\xBD";
-    } else {
-      out.append(bytes.substr(start, i - start));
-    }
-  }
-  return out;
-}
+namespace {
 
-std::string escape_non_utf8(std::string_view bytes) {
+// `bytes` with each byte that is not part of a whole UTF-8 sequence written by `stand_in`.
+template <typename StandIn> std::string map_non_utf8(std::string_view bytes, StandIn stand_in) {
   std::string out;
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
@@ -176,12 +164,23 @@ std::string escape_non_utf8(std::string_view bytes) {
     std::uint32_t c = next_code_point(bytes, i);
     auto lead = static_cast<unsigned char>(bytes[start]);
     if (c == 0xfffd && i - start == 1 && lead >= 0x80) {
-      fmt::format_to(std::back_inserter(out), "\\x{:02x}", lead);
+      stand_in(lead, out);
     } else {
       out.append(bytes.substr(start, i - start));
     }
   }
   return out;
+}
+
+} // namespace
+
+std::string replace_non_utf8(std::string_view bytes) {
+  return map_non_utf8(bytes, [](unsigned char, std::string& out) { out += "\xEF\xBF\xBD"; });
+}
+
+std::string escape_non_utf8(std::string_view bytes) {
+  return map_non_utf8(
+      bytes, [](unsigned char lead, std::string& out) { fmt::format_to(std::back_inserter(out), "\\x{:02x}", lead); });
 }
 
 } // namespace dedupctl::core

@@ -246,7 +246,8 @@ TEST_F(AuditInbox, AColumnOfTheWrongTypeIsExit2NamingTheColumnAndItsType) {
               std::string::npos)
         << result.err;
     EXPECT_NE(result.err.find("--inbox-time-column"), std::string::npos) << result.err;
-  }  auto boolean = m_pg.psql("CREATE TABLE processed_flag (event_id boolean, consumer_name text, processed_at "
+  }
+  auto boolean = m_pg.psql("CREATE TABLE processed_flag (event_id boolean, consumer_name text, processed_at "
                            "timestamptz, status text, PRIMARY KEY (consumer_name, event_id));");
   ASSERT_EQ(boolean.exit_code, 0) << boolean.err;
   auto args = over_inbox("audit");

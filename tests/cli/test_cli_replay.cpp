@@ -1291,8 +1291,7 @@ TEST(ReplayBytes, IdsThatAreNotUtf8KeepEveryJsonOutputValidWithTheirBytesBeside)
     EXPECT_EQ(human.out.find(bad), std::string::npos) << format << ": the raw bytes";
   }
 
-  std::vector<std::string> trace_args =
-      with({"trace"}, {"--event-id", bad + "0", "-o", "json", "--fail-on", "none"});
+  std::vector<std::string> trace_args = with({"trace"}, {"--event-id", bad + "0", "-o", "json", "--fail-on", "none"});
   trace_args.insert(trace_args.end(), store.begin(), store.end() - 2);
   auto traced = run_dedupctl(trace_args);
   ASSERT_EQ(traced.exit_code, 0) << traced.err;
@@ -1301,9 +1300,9 @@ TEST(ReplayBytes, IdsThatAreNotUtf8KeepEveryJsonOutputValidWithTheirBytesBeside)
   expect_id(trace.at("traces").at(0), "trace");
 
   TempDir dir;
-  auto replay = run_dedupctl(with({"replay"}, {"--via", redis.uri(), "--key-template", "dedup:{event_id}", "--ttl",
-                                               "1d", "--sink", "kafka:" + sink, "--decisions", dir.file("d.ndjson"),
-                                               "-o", "json", "--fail-on", "none"}));
+  auto replay = run_dedupctl(
+      with({"replay"}, {"--via", redis.uri(), "--key-template", "dedup:{event_id}", "--ttl", "1d", "--sink",
+                        "kafka:" + sink, "--decisions", dir.file("d.ndjson"), "-o", "json", "--fail-on", "none"}));
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
   ASSERT_FALSE(Json::parse(replay.out, nullptr, false).is_discarded()) << replay.out;
   auto lines = decisions_in(dir.file("d.ndjson")); // each line parses

@@ -405,14 +405,14 @@ TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
 // Values json.loads reads and JSON.parse does not (NaN, Infinity) are left out: no layer writes them
 // outside a string, and the tool reads them as JSON does (docs/libraries.md).
 TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
-  auto now_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+  auto now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::string future = std::to_string(now_s + 3600);
   std::string past = std::to_string(now_s - 3600);
   std::string future_ms = std::to_string((now_s + 600) * 1000);
   std::string past_ms = std::to_string((now_s - 600) * 1000);
   auto record = [&](const std::string& status, const std::string& expiration, const std::string& lease = "") {
-    std::string out = "{" + (status.empty() ? "" : "\"status\": " + status) ;
+    std::string out = "{" + (status.empty() ? "" : "\"status\": " + status);
     if (!expiration.empty()) {
       out += std::string(out.size() > 1 ? ", " : "") + "\"expiration\": " + expiration;
     }
@@ -426,19 +426,19 @@ TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
   std::vector<std::string> values{
       record(done, future),
       record(done, past),
-      record(done, future).substr(0, 30),          // cut short
-      "done",                                      // not JSON
-      "\"done\"",                                  // JSON, not an object
+      record(done, future).substr(0, 30), // cut short
+      "done",                             // not JSON
+      "\"done\"",                         // JSON, not an object
       "[1, 2]",
       "5",
       "null",
       "",
-      record("", future),                          // no status
+      record("", future), // no status
       record("\"EXPIRED\"", future),
-      record("\"completed\"", future),             // a status it does not know
+      record("\"completed\"", future), // a status it does not know
       record("1", future),
-      record(done, future) + " x",                 // trailing content
-      "\xEF\xBB\xBF" + record(done, future),       // a byte-order mark
+      record(done, future) + " x",           // trailing content
+      "\xEF\xBB\xBF" + record(done, future), // a byte-order mark
       "  " + record(done, future) + "\n",
       record(claim + ", \"status\": " + done, future), // a repeated name: the last one
       record(done, "1e30"),
@@ -458,17 +458,18 @@ TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
       record(claim, future, "1e300"),
       record(claim, future, future_ms),
       record(claim, future, past_ms),
-      record(claim, future),                       // no lease
+      record(claim, future), // no lease
       record(claim, future, "0"),
       record(claim, future, "\"" + future_ms + "\""),
       record(claim, future, "\"" + past_ms + "\""),
-      record(claim, past, future_ms),              // expired under its lease
+      record(claim, past, future_ms), // expired under its lease
       record(done, future).insert(1, "\"data\": \"{\\\"nested\\\": [1, {\\\"a\\\": \\\"}\\\"}]}\", "),
   };
   ASSERT_LE(values.size(), static_cast<std::size_t>(k_events));
   for (std::size_t i = 0; i < values.size(); ++i) {
     std::string key = key_of(id_of(static_cast<int>(i)));
-    std::string resp = fmt::format("*3\r\n$3\r\nSET\r\n${}\r\n{}\r\n${}\r\n{}", key.size(), key, values[i].size(), values[i]);
+    std::string resp =
+        fmt::format("*3\r\n$3\r\nSET\r\n${}\r\n{}\r\n${}\r\n{}", key.size(), key, values[i].size(), values[i]);
     ASSERT_EQ(m_redis.command(resp), "+OK\r\n") << values[i];
   }
   commit_offsets(m_bootstrap, m_group, m_topic, {{0, k_events}});
@@ -507,10 +508,9 @@ TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
     }
   }
   EXPECT_EQ(predicted, applied) << "audit: " << fmt::format("{}", fmt::join(predicted, " ")) << "\nlibrary:\n" << table;
-  EXPECT_EQ(summary.at("in_progress").get<int>(), held)
-      << summary.dump() << "\n" << table;
-  EXPECT_EQ(summary.at("covered").get<int>() + summary.at("expiring").get<int>(), skipped)
-      << summary.dump() << "\n" << table;
+  EXPECT_EQ(summary.at("in_progress").get<int>(), held) << summary.dump() << "\n" << table;
+  EXPECT_EQ(summary.at("covered").get<int>() + summary.at("expiring").get<int>(), skipped) << summary.dump() << "\n"
+                                                                                           << table;
 }
 
 // The consumer's effects beside the library's records (audit --effects): Powertools for Python's

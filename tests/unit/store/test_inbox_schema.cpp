@@ -44,9 +44,9 @@ TEST(InboxSchema, AnIdColumnMustBeOfATypeAnIdFits) {
               std::string::npos)
         << unfit.type;
   }
-  EXPECT_NE(inbox_column_type_problem(schema, {{"event_id", "boolean", 'B'}}, "--effects-column")
-                .find("--effects-column"),
-            std::string::npos);
+  EXPECT_NE(
+      inbox_column_type_problem(schema, {{"event_id", "boolean", 'B'}}, "--effects-column").find("--effects-column"),
+      std::string::npos);
 }
 
 TEST(InboxSchema, AFalseWhenInProgressColumnMustBeBoolean) {

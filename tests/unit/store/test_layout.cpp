@@ -192,8 +192,9 @@ TEST(Layout, AJsonRecordIsReadWholeThoughOnlyItsDecidingFieldsAreKept) {
   RecordState text = read(layout, R"({"status": "INPROGRESS", "expiration": "1795806842", )"
                                   R"("in_progress_expiration": 1795803251703.9, "data": {"nested": [1, {"a": "}"}]}})");
   EXPECT_TRUE(text.fails) << "Python's int(now) > str raises";
-  RecordState ts_text = read(find_layout("powertools-typescript"), R"({"status": "INPROGRESS", "expiration": "1795806842", )"
-                                  R"("in_progress_expiration": 1795803251703.9})");
+  RecordState ts_text =
+      read(find_layout("powertools-typescript"), R"({"status": "INPROGRESS", "expiration": "1795806842", )"
+                                                 R"("in_progress_expiration": 1795803251703.9})");
   EXPECT_EQ(ts_text.expires_at_ms, 1795806842001) << "JavaScript converts a number written as text";
   EXPECT_EQ(ts_text.claim_until_ms, 1795803251704) << "in progress while the fraction is above now";
 }
