@@ -373,7 +373,7 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
       markers.push_back(core::k_inbox_in_progress);
     }
   } else if (kind == core::StoreUri::Kind::Dynamodb) {
-    core::check_dynamodb_layout(out.layout);
+    core::as_dynamodb_layout(out.layout);
   } else if (out.layout.dynamodb_only && kind == core::StoreUri::Kind::Redis && !options.store.empty()) {
     throw UsageError(fmt::format("--layout {}: {} keeps its records in DynamoDB; give --store dynamodb://TABLE",
                                  out.layout.name, out.layout.library));

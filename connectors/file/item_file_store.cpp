@@ -70,7 +70,7 @@ bool ItemFileStore::is_item_file(const std::string& path) {
 }
 
 ItemFileStore::ItemFileStore(const std::string& path, core::RecordLayout layout) : m_layout(std::move(layout)) {
-  core::check_dynamodb_layout(m_layout);
+  core::as_dynamodb_layout(m_layout);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     std::vector<std::filesystem::path> files;

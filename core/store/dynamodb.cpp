@@ -230,6 +230,11 @@ std::string item_of(const RecordLayout& layout, std::string_view key, std::strin
 
 } // namespace
 
+void as_dynamodb_layout(RecordLayout& layout) {
+  check_dynamodb_layout(layout);
+  layout.json.conditional_put = true;
+}
+
 void check_dynamodb_layout(const RecordLayout& layout) {
   if (layout.value != RecordValue::Json || layout.shape != RecordShape::Key) {
     throw UsageError(fmt::format("--layout {} is not a DynamoDB layout: dynamodb:// reads powertools-python, "

@@ -19,6 +19,8 @@ namespace dedupctl::core {
 // A layout's DynamoDB key schema, checked: a sort key needs the static partition key's value.
 // Throws UsageError naming the option.
 void check_dynamodb_layout(const RecordLayout& layout);
+// The same check, then the layout marked as reading DynamoDB items (JsonRecordFields::conditional_put).
+void as_dynamodb_layout(RecordLayout& layout);
 
 // An item as a record: the dedup key (the partition key's value, or the sort key's under the static
 // partition key) and the value. `key` is empty for an item that is not one of the layout's (another

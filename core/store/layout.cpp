@@ -599,6 +599,57 @@ std::optional<std::int64_t> json_expiry(const JsonRecordFields& fields, const Js
   return std::nullopt;
 }
 
+// A DynamoDB item as Powertools reads it (JsonRecordFields::conditional_put): its conditional PutItem
+// takes the item over once a number `expiration` (any, 0 included) or an INPROGRESS claim's number
+// lease is past; otherwise the item it gets back decides: COMPLETED is skipped, INPROGRESS is in
+// progress, and anything else fails (EXPIRED or an unknown status: an inconsistent state raised
+// after the retries; no status, or for Python no expiration: a KeyError, TypeScript's invalid status;
+// an expiration of another type Python cannot compare).
+void read_item(const JsonRecordFields& fields, const JsonState& json, RecordState& state) {
+  using Kind = JsonScalar::Kind;
+  bool python = fields.reader == JsonReader::Python;
+  auto past = [&](const JsonScalar& limit, bool in_ms, bool whole_seconds) -> std::optional<std::int64_t> {
+    if (limit.kind != Kind::Number) {
+      return std::nullopt;
+    }
+    double ms =
+        in_ms ? limit.number : (whole_seconds ? (std::floor(limit.number) + 1) * 1000 - 1 : limit.number * 1000);
+    return first_ms_past(ms); // int(now) > e in whole seconds (Python), now / 1000 > e (TypeScript)
+  };
+  state.expires_at_ms = past(json.expiration, fields.expiration_ms, python);
+  const JsonScalar& e = json.expiration;
+  // Python: item["expiration"] (a KeyError without one) compared with int(now) (a TypeError for text,
+  // and true is 1, long past); TypeScript: Number(null) is 0, long past, so the item reads EXPIRED. Text
+  // against the put's number is refused by the condition itself (both libraries fail).
+  bool uncomparable = e.kind == Kind::Missing  ? python
+                      : e.kind == Kind::Null   ? !python
+                      : e.kind == Kind::Bool   ? (!python || e.number != 0)
+                      : e.kind == Kind::String ? true
+                                               : (e.kind == Kind::Array || e.kind == Kind::Object) && !e.empty;
+  const std::string* status = json.status.kind == Kind::String ? &json.status.text : nullptr;
+  if (uncomparable || !status) {
+    state.fails = true;
+    return;
+  }
+  if (one_of(*status, fields.completed)) {
+    state.unreadable = false;
+    return;
+  }
+  if (one_of(*status, fields.in_progress)) {
+    state.unreadable = false;
+    state.claim = true; // without a number lease the put's condition never takes it over
+    if (json.in_progress_expiration.kind == Kind::Number) {
+      state.claim_until_ms = past(json.in_progress_expiration, fields.in_progress_expiration_ms, false);
+    } else if (json.in_progress_expiration.kind != Kind::Missing && json.in_progress_expiration.kind != Kind::Null) {
+      state.claim = false;
+      state.unreadable = true;
+      state.fails = true; // a lease of text against the put's number: refused
+    }
+    return;
+  }
+  state.fails = true; // EXPIRED or unknown: not the put's to take over, and an error when read
+}
+
 void read_json(const JsonRecordFields& fields, std::string_view value, std::size_t spare, RecordState& state) {
   using Kind = JsonScalar::Kind;
   JsonState json;
@@ -619,6 +670,10 @@ void read_json(const JsonRecordFields& fields, std::string_view value, std::size
   }
   if (python && !json.object) {
     state.fails = true; // a value that is not a dict has no .get
+    return;
+  }
+  if (fields.conditional_put) {
+    read_item(fields, json, state);
     return;
   }
   bool fails = false;

@@ -61,6 +61,11 @@ struct JsonRecordFields {
   // no delivery applies the event) rather than taking it over (the generic json layout).
   bool unknown_status_fails = true;
   JsonReader reader = JsonReader::Python;
+  // The records are DynamoDB items (core::as_dynamodb_layout): the library claims with a conditional
+  // PutItem (`expiration < :now`, or an INPROGRESS claim's `in_progress_expiration < :now_in_millis`,
+  // in DynamoDB's numbers) and reads the item only when that fails, so that any number decides the
+  // takeover (0 included), a claim without a lease blocks, and a status EXPIRED or unknown fails.
+  bool conditional_put = false;
 };
 
 // Where a record lives in a DynamoDB table: the key the layout derives is the partition key's value,

@@ -2,6 +2,7 @@
 // The Powertools values below were written by aws-lambda-powertools 3.37.0's CachePersistenceLayer
 // against redis-server (a completed record and the claim it writes while the handler runs).
 #include "core/audit/coverage.hpp"
+#include "core/store/dynamodb.hpp"
 #include "core/store/layout.hpp"
 #include "core/util/errors.hpp"
 
@@ -164,6 +165,37 @@ TEST(Layout, PowertoolsNumbersAreComparedAsTheLibraryComparesThem) {
   for (const auto& row : rows) {
     EXPECT_EQ(state_of(read(python, row.value), k_now), row.python) << "python " << row.value;
     EXPECT_EQ(state_of(read(typescript, row.value), k_now), row.typescript) << "typescript " << row.value;
+  }
+}
+
+// Powertools' DynamoDB layers claim with a conditional PutItem: any number expiration past now takes
+// the item over (0 too), a claim without a number lease never lapses, and EXPIRED or an unknown
+// status fails rather than being taken over.
+TEST(Layout, ADynamoDbItemIsJudgedByThePutsConditionThenByTheItem) {
+  for (std::string name : {"powertools-python", "powertools-typescript"}) {
+    SCOPED_TRACE(name);
+    RecordLayout layout = find_layout(name);
+    as_dynamodb_layout(layout);
+    auto state = [&](std::string_view value) { return state_of(read(layout, value), k_now); };
+    EXPECT_EQ(state(R"({"status": "COMPLETED", "expiration": 0})"), Coverage::Expired) << "0 < now";
+    EXPECT_EQ(state(R"({"status": "COMPLETED", "expiration": 1e30})"), Coverage::Covered);
+    EXPECT_EQ(state(R"({"status": "COMPLETED", "expiration": null})"),
+              name == "powertools-python" ? Coverage::Covered : Coverage::InProgress)
+        << "no number: no takeover; TypeScript then reads Number(null), 0, as long past: EXPIRED, inconsistent";
+    EXPECT_EQ(state(R"({"status": "COMPLETED"})"),
+              name == "powertools-python" ? Coverage::InProgress : Coverage::Covered)
+        << "Python reads item['expiration']: a KeyError";
+    EXPECT_EQ(state(R"({"status": "EXPIRED", "expiration": 1795806842})"), Coverage::InProgress)
+        << "an inconsistent state at every delivery";
+    EXPECT_EQ(state(R"({"status": "EXPIRED", "expiration": 17})"), Coverage::Expired);
+    EXPECT_EQ(state(R"({"expiration": 1795806842})"), Coverage::InProgress);
+    EXPECT_EQ(state(R"({"status": "INPROGRESS", "expiration": 1795806842})"), Coverage::InProgress)
+        << "no lease: the put's condition never holds";
+    EXPECT_EQ(state(R"({"status": "INPROGRESS", "expiration": 1795806842, "in_progress_expiration": 1795803000000})"),
+              Coverage::InProgress)
+        << "lease < now_in_millis: not yet";
+    EXPECT_EQ(state(R"({"status": "INPROGRESS", "expiration": 1795806842, "in_progress_expiration": 1795802999999})"),
+              Coverage::Orphaned);
   }
 }
 
