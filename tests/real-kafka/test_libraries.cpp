@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +49,15 @@ const Library k_typescript{"typescript", "powertools-typescript", "billing-charg
                            "console.log(require('crypto').createHash('md5').update(JSON.stringify(process.argv[1]))"
                            ".digest('base64'))"};
 constexpr int k_events = 40;
+
+// The times a differential test plants, as the library writes them: an expiration an hour ahead and
+// an hour back (epoch s), a lease ten minutes ahead and back (epoch ms), far from the boundary.
+std::array<std::string, 4> planted_times() {
+  auto now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return {std::to_string(now_s + 3600), std::to_string(now_s - 3600), std::to_string((now_s + 600) * 1000),
+          std::to_string((now_s - 600) * 1000)};
+}
 
 // Ids with non-ASCII characters: Powertools hashes the id as json.dumps writes it (\u00e9).
 std::string id_of(int i) { return fmt::format("évt-{}-ü", i); }
@@ -426,12 +436,7 @@ TEST_P(PowertoolsDynamo, ASeekReappliesWhatTheAuditOfTheTableSaid) {
 // itself (its conditional PutItem first, then the item it gets back), value by value. BOOL is left
 // out: moto compares it with a number in a condition, where DynamoDB does not.
 TEST_P(PowertoolsDynamo, EveryItemIsJudgedAsTheLibraryJudgesIt) {
-  auto now_s =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::string future = std::to_string(now_s + 3600);
-  std::string past = std::to_string(now_s - 3600);
-  std::string future_ms = std::to_string((now_s + 600) * 1000);
-  std::string past_ms = std::to_string((now_s - 600) * 1000);
+  auto [future, past, future_ms, past_ms] = planted_times();
   auto n = [](const std::string& v) { return R"({"N": ")" + v + "\"}"; };
   auto str = [](const std::string& v) { return R"({"S": ")" + v + "\"}"; };
   auto item = [&](const std::string& status, const std::string& expiration, const std::string& lease = "") {
@@ -515,12 +520,7 @@ TEST_P(Powertools, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary) {
 // Values json.loads reads and JSON.parse does not (NaN, Infinity) are left out: no layer writes them
 // outside a string, and the tool reads them as JSON does (docs/libraries.md).
 TEST_P(Powertools, EveryRecordValueIsJudgedAsTheLibraryJudgesIt) {
-  auto now_s =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::string future = std::to_string(now_s + 3600);
-  std::string past = std::to_string(now_s - 3600);
-  std::string future_ms = std::to_string((now_s + 600) * 1000);
-  std::string past_ms = std::to_string((now_s - 600) * 1000);
+  auto [future, past, future_ms, past_ms] = planted_times();
   auto record = [&](const std::string& status, const std::string& expiration, const std::string& lease = "") {
     std::string out = "{" + (status.empty() ? "" : "\"status\": " + status);
     if (!expiration.empty()) {
