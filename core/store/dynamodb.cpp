@@ -73,38 +73,6 @@ std::optional<std::string_view> string_attribute(simdjson::dom::object item, std
   return text;
 }
 
-// RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (DynamoDB's N may be "+5" or ".5").
-bool valid_json_number(std::string_view text) {
-  std::size_t i = 0;
-  auto digits = [&] {
-    std::size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      ++i;
-    }
-    return i > start;
-  };
-  if (i < text.size() && text[i] == '-') {
-    ++i;
-  }
-  std::size_t first = i;
-  if (!digits() || (text[first] == '0' && i - first > 1)) {
-    return false;
-  }
-  if (i < text.size() && text[i] == '.' && (++i, !digits())) {
-    return false;
-  }
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-      ++i;
-    }
-    if (!digits()) {
-      return false;
-    }
-  }
-  return i == text.size();
-}
-
 DynamoRecord record_of(simdjson::dom::object item, const RecordLayout& layout) {
   DynamoRecord out;
   const auto& schema = layout.dynamodb;

@@ -193,54 +193,30 @@ std::optional<simdjson::dom::object> json_object(std::string_view value) {
   return object.value_unsafe();
 }
 
+// `text` as a double, whole, as Python's float and JavaScript's Number read a decimal: past a
+// double's range +-infinity, below it 0; nullopt when from_chars does not read all of it.
+std::optional<double> saturated_double(std::string_view text) {
+  double out = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (end != text.data() + text.size() || (error != std::errc() && error != std::errc::result_out_of_range)) {
+    return std::nullopt;
+  }
+  if (error == std::errc::result_out_of_range) {
+    auto e = text.find_first_of("eE");
+    bool tiny = e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
+    return tiny ? 0.0 : (text.front() == '-' ? -HUGE_VAL : HUGE_VAL);
+  }
+  return out;
+}
+
 // A JSON number token as a double, as json.loads and JSON.parse read it: the token must follow
-// JSON's grammar (so an integer of any length is one, as both languages take it); past a double's
-// range it is +-infinity (Python's float, JavaScript's Number), or 0 below it.
+// JSON's grammar (so an integer of any length is one, as both languages take it).
 std::optional<double> json_number(std::string_view token) {
   while (!token.empty() &&
          (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' || token.back() == '\r')) {
     token.remove_suffix(1);
   }
-  std::size_t i = 0;
-  auto digits = [&] {
-    std::size_t start = i;
-    while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
-      ++i;
-    }
-    return i > start;
-  };
-  if (i < token.size() && token[i] == '-') {
-    ++i;
-  }
-  if (i < token.size() && token[i] == '0') {
-    ++i;
-  } else if (!digits()) {
-    return std::nullopt;
-  }
-  if (i < token.size() && token[i] == '.' && (++i, !digits())) {
-    return std::nullopt;
-  }
-  bool negative_exponent = false;
-  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
-    ++i;
-    if (i < token.size() && (token[i] == '+' || token[i] == '-')) {
-      negative_exponent = token[i++] == '-';
-    }
-    if (!digits()) {
-      return std::nullopt;
-    }
-  }
-  if (i != token.size()) {
-    return std::nullopt;
-  }
-  double out = 0;
-  auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), out);
-  if (error == std::errc::result_out_of_range) {
-    out = negative_exponent ? 0.0 : (token.front() == '-' ? -HUGE_VAL : HUGE_VAL);
-  } else if (error != std::errc()) {
-    return std::nullopt;
-  }
-  return out;
+  return valid_json_number(token) ? saturated_double(token) : std::nullopt;
 }
 
 // Whether a value the record's state does not read is well-formed JSON all the same, as the
@@ -501,15 +477,10 @@ double js_number(const JsonScalar& x) {
     if (t.front() == '+') {
       t.remove_prefix(1);
     }
-    double out = 0;
-    auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), out);
-    if ((error != std::errc() && error != std::errc::result_out_of_range) || end != t.data() + t.size() ||
-        t.find_first_of("nNiI") != std::string_view::npos) {
-      return NAN;
+    if (t.find_first_of("nNiI") != std::string_view::npos) {
+      return NAN; // from_chars reads "nan" and "inf"; Number() does not
     }
-    return error == std::errc()
-               ? out
-               : (t.find("e-") != std::string_view::npos ? 0.0 : (t.front() == '-' ? -HUGE_VAL : HUGE_VAL));
+    return saturated_double(t).value_or(NAN);
   }
   case Kind::Array:
     return x.empty ? 0 : (x.one_number ? x.number : NAN);

@@ -28,4 +28,35 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+bool valid_json_number(std::string_view text) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      ++i;
+    }
+    return i > start;
+  };
+  if (i < text.size() && text[i] == '-') {
+    ++i;
+  }
+  std::size_t first = i;
+  if (!digits() || (text[first] == '0' && i - first > 1)) {
+    return false;
+  }
+  if (i < text.size() && text[i] == '.' && (++i, !digits())) {
+    return false;
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+      ++i;
+    }
+    if (!digits()) {
+      return false;
+    }
+  }
+  return i == text.size();
+}
+
 } // namespace dedupctl::core

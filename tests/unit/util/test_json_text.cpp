@@ -30,3 +30,13 @@ TEST(JsonText, AnEmptyStringIsTwoQuotes) {
 
 } // namespace
 } // namespace dedupctl::core
+
+// RFC 8259's number grammar, whole (the DynamoDB item reader and the record layouts share it).
+TEST(JsonText, ANumberFollowsJsonsGrammarWhole) {
+  for (const char* number : {"0", "-0", "17", "1.5", "-2e-3", "1E+30", "123456789012345678901234567890"}) {
+    EXPECT_TRUE(dedupctl::core::valid_json_number(number)) << number;
+  }
+  for (const char* other : {"", "+5", ".5", "5.", "01", "1e", "1.2.3", "0x10", "NaN", "1 "}) {
+    EXPECT_FALSE(dedupctl::core::valid_json_number(other)) << other;
+  }
+}
