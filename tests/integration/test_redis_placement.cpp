@@ -184,6 +184,31 @@ TEST_P(RedisPlacement, ThroughPowertoolsTheLibrarysRecordsAreWrittenAndJudgedAsI
   EXPECT_EQ(plan, (std::vector<Claim>{Claim::Done, Claim::Claimed}));
 }
 
+// A record Powertools fails on at every delivery (no status, a status it does not know) holds its
+// event: the replay neither plans nor claims it, and leaves it as it is, where a value the library
+// cannot parse is taken over as the library takes it over.
+TEST_P(RedisPlacement, ThroughPowertoolsARecordTheLibraryFailsOnIsLeftToIt) {
+  constexpr std::int64_t now = 1795803000000;
+  m_settings.layout = core::find_layout("powertools-python");
+  auto placement = connectors::redis::open_replay_placement(m_settings, m_ttl, 60'000, {"processing", "INPROGRESS"},
+                                                            GetParam(), [] { return now; });
+  const std::string no_status = R"({"expiration": 1795806842})";
+  const std::string unknown = R"({"status": "completed", "expiration": 1795806842})";
+  ASSERT_EQ(m_redis.command(fmt::format("SET p#nostatus '{}'", no_status)), "+OK\r\n");
+  ASSERT_EQ(m_redis.command(fmt::format("SET p#unknown '{}'", unknown)), "+OK\r\n");
+  ASSERT_EQ(m_redis.command("SET p#cut '{\"status\": \"COMPLETED\"'"), "+OK\r\n");
+  const std::vector<std::string> keys{"p#nostatus", "p#unknown", "p#cut"};
+  std::vector<Claim> plan;
+  placement->plan(keys, plan);
+  EXPECT_EQ(plan, (std::vector<Claim>{Claim::HeldByOther, Claim::HeldByOther, Claim::Claimed}));
+  std::vector<Claim> claims;
+  placement->claim(keys, "run-1", claims);
+  EXPECT_EQ(claims, (std::vector<Claim>{Claim::HeldByOther, Claim::HeldByOther, Claim::Claimed}));
+  EXPECT_EQ(m_redis.command("GET p#nostatus"), fmt::format("${}\r\n{}\r\n", no_status.size(), no_status));
+  EXPECT_EQ(m_redis.command("GET p#unknown"), fmt::format("${}\r\n{}\r\n", unknown.size(), unknown));
+  EXPECT_EQ(m_redis.command("EXISTS p#nostatus:lock"), ":0\r\n") << "not taken over: no lock";
+}
+
 INSTANTIATE_TEST_SUITE_P(Forms, RedisPlacement, ::testing::Values(ClaimForm::Auto, ClaimForm::SetThenGet), form_name);
 
 // Through spring-hash the replay claims a field of the one hash with HSETNX (this run's marker, which
