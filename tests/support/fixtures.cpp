@@ -387,11 +387,32 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   return result;
 }
 
+namespace {
+
+// DEDUPCTL_TEST_REPORTS=DIR: every run's exit code and standard output are appended to
+// DIR/Suite.Case.txt, so that the documents two trees write can be compared (a refactoring is to
+// leave them byte-identical). DEDUPCTL_TEST_BINARY runs another build's dedupctl.
+void record_run(const std::vector<std::string>& args, const CommandResult& result) {
+  const char* dir = std::getenv("DEDUPCTL_TEST_REPORTS");
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (!dir || !*dir || !test) {
+    return;
+  }
+  std::ofstream out(fmt::format("{}/{}.{}.txt", dir, test->test_suite_name(), test->name()), std::ios::app);
+  out << "== dedupctl " << (args.empty() ? std::string() : args.front()) << " exit " << result.exit_code << "\n"
+      << result.out << "\n";
+}
+
+} // namespace
+
 CommandResult run_dedupctl(const std::vector<std::string>& args, const std::string& input,
                            const std::map<std::string, std::string>& env) {
-  std::vector<std::string> argv{DEDUPCTL_BINARY};
+  const char* binary = std::getenv("DEDUPCTL_TEST_BINARY");
+  std::vector<std::string> argv{binary && *binary ? binary : DEDUPCTL_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, input, std::chrono::seconds(120), env);
+  auto result = run_command(argv, input, std::chrono::seconds(120), env);
+  record_run(args, result);
+  return result;
 }
 
 MockBroker::MockBroker(const std::vector<std::string>& topics, int brokers) {
