@@ -4,10 +4,10 @@
 #include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/settings.hpp"
 #include "commands/shard.hpp"
 #include "commands/source.hpp"
-#include "commands/store.hpp"
 #include "connectors/file/key_archive.hpp"
 #include "connectors/kafka/kafka.hpp"
 #include "connectors/postgres/inbox_store.hpp"
@@ -75,7 +75,7 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
   placement = parse_placement(options.placement, context);
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
-  request.placement = placement_info(placement, options.placement);
+  request.placement = placement_info(placement);
   request.placement.retention = core::decide_retention(placement.audit.policy.retention, {}, nullptr,
                                                        placement.retention_origin); // until asked
   request.placement.ttl = placement.audit.ttl;
@@ -90,10 +90,7 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
     request.effects_template = effects->key_template;
     request.placement.effects = effects->placement;
   }
-  if (placement.uri.kind == core::StoreUri::Kind::Memory) {
-    throw UsageError("--store memory: holds nothing to audit (it is a replay placement); use redis://, postgres:// or "
-                     "file:");
-  }
+  placement::require(placement.uri, placement::StoreUse::Read);
   return request;
 }
 
@@ -123,10 +120,11 @@ int run(const AuditFlags& options, Context& context) {
   // exit 2; its records load beside the reading, a bad line among them is exit 2 at the end), then
   // the systems.
   std::int64_t now = context.now_ms();
-  bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
+  const auto& family = commands::family(placement.uri.kind);
+  bool file_store = family.row->local;
   OpenedStore opened_store;
   if (file_store) {
-    opened_store = open_dedup_store(placement, options.placement, context, std::nullopt);
+    opened_store = family.read(placement, context, std::nullopt);
   }
   auto digest = open_shard_digest(options.shard, source);
   if (digest) {
@@ -142,16 +140,14 @@ int run(const AuditFlags& options, Context& context) {
     decide_retention(request, opened.info, placement, context);
   }
   if (!failure && !file_store) {
-    opened_store = open_dedup_store(placement, options.placement, context,
-                                    static_cast<std::int64_t>(expected_events(opened.info)));
+    opened_store = family.read(placement, context, static_cast<std::int64_t>(expected_events(opened.info)));
     failure = opened_store.failure;
   }
   if (!failure) {
     now = opened_store.snapshot_time.value_or(now);
     request.audit.dynamodb = opened_store.dynamodb;
     if (auto topology = opened_store.store->topology(); !topology.empty()) {
-      request.store_settings.emplace_back(
-          placement.uri.kind == core::StoreUri::Kind::Dynamodb ? "dynamodb table" : "redis nodes", topology);
+      request.store_settings.emplace_back(family.row->topology, topology);
     }
     if (opened_store.inbox) {
       try {

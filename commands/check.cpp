@@ -2,12 +2,12 @@
 #include "commands/context.hpp"
 #include "commands/delivery.hpp"
 #include "commands/options.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/text.hpp"
 #include "connectors/kafka/kafka.hpp"
-#include "connectors/postgres/inbox.hpp"
-#include "connectors/redis/redis.hpp"
+#include "core/store/secrets.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/time.hpp"
@@ -21,7 +21,6 @@ namespace {
 
 // Live checks get a short leash each: one unreachable system must not hold up the gate.
 constexpr std::int64_t k_live_timeout_ms = 3000;
-constexpr std::int64_t k_sample_keys = 100;
 
 struct CheckFlags {
   std::string file;
@@ -46,48 +45,36 @@ public:
   }
 
   Redis redis(const core::ConsumerDeclaration& consumer) override {
-    // The password as for every command (REDISCLI_AUTH, a password file or command), TLS as the URI says.
-    auto settings = redis_settings(core::parse_store_uri(consumer.store, "store"), m_context);
-    settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
-    auto facts = connectors::redis::inspect_server(settings, key_pattern(consumer), k_sample_keys);
-    auto worst = core::worst_redis_node(facts.nodes);
-    Redis redis;
-    redis.maxmemory_policy = worst.maxmemory_policy;
-    redis.persistence = worst.persistence;
-    redis.policy_node = worst.policy_node;
-    redis.persistence_node = worst.persistence_node;
-    redis.sampled_keys = facts.sampled_keys;
-    redis.sampled_without_expiry = facts.sampled_without_expiry;
-    redis.max_pttl_ms = facts.max_pttl_ms;
-    return redis;
+    auto store = inspect(consumer);
+    if (!store.redis) {
+      throw UnreachableError(fmt::format("store '{}' is not redis://", core::redact_secrets(consumer.store)));
+    }
+    return *store.redis;
   }
 
   Dynamo dynamodb(const core::ConsumerDeclaration& consumer) override {
-    auto uri = core::parse_store_uri(consumer.store, "store");
-    if (uri.kind != core::StoreUri::Kind::Dynamodb) {
-      throw UnreachableError(fmt::format("store '{}' is not dynamodb://TABLE", uri.redacted()));
+    auto store = inspect(consumer);
+    if (!store.dynamodb) {
+      throw UnreachableError(fmt::format("store '{}' is not dynamodb://TABLE", core::redact_secrets(consumer.store)));
     }
-    auto settings = aws_settings(uri, consumer.layout, m_context);
-    settings.timeout_ms = std::min(timeout(), k_live_timeout_ms);
-    settings.attempts = 3;
-    try {
-      auto table = connectors::aws::open_table(settings);
-      auto ttl = connectors::aws::describe_ttl(*table.client);
-      return Dynamo{ttl.status, ttl.attribute, table.facts.size_bytes, table.facts.item_count};
-    } catch (const UsageError& e) {
-      throw UnreachableError(e.what()); // a table not there, or not the layout's: the check says which
-    }
+    return *store.dynamodb;
   }
 
   Inbox inbox(const core::ConsumerDeclaration& consumer) override {
-    auto facts = connectors::postgres::inspect_inbox(consumer.store, std::min(timeout(), k_live_timeout_ms),
-                                                     consumer.inbox_table, consumer.inbox_id_column,
-                                                     consumer.inbox_consumer_column);
-    return Inbox{facts.table_exists, facts.columns, facts.unique_over_id};
+    auto store = inspect(consumer);
+    if (!store.inbox) {
+      throw UnreachableError(fmt::format("store '{}' is not postgres://", core::redact_secrets(consumer.store)));
+    }
+    return *store.inbox;
   }
 
 private:
   std::int64_t timeout() const { return core::parse_duration(m_context.global.timeout, "--timeout"); }
+  // The store's family asks it, under the short leash; a kind it cannot ask is refused by its row.
+  InspectedStore inspect(const core::ConsumerDeclaration& consumer) const {
+    auto uri = core::parse_store_uri(consumer.store, "store");
+    return family(uri.kind).inspect_live(consumer, uri, m_context, std::min(timeout(), k_live_timeout_ms));
+  }
   const Context& m_context;
 };
 

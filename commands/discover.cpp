@@ -1,12 +1,9 @@
 #include "commands/pipeline/discover.hpp"
 #include "commands/context.hpp"
 #include "commands/options.hpp"
-#include "commands/settings.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/output.hpp"
-#include "connectors/postgres/inbox.hpp"
-#include "connectors/postgres/inbox_store.hpp"
-#include "connectors/redis/redis.hpp"
 #include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 #include "reports/discover.hpp"
@@ -24,53 +21,6 @@ struct DiscoverFlags {
   std::string store;
   std::size_t sample = 200;
   std::size_t scan_limit = 10000;
-};
-
-// Discover over a Redis store: its keys sampled with SCAN, each candidate looked up as an audit
-// with its layout would.
-class RedisDiscoverStore final : public DiscoverStore {
-public:
-  explicit RedisDiscoverStore(connectors::redis::RedisSettings settings) : m_settings(std::move(settings)) {}
-
-  std::vector<core::SampledKey> sample_keys(std::size_t limit) override {
-    return connectors::redis::sample_keys(m_settings, limit);
-  }
-
-  std::int64_t count_found(const core::RecordLayout& layout, const std::string& collection,
-                           const std::vector<std::string>& keys) override {
-    auto settings = m_settings;
-    settings.layout = layout;
-    settings.collection = collection;
-    auto store = connectors::redis::open_store(settings);
-    std::vector<core::RecordState> states;
-    store->lookup(keys, states);
-    return std::count_if(states.begin(), states.end(),
-                         [](const auto& s) { return s.kind == core::RecordState::Kind::Present; });
-  }
-
-private:
-  connectors::redis::RedisSettings m_settings;
-};
-
-// Discover over a PostgreSQL database: the catalog's tables, each candidate's rows looked up as an
-// audit with its layout would (read-only sessions).
-class PostgresDiscoverStore final : public InboxDiscoverStore {
-public:
-  explicit PostgresDiscoverStore(connectors::postgres::InboxSettings settings) : m_settings(std::move(settings)) {}
-
-  std::vector<core::TableColumns> tables(std::size_t limit) override {
-    return connectors::postgres::list_tables(m_settings.conninfo, m_settings.timeout_ms, limit);
-  }
-
-  std::int64_t count_found(const core::LayoutCandidate& candidate, const std::vector<std::string>& ids,
-                           std::string& consumer) override {
-    auto settings = m_settings;
-    settings.schema = candidate.layout.inbox_schema;
-    return connectors::postgres::count_inbox_ids(settings, ids, consumer); // UsageError: skipped, and said
-  }
-
-private:
-  connectors::postgres::InboxSettings m_settings;
 };
 
 // The audit that reads the store as the candidate says, with the source as discover was given it.
@@ -124,7 +74,7 @@ int render(const DiscoverFlags& options, const core::StoreUri& uri, const Discov
   }
   output.commit();
   if (result.candidates.empty()) {
-    bool inbox = uri.kind == core::StoreUri::Kind::Postgres;
+    bool inbox = placement::family_row(uri.kind).keyed_by_event_id;
     context.error(fmt::format("no layout finds the records of the {} sampled ids among {} {} of {}; tried: {}",
                               result.ids.size(), result.keys_sampled, inbox ? "tables" : "keys", uri.redacted(),
                               result.tried.empty() ? std::string(inbox ? "nothing (no table has the columns of an "
@@ -142,14 +92,12 @@ int run(const DiscoverFlags& options, Context& context) {
     throw UsageError(fmt::format("--format {}: discover writes text or json", context.global.format));
   }
   auto uri = core::parse_store_uri(options.store, "--store");
-  if (uri.kind != core::StoreUri::Kind::Redis && uri.kind != core::StoreUri::Kind::Postgres) {
-    throw UsageError(fmt::format("--store {}: discover reads Redis stores (redis://, redis+cluster://, "
-                                 "redis+sentinel://) and PostgreSQL databases (postgres://)",
-                                 uri.redacted()));
-  }
-  if (uri.kind == core::StoreUri::Kind::Postgres) {
-    connectors::postgres::check_conninfo(uri.conninfo, "--store"); // before anything is contacted
-  }
+  placement::require(uri, placement::StoreUse::Discover);
+  PlacementOptions store;
+  store.uri = uri;
+  store.given = true;
+  const auto& family = commands::family(uri.kind);
+  family.check(store); // before anything is contacted
   DiscoverFlags flags = options;
   if (flags.source.from == SourceFlags().from && flags.source.input.empty()) {
     flags.source.from = fmt::format("-{}", flags.sample); // the newest events: their records are likeliest there
@@ -162,14 +110,7 @@ int run(const DiscoverFlags& options, Context& context) {
   if (opened.failure) {
     throw UnreachableError(*opened.failure);
   }
-  DiscoverResult result;
-  if (uri.kind == core::StoreUri::Kind::Postgres) {
-    PostgresDiscoverStore store(inbox_settings(uri, InboxFlags{}, "", context));
-    result = run_discover(request, *opened.source, store);
-  } else {
-    RedisDiscoverStore store(redis_settings(uri, context));
-    result = run_discover(request, *opened.source, store);
-  }
+  DiscoverResult result = family.discover_in(uri, request, *opened.source, context);
   if (result.ids.empty()) {
     throw UsageError("no event in the range carries an id: check --id, or widen --from");
   }

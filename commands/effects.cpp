@@ -1,11 +1,8 @@
 #include "commands/effects.hpp"
 
+#include "commands/placement/family.hpp"
 #include "commands/settings.hpp"
 #include "connectors/kafka/kafka.hpp"
-#include "connectors/postgres/inbox.hpp"
-#include "connectors/postgres/inbox_store.hpp"
-#include "connectors/redis/redis.hpp"
-#include "core/check/inbox_rules.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/time.hpp"
 
@@ -55,9 +52,10 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
   }
   EffectsOptions out;
   bool kafka = flags.uri.starts_with("kafka:");
-  if (!kafka && (flags.id != "header:event_id" || flags.allowance != "5m")) {
+  const EffectsFlags defaults;
+  if (!kafka && (flags.id != defaults.id || flags.allowance != defaults.allowance)) {
     throw UsageError(fmt::format("{} is for --effects kafka:TOPIC (records of an output topic)",
-                                 flags.id != "header:event_id" ? "--effects-id" : "--effects-allowance"));
+                                 flags.id != defaults.id ? "--effects-id" : "--effects-allowance"));
   }
   if (kafka) {
     std::string topic = flags.uri.substr(6);
@@ -72,77 +70,39 @@ std::optional<EffectsOptions> parse_effects(const EffectsFlags& flags) {
     out.id = core::parse_field_specs(flags.id, "--effects-id");
     out.id_text = flags.id;
     out.allowance_ms = core::parse_duration(flags.allowance, "--effects-allowance");
-    out.uri.kind = core::StoreUri::Kind::Memory; // not a store: the topic is read through -b's cluster
-    out.placement.kind = "kafka";
+    out.placement.kind = reports::EffectsKind::Kafka; // not a store: the topic is read through -b's cluster
     out.placement.store = flags.uri;
     out.placement.topic = topic;
     return out;
   }
   out.uri = core::parse_store_uri(flags.uri, "--effects");
   out.placement.store = out.uri.redacted();
-  switch (out.uri.kind) {
-  case core::StoreUri::Kind::Postgres:
-    connectors::postgres::check_conninfo(out.uri.conninfo, "--effects");
-    if (flags.table.empty()) {
-      throw UsageError("--effects postgres://…: name the table that holds a row per applied event with "
-                       "--effects-table NAME");
-    }
-    if (!flags.key_template.empty()) {
-      throw UsageError("--effects-key-template is for --effects redis://…; a table's rows are found by "
-                       "--effects-column");
-    }
-    core::check_inbox_names(flags.table, {{"--effects-column", flags.column}});
-    out.placement.kind = "postgres";
-    out.placement.table = flags.table;
-    out.placement.column = flags.column;
-    break;
-  case core::StoreUri::Kind::Redis:
-    if (flags.key_template.empty()) {
-      throw UsageError("--effects redis://…: give the key the consumer writes per applied event with "
-                       "--effects-key-template TEMPLATE (e.g. 'charged:{event_id}')");
-    }
-    if (!flags.table.empty()) {
-      throw UsageError("--effects-table is for --effects postgres://…; Redis effects are keys "
-                       "(--effects-key-template)");
-    }
-    try {
-      out.key_template = core::KeyTemplate::parse(flags.key_template);
-    } catch (const UsageError& e) { // named as the template's own flag
-      std::string message = e.what();
-      if (auto at = message.find("--key-template"); at != std::string::npos) {
-        message.replace(at, 14, "--effects-key-template");
-      }
-      throw UsageError(message);
-    }
-    out.placement.kind = "redis";
-    out.placement.key_template = flags.key_template;
-    break;
-  default:
-    throw UsageError(
-        fmt::format("--effects {}: effects are read from postgres://…, redis://… or kafka:TOPIC", flags.uri));
-  }
+  family(out.uri.kind).effects_options(out.uri, flags, out);
   return out;
 }
 
 std::string describe_effects(const EffectsOptions& options) {
   const auto& where = options.placement;
-  return where.kind == "postgres" ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
-         : where.kind == "kafka"  ? fmt::format("{} (ids by {}, from the range's earliest event less {})", where.store,
-                                                options.id_text, core::format_duration(options.allowance_ms))
-                                  : fmt::format("{} ({})", where.store, where.key_template);
+  return where.kind == reports::EffectsKind::Postgres
+             ? fmt::format("{} ({}.{})", where.store, where.table, where.column)
+         : where.kind == reports::EffectsKind::Kafka
+             ? fmt::format("{} (ids by {}, from the range's earliest event less {})", where.store, options.id_text,
+                           core::format_duration(options.allowance_ms))
+             : fmt::format("{} ({})", where.store, where.key_template);
 }
 
 OpenedEffects open_effects(const EffectsOptions& options, Context& context, std::optional<std::int64_t> expected_events,
                            bool batched, const std::vector<core::PartitionPlan>* plans) {
   OpenedEffects out;
-  if (options.placement.kind == "kafka" && !plans) {
+  bool kafka = options.placement.kind == reports::EffectsKind::Kafka;
+  if (kafka && !plans) {
     throw UsageError(fmt::format("--effects {}: effects read from a topic need the audited range on the brokers "
                                  "(-b, --topic), from whose earliest event the output topic is read; a kcat dump "
                                  "(--input) has none",
                                  options.placement.store));
   }
   try {
-    if (options.placement.kind == "kafka") {
+    if (kafka) {
       auto settings = kafka_settings(context);
       auto earliest = connectors::kafka::earliest_timestamp(settings, *plans);
       out.store = connectors::kafka::open_topic_effects(settings, options.placement.topic,
@@ -152,25 +112,8 @@ OpenedEffects open_effects(const EffectsOptions& options, Context& context, std:
                                options.placement.store,
                                earliest ? core::format_time(*earliest - options.allowance_ms) : "now",
                                core::format_duration(options.allowance_ms)));
-    } else if (options.uri.kind == core::StoreUri::Kind::Postgres) {
-      connectors::postgres::InboxSettings settings;
-      settings.conninfo = options.uri.conninfo;
-      settings.naming = {"effects table", "--effects-table", "--effects-column", "--effects"};
-      settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-      settings.schema.table = options.placement.table;
-      settings.schema.id_column = options.placement.column;
-      settings.schema.consumer_column.clear();
-      settings.schema.time_column.clear();
-      settings.expected_events = expected_events;
-      if (batched) {
-        settings.lookup = connectors::postgres::InboxLookup::Batches;
-      }
-      settings.stop = &context.stop;
-      out.store = std::make_unique<core::RecordEffects>(connectors::postgres::open_inbox_store(settings));
     } else {
-      auto settings = redis_settings(options.uri, context);
-      settings.flag = "--effects";
-      out.store = std::make_unique<core::RecordEffects>(connectors::redis::open_store(settings));
+      out.store = family(options.uri.kind).effects(options, context, expected_events, batched);
     }
   } catch (const UnreachableError& e) {
     out.failure = e.what();

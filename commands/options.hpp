@@ -1,6 +1,7 @@
 #pragma once
 
 #include "commands/context.hpp"
+#include "commands/placement/options.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/schema/source.hpp"
 #include "core/audit/audit_analyzer.hpp"
@@ -58,57 +59,7 @@ struct IdentityFlags {
   std::string schemas;
 };
 
-// An inbox table's schema (postgres:// stores), shared by audit and snapshot.
-struct InboxFlags {
-  std::string table = core::InboxSchema().table;
-  std::string id_column = core::InboxSchema().id_column;
-  std::string consumer_column = core::InboxSchema().consumer_column;
-  std::string time_column = core::InboxSchema().time_column;
-  std::string status_column = core::InboxSchema().status_column;
-};
-void add_inbox_options(CLI::Option_group& group, InboxFlags& options);
-
-// The dedup placement (man dedupctl-audit, "The placement"), shared by audit, trace and replay.
-struct PlacementFlags {
-  std::string store;
-  std::optional<std::string> key_template; // absent: the layout's ({event_id} for plain)
-  std::string layout = "plain";
-  std::string key_prefix;
-  std::string collection;
-  std::vector<std::string> layout_options;
-  std::string consumer;
-  std::string ttl;
-  std::string retention;
-  std::string max_lag = "0s";
-  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
-  std::string lease = "15m";
-  std::vector<std::string> side_effects;
-  InboxFlags inbox;
-  std::string inbox_retention;
-  std::string inbox_lookup = "auto";
-};
-
-struct PlacementOptions {
-  core::StoreUri uri;
-  core::RecordLayout layout; // --layout, with its --layout-option
-  std::string collection;    // one-key layouts: the key their records live under, as the server holds it
-  core::AuditOptions audit;  // ttl (declared, or None), policy (retention, lag, lease, markers), side effects, template
-  std::optional<core::Span> inbox_retention;                    // --inbox-retention
-  core::ValueOrigin retention_origin = core::ValueOrigin::Flag; // of policy.retention, when given
-  connectors::postgres::InboxLookup inbox_lookup = connectors::postgres::InboxLookup::Auto; // --inbox-lookup
-};
-
 void add_source_options(CLI::App& app, SourceFlags& options);
-// audit: --store (required) and every flag; replay: --via (optional) and the flags a claim uses.
-enum class PlacementUse { Audit, Replay };
-void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse use = PlacementUse::Audit);
-// Throws UsageError naming the flag.
-// `context` says where the TTL and retention came from (flag, config, environment).
-PlacementOptions parse_placement(const PlacementFlags& options, const Context& context,
-                                 std::string_view store_flag = "--store");
-std::string kind_name(core::StoreUri::Kind kind);
-// The report's placement as the flags name it: kind, store (redacted), layout and collection.
-reports::PlacementInfo placement_info(const PlacementOptions& placement, const PlacementFlags& options);
 void add_identity_options(CLI::App& app, IdentityFlags& options);
 // The schema registry's flags alone (add_identity_options adds them too); `directory`: --schemas too.
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory = true);

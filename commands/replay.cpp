@@ -4,6 +4,7 @@
 #include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/key_archive.hpp"
@@ -107,8 +108,8 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
   if (!options.execute && !has_via && !options.no_dedup) {
     throw UsageError("a replay plan needs --via (the placement it would route through) or --no-dedup");
   }
-  if (has_via && placement.uri.kind == core::StoreUri::Kind::File) {
-    throw UsageError("--via file: is a snapshot and cannot claim events; use the live redis:// or postgres:// store");
+  if (has_via) {
+    placement::require(placement.uri, placement::StoreUse::Via);
   }
   // A repair publishes only the lost events, which the consumer is to read again from its own topic.
   if (sink_spec.kind == SinkSpec::Kind::Kafka && !options.allow_same_topic && !options.repair_lost) {
@@ -120,31 +121,9 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
       }
     }
   }
-  bool redis = has_via && placement.uri.kind == core::StoreUri::Kind::Redis;
-  if (redis && placement.layout.never_expires && placement.audit.ttl.span.finite_ms()) {
-    throw UsageError(fmt::format("--ttl {}: --layout {} writes records that never expire (fields of one hash); "
-                                 "leave --ttl out",
-                                 core::to_text(placement.audit.ttl.span), placement.layout.name));
-  }
-  if (options.repair_lost) {
-    return; // a repair writes no record: the consumer writes its own when it applies the event
-  }
-  if (options.execute && has_via && placement.uri.kind == core::StoreUri::Kind::Dynamodb &&
-      !placement.audit.ttl.span.finite_ms()) {
-    throw UsageError("--via dynamodb:// needs --ttl: the library's expires_after_seconds, which the records' "
-                     "expiration is counted from");
-  }
-  if (options.execute && redis && !placement.audit.ttl.span.known() && !placement.layout.never_expires) {
-    throw UsageError("--via redis:// needs --ttl (the TTL the consumer gives its records, or none) to mark replayed "
-                     "events done");
-  }
-  if (options.execute && redis && placement.layout.value == core::RecordValue::Json &&
-      !placement.audit.ttl.span.finite_ms()) {
-    throw UsageError(
-        fmt::format("--layout {} writes records that carry their expiration: --ttl none cannot be "
-                    "written; give the consumer's{} TTL",
-                    placement.layout.name,
-                    placement.layout.default_ttl_ms > 0 ? " expires_after_seconds (Powertools' default: 1h)" : ""));
+  // A repair writes no record: the consumer writes its own when it applies the event.
+  if (has_via) {
+    family(placement.uri.kind).check_records(placement, options.execute && !options.repair_lost);
   }
   if (options.max_rate < 0) {
     throw UsageError("--max-rate must be a positive number of events per second");
@@ -170,11 +149,7 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
   if (options.no_dedup || options.placement.store.empty()) {
     throw UsageError("--repair-lost needs --via: the consumer's own store, whose stale records it releases");
   }
-  if (placement.uri.kind != core::StoreUri::Kind::Redis && placement.uri.kind != core::StoreUri::Kind::Postgres) {
-    throw UsageError(fmt::format("--repair-lost --via {}: the lost events' records are released from the "
-                                 "consumer's own Redis keys or inbox table",
-                                 placement.uri.redacted()));
-  }
+  placement::require(placement.uri, placement::StoreUse::Release);
   if (core::one_key(placement.layout) && placement.layout.shape != core::RecordShape::HashField) {
     throw UsageError(fmt::format("--repair-lost --layout {}: its records are members of one key, which hold no "
                                  "value to compare before releasing; a plan of the lost events is audit --effects",
@@ -198,8 +173,8 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
 // refused for --execute; the other inboxes are refused; each saying why, before anything is contacted.
 void check_replay_layout(const core::RecordLayout& layout, bool execute) {
   const auto& schema = layout.inbox_schema;
-  if (layout.inbox && (schema.time == core::InboxSchema::Time::Expiry || !schema.in_progress_column.empty() ||
-                       !layout.in_progress_statuses.empty())) {
+  if (layout.inbox() && (schema.time == core::InboxSchema::Time::Expiry || !schema.in_progress_column.empty() ||
+                         !layout.in_progress_statuses.empty())) {
     throw UsageError(fmt::format("--layout {}: its rows carry columns of the library's own (lock ids, message "
                                  "bodies, dispatch state) that a replay cannot write; point --via at an inbox of the "
                                  "replay's own (--inbox-* flags)",
@@ -236,16 +211,7 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     if (repair.effects.failure) {
       throw UnreachableError(*repair.effects.failure);
     }
-    if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
-      repair.records = connectors::postgres::open_inbox_release(inbox_settings(
-          placement.uri, options.placement.inbox, options.placement.consumer, context, &placement.layout));
-    } else {
-      auto settings = redis_settings(placement.uri, context);
-      settings.flag = "--via";
-      settings.layout = placement.layout;
-      settings.collection = placement.collection;
-      repair.records = connectors::redis::open_record_release(settings);
-    }
+    repair.records = family(placement.uri.kind).release(placement, context);
     auto markers = placement.audit.policy.in_progress_values;
     auto layout = placement.layout;
     auto now = context.now_ms;
@@ -267,31 +233,8 @@ std::unique_ptr<core::ReplayPlacement> open_via(const ReplayFlags& options, cons
     findings.push_back(core::no_dedup_finding());
     return std::make_unique<core::NoDedupPlacement>();
   }
-  if (placement.uri.kind == core::StoreUri::Kind::Memory) {
-    std::size_t expected = std::max(expected_events(opened.info), options.memory_window);
-    auto memory =
-        std::make_unique<core::MemoryPlacement>(options.memory_window, std::max<std::size_t>(expected * 16, 1 << 20));
-    findings.push_back(core::memory_placement_finding(memory->window().capacity(), memory->window().bloom_bits()));
-    return memory;
-  }
-  if (placement.uri.kind == core::StoreUri::Kind::Dynamodb) {
-    auto settings = aws_settings(placement.uri, placement.layout, context);
-    auto out = connectors::aws::open_dynamo_replay(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,
-                                                   placement.audit.policy.in_progress_values, context.now_ms);
-    return out;
-  }
-  if (placement.uri.kind == core::StoreUri::Kind::Postgres) {
-    auto settings =
-        inbox_settings(placement.uri, options.placement.inbox, options.placement.consumer, context, &placement.layout);
-    return connectors::postgres::open_inbox_replay(settings, placement.audit.policy.in_progress_values);
-  }
-  auto settings = redis_settings(placement.uri, context);
-  settings.flag = "--via";
-  settings.layout = placement.layout;
-  settings.collection = placement.collection;
-  return connectors::redis::open_replay_placement(settings, placement.audit.ttl.span, placement.audit.policy.lease_ms,
-                                                  placement.audit.policy.in_progress_values,
-                                                  connectors::redis::ClaimForm::Auto, context.now_ms);
+  ViaOptions via{expected_events(opened.info), options.memory_window, &findings};
+  return family(placement.uri.kind).via(placement, via, context);
 }
 
 // The sink an executed replay publishes to; none for a plan. Throws UnreachableError.
@@ -432,7 +375,7 @@ int run(const ReplayFlags& options, Context& context) {
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity, context);
   request.key_template = placement.audit.key_template;
-  if (has_via && placement.uri.kind == core::StoreUri::Kind::Postgres) {
+  if (has_via && placement::family_row(placement.uri.kind).keyed_by_event_id) {
     request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   }
   request.consumer = options.placement.consumer;
@@ -454,7 +397,7 @@ int run(const ReplayFlags& options, Context& context) {
     sink_lock.emplace(sink_spec.target, "--sink file:" + sink_spec.target);
   }
   resume(request, options, sink_spec, context);
-  request.placement.kind = has_via ? kind_name(placement.uri.kind) : "none";
+  request.placement.kind = has_via ? core::store_kind_name(placement.uri.kind) : "none";
   request.placement.store = has_via ? placement.uri.redacted() : "";
   request.placement.key_template = request.key_template.text();
   request.placement.consumer = request.consumer;

@@ -4,8 +4,8 @@
 #include "commands/effects.hpp"
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/source.hpp"
-#include "commands/store.hpp"
 #include "connectors/file/text.hpp"
 #include "core/audit/retention.hpp"
 #include "core/util/errors.hpp"
@@ -65,7 +65,7 @@ int run(const TraceFlags& options, Context& context) {
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
   request.in_progress_values = placement.audit.policy.in_progress_values;
-  request.placement = placement_info(placement, options.placement);
+  request.placement = placement_info(placement);
   request.placement.ttl = placement.audit.ttl;
   request.layout = placement.layout;
   request.placement.consumer = request.consumer;
@@ -75,16 +75,17 @@ int run(const TraceFlags& options, Context& context) {
     request.placement.effects = effects_options->placement;
   }
   std::int64_t now = context.now_ms();
-  bool file_store = placement.uri.kind == core::StoreUri::Kind::File;
+  const auto& family = commands::family(placement.uri.kind);
+  bool file_store = family.row->local;
   OpenedStore store;
   if (file_store) {
-    store = open_dedup_store(placement, options.placement, context, std::nullopt);
+    store = family.read(placement, context, std::nullopt);
   }
   OpenedSource opened = open_source(options.source, context);
   opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string> failure = opened.failure;
   if (!failure && !file_store) {
-    store = open_dedup_store(placement, options.placement, context, std::nullopt);
+    store = family.read(placement, context, std::nullopt);
     failure = store.failure;
   }
   if (!failure) {

@@ -2,9 +2,9 @@
 #include "commands/context.hpp"
 #include "commands/effects.hpp"
 #include "commands/options.hpp"
+#include "commands/placement/family.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
-#include "commands/store.hpp"
 #include "connectors/file/key_archive.hpp"
 #include "connectors/http/server.hpp"
 #include "connectors/kafka/kafka.hpp"
@@ -100,23 +100,13 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
     config.shard = core::parse_shard(flags.shard);
   }
   config.identify = parse_identity(flags.identity, context);
-  if (auto uri = flags.placement.store.empty() ? core::StoreUri{} : core::parse_store_uri(flags.placement.store);
-      uri.kind == core::StoreUri::Kind::Dynamodb) {
-    // Its gauges would be labelled with another system's name: refused by name, before its layout is
-    // asked for, until it has a label of its own.
-    throw UsageError(fmt::format("--store {}: watch does not read DynamoDB tables yet (it serves redis:// and "
-                                 "postgres:// placements); run dedupctl audit on the table on a schedule instead",
-                                 uri.redacted()));
+  if (!flags.placement.store.empty()) {
+    // Before its layout is asked for: a kind watch cannot read is refused for that first.
+    placement::require(core::parse_store_uri(flags.placement.store), placement::StoreUse::Watch);
   }
   config.placement = parse_placement(flags.placement, context);
   config.effects = parse_effects(flags.effects);
   config.placement.audit.effects = config.effects.has_value();
-  if (config.placement.uri.kind == core::StoreUri::Kind::Memory ||
-      config.placement.uri.kind == core::StoreUri::Kind::File) {
-    throw UsageError(fmt::format("--store {}: watch reads a live placement (redis://, postgres://); a snapshot or "
-                                 "memory holds nothing that changes",
-                                 config.placement.uri.redacted()));
-  }
   for (const auto& seek : flags.seeks) {
     if (flags.group.empty()) {
       throw UsageError("--seek needs --group: the window a seek would re-apply is [seek, committed) of that group");
@@ -164,9 +154,8 @@ private:
 // The systems the loop watches, over the connectors: the brokers, the store the flags name, TMPDIR.
 class ConnectedSystems final : public WatchSystems {
 public:
-  ConnectedSystems(const WatchConfig& config, const PlacementFlags& placement_flags, Context& context)
-      : m_config(config), m_placement_flags(placement_flags), m_context(context),
-        m_kafka(reader_settings(false, context)) {
+  ConnectedSystems(const WatchConfig& config, Context& context)
+      : m_config(config), m_context(context), m_kafka(reader_settings(false, context)) {
     m_kafka.stop = &context.stop;
   }
 
@@ -210,7 +199,7 @@ public:
     PlacementOptions placement = m_config.placement;
     placement.inbox_lookup = connectors::postgres::InboxLookup::Batches; // rows that arrive after a load would never
                                                                          // be seen
-    auto opened = open_dedup_store(placement, m_placement_flags, m_context, std::nullopt);
+    auto opened = family(placement.uri.kind).read(placement, m_context, std::nullopt);
     WatchStore out;
     out.failure = opened.failure;
     if (opened.inbox) {
@@ -222,7 +211,7 @@ public:
       // is read from the watched range's earliest event on, and followed.
       try {
         std::vector<core::PartitionPlan> plans;
-        if (m_config.effects->placement.kind == "kafka") {
+        if (m_config.effects->placement.kind == reports::EffectsKind::Kafka) {
           plans = resolve_watched(now).plans;
         }
         auto effects = open_effects(*m_config.effects, m_context, std::nullopt, true, &plans);
@@ -251,7 +240,6 @@ public:
 
 private:
   const WatchConfig& m_config;
-  const PlacementFlags& m_placement_flags;
   Context& m_context;
   connectors::kafka::KafkaSettings m_kafka;
 };
@@ -268,7 +256,9 @@ WatchOptions watch_options(const WatchConfig& config, const PlacementFlags& plac
   options.shard = config.shard;
   options.identify = config.identify;
   options.audit = config.placement.audit;
-  options.inbox = config.placement.uri.kind == core::StoreUri::Kind::Postgres;
+  const auto& row = placement::family_row(config.placement.uri.kind);
+  options.inbox = row.keyed_by_event_id;
+  options.store_system = row.watch_system.value_or(WatchSystem::Redis);
   options.consumer = placement_flags.consumer;
   if (config.effects) {
     options.effects_template = config.effects->key_template;
@@ -310,7 +300,7 @@ int run(const WatchFlags& flags, Context& context) {
   }
   warn_of_typed_passwords(flags, context);
   std::int64_t interval = config.interval_ms;
-  ConnectedSystems systems(config, flags.placement, context);
+  ConnectedSystems systems(config, context);
   Watcher watcher(watch_options(config, flags.placement), systems);
   std::int64_t stale_after = std::max<std::int64_t>(60'000, 3 * interval);
   connectors::http::Server server(

@@ -113,3 +113,19 @@ std::string xml_escape(std::string_view bytes) {
 }
 
 } // namespace dedupctl::reports::detail
+
+namespace dedupctl::reports {
+
+std::string_view to_string(EffectsKind kind) {
+  switch (kind) {
+  case EffectsKind::Postgres:
+    return "postgres";
+  case EffectsKind::Redis:
+    return "redis";
+  case EffectsKind::Kafka:
+    return "kafka";
+  }
+  return "postgres";
+}
+
+} // namespace dedupctl::reports

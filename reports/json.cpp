@@ -141,11 +141,11 @@ Json placement_json(const PlacementInfo& placement) {
   out["retention_origin"] = retention_declared ? Json(core::origin_name(placement.retention->origin)) : Json(nullptr);
   if (placement.effects) {
     const auto& e = *placement.effects;
-    Json effects{{"kind", e.kind}, {"store", e.store}};
-    if (e.kind == "postgres") {
+    Json effects{{"kind", to_string(e.kind)}, {"store", e.store}};
+    if (e.kind == EffectsKind::Postgres) {
       effects["table"] = e.table;
       effects["column"] = e.column;
-    } else if (e.kind == "kafka") {
+    } else if (e.kind == EffectsKind::Kafka) {
       effects["topic"] = e.topic;
     } else {
       effects["key_template"] = e.key_template;

@@ -21,8 +21,12 @@ namespace dedupctl::reports {
 
 // The placement an audit looked at (report-v1 "placement").
 // Where the consumer's effects were looked up (--effects): report-v1 placement.effects.
+// Where --effects reads the consumer's effects: a table's rows, Redis keys, an output topic's records.
+enum class EffectsKind { Postgres, Redis, Kafka };
+std::string_view to_string(EffectsKind kind); // postgres, redis, kafka: as report-v1 names it
+
 struct EffectsPlacement {
-  std::string kind;  // postgres, redis
+  EffectsKind kind = EffectsKind::Postgres;
   std::string store; // the URI, password redacted
   std::string table; // postgres
   std::string column;

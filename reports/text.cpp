@@ -160,10 +160,10 @@ void print_placement(const Report& report, std::FILE* out) {
     fmt::print(out, "  ttl {} ({}{}){}\n", core::to_text(p.ttl.span), core::describe(p.ttl), estimate, retention);
     if (p.effects) {
       const auto& e = *p.effects;
-      fmt::print(out, "  effects {} {}  {}\n", e.kind, e.store,
-                 e.kind == "postgres" ? fmt::format("table {} column {}", e.table, e.column)
-                 : e.kind == "kafka"  ? "records of topic " + e.topic
-                                      : "key " + e.key_template);
+      fmt::print(out, "  effects {} {}  {}\n", to_string(e.kind), e.store,
+                 e.kind == EffectsKind::Postgres ? fmt::format("table {} column {}", e.table, e.column)
+                 : e.kind == EffectsKind::Kafka  ? "records of topic " + e.topic
+                                                 : "key " + e.key_template);
     }
   }
 }

@@ -90,9 +90,10 @@ struct WatchOptions {
   std::vector<std::string> seek_names; // --seek NAME=SPEC, in order
   std::optional<core::ShardSpec> shard;
   core::IdentifyOptions identify;
-  core::AuditOptions audit; // the key template, the declared TTL, the policy, side effects
-  bool inbox = false;       // the store is a PostgreSQL inbox (keyed by the event id)
-  std::string consumer;     // {consumer} in the key template
+  core::AuditOptions audit;                      // the key template, the declared TTL, the policy, side effects
+  bool inbox = false;                            // the store is a PostgreSQL inbox (keyed by the event id)
+  WatchSystem store_system = WatchSystem::Redis; // the store's gauges' system="…" label
+  std::string consumer;                          // {consumer} in the key template
   // --effects (audit.effects set): each event's effect looked up by the key this renders.
   core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
   std::int64_t interval_ms = 5000;
@@ -126,7 +127,7 @@ private:
   struct TopicLog;
 
   core::WatchPolicy policy() const;
-  WatchSystem store_system() const { return m_options.inbox ? WatchSystem::Postgres : WatchSystem::Redis; }
+  WatchSystem store_system() const { return m_options.store_system; }
   void note_change(WatchSystem system, bool up, const std::string& why);
   void store_down(const std::string& why, std::optional<WatchSystem> system = std::nullopt);
   bool resolve(std::int64_t now);

@@ -253,7 +253,7 @@ void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& 
   auto error = [&](const std::string& field, std::string message) {
     errors.push_back({consumer.position_of(field), std::move(message)});
   };
-  if (layout.name == "plain") {
+  if (layout.home == LayoutHome::Any) {
     for (const char* field : {"key_prefix", "collection"}) {
       if (consumer.fields.count(field)) {
         error(field, fmt::format("'{}' goes with a layout: write layout = \"…\" ({})", field, layout_names_text()));
@@ -261,14 +261,14 @@ void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& 
     }
     return;
   }
-  if (layout.inbox != (consumer.placement == Placement::Postgres)) {
+  if (layout.inbox() != (consumer.placement == Placement::Postgres)) {
     error("layout",
-          layout.inbox
+          layout.inbox()
               ? fmt::format("layout '{}' is an inbox layout: write placement = \"postgres\"", layout.name)
               : fmt::format("layout '{}' keeps its records in Redis: write placement = \"redis\"", layout.name));
     return;
   }
-  if (layout.inbox) {
+  if (layout.inbox()) {
     const InboxSchema& schema = layout.inbox_schema;
     for (auto [field, member] :
          {std::pair{"inbox_table", &InboxSchema::table}, std::pair{"inbox_id_column", &InboxSchema::id_column},
@@ -384,7 +384,7 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     ConsumerDeclaration consumer = reader.read(*table);
     reader.check_required(consumer, names);
     apply_layout(consumer, out.errors);
-    if (!consumer.layout.inbox) {
+    if (!consumer.layout.inbox()) {
       apply_inbox_defaults(consumer);
     }
     out.consumers.push_back(std::move(consumer));

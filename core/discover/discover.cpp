@@ -99,7 +99,7 @@ std::vector<LayoutCandidate> inbox_candidates(const std::vector<TableColumns>& t
   std::vector<RecordLayout> layouts;
   for (auto name : layout_names()) {
     RecordLayout layout = find_layout(name);
-    if (layout.inbox || layout.name == "plain") {
+    if (layout.home == LayoutHome::Inbox || layout.home == LayoutHome::Any) {
       layouts.push_back(std::move(layout));
     }
   }
@@ -109,20 +109,20 @@ std::vector<LayoutCandidate> inbox_candidates(const std::vector<TableColumns>& t
       return std::find(table.columns.begin(), table.columns.end(), column) != table.columns.end();
     };
     for (const auto& layout : layouts) {
-      const InboxSchema& schema = layout.inbox ? layout.inbox_schema : InboxSchema{};
+      const InboxSchema& schema = layout.inbox() ? layout.inbox_schema : InboxSchema{};
       bool fits = has(schema.id_column) && has(schema.time_column);
       for (const auto* column : {&schema.status_column, &schema.in_progress_column}) {
         fits = fits && (column->empty() || has(*column));
       }
       // The generic inbox's consumer column is optional (--inbox-consumer-column ''); a library's is not.
-      if (!fits || (layout.inbox && !schema.consumer_column.empty() && !has(schema.consumer_column))) {
+      if (!fits || (layout.inbox() && !schema.consumer_column.empty() && !has(schema.consumer_column))) {
         continue;
       }
       LayoutCandidate candidate;
       candidate.layout = layout;
       candidate.inbox_table = inbox_table_name(table);
       candidate.layout.inbox_schema.table = candidate.inbox_table;
-      if (!layout.inbox && !has(schema.consumer_column)) {
+      if (!layout.inbox() && !has(schema.consumer_column)) {
         candidate.inbox_flags.emplace_back("--inbox-consumer-column", "");
         candidate.layout.inbox_schema.consumer_column.clear();
       }

@@ -9,14 +9,14 @@
 
 namespace dedupctl::core {
 
-KeyTemplate KeyTemplate::parse(std::string_view text) {
+KeyTemplate KeyTemplate::parse(std::string_view text, std::string_view flag) {
   KeyTemplate tmpl;
   tmpl.m_text = std::string(text);
   auto bad = [&](std::string_view why) -> KeyTemplate {
-    throw UsageError(fmt::format("invalid --key-template '{}': {}; placeholders are {{event_id}}, {{type}}, "
+    throw UsageError(fmt::format("invalid {} '{}': {}; placeholders are {{event_id}}, {{type}}, "
                                  "{{entity}}, {{topic}}, {{partition}}, {{offset}}, {{key}}, {{consumer}}, "
                                  "{{header:NAME}}, {{json:/ptr}}, and {{{{ }}}} are literal braces",
-                                 text, why));
+                                 flag, text, why));
   };
   if (text.empty()) {
     return bad("the template is empty, so every event would share one key (the consumer's is often "

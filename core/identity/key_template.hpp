@@ -23,8 +23,8 @@ public:
     std::vector<TemplateFilter> filters; // applied in order to the placeholder's value
   };
 
-  // Throws UsageError naming the template and the bad placeholder.
-  static KeyTemplate parse(std::string_view text);
+  // Throws UsageError naming the flag, the template and the bad placeholder.
+  static KeyTemplate parse(std::string_view text, std::string_view flag = "--key-template");
 
   const std::string& text() const { return m_text; }
   const std::vector<Segment>& segments() const { return m_segments; }

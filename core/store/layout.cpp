@@ -26,6 +26,7 @@ RecordLayout plain() { return RecordLayout{}; }
 RecordLayout powertools(std::string name, std::string key_template, std::string library) {
   RecordLayout layout;
   layout.name = std::move(name);
+  layout.home = LayoutHome::Redis;
   layout.library = std::move(library);
   layout.value = RecordValue::Json;
   layout.key_template = std::move(key_template);
@@ -51,6 +52,7 @@ RecordLayout one_key(std::string name, RecordShape shape, RecordValue value, std
                      std::string library) {
   RecordLayout layout;
   layout.name = std::move(name);
+  layout.home = LayoutHome::Redis;
   layout.library = std::move(library);
   layout.shape = shape;
   layout.value = value;
@@ -62,7 +64,7 @@ RecordLayout inbox(std::string name, std::string library, InboxSchema schema) {
   RecordLayout layout;
   layout.name = std::move(name);
   layout.library = std::move(library);
-  layout.inbox = true;
+  layout.home = LayoutHome::Inbox;
   layout.inbox_schema = std::move(schema);
   return layout;
 }
@@ -130,7 +132,7 @@ std::vector<RecordLayout> all_layouts() {
   // Java's generateHash digests a text node's text, not its JSON: no quotes.
   RecordLayout java = powertools("powertools-java", "{prefix}#{event_id|md5}",
                                  "Powertools for AWS Lambda (Java), DynamoDBPersistenceStore");
-  java.dynamodb_only = true;
+  java.home = LayoutHome::Dynamodb;
   java.not_a_record_suffix.clear();
   layouts.push_back(java);
   layouts.push_back(generic_json());
@@ -145,6 +147,7 @@ std::vector<RecordLayout> all_layouts() {
   layouts.push_back(camel_set);
   RecordLayout camel_string;
   camel_string.name = "camel-string";
+  camel_string.home = LayoutHome::Redis;
   camel_string.library =
       "Camel's SpringRedisStringIdempotentRepository (<repository>:<id>, Java-serialized as a RedisTemplate writes it)";
   camel_string.java_key = true;

@@ -76,8 +76,17 @@ struct DynamoKeySchema {
   std::string static_partition; // with `sort`: the partition key's one value
 };
 
+// Which stores hold a layout's records: the one answer to "does this layout fit this store"
+// (check_layout_home), where each store kind's family asks it. Any: plain, a key per id with any
+// value, read from every store (a key, an inbox's generic row, an item). Redis: a library's records in
+// Redis keys, hashes or sets (a DynamoDB table too, for the JSON ones). Inbox: a library's rows in a
+// PostgreSQL table. Dynamodb: a library that writes its records to DynamoDB alone (Powertools for
+// Java). A snapshot file holds what its store held, so it takes every home.
+enum class LayoutHome { Any, Redis, Inbox, Dynamodb };
+
 struct RecordLayout {
   std::string name = "plain";
+  LayoutHome home = LayoutHome::Any;
   std::string library; // who writes it, for --help and the man page
   RecordShape shape = RecordShape::Key;
   RecordValue value = RecordValue::Marker;
@@ -98,9 +107,8 @@ struct RecordLayout {
   // What the library does with a claim whose own lease (claim_until_ms) passed: takes it over and
   // applies the event again (Powertools), where a plain claim is skipped by every delivery.
   bool orphans_reapplied = false;
-  // An inbox layout (PostgreSQL): the library's table, columns, time column type and in-progress
+  // An inbox layout (home Inbox): the library's table, columns, time column type and in-progress
   // rule; its scope column is filled by --consumer, or `default_consumer` (Spring's REGION).
-  bool inbox = false;
   InboxSchema inbox_schema;
   std::string default_consumer;
   std::vector<std::string> in_progress_statuses; // status values that mean in progress (Wolverine's Incoming)
@@ -113,7 +121,8 @@ struct RecordLayout {
   // In a DynamoDB table (Json layouts only): its key attributes; the record's value is the item's
   // scalar attributes as a JSON object.
   DynamoKeySchema dynamodb;
-  bool dynamodb_only = false; // the library writes these records to DynamoDB alone (Powertools for Java)
+
+  bool inbox() const { return home == LayoutHome::Inbox; }
 };
 
 // Every layout's name, in the order --help lists them.

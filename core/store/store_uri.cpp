@@ -301,4 +301,20 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
 
 std::string StoreUri::redacted() const { return redact_secrets(text); }
 
+std::string_view store_kind_name(StoreUri::Kind kind) {
+  switch (kind) {
+  case StoreUri::Kind::Redis:
+    return "redis";
+  case StoreUri::Kind::Postgres:
+    return "postgres";
+  case StoreUri::Kind::File:
+    return "file";
+  case StoreUri::Kind::Memory:
+    return "memory";
+  case StoreUri::Kind::Dynamodb:
+    return "dynamodb";
+  }
+  return "redis";
+}
+
 } // namespace dedupctl::core

@@ -65,6 +65,9 @@ struct StoreUri {
   std::string redacted() const;
 };
 
+// The kind as reports and messages name it: redis, postgres, file, memory, dynamodb.
+std::string_view store_kind_name(StoreUri::Kind kind);
+
 // Throws UsageError naming the flag.
 StoreUri parse_store_uri(std::string_view text, std::string_view what = "--store");
 

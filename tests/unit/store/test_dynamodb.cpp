@@ -32,7 +32,7 @@ TEST(DynamoLayout, ASortKeyNeedsItsStaticPartitionKeyAndOnlyJsonLayoutsReadTable
   EXPECT_THROW(check_dynamodb_layout(find_layout("spring-hash")), UsageError);
   // Java digests the id's text, not its JSON.
   EXPECT_EQ(find_layout("powertools-java").key_template, "{prefix}#{event_id|md5}");
-  EXPECT_TRUE(find_layout("powertools-java").dynamodb_only);
+  EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
 }
 
 TEST(DynamoRequests, BatchGetNamesEveryKeyAndReadsOnlyTheRulesAttributesThroughPlaceholders) {

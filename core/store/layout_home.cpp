@@ -1,0 +1,41 @@
+#include "core/store/layout_home.hpp"
+
+#include "core/store/dynamodb.hpp"
+#include "core/util/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace dedupctl::core {
+
+void check_layout_home(const RecordLayout& layout, StoreUri::Kind kind) {
+  using Kind = StoreUri::Kind;
+  switch (layout.home) {
+  case LayoutHome::Inbox:
+    if (kind != Kind::Postgres && kind != Kind::File) {
+      throw UsageError(fmt::format("--layout {} is an inbox layout: it reads postgres:// stores (or their snapshots), "
+                                   "not {}",
+                                   layout.name, store_kind_name(kind)));
+    }
+    return;
+  case LayoutHome::Dynamodb:
+    if (kind != Kind::Dynamodb && kind != Kind::File) {
+      throw UsageError(fmt::format("--layout {}: {} keeps its records in DynamoDB; give --store dynamodb://TABLE",
+                                   layout.name, layout.library));
+    }
+    break;
+  case LayoutHome::Redis:
+    if (kind != Kind::Redis && kind != Kind::File && kind != Kind::Dynamodb) {
+      throw UsageError(fmt::format("--layout {} is a Redis layout: it reads redis:// stores (or their snapshots), "
+                                   "not {}",
+                                   layout.name, store_kind_name(kind)));
+    }
+    break;
+  case LayoutHome::Any:
+    break;
+  }
+  if (kind == Kind::Dynamodb) {
+    check_dynamodb_layout(layout); // a JSON record with a key the table can hold
+  }
+}
+
+} // namespace dedupctl::core
