@@ -379,6 +379,18 @@ void keep_value(std::string& into, const char* value, std::size_t size, bool pad
 // replies, rather than the batch at once, changed nothing (ten runs a side).
 // With `with_ttl` false (a JSON layout whose records carry their own expiration) the PTTLs are left
 // out: a key is present when MGET returns a string, and its lapse is the record's own.
+bool read_value(const redisReply& reply, bool with_ttl, core::RecordState& state, std::string& value, std::size_t limit,
+                bool padded) {
+  if (!with_ttl && reply.type == REDIS_REPLY_STRING) {
+    state.kind = core::RecordState::Kind::Present;
+  }
+  if (state.kind != core::RecordState::Kind::Present || reply.type != REDIS_REPLY_STRING) {
+    return false;
+  }
+  keep_value(value, reply.str, std::min<std::size_t>(reply.len, limit), padded);
+  return true;
+}
+
 void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
                         std::vector<std::string>& values, std::size_t value_limit, bool with_ttl,
                         const core::RecordLayout* read_as) {
@@ -415,17 +427,8 @@ void Connection::lookup(const std::vector<std::string>& keys, std::vector<core::
                       mget->type == REDIS_REPLY_ERROR ? std::string(text_of(*mget)) : std::string("something else")));
     }
     for (std::size_t i = begin; i < end; ++i) {
-      const redisReply* value = mget->element[i - begin];
-      // Nil for an absent key and for one holding another type (hash, set): present, no marker
-      // (without PTTLs: absent, as a library's GET finds no record there either).
-      if (!with_ttl && value->type == REDIS_REPLY_STRING) {
-        out[i].kind = core::RecordState::Kind::Present;
-      }
-      if (out[i].kind == core::RecordState::Kind::Present && value->type == REDIS_REPLY_STRING) {
-        keep_value(values[i], value->str, std::min<std::size_t>(value->len, value_limit), padded);
-        if (read_as) {
-          core::read_record_value(*read_as, values[i], out[i], spare_of(values[i]));
-        }
+      if (read_value(*mget->element[i - begin], with_ttl, out[i], values[i], value_limit, padded) && read_as) {
+        core::read_record_value(*read_as, values[i], out[i], spare_of(values[i]));
       }
     }
   }

@@ -141,5 +141,12 @@ private:
 
 // A PTTL reply as a record's state (absent, present with or without a TTL); throws on an error.
 void read_pttl(const redisReply& reply, core::RecordState& state, std::string_view where);
+// A GET's (or an MGET element's) reply into a record's state and value, the one rule for both: nil for
+// an absent key and for one holding another type (hash, set), which its PTTL (`with_ttl`) said is
+// present without a marker; without PTTLs a string alone makes the record present (a key of another
+// type holds no record a library's GET finds either). A present record's string is kept up to `limit`:
+// true when one was.
+bool read_value(const redisReply& reply, bool with_ttl, core::RecordState& state, std::string& value, std::size_t limit,
+                bool padded);
 
 } // namespace dedupctl::connectors::redis
