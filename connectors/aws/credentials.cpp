@@ -1,11 +1,10 @@
 #include "connectors/aws/aws.hpp"
-#include "connectors/aws/http.hpp"
+#include "connectors/http/curl.hpp"
 
 #include "connectors/file/text.hpp"
 #include "connectors/process/shell.hpp"
 #include "core/util/errors.hpp"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -140,17 +139,17 @@ void Credentials::fetch() {
                                                                 : fmt::format("https://sts.{}.amazonaws.com", m_region);
     std::string form = core::web_identity_form(m_role_arn, m_session_name, token);
     std::fill(token.begin(), token.end(), '\0');
-    std::string body;
-    CURL* curl = curl_easy_init();
-    prepare_post(curl, endpoint, form, body, m_settings.timeout_ms);
-    CURLcode code = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(curl);
-    std::fill(form.begin(), form.end(), '\0');
-    if (code != CURLE_OK) {
+    http::Request request;
+    request.url = endpoint;
+    request.timeout_ms = m_settings.timeout_ms;
+    request.post_body = std::move(form);
+    auto response = http::Curl().perform(request);
+    std::fill(request.post_body->begin(), request.post_body->end(), '\0');
+    std::string& body = response.body;
+    long status = response.status;
+    if (response.failure) {
       throw UnreachableError(fmt::format("cannot reach STS at {} for AssumeRoleWithWebIdentity ({}): {}", endpoint,
-                                         m_role_arn, curl_easy_strerror(code)));
+                                         m_role_arn, *response.failure));
     }
     if (status != 200) {
       auto refusal = core::parse_dynamodb_error(body);

@@ -1,10 +1,9 @@
 #include "connectors/aws/aws.hpp"
-#include "connectors/aws/http.hpp"
+#include "connectors/http/curl.hpp"
 
 #include "core/store/record_state.hpp"
 #include "core/util/errors.hpp"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,8 +18,6 @@ namespace dedupctl::connectors::aws {
 
 namespace {
 
-std::once_flag g_curl_init;
-
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
@@ -31,24 +28,7 @@ constexpr int k_transport_attempts = 3;
 // BatchGetItem's limit of keys a request.
 constexpr std::size_t k_batch_keys = 100;
 
-std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
 } // namespace
-
-void prepare_post(CURL* curl, const std::string& url, const std::string& body, std::string& answer,
-                  std::int64_t timeout_ms) {
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &append);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-}
 
 std::string dynamodb_endpoint(const core::StoreUri& uri, const std::string& region) {
   std::string out = !uri.endpoint.empty()                       ? uri.endpoint
@@ -62,11 +42,10 @@ std::string dynamodb_endpoint(const core::StoreUri& uri, const std::string& regi
 }
 
 struct DynamoClient::Handle {
-  CURL* curl = nullptr;
+  http::Curl curl;
 };
 
 DynamoClient::DynamoClient(const AwsSettings& settings) : m_settings(settings) {
-  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   m_credentials = std::make_unique<Credentials>(m_settings);
   m_region = m_credentials->region();
   m_endpoint = dynamodb_endpoint(m_settings.uri, m_region);
@@ -74,7 +53,6 @@ DynamoClient::DynamoClient(const AwsSettings& settings) : m_settings(settings) {
 
 DynamoClient::~DynamoClient() {
   for (auto* handle : m_pool) {
-    curl_easy_cleanup(handle->curl);
     delete handle;
   }
 }
@@ -82,7 +60,7 @@ DynamoClient::~DynamoClient() {
 DynamoClient::Handle* DynamoClient::take() {
   std::lock_guard lock(m_pool_mutex);
   if (m_pool.empty()) {
-    return new Handle{curl_easy_init()};
+    return new Handle{};
   }
   auto* handle = m_pool.back();
   m_pool.pop_back();
@@ -126,34 +104,30 @@ std::optional<std::string> DynamoClient::call(std::string_view action, const std
       throw InterruptedError("interrupted");
     }
     auto credentials = m_credentials->current();
-    std::string token;
-    std::string answer;
-    Handle* handle = take();
-    CURL* curl = handle->curl;
-    curl_easy_reset(curl);
-    prepare_post(curl, m_endpoint, body, answer, m_settings.timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(curl, CURLOPT_USERNAME, credentials.access_key.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials.secret_key.c_str());
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/x-amz-json-1.0");
-    headers = curl_slist_append(headers, target.c_str());
+    http::Request request;
+    request.url = m_endpoint;
+    request.timeout_ms = m_settings.timeout_ms;
+    request.headers = {"Content-Type: application/x-amz-json-1.0", target};
+    request.post_body = body;
+    request.aws_sigv4 = sigv4;
+    request.access_key = credentials.access_key;
+    request.secret_key = std::move(credentials.secret_key);
     if (!credentials.session_token.empty()) {
-      token = "X-Amz-Security-Token: " + credentials.session_token;
-      headers = curl_slist_append(headers, token.c_str());
+      request.headers.push_back("X-Amz-Security-Token: " + credentials.session_token);
     }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    CURLcode code = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, "");
-    curl_slist_free_all(headers);
-    std::fill(token.begin(), token.end(), '\0');
-    std::fill(credentials.secret_key.begin(), credentials.secret_key.end(), '\0');
+    Handle* handle = take();
+    auto response = handle->curl.perform(request);
     give(handle);
-    if (code != CURLE_OK) {
+    for (auto& header : request.headers) {
+      std::fill(header.begin(), header.end(), '\0');
+    }
+    std::fill(request.secret_key.begin(), request.secret_key.end(), '\0');
+    std::string& answer = response.body;
+    long status = response.status;
+    if (response.failure) {
       // A server that cannot be reached is tried three times (a blip), not as long as a throttled one.
-      last_failure = fmt::format("cannot reach DynamoDB at {} ({} on table {}): {}", m_endpoint, action, table,
-                                 curl_easy_strerror(code));
+      last_failure =
+          fmt::format("cannot reach DynamoDB at {} ({} on table {}): {}", m_endpoint, action, table, *response.failure);
       if (++unreachable >= k_transport_attempts) {
         throw UnreachableError(fmt::format("{} (tried {} times)", last_failure, unreachable));
       }

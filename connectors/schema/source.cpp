@@ -3,7 +3,7 @@
 #include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 
-#include <curl/curl.h>
+#include "connectors/http/curl.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -92,13 +92,6 @@ std::string strip_credentials(const std::string& url, std::string* user_info) {
 
 namespace {
 
-std::once_flag g_curl_init;
-
-std::size_t append(char* data, std::size_t size, std::size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
 class Registry : public SchemaSource {
 public:
   explicit Registry(RegistrySettings settings) : m_settings(std::move(settings)) {
@@ -113,12 +106,7 @@ public:
     if (!m_settings.url.starts_with("http://") && !m_settings.url.starts_with("https://")) {
       throw UsageError(fmt::format("--registry {}: expected an http:// or https:// URL", m_settings.url));
     }
-    std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-    m_curl = curl_easy_init();
   }
-  ~Registry() override { curl_easy_cleanup(m_curl); }
-  Registry(const Registry&) = delete;
-  Registry& operator=(const Registry&) = delete;
 
   std::optional<RegisteredSchema> by_id(std::uint32_t id) override {
     auto body = get(fmt::format("/schemas/ids/{}", id));
@@ -152,39 +140,27 @@ private:
   // The body of a 200; nullopt for a 404; UnreachableError for anything else.
   std::optional<std::string> get(const std::string& path) {
     std::string url = m_settings.url + path;
-    std::string body;
-    curl_easy_reset(m_curl);
-    curl_easy_setopt(m_curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(m_curl, CURLOPT_WRITEFUNCTION, &append);
-    curl_easy_setopt(m_curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(m_curl, CURLOPT_TIMEOUT_MS, static_cast<long>(m_settings.timeout_ms));
-    curl_easy_setopt(m_curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(m_curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_slist* headers =
-        curl_slist_append(nullptr, "Accept: application/vnd.schemaregistry.v1+json, application/json");
-    std::string bearer;
+    http::Request request;
+    request.url = url;
+    request.timeout_ms = m_settings.timeout_ms;
+    request.headers = {"Accept: application/vnd.schemaregistry.v1+json, application/json"};
     if (!m_settings.token.empty()) {
-      bearer = "Authorization: Bearer " + m_settings.token;
-      headers = curl_slist_append(headers, bearer.c_str());
+      request.headers.push_back("Authorization: Bearer " + m_settings.token);
     } else if (!m_settings.user_info.empty()) {
-      curl_easy_setopt(m_curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-      curl_easy_setopt(m_curl, CURLOPT_USERPWD, m_settings.user_info.c_str());
+      request.basic_auth = m_settings.user_info;
     }
-    curl_easy_setopt(m_curl, CURLOPT_HTTPHEADER, headers);
-    if (!m_settings.ca_file.empty()) {
-      curl_easy_setopt(m_curl, CURLOPT_CAINFO, m_settings.ca_file.c_str());
+    request.ca_file = m_settings.ca_file;
+    auto response = m_curl.perform(request);
+    for (auto& header : request.headers) {
+      std::fill(header.begin(), header.end(), '\0');
     }
-    CURLcode code = curl_easy_perform(m_curl);
-    curl_slist_free_all(headers);
-    if (!bearer.empty()) {
-      std::fill(bearer.begin(), bearer.end(), '\0');
-    }
-    if (code != CURLE_OK) {
+    std::fill(request.basic_auth.begin(), request.basic_auth.end(), '\0');
+    std::string& body = response.body;
+    if (response.failure) {
       throw RegistryUnreachableError(
-          fmt::format("cannot reach the schema registry {}: {}", m_settings.url, curl_easy_strerror(code)));
+          fmt::format("cannot reach the schema registry {}: {}", m_settings.url, *response.failure));
     }
-    long status = 0;
-    curl_easy_getinfo(m_curl, CURLINFO_RESPONSE_CODE, &status);
+    long status = response.status;
     if (status == 200) {
       return body;
     }
@@ -202,7 +178,7 @@ private:
   }
 
   RegistrySettings m_settings;
-  CURL* m_curl = nullptr;
+  http::Curl m_curl;
 };
 
 class Directory : public SchemaSource {
