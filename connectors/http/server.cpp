@@ -229,7 +229,15 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   }
 };
 
-Server::Server(const std::string& listen, Handler handler, const WebConfig* web) : m_state(std::make_shared<State>()) {
+namespace {
+
+// --listen HOST:PORT: the host without brackets ("" for every address) and the port, checked.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+
+ListenAddress parse_listen(const std::string& listen) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
     throw UsageError(fmt::format("--listen {}: give HOST:PORT (127.0.0.1:9464, :9464 for every address)", listen));
@@ -255,9 +263,12 @@ Server::Server(const std::string& listen, Handler handler, const WebConfig* web)
     }
     ::freeaddrinfo(found);
   }
+  return {host, std::stoi(port)};
+}
 
-  State& state = *m_state;
-  state.handler = std::move(handler);
+// The server the web config asks for: TLS (tls_server_config), its users and its headers.
+std::unique_ptr<httplib::Server> make_http(const WebConfig* web, std::map<std::string, std::string>& users) {
+  std::unique_ptr<httplib::Server> http;
   if (web && web->tls) {
     TlsServerConfig tls = *web->tls;
     auto server =
@@ -265,32 +276,24 @@ Server::Server(const std::string& listen, Handler handler, const WebConfig* web)
     if (!server->is_valid()) {
       throw UsageError(fmt::format("--web-config {}: tls_server_config: {}", web->path, tls_setup_error(tls)));
     }
-    state.http = std::move(server);
+    http = std::move(server);
   } else {
-    state.http = std::make_unique<httplib::Server>();
+    http = std::make_unique<httplib::Server>();
   }
   if (web) {
-    state.users = web->basic_auth_users;
+    users = web->basic_auth_users;
     httplib::Headers headers;
     for (const auto& [name, value] : web->headers) {
       headers.emplace(name, value);
     }
-    state.http->set_default_headers(headers);
+    http->set_default_headers(headers);
   }
-  std::weak_ptr<State> weak = m_state;
-  state.http->new_task_queue = [weak] { return new ConnectionThreads(weak.lock()); };
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second watch on the same
-  // port would bind too and take half the scrapes.
-  state.http->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  state.http->set_read_timeout(k_io_timeout_s, 0);
-  state.http->set_write_timeout(k_io_timeout_s, 0);
-  state.http->set_keep_alive_timeout(k_io_timeout_s);
-  state.http->set_payload_max_length(8192);
-  State* self = m_state.get();
-  state.http->set_pre_routing_handler([self](const httplib::Request& request, httplib::Response& response) {
+  return http;
+}
+
+// Who may ask (basic auth before any route), GET and HEAD through the handler, every other method 405.
+void add_routes(httplib::Server& http, Server::State* self) {
+  http.set_pre_routing_handler([self](const httplib::Request& request, httplib::Response& response) {
     ++self->served;
     if (!self->authorized(request)) {
       response.status = 401;
@@ -315,32 +318,57 @@ Server::Server(const std::string& listen, Handler handler, const WebConfig* web)
     response.set_header("Allow", "GET, HEAD");
     response.set_content("only GET and HEAD\n", "text/plain; charset=utf-8");
   };
-  state.http->Get(".*", serve);
-  state.http->Post(".*", refuse);
-  state.http->Put(".*", refuse);
-  state.http->Patch(".*", refuse);
-  state.http->Delete(".*", refuse);
-  state.http->Options(".*", refuse);
+  http.Get(".*", serve);
+  http.Post(".*", refuse);
+  http.Put(".*", refuse);
+  http.Patch(".*", refuse);
+  http.Delete(".*", refuse);
+  http.Options(".*", refuse);
+}
 
-  raise_open_file_limit();
-  int wanted = std::stoi(port);
-  auto bind = [&](const std::string& address) {
+// The port bound: the one asked for, or any (0); every address is IPv6's and IPv4's, else IPv4's.
+std::uint16_t bind_listen(httplib::Server& http, const ListenAddress& address, const std::string& listen) {
+  auto bind = [&](const std::string& host) {
     errno = 0;
-    if (wanted == 0) {
-      int bound = state.http->bind_to_any_port(address);
+    if (address.port == 0) {
+      int bound = http.bind_to_any_port(host);
       return bound > 0 ? bound : -1;
     }
-    return state.http->bind_to_port(address, wanted) ? wanted : -1;
+    return http.bind_to_port(host, address.port) ? address.port : -1;
   };
-  int bound = host.empty() ? bind("::") : bind(host);
-  if (bound < 0 && host.empty()) {
+  int bound = address.host.empty() ? bind("::") : bind(address.host);
+  if (bound < 0 && address.host.empty()) {
     bound = bind("0.0.0.0");
   }
   if (bound < 0) {
     std::string why = errno ? std::strerror(errno) : "the address cannot be bound";
     throw UsageError(fmt::format("--listen {}: cannot listen there ({}); choose another address or port", listen, why));
   }
-  m_port = static_cast<std::uint16_t>(bound);
+  return static_cast<std::uint16_t>(bound);
+}
+
+} // namespace
+
+Server::Server(const std::string& listen, Handler handler, const WebConfig* web) : m_state(std::make_shared<State>()) {
+  ListenAddress address = parse_listen(listen);
+  State& state = *m_state;
+  state.handler = std::move(handler);
+  state.http = make_http(web, state.users);
+  std::weak_ptr<State> weak = m_state;
+  state.http->new_task_queue = [weak] { return new ConnectionThreads(weak.lock()); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second watch on the same
+  // port would bind too and take half the scrapes.
+  state.http->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  state.http->set_read_timeout(k_io_timeout_s, 0);
+  state.http->set_write_timeout(k_io_timeout_s, 0);
+  state.http->set_keep_alive_timeout(k_io_timeout_s);
+  state.http->set_payload_max_length(8192);
+  add_routes(*state.http, m_state.get());
+  raise_open_file_limit();
+  m_port = bind_listen(*state.http, address, listen);
   deepen_listen_queue(m_port);
   m_thread = std::thread([state = m_state] { state->http->listen_after_bind(); });
   // httplib's stop() does nothing until its loop runs, and its accept() would then wait for ever.
