@@ -1,7 +1,7 @@
 #include "connectors/postgres/inbox.hpp"
 
-#include "connectors/postgres/errors.hpp"
 #include "connectors/postgres/libpq_options.hpp"
+#include "connectors/postgres/sqlstate.hpp"
 #include "core/store/store_uri.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/text.hpp"

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "connectors/postgres/errors.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "connectors/postgres/libpq_options.hpp"
+#include "connectors/postgres/sqlstate.hpp"
 #include "core/store/inbox_table.hpp"
 #include "core/store/record_state.hpp"
 #include "core/store/store_uri.hpp"
@@ -99,7 +99,7 @@ public:
 
   // Runs `body`, turning what libpq throws into the errors of core/util/errors.hpp: a connection
   // that cannot be made or is lost, a statement the server refused or cut (by its SQLSTATE:
-  // connectors/postgres/errors.hpp), an infinite time a bigint cannot hold (a UsageError naming the
+  // connectors/postgres/sqlstate.hpp), an infinite time a bigint cannot hold (a UsageError naming the
   // rows).
   template <typename F> void guard(F&& body) const {
     std::string where = core::redact_secrets(m_settings.conninfo);

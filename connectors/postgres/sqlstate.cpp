@@ -1,4 +1,4 @@
-#include "connectors/postgres/errors.hpp"
+#include "connectors/postgres/sqlstate.hpp"
 
 #include "connectors/postgres/libpq_options.hpp"
 #include "core/util/errors.hpp"
