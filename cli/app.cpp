@@ -78,9 +78,9 @@ void failure_document(const commands::Context& context, std::string_view message
     report.exit_code = exit_code;
     report.error = std::string(message);
     report.fail_on = context.global.fail_on;
-    if (context.command == "snapshot") {
-      // Its --output is the snapshot itself, which a failure must not stand in for: its document
-      // (report-v1, -o json) goes to stdout, and the file is never written.
+    if (context.output_is_data) {
+      // Its --output is the data itself (a snapshot), which a failure must not stand in for: its
+      // document (report-v1, -o json) goes to stdout, and the file is never written.
       if (format == reports::Format::Json) {
         commands::write_report(report, format, context, ""); // stdout
       }

@@ -98,8 +98,9 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
 void decide_retention(AuditRequest& request, const core::SourceInfo& info, const PlacementOptions& placement,
                       Context& context) {
   BrokerTopicConfigs broker(kafka_settings(context));
-  auto decision = core::decide_retention(request.audit.policy.retention, info.topics,
-                                         info.kind == "kafka" ? &broker : nullptr, placement.retention_origin);
+  auto decision =
+      core::decide_retention(request.audit.policy.retention, info.topics,
+                             info.kind == core::SourceKind::Kafka ? &broker : nullptr, placement.retention_origin);
   request.audit.policy.retention = decision.span;
   request.audit.policy.compacted = decision.compacted;
   request.placement.retention = decision;
@@ -184,7 +185,7 @@ int run(const AuditFlags& options, Context& context) {
     if (request.times) {
       context.note("audit stages: " + times.describe());
     }
-    if (request.has_seek && opened.info.kind == "file" && report.complete && report.source) {
+    if (request.has_seek && opened.info.kind == core::SourceKind::File && report.complete && report.source) {
       if (auto why = core::dump_partitions_without_offsets(*report.source, options.committed)) {
         throw UsageError(*why);
       }

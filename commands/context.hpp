@@ -57,6 +57,9 @@ struct Context {
   std::function<void(std::string_view)> note;     // one diagnostic line on stderr (respects -q)
   std::function<void(std::string_view)> error;    // the error that ends the run, on stderr even with -q
   std::string command;                            // the subcommand that ran, for error reports
+  // --output is the command's data, not its report (snapshot's file): a failure's document goes to
+  // stdout then, and the file is never written.
+  bool output_is_data = false;
   // The secrets on the command line (passwords in --store/--via URIs and conninfo, -X *.password):
   // nothing written to stdout or stderr may contain one, in any spelling (core/store/secrets.hpp).
   std::vector<std::string> secrets;

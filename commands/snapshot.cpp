@@ -83,6 +83,7 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
       return -1;
     }
     context.command = "snapshot";
+    context.output_is_data = true;
     return run(*options, context);
   };
 }

@@ -146,7 +146,7 @@ OpenedSource open_dump(const SourceFlags& options, const Context& context, const
   }
   opened.file = file.get();
   opened.source = std::move(file);
-  opened.info.kind = "file";
+  opened.info.kind = core::SourceKind::File;
   opened.info.path = options.input == "-" ? "<stdin>" : options.input;
   if (!options.group.empty()) {
     opened.info.group = options.group;
@@ -226,7 +226,7 @@ OpenedSource open_topics(const SourceFlags& options, const Context& context, con
     opened.source = connectors::kafka::open_reader(settings, std::move(resolved.plans));
   } catch (const UnreachableError& e) {
     opened.failure = e.what();
-    opened.info.kind = "kafka";
+    opened.info.kind = core::SourceKind::Kafka;
     opened.info.bootstrap = settings.bootstrap;
     opened.info.group = request.group;
     opened.info.isolation = isolation;
@@ -254,7 +254,7 @@ OpenedSource open_source(const SourceFlags& options, const Context& context, con
 }
 
 void note_ranges(const core::SourceInfo& info, const Context& context) {
-  if (context.global.quiet > 0 || info.kind != "kafka") {
+  if (context.global.quiet > 0 || info.kind != core::SourceKind::Kafka) {
     return;
   }
   for (const auto& range : info.partitions) {

@@ -98,7 +98,7 @@ std::string artifact_uri(std::string_view path) {
 
 // What a finding is about, where no declarations file names it: the kcat dump read, or kafka:TOPIC.
 std::string source_name(const Report& report) {
-  if (report.source && report.source->kind == "file" && !report.source->path.empty()) {
+  if (report.source && report.source->kind == core::SourceKind::File && !report.source->path.empty()) {
     return report.source->path;
   }
   if (report.source && !report.source->topics.empty()) {
@@ -120,7 +120,7 @@ Json sarif_location(const Report& report, const core::Finding& finding) {
                  Json{{"artifactLocation", Json{{"uri", artifact_uri(finding.file)}}}, {"region", region}}}};
   }
   std::string name = source_name(report);
-  std::string uri = report.source && report.source->kind == "file" ? artifact_uri(name) : name;
+  std::string uri = report.source && report.source->kind == core::SourceKind::File ? artifact_uri(name) : name;
   Json location{{"physicalLocation", Json{{"artifactLocation", Json{{"uri", uri}}}, {"region", region}}}};
   if (!finding.examples.empty() && !finding.examples.front().topic.empty()) {
     const auto& ex = finding.examples.front();

@@ -139,9 +139,10 @@ void meta(std::string& out, const Report& report) {
     for (const auto& t : report.source->topics) {
       topics += (topics.empty() ? "" : ", ") + t;
     }
-    out += fmt::format(" from {} <code>{}</code>{}", report.source->kind == "file" ? "file" : "Kafka",
-                       esc(report.source->kind == "file" ? report.source->path : report.source->bootstrap),
-                       topics.empty() ? "" : fmt::format(", topic <code>{}</code>", esc(topics)));
+    out +=
+        fmt::format(" from {} <code>{}</code>{}", report.source->kind == core::SourceKind::File ? "file" : "Kafka",
+                    esc(report.source->kind == core::SourceKind::File ? report.source->path : report.source->bootstrap),
+                    topics.empty() ? "" : fmt::format(", topic <code>{}</code>", esc(topics)));
     if (report.source->group) {
       out += fmt::format(", group <code>{}</code>", esc(*report.source->group));
     }

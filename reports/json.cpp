@@ -32,10 +32,10 @@ Json time_json(const std::optional<std::int64_t>& ms) {
 
 Json source_json(const core::SourceInfo& source) {
   Json out;
-  out["kind"] = source.kind;
+  out["kind"] = core::to_string(source.kind);
   out["topic"] = source.topics.size() == 1 ? Json(source.topics.front()) : Json(nullptr);
   out["topics"] = source.topics;
-  if (source.kind == "file") {
+  if (source.kind == core::SourceKind::File) {
     out["path"] = source.path;
     out["invalid_lines"] = source.invalid_lines;
     out["repeated_records"] = source.repeated_records;

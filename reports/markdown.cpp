@@ -27,8 +27,8 @@ std::string opt(const std::optional<std::int64_t>& value) { return value ? std::
 
 void print_source(const core::SourceInfo& source, std::FILE* out) {
   fmt::print(out, "## Source\n\n");
-  fmt::print(out, "{} `{}`{}\n\n", source.kind == "file" ? "File" : "Kafka",
-             source.kind == "file" ? source.path : source.bootstrap,
+  fmt::print(out, "{} `{}`{}\n\n", source.kind == core::SourceKind::File ? "File" : "Kafka",
+             source.kind == core::SourceKind::File ? source.path : source.bootstrap,
              source.group ? fmt::format(", group `{}`", *source.group) : "");
   fmt::print(out, "| partition | from | to | log start | log end | committed | events | first event | last event |\n");
   fmt::print(out, "|---|---:|---:|---:|---:|---:|---:|---|---|\n");

@@ -89,7 +89,7 @@ void print_source(const Report& report, std::FILE* out) {
     }
     fmt::print(out, "dedupctl {}: {} ({} partitions, {} events) from {}{}\n", report.command,
                topics.empty() ? "-" : topics, source.partitions.size(), events,
-               source.kind == "file" ? source.path : source.bootstrap,
+               source.kind == core::SourceKind::File ? source.path : source.bootstrap,
                source.group ? fmt::format(", group {}", *source.group) : "");
     if (source.isolation == "read_uncommitted") {
       fmt::print(out, "  read_uncommitted: records of aborted transactions are included (consumers never saw them)\n");
@@ -108,7 +108,7 @@ void print_source(const Report& report, std::FILE* out) {
     }
     if (!source.partitions.empty()) {
       std::vector<std::vector<std::string>> rows;
-      bool kafka = source.kind == "kafka";
+      bool kafka = source.kind == core::SourceKind::Kafka;
       bool group = source.group.has_value();
       std::vector<std::string> head{"PARTITION", "FROM", "TO"};
       if (kafka) {

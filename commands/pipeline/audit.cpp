@@ -253,7 +253,7 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
     for (const auto& coverage : result.partitions) {
       if (range.seek_timestamp && coverage.topic == range.topic && coverage.partition == range.partition) {
         // No event at or after it: the end (a dump's, once it is finalized).
-        range.seek = coverage.seek_found.value_or(info.kind == "file" ? core::k_offset_max : range.to);
+        range.seek = coverage.seek_found.value_or(info.kind == core::SourceKind::File ? core::k_offset_max : range.to);
       }
     }
   }

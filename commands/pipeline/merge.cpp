@@ -185,7 +185,7 @@ reports::Report merge_shards(std::vector<ShardInput>& shards) {
             [](const core::PartitionRange& a, const core::PartitionRange& b) {
               return a.topic != b.topic ? a.topic < b.topic : a.partition < b.partition;
             });
-  if (source.kind == "file") {
+  if (source.kind == core::SourceKind::File) {
     source.topics.clear();
     for (const auto& range : source.partitions) {
       if (std::find(source.topics.begin(), source.topics.end(), range.topic) == source.topics.end()) {

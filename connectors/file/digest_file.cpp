@@ -50,6 +50,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Example, event_id, topic, partition, offset, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartitionRange, topic, partition, from, to, log_start, log_end, committed, seek,
                                    seek_timestamp, events, first_timestamp, last_timestamp, clamped, requested_from,
                                    from_timestamp)
+// As report-v1 names it, so that a digest reads as it did when the kind was a string.
+NLOHMANN_JSON_SERIALIZE_ENUM(SourceKind, {{SourceKind::Kafka, "kafka"}, {SourceKind::File, "file"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SourceInfo, kind, topics, path, bootstrap, group, isolation, partitions,
                                    invalid_lines, repeated_records)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Finding, id, severity, title, count, partitions, examples, advice, file, line,

@@ -91,7 +91,7 @@ ResolvedRange resolve_range(const KafkaSettings& settings, const RangeRequest& r
   KafkaHandle rk = make_handle(RD_KAFKA_CONSUMER, settings, defaults);
 
   ResolvedRange out;
-  out.info.kind = "kafka";
+  out.info.kind = core::SourceKind::Kafka;
   out.info.bootstrap = settings.bootstrap;
   out.info.group = request.group;
   std::vector<std::pair<std::string, std::int32_t>> all = chosen_partitions(rk.get(), settings, request, out.info);

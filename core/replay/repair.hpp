@@ -17,7 +17,8 @@
 namespace dedupctl::core {
 
 // The records of a placement as a repair reads and releases them. Abstract because the records are
-// Redis keys or hash fields (connectors/redis); in unit tests a fake stands in.
+// Redis keys or hash fields (connectors/redis) or an inbox's rows (connectors/postgres); in unit
+// tests a fake stands in.
 class RecordRelease {
 public:
   virtual ~RecordRelease() = default;

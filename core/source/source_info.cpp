@@ -8,6 +8,8 @@
 
 namespace dedupctl::core {
 
+std::string_view to_string(SourceKind kind) { return kind == SourceKind::File ? "file" : "kafka"; }
+
 std::string partition_names(const std::vector<const PartitionRange*>& ranges) {
   constexpr std::size_t k_named = 5;
   std::string names;
@@ -109,7 +111,7 @@ void finalize_source(SourceInfo& source, const std::vector<PartitionPosition>& p
       range->from = position.first_offset.value_or(0);
       range->to = position.last_offset ? *position.last_offset + 1 : range->from;
     }
-    if (source.kind == "file") {
+    if (source.kind == SourceKind::File) {
       // A dump's partitions given before reading (--committed, for --seek): the dump decides where
       // they start and end, and a seek beyond either falls on it.
       range->from = position.first_offset.value_or(0);

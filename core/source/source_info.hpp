@@ -8,12 +8,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dedupctl::core {
 
+// Where a range's events came from: a cluster's topics, or a file (a kcat dump, a sink read back).
+enum class SourceKind { Kafka, File };
+std::string_view to_string(SourceKind kind); // "kafka", "file": as report-v1 and digests name it
+
 struct SourceInfo {
-  std::string kind;                // "kafka" or "file"
+  SourceKind kind = SourceKind::Kafka;
   std::vector<std::string> topics; // in request order
   std::string path;                // file sources
   std::string bootstrap;           // kafka sources

@@ -8,8 +8,8 @@
 #include <vector>
 
 // Where the consumer's effect can be looked up by event id (--effects): a row of a PostgreSQL table,
-// a Redis key. Abstract so that the audit reads every kind the same way; in unit tests a fake of
-// its own stands in.
+// a Redis key, a record of an output topic (connectors/kafka/effects). Abstract so that audit, trace,
+// watch and a repair read every kind the same way; in unit tests fakes of their own stand in.
 namespace dedupctl::core {
 
 class EffectStore {

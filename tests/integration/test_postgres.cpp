@@ -1,8 +1,8 @@
 // The PostgreSQL connector against a real server: what an operator meets when the inbox cannot be
 // read. Every failure is an UnreachableError (exit 3 once it reaches the command) whose message
 // names the server and the cause, and never the password.
-#include "connectors/postgres/errors.hpp"
 #include "connectors/postgres/inbox_store.hpp"
+#include "connectors/postgres/sqlstate.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/time.hpp"

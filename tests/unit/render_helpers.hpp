@@ -56,7 +56,7 @@ inline reports::Report sample() {
   report.generated_at_ms = parse_time("2026-11-20T08:00:00Z");
   report.exit_code = 1;
   SourceInfo source;
-  source.kind = "kafka";
+  source.kind = core::SourceKind::Kafka;
   source.topics = {"orders"};
   source.bootstrap = "broker:9092";
   source.isolation = "read_committed";

@@ -182,7 +182,7 @@ namespace {
 // GitHub's upload-sarif refuses a result without a location ("expected at least one location"):
 // scan and audit findings, which point at no file, get what was read as theirs.
 TEST(SarifFormat, EveryResultHasALocationAsGithubRequires) {
-  for (std::string kind : {"kafka", "file"}) {
+  for (auto kind : {core::SourceKind::Kafka, core::SourceKind::File}) {
     Report report;
     report.command = "audit";
     core::SourceInfo source;
@@ -213,7 +213,8 @@ TEST(SarifFormat, EveryResultHasALocationAsGithubRequires) {
       ASSERT_TRUE(result.contains("locations")) << result.dump();
       ASSERT_GE(result.at("locations").size(), 1u);
       const auto& physical = result.at("locations")[0].at("physicalLocation");
-      EXPECT_EQ(physical.at("artifactLocation").at("uri"), kind == "file" ? "dump.ndjson" : "kafka:orders");
+      EXPECT_EQ(physical.at("artifactLocation").at("uri"),
+                kind == core::SourceKind::File ? "dump.ndjson" : "kafka:orders");
       EXPECT_GE(physical.at("region").at("startLine").get<int>(), 1);
       EXPECT_FALSE(result.at("message").at("text").get<std::string>().empty());
     }

@@ -117,7 +117,7 @@ namespace {
 
 SourceInfo group_source(std::vector<std::optional<std::int64_t>> committed) {
   SourceInfo info;
-  info.kind = "kafka";
+  info.kind = core::SourceKind::Kafka;
   info.group = "billing";
   for (std::size_t p = 0; p < committed.size(); ++p) {
     PartitionRange range;

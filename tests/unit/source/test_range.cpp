@@ -66,7 +66,7 @@ TEST(PlanWithoutBroker, OffsetsAndTimesFilterAndBrokerOnlySpecsAreRefused) {
 
 TEST(FinalizeSource, FileSourcesGetOneRangePerPartitionSeen) {
   SourceInfo info;
-  info.kind = "file";
+  info.kind = core::SourceKind::File;
   PartitionPosition p1{"orders", 1, 3, 10, 12, 1000, 3000, std::nullopt};
   PartitionPosition p0{"orders", 0, 2, 0, 1, 500, 600, std::nullopt};
   finalize_source(info, {p1, p0});
@@ -82,7 +82,7 @@ TEST(FinalizeSource, FileSourcesGetOneRangePerPartitionSeen) {
 // decides their offsets, and a seek outside what it holds falls on its first offset or its end.
 TEST(FinalizeSource, ADumpsCommittedPartitionsTakeTheirOffsetsFromTheDump) {
   SourceInfo info;
-  info.kind = "file";
+  info.kind = core::SourceKind::File;
   for (std::int64_t seek : {std::int64_t{3}, std::int64_t{15}, k_offset_max}) {
     PartitionRange range;
     range.topic = "orders";
