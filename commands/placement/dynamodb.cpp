@@ -3,7 +3,6 @@
 #include "commands/placement/settings.hpp"
 
 #include "connectors/aws/aws.hpp"
-#include "connectors/file/output.hpp"
 #include "core/store/dynamodb.hpp"
 #include "core/store/snapshot_line.hpp"
 #include "core/util/errors.hpp"
@@ -122,19 +121,11 @@ int snapshot(const SnapshotOptions& options, Context& context) {
   if (context.progress) {
     context.progress("");
   }
-  connectors::file::ReportOutput output(context.global.output);
-  fmt::print(output.stream(), "{}\n",
-             core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), "*", "", layout.name}));
-  for (const auto& line : lines) {
-    fmt::print(output.stream(), "{}\n", line);
-  }
-  output.commit();
-  context.note(fmt::format("snapshot of {} records ({} items scanned, {:.1f} read units consumed) from {} taken at "
-                           "{}{}",
-                           lines.size(), scanned, table.client->consumed_units(), uri.redacted(),
-                           core::format_time(taken_at),
-                           context.global.output.empty() ? "" : " written to " + context.global.output));
-  return k_exit_ok;
+  return write_snapshot(
+      core::format_snapshot_header(core::SnapshotHeader{taken_at, uri.redacted(), "*", "", layout.name}), lines,
+      fmt::format("snapshot of {} records ({} items scanned, {:.1f} read units consumed) from {} taken at {}",
+                  lines.size(), scanned, table.client->consumed_units(), uri.redacted(), core::format_time(taken_at)),
+      context);
 }
 
 } // namespace

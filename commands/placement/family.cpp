@@ -1,5 +1,6 @@
 #include "commands/placement/family.hpp"
 
+#include "connectors/file/output.hpp"
 #include "core/store/layout_home.hpp"
 #include "core/util/errors.hpp"
 
@@ -54,6 +55,18 @@ const StoreFamily& family(core::StoreUri::Kind kind) {
     return memory;
   }
   throw std::logic_error("a store kind without a family");
+}
+
+int write_snapshot(const std::string& header, const std::vector<std::string>& lines, const std::string& said,
+                   Context& context) {
+  connectors::file::ReportOutput output(context.global.output);
+  fmt::print(output.stream(), "{}\n", header);
+  for (const auto& line : lines) {
+    fmt::print(output.stream(), "{}\n", line);
+  }
+  output.commit();
+  context.note(said + (context.global.output.empty() ? "" : " written to " + context.global.output));
+  return k_exit_ok;
 }
 
 void StoreFamily::check(const PlacementOptions& options) const {

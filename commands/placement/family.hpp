@@ -103,6 +103,11 @@ struct StoreFamily {
   int take_snapshot(const SnapshotOptions& options, Context& context) const;
 };
 
+// A snapshot's file (--output, else stdout), whole or not at all: its header, then its lines; then
+// `said` on stderr, with where the file went. Every family's snapshot ends so.
+int write_snapshot(const std::string& header, const std::vector<std::string>& lines, const std::string& said,
+                   Context& context);
+
 // The family of `kind`; its members match its row's uses (else std::logic_error: a bug).
 const StoreFamily& family(core::StoreUri::Kind kind);
 

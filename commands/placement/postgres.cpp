@@ -2,7 +2,6 @@
 #include "commands/placement/family.hpp"
 #include "commands/placement/settings.hpp"
 
-#include "connectors/file/output.hpp"
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/check/inbox_rules.hpp"
@@ -199,18 +198,12 @@ int snapshot(const SnapshotOptions& options, Context& context) {
   if (context.progress) {
     context.progress("");
   }
-  connectors::file::ReportOutput output(context.global.output);
-  fmt::print(output.stream(), "{}\n",
-             core::format_inbox_snapshot_header(
-                 core::InboxSnapshotHeader{taken_at, options.uri.redacted(), options.inbox.table}));
-  for (const auto& line : lines) {
-    fmt::print(output.stream(), "{}\n", line);
-  }
-  output.commit();
-  context.note(fmt::format("snapshot of {} rows of {} from {} taken at {}{}", lines.size(), options.inbox.table,
-                           options.uri.redacted(), core::format_time(taken_at),
-                           context.global.output.empty() ? "" : " written to " + context.global.output));
-  return k_exit_ok;
+  return write_snapshot(core::format_inbox_snapshot_header(
+                            core::InboxSnapshotHeader{taken_at, options.uri.redacted(), options.inbox.table}),
+                        lines,
+                        fmt::format("snapshot of {} rows of {} from {} taken at {}", lines.size(), options.inbox.table,
+                                    options.uri.redacted(), core::format_time(taken_at)),
+                        context);
 }
 
 } // namespace

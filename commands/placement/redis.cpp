@@ -3,7 +3,6 @@
 #include "commands/placement/settings.hpp"
 
 #include "commands/pipeline/check.hpp"
-#include "connectors/file/output.hpp"
 #include "connectors/file/text.hpp"
 #include "connectors/redis/redis.hpp"
 #include "core/check/check_rules.hpp"
@@ -204,19 +203,14 @@ int snapshot(const SnapshotOptions& options, Context& context) {
   std::int64_t taken_at = scanned.started_ms;
   // The header says which servers were scanned: every master of a cluster, each once.
   std::string nodes = fmt::format("{}", fmt::join(scanned.nodes, ","));
-  connectors::file::ReportOutput output(context.global.output);
-  std::string header = core::format_snapshot_header(
-      core::SnapshotHeader{taken_at, options.uri.redacted(), options.match, nodes, settings.layout.name});
-  fmt::print(output.stream(), "{}\n", header);
-  for (const auto& line : lines) {
-    fmt::print(output.stream(), "{}\n", line);
-  }
-  output.commit();
-  context.note(fmt::format("snapshot of {} records matching '{}' from {} ({}) taken at {}{}", records, options.match,
-                           options.uri.redacted(), scanned.nodes.size() == 1 ? "one server" : "masters " + nodes,
-                           core::format_time(taken_at),
-                           context.global.output.empty() ? "" : " written to " + context.global.output));
-  return k_exit_ok;
+  return write_snapshot(core::format_snapshot_header(core::SnapshotHeader{taken_at, options.uri.redacted(),
+                                                                          options.match, nodes, settings.layout.name}),
+                        lines,
+                        fmt::format("snapshot of {} records matching '{}' from {} ({}) taken at {}", records,
+                                    options.match, options.uri.redacted(),
+                                    scanned.nodes.size() == 1 ? "one server" : "masters " + nodes,
+                                    core::format_time(taken_at)),
+                        context);
 }
 
 } // namespace
