@@ -2,7 +2,6 @@
 
 #include "commands/settings.hpp"
 #include "connectors/file/text.hpp"
-#include "connectors/postgres/inbox.hpp"
 #include "connectors/schema/decoder.hpp"
 #include "core/audit/retention.hpp"
 #include "core/store/secrets.hpp"
@@ -171,49 +170,6 @@ void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory)
       ->add_option("--schemas", options.schemas,
                    "schemas from DIR (<id>.json, as dedupctl schemas export writes them) instead of a registry")
       ->type_name("DIR");
-}
-
-std::optional<connectors::schema::RegistrySettings> registry_settings(const IdentityFlags& options, Context& context) {
-  if (options.registry.empty()) {
-    return std::nullopt;
-  }
-  connectors::schema::RegistrySettings settings;
-  settings.url = options.registry;
-  settings.ca_file = options.registry_ca;
-  settings.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
-  auto secret_of = [](const std::string& file, const char* variable, const char* flag) {
-    std::string value;
-    if (!file.empty()) {
-      value = std::string(core::trim(connectors::file::read_text_file(file, flag)));
-    } else if (const char* env = std::getenv(variable); env && *env) {
-      value = env;
-    }
-    return value;
-  };
-  settings.user_info =
-      secret_of(options.registry_user_info_file, "DEDUPCTL_REGISTRY_USER_INFO", "--registry-user-info-file");
-  settings.token = secret_of(options.registry_token_file, "DEDUPCTL_REGISTRY_TOKEN", "--registry-token-file");
-  // A password in the URL in every spelling core::secrets_in knows (as typed, percent-decoded),
-  // also when the URL came from the config file or the environment and not from argv.
-  for (auto& secret : core::secrets_in(settings.url)) {
-    context.secrets.push_back(std::move(secret));
-  }
-  for (const std::string* secret : {&settings.user_info, &settings.token}) {
-    if (!secret->empty()) {
-      context.secrets.push_back(*secret);
-      if (auto colon = secret->find(':'); secret == &settings.user_info && colon != std::string::npos) {
-        context.secrets.push_back(secret->substr(colon + 1)); // the password alone
-      }
-    }
-  }
-  if (!settings.user_info.empty() && settings.user_info.find(':') == std::string::npos) {
-    throw UsageError("the registry's user info is not USER:PASSWORD (--registry-user-info-file or "
-                     "DEDUPCTL_REGISTRY_USER_INFO)");
-  }
-  if (!settings.ca_file.empty()) {
-    connectors::file::read_text_file(settings.ca_file, "--registry-ca"); // readable now, not at the first event
-  }
-  return settings;
 }
 
 void add_examples_option(CLI::Option_group& group, std::size_t& examples) {

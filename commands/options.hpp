@@ -75,9 +75,6 @@ core::IdentifyOptions parse_identity(const IdentityFlags& options, Context& cont
 inline std::string decoding_of(const core::IdentifyOptions& identify) {
   return identify.decoder ? identify.decoder->describe() : std::string();
 }
-// The registry's settings from the flags and the environment (DEDUPCTL_REGISTRY_USER_INFO,
-// DEDUPCTL_REGISTRY_TOKEN), files read; nullopt without --registry.
-std::optional<connectors::schema::RegistrySettings> registry_settings(const IdentityFlags& options, Context& context);
 
 // --format, refusing before anything is contacted a format no command renders yet (html).
 reports::Format parse_output_format(const Context& context);

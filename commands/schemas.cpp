@@ -3,6 +3,7 @@
 // a kcat dump works on a laptop without the registry.
 #include "commands/context.hpp"
 #include "commands/options.hpp"
+#include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/schema/decoder.hpp"
 #include "core/util/errors.hpp"
