@@ -1,12 +1,8 @@
 #include "commands/options.hpp"
 
 #include "commands/settings.hpp"
-#include "connectors/file/text.hpp"
 #include "connectors/schema/decoder.hpp"
-#include "core/audit/retention.hpp"
-#include "core/store/secrets.hpp"
 #include "core/util/errors.hpp"
-#include "core/util/text.hpp"
 #include "core/util/time.hpp"
 
 #include <CLI/CLI.hpp>
