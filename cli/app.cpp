@@ -40,7 +40,7 @@ std::vector<std::string> secrets_of(int argc, char** argv) {
       out.push_back(std::move(secret));
     }
   }
-  // redis-cli's password variable (commands/settings.cpp).
+  // redis-cli's password variable (commands/placement/redis.cpp).
   if (const char* auth = std::getenv("REDISCLI_AUTH"); auth && *auth) {
     out.emplace_back(auth);
   }
