@@ -1,0 +1,91 @@
+// Which layout fits which store: every home against every store kind, the refusal's words written out.
+#include "core/store/layout_home.hpp"
+
+#include "core/util/errors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+
+namespace {
+
+using Kind = StoreUri::Kind;
+
+// "" when the layout fits the store; else the words its refusal must hold.
+std::string refusal(const std::string& layout, Kind kind) {
+  try {
+    check_layout_home(find_layout(layout), kind);
+    return "";
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+}
+
+struct Case {
+  const char* layout;
+  Kind kind;
+  const char* words; // nullptr: fits
+};
+
+} // namespace
+
+TEST(LayoutHome, EveryHomeAgainstEveryStoreKind) {
+  const std::vector<Case> cases{
+      // Any (plain): every store, but a DynamoDB table, whose items are JSON records.
+      {"plain", Kind::Redis, nullptr},
+      {"plain", Kind::Postgres, nullptr},
+      {"plain", Kind::File, nullptr},
+      {"plain", Kind::Memory, nullptr},
+      {"plain", Kind::Dynamodb, "--layout plain is not a DynamoDB layout"},
+      // Redis: Redis, its snapshots, and a DynamoDB table for the JSON ones.
+      {"powertools-python", Kind::Redis, nullptr},
+      {"powertools-python", Kind::File, nullptr},
+      {"powertools-python", Kind::Dynamodb, nullptr},
+      {"powertools-python", Kind::Postgres,
+       "--layout powertools-python is a Redis layout: it reads redis:// stores (or their snapshots), not postgres"},
+      {"powertools-python", Kind::Memory,
+       "is a Redis layout: it reads redis:// stores (or their snapshots), not memory"},
+      {"spring-hash", Kind::Redis, nullptr},
+      {"spring-hash", Kind::Dynamodb, "--layout spring-hash is not a DynamoDB layout"},
+      // Inbox: PostgreSQL and its snapshots only.
+      {"eventuate", Kind::Postgres, nullptr},
+      {"eventuate", Kind::File, nullptr},
+      {"eventuate", Kind::Redis,
+       "--layout eventuate is an inbox layout: it reads postgres:// stores (or their "
+       "snapshots), not redis"},
+      {"eventuate", Kind::Dynamodb,
+       "is an inbox layout: it reads postgres:// stores (or their snapshots), not dynamodb"},
+      // Dynamodb (Powertools for Java writes to DynamoDB alone): a table and its scans or exports only.
+      {"powertools-java", Kind::Dynamodb, nullptr},
+      {"powertools-java", Kind::File, nullptr},
+      {"powertools-java", Kind::Redis, "keeps its records in DynamoDB; give --store dynamodb://TABLE"},
+      {"powertools-java", Kind::Postgres, "keeps its records in DynamoDB; give --store dynamodb://TABLE"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.layout) + " in " + std::string(store_kind_name(c.kind)));
+    std::string said = refusal(c.layout, c.kind);
+    if (!c.words) {
+      EXPECT_EQ(said, "");
+    } else {
+      EXPECT_NE(said.find(c.words), std::string::npos) << said;
+    }
+  }
+}
+
+TEST(LayoutHome, EachLibrarysLayoutSaysWhereItsRecordsLive) {
+  EXPECT_EQ(find_layout("plain").home, LayoutHome::Any);
+  EXPECT_EQ(find_layout("json").home, LayoutHome::Redis);
+  EXPECT_EQ(find_layout("camel-string").home, LayoutHome::Redis);
+  EXPECT_EQ(find_layout("zset").home, LayoutHome::Redis);
+  EXPECT_EQ(find_layout("masstransit").home, LayoutHome::Inbox);
+  EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
+  for (auto name : layout_names()) {
+    auto layout = find_layout(name);
+    EXPECT_EQ(layout.inbox(), layout.home == LayoutHome::Inbox) << name;
+    EXPECT_EQ(layout.home == LayoutHome::Any, name == "plain") << name; // only plain is read everywhere
+  }
+}
