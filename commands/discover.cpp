@@ -93,11 +93,8 @@ int run(const DiscoverFlags& options, Context& context) {
   }
   auto uri = core::parse_store_uri(options.store, "--store");
   placement::require(uri, placement::StoreUse::Discover);
-  PlacementOptions store;
-  store.uri = uri;
-  store.given = true;
   const auto& family = commands::family(uri.kind);
-  family.check(store); // before anything is contacted
+  family.check(uri); // before anything is contacted
   DiscoverFlags flags = options;
   if (flags.source.from == SourceFlags().from && flags.source.input.empty()) {
     flags.source.from = fmt::format("-{}", flags.sample); // the newest events: their records are likeliest there

@@ -29,11 +29,7 @@ int run(const SnapshotFlags& flags, Context& context) {
   options.uri = core::parse_store_uri(flags.store, "--store");
   placement::require(options.uri, placement::StoreUse::Snapshot);
   const auto& family = commands::family(options.uri.kind);
-  PlacementOptions store;
-  store.uri = options.uri;
-  store.given = true;
-  store.inbox = flags.inbox;
-  family.check(store); // before anything is contacted
+  family.check(options.uri, flags.inbox); // before anything is contacted
   options.layout = core::find_layout(flags.layout);
   for (const auto& option : flags.layout_options) {
     core::apply_layout_option(options.layout, option);

@@ -75,6 +75,14 @@ void StoreFamily::check(const PlacementOptions& options) const {
   }
 }
 
+void StoreFamily::check(const core::StoreUri& uri, const InboxFlags& inbox) const {
+  PlacementOptions store;
+  store.uri = uri;
+  store.given = true;
+  store.inbox = inbox;
+  check(store);
+}
+
 void StoreFamily::accept(core::RecordLayout& layout) const {
   core::check_layout_home(layout, row->kind);
   if (fit_layout) {

@@ -86,6 +86,8 @@ struct StoreFamily {
 
   // Each member through the row: refused (UsageError) where the kind lacks the use.
   void check(const PlacementOptions& options) const;
+  // The same for a store named by its URI alone (discover, snapshot), with its inbox flags.
+  void check(const core::StoreUri& uri, const InboxFlags& inbox = {}) const;
   void accept(core::RecordLayout& layout) const; // core::check_layout_home, then fit_layout
   void check_records(const PlacementOptions& options, bool writes) const;
   OpenedStore read(const PlacementOptions& options, Context& context,
