@@ -159,6 +159,9 @@ std::vector<RecordLayout> all_layouts() {
   for (auto& layout : inbox_layouts()) {
     layouts.push_back(std::move(layout));
   }
+  for (auto& layout : window_layouts()) {
+    layouts.push_back(std::move(layout));
+  }
   return layouts;
 }
 
@@ -737,6 +740,10 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
   auto eq = option.find('=');
   std::string_view name = option.substr(0, eq);
   std::string_view value = eq == std::string_view::npos ? std::string_view() : option.substr(eq + 1);
+  if (layout.home == LayoutHome::Window) {
+    apply_window_option(layout.window, option);
+    return;
+  }
   if (layout.value != RecordValue::Json) {
     throw UsageError(fmt::format("--layout-option {}: only the json layouts take options (--layout {} has none)",
                                  option, layout.name));

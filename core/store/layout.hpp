@@ -82,7 +82,32 @@ struct DynamoKeySchema {
 // Redis keys, hashes or sets (a DynamoDB table too, for the JSON ones). Inbox: a library's rows in a
 // PostgreSQL table. Dynamodb: a library that writes its records to DynamoDB alone (Powertools for
 // Java). A snapshot file holds what its store held, so it takes every home.
-enum class LayoutHome { Any, Redis, Inbox, Dynamodb };
+// Window: an in-process window of ids (memory:), simulated against the log rather than read.
+enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window };
+
+// An in-process window's structure (docs/windows.md): an LRU of the last `capacity` ids; the LRU
+// with a Bloom filter behind it whose "maybe" means skip; a Bloom filter whose "maybe" is decided by a
+// bounded insertion-ordered set of `capacity` ids (an id not in it is treated as new).
+enum class WindowKind { None, Lru, LruBloom, BloomExact };
+// Whose hashing the Bloom filter uses: bits-and-blooms/bloom v3 (Go) or Guava's BloomFilter (Java).
+enum class BloomImpl { BitsAndBlooms, Guava };
+// Whether one window serves one partition, or all the partitions one consumer is assigned.
+enum class WindowScope { Partition, Consumer };
+
+std::string_view to_string(WindowKind kind);   // "lru", "lru-bloom", "bloom-exact" ("" for None)
+std::string_view to_string(BloomImpl impl);    // "bits-and-blooms", "guava"
+std::string_view to_string(WindowScope scope); // "partition", "consumer"
+
+struct WindowSpec {
+  WindowKind kind = WindowKind::None;
+  std::uint64_t capacity = 0;    // the LRU's entries, or the exact set's ids
+  std::uint64_t bloom_items = 0; // the Bloom's expected ids, as the consumer sized it
+  double bloom_fp = 0;           // its false-positive rate, as the consumer sized it
+  BloomImpl bloom_impl = BloomImpl::BitsAndBlooms;
+  WindowScope scope = WindowScope::Partition;
+
+  bool has_bloom() const { return kind == WindowKind::LruBloom || kind == WindowKind::BloomExact; }
+};
 
 struct RecordLayout {
   std::string name = "plain";
@@ -121,6 +146,8 @@ struct RecordLayout {
   // In a DynamoDB table (Json layouts only): its key attributes; the record's value is the item's
   // scalar attributes as a JSON object.
   DynamoKeySchema dynamodb;
+  // A window layout (home Window): its structure and sizes, from --layout-option.
+  WindowSpec window;
 
   bool inbox() const { return home == LayoutHome::Inbox; }
 };
@@ -130,7 +157,15 @@ std::vector<std::string_view> layout_names();
 std::string layout_names_text(); // the same, comma-separated
 // The layout named; throws UsageError naming it and listing the layouts.
 RecordLayout find_layout(std::string_view name);
-// --layout-option NAME=VALUE for the generic json layout (status-field, expiration-field,
+// The window layouts (lru, lru-bloom, bloom-exact: home Window), and one --layout-option of theirs
+// applied to `spec` (UsageError naming the option and listing the names); window_layout.cpp.
+std::vector<RecordLayout> window_layouts();
+void apply_window_option(WindowSpec& spec, std::string_view option);
+// A window layout's options all given (capacity; bloom-items and bloom-fp for a Bloom): throws
+// UsageError naming what is missing.
+void check_window_options(const RecordLayout& layout);
+// --layout-option NAME=VALUE for a window layout (capacity, bloom-items, bloom-fp, bloom-impl,
+// scope), or for the generic json layout (status-field, expiration-field,
 // expiration-unit, in-progress-expiration-field, in-progress-expiration-unit, in-progress,
 // completed, orphans; for DynamoDB partition-key, sort-key, static-partition-key); throws UsageError
 // naming the option and listing the names.

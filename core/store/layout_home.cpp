@@ -30,9 +30,17 @@ void check_layout_home(const RecordLayout& layout, StoreUri::Kind kind) {
                                    layout.name, store_kind_name(kind)));
     }
     break;
+  case LayoutHome::Window:
+    if (kind != Kind::Memory) {
+      throw UsageError(fmt::format("--layout {} is an in-process window: it is simulated over the log with --store "
+                                   "memory:, not read from {}",
+                                   layout.name, store_kind_name(kind)));
+    }
+    return;
   case LayoutHome::Any:
     break;
   }
+
   if (kind == Kind::Dynamodb) {
     check_dynamodb_layout(layout); // a JSON record with a key the table can hold
   }

@@ -64,6 +64,15 @@ TEST(LayoutHome, EveryHomeAgainstEveryStoreKind) {
       {"powertools-java", Kind::File, nullptr},
       {"powertools-java", Kind::Redis, "keeps its records in DynamoDB; give --store dynamodb://TABLE"},
       {"powertools-java", Kind::Postgres, "keeps its records in DynamoDB; give --store dynamodb://TABLE"},
+      // Window: an in-process window, simulated with memory: alone (a snapshot holds no window).
+      {"lru", Kind::Memory, nullptr},
+      {"lru-bloom", Kind::Memory, nullptr},
+      {"bloom-exact", Kind::Memory, nullptr},
+      {"lru", Kind::Redis, "--layout lru is an in-process window: it is simulated over the log with --store memory:"},
+      {"lru-bloom", Kind::File,
+       "is an in-process window: it is simulated over the log with --store memory:, not read from file"},
+      {"bloom-exact", Kind::Postgres, "is an in-process window"},
+      {"lru", Kind::Dynamodb, "is an in-process window"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.layout) + " in " + std::string(store_kind_name(c.kind)));
@@ -83,6 +92,7 @@ TEST(LayoutHome, EachLibrarysLayoutSaysWhereItsRecordsLive) {
   EXPECT_EQ(find_layout("zset").home, LayoutHome::Redis);
   EXPECT_EQ(find_layout("masstransit").home, LayoutHome::Inbox);
   EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
+  EXPECT_EQ(find_layout("lru-bloom").home, LayoutHome::Window);
   for (auto name : layout_names()) {
     auto layout = find_layout(name);
     EXPECT_EQ(layout.inbox(), layout.home == LayoutHome::Inbox) << name;

@@ -1,0 +1,113 @@
+#include "core/window/bloom.hpp"
+
+#include "core/util/errors.hpp"
+
+#include <murmurhash.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace dedupctl::core {
+
+namespace {
+
+constexpr std::uint64_t k_long_max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+
+void murmur3_x64_128(const void* data, std::size_t size, std::uint64_t out[2]) {
+  lmmh_x64_128(data, static_cast<unsigned int>(size), 0, out);
+}
+
+} // namespace
+
+BloomShape bloom_with_estimates(BloomImpl impl, std::uint64_t items, double fp) {
+  if (!(fp > 0.0 && fp < 1.0)) {
+    throw UsageError(fmt::format("bloom-fp={}: a false-positive rate is above 0 and below 1", fp));
+  }
+  const double ln2 = std::log(2.0);
+  BloomShape shape;
+  shape.impl = impl;
+  if (impl == BloomImpl::BitsAndBlooms) {
+    auto n = static_cast<double>(std::max<std::uint64_t>(items, 0));
+    double m = std::ceil(-1 * n * std::log(fp) / std::pow(ln2, 2));
+    double k = std::ceil(ln2 * m / n);
+    shape.bits = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(m)); // New forces m and k to at least 1
+    shape.hashes = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(k));
+    return shape;
+  }
+  auto n = static_cast<double>(std::max<std::uint64_t>(items, 1)); // create() takes 0 as 1
+  auto m = static_cast<std::int64_t>(-n * std::log(fp) / (ln2 * ln2));
+  // LockFreeBitArray holds ceil(m / 64) longs and indexes all of their bits.
+  shape.bits = ((static_cast<std::uint64_t>(std::max<std::int64_t>(m, 1)) + 63) / 64) * 64;
+  shape.hashes = static_cast<std::uint32_t>(std::max<long long>(1, std::llround(-std::log(fp) / ln2)));
+  return shape;
+}
+
+BloomFilter::BloomFilter(BloomShape shape) : m_shape(shape), m_words((shape.bits + 63) / 64, 0) {
+  if (shape.bits == 0 || shape.hashes == 0) {
+    throw std::logic_error("a Bloom filter of no bits or no hashes");
+  }
+}
+
+BloomHashes BloomFilter::hash(std::string_view id) const {
+  BloomHashes out{};
+  murmur3_x64_128(id.data(), id.size(), out.h);
+  if (m_shape.impl == BloomImpl::BitsAndBlooms) {
+    // The same hash over the data with a byte 1 appended (bits-and-blooms' sum256).
+    std::string padded;
+    padded.reserve(id.size() + 1);
+    padded.append(id);
+    padded.push_back('\x01');
+    murmur3_x64_128(padded.data(), padded.size(), out.h + 2);
+  }
+  return out;
+}
+
+std::uint64_t BloomFilter::location(const BloomHashes& hashes, std::uint32_t i) const {
+  if (m_shape.impl == BloomImpl::BitsAndBlooms) {
+    std::uint64_t ii = i;
+    return (hashes.h[ii % 2] + ii * hashes.h[2 + ((ii + (ii % 2)) % 4) / 2]) % m_shape.bits;
+  }
+  std::uint64_t combined = hashes.h[0] + static_cast<std::uint64_t>(i) * hashes.h[1];
+  return (combined & k_long_max) % m_shape.bits;
+}
+
+bool BloomFilter::test(const BloomHashes& hashes) const {
+  for (std::uint32_t i = 0; i < m_shape.hashes; ++i) {
+    std::uint64_t at = location(hashes, i);
+    if ((m_words[at / 64] & (std::uint64_t{1} << (at % 64))) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void BloomFilter::add(const BloomHashes& hashes) {
+  for (std::uint32_t i = 0; i < m_shape.hashes; ++i) {
+    std::uint64_t at = location(hashes, i);
+    m_words[at / 64] |= std::uint64_t{1} << (at % 64);
+  }
+}
+
+void BloomFilter::locations(const BloomHashes& hashes, std::vector<std::uint64_t>& out) const {
+  out.clear();
+  for (std::uint32_t i = 0; i < m_shape.hashes; ++i) {
+    out.push_back(location(hashes, i));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+std::uint64_t BloomFilter::bits_set() const {
+  std::uint64_t n = 0;
+  for (auto word : m_words) {
+    n += static_cast<std::uint64_t>(std::popcount(word));
+  }
+  return n;
+}
+
+} // namespace dedupctl::core
