@@ -73,6 +73,12 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
   placement = parse_placement(options.placement, context);
+  if (placement.audit.window.kind != core::WindowKind::None &&
+      (!options.shard.digest.empty() || !options.shard.shard.empty())) {
+    throw UsageError(fmt::format("--layout {} with --shard/--digest: a window is simulated in one pass over its "
+                                 "partitions, which shards split; audit the range in one run",
+                                 placement.layout.name));
+  }
   request.audit = placement.audit;
   request.consumer = options.placement.consumer;
   request.placement = placement_info(placement);

@@ -110,6 +110,32 @@ Json span_json(const core::Span& span) {
   return ms ? Json(*ms) : Json(nullptr);
 }
 
+// summary.window: what the simulated window did; a count is a number when exact, {"low", "high"} when
+// the consumer's interleaving of several partitions decides it.
+Json window_json(const core::WindowSummary& w) {
+  auto count = [&](const core::WindowCount& c) -> Json {
+    return w.exact ? Json(c.high) : Json{{"low", c.low}, {"high", c.high}};
+  };
+  Json out{{"layout", core::to_string(w.spec.kind)},
+           {"scope", core::to_string(w.spec.scope)},
+           {"capacity", w.spec.capacity},
+           {"exact", w.exact},
+           {"windows", w.windows},
+           {"events", w.events},
+           {"applied", w.applied},
+           {"caught", w.caught},
+           {"window_misses", count(w.window_misses)},
+           {"false_positives", count(w.false_positives)}};
+  if (w.bloom) {
+    out["bloom"] = Json{{"impl", core::to_string(w.bloom->impl)},
+                        {"items", w.spec.bloom_items},
+                        {"fp", w.spec.bloom_fp},
+                        {"bits", w.bloom->bits},
+                        {"hashes", w.bloom->hashes}};
+  }
+  return out;
+}
+
 Json placement_json(const PlacementInfo& placement) {
   Json out;
   out["kind"] = placement.kind;
@@ -300,6 +326,9 @@ void render_json(const Report& report, std::FILE* out) {
                               {"not_applied", e.not_applied},
                               {"lost", e.lost},
                               {"unguarded", e.unguarded}};
+  }
+  if (report.window) {
+    summary["window"] = window_json(*report.window);
   }
   doc["summary"] = std::move(summary);
   if (report.replay) {

@@ -7,6 +7,7 @@
 #include "core/finding.hpp"
 #include "core/source/source_info.hpp"
 #include "core/trace/trace.hpp"
+#include "core/window/window_analyzer.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -57,6 +58,7 @@ struct Report {
   // In report-v1 order; each command fills the counters it knows.
   std::vector<std::pair<std::string, std::int64_t>> summary;
   std::optional<core::EffectCounts> effects; // summary.effects, with --effects
+  std::optional<core::WindowSummary> window; // summary.window: memory: with a window layout
   std::vector<core::Finding> findings;
   std::optional<PlacementInfo> placement;
   std::optional<core::ReplaySummary> replay;

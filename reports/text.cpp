@@ -192,6 +192,26 @@ void print_coverage(const Report& report, std::FILE* out) {
   }
 }
 
+// memory:'s window as simulated over the log: its shape, then what it did (bounds as "L to H").
+void print_window(const core::WindowSummary& w, std::FILE* out) {
+  std::string shape = fmt::format("{} of {} ids, one window a {}", core::to_string(w.spec.kind), w.spec.capacity,
+                                  core::to_string(w.spec.scope));
+  if (w.bloom) {
+    shape += fmt::format("; Bloom ({}) for {} ids at {}: {} bits, {} hashes", core::to_string(w.bloom->impl),
+                         w.spec.bloom_items, w.spec.bloom_fp, w.bloom->bits, w.bloom->hashes);
+  }
+  fmt::print(out, "\nWINDOW  {}{}\n", shape, w.exact ? "" : "  (bounds: several partitions share it)");
+  auto count = [&](const core::WindowCount& c) {
+    return c.low == c.high ? std::to_string(c.high) : fmt::format("{} to {}", c.low, c.high);
+  };
+  std::vector<std::vector<std::string>> rows{{"events decided", std::to_string(w.events)},
+                                             {"applied", std::to_string(w.applied)},
+                                             {"duplicates caught", std::to_string(w.caught)},
+                                             {"window misses (applied again)", count(w.window_misses)},
+                                             {"false positives (dropped)", count(w.false_positives)}};
+  print_table(out, rows, "  ");
+}
+
 void print_summary(const Report& report, std::FILE* out) {
   if (!report.summary.empty()) {
     fmt::print(out, "\nSUMMARY\n");
@@ -208,6 +228,9 @@ void print_summary(const Report& report, std::FILE* out) {
       rows.push_back({row.label, std::to_string(row.count)});
     }
     print_table(out, rows, "  ");
+  }
+  if (report.window) {
+    print_window(*report.window, out);
   }
 }
 

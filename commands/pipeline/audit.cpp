@@ -5,6 +5,7 @@
 #include "core/audit/retention.hpp"
 #include "core/source/range.hpp"
 #include "core/util/time.hpp"
+#include "core/window/window_analyzer.hpp"
 
 #include <fmt/format.h>
 
@@ -43,8 +44,8 @@ core::AuditOptions audit_options_for(const AuditRequest& request, const core::So
 class AuditReader {
 public:
   AuditReader(const AuditRequest& request, const core::AuditOptions& options, core::DedupStore& store,
-              core::LogAnalyzer& log, core::AuditAnalyzer& audit)
-      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit),
+              core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window)
+      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit), m_window(window),
         m_effects_template(core::after_fields_of(options.key_template, request.effects_template)) {
     core::IdentifyOptions identify = request.identify;
     identify.extra = core::joint_fields(options.key_template, request.effects_template);
@@ -148,6 +149,9 @@ private:
       if (m_request.digest) {
         m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
       }
+      if (m_window && has_key) {
+        m_window->observe(slot.batch.events[i], slot.identities[i], key);
+      }
     }
     if (m_request.progress) {
       m_request.progress(m_events += static_cast<std::int64_t>(slot.batch.events.size()));
@@ -159,6 +163,7 @@ private:
   core::DedupStore& m_store;
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
+  core::WindowAnalyzer* m_window;       // memory: with a window layout
   core::KeyTemplate m_effects_template; // the effects' keys, rendered from the same extra values as the records'
   std::array<Slot, 2> m_slots;
   std::int64_t m_events = 0;
@@ -194,9 +199,19 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     windows.push_back({range.topic, range.partition, range.committed, window});
     audit.set_partition(range.topic, range.partition, range.committed, window);
   }
+  std::optional<core::WindowAnalyzer> window;
+  if (audit_options.window.kind != core::WindowKind::None) {
+    window.emplace(audit_options.window, request.max_examples, audit_options.side_effects);
+  }
   {
-    AuditReader reader(request, audit_options, store, log, audit);
+    AuditReader reader(request, audit_options, store, log, audit, window ? &*window : nullptr);
     incomplete_on_failure(report, [&] { reader.read(source); });
+  }
+  std::vector<core::Finding> placement_findings = request.placement_findings;
+  if (window) {
+    core::WindowResult simulated = window->finish();
+    report.window = simulated.summary;
+    placement_findings.insert(placement_findings.end(), simulated.findings.begin(), simulated.findings.end());
   }
 
   reports::PlacementInfo placement = request.placement;
@@ -239,7 +254,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
                           placement.store, request.consumer, placement.retention, request.placement_findings};
   }
   finish_audit_report(report, std::move(info), audit, log.tally(), log_options, std::move(placement),
-                      request.placement_findings, request.max_examples, request.fail_on, source.positions());
+                      placement_findings, request.max_examples, request.fail_on, source.positions());
   return report;
 }
 

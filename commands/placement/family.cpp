@@ -90,6 +90,12 @@ void StoreFamily::accept(core::RecordLayout& layout) const {
   }
 }
 
+void StoreFamily::check_placed(const PlacementOptions& options) const {
+  if (check_layout) {
+    check_layout(options);
+  }
+}
+
 void StoreFamily::check_records(const PlacementOptions& options, bool writes) const {
   if (check_writes) {
     check_writes(options, writes);

@@ -67,6 +67,9 @@ struct StoreFamily {
   void (*check_options)(const PlacementOptions&) = nullptr;
   // A layout this kind holds is fitted to it (a DynamoDB item's claim is a conditional put).
   void (*fit_layout)(core::RecordLayout&) = nullptr;
+  // What the kind needs of the placement once its layout and TTL are parsed (memory: a window layout
+  // for --store, none for --via).
+  void (*check_layout)(const PlacementOptions&) = nullptr;
   // replay --via: what the records a run writes need of the flags (--ttl); `writes`: a run that marks
   // events done (not a plan, not a repair).
   void (*check_writes)(const PlacementOptions&, bool writes) = nullptr;
@@ -88,7 +91,8 @@ struct StoreFamily {
   void check(const PlacementOptions& options) const;
   // The same for a store named by its URI alone (discover, snapshot), with its inbox flags.
   void check(const core::StoreUri& uri, const InboxFlags& inbox = {}) const;
-  void accept(core::RecordLayout& layout) const; // core::check_layout_home, then fit_layout
+  void accept(core::RecordLayout& layout) const;            // core::check_layout_home, then fit_layout
+  void check_placed(const PlacementOptions& options) const; // check_layout
   void check_records(const PlacementOptions& options, bool writes) const;
   OpenedStore read(const PlacementOptions& options, Context& context,
                    std::optional<std::int64_t> expected_events) const;

@@ -197,6 +197,13 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
   for (const auto& item : options.side_effects) {
     out.audit.side_effects.insert(core::parse_side_effect(item));
   }
+  if (out.given) {
+    family(out.uri.kind).check_placed(out);
+  }
+  if (out.layout.home == core::LayoutHome::Window) { // simulated over the log; nothing outlives a restart
+    out.audit.window = out.layout.window;
+    out.audit.ttl = core::window_ttl();
+  }
   return out;
 }
 

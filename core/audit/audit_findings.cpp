@@ -34,8 +34,11 @@ void add_policy_findings(const AuditOptions& options, const AuditResult& result,
   };
   const Span& ttl = result.ttl.span;
   const Span& retention = options.policy.retention;
-  if (auto f = ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl, retention,
-                                options.policy.max_lag_ms, options.policy.compacted)) {
+  // A window's "TTL" is its restart: the ttl-gap finding says what that means for a seek.
+  bool window = result.ttl.source == TtlSource::Window;
+  if (auto f = window ? std::nullopt
+                      : ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl,
+                                         retention, options.policy.max_lag_ms, options.policy.compacted)) {
     findings.push_back(std::move(*f));
   }
   if (!retention.known()) {
@@ -73,7 +76,18 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
     return evidence.examples[static_cast<std::size_t>(state)];
   };
   auto n = [&](Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
-  if (n(Coverage::Expired) > 0) {
+  if (n(Coverage::Expired) > 0 && result.ttl.source == TtlSource::Window) {
+    Finding f = *state_builder(Coverage::Expired)
+                     .build("ttl-gap", Severity::Error,
+                            fmt::format("{} events are still replayable and the window in memory that deduplicated "
+                                        "them is empty after a restart, a rebalance or a seek",
+                                        n(Coverage::Expired)),
+                            fmt::format("A seek into these events re-applies them all. Keep a durable record behind "
+                                        "the window (Redis with a TTL of {}, or an inbox table).",
+                                        needed));
+    f.count = n(Coverage::Expired);
+    findings.push_back(std::move(f));
+  } else if (n(Coverage::Expired) > 0) {
     Finding f =
         *state_builder(Coverage::Expired)
              .build("ttl-gap", Severity::Error,

@@ -4,6 +4,7 @@
 #include "core/audit/ttl.hpp"
 #include "core/identity/key_template.hpp"
 #include "core/side_effect.hpp"
+#include "core/store/layout.hpp"
 
 #include <cstddef>
 #include <map>
@@ -35,6 +36,9 @@ struct AuditOptions {
   std::string effects_source;
   // The records are items of a DynamoDB table (a missing one was deleted, not flushed or evicted).
   bool dynamodb = false;
+  // The records are an in-process window (memory:, kind set): the audit simulates it over the log
+  // (core::WindowAnalyzer) beside the coverage, which a restart empties.
+  WindowSpec window;
 };
 
 } // namespace dedupctl::core

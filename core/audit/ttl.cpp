@@ -40,6 +40,8 @@ std::string_view report_name(TtlSource source) {
     return "estimate";
   case TtlSource::None:
     return "unknown";
+  case TtlSource::Window:
+    return "window";
   }
   return "unknown";
 }
@@ -56,8 +58,17 @@ std::string_view describe(TtlSource source) {
     return "estimated from the oldest row";
   case TtlSource::None:
     return "unknown";
+  case TtlSource::Window:
+    return "a window in memory: nothing survives a restart";
   }
   return "unknown";
+}
+
+TtlDecision window_ttl() {
+  TtlDecision decision;
+  decision.span = Span::finite(0);
+  decision.source = TtlSource::Window;
+  return decision;
 }
 
 TtlDecision declared_ttl(const Span& flag) {

@@ -23,9 +23,10 @@ enum class TtlSource {
   InboxRetentionFlag,      // an inbox: --inbox-retention
   InboxRetentionEstimated, // an inbox: at least the age of its oldest row
   None,                    // not declared and not estimable
+  Window,                  // an in-process window (memory:): a record lives until the consumer restarts (0)
 };
 
-// report-v1's `ttl_source`: "flag", "estimate" or "unknown".
+// report-v1's `ttl_source`: "flag", "estimate", "unknown" or "window".
 std::string_view report_name(TtlSource source);
 // For people: "flag", "estimated from the records", "--inbox-retention", "estimated from the oldest
 // row", "unknown".
@@ -48,6 +49,9 @@ std::string describe(const TtlDecision& decision);
 
 // A Redis or snapshot placement: the declared TTL (--ttl), or None, which the audit then estimates.
 TtlDecision declared_ttl(const Span& flag);
+// An in-process window's: nothing outlives a restart, a rebalance or a seek, so a record's time after
+// the consumer moved on is 0.
+TtlDecision window_ttl();
 // An inbox: its TTL is the cleanup job's retention, counted from processed_at: --inbox-retention,
 // else at least the age of the oldest row, else unknown.
 TtlDecision inbox_ttl(const std::optional<Span>& flag, std::optional<std::int64_t> oldest_row_age_ms);

@@ -60,13 +60,15 @@ bool WindowAnalyzer::external(std::string_view type) const {
   return effect == m_side_effects.end() || effect->second == SideEffect::External;
 }
 
-void WindowAnalyzer::record(const Decision& decision, const Event& event, std::string_view type, std::string_view key) {
+void WindowAnalyzer::record(const Decision& decision, const Event& event, const Identity& identity,
+                            std::string_view key) {
   ++m_summary.events;
   m_summary.applied += decision.skipped ? 0 : 1;
   m_summary.caught += decision.skipped && !decision.false_positive ? 1 : 0;
   auto example = [&](std::string note) {
-    return [&event, key, note = std::move(note)] {
+    return [&event, &identity, key, note = std::move(note)] {
       Example e;
+      e.event_id = std::string(identity.id);
       e.topic = std::string(event.topic);
       e.partition = event.partition;
       e.offset = event.offset;
@@ -78,7 +80,7 @@ void WindowAnalyzer::record(const Decision& decision, const Event& event, std::s
     };
   };
   if (decision.miss) {
-    m_external_miss = m_external_miss || external(type);
+    m_external_miss = m_external_miss || external(identity.type);
     m_misses.add(event.partition, example("applied again: the window no longer held its id"));
   }
   if (decision.false_positive) {
@@ -87,16 +89,16 @@ void WindowAnalyzer::record(const Decision& decision, const Event& event, std::s
   }
 }
 
-void WindowAnalyzer::observe(const Event& event, std::string_view type, std::string_view key) {
+void WindowAnalyzer::observe(const Event& event, const Identity& identity, std::string_view key) {
   std::uint64_t hash = hash64(key);
   Decision in_partition = decide(scope_of(event), key, hash);
   if (!m_consumer) {
-    record(in_partition, event, type, key);
+    record(in_partition, event, identity, key);
     return;
   }
   m_partition_misses += in_partition.miss ? 1 : 0;
-  record(decide(*m_consumer, key, hash), event, type, key);
-  if (observe_bounds(key, hash) && external(type)) {
+  record(decide(*m_consumer, key, hash), event, identity, key);
+  if (observe_bounds(key, hash) && external(identity.type)) {
     m_external_repeat = true; // in some interleaving it may be missed
   }
 }

@@ -2,6 +2,7 @@
 
 #include "core/event.hpp"
 #include "core/finding.hpp"
+#include "core/identity/identify.hpp"
 #include "core/side_effect.hpp"
 #include "core/store/layout.hpp"
 #include "core/window/window.hpp"
@@ -58,7 +59,7 @@ public:
 
   // One event, in log order within its partition, with the key the consumer's window holds (the
   // rendered dedup key); events without an id are not decided.
-  void observe(const Event& event, std::string_view type, std::string_view key);
+  void observe(const Event& event, const Identity& identity, std::string_view key);
 
   WindowResult finish();
 
@@ -71,7 +72,7 @@ private:
   };
   Scope& scope_of(const Event& event);
   static Decision decide(Scope& scope, std::string_view key, std::uint64_t hash);
-  void record(const Decision& decision, const Event& event, std::string_view type, std::string_view key);
+  void record(const Decision& decision, const Event& event, const Identity& identity, std::string_view key);
   bool observe_bounds(std::string_view key, std::uint64_t hash); // true: the key came before
   std::int64_t false_positive_high() const;
   bool external(std::string_view type) const;

@@ -74,9 +74,8 @@ const std::vector<Cell>& table() {
       {"file:/tmp/s", StoreUse::Watch,
        "--store file:/tmp/s: watch reads a live placement (redis://, postgres://); a snapshot or memory holds "
        "nothing that changes"},
-      // memory:: a replay's own window, nothing else.
-      {"memory:", StoreUse::Read,
-       "--store memory: holds nothing to read (it is a replay placement); use redis://, postgres:// or file:"},
+      // memory:: the consumer's window simulated over the log (audit, trace), and a replay's own window.
+      {"memory:", StoreUse::Read, nullptr},
       {"memory:", StoreUse::Via, nullptr},
       {"memory:", StoreUse::Release,
        "--repair-lost --via memory:: the lost events' records are released from the consumer's own Redis keys or "

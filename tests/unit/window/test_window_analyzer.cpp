@@ -67,6 +67,15 @@ Event event_at(std::int32_t partition, std::int64_t offset) {
   return e;
 }
 
+// The identity an event with `id` and `type` has (the analyzer reads its id and type).
+Identity id_of(const std::string& id, std::string_view type) {
+  Identity out;
+  out.has_id = true;
+  out.id = id;
+  out.type = type;
+  return out;
+}
+
 const Finding* find(const WindowResult& result, std::string_view id) {
   for (const auto& f : result.findings) {
     if (f.id == id) {
@@ -89,7 +98,7 @@ void expect_as_the_consumer(const std::string& file, const WindowSpec& s) {
   Golden g = golden(file);
   WindowAnalyzer analyzer(s, 1000, {});
   for (std::size_t i = 0; i < g.ids.size(); ++i) {
-    analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), "PaymentCharged", g.ids[i]);
+    analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(g.ids[i], "PaymentCharged"), g.ids[i]);
   }
   WindowResult result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
@@ -133,7 +142,7 @@ TEST(WindowAnalyzer, AMissOfAnExternalTypeIsAnErrorOfAnIdempotentOneAWarning) {
     WindowAnalyzer analyzer(s, 5, {{"EmailSent", effect}});
     std::vector<std::string> ids{"a", "b", "a"};
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), "EmailSent", ids[i]);
+      analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(ids[i], "EmailSent"), ids[i]);
     }
     auto result = analyzer.finish();
     ASSERT_NE(find(result, "window-miss"), nullptr);
@@ -146,9 +155,9 @@ TEST(WindowAnalyzer, OneWindowAPartitionIsExactAndStartsEmpty) {
   // The same ids in two partitions: each partition's window is its own, so each first delivery is
   // applied (two windows, no miss, nothing caught across them).
   WindowAnalyzer analyzer(spec(WindowKind::Lru), 5, {});
-  analyzer.observe(event_at(0, 0), "T", "a");
-  analyzer.observe(event_at(1, 0), "T", "a");
-  analyzer.observe(event_at(0, 1), "T", "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
+  analyzer.observe(event_at(1, 0), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 1), id_of("a", "T"), "a");
   auto result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
   EXPECT_EQ(result.summary.windows, 2);
@@ -164,11 +173,11 @@ TEST(WindowAnalyzer, AConsumersWindowOverSeveralPartitionsGivesBoundsNotOneNumbe
   WindowAnalyzer analyzer(s, 5, {});
   // Partition 0: a x a (a repeat 2 apart: held by a window of 2 unless partition 1's ids come between).
   // Partition 1: y z.
-  analyzer.observe(event_at(0, 0), "T", "a");
-  analyzer.observe(event_at(0, 1), "T", "x");
-  analyzer.observe(event_at(1, 0), "T", "y");
-  analyzer.observe(event_at(1, 1), "T", "z");
-  analyzer.observe(event_at(0, 2), "T", "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 1), id_of("x", "T"), "x");
+  analyzer.observe(event_at(1, 0), id_of("y", "T"), "y");
+  analyzer.observe(event_at(1, 1), id_of("z", "T"), "z");
+  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a");
   auto result = analyzer.finish();
   EXPECT_FALSE(result.summary.exact);
   EXPECT_EQ(result.summary.window_misses.low, 0); // partition 0 alone holds a
@@ -183,9 +192,9 @@ TEST(WindowAnalyzer, AConsumersWindowOverOnePartitionIsExact) {
   s.capacity = 1;
   s.scope = WindowScope::Consumer;
   WindowAnalyzer analyzer(s, 5, {});
-  analyzer.observe(event_at(0, 0), "T", "a");
-  analyzer.observe(event_at(0, 1), "T", "b");
-  analyzer.observe(event_at(0, 2), "T", "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 1), id_of("b", "T"), "b");
+  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a");
   auto result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
   EXPECT_EQ(result.summary.window_misses.low, 1);
