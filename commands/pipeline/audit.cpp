@@ -4,6 +4,7 @@
 #include "commands/pipeline/serial_worker.hpp"
 #include "core/audit/retention.hpp"
 #include "core/source/range.hpp"
+#include "core/util/fingerprint.hpp"
 #include "core/util/time.hpp"
 #include "core/window/window_analyzer.hpp"
 
@@ -131,6 +132,14 @@ private:
     }
   }
 
+  // The window's fingerprints of the batch's keys.
+  void key_hashes(const Slot& slot) {
+    m_key_hashes.resize(slot.keys.size());
+    for (std::size_t k = 0; k < slot.keys.size(); ++k) {
+      m_key_hashes[k] = core::hash64(slot.keys[k]);
+    }
+  }
+
   // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
   void observe(Slot& slot) {
     static const core::RecordState k_no_record{};
@@ -139,6 +148,9 @@ private:
       slot.lookup.get();
     }
     StageTimer timer(stage(&AuditStageTimes::classify));
+    if (m_window) {
+      key_hashes(slot);
+    }
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = slot.key_of[i] != SIZE_MAX;
       std::string_view key = has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{};
@@ -150,7 +162,11 @@ private:
         m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
       }
       if (m_window && has_key) {
-        m_window->observe(slot.batch.events[i], slot.identities[i], key);
+        if (std::size_t ahead = i + k_window_prefetch;
+            ahead < slot.batch.events.size() && slot.key_of[ahead] != SIZE_MAX) {
+          m_window->prefetch(slot.batch.events[ahead], m_key_hashes[slot.key_of[ahead]]);
+        }
+        m_window->observe(slot.batch.events[i], slot.identities[i], key, m_key_hashes[slot.key_of[i]]);
       }
     }
     if (m_request.progress) {
@@ -163,7 +179,9 @@ private:
   core::DedupStore& m_store;
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
-  core::WindowAnalyzer* m_window;       // memory: with a window layout
+  core::WindowAnalyzer* m_window;                     // memory: with a window layout
+  static constexpr std::size_t k_window_prefetch = 8; // events ahead
+  std::vector<std::uint64_t> m_key_hashes;
   core::KeyTemplate m_effects_template; // the effects' keys, rendered from the same extra values as the records'
   std::array<Slot, 2> m_slots;
   std::int64_t m_events = 0;

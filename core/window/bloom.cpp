@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -57,12 +58,18 @@ BloomHashes BloomFilter::hash(std::string_view id) const {
   BloomHashes out{};
   murmur3_x64_128(id.data(), id.size(), out.h);
   if (m_shape.impl == BloomImpl::BitsAndBlooms) {
-    // The same hash over the data with a byte 1 appended (bits-and-blooms' sum256).
-    std::string padded;
-    padded.reserve(id.size() + 1);
-    padded.append(id);
-    padded.push_back('\x01');
-    murmur3_x64_128(padded.data(), padded.size(), out.h + 2);
+    // The same hash over the data with a byte 1 appended (bits-and-blooms' sum256); no allocation for
+    // an id of up to 255 bytes.
+    char small[256];
+    std::string large;
+    char* padded = small;
+    if (id.size() >= sizeof(small)) {
+      large.resize(id.size() + 1);
+      padded = large.data();
+    }
+    std::memcpy(padded, id.data(), id.size());
+    padded[id.size()] = '\x01';
+    murmur3_x64_128(padded, id.size() + 1, out.h + 2);
   }
   return out;
 }

@@ -4,13 +4,9 @@
 #include "core/window/bloom.hpp"
 
 #include <cstdint>
-#include <deque>
-#include <list>
 #include <optional>
-#include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 // An in-process window of ids as a consumer keeps it (docs/windows.md), deciding each delivery as
 // the consumer's own code does:
@@ -21,33 +17,57 @@
 // - bloom-exact: an id the Bloom has not seen is applied and added to both; a "maybe" is a duplicate
 //   when the bounded set holds the id (a repeat does not refresh it), else applied and inserted, the
 //   oldest insert evicted past `capacity`.
+// The LRU and the set hold 64-bit fingerprints of the ids (two ids collide with probability
+// ~n²/2⁶⁵), in arrays sized once for `capacity`: no allocation a delivery. The Bloom hashes the id's
+// bytes, as the library does.
 namespace dedupctl::core {
+
+// Fingerprints to slots of a fixed array (`keys`, which holds each slot's fingerprint): open
+// addressing, linear probing, deletion by backward shift (no tombstones), sized for at most
+// `capacity` entries at a load of one half. An entry is 8 bytes, the fingerprint's high half beside
+// the slot, so that a probe reads one cache line; the whole fingerprint is compared in `keys`.
+class SlotIndex {
+public:
+  explicit SlotIndex(std::uint64_t capacity);
+  // The slot of `key`, or -1.
+  std::int64_t find(std::uint64_t key, const std::vector<std::uint64_t>& keys) const;
+  void insert(std::uint64_t key, std::uint32_t slot);
+  void erase(std::uint64_t key, const std::vector<std::uint64_t>& keys);
+  void prefetch(std::uint64_t key) const { __builtin_prefetch(m_entries.data() + home(key)); }
+
+private:
+  std::size_t home(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ULL >> 20) & m_mask; }
+
+  std::vector<std::uint64_t> m_entries; // tag << 32 | slot + 1; 0: empty
+  std::size_t m_mask = 0;
+};
 
 class IdWindow {
 public:
   explicit IdWindow(const WindowSpec& spec);
 
-  // The consumer's answer for one delivery of `id`: true = skipped as seen, false = applied. The
-  // window changes as the consumer's does.
-  bool seen(std::string_view id);
+  // The consumer's answer for one delivery of `id` (`fingerprint` its hash64): true = skipped as
+  // seen, false = applied. The window changes as the consumer's does.
+  bool seen(std::string_view id, std::uint64_t fingerprint);
 
   const std::optional<BloomShape>& bloom_shape() const { return m_bloom_shape; }
+  // Asks the CPU for what deciding `fingerprint` reads first.
+  void prefetch(std::uint64_t fingerprint) const { m_index.prefetch(fingerprint); }
 
 private:
-  bool lru_seen(std::string_view id);
-  void lru_push(std::string_view id);
-  bool exact_holds(std::string_view id) const;
-  void exact_insert(std::string_view id);
+  bool lru_seen(std::uint64_t key);
+  void lru_push(std::uint64_t key);
+  void exact_insert(std::uint64_t key);
 
   WindowSpec m_spec;
   std::optional<BloomShape> m_bloom_shape;
   std::optional<BloomFilter> m_bloom;
-  // The LRU: the ids, most recent at the front, and where each is in the list.
-  std::list<std::string> m_order;
-  std::unordered_map<std::string_view, std::list<std::string>::iterator> m_lru;
-  // bloom-exact's bounded set: insertion order, oldest at the front.
-  std::deque<std::string> m_inserted;
-  std::unordered_set<std::string_view> m_exact;
+  SlotIndex m_index;
+  // The LRU: a doubly linked list over fixed slots, most recent at the head. bloom-exact's set: the
+  // same slots as a ring, oldest insert at `m_oldest`.
+  std::vector<std::uint64_t> m_keys;
+  std::vector<std::uint32_t> m_prev, m_next;
+  std::uint32_t m_head = UINT32_MAX, m_tail = UINT32_MAX, m_size = 0, m_oldest = 0;
 };
 
 } // namespace dedupctl::core

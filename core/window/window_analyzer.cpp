@@ -1,6 +1,7 @@
 #include "core/window/window_analyzer.hpp"
 
 #include "core/util/fingerprint.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <fmt/format.h>
 
@@ -11,7 +12,7 @@ namespace dedupctl::core {
 struct WindowAnalyzer::Scope {
   explicit Scope(const WindowSpec& spec) : window(spec) {}
   IdWindow window;
-  std::unordered_set<std::uint64_t> applied; // the keys this window's consumer applied
+  FlatHashMap<std::uint8_t> applied; // the keys this window's consumer applied
 };
 
 WindowAnalyzer::WindowAnalyzer(WindowSpec spec, std::size_t max_examples,
@@ -44,13 +45,13 @@ WindowAnalyzer::Scope& WindowAnalyzer::scope_of(const Event& event) {
 
 WindowAnalyzer::Decision WindowAnalyzer::decide(Scope& scope, std::string_view key, std::uint64_t hash) {
   Decision decision;
-  decision.skipped = scope.window.seen(key);
-  bool applied_before = scope.applied.count(hash) != 0;
+  decision.skipped = scope.window.seen(key, hash);
   if (decision.skipped) {
-    decision.false_positive = !applied_before;
+    decision.false_positive = scope.applied.find(hash) == nullptr;
   } else {
-    decision.miss = applied_before;
-    scope.applied.insert(hash);
+    bool inserted = false;
+    scope.applied.find_or_insert(hash, inserted);
+    decision.miss = !inserted;
   }
   return decision;
 }
@@ -89,8 +90,13 @@ void WindowAnalyzer::record(const Decision& decision, const Event& event, const 
   }
 }
 
-void WindowAnalyzer::observe(const Event& event, const Identity& identity, std::string_view key) {
-  std::uint64_t hash = hash64(key);
+void WindowAnalyzer::prefetch(const Event& event, std::uint64_t key_hash) {
+  Scope& scope = scope_of(event);
+  scope.window.prefetch(key_hash);
+  scope.applied.prefetch(key_hash);
+}
+
+void WindowAnalyzer::observe(const Event& event, const Identity& identity, std::string_view key, std::uint64_t hash) {
   Decision in_partition = decide(scope_of(event), key, hash);
   if (!m_consumer) {
     record(in_partition, event, identity, key);
@@ -104,7 +110,9 @@ void WindowAnalyzer::observe(const Event& event, const Identity& identity, std::
 }
 
 bool WindowAnalyzer::observe_bounds(std::string_view key, std::uint64_t hash) {
-  bool repeat = !m_seen_keys.insert(hash).second;
+  bool inserted = false;
+  m_seen_keys.find_or_insert(hash, inserted);
+  bool repeat = !inserted;
   m_repeats += repeat ? 1 : 0;
   if (m_spec.kind == WindowKind::LruBloom) {
     auto [it, fresh] = m_keys.try_emplace(hash);

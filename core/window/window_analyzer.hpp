@@ -5,6 +5,7 @@
 #include "core/identity/identify.hpp"
 #include "core/side_effect.hpp"
 #include "core/store/layout.hpp"
+#include "core/util/flat_map.hpp"
 #include "core/window/window.hpp"
 
 #include <cstdint>
@@ -59,7 +60,11 @@ public:
 
   // One event, in log order within its partition, with the key the consumer's window holds (the
   // rendered dedup key); events without an id are not decided.
-  void observe(const Event& event, const Identity& identity, std::string_view key);
+  // `key_hash` is hash64(key).
+  void observe(const Event& event, const Identity& identity, std::string_view key, std::uint64_t key_hash);
+  // Asks the CPU for what observing that event will read (its window's index, the applied ids), a
+  // few events ahead: the windows of many partitions do not stay in the cache.
+  void prefetch(const Event& event, std::uint64_t key_hash);
 
   WindowResult finish();
 
@@ -89,7 +94,7 @@ private:
   std::int64_t m_repeats = 0;          // events whose key came before (the misses' high bound)
   // scope=consumer, lru-bloom: each key's hashes and events, for the false positives' high bound.
   std::unordered_map<std::uint64_t, std::pair<BloomHashes, std::int64_t>> m_keys;
-  std::unordered_set<std::uint64_t> m_seen_keys;
+  FlatHashMap<std::uint8_t> m_seen_keys;
   bool m_external_miss = false;
   bool m_external_repeat = false;
   FindingBuilder m_misses;

@@ -1,9 +1,14 @@
 // The window structures decide as the guides' code does: a true LRU (a repeat refreshes), and the
 // bounded insertion-ordered set of bloom-exact (a repeat does not).
+#include "core/util/fingerprint.hpp"
 #include "core/window/window.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <deque>
+#include <list>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,7 +28,7 @@ WindowSpec spec(WindowKind kind, std::uint64_t capacity) {
 std::string decide(IdWindow window, const std::vector<std::string>& ids) {
   std::string out;
   for (const auto& id : ids) {
-    out += window.seen(id) ? 'S' : 'A';
+    out += window.seen(id, hash64(id)) ? 'S' : 'A';
   }
   return out;
 }
@@ -54,7 +59,43 @@ TEST(IdWindow, AnOverfullFilterSkipsIdsItNeverHad) {
   IdWindow window(s);
   int skipped = 0;
   for (int i = 0; i < 50; ++i) {
-    skipped += window.seen("id-" + std::to_string(i)) ? 1 : 0;
+    std::string id = "id-" + std::to_string(i);
+    skipped += window.seen(id, hash64(id)) ? 1 : 0;
   }
   EXPECT_GT(skipped, 40); // every id is distinct: each skip is a false positive
+}
+
+// The windows' fixed arrays against the plainest model of the guides' structures (a std::list
+// moved to the front; a std::deque of inserts), over random ids from small alphabets so that hits,
+// evictions and the index's deletions all happen often.
+TEST(IdWindow, DecidesAsAPlainListAndDequeDoOverRandomIds) {
+  std::mt19937 random(62);
+  for (std::uint64_t capacity : {1, 2, 3, 5, 8}) {
+    for (int alphabet : {3, 7, 20}) {
+      IdWindow lru(spec(WindowKind::Lru, capacity));
+      IdWindow exact(spec(WindowKind::BloomExact, capacity));
+      std::list<std::string> model_lru;
+      std::deque<std::string> model_set;
+      for (int step = 0; step < 2000; ++step) {
+        std::string id = "k" + std::to_string(random() % static_cast<unsigned>(alphabet));
+        auto at = std::find(model_lru.begin(), model_lru.end(), id);
+        bool lru_expected = at != model_lru.end();
+        if (lru_expected) {
+          model_lru.erase(at);
+        } else if (model_lru.size() == capacity) {
+          model_lru.pop_back();
+        }
+        model_lru.push_front(id);
+        bool exact_expected = std::find(model_set.begin(), model_set.end(), id) != model_set.end();
+        if (!exact_expected) {
+          model_set.push_back(id);
+          if (model_set.size() > capacity) {
+            model_set.pop_front();
+          }
+        }
+        ASSERT_EQ(lru.seen(id, hash64(id)), lru_expected) << "lru of " << capacity << ", step " << step;
+        ASSERT_EQ(exact.seen(id, hash64(id)), exact_expected) << "bloom-exact of " << capacity << ", step " << step;
+      }
+    }
+  }
 }

@@ -2,6 +2,7 @@
 // decide-*.txt, written by the Go WindowDedup over bits-and-blooms and by the Guava consumer): the
 // misses it finds are exactly the repeats the consumer applied again, the false positives exactly the
 // ids it skipped before it ever applied them.
+#include "core/util/fingerprint.hpp"
 #include "core/window/window_analyzer.hpp"
 
 #include <gtest/gtest.h>
@@ -98,7 +99,8 @@ void expect_as_the_consumer(const std::string& file, const WindowSpec& s) {
   Golden g = golden(file);
   WindowAnalyzer analyzer(s, 1000, {});
   for (std::size_t i = 0; i < g.ids.size(); ++i) {
-    analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(g.ids[i], "PaymentCharged"), g.ids[i]);
+    analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(g.ids[i], "PaymentCharged"), g.ids[i],
+                     hash64(g.ids[i]));
   }
   WindowResult result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
@@ -142,7 +144,7 @@ TEST(WindowAnalyzer, AMissOfAnExternalTypeIsAnErrorOfAnIdempotentOneAWarning) {
     WindowAnalyzer analyzer(s, 5, {{"EmailSent", effect}});
     std::vector<std::string> ids{"a", "b", "a"};
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(ids[i], "EmailSent"), ids[i]);
+      analyzer.observe(event_at(0, static_cast<std::int64_t>(i)), id_of(ids[i], "EmailSent"), ids[i], hash64(ids[i]));
     }
     auto result = analyzer.finish();
     ASSERT_NE(find(result, "window-miss"), nullptr);
@@ -155,9 +157,9 @@ TEST(WindowAnalyzer, OneWindowAPartitionIsExactAndStartsEmpty) {
   // The same ids in two partitions: each partition's window is its own, so each first delivery is
   // applied (two windows, no miss, nothing caught across them).
   WindowAnalyzer analyzer(spec(WindowKind::Lru), 5, {});
-  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
-  analyzer.observe(event_at(1, 0), id_of("a", "T"), "a");
-  analyzer.observe(event_at(0, 1), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a", hash64("a"));
+  analyzer.observe(event_at(1, 0), id_of("a", "T"), "a", hash64("a"));
+  analyzer.observe(event_at(0, 1), id_of("a", "T"), "a", hash64("a"));
   auto result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
   EXPECT_EQ(result.summary.windows, 2);
@@ -173,11 +175,11 @@ TEST(WindowAnalyzer, AConsumersWindowOverSeveralPartitionsGivesBoundsNotOneNumbe
   WindowAnalyzer analyzer(s, 5, {});
   // Partition 0: a x a (a repeat 2 apart: held by a window of 2 unless partition 1's ids come between).
   // Partition 1: y z.
-  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
-  analyzer.observe(event_at(0, 1), id_of("x", "T"), "x");
-  analyzer.observe(event_at(1, 0), id_of("y", "T"), "y");
-  analyzer.observe(event_at(1, 1), id_of("z", "T"), "z");
-  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a", hash64("a"));
+  analyzer.observe(event_at(0, 1), id_of("x", "T"), "x", hash64("x"));
+  analyzer.observe(event_at(1, 0), id_of("y", "T"), "y", hash64("y"));
+  analyzer.observe(event_at(1, 1), id_of("z", "T"), "z", hash64("z"));
+  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a", hash64("a"));
   auto result = analyzer.finish();
   EXPECT_FALSE(result.summary.exact);
   EXPECT_EQ(result.summary.window_misses.low, 0); // partition 0 alone holds a
@@ -192,9 +194,9 @@ TEST(WindowAnalyzer, AConsumersWindowOverOnePartitionIsExact) {
   s.capacity = 1;
   s.scope = WindowScope::Consumer;
   WindowAnalyzer analyzer(s, 5, {});
-  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a");
-  analyzer.observe(event_at(0, 1), id_of("b", "T"), "b");
-  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a");
+  analyzer.observe(event_at(0, 0), id_of("a", "T"), "a", hash64("a"));
+  analyzer.observe(event_at(0, 1), id_of("b", "T"), "b", hash64("b"));
+  analyzer.observe(event_at(0, 2), id_of("a", "T"), "a", hash64("a"));
   auto result = analyzer.finish();
   EXPECT_TRUE(result.summary.exact);
   EXPECT_EQ(result.summary.window_misses.low, 1);
