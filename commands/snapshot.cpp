@@ -35,6 +35,11 @@ int run(const SnapshotFlags& flags, Context& context) {
     core::apply_layout_option(options.layout, option);
   }
   family.accept(options.layout);
+  if (options.layout.shape == core::RecordShape::BloomMember) {
+    throw UsageError(fmt::format("snapshot --layout {}: a filter's members cannot be listed, and its BF.SCANDUMP "
+                                 "export is not built yet; audit the live filter",
+                                 options.layout.name));
+  }
   if (core::one_key(options.layout)) {
     options.collection = core::collection_key(options.layout, flags.collection);
   }

@@ -140,6 +140,7 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
   if (core::one_key(out.layout)) {
     out.collection = core::collection_key(out.layout, options.collection);
     out.audit.collection = options.collection.empty() ? out.layout.collection : options.collection;
+    out.audit.bloom_filter = out.layout.shape == core::RecordShape::BloomMember;
   } else if (!options.collection.empty()) {
     throw UsageError(fmt::format("--collection {}: --layout {} keeps a key per id; --collection is for spring-hash, "
                                  "camel-set and zset",

@@ -54,8 +54,22 @@ void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string
   read_value(get, with_ttl, state, value, limit, limit == std::string::npos);
 }
 
+// A Bloom filter's key holds a filter (RedisBloom's and Redis 8's MBbloom--, valkey-bloom's
+// bloomfltr) or nothing (every id absent, as after a flush); another type is a usage error.
+void check_bloom_type(const redisReply& type, const core::RecordLayout& layout, const std::string& collection) {
+  std::string_view name = text_of(type);
+  if (type.type == REDIS_REPLY_ERROR) {
+    throw UnreachableError(fmt::format("Redis answered TYPE with an error ({})", name));
+  }
+  if (name != "MBbloom--" && name != "bloomfltr" && name != "none") {
+    throw UsageError(fmt::format("--collection {}: the key holds a {}, not a Bloom filter; --layout {} reads a filter "
+                                 "made with BF.RESERVE or BF.ADD",
+                                 collection, name, layout.name));
+  }
+}
+
 // The members (fields) of a one-key layout's collection: PTTL of the collection, then HMGET,
-// SMISMEMBER or ZMSCORE of every k_lookup_chunk ids, one round trip to the master of its slot; never
+// SMISMEMBER, ZMSCORE or BF.MEXISTS of every k_lookup_chunk ids, one round trip to the master of its slot; never
 // a read of the whole collection. A member's record lives as long as the collection does.
 void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::string& collection,
                     const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
@@ -65,12 +79,19 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
   if (keys.empty()) {
     return;
   }
-  const char* command = layout.shape == core::RecordShape::HashField   ? "HMGET"
-                        : layout.shape == core::RecordShape::SetMember ? "SMISMEMBER"
-                                                                       : "ZMSCORE";
+  const char* command = layout.shape == core::RecordShape::HashField     ? "HMGET"
+                        : layout.shape == core::RecordShape::SetMember   ? "SMISMEMBER"
+                        : layout.shape == core::RecordShape::BloomMember ? "BF.MEXISTS"
+                                                                         : "ZMSCORE";
   std::size_t chunks = (keys.size() + k_lookup_chunk - 1) / k_lookup_chunk;
+  // BF.MEXISTS answers 0 for a key of another type (RedisBloom 2.8): a filter's TYPE is asked first.
+  bool bloom = layout.shape == core::RecordShape::BloomMember;
+  std::size_t first = bloom ? 2 : 1;
   std::vector<std::string> args;
   auto write = [&](std::size_t, CommandBuffer& buffer) {
+    if (bloom) {
+      buffer.add({"TYPE", collection});
+    }
     buffer.add({"PTTL", collection});
     for (std::size_t begin = 0; begin < keys.size(); begin += k_lookup_chunk) {
       std::size_t end = std::min(keys.size(), begin + k_lookup_chunk);
@@ -81,12 +102,15 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
     }
   };
   auto read = [&](std::size_t, std::span<Reply> replies) {
+    if (bloom) {
+      check_bloom_type(*replies[0], layout, collection);
+    }
     core::RecordState whole;
-    read_pttl(*replies[0], whole, "the collection");
+    read_pttl(*replies[first - 1], whole, "the collection");
     for (std::size_t c = 0; c < chunks; ++c) {
       std::size_t begin = c * k_lookup_chunk;
       std::size_t end = std::min(keys.size(), begin + k_lookup_chunk);
-      const redisReply& reply = *replies[1 + c];
+      const redisReply& reply = *replies[first + c];
       if (reply.type == REDIS_REPLY_ERROR && text_of(reply).starts_with("WRONGTYPE")) {
         throw UsageError(fmt::format("--collection: the key holds another type than --layout {} keeps its records in "
                                      "({} answered {})",
@@ -111,7 +135,7 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
       }
     }
   };
-  nodes.exchange(std::vector<std::string>{collection}, 1 + chunks, write, read, "a lookup");
+  nodes.exchange(std::vector<std::string>{collection}, first + chunks, write, read, "a lookup");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     out[i].value = values[i];
   }

@@ -28,6 +28,9 @@ AuditAnalyzer::AuditAnalyzer(AuditOptions options)
   for (auto& builder : m_examples) {
     builder = FindingBuilder(m_options.max_examples);
   }
+  if (m_options.bloom_filter) {
+    m_bloom.emplace(m_options.max_examples);
+  }
   m_options.policy.ttl = m_options.ttl.span;
   if (m_options.effects) {
     m_result.effects = EffectCounts{};
@@ -243,6 +246,10 @@ void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::s
   EventFacts facts{event.timestamp_ms, event.offset, partition.committed};
   bool absent = record.kind == RecordState::Kind::Absent;
   bool pending = absent && facts.committed && event.offset >= *facts.committed;
+  if (m_bloom && facts.committed) {
+    bool below = event.offset < *facts.committed;
+    m_bloom->observe(hash64(dedup_key), !absent, below, !below, example);
+  }
   if (absent && !pending && m_defer) {
     // Expired or missing depends on the TTL, which the records still have to tell.
     Deferred deferred{event.timestamp_ms, event.offset, &partition, type, -1, effect};
@@ -368,6 +375,11 @@ AuditResult AuditAnalyzer::finish() {
   add_audit_findings(m_options,
                      {m_examples, m_collisions, m_reapplied, m_max_gap_ms, unmatched ? nullptr : &m_lost, &m_unguarded},
                      result);
+  if (m_bloom) {
+    if (auto f = m_bloom->finish()) {
+      result.findings.push_back(std::move(*f));
+    }
+  }
   return std::move(result);
 }
 

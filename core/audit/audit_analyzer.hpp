@@ -2,6 +2,7 @@
 
 #include "core/audit/audit_options.hpp"
 #include "core/audit/audit_result.hpp"
+#include "core/audit/bloom_pending.hpp"
 #include "core/audit/coverage.hpp"
 #include "core/audit/effects.hpp"
 #include "core/audit/ttl.hpp"
@@ -105,6 +106,7 @@ private:
   KeyTemplate::Injectivity m_injectivity;
   bool m_check_collisions;
   KeyOwners m_key_owner;
+  std::optional<BloomPending> m_bloom; // AuditOptions::bloom_filter
 };
 
 } // namespace dedupctl::core

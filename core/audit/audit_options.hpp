@@ -39,6 +39,9 @@ struct AuditOptions {
   // The records are an in-process window (memory:, kind set): the audit simulates it over the log
   // (core::WindowAnalyzer) beside the coverage, which a restart empties.
   WindowSpec window;
+  // The records are a Bloom filter read live (redis-bloom): pending events it already holds, under a
+  // key no consumed event carries, are false positives (core::BloomPending).
+  bool bloom_filter = false;
 };
 
 } // namespace dedupctl::core

@@ -156,6 +156,10 @@ std::vector<RecordLayout> all_layouts() {
   layouts.push_back(camel_string);
   layouts.push_back(one_key("zset", RecordShape::ScoredMember, RecordValue::ExpirySeconds, "",
                             "one sorted set, the score the expiry in epoch seconds"));
+  layouts.push_back(one_key("redis-bloom", RecordShape::BloomMember, RecordValue::Membership, "",
+                            "a Bloom filter in Redis (RedisBloom, Redis 8's BF.*, valkey-bloom), BF.MEXISTS: absent "
+                            "is exact, \"maybe\" is taken as seen"));
+  layouts.back().never_expires = true;
   for (auto& layout : inbox_layouts()) {
     layouts.push_back(std::move(layout));
   }

@@ -21,6 +21,7 @@ enum class RecordShape {
   HashField,    // a field of one hash (spring-hash): HMGET
   SetMember,    // a member of one set (camel-set): SMISMEMBER
   ScoredMember, // a member of one sorted set whose score is its expiry in epoch seconds: ZMSCORE
+  BloomMember,  // an id added to one Bloom filter (RedisBloom, Redis 8, valkey-bloom): BF.MEXISTS; "maybe" is present
 };
 
 // What a record's value says.
