@@ -51,6 +51,8 @@ void add_collections(const std::vector<SampledKey>& keys, std::vector<LayoutCand
       if (auto name = java_string_text(sampled.key)) {
         add("camel-set", *name);
       }
+    } else if (sampled.type == "MBbloom--" || sampled.type == "bloomfltr") { // RedisBloom, Redis 8; valkey-bloom
+      add("redis-bloom", sampled.key);
     }
   }
 }

@@ -92,13 +92,18 @@ bool IdWindow::lru_seen(std::uint64_t key) {
   return true;
 }
 
-void IdWindow::lru_push(std::uint64_t key) {
-  std::uint32_t slot = 0;
+std::uint32_t IdWindow::take_slot(std::uint32_t victim) {
   if (m_size < m_spec.capacity) {
-    slot = m_size++;
-  } else { // the least recent goes; its slot takes the new id
-    slot = m_tail;
-    m_index.erase(m_keys[slot], m_keys);
+    return m_size++;
+  }
+  m_index.erase(m_keys[victim], m_keys); // the victim goes; its slot takes the new id
+  return victim;
+}
+
+void IdWindow::lru_push(std::uint64_t key) {
+  bool full = m_size == m_spec.capacity;
+  std::uint32_t slot = take_slot(m_tail); // the least recent
+  if (full) {
     m_tail = m_prev[slot];
     if (m_tail == k_none) {
       m_head = k_none; // a window of one
@@ -119,12 +124,9 @@ void IdWindow::lru_push(std::uint64_t key) {
 }
 
 void IdWindow::exact_insert(std::uint64_t key) {
-  std::uint32_t slot = 0;
-  if (m_size < m_spec.capacity) {
-    slot = m_size++;
-  } else { // the oldest insert goes; its slot takes the new id
-    slot = m_oldest;
-    m_index.erase(m_keys[slot], m_keys);
+  bool full = m_size == m_spec.capacity;
+  std::uint32_t slot = take_slot(m_oldest); // the oldest insert
+  if (full) {
     m_oldest = static_cast<std::uint32_t>((m_oldest + 1) % m_spec.capacity);
   }
   m_keys[slot] = key;

@@ -55,6 +55,8 @@ public:
   void prefetch(std::uint64_t fingerprint) const { m_index.prefetch(fingerprint); }
 
 private:
+  // The next free slot, or `victim`'s, its id forgotten.
+  std::uint32_t take_slot(std::uint32_t victim);
   bool lru_seen(std::uint64_t key);
   void lru_push(std::uint64_t key);
   void exact_insert(std::uint64_t key);

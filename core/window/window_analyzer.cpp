@@ -67,18 +67,7 @@ void WindowAnalyzer::record(const Decision& decision, const Event& event, const 
   m_summary.applied += decision.skipped ? 0 : 1;
   m_summary.caught += decision.skipped && !decision.false_positive ? 1 : 0;
   auto example = [&](std::string note) {
-    return [&event, &identity, key, note = std::move(note)] {
-      Example e;
-      e.event_id = std::string(identity.id);
-      e.topic = std::string(event.topic);
-      e.partition = event.partition;
-      e.offset = event.offset;
-      e.timestamp_ms = event.timestamp_ms;
-      e.dedup_key = std::string(key);
-      e.seq = event.seq;
-      e.note = note;
-      return e;
-    };
+    return [&event, &identity, key, note = std::move(note)] { return example_of(event, identity, key, note); };
   };
   if (decision.miss) {
     m_external_miss = m_external_miss || external(identity.type);

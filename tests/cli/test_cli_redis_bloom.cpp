@@ -124,6 +124,17 @@ TEST_P(RedisBloom, AServerLostIsExit3AndNoVerdict) {
   }
 }
 
+// discover finds the filter among the keys (TYPE answers MBbloom--) and proposes reading it.
+TEST_P(RedisBloom, DiscoverProposesTheFilter) {
+  auto result = run_dedupctl(
+      {"discover", "-b", m_cluster.bootstrap, "--topic", m_cluster.topic, "--store", m_redis->uri(), "-o", "json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto candidates = parse(result).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << result.out;
+  EXPECT_EQ(candidates[0].at("layout"), "redis-bloom") << result.out;
+  EXPECT_EQ(candidates[0].at("collection"), "seen") << result.out;
+}
+
 TEST(RedisBloomUsage, ASnapshotOfAFilterIsRefusedSaying) {
   auto result = run_dedupctl({"snapshot", "--store", "redis://127.0.0.1:1", "--layout", "redis-bloom", "--collection",
                               "seen", "--output", "/dev/null"});
