@@ -14,10 +14,24 @@ bool tag_matches(std::uint64_t entry, std::uint64_t key) { return (entry ^ key) 
 
 } // namespace
 
-SlotIndex::SlotIndex(std::uint64_t capacity) {
-  std::size_t size = std::bit_ceil(std::max<std::uint64_t>(16, capacity * 2));
-  m_entries.assign(size, 0);
-  m_mask = size - 1;
+SlotIndex::SlotIndex() {
+  m_entries.assign(16, 0);
+  m_mask = 15;
+}
+
+void SlotIndex::grow(const std::vector<std::uint64_t>& keys) {
+  std::vector<std::uint64_t> old(m_entries.size() * 2, 0);
+  old.swap(m_entries);
+  m_mask = m_entries.size() - 1;
+  for (std::uint64_t e : old) {
+    if (e != 0) {
+      std::size_t i = home(keys[slot_of(e)]);
+      while (m_entries[i] != 0) {
+        i = (i + 1) & m_mask;
+      }
+      m_entries[i] = e;
+    }
+  }
 }
 
 std::int64_t SlotIndex::find(std::uint64_t key, const std::vector<std::uint64_t>& keys) const {
@@ -32,7 +46,11 @@ std::int64_t SlotIndex::find(std::uint64_t key, const std::vector<std::uint64_t>
   }
 }
 
-void SlotIndex::insert(std::uint64_t key, std::uint32_t slot) {
+void SlotIndex::insert(std::uint64_t key, std::uint32_t slot, const std::vector<std::uint64_t>& keys) {
+  if ((m_count + 1) * 2 > m_entries.size()) {
+    grow(keys);
+  }
+  ++m_count;
   std::size_t i = home(key);
   while (m_entries[i] != 0) {
     i = (i + 1) & m_mask;
@@ -51,6 +69,7 @@ void SlotIndex::erase(std::uint64_t key, const std::vector<std::uint64_t>& keys)
       break;
     }
   }
+  --m_count;
   // Backward shift: each entry after the hole that may move into it does, until an empty slot.
   for (std::size_t j = (i + 1) & m_mask; m_entries[j] != 0; j = (j + 1) & m_mask) {
     std::size_t h = home(keys[slot_of(m_entries[j])]);
@@ -63,8 +82,7 @@ void SlotIndex::erase(std::uint64_t key, const std::vector<std::uint64_t>& keys)
   m_entries[i] = 0;
 }
 
-IdWindow::IdWindow(const WindowSpec& spec)
-    : m_spec(spec), m_index(spec.capacity), m_keys(spec.capacity), m_prev(spec.capacity), m_next(spec.capacity) {
+IdWindow::IdWindow(const WindowSpec& spec) : m_spec(spec) {
   if (spec.has_bloom()) {
     m_bloom_shape = bloom_with_estimates(spec.bloom_impl, spec.bloom_items, spec.bloom_fp);
     m_bloom.emplace(*m_bloom_shape);
@@ -93,7 +111,10 @@ bool IdWindow::lru_seen(std::uint64_t key) {
 }
 
 std::uint32_t IdWindow::take_slot(std::uint32_t victim) {
-  if (m_size < m_spec.capacity) {
+  if (m_size < m_spec.capacity) { // the arrays grow with the ids held, up to the capacity
+    m_keys.push_back(0);
+    m_prev.push_back(k_none);
+    m_next.push_back(k_none);
     return m_size++;
   }
   m_index.erase(m_keys[victim], m_keys); // the victim goes; its slot takes the new id
@@ -120,7 +141,7 @@ void IdWindow::lru_push(std::uint64_t key) {
     m_prev[m_head] = slot;
   }
   m_head = slot;
-  m_index.insert(key, slot);
+  m_index.insert(key, slot, m_keys);
 }
 
 void IdWindow::exact_insert(std::uint64_t key) {
@@ -130,7 +151,7 @@ void IdWindow::exact_insert(std::uint64_t key) {
     m_oldest = static_cast<std::uint32_t>((m_oldest + 1) % m_spec.capacity);
   }
   m_keys[slot] = key;
-  m_index.insert(key, slot);
+  m_index.insert(key, slot, m_keys);
 }
 
 bool IdWindow::seen(std::string_view id, std::uint64_t fingerprint) {

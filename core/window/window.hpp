@@ -18,28 +18,31 @@
 //   when the bounded set holds the id (a repeat does not refresh it), else applied and inserted, the
 //   oldest insert evicted past `capacity`.
 // The LRU and the set hold 64-bit fingerprints of the ids (two ids collide with probability
-// ~n²/2⁶⁵), in arrays sized once for `capacity`: no allocation a delivery. The Bloom hashes the id's
-// bytes, as the library does.
+// ~n²/2⁶⁵), in arrays that grow with the ids held up to `capacity` (a partition's window of a
+// million ids that meets ten thousand holds ten thousand), then are reused: no allocation a delivery. The Bloom hashes
+// the id's bytes, as the library does.
 namespace dedupctl::core {
 
-// Fingerprints to slots of a fixed array (`keys`, which holds each slot's fingerprint): open
-// addressing, linear probing, deletion by backward shift (no tombstones), sized for at most
-// `capacity` entries at a load of one half. An entry is 8 bytes, the fingerprint's high half beside
-// the slot, so that a probe reads one cache line; the whole fingerprint is compared in `keys`.
+// Fingerprints to slots of an array (`keys`, which holds each slot's fingerprint): open addressing,
+// linear probing, deletion by backward shift (no tombstones), doubled past a load of one half. An
+// entry is 8 bytes, the fingerprint's high half beside the slot, so that a probe reads one cache
+// line; the whole fingerprint is compared in `keys`.
 class SlotIndex {
 public:
-  explicit SlotIndex(std::uint64_t capacity);
+  SlotIndex();
   // The slot of `key`, or -1.
   std::int64_t find(std::uint64_t key, const std::vector<std::uint64_t>& keys) const;
-  void insert(std::uint64_t key, std::uint32_t slot);
+  void insert(std::uint64_t key, std::uint32_t slot, const std::vector<std::uint64_t>& keys);
   void erase(std::uint64_t key, const std::vector<std::uint64_t>& keys);
   void prefetch(std::uint64_t key) const { __builtin_prefetch(m_entries.data() + home(key)); }
 
 private:
   std::size_t home(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ULL >> 20) & m_mask; }
+  void grow(const std::vector<std::uint64_t>& keys);
 
   std::vector<std::uint64_t> m_entries; // tag << 32 | slot + 1; 0: empty
   std::size_t m_mask = 0;
+  std::size_t m_count = 0;
 };
 
 class IdWindow {
@@ -65,7 +68,7 @@ private:
   std::optional<BloomShape> m_bloom_shape;
   std::optional<BloomFilter> m_bloom;
   SlotIndex m_index;
-  // The LRU: a doubly linked list over fixed slots, most recent at the head. bloom-exact's set: the
+  // The LRU: a doubly linked list over the slots, most recent at the head. bloom-exact's set: the
   // same slots as a ring, oldest insert at `m_oldest`.
   std::vector<std::uint64_t> m_keys;
   std::vector<std::uint32_t> m_prev, m_next;

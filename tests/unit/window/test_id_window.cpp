@@ -70,8 +70,9 @@ TEST(IdWindow, AnOverfullFilterSkipsIdsItNeverHad) {
 // evictions and the index's deletions all happen often.
 TEST(IdWindow, DecidesAsAPlainListAndDequeDoOverRandomIds) {
   std::mt19937 random(62);
-  for (std::uint64_t capacity : {1, 2, 3, 5, 8}) {
-    for (int alphabet : {3, 7, 20}) {
+  // (40 and 300 hold more ids than the index's first 16 entries: it doubles while ids come in.)
+  for (std::uint64_t capacity : {1, 2, 3, 5, 8, 40, 300}) {
+    for (int alphabet : {3, 7, 20, 500}) {
       IdWindow lru(spec(WindowKind::Lru, capacity));
       IdWindow exact(spec(WindowKind::BloomExact, capacity));
       std::list<std::string> model_lru;
@@ -97,5 +98,16 @@ TEST(IdWindow, DecidesAsAPlainListAndDequeDoOverRandomIds) {
         ASSERT_EQ(exact.seen(id, hash64(id)), exact_expected) << "bloom-exact of " << capacity << ", step " << step;
       }
     }
+  }
+}
+
+// A window's arrays hold the ids it has met, not its capacity: a consumer's window of a billion ids
+// in each of 64 partitions that meets a few ids in each is a few ids' memory, not 64 × 24 GB.
+TEST(IdWindow, AWindowFarLargerThanTheIdsItMeetsHoldsOnlyThoseIds) {
+  for (WindowKind kind : {WindowKind::Lru, WindowKind::BloomExact}) {
+    WindowSpec s = spec(kind, 4'000'000'000ULL);
+    s.bloom_items = 1000;
+    IdWindow window(s);
+    EXPECT_EQ(decide(window, {"a", "b", "a", "c", "b"}), "AASAS") << to_string(kind);
   }
 }
