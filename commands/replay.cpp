@@ -169,8 +169,9 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
 // The layouts replay --via writes: a string key per id, with plain markers (plain, camel-string, whose
 // library only asks whether the key exists) or the library's JSON records (Powertools, json), and a
 // field of one hash (spring-hash), and the rows of the inboxes whose rows are an id, a scope and a
-// time (eventuate, camel-jdbc, spring-jdbc). A set's members (camel-set, zset) are read by a plan and
-// refused for --execute; the other inboxes are refused; each saying why, before anything is contacted.
+// time (eventuate, camel-jdbc, spring-jdbc). A set's members (camel-set, zset) and a Bloom filter's
+// ids are read by a plan and refused for --execute; the other inboxes are refused; each saying why,
+// before anything is contacted.
 void check_replay_layout(const core::RecordLayout& layout, bool execute) {
   const auto& schema = layout.inbox_schema;
   if (layout.inbox() && (schema.time == core::InboxSchema::Time::Expiry || !schema.in_progress_column.empty() ||
@@ -179,6 +180,14 @@ void check_replay_layout(const core::RecordLayout& layout, bool execute) {
                                  "bodies, dispatch state) that a replay cannot write; point --via at an inbox of the "
                                  "replay's own (--inbox-* flags)",
                                  layout.name));
+  }
+  if (execute && layout.shape == core::RecordShape::BloomMember) {
+    throw UsageError(fmt::format(
+        "--layout {}: an id added to a Bloom filter cannot be taken out again: a replay interrupted between adding "
+        "an id and publishing its event would leave the event dropped for good, and a failed delivery could not be "
+        "released; a plan (without --execute) reads the filter, a run takes a placement of the replay's own "
+        "(--layout plain)",
+        layout.name));
   }
   if (execute && core::one_key(layout) && layout.shape != core::RecordShape::HashField) {
     throw UsageError(fmt::format(

@@ -35,11 +35,6 @@ int run(const SnapshotFlags& flags, Context& context) {
     core::apply_layout_option(options.layout, option);
   }
   family.accept(options.layout);
-  if (options.layout.shape == core::RecordShape::BloomMember) {
-    throw UsageError(fmt::format("snapshot --layout {}: a filter's members cannot be listed, and its BF.SCANDUMP "
-                                 "export is not built yet; audit the live filter",
-                                 options.layout.name));
-  }
   if (core::one_key(options.layout)) {
     options.collection = core::collection_key(options.layout, flags.collection);
   }
@@ -69,7 +64,8 @@ CommandRunner register_snapshot(CLI::App& app, Context& context) {
                   "the record layout (dedupctl audit --layout): a JSON record keeps the fields its rules read, a "
                   "one-key layout's collection is read with HSCAN, SSCAN or ZSCAN")
       ->type_name("NAME");
-  sub->add_option("--collection", options->collection, "the one key of a spring-hash, camel-set or zset layout")
+  sub->add_option("--collection", options->collection,
+                  "the one key of a spring-hash, camel-set, zset or redis-bloom layout")
       ->type_name("KEY");
   sub->add_option("--layout-option", options->layout_options, "NAME=VALUE for --layout json (repeatable)")
       ->type_name("NAME=VALUE");

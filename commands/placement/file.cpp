@@ -1,7 +1,9 @@
-// The file family: file:PATH, what a store held when it was written (a snapshot of Redis keys or of
-// an inbox's rows, a DynamoDB table's scan or export). Read here, before any server is contacted.
+// The file family: file:PATH, what a store held when it was written (a snapshot of Redis keys, of a
+// Bloom filter or of an inbox's rows, a DynamoDB table's scan or export, a filter a library dumped). Read here, before
+// any server is contacted.
 #include "commands/placement/family.hpp"
 
+#include "connectors/file/bloom_file_store.hpp"
 #include "connectors/file/inbox_snapshot_store.hpp"
 #include "connectors/file/item_file_store.hpp"
 #include "connectors/file/snapshot_store.hpp"
@@ -42,10 +44,45 @@ OpenedStore open_items(const PlacementOptions& placement, Context& context) {
   return out;
 }
 
+// A Bloom filter's BF.SCANDUMP, rebuilt whole before the log is read (a filter is a few bytes an id).
+OpenedStore open_bloom_snapshot(const PlacementOptions& placement, Context& context) {
+  const auto& path = placement.uri.path;
+  auto filter = std::make_unique<connectors::file::BloomSnapshotStore>(path);
+  OpenedStore out;
+  out.snapshot_time = filter->header().taken_at_ms; // the filter as it was then
+  context.note(fmt::format(
+      "reading the Bloom filter {} of snapshot {} ({} items in {} link{}, capacity {}) taken at {}",
+      filter->header().match, path, filter->filter().items(), filter->filter().links(),
+      filter->filter().links() == 1 ? "" : "s", filter->filter().capacity(), core::format_time(*out.snapshot_time)));
+  out.store = std::move(filter);
+  return out;
+}
+
+// A filter the consumer wrote itself (WriteTo, writeTo), read whole; it is as of the file's time.
+OpenedStore open_bloom_dump(const PlacementOptions& placement, Context& context) {
+  const auto& path = placement.uri.path;
+  auto impl = placement.layout.window.bloom_impl;
+  auto filter = std::make_unique<connectors::file::BloomDumpStore>(path, impl);
+  OpenedStore out;
+  out.snapshot_time = filter->written_at_ms();
+  context.note(fmt::format("reading the {} Bloom filter {} (m={} bits, k={}) written at {}", core::to_string(impl),
+                           path, filter->filter().shape().bits, filter->filter().shape().hashes,
+                           core::format_time(*out.snapshot_time)));
+  out.store = std::move(filter);
+  return out;
+}
+
 OpenedStore open_store(const PlacementOptions& placement, Context& context, std::optional<std::int64_t>) {
   const auto& path = placement.uri.path;
+  if (placement.layout.home == core::LayoutHome::Dump) {
+    return open_bloom_dump(placement, context);
+  }
   if (connectors::file::InboxSnapshotStore::is_inbox_snapshot(path)) {
     return open_inbox_snapshot(placement, context);
+  }
+  if (placement.layout.shape == core::RecordShape::BloomMember &&
+      connectors::file::BloomSnapshotStore::is_bloom_snapshot(path)) {
+    return open_bloom_snapshot(placement, context);
   }
   if (placement.layout.value == core::RecordValue::Json && connectors::file::ItemFileStore::is_item_file(path)) {
     return open_items(placement, context);

@@ -137,7 +137,18 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
       markers.push_back(core::k_inbox_in_progress);
     }
   }
-  if (core::one_key(out.layout)) {
+  if (out.layout.home == core::LayoutHome::Dump) { // a filter in a file: no key to name
+    if (!out.layout.window.bloom_impl_named) {
+      throw UsageError(fmt::format("--layout {} needs --layout-option bloom-impl=bits-and-blooms|guava: the library "
+                                   "that wrote the dump",
+                                   out.layout.name));
+    }
+    if (!options.collection.empty()) {
+      throw UsageError(fmt::format("--collection {}: --layout {} reads the whole file; it has no key to name",
+                                   options.collection, out.layout.name));
+    }
+    out.audit.bloom_filter = true;
+  } else if (core::one_key(out.layout)) {
     out.collection = core::collection_key(out.layout, options.collection);
     out.audit.collection = options.collection.empty() ? out.layout.collection : options.collection;
     out.audit.bloom_filter = out.layout.shape == core::RecordShape::BloomMember;

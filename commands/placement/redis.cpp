@@ -65,9 +65,20 @@ connectors::redis::RedisSettings placement_settings(const PlacementOptions& plac
 
 OpenedStore open_store(const PlacementOptions& placement, Context& context, std::optional<std::int64_t>) {
   OpenedStore out;
-  out.store = connectors::redis::open_store(placement_settings(placement, context));
+  auto settings = placement_settings(placement, context);
+  out.store = connectors::redis::open_store(settings);
   if (auto topology = out.store->topology(); !topology.empty()) {
     context.note(fmt::format("--store {}: {}", placement.uri.redacted(), topology));
+  }
+  if (placement.layout.shape == core::RecordShape::BloomMember) {
+    // What the filter was sized for beside what it holds: a scaling filter's links each halve the
+    // error rate, a full non-scaling one refuses new ids.
+    if (auto info = connectors::redis::bloom_info(settings)) {
+      context.note(fmt::format("--collection {}: a Bloom filter of {} items in {} link{}, capacity {}{} (BF.INFO); "
+                               "\"maybe\" reads as seen",
+                               placement.collection, info->items, info->filters, info->filters == 1 ? "" : "s",
+                               info->capacity, info->expansion == 0 ? ", not scaling" : ""));
+    }
   }
   return out;
 }
@@ -201,13 +212,18 @@ int snapshot(const SnapshotOptions& options, Context& context) {
     context.progress("");
   }
   std::int64_t taken_at = scanned.started_ms;
-  // The header says which servers were scanned: every master of a cluster, each once.
+  // The header says which servers were scanned: every master of a cluster, each once. A filter's
+  // snapshot is its BF.SCANDUMP: the key it dumped stands as what it matched.
   std::string nodes = fmt::format("{}", fmt::join(scanned.nodes, ","));
-  return write_snapshot(core::format_snapshot_header(core::SnapshotHeader{taken_at, options.uri.redacted(),
-                                                                          options.match, nodes, settings.layout.name}),
+  bool bloom = settings.layout.shape == core::RecordShape::BloomMember;
+  std::string match = bloom ? settings.collection : options.match;
+  std::string what =
+      bloom ? fmt::format("snapshot of the Bloom filter {} ({} chunks of BF.SCANDUMP)", settings.collection, records)
+            : fmt::format("snapshot of {} records matching '{}'", records, options.match);
+  return write_snapshot(core::format_snapshot_header(
+                            core::SnapshotHeader{taken_at, options.uri.redacted(), match, nodes, settings.layout.name}),
                         lines,
-                        fmt::format("snapshot of {} records matching '{}' from {} ({}) taken at {}", records,
-                                    options.match, options.uri.redacted(),
+                        fmt::format("{} from {} ({}) taken at {}", what, options.uri.redacted(),
                                     scanned.nodes.size() == 1 ? "one server" : "masters " + nodes,
                                     core::format_time(taken_at)),
                         context);

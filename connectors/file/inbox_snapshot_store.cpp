@@ -21,16 +21,10 @@ bool InboxSnapshotStore::is_inbox_snapshot(const std::string& path) {
 }
 
 InboxSnapshotStore::InboxSnapshotStore(const std::string& path, std::string consumer) {
-  refuse_directory(path, "--store file:");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));
-  }
+  std::ifstream in;
+  open_snapshot(in, path, m_header, core::parse_inbox_snapshot_header);
   std::string line;
   std::string error;
-  if (!std::getline(in, line) || !core::parse_inbox_snapshot_header(line, m_header, error)) {
-    throw UsageError(fmt::format("{}:1: {}", path, error.empty() ? "empty file" : error));
-  }
   std::unordered_map<std::string, std::set<std::string>> consumers_of;
   core::InboxRow row;
   for (std::int64_t number = 2; std::getline(in, line); ++number) {

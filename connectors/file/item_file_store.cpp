@@ -1,5 +1,6 @@
 #include "connectors/file/item_file_store.hpp"
 
+#include "connectors/file/text.hpp"
 #include "core/store/dynamodb.hpp"
 #include "core/store/record_state.hpp"
 #include "core/util/errors.hpp"
@@ -41,14 +42,6 @@ std::string read_maybe_gzip(const std::string& path) {
                                  path, message));
   }
   return out;
-}
-
-std::int64_t mtime_ms(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    return 0;
-  }
-  return static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
 }
 
 } // namespace

@@ -24,21 +24,12 @@ constexpr std::size_t k_group = 32;
 } // namespace
 
 SnapshotStore::SnapshotStore(const std::string& path) {
-  refuse_directory(path, "--store file:");
   constexpr std::size_t k_buffer = 1 << 20;
   auto source = std::make_unique<Source>();
   source->buffer = std::make_unique<char[]>(k_buffer);
   auto& in = source->in;
   in.rdbuf()->pubsetbuf(source->buffer.get(), static_cast<std::streamsize>(k_buffer));
-  in.open(path, std::ios::binary);
-  if (!in) {
-    throw UsageError(fmt::format("cannot read snapshot {}: {}; check --store file:PATH", path, std::strerror(errno)));
-  }
-  std::string line;
-  std::string error;
-  if (!std::getline(in, line) || !core::parse_snapshot_header(line, m_header, error)) {
-    throw UsageError(fmt::format("{}:1: {}", path, error.empty() ? "empty file" : error));
-  }
+  open_snapshot(in, path, m_header, core::parse_snapshot_header);
   m_loaded = std::async(std::launch::async, &SnapshotStore::load, this, std::move(source), path).share();
 }
 

@@ -94,6 +94,61 @@ void scan_members(Nodes& nodes, const RedisSettings& settings, const std::string
   } while (cursor != "0");
 }
 
+// A Bloom filter's BF.SCANDUMP, chunk by chunk on the master of its slot (with its TYPE and PTTL
+// each time, so that a filter replaced or removed mid-dump is noticed): each chunk a record whose key
+// is the iterator BF.SCANDUMP returned beside it (what BF.LOADCHUNK takes back) and whose value is
+// the chunk's bytes, the header first. valkey-bloom's filters (bloomfltr) have no BF.SCANDUMP, and
+// hash with a seed of their own per filter: refused, not guessed.
+void scan_bloom(Nodes& nodes, const RedisSettings& settings, const std::function<void(const SnapshotRecord&)>& each,
+                const std::function<void(std::int64_t)>& progress, ScanResult& result) {
+  const std::string& key = settings.collection;
+  result.nodes.push_back(settings.uri.redacted());
+  std::string iterator = "0";
+  std::int64_t chunks = 0;
+  do {
+    if (settings.stop && settings.stop->load()) {
+      throw InterruptedError("interrupted");
+    }
+    nodes.exchange(
+        std::vector<std::string>{key}, 3,
+        [&](std::size_t, CommandBuffer& buffer) {
+          buffer.add({"TYPE", key});
+          buffer.add({"PTTL", key});
+          buffer.add({"BF.SCANDUMP", key, iterator});
+        },
+        [&](std::size_t, std::span<Reply> replies) {
+          check_bloom_type(*replies[0], settings.layout, key);
+          std::string_view type = text_of(*replies[0]);
+          if (type == "none") {
+            throw UsageError(fmt::format("--collection {}: no such key{}; check the name (the live audit of a filter "
+                                         "that is gone reads every id missing)",
+                                         key, chunks > 0 ? " (it went during the dump)" : ""));
+          }
+          if (type == "bloomfltr") {
+            throw UsageError(fmt::format("--collection {}: a valkey-bloom filter hashes with a seed of its own, "
+                                         "which no dump lets dedupctl recompute; audit the live filter",
+                                         key));
+          }
+          core::RecordState whole;
+          read_pttl(*replies[1], whole, "the filter");
+          const redisReply& reply = *replies[2];
+          if (reply.type != REDIS_REPLY_ARRAY || reply.elements != 2 || reply.element[0]->type != REDIS_REPLY_INTEGER) {
+            throw UnreachableError(fmt::format("Redis answered BF.SCANDUMP unexpectedly ({})",
+                                               reply.type == REDIS_REPLY_ERROR ? text_of(reply) : "not an iterator"));
+          }
+          iterator = std::to_string(reply.element[0]->integer);
+          if (reply.element[0]->integer != 0) {
+            each(SnapshotRecord{iterator, whole.pttl_ms, std::string(text_of(*reply.element[1]))});
+            ++chunks;
+          }
+        },
+        "a snapshot");
+    if (progress) {
+      progress(chunks);
+    }
+  } while (iterator != "0");
+}
+
 } // namespace
 
 ScanResult scan_records(const RedisSettings& settings, const std::string& match,
@@ -102,6 +157,10 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
   Nodes nodes(settings);
   ScanResult result;
   result.started_ms = wall_ms();
+  if (settings.layout.shape == core::RecordShape::BloomMember) {
+    scan_bloom(nodes, settings, each, progress, result);
+    return result;
+  }
   if (core::one_key(settings.layout)) {
     scan_members(nodes, settings, match, each, progress, result);
     return result;
@@ -135,6 +194,42 @@ ScanResult scan_records(const RedisSettings& settings, const std::string& match,
     });
   }
   return result;
+}
+
+std::optional<BloomInfo> bloom_info(const RedisSettings& settings) {
+  Nodes nodes(settings);
+  std::optional<BloomInfo> out;
+  nodes.exchange(
+      std::vector<std::string>{settings.collection}, 2,
+      [&](std::size_t, CommandBuffer& buffer) {
+        buffer.add({"TYPE", settings.collection});
+        buffer.add({"BF.INFO", settings.collection});
+      },
+      [&](std::size_t, std::span<Reply> replies) {
+        check_bloom_type(*replies[0], settings.layout, settings.collection);
+        const redisReply& info = *replies[1];
+        if (text_of(*replies[0]) == "none" || info.type != REDIS_REPLY_ARRAY) {
+          return;
+        }
+        BloomInfo facts;
+        for (std::size_t i = 0; i + 1 < info.elements; i += 2) {
+          std::string_view name = text_of(*info.element[i]);
+          const redisReply& value = *info.element[i + 1];
+          std::int64_t number = value.type == REDIS_REPLY_INTEGER ? value.integer : 0;
+          if (name == "Capacity") {
+            facts.capacity = number;
+          } else if (name == "Number of items inserted") {
+            facts.items = number;
+          } else if (name == "Number of filters") {
+            facts.filters = number;
+          } else if (name == "Expansion rate") {
+            facts.expansion = number; // nil for a NONSCALING filter
+          }
+        }
+        out = facts;
+      },
+      "BF.INFO");
+  return out;
 }
 
 std::vector<core::SampledKey> sample_keys(const RedisSettings& settings, std::size_t limit) {

@@ -54,20 +54,6 @@ void read_lookup(std::span<Reply> replies, core::RecordState& state, std::string
   read_value(get, with_ttl, state, value, limit, limit == std::string::npos);
 }
 
-// A Bloom filter's key holds a filter (RedisBloom's and Redis 8's MBbloom--, valkey-bloom's
-// bloomfltr) or nothing (every id absent, as after a flush); another type is a usage error.
-void check_bloom_type(const redisReply& type, const core::RecordLayout& layout, const std::string& collection) {
-  std::string_view name = text_of(type);
-  if (type.type == REDIS_REPLY_ERROR) {
-    throw UnreachableError(fmt::format("Redis answered TYPE with an error ({})", name));
-  }
-  if (name != "MBbloom--" && name != "bloomfltr" && name != "none") {
-    throw UsageError(fmt::format("--collection {}: the key holds a {}, not a Bloom filter; --layout {} reads a filter "
-                                 "made with BF.RESERVE or BF.ADD",
-                                 collection, name, layout.name));
-  }
-}
-
 // The members (fields) of a one-key layout's collection: PTTL of the collection, then HMGET,
 // SMISMEMBER, ZMSCORE or BF.MEXISTS of every k_lookup_chunk ids, one round trip to the master of its slot; never
 // a read of the whole collection. A member's record lives as long as the collection does.
@@ -187,6 +173,18 @@ void read_missing_ttls(Nodes& nodes, const std::vector<std::string>& keys, std::
 }
 
 } // namespace
+
+void check_bloom_type(const redisReply& type, const core::RecordLayout& layout, const std::string& collection) {
+  std::string_view name = text_of(type);
+  if (type.type == REDIS_REPLY_ERROR) {
+    throw UnreachableError(fmt::format("Redis answered TYPE with an error ({})", name));
+  }
+  if (name != "MBbloom--" && name != "bloomfltr" && name != "none") {
+    throw UsageError(fmt::format("--collection {}: the key holds a {}, not a Bloom filter; --layout {} reads a filter "
+                                 "made with BF.RESERVE or BF.ADD",
+                                 collection, name, layout.name));
+  }
+}
 
 // Every key's state and value (its first bytes, or all of a JSON record): one MGET of the batch on
 // one server, PTTL + GET a key routed by slot in a cluster (no PTTL where the record carries its

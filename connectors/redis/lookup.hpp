@@ -18,6 +18,11 @@ namespace dedupctl::connectors::redis {
 void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<std::string>& keys,
                 std::vector<core::RecordState>& out, std::vector<std::string>& values, bool whole_values = false);
 
+// A Bloom filter's key holds a filter (RedisBloom's and Redis 8's MBbloom--, valkey-bloom's
+// bloomfltr) or nothing (every id absent, as after a flush): TYPE's answer `type`; another type is a
+// UsageError naming --collection, an error answer an UnreachableError.
+void check_bloom_type(const redisReply& type, const core::RecordLayout& layout, const std::string& collection);
+
 // The wall clock in epoch milliseconds: when a scan started, when a replay's records are dated.
 std::int64_t wall_ms();
 

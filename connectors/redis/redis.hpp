@@ -71,12 +71,13 @@ std::unique_ptr<core::RecordRelease> open_record_release(const RedisSettings& se
 struct SnapshotRecord {
   std::string key;
   std::optional<std::int64_t> pttl_ms; // nullopt: no expiry
-  std::string value;                   // the first 64 bytes
+  std::string value;                   // the first 64 bytes; a Bloom filter's chunk whole
 };
 
 // SCAN MATCH pattern COUNT n (never KEYS) on every master, with PTTL and the value's first bytes
-// per key; calls `each` per live record and `progress` with the keys seen so far. Returns the time
-// the scan started (remaining TTLs are adjusted to it) and the nodes scanned.
+// per key (a one-key layout: its collection's members; a Bloom filter: its BF.SCANDUMP chunks, each
+// keyed by the iterator returned beside it); calls `each` per live record and `progress` with the keys seen so far.
+// Returns the time the scan started (remaining TTLs are adjusted to it) and the nodes scanned.
 struct ScanResult {
   std::int64_t started_ms = 0;
   std::vector<std::string> nodes;
@@ -84,6 +85,17 @@ struct ScanResult {
 ScanResult scan_records(const RedisSettings& settings, const std::string& match,
                         const std::function<void(const SnapshotRecord&)>& each,
                         const std::function<void(std::int64_t)>& progress);
+
+// What BF.INFO says of the Bloom filter at settings.collection (RedisBloom, Redis 8, valkey-bloom), for
+// the audit's note; nullopt when the key holds none (UsageError for a key of another type, as a
+// lookup's).
+struct BloomInfo {
+  std::int64_t capacity = 0;
+  std::int64_t items = 0;
+  std::int64_t filters = 0;
+  std::int64_t expansion = 0; // 0: a filter that does not scale (NONSCALING)
+};
+std::optional<BloomInfo> bloom_info(const RedisSettings& settings);
 
 // Up to `limit` keys with their types, for discover: SCAN (COUNT 1000, never KEYS) on every master
 // in turn, then a TYPE a key routed by slot, pipelined.

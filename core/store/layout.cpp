@@ -160,6 +160,11 @@ std::vector<RecordLayout> all_layouts() {
                             "a Bloom filter in Redis (RedisBloom, Redis 8's BF.*, valkey-bloom), BF.MEXISTS: absent "
                             "is exact, \"maybe\" is taken as seen"));
   layouts.back().never_expires = true;
+  layouts.push_back(one_key("bloom", RecordShape::BloomMember, RecordValue::Membership, "",
+                            "a Bloom filter the consumer wrote to a file itself (bits-and-blooms WriteTo, Guava "
+                            "writeTo; --layout-option bloom-impl=…), read with the library's hashing"));
+  layouts.back().home = LayoutHome::Dump;
+  layouts.back().never_expires = true;
   for (auto& layout : inbox_layouts()) {
     layouts.push_back(std::move(layout));
   }
@@ -746,6 +751,16 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
   std::string_view value = eq == std::string_view::npos ? std::string_view() : option.substr(eq + 1);
   if (layout.home == LayoutHome::Window) {
     apply_window_option(layout.window, option);
+    return;
+  }
+  if (layout.home == LayoutHome::Dump) {
+    if (name != "bloom-impl" || (value != "bits-and-blooms" && value != "guava")) {
+      throw UsageError(fmt::format("--layout-option {}: --layout {} takes bloom-impl=bits-and-blooms|guava (the "
+                                   "library that wrote the dump)",
+                                   option, layout.name));
+    }
+    layout.window.bloom_impl = value == "guava" ? BloomImpl::Guava : BloomImpl::BitsAndBlooms;
+    layout.window.bloom_impl_named = true;
     return;
   }
   if (layout.value != RecordValue::Json) {

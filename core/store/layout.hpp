@@ -84,7 +84,9 @@ struct DynamoKeySchema {
 // PostgreSQL table. Dynamodb: a library that writes its records to DynamoDB alone (Powertools for
 // Java). A snapshot file holds what its store held, so it takes every home.
 // Window: an in-process window of ids (memory:), simulated against the log rather than read.
-enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window };
+// Dump: a Bloom filter a library wrote to a file itself (bits-and-blooms' WriteTo, Guava's writeTo),
+// read from file: alone.
+enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump };
 
 // An in-process window's structure (docs/windows.md): an LRU of the last `capacity` ids; the LRU
 // with a Bloom filter behind it whose "maybe" means skip; a Bloom filter whose "maybe" is decided by a
@@ -105,6 +107,7 @@ struct WindowSpec {
   std::uint64_t bloom_items = 0; // the Bloom's expected ids, as the consumer sized it
   double bloom_fp = 0;           // its false-positive rate, as the consumer sized it
   BloomImpl bloom_impl = BloomImpl::BitsAndBlooms;
+  bool bloom_impl_named = false; // given by --layout-option bloom-impl (a dump's reader needs it)
   WindowScope scope = WindowScope::Partition;
 
   bool has_bloom() const { return kind == WindowKind::LruBloom || kind == WindowKind::BloomExact; }
@@ -166,7 +169,7 @@ void apply_window_option(WindowSpec& spec, std::string_view option);
 // UsageError naming what is missing.
 void check_window_options(const RecordLayout& layout);
 // --layout-option NAME=VALUE for a window layout (capacity, bloom-items, bloom-fp, bloom-impl,
-// scope), or for the generic json layout (status-field, expiration-field,
+// scope), a library's dump (bloom-impl), or for the generic json layout (status-field, expiration-field,
 // expiration-unit, in-progress-expiration-field, in-progress-expiration-unit, in-progress,
 // completed, orphans; for DynamoDB partition-key, sort-key, static-partition-key); throws UsageError
 // naming the option and listing the names.

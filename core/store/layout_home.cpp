@@ -37,6 +37,14 @@ void check_layout_home(const RecordLayout& layout, StoreUri::Kind kind) {
                                    layout.name, store_kind_name(kind)));
     }
     return;
+  case LayoutHome::Dump:
+    if (kind != Kind::File) {
+      throw UsageError(fmt::format("--layout {} reads a filter the consumer wrote to a file (bits-and-blooms WriteTo, "
+                                   "Guava writeTo): give --store file:PATH, not {} (a filter in Redis is --layout "
+                                   "redis-bloom)",
+                                   layout.name, store_kind_name(kind)));
+    }
+    return;
   case LayoutHome::Any:
     break;
   }

@@ -25,6 +25,8 @@ constexpr std::string_view k_window_options =
     "capacity=N, bloom-items=N, bloom-fp=P (0 < P < 1), bloom-impl=bits-and-blooms|guava, "
     "scope=partition|consumer";
 
+constexpr std::uint64_t k_max_window_capacity = 4'294'967'294;
+
 } // namespace
 
 std::string_view to_string(WindowKind kind) {
@@ -66,6 +68,9 @@ void apply_window_option(WindowSpec& spec, std::string_view option) {
   };
   if (name == "capacity") {
     count(spec.capacity);
+    if (spec.capacity > k_max_window_capacity) { // the window's slots are 32-bit, one kept for "none"
+      throw UsageError(fmt::format("--layout-option {}: capacity is at most {} ids", option, k_max_window_capacity));
+    }
   } else if (name == "bloom-items") {
     count(spec.bloom_items);
   } else if (name == "bloom-fp") {
@@ -77,6 +82,7 @@ void apply_window_option(WindowSpec& spec, std::string_view option) {
     spec.bloom_fp = fp;
   } else if (name == "bloom-impl" && (value == "bits-and-blooms" || value == "guava")) {
     spec.bloom_impl = value == "guava" ? BloomImpl::Guava : BloomImpl::BitsAndBlooms;
+    spec.bloom_impl_named = true;
   } else if (name == "scope" && (value == "partition" || value == "consumer")) {
     spec.scope = value == "consumer" ? WindowScope::Consumer : WindowScope::Partition;
   } else {

@@ -54,6 +54,13 @@ BloomFilter::BloomFilter(BloomShape shape) : m_shape(shape), m_words((shape.bits
   }
 }
 
+BloomFilter::BloomFilter(BloomShape shape, std::vector<std::uint64_t> words) : BloomFilter(shape) {
+  if (words.size() != m_words.size()) {
+    throw std::logic_error("a Bloom filter's words are not its bits");
+  }
+  m_words = std::move(words);
+}
+
 BloomHashes BloomFilter::hash(std::string_view id) const {
   BloomHashes out{};
   murmur3_x64_128(id.data(), id.size(), out.h);
@@ -107,6 +114,66 @@ void BloomFilter::locations(const BloomHashes& hashes, std::vector<std::uint64_t
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+namespace {
+
+std::uint64_t big_endian(std::string_view bytes, std::size_t at, std::size_t size) {
+  std::uint64_t out = 0;
+  for (std::size_t i = 0; i < size; ++i) {
+    out = out << 8 | static_cast<unsigned char>(bytes[at + i]);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> words_of(std::string_view bytes, std::size_t at, std::uint64_t count) {
+  std::vector<std::uint64_t> words(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    words[i] = big_endian(bytes, at + 8 * i, 8);
+  }
+  return words;
+}
+
+} // namespace
+
+BloomFilter read_bloom_dump(BloomImpl impl, std::string_view bytes, std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return UsageError(fmt::format("{}: not a {} filter's dump ({}); check --layout-option bloom-impl", what,
+                                  impl == BloomImpl::Guava ? "Guava BloomFilter.writeTo" : "bits-and-blooms WriteTo",
+                                  why));
+  };
+  BloomShape shape;
+  shape.impl = impl;
+  if (impl == BloomImpl::BitsAndBlooms) {
+    if (bytes.size() < 24) {
+      throw bad(fmt::format("{} bytes", bytes.size()));
+    }
+    std::uint64_t m = big_endian(bytes, 0, 8), k = big_endian(bytes, 8, 8), length = big_endian(bytes, 16, 8);
+    std::uint64_t words = (length + 63) / 64;
+    if (m == 0 || k == 0 || k > 1024 || length != m || bytes.size() != 24 + 8 * words) {
+      throw bad(fmt::format("m={} k={} and {} bits in {} bytes", m, k, length, bytes.size()));
+    }
+    shape.bits = m;
+    shape.hashes = static_cast<std::uint32_t>(k);
+    return BloomFilter(shape, words_of(bytes, 24, words));
+  }
+  if (bytes.size() < 6) {
+    throw bad(fmt::format("{} bytes", bytes.size()));
+  }
+  auto strategy = static_cast<unsigned char>(bytes[0]);
+  auto k = static_cast<unsigned char>(bytes[1]);
+  std::uint64_t longs = big_endian(bytes, 2, 4);
+  if (k == 0 || longs == 0 || longs > 0x7fffffff || bytes.size() != 6 + 8 * longs || strategy > 1) {
+    throw bad(fmt::format("strategy {}, k={} and {} longs in {} bytes", strategy, k, longs, bytes.size()));
+  }
+  if (strategy == 0) {
+    throw UsageError(fmt::format("{}: the filter hashes with an older Guava's MURMUR128_MITZ_32, which dedupctl "
+                                 "does not recompute",
+                                 what));
+  }
+  shape.bits = longs * 64; // Guava indexes every bit of its longs
+  shape.hashes = k;
+  return BloomFilter(shape, words_of(bytes, 6, longs));
 }
 
 std::uint64_t BloomFilter::bits_set() const {

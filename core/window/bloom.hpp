@@ -34,6 +34,9 @@ struct BloomHashes {
 class BloomFilter {
 public:
   explicit BloomFilter(BloomShape shape);
+  // A filter whose bits are `words` (bit x in word x/64, mask 1 << x%64, as both libraries keep
+  // them); throws std::logic_error when they are not the shape's count.
+  BloomFilter(BloomShape shape, std::vector<std::uint64_t> words);
 
   BloomHashes hash(std::string_view id) const;
   bool test(const BloomHashes& hashes) const;
@@ -53,5 +56,12 @@ private:
   BloomShape m_shape;
   std::vector<std::uint64_t> m_words;
 };
+
+// A filter as its library writes it to a stream: bits-and-blooms' WriteTo (big-endian u64 m, k, the
+// bitset's length, then its words) or Guava's writeTo (a byte for the strategy, 1 for
+// MURMUR128_MITZ_64; a byte for k; a big-endian int of longs, then the longs). Throws UsageError
+// beginning with `what` when the bytes are not that library's dump (or are Guava's MITZ_32, which is
+// not recomputed here).
+BloomFilter read_bloom_dump(BloomImpl impl, std::string_view bytes, std::string_view what);
 
 } // namespace dedupctl::core

@@ -100,8 +100,8 @@ TEST_P(Windows, AnIdempotentTypesMissIsAWarning) {
   }
 }
 
-// Every wrong placement is exit 2 with what to do, nothing on stdout, and the broker never asked
-// (the bootstrap is a closed port).
+// Every wrong placement of a window or a filter is exit 2 with what to do, nothing on stdout, and the
+// broker never asked (the bootstrap is a closed port).
 TEST(WindowUsage, AWrongWindowIsAUsageErrorBeforeAnythingIsContacted) {
   struct Case {
     std::vector<std::string> args;
@@ -116,6 +116,8 @@ TEST(WindowUsage, AWrongWindowIsAUsageErrorBeforeAnythingIsContacted) {
        "--layout lru has no Bloom filter"},
       {{"--store", "memory:", "--layout", "lru", "--layout-option", "capacity=-1"},
        "capacity is a whole number above 0"},
+      {{"--store", "memory:", "--layout", "lru", "--layout-option", "capacity=4294967295"},
+       "capacity is at most 4294967294 ids"},
       {{"--store", "memory:", "--layout", "bloom-exact", "--layout-option", "capacity=3", "--layout-option",
         "bloom-items=10", "--layout-option", "bloom-fp=1.5"},
        "bloom-fp is a rate above 0 and below 1"},
@@ -127,6 +129,18 @@ TEST(WindowUsage, AWrongWindowIsAUsageErrorBeforeAnythingIsContacted) {
       {{"--store", "redis://127.0.0.1:1", "--layout", "lru", "--layout-option", "capacity=3"},
        "is an in-process window: it is simulated over the log with --store memory:"},
       {{"--store", "memory:", "--layout", "spring-hash"}, "is a Redis layout"},
+      // A filter the consumer dumped itself (--layout bloom): its library named, a file.
+      {{"--store", "file:/nonexistent", "--layout", "bloom"},
+       "--layout bloom needs --layout-option bloom-impl=bits-and-blooms|guava: the library that wrote the dump"},
+      {{"--store", "file:/nonexistent", "--layout", "bloom", "--layout-option", "capacity=3"},
+       "--layout bloom takes bloom-impl=bits-and-blooms|guava"},
+      {{"--store", "redis://127.0.0.1:1", "--layout", "bloom", "--layout-option", "bloom-impl=guava"},
+       "give --store file:PATH, not redis (a filter in Redis is --layout redis-bloom)"},
+      {{"--store", "file:/nonexistent", "--layout", "bloom", "--layout-option", "bloom-impl=guava", "--collection",
+        "x"},
+       "--collection x: --layout bloom reads the whole file"},
+      {{"--store", "file:/nonexistent", "--layout", "bloom", "--layout-option", "bloom-impl=guava"},
+       "cannot read --store file: /nonexistent"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args{"audit",       "-b", fmt::format("127.0.0.1:{}", free_port()), "--topic", "pay",

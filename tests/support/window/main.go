@@ -8,6 +8,9 @@
 //	    decides each line of stdin, an id, through one WindowDedup: prints ID applied|skipped
 //	window-consumer vectors --bloom-items N --bloom-fp P --add PREFIX:COUNT --test PREFIX:COUNT
 //	    prints m and k of NewWithEstimates, then the test ids the filter says "maybe" for
+//	window-consumer dump --bloom-items N --bloom-fp P --out FILE < IDS
+//	    adds each line of stdin, an id, to NewWithEstimates's filter and writes it to FILE with WriteTo,
+//	    as a service that keeps its filter across restarts does
 package main
 
 import (
@@ -36,6 +39,8 @@ func main() {
 		vectors(os.Args[2:])
 	case "decide":
 		decide(os.Args[2:])
+	case "dump":
+		dump(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "window-consumer: unknown mode", os.Args[1])
 		os.Exit(2)
@@ -126,5 +131,29 @@ func decide(args []string) {
 			decision = "skipped"
 		}
 		fmt.Println(in.Text(), decision)
+	}
+}
+
+func dump(args []string) {
+	fs := flag.NewFlagSet("dump", flag.ExitOnError)
+	items := fs.Uint("bloom-items", 0, "expected ids")
+	fp := fs.Float64("bloom-fp", 0, "false-positive rate")
+	out := fs.String("out", "", "the file WriteTo writes")
+	_ = fs.Parse(args)
+	filter := bloom.NewWithEstimates(*items, *fp)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		filter.AddString(in.Text())
+	}
+	file, err := os.Create(*out)
+	if err == nil {
+		_, err = filter.WriteTo(file)
+	}
+	if err == nil {
+		err = file.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "window-consumer:", err)
+		os.Exit(1)
 	}
 }

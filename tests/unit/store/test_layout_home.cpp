@@ -73,6 +73,15 @@ TEST(LayoutHome, EveryHomeAgainstEveryStoreKind) {
        "is an in-process window: it is simulated over the log with --store memory:, not read from file"},
       {"bloom-exact", Kind::Postgres, "is an in-process window"},
       {"lru", Kind::Dynamodb, "is an in-process window"},
+      // Dump: a filter the consumer wrote to a file itself, read from file: alone.
+      {"bloom", Kind::File, nullptr},
+      {"bloom", Kind::Redis,
+       "--layout bloom reads a filter the consumer wrote to a file (bits-and-blooms WriteTo, "
+       "Guava writeTo): give --store file:PATH, not redis (a filter in Redis is --layout "
+       "redis-bloom)"},
+      {"bloom", Kind::Memory, "give --store file:PATH, not memory"},
+      {"bloom", Kind::Postgres, "give --store file:PATH, not postgres"},
+      {"bloom", Kind::Dynamodb, "give --store file:PATH, not dynamodb"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.layout) + " in " + std::string(store_kind_name(c.kind)));
@@ -93,6 +102,7 @@ TEST(LayoutHome, EachLibrarysLayoutSaysWhereItsRecordsLive) {
   EXPECT_EQ(find_layout("masstransit").home, LayoutHome::Inbox);
   EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
   EXPECT_EQ(find_layout("lru-bloom").home, LayoutHome::Window);
+  EXPECT_EQ(find_layout("bloom").home, LayoutHome::Dump);
   for (auto name : layout_names()) {
     auto layout = find_layout(name);
     EXPECT_EQ(layout.inbox(), layout.home == LayoutHome::Inbox) << name;

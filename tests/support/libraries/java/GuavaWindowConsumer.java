@@ -6,6 +6,8 @@
 //            line a record: PARTITION OFFSET ID applied|skipped
 //   decide:  decides each line of stdin, an id, printing ID applied|skipped (the unit tier's goldens)
 //   vectors: prints the test ids the filter says "maybe" for after the adds (the unit tier's vectors)
+//   dump:    adds each line of stdin, an id, and writes the filter with writeTo to --out, as a
+//            service that keeps its filter across restarts does
 //
 //   java -cp CLASSES:LIBS/* GuavaWindowConsumer consume --bootstrap B --topic T --count N --capacity N
 //        --bloom-items N --bloom-fp P
@@ -70,6 +72,18 @@ public final class GuavaWindowConsumer {
           System.out.println(id);
         }
       });
+      return;
+    }
+    if (mode.equals("dump")) {
+      BloomFilter<CharSequence> filter = BloomFilter.create(Funnels.stringFunnel(StandardCharsets.UTF_8), items, fpp);
+      java.io.BufferedReader in =
+          new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+      for (String id; (id = in.readLine()) != null; ) {
+        filter.put(id);
+      }
+      try (java.io.OutputStream out = new java.io.FileOutputStream(args.get("out"))) {
+        filter.writeTo(out);
+      }
       return;
     }
     GuavaWindowConsumer window = new GuavaWindowConsumer(Integer.parseInt(args.get("capacity")), items, fpp);
