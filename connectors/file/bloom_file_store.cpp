@@ -16,6 +16,18 @@ namespace {
 
 constexpr std::string_view k_layout = "redis-bloom";
 
+// Every key present, with `pttl_ms`, where the filter says maybe; absent (exact) where it does not.
+template <typename Maybe>
+void lookup_filter(const std::vector<std::string>& keys, std::vector<core::RecordState>& out,
+                   std::optional<std::int64_t> pttl_ms, const Maybe& maybe) {
+  out.assign(keys.size(), core::RecordState{});
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (maybe(keys[i])) {
+      out[i] = core::present_record(pttl_ms, "");
+    }
+  }
+}
+
 } // namespace
 
 bool BloomSnapshotStore::is_bloom_snapshot(const std::string& path) {
@@ -61,27 +73,16 @@ BloomSnapshotStore::BloomSnapshotStore(const std::string& path) {
 }
 
 void BloomSnapshotStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-  out.assign(keys.size(), core::RecordState{});
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (m_chain->contains(keys[i])) {
-      out[i] = core::present_record(m_pttl_ms, "");
-    }
-  }
+  lookup_filter(keys, out, m_pttl_ms, [&](const std::string& key) { return m_chain->contains(key); });
 }
 
 BloomDumpStore::BloomDumpStore(const std::string& path, core::BloomImpl impl) {
-  refuse_directory(path, "--store file:");
   m_filter.emplace(core::read_bloom_dump(impl, read_text_file(path, "--store file:"), path));
   m_written_at_ms = mtime_ms(path);
 }
 
 void BloomDumpStore::lookup(const std::vector<std::string>& keys, std::vector<core::RecordState>& out) {
-  out.assign(keys.size(), core::RecordState{});
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (m_filter->test(keys[i])) {
-      out[i] = core::present_record(std::nullopt, "");
-    }
-  }
+  lookup_filter(keys, out, std::nullopt, [&](const std::string& key) { return m_filter->test(key); });
 }
 
 } // namespace dedupctl::connectors::file
