@@ -295,7 +295,7 @@ void AuditAnalyzer::add_key_collisions(const FindingBuilder& collisions) {
 
 AuditResult AuditAnalyzer::finish() {
   AuditResult& result = m_result;
-  result.ttl = with_estimate(m_options.ttl, m_estimator);
+  result.ttl = m_settled_ttl ? *m_settled_ttl : with_estimate(m_options.ttl, m_estimator);
   auto ttl_ms = result.ttl.span.finite_ms();
   // The deferred absent records, now that the TTL is known (or known to be unknown).
   for (const auto& deferred : m_deferred) {

@@ -41,6 +41,11 @@ public:
   // Key collisions decided elsewhere (a merge of shards).
   void add_key_collisions(const FindingBuilder& collisions);
 
+  // The TTL that finish() classifies the deferred absent records by and reports, in place of the
+  // estimate from the records observed: a chain of tiers (core::TierChain::chain_ttl) settles it from
+  // each tier's own, once their analyzers have finished.
+  void settle_ttl(TtlDecision ttl) { m_settled_ttl = std::move(ttl); }
+
   AuditResult finish();
 
 private:
@@ -107,6 +112,7 @@ private:
   bool m_check_collisions;
   KeyOwners m_key_owner;
   std::optional<BloomPending> m_bloom; // AuditOptions::bloom_filter
+  std::optional<TtlDecision> m_settled_ttl;
 };
 
 } // namespace dedupctl::core
