@@ -5,6 +5,7 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/placement/family.hpp"
+#include "commands/placement/tiers.hpp"
 #include "commands/settings.hpp"
 #include "commands/shard.hpp"
 #include "commands/source.hpp"
@@ -39,13 +40,12 @@ struct AuditFlags {
 
 // The inbox's TTL is the cleanup job's retention, counted from processed_at. Its schema and contents
 // add findings of their own.
-void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const AuditFlags& options,
-                   AuditRequest& request, std::int64_t now, Context& context) {
-  request.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
-  request.placement.ttl = request.audit.ttl;
+void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& declared, const PlacementFlags& p,
+                   AuditTier& tier, AuditRequest& request, std::int64_t now, Context& context) {
+  tier.audit.ttl = decide_inbox_ttl(inbox, declared, now, context);
+  tier.placement.ttl = tier.audit.ttl;
   request.store_settings.emplace_back("inbox lookup", inbox.lookup_method());
-  request.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
-  const auto& p = options.placement;
+  tier.audit.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
   if (inbox.has_unique_constraint() == false) {
     request.placement_findings.push_back(
         core::inbox_without_unique_constraint(p.inbox.table, p.inbox.id_column, p.inbox.consumer_column));
@@ -60,8 +60,8 @@ void prepare_inbox(core::InboxStore& inbox, const std::optional<core::Span>& dec
 // The audit's request from its flags, checked in the order they were before (the first bad one is
 // named): identification, the analyzer's window, --seek, the placement (into `placement`) as the
 // report names it, its retention until the broker is asked; --effects (into `effects`).
-AuditRequest audit_request(const AuditFlags& options, Context& context, PlacementOptions& placement,
-                           std::optional<EffectsOptions>& effects) {
+AuditRequest audit_request(const AuditFlags& options, const PlacementFlags& first, Context& context,
+                           PlacementOptions& placement, std::optional<EffectsOptions>& effects) {
   AuditRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
@@ -72,7 +72,7 @@ AuditRequest audit_request(const AuditFlags& options, Context& context, Placemen
   if (request.has_seek && options.source.group.empty()) {
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
-  placement = parse_placement(options.placement, context);
+  placement = parse_placement(first, context);
   if (placement.audit.window.kind != core::WindowKind::None &&
       (!options.shard.digest.empty() || !options.shard.shard.empty())) {
     throw UsageError(fmt::format("--layout {} with --shard/--digest: a window is simulated in one pass over its "
@@ -116,23 +116,137 @@ void decide_retention(AuditRequest& request, const core::SourceInfo& info, const
   }
 }
 
-int run(const AuditFlags& options, Context& context) {
+// A tier of the placement (one, or a chain: --store repeated): its flags parsed, and its store once opened.
+struct PlacementTier {
+  PlacementOptions options;
+  OpenedStore opened;
+  AuditTier audit; // its analyzer's options and the report's entry, an inbox's TTL once asked
+};
+
+// The tiers after the first: each parsed as the first was (UsageError naming the bad flag); what a
+// chain cannot be is refused before anything is contacted.
+void parse_tiers(const AuditFlags& options, const std::vector<PlacementFlags>& flags, std::vector<PlacementTier>& tiers,
+                 Context& context) {
+  if (flags.size() > 1 && (!options.shard.digest.empty() || !options.shard.shard.empty())) {
+    throw UsageError("--store repeated with --shard/--digest: a merge of shards carries one placement; audit the "
+                     "tiers in one run");
+  }
+  for (std::size_t t = 1; t < flags.size(); ++t) {
+    tiers.push_back(PlacementTier{parse_placement(flags[t], context), {}, {}});
+    placement::require(tiers.back().options.uri, placement::StoreUse::Read);
+  }
+  std::size_t windows = 0;
+  for (const auto& tier : tiers) {
+    windows += tier.options.audit.window.kind != core::WindowKind::None ? 1 : 0;
+  }
+  if (windows > 1) {
+    throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
+                     "with its --layout");
+  }
+  if (flags.size() > 1 && windows == tiers.size()) {
+    throw UsageError("--store: every tier is a window in memory; a chain has at least one store that survives a "
+                     "restart");
+  }
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    auto& tier = tiers[t].audit;
+    tier.audit = tiers[t].options.audit;
+    tier.placement = placement_info(tiers[t].options);
+    tier.placement.ttl = tier.audit.ttl;
+    tier.tier.survives_restart = tier.audit.window.kind == core::WindowKind::None;
+    tier.tier.name = fmt::format("tier {} ({})", t + 1, tier.placement.store);
+  }
+}
+
+// Opens the tiers' stores of one kind: files (`local`), before the source; the others once it is
+// resolved, and then what each says of itself (its time, topology, an inbox's TTL). A store that
+// cannot be reached is the failure returned.
+std::optional<std::string> open_tiers(std::vector<PlacementTier>& tiers, bool local,
+                                      const std::vector<PlacementFlags>& flags, AuditRequest& request,
+                                      std::optional<std::int64_t> expected, std::int64_t& now, Context& context) {
+  for (auto& tier : tiers) {
+    if (commands::family(tier.options.uri.kind).row->local == local) {
+      tier.opened =
+          commands::family(tier.options.uri.kind).read(tier.options, context, local ? std::nullopt : expected);
+      if (tier.opened.failure) {
+        return tier.opened.failure;
+      }
+    }
+  }
+  if (local) {
+    return std::nullopt;
+  }
+  bool timed = false; // a snapshot's time is the time its records are read at: the first one's
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    auto& tier = tiers[t];
+    if (!timed && tier.opened.snapshot_time) {
+      now = *tier.opened.snapshot_time;
+      timed = true;
+    }
+    tier.audit.audit.dynamodb = tier.opened.dynamodb;
+    if (auto topology = tier.opened.store->topology(); !topology.empty()) {
+      request.store_settings.emplace_back(commands::family(tier.options.uri.kind).row->topology, topology);
+    }
+    if (tier.opened.inbox) {
+      try {
+        prepare_inbox(*tier.opened.inbox, tier.options.inbox_retention, flags[t], tier.audit, request, now, context);
+      } catch (const UnreachableError& e) {
+        return e.what();
+      }
+    }
+    tier.audit.store = tier.opened.store.get();
+  }
+  return std::nullopt;
+}
+
+// One tier: the request is its own. A chain: each tier is the request's, and the request's options are
+// the chain's (docs/windows.md "Tiers").
+void place_tiers(AuditRequest& request, std::vector<PlacementTier>& tiers) {
+  if (tiers.size() == 1) {
+    request.audit.ttl = tiers[0].audit.audit.ttl;
+    request.audit.key_template = tiers[0].audit.audit.key_template;
+    request.audit.dynamodb = tiers[0].audit.audit.dynamodb;
+    request.placement.ttl = tiers[0].audit.placement.ttl;
+    return;
+  }
+  core::AuditOptions chain = request.audit;                    // the first tier's, with --effects and --side-effects
+  chain.key_template = core::KeyTemplate::parse("{event_id}"); // each tier has its own; its keys are its own
+  chain.check_collisions = false;                              // each tier's analyzer looks for them
+  chain.bloom_filter = false;
+  chain.collection.clear();
+  chain.dynamodb = false;
+  chain.window = {};
+  chain.policy.orphans_reapplied = false; // an orphan its library takes over reaches the chain as expired
+  std::vector<core::TtlDecision> ttls;
+  std::vector<core::Tier> chained;
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    const auto& tier = tiers[t].audit;
+    if (!tier.tier.survives_restart) {
+      chain.window = tier.audit.window;
+      request.window_tier = t;
+    }
+    ttls.push_back(tier.audit.ttl);
+    chained.push_back(tier.tier);
+    request.tiers.push_back(tier);
+  }
+  chain.ttl = core::TierChain::chain_ttl(ttls, chained);
+  request.audit = chain;
+  request.placement.ttl = chain.ttl;
+}
+
+int run(const AuditFlags& options, const std::vector<PlacementFlags>& flags, Context& context) {
   auto format = parse_output_format(context);
   SourceFlags source = options.source;
   apply_shard_options(options.shard, source, context, true);
-  PlacementOptions placement;
+  std::vector<PlacementTier> tiers(1);
   std::optional<EffectsOptions> effects;
-  AuditRequest request = audit_request(options, context, placement, effects);
+  AuditRequest request = audit_request(options, flags.front(), context, tiers.front().options, effects);
+  parse_tiers(options, flags, tiers, context);
+  const PlacementOptions& placement = tiers.front().options;
   // Everything typed was valid: a snapshot file is opened before anything is contacted (a bad one is
   // exit 2; its records load beside the reading, a bad line among them is exit 2 at the end), then
   // the systems.
   std::int64_t now = context.now_ms();
-  const auto& family = commands::family(placement.uri.kind);
-  bool file_store = family.row->local;
-  OpenedStore opened_store;
-  if (file_store) {
-    opened_store = family.read(placement, context, std::nullopt);
-  }
+  std::optional<std::string> failure = open_tiers(tiers, true, flags, request, std::nullopt, now, context);
   auto digest = open_shard_digest(options.shard, source);
   if (digest) {
     request.digest = digest->recorder();
@@ -142,27 +256,14 @@ int run(const AuditFlags& options, Context& context) {
   OpenedSource opened = open_source(source, context, request.has_seek ? std::optional(options.seek) : std::nullopt,
                                     nullptr, options.committed);
   opened.info.payload_decoding = decoding_of(request.identify);
-  std::optional<std::string> failure = opened.failure;
+  failure = failure ? failure : opened.failure;
   if (!failure) {
     decide_retention(request, opened.info, placement, context);
-  }
-  if (!failure && !file_store) {
-    opened_store = family.read(placement, context, static_cast<std::int64_t>(expected_events(opened.info)));
-    failure = opened_store.failure;
+    failure =
+        open_tiers(tiers, false, flags, request, static_cast<std::int64_t>(expected_events(opened.info)), now, context);
   }
   if (!failure) {
-    now = opened_store.snapshot_time.value_or(now);
-    request.audit.dynamodb = opened_store.dynamodb;
-    if (auto topology = opened_store.store->topology(); !topology.empty()) {
-      request.store_settings.emplace_back(family.row->topology, topology);
-    }
-    if (opened_store.inbox) {
-      try {
-        prepare_inbox(*opened_store.inbox, placement.inbox_retention, options, request, now, context);
-      } catch (const UnreachableError& e) {
-        failure = e.what();
-      }
-    }
+    place_tiers(request, tiers);
   }
   OpenedEffects opened_effects;
   if (!failure && effects) {
@@ -172,7 +273,6 @@ int run(const AuditFlags& options, Context& context) {
     request.effects = opened_effects.store.get();
     request.store_settings.emplace_back("effects", describe_effects(*effects));
   }
-  std::unique_ptr<core::DedupStore> store = std::move(opened_store.store);
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("audit: {} events", events)); };
   }
@@ -186,7 +286,7 @@ int run(const AuditFlags& options, Context& context) {
     if (context.global.verbose) {
       request.times = &times;
     }
-    report = run_audit(request, *opened.source, *store, opened.info, now);
+    report = run_audit(request, *opened.source, *tiers.front().opened.store, opened.info, now);
     archives.note(context.global.verbose > 0);
     if (request.times) {
       context.note("audit stages: " + times.describe());
@@ -196,12 +296,16 @@ int run(const AuditFlags& options, Context& context) {
         throw UsageError(*why);
       }
     }
-    if (opened_store.inbox && context.global.verbose) {
-      context.note("inbox lookups: " + opened_store.inbox->lookup_stats());
+    for (const auto& tier : tiers) {
+      if (tier.opened.inbox && context.global.verbose) {
+        context.note("inbox lookups: " + tier.opened.inbox->lookup_stats());
+      }
     }
   }
-  if (store) {
-    store->ready(); // a snapshot's bad line is exit 2, whatever the source did
+  for (auto& tier : tiers) {
+    if (tier.opened.store) {
+      tier.opened.store->ready(); // a snapshot's bad line is exit 2, whatever the source did
+    }
   }
   if (digest) {
     complete_report(report, opened, context);
@@ -219,7 +323,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   add_source_options(*sub, options->source);
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
-  add_placement_options(*sub, options->placement);
+  add_placement_options(*sub, options->placement, PlacementUse::Tiers);
   add_effects_options(*sub, options->effects);
   auto* audit = sub->add_option_group("Audit");
   audit->add_option("--seek", options->seek, "the reset being considered for --group: the window is [seek, committed)")
@@ -239,7 +343,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
       return -1;
     }
     context.command = "audit";
-    return run(*options, context);
+    return run(*options, tier_flags(*sub, options->placement), context);
   };
 }
 

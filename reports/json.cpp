@@ -297,6 +297,38 @@ Json trace_json(const core::Trace& trace) {
   return out;
 }
 
+// placement.tiers: each tier in lookup order, as placement names a store and its TTL (the topic's
+// retention and the consumer are the placement's).
+Json tiers_json(const std::vector<TierReport>& tiers) {
+  Json out = Json::array();
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    Json tier = placement_json(tiers[t].placement);
+    for (const char* key : {"consumer", "retention_ms", "retention_infinite", "retention_source", "retention_compacted",
+                            "retention_origin", "effects"}) {
+      tier.erase(key);
+    }
+    tier["tier"] = t + 1;
+    tier["survives_restart"] = tiers[t].survives_restart;
+    out.push_back(std::move(tier));
+  }
+  return out;
+}
+
+// summary.tiers: what each tier alone holds, and what it lacks that another holds.
+Json tier_counts_json(const std::vector<TierReport>& tiers) {
+  Json out = Json::array();
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    Json tier{{"tier", t + 1}, {"store", tiers[t].placement.store}};
+    for (const auto& [name, value] : tiers[t].counts) {
+      tier[name] = value;
+    }
+    tier["key_collisions"] = tiers[t].key_collisions;
+    tier["held_by_others"] = tiers[t].held_by_others;
+    out.push_back(std::move(tier));
+  }
+  return out;
+}
+
 } // namespace
 
 void render_json(const Report& report, std::FILE* out) {
@@ -314,6 +346,9 @@ void render_json(const Report& report, std::FILE* out) {
   }
   if (report.placement) {
     doc["placement"] = placement_json(*report.placement);
+    if (!report.tiers.empty()) { // additive to v1: a chain of tiers
+      doc["placement"]["tiers"] = tiers_json(report.tiers);
+    }
   }
   Json summary = Json::object();
   for (const auto& [name, value] : report.summary) {
@@ -329,6 +364,9 @@ void render_json(const Report& report, std::FILE* out) {
   }
   if (report.window) {
     summary["window"] = window_json(*report.window);
+  }
+  if (!report.tiers.empty()) {
+    summary["tiers"] = tier_counts_json(report.tiers);
   }
   doc["summary"] = std::move(summary);
   if (report.replay) {

@@ -47,6 +47,17 @@ struct PlacementInfo {
   std::optional<EffectsPlacement> effects;
 };
 
+// One tier of a chain (audit with --store repeated, docs/windows.md "Tiers"): where it is, and what
+// it alone holds.
+struct TierReport {
+  PlacementInfo placement;      // kind, store (redacted), layout, key template, consumer, its TTL
+  bool survives_restart = true; // false: a window in memory
+  // covered … orphaned and no_expiry, as summary names them, of this tier's records alone.
+  std::vector<std::pair<std::string, std::int64_t>> counts;
+  std::int64_t held_by_others = 0; // events it lacks or lets lapse that another tier holds
+  std::int64_t key_collisions = 0; // of its keys (summary.key_collisions adds the tiers')
+};
+
 // One invocation's result, whatever the format: the model every renderer reads.
 struct Report {
   std::string command;
@@ -61,6 +72,7 @@ struct Report {
   std::optional<core::WindowSummary> window; // summary.window: memory: with a window layout
   std::vector<core::Finding> findings;
   std::optional<PlacementInfo> placement;
+  std::vector<TierReport> tiers; // placement.tiers and summary.tiers: a chain of two or more
   std::optional<core::ReplaySummary> replay;
   std::vector<core::PartitionCoverage> coverage; // per partition, audit only
   std::vector<std::string> subjects;             // what was checked (check: the consumers), for JUnit

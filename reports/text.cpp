@@ -168,16 +168,21 @@ void print_placement(const Report& report, std::FILE* out) {
   }
 }
 
+// A counter's name as a table's column: "in_progress" is IN-PROGRESS.
+std::string column_head(std::string_view name) {
+  std::string head(name);
+  for (char& c : head) {
+    c = c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return head;
+}
+
 void print_coverage(const Report& report, std::FILE* out) {
   if (!report.coverage.empty()) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> head{"PARTITION"};
     for (auto state : detail::k_coverage_columns) {
-      std::string name(core::to_string(state));
-      for (char& c : name) {
-        c = c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      }
-      head.push_back(name);
+      head.push_back(column_head(core::to_string(state)));
     }
     rows.push_back(head);
     for (const auto& partition : report.coverage) {
@@ -212,6 +217,28 @@ void print_window(const core::WindowSummary& w, std::FILE* out) {
   print_table(out, rows, "  ");
 }
 
+// A chain of tiers: each tier in lookup order with what it alone holds; the summary above is the best
+// tier's of each event.
+void print_tiers(const std::vector<TierReport>& tiers, std::FILE* out) {
+  std::vector<std::vector<std::string>> rows{{"TIER", "STORE", "LAYOUT", "TTL"}};
+  for (const auto& [name, value] : tiers.front().counts) {
+    rows.front().push_back(column_head(name));
+  }
+  rows.front().push_back("HELD-ELSEWHERE");
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    const auto& tier = tiers[t];
+    std::vector<std::string> row{std::to_string(t + 1), tier.placement.store, tier.placement.layout,
+                                 tier.survives_restart ? core::to_text(tier.placement.ttl.span) : "until restart"};
+    for (const auto& [name, value] : tier.counts) {
+      row.push_back(std::to_string(value));
+    }
+    row.push_back(std::to_string(tier.held_by_others));
+    rows.push_back(std::move(row));
+  }
+  fmt::print(out, "\nTIERS  (looked up in this order; an event's state above is its best tier's)\n");
+  print_table(out, rows, "  ");
+}
+
 void print_summary(const Report& report, std::FILE* out) {
   if (!report.summary.empty()) {
     fmt::print(out, "\nSUMMARY\n");
@@ -231,6 +258,9 @@ void print_summary(const Report& report, std::FILE* out) {
   }
   if (report.window) {
     print_window(*report.window, out);
+  }
+  if (!report.tiers.empty()) {
+    print_tiers(report.tiers, out);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <deque>
 #include <future>
 #include <memory>
 
@@ -24,10 +25,14 @@ std::string AuditStageTimes::describe() const {
 
 namespace {
 
-// The analyzers' options for this run: its time, window label and expected size.
-core::AuditOptions audit_options_for(const AuditRequest& request, const core::SourceInfo& info, std::int64_t now_ms) {
-  core::AuditOptions options = request.audit;
+// The analyzers' options for this run (`options`: the placement's, or a tier's): its time, window
+// label and expected size, and the topic's retention and the lag allowance, which are every tier's.
+core::AuditOptions audit_options_for(core::AuditOptions options, const AuditRequest& request,
+                                     const core::SourceInfo& info, std::int64_t now_ms) {
   options.policy.now_ms = now_ms;
+  options.policy.retention = request.audit.policy.retention;
+  options.policy.compacted = request.audit.policy.compacted;
+  options.policy.max_lag_ms = request.audit.policy.max_lag_ms;
   options.max_examples = request.max_examples;
   // A file source's partitions are not known up front: its window is everything read.
   options.default_window = info.partitions.empty();
@@ -38,21 +43,53 @@ core::AuditOptions audit_options_for(const AuditRequest& request, const core::So
   return options;
 }
 
-// Lookups overlap consumption: while the store looks batch N up on the worker thread, the main thread
+// A chain of tiers as the reader feeds it: each tier's own analyzer, the chain that picks an event's
+// best tier, and the groups' committed offsets (which decide a claim's and an absence's meaning).
+struct ChainObservers {
+  std::deque<core::AuditAnalyzer>& tiers;
+  core::TierChain& chain;
+  std::vector<core::PartitionWindow> committed; // the partitions' committed offsets, as announced
+  std::size_t example_tier = 0; // whose key the chain's own examples show: the first that survives a restart
+
+  std::optional<std::int64_t> committed_of(const core::Event& event) {
+    if (last < committed.size() && committed[last].partition == event.partition &&
+        committed[last].topic == event.topic) {
+      return committed[last].committed;
+    }
+    for (last = 0; last < committed.size(); ++last) {
+      if (committed[last].partition == event.partition && committed[last].topic == event.topic) {
+        return committed[last].committed;
+      }
+    }
+    return std::nullopt; // a file's partition, not announced
+  }
+  std::size_t last = 0;
+};
+
+// Lookups overlap consumption: while the stores look batch N up on the worker thread, the main thread
 // reads and identifies batch N+1. Each of the two slots owns its batch, identities (and the
-// identifier whose arena they live in), keys and states; events are observed in order, and the
-// store is used by one thread at a time.
+// identifier whose arena they live in), keys and states; events are observed in order, and each
+// store is used by one thread at a time. A chain of tiers has a store, a template and keys a tier.
 class AuditReader {
 public:
-  AuditReader(const AuditRequest& request, const core::AuditOptions& options, core::DedupStore& store,
-              core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window)
-      : m_request(request), m_options(options), m_store(store), m_log(log), m_audit(audit), m_window(window),
-        m_effects_template(core::after_fields_of(options.key_template, request.effects_template)) {
+  AuditReader(const AuditRequest& request, const core::AuditOptions& options, std::vector<core::DedupStore*> stores,
+              core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window, ChainObservers* chain)
+      : m_request(request), m_stores(std::move(stores)), m_log(log), m_audit(audit), m_window(window), m_chain(chain) {
+    // Every template renders from one Identity: each one's fields are indexed after those before it.
+    std::vector<core::KeyTemplate> templates{chain ? request.tiers[0].audit.key_template : options.key_template};
+    for (std::size_t t = 1; t < m_stores.size(); ++t) {
+      templates.push_back(core::after_fields_of(templates.back(), request.tiers[t].audit.key_template));
+    }
+    m_templates = templates;
+    m_effects_template = core::after_fields_of(templates.back(), request.effects_template);
     core::IdentifyOptions identify = request.identify;
-    identify.extra = core::joint_fields(options.key_template, request.effects_template);
+    identify.extra = m_effects_template.fields();
     for (auto& slot : m_slots) {
       slot.identifier = std::make_unique<core::Identifier>(identify);
+      slot.lookups.resize(m_stores.size());
     }
+    m_records.resize(m_stores.size());
+    m_keys.resize(m_stores.size());
   }
   // A failure may leave a lookup running: it is waited for before the slots go.
   ~AuditReader() {
@@ -65,7 +102,7 @@ public:
   AuditReader(const AuditReader&) = delete;
   AuditReader& operator=(const AuditReader&) = delete;
 
-  // Reads the whole source; throws what the source or the store threw.
+  // Reads the whole source; throws what the source or a store threw.
   void read(core::EventSource& source) {
     std::size_t current = 0;
     while (next_batch(source, m_slots[current].batch)) {
@@ -77,7 +114,9 @@ public:
       }
       slot.lookup = m_worker.submit([this, &slot] {
         StageTimer timer(stage(&AuditStageTimes::lookup));
-        m_store.lookup(slot.keys, slot.states);
+        for (std::size_t t = 0; t < m_stores.size(); ++t) {
+          m_stores[t]->lookup(slot.lookups[t].keys, slot.lookups[t].states);
+        }
         if (m_request.effects) {
           m_request.effects->lookup(slot.effect_keys, slot.effects);
         }
@@ -91,13 +130,18 @@ public:
   }
 
 private:
+  // One store's keys for a batch: per event its index into keys (SIZE_MAX without id), and each
+  // key's record.
+  struct Lookup {
+    std::vector<std::string> keys;
+    std::vector<std::size_t> key_of;
+    std::vector<core::RecordState> states;
+  };
   struct Slot {
     core::EventBatch batch;
     std::unique_ptr<core::Identifier> identifier;
     std::vector<core::Identity> identities;
-    std::vector<std::string> keys;
-    std::vector<std::size_t> key_of; // per event: index into keys, or SIZE_MAX without id
-    std::vector<core::RecordState> states;
+    std::vector<Lookup> lookups; // one a store
     // --effects: the keys their effects are looked up by, per event its index (SIZE_MAX: no id),
     // and whether each exists.
     std::vector<std::string> effect_keys;
@@ -115,7 +159,7 @@ private:
     return source.next_batch(batch);
   }
 
-  // Identifies the batch, feeds the log analyzer and renders each event's dedup key.
+  // Identifies the batch, feeds the log analyzer and renders each event's dedup keys.
   void prepare(Slot& slot) {
     {
       StageTimer timer(stage(&AuditStageTimes::identify));
@@ -124,23 +168,39 @@ private:
     }
     StageTimer timer(stage(&AuditStageTimes::render));
     // The key strings of the slot's previous batch are rendered over: no allocation a key.
-    core::render_batch_keys(m_options.key_template, slot.batch, slot.identities, m_request.consumer, slot.keys,
-                            slot.key_of);
+    for (std::size_t t = 0; t < m_stores.size(); ++t) {
+      core::render_batch_keys(m_templates[t], slot.batch, slot.identities, m_request.consumer, slot.lookups[t].keys,
+                              slot.lookups[t].key_of);
+    }
     if (m_request.effects) {
       core::render_batch_keys(m_effects_template, slot.batch, slot.identities, m_request.consumer, slot.effect_keys,
                               slot.effect_key_of);
     }
   }
 
-  // The window's fingerprints of the batch's keys.
-  void key_hashes(const Slot& slot) {
-    m_key_hashes.resize(slot.keys.size());
-    for (std::size_t k = 0; k < slot.keys.size(); ++k) {
-      m_key_hashes[k] = core::hash64(slot.keys[k]);
+  // The window's fingerprints of the batch's keys (its tier's).
+  void key_hashes(const Lookup& lookup) {
+    m_key_hashes.resize(lookup.keys.size());
+    for (std::size_t k = 0; k < lookup.keys.size(); ++k) {
+      m_key_hashes[k] = core::hash64(lookup.keys[k]);
     }
   }
 
-  // Classifies the batch once its lookup is back (rethrowing what the lookup threw).
+  // Each tier's record of event i to its own analyzer, and the best of them to the chain's.
+  const core::RecordState& chain_record(const Slot& slot, std::size_t i) {
+    static const core::RecordState k_no_record{};
+    const core::Event& event = slot.batch.events[i];
+    for (std::size_t t = 0; t < m_stores.size(); ++t) {
+      const Lookup& lookup = slot.lookups[t];
+      bool has_key = lookup.key_of[i] != SIZE_MAX;
+      m_keys[t] = has_key ? std::string_view(lookup.keys[lookup.key_of[i]]) : std::string_view{};
+      m_records[t] = has_key ? &lookup.states[lookup.key_of[i]] : &k_no_record;
+      m_chain->tiers[t].observe(event, slot.identities[i], m_keys[t], *m_records[t]);
+    }
+    return m_chain->chain.best(event, slot.identities[i], m_keys, m_records, m_chain->committed_of(event));
+  }
+
+  // Classifies the batch once its lookups are back (rethrowing what a lookup threw).
   void observe(Slot& slot) {
     static const core::RecordState k_no_record{};
     {
@@ -148,25 +208,30 @@ private:
       slot.lookup.get();
     }
     StageTimer timer(stage(&AuditStageTimes::classify));
+    const Lookup& own = slot.lookups[m_chain ? m_chain->example_tier : 0];
+    const Lookup& windowed = slot.lookups[m_request.window_tier];
     if (m_window) {
-      key_hashes(slot);
+      key_hashes(windowed);
     }
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
-      bool has_key = slot.key_of[i] != SIZE_MAX;
-      std::string_view key = has_key ? std::string_view(slot.keys[slot.key_of[i]]) : std::string_view{};
-      const core::RecordState& state = has_key ? slot.states[slot.key_of[i]] : k_no_record;
+      bool has_key = own.key_of[i] != SIZE_MAX;
+      std::string_view key = has_key ? std::string_view(own.keys[own.key_of[i]]) : std::string_view{};
+      const core::RecordState& state = m_chain   ? chain_record(slot, i)
+                                       : has_key ? own.states[own.key_of[i]]
+                                                 : k_no_record;
       m_audit.observe(slot.batch.events[i], slot.identities[i], key, state,
                       m_request.effects ? core::effect_at(slot.effect_key_of, slot.effects, i)
                                         : core::Effect::Unchecked);
       if (m_request.digest) {
         m_request.digest->observe(slot.batch.events[i], slot.identities[i], key, &state);
       }
-      if (m_window && has_key) {
+      if (m_window && windowed.key_of[i] != SIZE_MAX) {
         if (std::size_t ahead = i + k_window_prefetch;
-            ahead < slot.batch.events.size() && slot.key_of[ahead] != SIZE_MAX) {
-          m_window->prefetch(slot.batch.events[ahead], m_key_hashes[slot.key_of[ahead]]);
+            ahead < slot.batch.events.size() && windowed.key_of[ahead] != SIZE_MAX) {
+          m_window->prefetch(slot.batch.events[ahead], m_key_hashes[windowed.key_of[ahead]]);
         }
-        m_window->observe(slot.batch.events[i], slot.identities[i], key, m_key_hashes[slot.key_of[i]]);
+        m_window->observe(slot.batch.events[i], slot.identities[i], windowed.keys[windowed.key_of[i]],
+                          m_key_hashes[windowed.key_of[i]]);
       }
     }
     if (m_request.progress) {
@@ -175,14 +240,17 @@ private:
   }
 
   const AuditRequest& m_request;
-  const core::AuditOptions& m_options;
-  core::DedupStore& m_store;
+  std::vector<core::DedupStore*> m_stores;
+  std::vector<core::KeyTemplate> m_templates; // a store's each, rendered from the same extra values
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
   core::WindowAnalyzer* m_window;                     // memory: with a window layout
+  ChainObservers* m_chain;                            // a chain of tiers
   static constexpr std::size_t k_window_prefetch = 8; // events ahead
   std::vector<std::uint64_t> m_key_hashes;
-  core::KeyTemplate m_effects_template; // the effects' keys, rendered from the same extra values as the records'
+  std::vector<std::string_view> m_keys;            // a chain's: event i's key in each tier
+  std::vector<const core::RecordState*> m_records; // and its record there
+  core::KeyTemplate m_effects_template;            // the effects' keys, rendered after every store's fields
   std::array<Slot, 2> m_slots;
   std::int64_t m_events = 0;
   // One thread for every batch's lookup, not one a batch; declared after the slots, so it is
@@ -190,7 +258,105 @@ private:
   SerialWorker m_worker{true};
 };
 
+// The findings a tier decides alone, whatever the other tiers hold: its keys, and a Bloom filter's
+// drops (a consumer that asks it first skips the event before any later tier is asked).
+bool tier_own_finding(std::string_view id) {
+  return id == "key-collision" || id == "key-template-lacks-event-id" || id == "key-template-uses-offset" ||
+         id == "bloom-false-positive";
+}
+
+// A chain's tiers (request.tiers), each audited alone beside the chain: summary.tiers, the findings a
+// tier decides alone, and the chain's TTL.
+class TierAudits {
+public:
+  TierAudits(const AuditRequest& request, const core::SourceInfo& info, std::int64_t now_ms,
+             const std::vector<core::PartitionWindow>& windows) {
+    std::vector<core::Tier> tiers;
+    std::optional<std::size_t> durable;
+    for (std::size_t t = 0; t < request.tiers.size(); ++t) {
+      core::AuditOptions options = audit_options_for(request.tiers[t].audit, request, info, now_ms);
+      auto& analyzer = m_analyzers.emplace_back(options);
+      for (const auto& w : windows) {
+        analyzer.set_partition(w.topic, w.partition, w.committed, w.window);
+      }
+      core::Tier tier = request.tiers[t].tier;
+      tier.policy = options.policy;
+      tier.policy.ttl = options.ttl.span;
+      if (!durable && tier.survives_restart) {
+        durable = t;
+      }
+      tiers.push_back(std::move(tier));
+    }
+    m_tiers = tiers;
+    m_chain.emplace(std::move(tiers), request.max_examples);
+    m_observers.emplace(ChainObservers{m_analyzers, *m_chain, windows, durable.value_or(0)});
+  }
+
+  ChainObservers* observers() { return &*m_observers; }
+
+  // Each tier's counts into report.tiers and the findings it decides alone into `findings`, with the
+  // chain's own; then the chain's TTL, settled from the tiers', into `audit`.
+  void finish(const AuditRequest& request, core::AuditAnalyzer& audit, reports::Report& report,
+              std::vector<core::Finding>& findings) {
+    std::vector<core::TtlDecision> ttls;
+    for (std::size_t t = 0; t < m_analyzers.size(); ++t) {
+      core::AuditResult result = m_analyzers[t].finish();
+      ttls.push_back(result.ttl);
+      reports::TierReport tier;
+      tier.placement = request.tiers[t].placement;
+      tier.placement.ttl = result.ttl;
+      tier.placement.key_template = request.tiers[t].audit.key_template.text();
+      tier.placement.consumer = request.consumer;
+      tier.survives_restart = m_tiers[t].survives_restart;
+      tier.counts = state_counts(result);
+      tier.held_by_others = m_chain->held_by_others()[t];
+      tier.key_collisions = result.key_collisions;
+      report.tiers.push_back(std::move(tier));
+      for (auto& finding : result.findings) {
+        if (tier_own_finding(finding.id)) {
+          finding.title = fmt::format("{}: {}", m_tiers[t].name, finding.title);
+          findings.push_back(std::move(finding));
+        }
+      }
+    }
+    audit.settle_ttl(core::TierChain::chain_ttl(ttls, m_tiers));
+    auto gaps = m_chain->findings();
+    findings.insert(findings.end(), gaps.begin(), gaps.end());
+  }
+
+private:
+  std::deque<core::AuditAnalyzer> m_analyzers; // stable: the observers hold them
+  std::vector<core::Tier> m_tiers;
+  std::optional<core::TierChain> m_chain;
+  std::optional<ChainObservers> m_observers;
+};
+
+// The window's simulation once every event was observed: its summary, and its findings into
+// `findings`. In a chain, what the window lets through is asked of the tiers after it: info.
+core::WindowSummary window_findings(const AuditRequest& request, core::WindowAnalyzer& window,
+                                    std::vector<core::Finding>& findings) {
+  core::WindowResult simulated = window.finish();
+  for (auto& finding : simulated.findings) {
+    if (finding.id == "window-miss" && request.window_tier + 1 < request.tiers.size()) {
+      finding.severity = core::Severity::Info;
+      finding.advice = "The tiers after the window are asked next: their own counts (summary.tiers) say what they "
+                       "hold. " +
+                       finding.advice;
+    }
+    findings.push_back(std::move(finding));
+  }
+  return simulated.summary;
+}
+
 } // namespace
+
+std::vector<std::pair<std::string, std::int64_t>> state_counts(const core::AuditResult& result) {
+  auto n = [&](core::Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
+  return {{"covered", n(core::Coverage::Covered)},   {"expiring", n(core::Coverage::Expiring)},
+          {"expired", n(core::Coverage::Expired)},   {"missing", n(core::Coverage::Missing)},
+          {"pending", n(core::Coverage::Pending)},   {"in_progress", n(core::Coverage::InProgress)},
+          {"orphaned", n(core::Coverage::Orphaned)}, {"no_expiry", result.no_expiry}};
+}
 
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms) {
@@ -202,7 +368,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   if (auto expected = expected_events(info)) {
     log_options.expected_events = expected;
   }
-  core::AuditOptions audit_options = audit_options_for(request, info, now_ms);
+  core::AuditOptions audit_options = audit_options_for(request.audit, request, info, now_ms);
   core::LogAnalyzer log(log_options);
   core::AuditAnalyzer audit(audit_options);
   if (request.digest) {
@@ -221,19 +387,30 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   if (audit_options.window.kind != core::WindowKind::None) {
     window.emplace(audit_options.window, request.max_examples, audit_options.side_effects);
   }
+  std::optional<TierAudits> tiers;
+  std::vector<core::DedupStore*> stores{&store};
+  if (request.tiers.size() > 1) {
+    tiers.emplace(request, info, now_ms, windows);
+    stores.clear();
+    for (const auto& tier : request.tiers) {
+      stores.push_back(tier.store);
+    }
+  }
   {
-    AuditReader reader(request, audit_options, store, log, audit, window ? &*window : nullptr);
+    AuditReader reader(request, audit_options, stores, log, audit, window ? &*window : nullptr,
+                       tiers ? tiers->observers() : nullptr);
     incomplete_on_failure(report, [&] { reader.read(source); });
   }
   std::vector<core::Finding> placement_findings = request.placement_findings;
   if (window) {
-    core::WindowResult simulated = window->finish();
-    report.window = simulated.summary;
-    placement_findings.insert(placement_findings.end(), simulated.findings.begin(), simulated.findings.end());
+    report.window = window_findings(request, *window, placement_findings);
+  }
+  if (tiers) {
+    tiers->finish(request, audit, report, placement_findings);
   }
 
   reports::PlacementInfo placement = request.placement;
-  placement.key_template = audit_options.key_template.text();
+  placement.key_template = (tiers ? request.tiers.front().audit : audit_options).key_template.text();
   placement.consumer = request.consumer;
   report.settings = {{"id", core::to_string(request.identify.id)},
                      {"max lag", core::format_duration(audit_options.policy.max_lag_ms)},
@@ -291,21 +468,18 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
     }
   }
   const auto& c = log.counters;
-  auto n = [&](core::Coverage state) { return result.states[static_cast<std::size_t>(state)]; };
-  report.summary = {{"events", c.events},
-                    {"no_id", n(core::Coverage::NoId)},
-                    {"covered", n(core::Coverage::Covered)},
-                    {"expiring", n(core::Coverage::Expiring)},
-                    {"expired", n(core::Coverage::Expired)},
-                    {"missing", n(core::Coverage::Missing)},
-                    {"pending", n(core::Coverage::Pending)},
-                    {"in_progress", n(core::Coverage::InProgress)},
-                    {"orphaned", n(core::Coverage::Orphaned)},
-                    {"no_expiry", result.no_expiry},
-                    {"log_duplicates", c.log_duplicates},
-                    {"id_reuse", c.id_reuse},
-                    {"key_collisions", result.key_collisions},
-                    {"semantic_duplicates", c.semantic_duplicates}};
+  report.summary = {{"events", c.events}, {"no_id", result.states[static_cast<std::size_t>(core::Coverage::NoId)]}};
+  for (auto& count : state_counts(result)) {
+    report.summary.push_back(std::move(count));
+  }
+  std::int64_t key_collisions = result.key_collisions;
+  for (const auto& tier : report.tiers) { // a chain's: each tier's keys
+    key_collisions += tier.key_collisions;
+  }
+  report.summary.insert(report.summary.end(), {{"log_duplicates", c.log_duplicates},
+                                               {"id_reuse", c.id_reuse},
+                                               {"key_collisions", key_collisions},
+                                               {"semantic_duplicates", c.semantic_duplicates}});
   placement.ttl = result.ttl;
   report.placement = std::move(placement);
   report.effects = result.effects;

@@ -2,6 +2,7 @@
 
 #include "core/audit/audit_analyzer.hpp"
 #include "core/audit/retention.hpp"
+#include "core/audit/tiers.hpp"
 #include "core/event.hpp"
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
@@ -30,6 +31,14 @@ struct AuditStageTimes {
   std::string describe() const;
 };
 
+// One tier of a chain (--store repeated, in lookup order): its store, read as that tier alone would be.
+struct AuditTier {
+  core::DedupStore* store = nullptr;
+  core::AuditOptions audit;         // its key template, TTL, lease, claim markers and layout's rules
+  reports::PlacementInfo placement; // as placement.tiers lists it
+  core::Tier tier;                  // its name, and whether it survives a restart
+};
+
 struct AuditRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::LogAnalyzerOptions analyzer;
@@ -51,6 +60,11 @@ struct AuditRequest {
   // id for a table's row). Set audit.effects too.
   core::EffectStore* effects = nullptr;
   core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
+  // Two or more: a chain of tiers, each looked up by its own key (the store run_audit is handed is not
+  // asked). `audit` is then the chain's: what an event's best tier says is classified with it, its TTL
+  // is the longest of the tiers' (core::TierChain::chain_ttl), and its window is the memory tier's.
+  std::vector<AuditTier> tiers;
+  std::size_t window_tier = 0; // the tier whose keys a window in memory is simulated with
 };
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch
@@ -58,6 +72,10 @@ struct AuditRequest {
 // incomplete report (exit 3, or 130 when interrupted) over what was read, never a clean verdict.
 reports::Report run_audit(const AuditRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms);
+
+// covered, expiring, expired, missing, pending, in_progress, orphaned and no_expiry, as summary (and
+// summary.tiers) names them.
+std::vector<std::pair<std::string, std::int64_t>> state_counts(const core::AuditResult& result);
 
 // An audit's report from its analyzers once every event was observed: shared by run_audit and the
 // merge of shards (which classifies the shards' events again).

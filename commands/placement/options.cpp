@@ -1,6 +1,7 @@
 #include "commands/placement/options.hpp"
 
 #include "commands/placement/family.hpp"
+#include "commands/placement/tiers.hpp"
 #include "core/audit/retention.hpp"
 #include "core/store/layout_home.hpp"
 #include "core/util/errors.hpp"
@@ -25,18 +26,36 @@ void add_inbox_options(CLI::Option_group& group, InboxFlags& options) {
       ->type_name("COLUMN");
 }
 
+namespace {
+
+// A tier's single-valued flag may come once a --store: CLI11 keeps the first, tier_flags splits them all.
+void allow_one_a_tier(CLI::App& group) {
+  for (auto* option : group.get_options()) {
+    if (tier_flag(option->get_name()) && option->get_name() != "--layout-option" &&
+        option->get_name() != "--in-progress-value") {
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeFirst);
+    }
+  }
+}
+
+} // namespace
+
 void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse use) {
-  bool audit = use == PlacementUse::Audit;
+  bool audit = use != PlacementUse::Replay;
   auto* group = app.add_option_group("Placement", audit ? "Where and how the consumer keeps its dedup records"
                                                         : "The placement the replay routes every event through");
   auto* store =
       group
           ->add_option(
               audit ? "--store" : "--via", options.store,
-              audit ? "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], "
-                      "redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:26379/MASTER[/db], postgres://… or a "
-                      "libpq conninfo (an inbox table), dynamodb://TABLE[?region=R&endpoint=URL] (Powertools' table), "
-                      "or file:PATH (a snapshot, or a DynamoDB scan or export)"
+              audit ? std::string(use == PlacementUse::Tiers ? "repeatable, in lookup order (tiers; the placement "
+                                                               "flags after one are its own): "
+                                                             : "") +
+                          "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], "
+                          "redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:26379/MASTER[/db], postgres://… or a "
+                          "libpq conninfo (an inbox table), dynamodb://TABLE[?region=R&endpoint=URL] (Powertools' "
+                          "table), "
+                          "or file:PATH (a snapshot, or a DynamoDB scan or export)"
                     : "redis://…, redis+cluster://…, redis+sentinel://…, postgres://… or a libpq conninfo (an "
                       "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it)")
           ->type_name("URI");
@@ -73,7 +92,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
       ->add_option("--layout-option", options.layout_options,
                    "NAME=VALUE for --layout json (repeatable): status-field, expiration-field, expiration-unit, "
                    "in-progress-expiration-field, in-progress-expiration-unit, in-progress, completed, orphans")
-      ->type_name("NAME=VALUE");
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false); // one a flag: a tier's are those after its --store
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
       ->type_name("NAME");
   group
@@ -91,7 +111,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
   }
   group
       ->add_option("--in-progress-value", options.in_progress_values, "values that mean claimed, not done (repeatable)")
-      ->type_name("V");
+      ->type_name("V")
+      ->allow_extra_args(false);
   group
       ->add_option("--lease", options.lease,
                    audit ? "an in-progress claim older than this is orphaned"
@@ -100,6 +121,9 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
   add_inbox_options(*group, options.inbox);
   if (!audit) {
     return;
+  }
+  if (use == PlacementUse::Tiers) {
+    allow_one_a_tier(*group);
   }
   group
       ->add_option("--inbox-retention", options.inbox_retention,

@@ -62,8 +62,9 @@ struct PlacementOptions {
   std::string consumer; // --consumer
 };
 
-// audit: --store (required) and every flag; replay: --via (optional) and the flags a claim uses.
-enum class PlacementUse { Audit, Replay };
+// audit: --store (required, repeatable: tiers, commands/placement/tiers.hpp) and every flag; trace and
+// watch: one --store and every flag; replay: --via (optional) and the flags a claim uses.
+enum class PlacementUse { Audit, Replay, Tiers };
 void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse use = PlacementUse::Audit);
 // Throws UsageError naming the flag; the store's family checks what it can before anything is contacted.
 // `context` says where the TTL and retention came from (flag, config, environment).

@@ -17,12 +17,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-// The planted events of planted.hpp on topic pay, the group billing committed at 8.
-void plant(MockBroker& broker, long long now) {
-  broker.seed("pay", planted(now, now - 30 * k_minute));
-  broker.commit("billing", "pay", "0=8");
-}
-
 // processed_at of a row written `ago` ms before `now`, as SQL.
 std::string at(long long now, long long ago) { return fmt::format("to_timestamp({} / 1000.0)", now - ago); }
 
@@ -33,7 +27,7 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
     m_now = wall_ms();
-    plant(m_broker, m_now);
+    plant_pay(m_broker, m_now);
     // The consumer writes its row when it processes the event; two were left `processing`.
     std::string sql =
         "CREATE TABLE processed_events (event_id text NOT NULL, consumer_name text NOT NULL, processed_at timestamptz "
@@ -530,7 +524,7 @@ protected:
   void SetUp() override {
     DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
     m_now = wall_ms();
-    plant(m_broker, m_now);
+    plant_pay(m_broker, m_now);
   }
 
   void sql(const std::string& text) {

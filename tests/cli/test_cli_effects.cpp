@@ -35,8 +35,7 @@ protected:
     DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
     DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
     m_now = wall_ms();
-    m_broker.seed("pay", planted(m_now, m_now - 30 * k_minute));
-    m_broker.commit("billing", "pay", "0=8");
+    plant_pay(m_broker, m_now);
     plant_records(m_redis);
     std::string rows;
     for (const auto& id : k_applied) {

@@ -53,6 +53,13 @@ inline std::string planted(long long now, long long edge) {
          envelope(9, now - 1 * k_minute, "e-9", "PaymentCharged");   // absent at/after committed: pending
 }
 
+// The planted events on topic "pay" of `broker`, event 1 at the TTL's edge 30 minutes back, and
+// group billing committed at 8.
+inline void plant_pay(MockBroker& broker, long long now) {
+  broker.seed("pay", planted(now, now - 30 * k_minute));
+  broker.commit("billing", "pay", "0=8");
+}
+
 // The records of the Redis placement the audit tests use (key dedup:pay:{event_id}, TTL 1h), as
 // the commands that write them.
 inline std::vector<std::string> planted_record_commands() {

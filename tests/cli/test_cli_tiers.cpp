@@ -1,0 +1,247 @@
+// dedupctl audit with --store repeated: a chain of tiers looked up in order (a window in memory,
+// Redis with a 1h TTL, a PostgreSQL inbox whose cleanup keeps rows 30 days), over the planted events
+// of planted.hpp on the mock cluster, with a real redis-server and a real PostgreSQL.
+#include "tests/support/events.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/planted.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+// processed_at of a row written `ago` ms before `now`, as SQL.
+std::string at(long long now, long long ago) { return fmt::format("to_timestamp({} / 1000.0)", now - ago); }
+
+// The findings of one id, in the report's order.
+std::vector<Json> findings_of(const Json& doc, const std::string& id) {
+  std::vector<Json> out;
+  for (const auto& f : doc.at("findings")) {
+    if (f.at("id") == id) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+class AuditTiers : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+    m_now = wall_ms();
+    plant_pay(m_broker, m_now);
+    plant_records(m_redis); // e-2 expiring, e-3 forever, e-4 and e-8 claims, e-6 for 8 days
+    // The inbox has what Redis let lapse or never had: e-0 (48 h ago), e-1, e-2, e-7, as written
+    // when each was processed.
+    auto result = m_pg.psql(
+        "CREATE TABLE processed_events (event_id text NOT NULL, consumer_name text NOT NULL, processed_at timestamptz "
+        "NOT NULL, status text, PRIMARY KEY (consumer_name, event_id));" +
+        fmt::format("INSERT INTO processed_events VALUES ('e-0', 'billing', {}, 'done'), ('e-1', 'billing', {}, "
+                    "'done'), ('e-2', 'billing', {}, 'done'), ('e-7', 'billing', {}, 'done');",
+                    at(m_now, 48 * k_hour), at(m_now, 30 * k_minute), at(m_now, 30 * k_minute),
+                    at(m_now, 40 * k_minute)));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+
+  std::vector<std::string> audit(const std::vector<std::string>& tiers, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> out{"audit",      "-b",      m_broker.bootstrap(), "--topic", "pay", "--group", "billing",
+                                 "--consumer", "billing", "--retention",        "7d"};
+    out.insert(out.end(), tiers.begin(), tiers.end());
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+  std::vector<std::string> memory() const {
+    return {"--store", "memory:", "--layout", "lru", "--layout-option", "capacity=100"};
+  }
+  std::vector<std::string> redis(const std::string& uri = "") const {
+    return {"--store", uri.empty() ? m_redis.uri() : uri, "--key-template", "dedup:pay:{event_id}", "--ttl", "1h"};
+  }
+  std::vector<std::string> inbox() const {
+    return {"--store", m_pg.conninfo(), "--inbox-status-column", "status", "--inbox-retention", "30d"};
+  }
+  std::vector<std::string> chain() const {
+    std::vector<std::string> out = memory();
+    for (const auto& tier : {redis(), inbox()}) {
+      out.insert(out.end(), tier.begin(), tier.end());
+    }
+    return out;
+  }
+
+  MockBroker m_broker{{"pay:1", "dup:1"}};
+  RedisServer m_redis;
+  PostgresServer m_pg;
+  long long m_now = 0;
+};
+
+TEST_F(AuditTiers, AnEventIsCoveredWhenAnyTierHoldsItAndEachTierCountsAlone) {
+  auto result = run_dedupctl(audit(chain(), {"-o", "json", "--fail-on", "none"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& s = doc.at("summary");
+  // e-0, e-1, e-7 are the inbox's, e-2's Redis key lapses but its row stays, e-3 and e-6 are Redis's.
+  EXPECT_EQ(s.at("covered"), 6);
+  EXPECT_EQ(s.at("no_expiry"), 1); // e-3's key has no TTL
+  EXPECT_EQ(s.at("expiring"), 0);
+  EXPECT_EQ(s.at("expired"), 0);
+  EXPECT_EQ(s.at("missing"), 0);
+  EXPECT_EQ(s.at("orphaned"), 1);    // e-4: Redis's claim, below the committed offset
+  EXPECT_EQ(s.at("in_progress"), 1); // e-8
+  EXPECT_EQ(s.at("pending"), 1);     // e-9
+  EXPECT_EQ(s.at("no_id"), 1);
+
+  const auto& tiers = s.at("tiers");
+  ASSERT_EQ(tiers.size(), 3u);
+  // The window holds nothing across a restart: everything it would have held has lapsed.
+  EXPECT_EQ(tiers[0].at("store"), "memory:");
+  EXPECT_EQ(tiers[0].at("covered"), 0);
+  EXPECT_EQ(tiers[0].at("held_by_others"), 0);
+  // Redis alone, as a single-store audit classifies it.
+  EXPECT_EQ(tiers[1].at("covered"), 2);
+  EXPECT_EQ(tiers[1].at("expiring"), 1);
+  EXPECT_EQ(tiers[1].at("expired"), 1);
+  EXPECT_EQ(tiers[1].at("missing"), 2);
+  EXPECT_EQ(tiers[1].at("held_by_others"), 4); // e-0, e-1, e-2, e-7
+  // The inbox alone: e-3, e-4 and e-6 have no row; e-8 and e-9 are not consumed yet.
+  EXPECT_EQ(tiers[2].at("covered"), 4);
+  EXPECT_EQ(tiers[2].at("missing"), 3);
+  EXPECT_EQ(tiers[2].at("pending"), 2);
+  EXPECT_EQ(tiers[2].at("held_by_others"), 3);
+
+  auto gaps = findings_of(doc, "tier-gap-covered");
+  ASSERT_EQ(gaps.size(), 2u);
+  for (const auto& gap : gaps) {
+    EXPECT_EQ(gap.at("severity"), "info");
+  }
+  std::map<std::string, long long> by_tier;
+  for (const auto& gap : gaps) {
+    by_tier[gap.at("title").get<std::string>().substr(0, 6)] = gap.at("count").get<long long>();
+  }
+  EXPECT_EQ(by_tier, (std::map<std::string, long long>{{"tier 2", 4}, {"tier 3", 3}}));
+  // Nothing the chain covers is reported as a gap of the placement.
+  EXPECT_TRUE(findings_of(doc, "missing-record").empty());
+  EXPECT_TRUE(findings_of(doc, "expiring-before-retention").empty());
+  EXPECT_EQ(findings_of(doc, "orphaned-claim").size(), 1u);
+
+  const auto& placement = doc.at("placement");
+  EXPECT_EQ(placement.at("kind"), "memory"); // the first tier's
+  // Absent from every tier, an event lapsed only past the inbox's 30 days.
+  EXPECT_EQ(placement.at("ttl_ms"), 30LL * 24 * k_hour);
+  const auto& listed = placement.at("tiers");
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[0].at("survives_restart"), false);
+  EXPECT_EQ(listed[1].at("kind"), "redis");
+  EXPECT_EQ(listed[1].at("key_template"), "dedup:pay:{event_id}");
+  EXPECT_EQ(listed[1].at("ttl_ms"), k_hour);
+  EXPECT_EQ(listed[2].at("kind"), "postgres");
+  EXPECT_EQ(listed[2].at("ttl_ms"), 30LL * 24 * k_hour);
+}
+
+TEST_F(AuditTiers, WithoutTheInboxRedisAloneDecidesAndItsGapsAreTheChains) {
+  std::vector<std::string> tiers = memory();
+  auto r = redis();
+  tiers.insert(tiers.end(), r.begin(), r.end());
+  auto doc = Json::parse(run_dedupctl(audit(tiers, {"-o", "json", "--fail-on", "none"})).out);
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("covered"), 2);
+  EXPECT_EQ(s.at("expiring"), 1);
+  EXPECT_EQ(s.at("expired"), 1); // e-0: past Redis's hour, the longest TTL of the chain
+  EXPECT_EQ(s.at("missing"), 2);
+  EXPECT_EQ(doc.at("placement").at("ttl_ms"), k_hour);
+  EXPECT_TRUE(findings_of(doc, "tier-gap-covered").empty());
+  EXPECT_EQ(findings_of(doc, "missing-record").size(), 1u);
+}
+
+// A window of 1 id lets e-2's repeat through; alone, that is re-applied; with Redis behind it,
+// which holds e-2, the next tier is asked.
+TEST_F(AuditTiers, WhatTheWindowLetsThroughIsInfoWhenATierFollowsIt) {
+  std::string dump;
+  for (int i = 0; i < 4; ++i) {
+    OwnedEvent e{.topic = "dup", .offset = i, .timestamp_ms = m_now - (4 - i) * k_minute};
+    e.headers.emplace_back("event_id", i == 3 ? "e-2" : fmt::format("e-{}", i + 1));
+    dump += kcat_line(e);
+  }
+  m_broker.seed("dup", dump);
+  std::vector<std::string> window{"--store", "memory:", "--layout", "lru", "--layout-option", "capacity=1"};
+  auto severity = [&](const std::vector<std::string>& tiers) {
+    std::vector<std::string> args{"audit", "-b",   m_broker.bootstrap(), "--topic", "dup", "--retention", "7d",
+                                  "-o",    "json", "--fail-on",          "none"};
+    args.insert(args.end(), tiers.begin(), tiers.end());
+    auto result = run_dedupctl(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    auto misses = findings_of(Json::parse(result.out), "window-miss");
+    EXPECT_EQ(misses.size(), 1u);
+    return misses.empty() ? std::string() : misses[0].at("severity").get<std::string>();
+  };
+  EXPECT_EQ(severity(window), "error"); // an unknown type has external effects
+  auto chained = window;
+  auto r = redis();
+  chained.insert(chained.end(), r.begin(), r.end());
+  EXPECT_EQ(severity(chained), "info");
+}
+
+TEST_F(AuditTiers, TheTextReportListsTheTiersInLookupOrder) {
+  auto result = run_dedupctl(audit(chain(), {"--fail-on", "none"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto tiers = result.out.find("TIERS");
+  ASSERT_NE(tiers, std::string::npos) << result.out;
+  auto memory_row = result.out.find("memory:", tiers);
+  auto redis_row = result.out.find(m_redis.uri(), tiers);
+  ASSERT_NE(memory_row, std::string::npos);
+  ASSERT_NE(redis_row, std::string::npos);
+  EXPECT_LT(memory_row, redis_row);
+  EXPECT_NE(result.out.find("until restart", tiers), std::string::npos);
+  EXPECT_NE(result.out.find("HELD-ELSEWHERE", tiers), std::string::npos);
+}
+
+TEST_F(AuditTiers, WhatAChainCannotBeIsAUsageError) {
+  auto refused = [&](std::vector<std::string> tiers, const std::string& says) {
+    auto result = run_dedupctl(audit(tiers, {"-o", "json"}));
+    EXPECT_EQ(result.exit_code, 2) << says << "\n" << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+    auto doc = Json::parse(result.out); // the error's own report: nothing was read
+    EXPECT_EQ(doc.at("complete"), false);
+    EXPECT_EQ(doc.at("summary"), Json::object());
+  };
+  std::vector<std::string> two_windows = memory();
+  auto again = memory();
+  two_windows.insert(two_windows.end(), again.begin(), again.end());
+  refused(two_windows, "--store memory: given twice");
+  std::vector<std::string> ttl_twice = redis();
+  ttl_twice.insert(ttl_twice.end(), {"--ttl", "2h"});
+  auto pg = inbox();
+  ttl_twice.insert(ttl_twice.end(), pg.begin(), pg.end());
+  refused(ttl_twice, "--ttl given twice for tier 1");
+  TempDir dir;
+  std::vector<std::string> sharded = redis();
+  sharded.insert(sharded.end(), pg.begin(), pg.end());
+  sharded.insert(sharded.end(), {"--digest", dir.path() + "/shard.digest"});
+  refused(sharded, "--store repeated with --shard/--digest");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/shard.digest"));
+  // A tier's flag is checked as a single store's is, naming it.
+  std::vector<std::string> bad = redis();
+  bad.insert(bad.end(), {"--store", "memory:", "--layout", "lru", "--layout-option", "capacity=0"});
+  refused(bad, "capacity");
+}
+
+TEST_F(AuditTiers, ATierThatCannotBeReachedMakesTheReportIncompleteWithoutItsPassword) {
+  int closed = free_port();
+  std::vector<std::string> tiers = redis(fmt::format("redis://:hunter2secret@127.0.0.1:{}", closed));
+  auto pg = inbox();
+  tiers.insert(tiers.end(), pg.begin(), pg.end());
+  auto result = run_dedupctl(audit(tiers, {"-o", "json", "--timeout", "2s"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(result.out.find("hunter2secret"), std::string::npos);
+  EXPECT_EQ(result.err.find("hunter2secret"), std::string::npos);
+  EXPECT_FALSE(doc.contains("summary") && doc.at("summary").contains("covered"));
+}
