@@ -11,6 +11,8 @@
 //	window-consumer dump --bloom-items N --bloom-fp P --out FILE < IDS
 //	    adds each line of stdin, an id, to NewWithEstimates's filter and writes it to FILE with WriteTo,
 //	    as a service that keeps its filter across restarts does
+//	window-consumer tiers …
+//	    the window, then Redis, then a PostgreSQL inbox (tiers.go)
 package main
 
 import (
@@ -29,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: window-consumer consume|vectors [flags]")
+		fmt.Fprintln(os.Stderr, "usage: window-consumer consume|decide|vectors|dump|tiers [flags]")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -41,6 +43,8 @@ func main() {
 		decide(os.Args[2:])
 	case "dump":
 		dump(os.Args[2:])
+	case "tiers":
+		tiers(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "window-consumer: unknown mode", os.Args[1])
 		os.Exit(2)
