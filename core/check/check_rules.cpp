@@ -282,6 +282,55 @@ void check_shared(const std::vector<ConsumerDeclaration>& consumers, const Findi
 
 } // namespace
 
+namespace {
+
+// A tier whose records outlive the topic's retention: a durable store whose TTL is no shorter.
+bool keeps_through_retention(const ConsumerDeclaration& tier, const std::map<std::string, LiveFacts>& live) {
+  bool durable = tier.placement == Placement::Redis || tier.placement == Placement::Postgres;
+  std::optional<Span> ttl = declared_ttl(tier);
+  std::optional<Span> retention = tier.retention;
+  const LiveFacts* facts = nullptr;
+  if (auto it = live.find(tier.name); it != live.end()) {
+    facts = &it->second;
+    retention = facts->retention ? facts->retention : retention;
+  }
+  if (!durable || !ttl || !retention) {
+    return false;
+  }
+  auto f = ttl_vs_retention("ttl", *ttl, *retention, tier.max_lag_ms, facts && facts->compacted);
+  return !f || f->id != "ttl-shorter-than-retention";
+}
+
+// A chain of tiers: a tier's TTL shorter than the retention, or a window in memory, is no gap where
+// another tier keeps the records through the retention: info, tier-gap-covered, naming that tier.
+void covered_gaps(const std::vector<ConsumerDeclaration>& consumers, const std::map<std::string, LiveFacts>& live,
+                  std::vector<Finding>& findings) {
+  std::map<std::string, const ConsumerDeclaration*> keeper; // chain → the first tier that keeps its records
+  for (const auto& tier : consumers) {
+    if (tier.tier > 0 && !keeper.count(tier.chain) && keeps_through_retention(tier, live)) {
+      keeper[tier.chain] = &tier;
+    }
+  }
+  for (auto& finding : findings) {
+    for (const auto& tier : consumers) {
+      auto it = keeper.find(tier.chain);
+      if (tier.tier == 0 || finding.subject != tier.name || it == keeper.end() || it->second == &tier ||
+          (finding.id != "ttl-shorter-than-retention" && finding.id != "memory-placement-for-external-effects")) {
+        continue;
+      }
+      finding.title = fmt::format("tier {}: {}; tier {} ({}) keeps the records through the retention", tier.tier,
+                                  finding.title, it->second->tier, to_string(it->second->placement));
+      finding.id = "tier-gap-covered";
+      finding.severity = Severity::Info;
+      finding.advice = "No event is applied again for it: the consumer asks the tiers in order, and the later one "
+                       "still holds the record. " +
+                       finding.advice;
+    }
+  }
+}
+
+} // namespace
+
 std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& consumers, const std::string& file,
                                      const std::map<std::string, LiveFacts>& live) {
   std::vector<Finding> findings;
@@ -297,6 +346,7 @@ std::vector<Finding> check_consumers(const std::vector<ConsumerDeclaration>& con
     }
   }
   check_shared(consumers, add);
+  covered_gaps(consumers, live, findings);
   sort_findings(findings);
   return findings;
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace dedupctl::core {
 
@@ -57,7 +58,24 @@ const std::set<std::string, std::less<>> k_keys{"name",
                                                 "layout",
                                                 "key_prefix",
                                                 "collection",
-                                                "max_read_units"};
+                                                "max_read_units",
+                                                "tier"};
+
+// The keys of a [[consumer.tier]]: its placement; the rest are the consumer's.
+const std::set<std::string, std::less<>> k_tier_keys{"placement",
+                                                     "store",
+                                                     "key_template",
+                                                     "ttl",
+                                                     "inbox_table",
+                                                     "inbox_id_column",
+                                                     "inbox_consumer_column",
+                                                     "inbox_time_column",
+                                                     "inbox_status_column",
+                                                     "inbox_retention",
+                                                     "layout",
+                                                     "key_prefix",
+                                                     "collection",
+                                                     "max_read_units"};
 
 SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -81,8 +99,12 @@ public:
                                         "placement, store, key_template, ttl, retention, max_lag, side_effects, "
                                         "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
                                         "inbox_status_column, inbox_retention, layout, key_prefix, collection, "
-                                        "max_read_units",
+                                        "max_read_units, tier",
                                         name)});
+        continue;
+      }
+      if (name == "tier") {
+        read_tiers(node, consumer);
         continue;
       }
       if (!read_text_field(name, node, consumer)) {
@@ -107,7 +129,7 @@ public:
     if (!consumer.fields.count("topic")) {
       missing("topic", "the topic it consumes");
     }
-    if (!consumer.fields.count("placement")) {
+    if (!consumer.fields.count("placement") && consumer.tiers == 0) {
       missing("placement", "redis, postgres, dynamodb, memory or design");
     }
     if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template") &&
@@ -116,7 +138,48 @@ public:
     }
   }
 
+  // Each [[consumer.tier]] of the last consumer read, as read (the consumer's fields are filled in
+  // by parse_declarations).
+  std::vector<ConsumerDeclaration> take_tiers() { return std::exchange(m_tiers, {}); }
+
 private:
+  // [[consumer.tier]]: an array of tables, each read as a consumer of its placement keys alone.
+  void read_tiers(const toml::node& node, ConsumerDeclaration& consumer) {
+    const toml::array* array = node.as_array();
+    if (!array || !array->is_array_of_tables()) {
+      error(node, "'tier' must be an array of tables: write [[consumer.tier]] after its [[consumer]]");
+      return;
+    }
+    bool outer_valid = m_placement_valid;
+    for (const toml::node& element : *array) {
+      const toml::table& table = *element.as_table();
+      ConsumerDeclaration tier;
+      m_placement_valid = false;
+      tier.at = position(table.source());
+      for (auto&& [key, value] : table) {
+        std::string name(key.str());
+        tier.fields[name] = position(key.source());
+        if (!k_tier_keys.count(name)) {
+          error(value, k_keys.count(name) ? fmt::format("'{}' is the consumer's: write it in its [[consumer]], not "
+                                                        "in a [[consumer.tier]]",
+                                                        name)
+                                          : fmt::format("unknown key '{}' in [[consumer.tier]]", name));
+        } else if (!read_text_field(name, value, tier)) {
+          read_typed_field(name, value, tier);
+        }
+      }
+      if (!tier.fields.count("placement")) {
+        error(element, "a [[consumer.tier]] has no 'placement' (redis, postgres, dynamodb, memory or design)");
+      } else if (m_placement_valid && tier.placement == Placement::Redis && !tier.fields.count("key_template") &&
+                 !tier.fields.count("layout")) {
+        error(element, "a Redis tier has no 'key_template' (e.g. \"dedup:billing:{event_id}\")");
+      }
+      m_tiers.push_back(std::move(tier));
+    }
+    consumer.tiers = static_cast<int>(m_tiers.size());
+    m_placement_valid = outer_valid;
+  }
+
   void error(const toml::node& node, std::string message) {
     m_errors.push_back({position(node.source()), std::move(message)});
   }
@@ -243,6 +306,7 @@ private:
 
   std::vector<DeclarationError>& m_errors;
   bool m_placement_valid = false;
+  std::vector<ConsumerDeclaration> m_tiers;
 };
 
 // What a layout gives that the declaration did not write (the key template, an inbox's table and
@@ -347,6 +411,44 @@ void apply_inbox_defaults(ConsumerDeclaration& consumer) {
 
 } // namespace
 
+namespace {
+
+// A chain's tiers as declarations of their own, with the consumer's fields; its placement is theirs.
+void add_tiers(const ConsumerDeclaration& consumer, std::vector<ConsumerDeclaration> tiers, Declarations& out) {
+  for (const char* field : {"placement", "store", "key_template", "ttl", "inbox_retention", "layout"}) {
+    if (consumer.fields.count(field)) {
+      out.errors.push_back({consumer.position_of(field),
+                            fmt::format("'{}' with [[consumer.tier]]: each tier has its own placement; write it in "
+                                        "the tier",
+                                        field)});
+    }
+  }
+  for (std::size_t k = 0; k < tiers.size(); ++k) {
+    ConsumerDeclaration tier = std::move(tiers[k]);
+    tier.chain = consumer.name;
+    tier.tier = static_cast<int>(k + 1);
+    tier.tiers = static_cast<int>(tiers.size());
+    tier.name = fmt::format("{} (tier {})", consumer.name, k + 1);
+    tier.topic = consumer.topic;
+    tier.group = consumer.group;
+    tier.retention = consumer.retention;
+    tier.max_lag_ms = consumer.max_lag_ms;
+    tier.side_effects = consumer.side_effects;
+    for (const char* field : {"name", "topic", "group", "retention", "max_lag", "side_effects"}) {
+      if (consumer.fields.count(field)) {
+        tier.fields.emplace(field, consumer.position_of(field));
+      }
+    }
+    apply_layout(tier, out.errors);
+    if (!tier.layout.inbox()) {
+      apply_inbox_defaults(tier);
+    }
+    out.consumers.push_back(std::move(tier));
+  }
+}
+
+} // namespace
+
 Declarations parse_declarations(std::string_view text, std::string_view path) {
   Declarations out;
   toml::table root;
@@ -383,6 +485,11 @@ Declarations parse_declarations(std::string_view text, std::string_view path) {
     }
     ConsumerDeclaration consumer = reader.read(*table);
     reader.check_required(consumer, names);
+    std::vector<ConsumerDeclaration> tiers = reader.take_tiers();
+    if (!tiers.empty()) {
+      add_tiers(consumer, std::move(tiers), out);
+      continue;
+    }
     apply_layout(consumer, out.errors);
     if (!consumer.layout.inbox()) {
       apply_inbox_defaults(consumer);

@@ -49,6 +49,12 @@ struct ConsumerDeclaration {
   bool ttl_from_layout = false;
   // dynamodb: the read units an audit or snapshot of the table may cost before check --live warns.
   std::optional<double> max_read_units;
+  // One tier of a chain ([[consumer.tier]] tables, in lookup order): `name` is then "NAME (tier K)",
+  // `chain` the consumer's own name, `tier` K (from 1) and `tiers` the chain's length; 0 for a
+  // consumer of one placement.
+  std::string chain;
+  int tier = 0;
+  int tiers = 0;
 
   // The line of a field when it was written, else the consumer's header.
   SourcePosition position_of(const std::string& field) const;
@@ -64,7 +70,9 @@ struct Declarations {
   std::vector<DeclarationError> errors; // every error of the file, in order
 };
 
-// Parses the text of a declarations file; never throws for bad content (errors are collected).
+// Parses the text of a declarations file; never throws for bad content (errors are collected). A
+// consumer with [[consumer.tier]] tables is one declaration a tier, in lookup order, each with the
+// consumer's name, topic, group, retention, max lag and side effects, and its own placement.
 Declarations parse_declarations(std::string_view text, std::string_view path);
 
 } // namespace dedupctl::core

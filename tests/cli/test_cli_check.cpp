@@ -197,3 +197,43 @@ TEST(CliCheckLive, LayoutsAreCheckedAsTheLibrariesWrite) {
   EXPECT_FALSE(ids.count("inbox-without-unique-constraint/mt"));
   EXPECT_EQ(ids["no-expiry/pay"], "warning");
 }
+
+// A chain of tiers: a window and Redis's hour are info where the inbox keeps the records 30 days;
+// the gate fails when no tier keeps them through the retention. Each tier is a consumer of its own.
+TEST(CliCheck, AChainOfTiersFailsOnlyWhenNoTierKeepsTheRecords) {
+  TempDir dir;
+  auto declare = [&](const std::string& inbox) {
+    std::string path = dir.file("tiers-" + inbox + ".toml");
+    write_file(path, R"([[consumer]]
+name = "billing"
+topic = "orders"
+retention = "7d"
+
+[[consumer.tier]]
+placement = "memory"
+
+[[consumer.tier]]
+placement = "redis"
+store = "redis://cache:6379"
+key_template = "dedup:billing:{event_id}"
+ttl = "1h"
+
+[[consumer.tier]]
+placement = "postgres"
+store = "postgres://db/app"
+inbox_retention = ")" + inbox +
+                         "\"\n");
+    return path;
+  };
+  auto kept = run_dedupctl({"check", declare("30d"), "-o", "json"});
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
+  auto doc = Json::parse(kept.out);
+  EXPECT_EQ(doc.at("summary").at("consumers"), 3);
+  EXPECT_EQ(ids_by_subject(doc), (std::map<std::string, std::string>{{"tier-gap-covered/billing (tier 1)", "info"},
+                                                                     {"tier-gap-covered/billing (tier 2)", "info"}}));
+  auto short_inbox = run_dedupctl({"check", declare("2d"), "-o", "json"});
+  EXPECT_EQ(short_inbox.exit_code, 1) << short_inbox.err;
+  auto failed = ids_by_subject(Json::parse(short_inbox.out));
+  EXPECT_EQ(failed.at("ttl-shorter-than-retention/billing (tier 2)"), "error");
+  EXPECT_EQ(failed.at("ttl-shorter-than-retention/billing (tier 3)"), "error");
+}
