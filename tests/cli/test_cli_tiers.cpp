@@ -188,6 +188,27 @@ TEST_F(AuditTiers, WhatTheWindowLetsThroughIsInfoWhenATierFollowsIt) {
   EXPECT_EQ(severity(chained), "info");
 }
 
+// The same flag for two tiers is each tier's own: two key spaces on one server, each with its TTL.
+TEST_F(AuditTiers, AFlagGivenForTwoTiersIsEachTiersOwn) {
+  ASSERT_EQ(m_redis.command("SET old:e-1 done"), "+OK\r\n"); // only the old key space holds e-1
+  auto doc =
+      Json::parse(run_dedupctl(audit({"--store", m_redis.uri(), "--key-template", "dedup:pay:{event_id}", "--ttl", "1h",
+                                      "--store", m_redis.uri(), "--key-template", "old:{event_id}", "--ttl", "none"},
+                                     {"-o", "json", "--fail-on", "none"}))
+                      .out);
+  const auto& listed = doc.at("placement").at("tiers");
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].at("key_template"), "dedup:pay:{event_id}");
+  EXPECT_EQ(listed[0].at("ttl_ms"), k_hour);
+  EXPECT_EQ(listed[1].at("key_template"), "old:{event_id}");
+  EXPECT_EQ(listed[1].at("ttl_infinite"), true);
+  EXPECT_EQ(doc.at("summary").at("tiers")[1].at("covered"), 1);
+  EXPECT_EQ(doc.at("summary").at("tiers")[0].at("held_by_others"), 1); // e-1
+  // e-0 and e-7: the old key space keeps its keys for ever, so their absence is no lapse.
+  EXPECT_EQ(doc.at("summary").at("missing"), 2);
+  EXPECT_EQ(doc.at("summary").at("expired"), 0);
+}
+
 TEST_F(AuditTiers, TheTextReportListsTheTiersInLookupOrder) {
   auto result = run_dedupctl(audit(chain(), {"--fail-on", "none"}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
