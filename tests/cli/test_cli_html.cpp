@@ -110,11 +110,11 @@ TEST_P(Html, TheAuditPageShowsTheJsonReportsNumbersInARealBrowser) {
   }
   EXPECT_NE(d.find("id=\"settings\""), std::string::npos);
 
-  // Screenshots at desktop and phone widths, kept as artifacts.
-  std::filesystem::create_directories(DEDUPCTL_ARTIFACTS_DIR);
+  // Screenshots at desktop and phone widths, kept as artifacts (build/artifacts, beside the binary).
+  const std::string artifacts = (std::filesystem::path(DEDUPCTL_BINARY).parent_path() / "artifacts").string();
+  std::filesystem::create_directories(artifacts);
   for (auto [name, size] : {std::pair{"audit-desktop.png", "1280,1600"}, std::pair{"audit-phone.png", "390,2400"}}) {
-    std::string path =
-        std::string(DEDUPCTL_ARTIFACTS_DIR) + "/" + (GetParam() == "mock" ? "" : GetParam() + "-") + name;
+    std::string path = artifacts + "/" + (GetParam() == "mock" ? "" : GetParam() + "-") + name;
     std::filesystem::remove(path);
     auto shot =
         browse({std::string("--screenshot=") + path, std::string("--window-size=") + size}, dir.file("report.html"));

@@ -4,6 +4,8 @@
 // destructor (so a failed assertion still stops its server), and child processes die with the
 // test process (PR_SET_PDEATHSIG) even when it crashes.
 
+#include "tests/support/paths.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>

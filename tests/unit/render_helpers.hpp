@@ -4,6 +4,7 @@
 
 #include "core/util/time.hpp"
 #include "reports/report.hpp"
+#include "tests/unit/test_data.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,6 +3,7 @@
 // many probes are false positives. The same adds here must say "maybe" for exactly the same probes.
 #include "core/util/errors.hpp"
 #include "core/window/bloom.hpp"
+#include "tests/unit/test_data.hpp"
 
 #include <gtest/gtest.h>
 

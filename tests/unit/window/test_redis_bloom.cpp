@@ -5,6 +5,7 @@
 // must answer each exactly so, false positives included.
 #include "core/util/errors.hpp"
 #include "core/window/redis_bloom.hpp"
+#include "tests/unit/test_data.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,6 +4,7 @@
 // ids it skipped before it ever applied them.
 #include "core/util/fingerprint.hpp"
 #include "core/window/window_analyzer.hpp"
+#include "tests/unit/test_data.hpp"
 
 #include <gtest/gtest.h>
 
