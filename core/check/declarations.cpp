@@ -39,29 +39,7 @@ SourcePosition ConsumerDeclaration::position_of(const std::string& field) const 
 
 namespace {
 
-const std::set<std::string, std::less<>> k_keys{"name",
-                                                "topic",
-                                                "group",
-                                                "placement",
-                                                "store",
-                                                "key_template",
-                                                "ttl",
-                                                "retention",
-                                                "max_lag",
-                                                "side_effects",
-                                                "inbox_table",
-                                                "inbox_id_column",
-                                                "inbox_consumer_column",
-                                                "inbox_time_column",
-                                                "inbox_status_column",
-                                                "inbox_retention",
-                                                "layout",
-                                                "key_prefix",
-                                                "collection",
-                                                "max_read_units",
-                                                "tier"};
-
-// The keys of a [[consumer.tier]]: its placement; the rest are the consumer's.
+// The keys of a [[consumer.tier]]: its placement. A [[consumer]] takes them too, with its own.
 const std::set<std::string, std::less<>> k_tier_keys{"placement",
                                                      "store",
                                                      "key_template",
@@ -76,6 +54,10 @@ const std::set<std::string, std::less<>> k_tier_keys{"placement",
                                                      "key_prefix",
                                                      "collection",
                                                      "max_read_units"};
+const std::set<std::string, std::less<>> k_consumer_keys{"name",    "topic",        "group", "retention",
+                                                         "max_lag", "side_effects", "tier"};
+
+bool consumer_key(const std::string& name) { return k_consumer_keys.count(name) || k_tier_keys.count(name); }
 
 SourcePosition position(const toml::source_region& region) {
   return SourcePosition{static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -93,7 +75,7 @@ public:
     for (auto&& [key, node] : table) {
       std::string name(key.str());
       consumer.fields[name] = position(key.source());
-      if (!k_keys.count(name)) {
+      if (!consumer_key(name)) {
         m_errors.push_back({position(key.source()),
                             fmt::format("unknown key '{}' in [[consumer]]; expected one of name, topic, group, "
                                         "placement, store, key_template, ttl, retention, max_lag, side_effects, "
@@ -160,10 +142,11 @@ private:
         std::string name(key.str());
         tier.fields[name] = position(key.source());
         if (!k_tier_keys.count(name)) {
-          error(value, k_keys.count(name) ? fmt::format("'{}' is the consumer's: write it in its [[consumer]], not "
-                                                        "in a [[consumer.tier]]",
-                                                        name)
-                                          : fmt::format("unknown key '{}' in [[consumer.tier]]", name));
+          error(value, k_consumer_keys.count(name)
+                           ? fmt::format("'{}' is the consumer's: write it in its [[consumer]], not "
+                                         "in a [[consumer.tier]]",
+                                         name)
+                           : fmt::format("unknown key '{}' in [[consumer.tier]]", name));
         } else if (!read_text_field(name, value, tier)) {
           read_typed_field(name, value, tier);
         }
