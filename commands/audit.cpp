@@ -139,13 +139,9 @@ void parse_tiers(const AuditFlags& options, const std::vector<PlacementFlags>& f
   for (const auto& tier : tiers) {
     windows += tier.options.audit.window.kind != core::WindowKind::None ? 1 : 0;
   }
-  if (windows > 1) {
+  if (windows > 1) { // so a chain always has a store that survives a restart
     throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
                      "with its --layout");
-  }
-  if (flags.size() > 1 && windows == tiers.size()) {
-    throw UsageError("--store: every tier is a window in memory; a chain has at least one store that survives a "
-                     "restart");
   }
   for (std::size_t t = 0; t < tiers.size(); ++t) {
     auto& tier = tiers[t].audit;
