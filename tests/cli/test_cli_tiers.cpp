@@ -209,6 +209,21 @@ TEST_F(AuditTiers, AFlagGivenForTwoTiersIsEachTiersOwn) {
   EXPECT_EQ(doc.at("summary").at("expired"), 0);
 }
 
+// A tier's flag before the first --store is the first tier's, as it is for one store.
+TEST_F(AuditTiers, AFlagBeforeTheFirstStoreIsTheFirstTiers) {
+  auto i = inbox();
+  std::vector<std::string> tiers{"--ttl", "1h", "--store", m_redis.uri(), "--key-template", "dedup:pay:{event_id}"};
+  tiers.insert(tiers.end(), i.begin(), i.end());
+  auto result = run_dedupctl(audit(tiers, {"-o", "json", "--fail-on", "none"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& listed = doc.at("placement").at("tiers");
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].at("ttl_ms"), k_hour);
+  EXPECT_EQ(listed[0].at("ttl_source"), "flag");
+  EXPECT_EQ(listed[1].at("ttl_ms"), 30LL * 24 * k_hour);
+}
+
 TEST_F(AuditTiers, TheTextReportListsTheTiersInLookupOrder) {
   auto result = run_dedupctl(audit(chain(), {"--fail-on", "none"}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
