@@ -78,6 +78,72 @@ std::optional<TraceVerdict> reused_id(const Trace& trace) {
   return v;
 }
 
+// What the window did with a copy, for the evidence and the timeline.
+std::string_view window_text(WindowCall call) {
+  switch (call) {
+  case WindowCall::Applied:
+    return "the window applied it (a new id)";
+  case WindowCall::Skipped:
+    return "the window skipped it (a repeat it still held)";
+  case WindowCall::Reapplied:
+    return "the window applied it again (it no longer held the id)";
+  case WindowCall::Dropped:
+    return "the window dropped it (its Bloom filter said seen; never applied)";
+  }
+  return "";
+}
+
+// Every copy the window was given, it dropped: the id was never applied.
+std::optional<TraceVerdict> dropped_by_window(const Trace& trace, const TracePolicy& policy) {
+  bool dropped = false;
+  for (const auto& o : trace.occurrences) {
+    if (o.window == WindowCall::Applied || o.window == WindowCall::Reapplied) {
+      return std::nullopt;
+    }
+    dropped = dropped || o.window == WindowCall::Dropped;
+  }
+  if (!dropped) {
+    return std::nullopt;
+  }
+  TraceVerdict v;
+  v.id = "bloom-false-positive";
+  v.text = fmt::format("dropped, never applied: the Bloom filter of {} said seen before the id was ever applied (a "
+                       "false positive); no metric shows it",
+                       policy.window);
+  for (const auto& o : trace.occurrences) {
+    if (o.window == WindowCall::Dropped) {
+      v.evidence.push_back(fmt::format("{}: {}", where(o), window_text(*o.window)));
+    }
+  }
+  v.evidence.push_back("the window is simulated from the range's start, empty as after a restart");
+  return v;
+}
+
+// A window alone: a consumed copy that the window had forgotten was applied a second time.
+std::optional<TraceVerdict> reapplied_by_window(const Trace& trace, const TracePolicy& policy) {
+  if (!policy.window_alone) {
+    return std::nullopt;
+  }
+  const TraceOccurrence* first = nullptr;
+  for (const auto& o : trace.occurrences) {
+    if (o.window == WindowCall::Applied && first == nullptr) {
+      first = &o;
+    }
+    if (o.window != WindowCall::Reapplied || o.delivered == false || first == nullptr) {
+      continue;
+    }
+    TraceVerdict v;
+    v.id = "applied-twice";
+    v.text = fmt::format("applied twice: {} no longer held the id when this copy arrived", policy.window);
+    v.evidence.push_back(fmt::format("{}: {}", where(*first), window_text(WindowCall::Applied)));
+    v.evidence.push_back(fmt::format("{}: {}", where(o), window_text(WindowCall::Reapplied)));
+    v.evidence.push_back(o.delivered ? "it lies below the group's committed offset: it was consumed"
+                                     : "without --group, whether it was consumed is not known");
+    return v;
+  }
+  return std::nullopt;
+}
+
 std::optional<TraceVerdict> orphaned_claim(const Trace& trace, const TracePolicy& policy, bool any_delivered) {
   const auto& r = trace.record;
   std::string value = r.status ? *r.status : r.value.value_or("");
@@ -238,10 +304,16 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
   if (auto v = reused_id(trace)) {
     return with_effect(*v, trace);
   }
+  if (auto v = dropped_by_window(trace, policy)) {
+    return with_effect(*v, trace);
+  }
   if (auto v = orphaned_claim(trace, policy, any_delivered)) {
     return with_effect(*v, trace);
   }
   if (auto v = applied_twice(trace, ttl)) {
+    return with_effect(*v, trace);
+  }
+  if (auto v = reapplied_by_window(trace, policy)) {
     return with_effect(*v, trace);
   }
   if (auto v = absent_record(trace, policy, ttl, any_delivered, delivery_known)) {
@@ -276,11 +348,12 @@ std::vector<TimelineEntry> timeline(const Trace& trace, const TracePolicy& polic
   std::vector<TimelineEntry> out;
   for (const auto& o : trace.occurrences) {
     out.push_back(
-        {o.timestamp_ms, fmt::format("copy at {}[{}]@{}: {}, payload {} ({} bytes){}", o.topic, o.partition, o.offset,
+        {o.timestamp_ms, fmt::format("copy at {}[{}]@{}: {}, payload {} ({} bytes){}{}", o.topic, o.partition, o.offset,
                                      o.type.empty() ? "no type" : o.type, fingerprint_text(o.fingerprint), o.size,
                                      !o.delivered   ? ""
                                      : *o.delivered ? ", consumed by the group"
-                                                    : ", not consumed yet")});
+                                                    : ", not consumed yet",
+                                     o.window ? fmt::format("; {}", window_text(*o.window)) : std::string())});
   }
   const auto& r = trace.record;
   if (r.processed_at_ms) {

@@ -1,7 +1,9 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/window/window_analyzer.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +25,9 @@ struct TraceOccurrence {
   std::int64_t size = 0;              // payload bytes
   std::optional<std::string> decoded; // the record a schema registry frame held, as canonical JSON
   std::optional<bool> delivered;      // below the group's committed offset; nullopt without --group
+  // A window in memory (--store memory: --layout …): what the consumer's window, simulated from the
+  // range's start, did with this copy; nullopt without a window.
+  std::optional<WindowCall> window;
 };
 
 // What the placement holds for the id's dedup key now.
@@ -45,7 +50,9 @@ struct TraceRecord {
 std::string_view to_string(TraceRecord::State state); // absent, present, unknown
 
 struct TraceVerdict {
-  std::string id; // applied-twice, state-lost, id-reused, claim-orphaned, exposed, protected, not-found
+  // applied-twice, state-lost, id-reused, claim-orphaned, exposed, effect-lost, bloom-false-positive,
+  // protected, not-found
+  std::string id;
   std::string text;
   std::vector<std::string> evidence;
 };
@@ -55,6 +62,19 @@ struct TracePolicy {
   Span ttl; // the placement's TTL (an inbox: its retention)
   std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
   std::string layout = "plain"; // whose rules decide a lapsed record (record.lapsed)
+  // A window in memory: what it is ("an LRU of 1000 ids"), and whether it is the whole placement, so
+  // that a copy it re-applied was applied twice (in a chain, the tiers after it are asked next).
+  std::string window;
+  bool window_alone = false;
+};
+
+// One tier of a chain (--store repeated), as the trace reads it: its keys, its record, and the
+// verdict it would give alone.
+struct TraceTier {
+  std::string name; // "tier 2 (redis://host:6379)"
+  std::vector<std::string> dedup_keys;
+  TraceRecord record;
+  TraceVerdict verdict;
 };
 
 // One line of the timeline, in time order: the occurrences, and when the record lapses or lapsed.
@@ -74,13 +94,20 @@ struct Trace {
   // --effects: whether the consumer's effect of this id exists (every occurrence's `effect`);
   // nullopt: not checked.
   std::optional<bool> effect;
+  // A chain: each tier in lookup order, and the one whose record decides (`record` and `dedup_keys`
+  // are its); nullopt when no tier protects the event.
+  std::vector<TraceTier> tiers;
+  std::optional<std::size_t> decided_by;
 };
 
 // The verdict, by the first rule that holds:
 //   not-found       no occurrence in the range read
 //   id-reused       occurrences with different payloads
+//   bloom-false-positive  the window dropped every copy it was given: its Bloom filter said seen
+//                   before the id was ever applied (policy.window)
 //   claim-orphaned  an in-progress claim while an occurrence was delivered (below committed)
-//   applied-twice   two delivered occurrences further apart than the TTL
+//   applied-twice   two delivered occurrences further apart than the TTL, or, with a window alone, a
+//                   delivered copy the window had forgotten (re-applied)
 //   state-lost      no record although the newest occurrence is within the TTL
 //   exposed         no record, the event still in the log: a seek re-applies it
 //   effect-lost     (--effects) a record that says processed while the effect is absent

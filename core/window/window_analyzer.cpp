@@ -85,17 +85,62 @@ void WindowAnalyzer::prefetch(const Event& event, std::uint64_t key_hash) {
   scope.applied.prefetch(key_hash);
 }
 
-void WindowAnalyzer::observe(const Event& event, const Identity& identity, std::string_view key, std::uint64_t hash) {
+std::string_view to_string(WindowCall call) {
+  switch (call) {
+  case WindowCall::Applied:
+    return "applied";
+  case WindowCall::Skipped:
+    return "skipped";
+  case WindowCall::Reapplied:
+    return "re-applied";
+  case WindowCall::Dropped:
+    return "dropped";
+  }
+  return "applied";
+}
+
+std::string describe(const WindowSpec& spec) {
+  std::string scope = spec.scope == WindowScope::Consumer ? "one for all of the consumer's partitions" : "a partition";
+  switch (spec.kind) {
+  case WindowKind::LruBloom:
+    return fmt::format("the lru-bloom window (an LRU of {} ids, then a Bloom filter sized for {} ids at {}, {})",
+                       spec.capacity, spec.bloom_items, spec.bloom_fp, scope);
+  case WindowKind::BloomExact:
+    return fmt::format("the bloom-exact window (a Bloom filter sized for {} ids at {}, then a set of {} ids, {})",
+                       spec.bloom_items, spec.bloom_fp, spec.capacity, scope);
+  default:
+    return fmt::format("the lru window of {} ids ({})", spec.capacity, scope);
+  }
+}
+
+namespace {
+
+WindowCall call_of(bool skipped, bool miss, bool false_positive) {
+  if (false_positive) {
+    return WindowCall::Dropped;
+  }
+  if (skipped) {
+    return WindowCall::Skipped;
+  }
+  return miss ? WindowCall::Reapplied : WindowCall::Applied;
+}
+
+} // namespace
+
+WindowCall WindowAnalyzer::observe(const Event& event, const Identity& identity, std::string_view key,
+                                   std::uint64_t hash) {
   Decision in_partition = decide(scope_of(event), key, hash);
   if (!m_consumer) {
     record(in_partition, event, identity, key);
-    return;
+    return call_of(in_partition.skipped, in_partition.miss, in_partition.false_positive);
   }
   m_partition_misses += in_partition.miss ? 1 : 0;
-  record(decide(*m_consumer, key, hash), event, identity, key);
+  Decision decision = decide(*m_consumer, key, hash);
+  record(decision, event, identity, key);
   if (observe_bounds(key, hash) && external(identity.type)) {
     m_external_repeat = true; // in some interleaving it may be missed
   }
+  return call_of(decision.skipped, decision.miss, decision.false_positive);
 }
 
 bool WindowAnalyzer::observe_bounds(std::string_view key, std::uint64_t hash) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -47,6 +48,15 @@ struct WindowSummary {
   WindowCount false_positives; // events dropped before their id was ever applied
 };
 
+// What the window did with one delivery (a trace's occurrences[].window): applied a new id, skipped a
+// repeat of an applied one, applied a repeat again (a window miss), or dropped an id never applied
+// (a Bloom false positive).
+enum class WindowCall { Applied, Skipped, Reapplied, Dropped };
+std::string_view to_string(WindowCall call); // applied, skipped, re-applied, dropped
+
+// The window in words, for a verdict: "the lru window of 1000 ids a partition".
+std::string describe(const WindowSpec& spec);
+
 struct WindowResult {
   WindowSummary summary;
   std::vector<Finding> findings; // window-miss, bloom-false-positive
@@ -60,8 +70,8 @@ public:
 
   // One event, in log order within its partition, with the key the consumer's window holds (the
   // rendered dedup key); events without an id are not decided.
-  // `key_hash` is hash64(key).
-  void observe(const Event& event, const Identity& identity, std::string_view key, std::uint64_t key_hash);
+  // `key_hash` is hash64(key). Returns what the window did with it (scope=consumer: in the order read).
+  WindowCall observe(const Event& event, const Identity& identity, std::string_view key, std::uint64_t key_hash);
   // Asks the CPU for what observing that event will read (its window's index, the applied ids), a
   // few events ahead: the windows of many partitions do not stay in the cache.
   void prefetch(const Event& event, std::uint64_t key_hash);

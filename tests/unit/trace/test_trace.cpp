@@ -187,5 +187,74 @@ TEST(Trace, AValueTheLibraryCannotUseIsExposedWhenTakenOverAndHeldWhenFailedOn) 
   EXPECT_NE(held.text.find("the library fails on its record at every delivery"), std::string::npos) << held.text;
 }
 
+// A window in memory (--store memory:): each copy carries what the simulated window did with it.
+TraceOccurrence windowed(std::int64_t offset, std::optional<bool> delivered, WindowCall call) {
+  TraceOccurrence o = copy(offset, 10 * 60'000, delivered);
+  o.window = call;
+  return o;
+}
+
+TracePolicy window_policy(bool alone) {
+  TracePolicy p = policy();
+  p.ttl = Span::infinite();
+  p.window = "the lru-bloom window of the test";
+  p.window_alone = alone;
+  return p;
+}
+
+TEST(Trace, AnIdTheWindowDroppedAtEveryCopyIsABloomFalsePositiveNeverApplied) {
+  auto t = trace_of({windowed(7, true, WindowCall::Dropped), windowed(30, false, WindowCall::Dropped)},
+                    TraceRecord::State::Absent);
+  for (bool alone : {true, false}) { // dropped before any later tier is asked
+    auto v = decide_trace(t, window_policy(alone));
+    EXPECT_EQ(v.id, "bloom-false-positive");
+    EXPECT_NE(v.text.find("the Bloom filter of the lru-bloom window of the test said seen"), std::string::npos)
+        << v.text;
+    ASSERT_EQ(v.evidence.size(), 3u);
+    EXPECT_NE(v.evidence[0].find("pay[0]@7"), std::string::npos) << v.evidence[0];
+    EXPECT_NE(v.evidence[1].find("pay[0]@30"), std::string::npos) << v.evidence[1];
+  }
+  // Applied once, then dropped: the drop was a caught duplicate's, not a loss.
+  auto applied = trace_of({windowed(7, true, WindowCall::Applied), windowed(30, true, WindowCall::Skipped)},
+                          TraceRecord::State::Absent);
+  EXPECT_NE(decide_trace(applied, window_policy(true)).id, "bloom-false-positive");
+}
+
+TEST(Trace, ACopyAWindowAloneHadForgottenWasAppliedTwiceButInAChainTheNextTierIsAsked) {
+  auto t = trace_of({windowed(7, true, WindowCall::Applied), windowed(900, true, WindowCall::Reapplied)},
+                    TraceRecord::State::Absent);
+  auto v = decide_trace(t, window_policy(true));
+  EXPECT_EQ(v.id, "applied-twice");
+  EXPECT_NE(v.text.find("no longer held the id"), std::string::npos) << v.text;
+  ASSERT_GE(v.evidence.size(), 2u);
+  EXPECT_NE(v.evidence[0].find("pay[0]@7"), std::string::npos);
+  EXPECT_NE(v.evidence[1].find("pay[0]@900"), std::string::npos);
+  EXPECT_NE(decide_trace(t, window_policy(false)).id, "applied-twice") << "a later tier decides a window's miss";
+  // Not consumed yet: a miss still ahead is no second application.
+  auto ahead = trace_of({windowed(7, true, WindowCall::Applied), windowed(900, false, WindowCall::Reapplied)},
+                        TraceRecord::State::Absent);
+  EXPECT_NE(decide_trace(ahead, window_policy(true)).id, "applied-twice");
+}
+
+TEST(Trace, TheTimelineSaysWhatTheWindowDidWithEachCopy) {
+  auto t = trace_of({windowed(7, true, WindowCall::Applied), windowed(8, true, WindowCall::Skipped)},
+                    TraceRecord::State::Absent);
+  auto entries = timeline(t, window_policy(true));
+  std::string all;
+  for (const auto& e : entries) {
+    all += e.what + "\n";
+  }
+  EXPECT_NE(all.find("pay[0]@7: PaymentCharged, payload 0000000000000007 (120 bytes), consumed by the group; the "
+                     "window applied it (a new id)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("@8: PaymentCharged, payload 0000000000000007 (120 bytes), consumed by the group; the window "
+                     "skipped it (a repeat it still held)"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(to_string(WindowCall::Reapplied), "re-applied");
+  EXPECT_EQ(to_string(WindowCall::Dropped), "dropped");
+}
+
 } // namespace
 } // namespace dedupctl::core
