@@ -5,6 +5,8 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/placement/family.hpp"
+#include "commands/placement/tiers.hpp"
+#include "commands/placement/uses.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/text.hpp"
 #include "core/audit/retention.hpp"
@@ -53,7 +55,94 @@ std::vector<std::string> requested_ids(const TraceFlags& options) {
   return ids;
 }
 
-int run(const TraceFlags& options, Context& context) {
+// A tier after the first (--store repeated): its flags parsed, its store once opened.
+struct TraceTier {
+  PlacementOptions options;
+  OpenedStore opened;
+};
+
+std::vector<TraceTier> parse_more_tiers(const std::vector<PlacementFlags>& flags, const PlacementOptions& first,
+                                        Context& context) {
+  std::vector<TraceTier> tiers;
+  std::size_t windows = first.audit.window.kind != core::WindowKind::None ? 1 : 0;
+  for (std::size_t t = 1; t < flags.size(); ++t) {
+    tiers.push_back(TraceTier{parse_placement(flags[t], context), {}});
+    placement::require(tiers.back().options.uri, placement::StoreUse::Read);
+    windows += tiers.back().options.audit.window.kind != core::WindowKind::None ? 1 : 0;
+  }
+  if (windows > 1) {
+    throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
+                     "with its --layout");
+  }
+  return tiers;
+}
+
+// Opens the tiers' stores of one kind, files (`local`) before the source and the others after, and an
+// inbox tier's TTL; the first failure is returned.
+std::optional<std::string> open_more_tiers(std::vector<TraceTier>& tiers, bool local, TraceRequest& request,
+                                           std::int64_t now, Context& context) {
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    auto& tier = tiers[t];
+    if (commands::family(tier.options.uri.kind).row->local != local) {
+      continue;
+    }
+    tier.opened = commands::family(tier.options.uri.kind).read(tier.options, context, std::nullopt);
+    if (tier.opened.failure) {
+      return tier.opened.failure;
+    }
+  }
+  if (local) {
+    return std::nullopt;
+  }
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    auto& tier = tiers[t];
+    TraceTierRequest more;
+    more.name = fmt::format("tier {} ({})", t + 2, placement_info(tier.options).store);
+    more.store = tier.opened.store.get();
+    more.key_template = tier.options.audit.key_template;
+    more.in_progress_values = tier.options.audit.policy.in_progress_values;
+    more.orphans_reapplied = tier.options.audit.policy.orphans_reapplied;
+    more.layout = tier.options.layout;
+    more.ttl = tier.options.audit.ttl.span;
+    if (tier.opened.inbox) {
+      more.inbox = true;
+      more.key_template = core::KeyTemplate::parse("{event_id}");
+      try {
+        more.ttl = decide_inbox_ttl(*tier.opened.inbox, tier.options.inbox_retention, now, context).span;
+      } catch (const UnreachableError& e) {
+        return e.what();
+      }
+    }
+    request.more_tiers.push_back(std::move(more));
+  }
+  return std::nullopt;
+}
+
+// The first tier's store opened, and what it says of itself (its time, an inbox's TTL).
+std::optional<std::string> open_first_tier(const PlacementOptions& placement, OpenedStore& store, TraceRequest& request,
+                                           std::int64_t& now, Context& context) {
+  const auto& family = commands::family(placement.uri.kind);
+  if (!family.row->local) {
+    store = family.read(placement, context, std::nullopt);
+    if (store.failure) {
+      return store.failure;
+    }
+  }
+  now = store.snapshot_time.value_or(now);
+  if (store.inbox) {
+    // An inbox is keyed by the event id; its TTL is the cleanup job's retention.
+    request.inbox = true;
+    request.key_template = core::KeyTemplate::parse("{event_id}");
+    try {
+      request.placement.ttl = decide_inbox_ttl(*store.inbox, placement.inbox_retention, now, context);
+    } catch (const UnreachableError& e) {
+      return e.what();
+    }
+  }
+  return std::nullopt;
+}
+
+int run(const TraceFlags& options, const std::vector<PlacementFlags>& flags, Context& context) {
   auto format = parse_output_format(context);
   TraceRequest request;
   request.fail_on = core::parse_fail_on(context.global.fail_on);
@@ -61,10 +150,12 @@ int run(const TraceFlags& options, Context& context) {
   request.identify = parse_identity(options.identity, context);
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
-  PlacementOptions placement = parse_placement(options.placement, context);
+  PlacementOptions placement = parse_placement(flags.front(), context);
+  std::vector<TraceTier> more = parse_more_tiers(flags, placement, context);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;
   request.in_progress_values = placement.audit.policy.in_progress_values;
+  request.orphans_reapplied = placement.audit.policy.orphans_reapplied;
   request.placement = placement_info(placement);
   request.placement.ttl = placement.audit.ttl;
   request.layout = placement.layout;
@@ -75,31 +166,19 @@ int run(const TraceFlags& options, Context& context) {
     request.placement.effects = effects_options->placement;
   }
   std::int64_t now = context.now_ms();
-  const auto& family = commands::family(placement.uri.kind);
-  bool file_store = family.row->local;
   OpenedStore store;
-  if (file_store) {
-    store = family.read(placement, context, std::nullopt);
+  if (commands::family(placement.uri.kind).row->local) {
+    store = commands::family(placement.uri.kind).read(placement, context, std::nullopt);
   }
+  std::optional<std::string> failure = open_more_tiers(more, true, request, now, context);
   OpenedSource opened = open_source(options.source, context);
   opened.info.payload_decoding = decoding_of(request.identify);
-  std::optional<std::string> failure = opened.failure;
-  if (!failure && !file_store) {
-    store = family.read(placement, context, std::nullopt);
-    failure = store.failure;
+  failure = failure ? failure : opened.failure;
+  if (!failure) {
+    failure = open_first_tier(placement, store, request, now, context);
   }
   if (!failure) {
-    now = store.snapshot_time.value_or(now);
-    if (store.inbox) {
-      // An inbox is keyed by the event id; its TTL is the cleanup job's retention.
-      request.inbox = true;
-      request.key_template = core::KeyTemplate::parse("{event_id}");
-      try {
-        request.placement.ttl = decide_inbox_ttl(*store.inbox, placement.inbox_retention, now, context);
-      } catch (const UnreachableError& e) {
-        failure = e.what();
-      }
-    }
+    failure = open_more_tiers(more, false, request, now, context);
   }
   OpenedEffects effects;
   if (!failure && effects_options) {
@@ -119,6 +198,11 @@ int run(const TraceFlags& options, Context& context) {
   if (store.store) {
     store.store->ready(); // a snapshot's bad line is exit 2, whatever the source did
   }
+  for (auto& tier : more) {
+    if (tier.opened.store) {
+      tier.opened.store->ready();
+    }
+  }
   return deliver_report(report, opened, format, context);
 }
 
@@ -130,7 +214,7 @@ CommandRunner register_trace(CLI::App& app, Context& context) {
                                           "verdict");
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);
-  add_placement_options(*sub, options->placement);
+  add_placement_options(*sub, options->placement, PlacementUse::Tiers);
   add_effects_options(*sub, options->effects);
   auto* trace = sub->add_option_group("Trace");
   trace->add_option("--event-id", options->event_ids, "an event id to trace (repeatable)")->type_name("ID");
@@ -141,7 +225,7 @@ CommandRunner register_trace(CLI::App& app, Context& context) {
       return -1;
     }
     context.command = "trace";
-    return run(*options, context);
+    return run(*options, tier_flags(*sub, options->placement), context);
   };
 }
 

@@ -248,6 +248,26 @@ Json replay_json(const core::ReplaySummary& replay, bool complete) {
   return out;
 }
 
+Json trace_record_json(const core::TraceRecord& r) {
+  Json record{{"state", core::to_string(r.state)},
+              {"pttl_ms", r.pttl_ms ? Json(*r.pttl_ms) : Json()},
+              {"value", r.value ? Json(*r.value) : Json()},
+              {"processed_at", r.processed_at_ms ? Json(core::format_time(*r.processed_at_ms)) : Json()},
+              {"status", r.status ? Json(*r.status) : Json()}};
+  if (!r.fields.empty()) { // additive to v1: the record as the layout's library wrote it
+    Json fields = Json::object();
+    for (const auto& [name, value] : r.fields) {
+      fields[name] = value;
+    }
+    record["fields"] = std::move(fields);
+  }
+  return record;
+}
+
+Json verdict_json(const core::TraceVerdict& verdict) {
+  return Json{{"id", verdict.id}, {"text", verdict.text}, {"evidence", verdict.evidence}};
+}
+
 Json trace_json(const core::Trace& trace) {
   Json occurrences = Json::array();
   for (const auto& o : trace.occurrences) {
@@ -264,36 +284,34 @@ Json trace_json(const core::Trace& trace) {
     if (o.decoded) { // additive to v1: the decoded record of a framed payload
       occurrence["decoded_payload"] = Json::parse(*o.decoded, nullptr, false);
     }
+    if (o.window) { // additive to v1: what a window in memory did with the copy
+      occurrence["window"] = core::to_string(*o.window);
+    }
     occurrences.push_back(std::move(occurrence));
   }
-  const auto& r = trace.record;
-  Json record{{"state", core::to_string(r.state)},
-              {"pttl_ms", r.pttl_ms ? Json(*r.pttl_ms) : Json()},
-              {"value", r.value ? Json(*r.value) : Json()},
-              {"processed_at", r.processed_at_ms ? Json(core::format_time(*r.processed_at_ms)) : Json()},
-              {"status", r.status ? Json(*r.status) : Json()}};
-  if (!r.fields.empty()) { // additive to v1: the record as the layout's library wrote it
-    Json fields = Json::object();
-    for (const auto& [name, value] : r.fields) {
-      fields[name] = value;
-    }
-    record["fields"] = std::move(fields);
-  }
+  Json record = trace_record_json(trace.record);
   Json timeline = Json::array();
   for (const auto& entry : trace.timeline) {
     timeline.push_back(Json{{"at", core::format_time(entry.at_ms)}, {"what", entry.what}});
   }
   Json out;
   put_event_id(out, trace.event_id);
-  Json rest{
-      {"found", !trace.occurrences.empty()},
-      {"occurrences", std::move(occurrences)},
-      {"dedup_keys", trace.dedup_keys},
-      {"record", std::move(record)},
-      {"verdict", Json{{"id", trace.verdict.id}, {"text", trace.verdict.text}, {"evidence", trace.verdict.evidence}}},
-      {"notes", trace.notes},
-      {"timeline", std::move(timeline)}};
+  Json rest{{"found", !trace.occurrences.empty()},    {"occurrences", std::move(occurrences)},
+            {"dedup_keys", trace.dedup_keys},         {"record", std::move(record)},
+            {"verdict", verdict_json(trace.verdict)}, {"notes", trace.notes},
+            {"timeline", std::move(timeline)}};
   out.update(rest);
+  if (!trace.tiers.empty()) { // additive to v1: a chain's tiers, and the one whose record decides
+    Json tiers = Json::array();
+    for (const auto& tier : trace.tiers) {
+      tiers.push_back(Json{{"tier", tier.name},
+                           {"dedup_keys", tier.dedup_keys},
+                           {"record", trace_record_json(tier.record)},
+                           {"verdict", verdict_json(tier.verdict)}});
+    }
+    out["tiers"] = std::move(tiers);
+    out["decided_by"] = trace.decided_by ? Json(*trace.decided_by + 1) : Json();
+  }
   return out;
 }
 

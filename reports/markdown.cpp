@@ -133,6 +133,16 @@ void print_trace(const core::Trace& trace, std::FILE* out) {
     fmt::print(out, "{}`{}`", k ? ", " : "", cell(trace.dedup_keys[k]));
   }
   fmt::print(out, ". Record: {}.\n\n", core::to_string(trace.record.state));
+  if (!trace.tiers.empty()) { // a chain: each tier alone, then the one that decides
+    fmt::print(out, "| tier | key | record | alone |\n|---|---|---|---|\n");
+    for (const auto& tier : trace.tiers) {
+      fmt::print(out, "| {} | `{}` | {} | {} |\n", cell(tier.name),
+                 cell(tier.dedup_keys.empty() ? "–" : tier.dedup_keys.front()), core::to_string(tier.record.state),
+                 tier.verdict.id);
+    }
+    fmt::print(out, "\nDecided by {}.\n\n",
+               trace.decided_by ? cell(trace.tiers[*trace.decided_by].name) : std::string("no tier"));
+  }
   fmt::print(out, "Timeline:\n\n");
   for (const auto& entry : trace.timeline) {
     fmt::print(out, "1. {}: {}\n", core::format_time(entry.at_ms), cell(entry.what));

@@ -264,12 +264,37 @@ void print_summary(const Report& report, std::FILE* out) {
   }
 }
 
+// A trace's record in one line: its state, value or status, and the time it has left.
+std::string record_line(const core::TraceRecord& r) {
+  return fmt::format("{}{}{}{}", core::to_string(r.state), r.value ? fmt::format(", value '{}'", *r.value) : "",
+                     r.status ? fmt::format(", status '{}'", *r.status) : "",
+                     r.state == core::TraceRecord::State::Present
+                         ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
+                         : "");
+}
+
+// A chain's tiers: each one's key, record and verdict alone, and which one decides.
+void print_trace_tiers(const core::Trace& trace, std::FILE* out) {
+  std::vector<std::vector<std::string>> rows{{"TIER", "KEY", "RECORD", "ALONE"}};
+  for (const auto& tier : trace.tiers) {
+    rows.push_back({tier.name, tier.dedup_keys.empty() ? "-" : tier.dedup_keys.front(), record_line(tier.record),
+                    tier.verdict.id});
+  }
+  print_table(out, rows, "  ");
+  fmt::print(out, "  decided by {}\n",
+             trace.decided_by ? trace.tiers[*trace.decided_by].name : std::string("no tier: none holds the event"));
+}
+
 // trace: per id the verdict first, then the occurrences, the record, the timeline, the evidence.
 void print_trace(const core::Trace& trace, std::FILE* out) {
   fmt::print(out, "\nTRACE {}  {}\n", trace.event_id, trace.verdict.text);
   if (!trace.occurrences.empty()) {
+    bool windowed = trace.occurrences.front().window.has_value();
     std::vector<std::vector<std::string>> rows{
         {"PARTITION", "OFFSET", "TIMESTAMP", "TYPE", "PAYLOAD", "SIZE", "CONSUMED"}};
+    if (windowed) {
+      rows.front().emplace_back("WINDOW");
+    }
     for (const auto& o : trace.occurrences) {
       rows.push_back({partition_name(o.topic, o.partition), std::to_string(o.offset),
                       o.timestamp_ms >= 0 ? core::format_time(o.timestamp_ms) : "-", o.type.empty() ? "-" : o.type,
@@ -277,6 +302,9 @@ void print_trace(const core::Trace& trace, std::FILE* out) {
                       !o.delivered   ? "unknown"
                       : *o.delivered ? "yes"
                                      : "no"});
+      if (windowed) {
+        rows.back().emplace_back(o.window ? core::to_string(*o.window) : "-");
+      }
     }
     print_table(out, rows, "  ");
     for (const auto& o : trace.occurrences) {
@@ -288,13 +316,10 @@ void print_trace(const core::Trace& trace, std::FILE* out) {
     for (const auto& key : trace.dedup_keys) {
       fmt::print(out, "  dedup key  {}\n", key);
     }
-    const auto& r = trace.record;
-    fmt::print(out, "  record     {}{}{}{}\n", core::to_string(r.state),
-               r.value ? fmt::format(", value '{}'", *r.value) : "",
-               r.status ? fmt::format(", status '{}'", *r.status) : "",
-               r.state == core::TraceRecord::State::Present
-                   ? (r.pttl_ms ? fmt::format(", {} left", core::format_duration(*r.pttl_ms)) : ", no expiry")
-                   : "");
+    fmt::print(out, "  record     {}\n", record_line(trace.record));
+    if (!trace.tiers.empty()) {
+      print_trace_tiers(trace, out);
+    }
     if (trace.effect) {
       fmt::print(out, "  effect     {}\n", *trace.effect ? "applied" : "not applied");
     }

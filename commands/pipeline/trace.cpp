@@ -1,14 +1,18 @@
 #include "commands/pipeline/trace.hpp"
 
 #include "commands/pipeline/common.hpp"
+#include "core/audit/tiers.hpp"
 #include "core/scan/log_analyzer.hpp"
 #include "core/util/encoding.hpp"
+#include "core/util/fingerprint.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 namespace dedupctl::commands {
@@ -48,6 +52,9 @@ constexpr VerdictFinding k_verdict_findings[] = {
     {"exposed", core::Severity::Warning,
      "A seek or replay over this offset applies the event again: route it through dedupctl replay --via, or keep "
      "records as long as the log keeps events."},
+    {"bloom-false-positive", core::Severity::Error,
+     "The window's Bloom filter called the id seen before it was ever applied: the event was dropped. Apply it (a "
+     "replay through --via), and size the filter for the ids it meets or decide a \"maybe\" by a durable record."},
     {"not-found", core::Severity::Info, "Check the id (see the notes), the range (--from/--to) and --id."},
 };
 
@@ -77,16 +84,49 @@ std::vector<core::Finding> verdict_findings(const std::map<std::string, core::Fi
   return findings;
 }
 
+// The tiers as the trace reads them: the request's own, then a chain's others.
+std::vector<TraceTierRequest> tiers_of(const TraceRequest& request, core::DedupStore& store) {
+  TraceTierRequest first;
+  first.name = fmt::format("tier 1 ({})", request.placement.store);
+  first.store = &store;
+  first.key_template = request.key_template;
+  first.in_progress_values = request.in_progress_values;
+  first.inbox = request.inbox;
+  first.orphans_reapplied = request.orphans_reapplied;
+  first.layout = request.layout;
+  first.ttl = request.placement.ttl.span;
+  std::vector<TraceTierRequest> tiers{first};
+  tiers.insert(tiers.end(), request.more_tiers.begin(), request.more_tiers.end());
+  return tiers;
+}
+
+bool windowed(const TraceTierRequest& tier) { return tier.layout.window.kind != core::WindowKind::None; }
+
 // Reads the range once and keeps every occurrence of the requested ids, and for ids not found,
-// log ids that start with them (a truncated paste).
+// log ids that start with them (a truncated paste). Every tier's key is rendered for each; a window
+// in memory is simulated over every event, in log order, and each kept copy says what it did.
 class OccurrenceCollector {
 public:
-  OccurrenceCollector(const TraceRequest& request, const core::SourceInfo& info, std::vector<core::Trace>& traces)
+  OccurrenceCollector(const TraceRequest& request, const std::vector<TraceTierRequest>& tiers,
+                      const core::SourceInfo& info, std::vector<core::Trace>& traces)
       : m_request(request), m_traces(traces), m_longer(request.ids.size()), m_effect_keys(request.ids.size()),
-        m_effects_template(core::after_fields_of(request.key_template, request.effects_template)),
-        m_has_group(info.group.has_value()) {
+        m_rendered(tiers.size()), m_has_group(info.group.has_value()) {
+    for (std::size_t k = 0; k < tiers.size(); ++k) { // each template's fields indexed after those before it
+      m_templates.push_back(k == 0 ? tiers[0].key_template
+                                   : core::after_fields_of(m_templates.back(), tiers[k].key_template));
+      if (windowed(tiers[k]) && !m_window) {
+        m_window = std::make_unique<core::WindowAnalyzer>(tiers[k].layout.window, 0,
+                                                          std::map<std::string, core::SideEffect>{});
+        m_window_tier = k;
+      }
+    }
+    m_effects_template = core::after_fields_of(m_templates.back(), request.effects_template);
     for (std::size_t i = 0; i < request.ids.size(); ++i) {
       traces[i].event_id = request.ids[i];
+      traces[i].tiers.resize(tiers.size());
+      for (std::size_t k = 0; k < tiers.size(); ++k) {
+        traces[i].tiers[k].name = tiers[k].name;
+      }
       m_wanted[request.ids[i]].push_back(i);
       std::string t = trimmed(request.ids[i]);
       if (t != request.ids[i] && !t.empty()) {
@@ -99,9 +139,18 @@ public:
     }
   }
 
+  // Every field a template renders from, for the identifier's extra values.
+  const std::vector<core::FieldSpec>& fields() const { return m_effects_template.fields(); }
+
   void observe(const core::Event& event, const core::Identity& identity) {
     if (!identity.has_id) {
       return;
+    }
+    std::optional<core::WindowCall> call;
+    if (m_window) {
+      std::string& key = m_rendered[m_window_tier];
+      core::render_event_key(m_templates[m_window_tier], event, identity, m_request.consumer, key);
+      call = m_window->observe(event, identity, key, core::hash64(key));
     }
     // Only asked for a handful of ids, since every event id is compared with each.
     if (m_request.ids.size() <= k_prefix_ids) {
@@ -112,7 +161,10 @@ public:
       return;
     }
     core::TraceOccurrence o = occurrence(event, identity);
-    core::render_event_key(m_request.key_template, event, identity, m_request.consumer, m_rendered);
+    o.window = call;
+    for (std::size_t k = 0; k < m_templates.size(); ++k) {
+      core::render_event_key(m_templates[k], event, identity, m_request.consumer, m_rendered[k]);
+    }
     if (m_request.effects) {
       core::render_event_key(m_effects_template, event, identity, m_request.consumer, m_effect_rendered);
     }
@@ -122,8 +174,11 @@ public:
         m_effect_keys[t] = m_effect_rendered; // the first occurrence's, as the first dedup key
       }
       trace.occurrences.push_back(o);
-      if (std::find(trace.dedup_keys.begin(), trace.dedup_keys.end(), m_rendered) == trace.dedup_keys.end()) {
-        trace.dedup_keys.push_back(m_rendered);
+      for (std::size_t k = 0; k < m_rendered.size(); ++k) {
+        auto& keys = trace.tiers[k].dedup_keys;
+        if (std::find(keys.begin(), keys.end(), m_rendered[k]) == keys.end()) {
+          keys.push_back(m_rendered[k]);
+        }
       }
     }
   }
@@ -172,63 +227,133 @@ private:
   std::vector<std::string> m_prefixes;
   std::vector<std::vector<std::string>> m_longer;
   std::vector<std::string> m_effect_keys;
-  core::KeyTemplate m_effects_template; // rendered from the same extra values as the dedup key
+  std::vector<core::KeyTemplate> m_templates; // a tier's each, rendered from the same extra values
+  core::KeyTemplate m_effects_template;       // rendered after every tier's fields
+  std::unique_ptr<core::WindowAnalyzer> m_window;
+  std::size_t m_window_tier = 0;
   std::string m_effect_rendered;
+  std::vector<std::string> m_rendered; // a tier's each
   std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> m_committed;
   bool m_has_group;
-  std::string m_rendered;
 };
 
-// The records of the first key of every found id, in one lookup. An inbox row's value is its
-// status; its remaining TTL is counted from its processed_at.
-void look_up_records(const TraceRequest& request, core::DedupStore& store, const core::CoveragePolicy& coverage,
-                     std::vector<core::Trace>& traces) {
+// A tier's record as the coverage rules read it, its value owned (the store's buffer is reused).
+struct TierRecord {
+  core::RecordState state;
+  std::string value;
+};
+
+// A tier's coverage rules at `now`: its TTL (an inbox: its retention), claim markers and orphans rule.
+core::CoveragePolicy coverage_of(const TraceTierRequest& tier, std::int64_t now_ms) {
+  core::CoveragePolicy coverage;
+  coverage.now_ms = now_ms;
+  coverage.ttl = tier.ttl;
+  coverage.in_progress_values = tier.in_progress_values;
+  coverage.orphans_reapplied = tier.orphans_reapplied;
+  return coverage;
+}
+
+// A found trace's record in one tier, from the state its store gave.
+void fill_record(const TraceTierRequest& tier, const core::CoveragePolicy& coverage, const std::string& key,
+                 const core::RecordState& state, core::TraceRecord& record) {
+  record.state = state.kind == core::RecordState::Kind::Present ? core::TraceRecord::State::Present
+                                                                : core::TraceRecord::State::Absent;
+  if (state.kind != core::RecordState::Kind::Present) {
+    return;
+  }
+  record.pttl_ms = core::remaining_ms(state, coverage);
+  if (tier.inbox) {
+    record.status = std::string(state.value);
+    record.processed_at_ms = state.processed_at_ms;
+    if (auto* inbox = dynamic_cast<core::InboxStore*>(tier.store)) {
+      record.fields = inbox->row_fields(key);
+    }
+  } else {
+    record.value = core::snapshot_value(tier.layout, state.value); // not a JSON record's response
+    record.fields = core::record_fields(tier.layout, state.value);
+  }
+  record.claim = state.claim;
+  record.lapsed =
+      state.claim ? core::claim_lapsed(state, coverage.now_ms) : core::past_own_expiry(state, coverage.now_ms);
+  record.fails = state.fails && !record.lapsed;
+  record.taken_over = state.taken_over && !record.lapsed;
+  record.lapsed = record.lapsed || record.taken_over;
+}
+
+// The records of the first key of every found id in one tier, in one lookup: each trace's
+// tiers[index].record, and the states the chain decides by (states[t], trace t's). An inbox row's
+// value is its status; its remaining TTL is counted from its processed_at.
+void look_up_tier(const TraceTierRequest& tier, std::size_t index, std::int64_t now_ms,
+                  std::vector<core::Trace>& traces, std::vector<TierRecord>& states) {
   std::vector<std::string> keys;
   std::vector<std::size_t> looked_up;
   for (std::size_t t = 0; t < traces.size(); ++t) {
-    if (!traces[t].dedup_keys.empty()) {
-      keys.push_back(traces[t].dedup_keys.front());
+    if (!traces[t].tiers[index].dedup_keys.empty()) {
+      keys.push_back(traces[t].tiers[index].dedup_keys.front());
       looked_up.push_back(t);
     }
   }
-  std::vector<core::RecordState> states;
+  std::vector<core::RecordState> found;
   if (!keys.empty()) {
-    store.lookup(keys, states);
+    tier.store->lookup(keys, found);
   }
+  core::CoveragePolicy coverage = coverage_of(tier, now_ms);
   for (std::size_t k = 0; k < looked_up.size(); ++k) {
-    core::TraceRecord& record = traces[looked_up[k]].record;
-    const auto& state = states[k];
-    record.state = state.kind == core::RecordState::Kind::Present ? core::TraceRecord::State::Present
-                                                                  : core::TraceRecord::State::Absent;
-    if (state.kind != core::RecordState::Kind::Present) {
+    TierRecord& owned = states[looked_up[k]];
+    owned.value = std::string(found[k].value);
+    owned.state = found[k];
+    owned.state.value = owned.value;
+    fill_record(tier, coverage, keys[k], found[k], traces[looked_up[k]].tiers[index].record);
+  }
+}
+
+// The group's committed offset of a copy's partition.
+std::optional<std::int64_t> committed_of(const core::SourceInfo& info, const core::TraceOccurrence& o) {
+  for (const auto& range : info.partitions) {
+    if (range.topic == o.topic && range.partition == o.partition) {
+      return range.committed;
+    }
+  }
+  return std::nullopt;
+}
+
+// A chain: per found trace, the tier whose record protects it best (core::TierChain, by its newest
+// copy: traces[t].decided_by), or when none does, the durable tier that keeps records longest; that
+// tier speaks for the chain in the trace's own record and verdict.
+std::vector<std::size_t> choose_tiers(const std::vector<TraceTierRequest>& tiers,
+                                      const std::vector<std::vector<TierRecord>>& states, const core::SourceInfo& info,
+                                      std::int64_t now_ms, std::vector<core::Trace>& traces) {
+  std::vector<core::Tier> chained;
+  std::size_t longest = 0;
+  auto order = [](const core::Span& span) {
+    return span.is_infinite() ? std::numeric_limits<std::int64_t>::max() : span.finite_ms().value_or(-1);
+  };
+  for (std::size_t k = 0; k < tiers.size(); ++k) {
+    chained.push_back(core::Tier{tiers[k].name, coverage_of(tiers[k], now_ms), !windowed(tiers[k])});
+    if (!windowed(tiers[k]) && (windowed(tiers[longest]) || order(tiers[k].ttl) > order(tiers[longest].ttl))) {
+      longest = k;
+    }
+  }
+  core::TierChain chain(chained, 0);
+  std::vector<std::size_t> speaks(traces.size(), longest);
+  std::vector<const core::RecordState*> records(tiers.size());
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    auto& trace = traces[t];
+    if (trace.occurrences.empty()) {
       continue;
     }
-    record.pttl_ms = core::remaining_ms(state, coverage);
-    if (request.inbox) {
-      record.status = std::string(state.value);
-      record.processed_at_ms = state.processed_at_ms;
-      if (auto* inbox = dynamic_cast<core::InboxStore*>(&store)) {
-        record.fields = inbox->row_fields(keys[k]);
-      }
-    } else {
-      record.value = core::snapshot_value(request.layout, state.value); // not a JSON record's response
-      record.fields = core::record_fields(request.layout, state.value);
+    const auto& newest =
+        *std::max_element(trace.occurrences.begin(), trace.occurrences.end(),
+                          [](const auto& a, const auto& b) { return a.timestamp_ms < b.timestamp_ms; });
+    for (std::size_t k = 0; k < tiers.size(); ++k) {
+      records[k] = &states[k][t].state;
     }
-    record.claim = state.claim;
-    record.lapsed =
-        state.claim ? core::claim_lapsed(state, coverage.now_ms) : core::past_own_expiry(state, coverage.now_ms);
-    record.fails = state.fails && !record.lapsed;
-    record.taken_over = state.taken_over && !record.lapsed;
-    record.lapsed = record.lapsed || record.taken_over;
+    bool lapsed_somewhere = false;
+    trace.decided_by = chain.protecting(
+        records, core::EventFacts{newest.timestamp_ms, newest.offset, committed_of(info, newest)}, lapsed_somewhere);
+    speaks[t] = trace.decided_by.value_or(longest);
   }
-  for (auto& trace : traces) { // looked up as bytes, shown as text (a Java-serialized key)
-    for (auto& key : trace.dedup_keys) {
-      key = core::escape_non_utf8(key);
-    }
-    if (trace.record.value) {
-      trace.record.value = core::escape_non_utf8(*trace.record.value);
-    }
-  }
+  return speaks;
 }
 
 // --effects: whether the effect of every found id exists, in one lookup.
@@ -251,10 +376,56 @@ void look_up_effects(core::EffectStore& effects, const std::vector<std::string>&
   }
 }
 
+// A tier's trace policy: its TTL, claim markers and library; a window's description, and whether it
+// decides alone.
+core::TracePolicy policy_of(const TraceTierRequest& tier, const std::vector<TraceTierRequest>& tiers,
+                            std::int64_t now_ms) {
+  core::TracePolicy policy;
+  policy.now_ms = now_ms;
+  policy.ttl = tier.ttl;
+  policy.in_progress_values = tier.in_progress_values;
+  policy.layout = tier.layout.name;
+  for (const auto& other : tiers) {
+    if (windowed(other)) {
+      policy.window = core::describe(other.layout.window);
+    }
+  }
+  policy.window_alone = windowed(tier);
+  return policy;
+}
+
+// Each tier's verdict alone (a window's copies kept only in its own); then the chain's, spoken by the
+// tier `speaks` chose, its record and keys the trace's own. One tier: the trace is that tier's.
+void decide_chain(core::Trace& trace, const std::vector<TraceTierRequest>& tiers, std::size_t speaks,
+                  std::int64_t now_ms) {
+  for (std::size_t k = 0; k < tiers.size() && tiers.size() > 1; ++k) {
+    core::Trace alone = trace;
+    alone.tiers.clear();
+    alone.record = trace.tiers[k].record;
+    alone.dedup_keys = trace.tiers[k].dedup_keys;
+    for (auto& o : alone.occurrences) {
+      o.window = windowed(tiers[k]) ? o.window : std::nullopt;
+    }
+    trace.tiers[k].verdict = core::decide_trace(alone, policy_of(tiers[k], tiers, now_ms));
+  }
+  trace.record = trace.tiers[speaks].record;
+  trace.dedup_keys = trace.tiers[speaks].dedup_keys;
+  core::TracePolicy policy = policy_of(tiers[speaks], tiers, now_ms);
+  policy.window_alone = tiers.size() == 1 && windowed(tiers[0]);
+  trace.verdict = core::decide_trace(trace, policy);
+  trace.timeline = core::timeline(trace, policy);
+  if (tiers.size() == 1) {
+    trace.tiers.clear();
+    trace.decided_by.reset();
+  }
+}
+
 // Each trace's notes, verdict and timeline; one finding per verdict other than protected.
 std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
                                          const std::vector<std::vector<std::string>>& longer,
-                                         const core::TracePolicy& policy, bool complete, std::size_t max_examples) {
+                                         const std::vector<TraceTierRequest>& tiers,
+                                         const std::vector<std::size_t>& speaks, std::int64_t now_ms, bool complete,
+                                         std::size_t max_examples) {
   std::map<std::string, core::FindingBuilder> by_verdict;
   for (std::size_t t = 0; t < traces.size(); ++t) {
     auto& trace = traces[t];
@@ -266,11 +437,18 @@ std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
     } else if (trimmed(trace.event_id) != trace.event_id) {
       trace.notes = core::id_notes(trace.event_id, {});
     }
-    if (!complete && !trace.occurrences.empty()) {
-      trace.record.state = core::TraceRecord::State::Unknown;
+    for (auto& tier : trace.tiers) {
+      if (!complete && !trace.occurrences.empty()) {
+        tier.record.state = core::TraceRecord::State::Unknown;
+      }
+      for (auto& key : tier.dedup_keys) { // looked up as bytes, shown as text (a Java-serialized key)
+        key = core::escape_non_utf8(key);
+      }
+      if (tier.record.value) {
+        tier.record.value = core::escape_non_utf8(*tier.record.value);
+      }
     }
-    trace.verdict = core::decide_trace(trace, policy);
-    trace.timeline = core::timeline(trace, policy);
+    decide_chain(trace, tiers, speaks[t], now_ms);
     if (trace.verdict.id == "protected") {
       continue;
     }
@@ -297,19 +475,11 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
                           core::SourceInfo info, std::int64_t now_ms) {
   reports::Report report = start_report("trace", now_ms, request.fail_on_text);
   report.placement = request.placement;
-  core::TracePolicy policy;
-  policy.now_ms = now_ms;
-  policy.ttl = request.placement.ttl.span;
-  policy.in_progress_values = request.in_progress_values;
-  policy.layout = request.layout.name;
-  core::CoveragePolicy coverage; // how long a record has left: its pttl, or an inbox row's retention
-  coverage.now_ms = now_ms;
-  coverage.ttl = policy.ttl;
-
+  std::vector<TraceTierRequest> tiers = tiers_of(request, store);
   std::vector<core::Trace> traces(request.ids.size());
-  OccurrenceCollector collector(request, info, traces);
+  OccurrenceCollector collector(request, tiers, info, traces);
   core::IdentifyOptions identify = request.identify;
-  identify.extra = core::joint_fields(request.key_template, request.effects_template);
+  identify.extra = collector.fields();
   core::Identifier identifier(identify);
   core::LogAnalyzer log(core::LogAnalyzerOptions{}); // observes nothing: trace adds no log findings
   std::int64_t events = 0;
@@ -324,15 +494,21 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
       }
     }
   });
+  std::vector<std::vector<TierRecord>> states(tiers.size(), std::vector<TierRecord>(traces.size()));
   if (report.complete) {
     incomplete_on_failure(report, [&] {
-      look_up_records(request, store, coverage, traces);
+      for (std::size_t k = 0; k < tiers.size(); ++k) {
+        look_up_tier(tiers[k], k, now_ms, traces, states[k]);
+      }
       if (request.effects) {
         look_up_effects(*request.effects, collector.effect_keys(), traces);
       }
     });
   }
-  auto findings = decide_traces(traces, collector.longer(), policy, report.complete, request.max_examples);
+  std::vector<std::size_t> speaks =
+      tiers.size() > 1 ? choose_tiers(tiers, states, info, now_ms, traces) : std::vector<std::size_t>(traces.size());
+  auto findings =
+      decide_traces(traces, collector.longer(), tiers, speaks, now_ms, report.complete, request.max_examples);
   std::int64_t found = 0, occurrences = 0;
   for (const auto& trace : traces) {
     found += trace.occurrences.empty() ? 0 : 1;
@@ -344,9 +520,10 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
                     {"not_found", static_cast<std::int64_t>(traces.size()) - found},
                     {"occurrences", occurrences}};
   report.traces = std::move(traces);
+  core::Span ttl = request.placement.ttl.span;
   report.settings = {{"id", core::to_string(request.identify.id)},
                      {"key template", request.key_template.text()},
-                     {"ttl", policy.ttl.is_infinite() ? std::string("none") : core::to_text(policy.ttl)},
+                     {"ttl", ttl.is_infinite() ? std::string("none") : core::to_text(ttl)},
                      {"now", core::format_time(now_ms)},
                      {"fail on", request.fail_on_text}};
   finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,

@@ -16,6 +16,19 @@
 
 namespace dedupctl::commands {
 
+// A tier of a chain after the first (--store repeated, docs/windows.md "Tiers"); the first tier is the
+// request's own fields and the store run_trace is given.
+struct TraceTierRequest {
+  std::string name; // "tier 2 (redis://host:6379)"
+  core::DedupStore* store = nullptr;
+  core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
+  std::vector<std::string> in_progress_values{"processing", "INPROGRESS"};
+  bool inbox = false;
+  bool orphans_reapplied = false; // its library takes an orphaned claim over (core::CoveragePolicy)
+  core::RecordLayout layout;
+  core::Span ttl; // an inbox: its retention
+};
+
 struct TraceRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
@@ -27,7 +40,11 @@ struct TraceRequest {
   std::string fail_on_text = "error";
   std::size_t max_examples = 5;
   reports::PlacementInfo placement; // its ttl decides the verdicts (an inbox: its retention)
-  core::RecordLayout layout;        // how the records' values are read (record.fields)
+  core::RecordLayout layout;        // how the records' values are read (record.fields); a window's spec
+  bool orphans_reapplied = false;   // the layout's library takes an orphaned claim over
+  // A chain: the tiers after the first, in lookup order. Each trace then lists every tier's keys,
+  // record and verdict alone (traces[].tiers); its own record and verdict are the best tier's.
+  std::vector<TraceTierRequest> more_tiers;
   // --effects: each found id's effect, looked up by the key this renders from its first occurrence.
   core::EffectStore* effects = nullptr;
   core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
@@ -35,8 +52,10 @@ struct TraceRequest {
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log
 // ids that start with them), looks their dedup keys up in one call, and decides a verdict per id.
-// Findings: one per verdict other than protected (applied-twice, state-lost, id-reused and
-// claim-orphaned are errors, exposed a warning, not-found info).
+// Findings: one per verdict other than protected (applied-twice, state-lost, id-reused,
+// claim-orphaned, effect-lost and bloom-false-positive are errors, exposed a warning, not-found info).
+// A window in memory (a tier whose layout is one) is simulated over the whole range, empty at its
+// start, and each copy says what it did (occurrences[].window).
 reports::Report run_trace(const TraceRequest& request, core::EventSource& source, core::DedupStore& store,
                           core::SourceInfo info, std::int64_t now_ms);
 

@@ -35,12 +35,11 @@ std::int64_t gap_order(const Verdict& verdict) {
 
 } // namespace
 
-const RecordState& TierChain::best(const Event& event, const Identity& identity, std::span<const std::string_view> keys,
-                                   std::span<const RecordState* const> records, std::optional<std::int64_t> committed) {
-  EventFacts facts{event.timestamp_ms, event.offset, committed};
+std::optional<std::size_t> TierChain::protecting(std::span<const RecordState* const> records, const EventFacts& facts,
+                                                 bool& lapsed_somewhere) {
   std::optional<std::size_t> best;
   int best_rank = k_unprotected;
-  bool lapsed_somewhere = false; // a record is there, but its library applies the event again
+  lapsed_somewhere = false;
   for (std::size_t i = 0; i < m_tiers.size(); ++i) {
     const RecordState& record = *records[i];
     m_verdicts[i] = classify(record, facts, m_tiers[i].policy);
@@ -55,6 +54,15 @@ const RecordState& TierChain::best(const Event& event, const Identity& identity,
       best_rank = r;
     }
   }
+  return best;
+}
+
+const RecordState& TierChain::best(const Event& event, const Identity& identity, std::span<const std::string_view> keys,
+                                   std::span<const RecordState* const> records, std::optional<std::int64_t> committed) {
+  EventFacts facts{event.timestamp_ms, event.offset, committed};
+  bool lapsed_somewhere = false; // a record is there, but its library applies the event again
+  std::optional<std::size_t> best = protecting(records, facts, lapsed_somewhere);
+  int best_rank = best ? rank(m_verdicts[*best], m_tiers[*best]) : k_unprotected;
   m_best = RecordState{};
   if (!best) {
     if (lapsed_somewhere) {

@@ -35,6 +35,13 @@ public:
   const RecordState& best(const Event& event, const Identity& identity, std::span<const std::string_view> keys,
                           std::span<const RecordState* const> records, std::optional<std::int64_t> committed);
 
+  // The tier whose record protects an event best (nullopt: none does), each tier's verdict kept for
+  // verdicts(); `lapsed_somewhere` is set when a durable tier holds a record that its library applies
+  // the event again over. What best() and a trace of a chain decide by.
+  std::optional<std::size_t> protecting(std::span<const RecordState* const> records, const EventFacts& facts,
+                                        bool& lapsed_somewhere);
+  const std::vector<Verdict>& verdicts() const { return m_verdicts; }
+
   // Per tier, the events it lacks or lets lapse that another tier holds.
   const std::vector<std::int64_t>& held_by_others() const { return m_held_by_others; }
   // An info finding a tier whose gap another tier covers ("tier-gap-covered").

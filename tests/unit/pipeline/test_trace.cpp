@@ -1,6 +1,7 @@
 // run_trace against in-memory fakes: occurrences, the record looked up once per found id, the
 // verdicts and their findings, and a store or source that fails.
 #include "commands/pipeline/trace.hpp"
+#include "core/window/window_store.hpp"
 #include "tests/unit/fakes.hpp"
 #include "tests/unit/render_helpers.hpp"
 
@@ -104,6 +105,85 @@ TEST(TracePipeline, ASourceThatFailsNeverAsksTheStore) {
   EXPECT_FALSE(report.complete);
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_TRUE(store.batch_sizes.empty());
+}
+
+// A chain (--store repeated): each tier is looked up by its own key, says its verdict alone, and the
+// best tier's record decides.
+TEST(TracePipeline, AChainListsEachTierAndTheTierThatHoldsTheRecordDecides) {
+  FakeEventSource source({with_header_id(0, 0, k_now - 3 * k_hour, "lapsed", "{}"),
+                          with_header_id(0, 1, k_now - 3 * k_hour, "nowhere", "{}")});
+  FakeDedupStore redis; // a 1 h TTL: both keys gone
+  FakeDedupStore inbox; // keyed by the event id, kept 30 days
+  inbox.records["lapsed"] = {std::nullopt, "done"};
+  TraceRequest request = request_for({"lapsed", "nowhere"});
+  request.placement.store = "redis://cache:6379";
+  TraceTierRequest second;
+  second.name = "tier 2 (postgresql://db/app)";
+  second.store = &inbox;
+  second.ttl = core::Span::finite(30 * 24 * k_hour);
+  request.more_tiers.push_back(second);
+  core::SourceInfo info;
+  info.group = "billing";
+  info.partitions = {core::PartitionRange{}};
+  info.partitions[0].topic = "orders";
+  info.partitions[0].committed = 2;
+  auto report = run_trace(request, source, redis, info, k_now);
+  ASSERT_TRUE(report.complete);
+  ASSERT_EQ(report.traces.size(), 2u);
+  const auto& held = report.traces[0];
+  ASSERT_EQ(held.tiers.size(), 2u);
+  EXPECT_EQ(held.tiers[0].name, "tier 1 (redis://cache:6379)");
+  EXPECT_EQ(held.tiers[0].dedup_keys, std::vector<std::string>{"dedup:lapsed"});
+  EXPECT_EQ(held.tiers[0].record.state, core::TraceRecord::State::Absent);
+  EXPECT_EQ(held.tiers[0].verdict.id, "exposed") << "alone, Redis lets a seek re-apply it";
+  EXPECT_EQ(held.tiers[1].dedup_keys, std::vector<std::string>{"lapsed"});
+  EXPECT_EQ(held.tiers[1].record.state, core::TraceRecord::State::Present);
+  EXPECT_EQ(held.tiers[1].verdict.id, "protected");
+  ASSERT_TRUE(held.decided_by.has_value());
+  EXPECT_EQ(*held.decided_by, 1u);
+  EXPECT_EQ(held.verdict.id, "protected");
+  EXPECT_EQ(held.dedup_keys, std::vector<std::string>{"lapsed"}) << "the deciding tier's key";
+  const auto& nowhere = report.traces[1];
+  EXPECT_FALSE(nowhere.decided_by.has_value());
+  EXPECT_EQ(nowhere.verdict.id, "state-lost") << "within the inbox's 30 days and in no tier";
+  EXPECT_EQ(redis.batch_sizes, (std::vector<std::size_t>{2}));
+  EXPECT_EQ(inbox.batch_sizes, (std::vector<std::size_t>{2}));
+  ASSERT_NE(finding(report, "state-lost"), nullptr);
+  EXPECT_EQ(finding(report, "exposed"), nullptr) << "a tier's verdict alone is no finding";
+}
+
+// A window in memory: simulated from the range's start, each copy says what the window did with it.
+TEST(TracePipeline, AWindowSaysWhatItDidWithEachCopyAndAForgottenIdIsAppliedTwice) {
+  // An LRU of 2 ids a partition over a b c a a: c evicts a, so a's second copy is applied again and its
+  // third skipped.
+  FakeEventSource source(
+      {with_header_id(0, 0, k_now - 40 * 60'000, "a", "{}"), with_header_id(0, 1, k_now - 30 * 60'000, "b", "{}"),
+       with_header_id(0, 2, k_now - 20 * 60'000, "c", "{}"), with_header_id(0, 3, k_now - 10 * 60'000, "a", "{}"),
+       with_header_id(0, 4, k_now - 5 * 60'000, "a", "{}")});
+  core::WindowStore window;
+  TraceRequest request = request_for({"a", "c"});
+  request.key_template = core::KeyTemplate::parse("{event_id}");
+  request.layout = core::find_layout("lru");
+  core::apply_window_option(request.layout.window, "capacity=2");
+  request.placement.ttl = core::declared_ttl(core::Span::infinite());
+  core::SourceInfo info;
+  info.group = "billing";
+  info.partitions = {core::PartitionRange{}};
+  info.partitions[0].topic = "orders";
+  info.partitions[0].committed = 5;
+  auto report = run_trace(request, source, window, info, k_now);
+  ASSERT_EQ(report.traces.size(), 2u);
+  const auto& a = report.traces[0];
+  ASSERT_EQ(a.occurrences.size(), 3u);
+  EXPECT_EQ(a.occurrences[0].window, core::WindowCall::Applied);
+  EXPECT_EQ(a.occurrences[1].window, core::WindowCall::Reapplied) << "c evicted a from an LRU of 2";
+  EXPECT_EQ(a.occurrences[2].window, core::WindowCall::Skipped);
+  EXPECT_EQ(a.verdict.id, "applied-twice");
+  EXPECT_NE(a.verdict.text.find("the lru window of 2 ids (a partition) no longer held the id"), std::string::npos)
+      << a.verdict.text;
+  EXPECT_TRUE(a.tiers.empty()) << "one placement, no tiers";
+  EXPECT_EQ(report.traces[1].occurrences[0].window, core::WindowCall::Applied);
+  EXPECT_EQ(report.traces[1].verdict.id, "exposed") << "a window holds nothing across a seek";
 }
 
 } // namespace
