@@ -5,6 +5,8 @@
 #include "commands/options.hpp"
 #include "commands/pipeline/common.hpp"
 #include "commands/placement/family.hpp"
+#include "commands/placement/tiers.hpp"
+#include "commands/placement/via_chain.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/key_archive.hpp"
@@ -161,7 +163,7 @@ std::optional<EffectsOptions> check_repair(const ReplayFlags& options, const Pla
                      "without losing them");
   }
   request.repair = true;
-  request.second_key_template = effects->key_template;
+  request.second_key_templates = {effects->key_template};
   request.placement.effects = effects->placement;
   return effects;
 }
@@ -306,17 +308,26 @@ void resume(ReplayRequest& request, const ReplayFlags& options, const SinkSpec& 
 struct OpenedRoute {
   OpenedSource opened;
   RepairParts repair;
+  // A chain (--via repeated): the claiming tier's own placement and the tiers only read, which `via`
+  // holds on to.
+  std::unique_ptr<core::ReplayPlacement> claims;
+  std::vector<OpenedStore> readers;
   std::unique_ptr<core::ReplayPlacement> via;
   std::optional<std::string> failure;
 };
 void open_route(const ReplayFlags& options, const PlacementOptions& placement,
                 const std::optional<EffectsOptions>& effects, const core::Checkpoint* checkpoint,
-                std::vector<core::Finding>& findings, Context& context, OpenedRoute& out) {
+                std::vector<core::Finding>& findings, Context& context, OpenedRoute& out,
+                const ViaChain* chain = nullptr) {
   out.opened = open_source(options.source, context, std::nullopt, checkpoint);
   out.failure = out.opened.failure;
   if (!out.failure) {
     try {
       out.via = open_via(options, placement, out.opened, context, findings, effects, out.repair);
+      if (chain) {
+        out.claims = std::move(out.via);
+        out.via = open_via_chain(*chain, *out.claims, out.readers, context);
+      }
     } catch (const UnreachableError& e) {
       out.failure = e.what();
     }
@@ -367,14 +378,28 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
   return std::nullopt;
 }
 
-int run(const ReplayFlags& options, Context& context) {
+// The report's placement: the one the replay routes through (a chain's claiming tier), or none.
+void name_placement(ReplayRequest& request, const PlacementOptions& placement, bool has_via) {
+  request.placement.kind = has_via ? core::store_kind_name(placement.uri.kind) : "none";
+  request.placement.store = has_via ? placement.uri.redacted() : "";
+  request.placement.key_template = request.key_template.text();
+  request.placement.consumer = request.consumer;
+  request.placement.ttl = placement.audit.ttl;
+  request.placement.layout = placement.layout.name;
+}
+
+int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Context& context) {
   auto format = parse_output_format(context);
   // Everything typed is checked before anything is contacted.
   if (options.execute && options.dry_run) {
     throw UsageError("--dry-run and --execute are mutually exclusive");
   }
   SinkSpec sink_spec = parse_sink(options.sink);
-  PlacementOptions placement = parse_placement(options.placement, context, "--via");
+  std::optional<ViaChain> chain; // --via repeated: the claims go to one tier, the others are read
+  if (flags.size() > 1) {
+    chain = parse_via_chain(flags, options.repair_lost, context);
+  }
+  PlacementOptions placement = parse_placement(chain ? flags[chain->claims] : options.placement, context, "--via");
   check_replay_layout(placement.layout, options.execute && !options.repair_lost);
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
@@ -386,6 +411,9 @@ int run(const ReplayFlags& options, Context& context) {
   request.key_template = placement.audit.key_template;
   if (has_via && placement::family_row(placement.uri.kind).keyed_by_event_id) {
     request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
+  }
+  if (chain) {
+    request.second_key_templates = reader_templates(*chain);
   }
   request.consumer = options.placement.consumer;
   request.execute = options.execute;
@@ -406,12 +434,7 @@ int run(const ReplayFlags& options, Context& context) {
     sink_lock.emplace(sink_spec.target, "--sink file:" + sink_spec.target);
   }
   resume(request, options, sink_spec, context);
-  request.placement.kind = has_via ? core::store_kind_name(placement.uri.kind) : "none";
-  request.placement.store = has_via ? placement.uri.redacted() : "";
-  request.placement.key_template = request.key_template.text();
-  request.placement.consumer = request.consumer;
-  request.placement.ttl = placement.audit.ttl;
-  request.placement.layout = placement.layout.name;
+  name_placement(request, placement, has_via);
   if (effects && options.execute) {
     if (auto unread = prove_effects_match(options, placement, effects, request, context)) {
       return deliver_report(*unread, OpenedSource{}, format, context);
@@ -421,7 +444,7 @@ int run(const ReplayFlags& options, Context& context) {
 
   OpenedRoute route;
   open_route(options, placement, effects, request.checkpoint ? &*request.checkpoint : nullptr,
-             request.placement_findings, context, route);
+             request.placement_findings, context, route, chain ? &*chain : nullptr);
   OpenedSource& opened = route.opened;
   opened.info.payload_decoding = decoding_of(request.identify);
   std::optional<std::string>& failure = route.failure;
@@ -501,7 +524,7 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
       return -1;
     }
     context.command = "replay";
-    return run(*options, context);
+    return run(*options, tier_flags(*sub, options->placement), context);
   };
 }
 

@@ -43,9 +43,11 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       m_max_in_flight(m_publishing ? std::max<std::size_t>(1, placement.max_in_flight()) : 1),
       m_checkpoint(request.checkpoint.value_or(core::Checkpoint{})), m_identify([&] {
         core::IdentifyOptions identify = request.identify;
-        identify.extra = request.second_key_template
-                             ? core::joint_fields(request.key_template, *request.second_key_template)
-                             : request.key_template.fields();
+        core::KeyTemplate last = request.key_template; // each template's fields indexed after those before it
+        for (const auto& second : request.second_key_templates) {
+          last = core::after_fields_of(last, second);
+        }
+        identify.extra = last.fields();
         return identify;
       }()),
       m_log([&] {
@@ -65,8 +67,9 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       m_settles_apart(m_publishing && m_max_in_flight > 1 && placement.settles_apart()),
       m_worker(m_publishing && m_max_in_flight > 1), m_settle_worker(m_settles_apart) {
   m_run.execute = request.execute;
-  if (request.second_key_template) {
-    m_second_template = core::after_fields_of(request.key_template, *request.second_key_template);
+  for (const auto& second : request.second_key_templates) {
+    m_second_templates.push_back(
+        core::after_fields_of(m_second_templates.empty() ? request.key_template : m_second_templates.back(), second));
   }
   m_run.run_id = request.run_id;
   m_run.sink = sink ? sink->describe() : "";
@@ -255,8 +258,8 @@ void ReplayRunner::add_row(Chunk& chunk, Chunk::Row& row, const core::Event& eve
   }
   ++chunk.key_count;
   chunk.hashes.push_back(hash);
-  if (m_request.second_key_template) {
-    core::render_event_key(*m_second_template, event, identity, m_request.consumer, m_rendered);
+  for (const auto& second : m_second_templates) {
+    core::render_event_key(second, event, identity, m_request.consumer, m_rendered);
     chunk.second_keys.push_back(m_rendered);
   }
 }
@@ -277,8 +280,8 @@ void ReplayRunner::mark_in_flight(Chunk& chunk) {
     for (std::size_t k = 0; k < n; ++k) {
       if (!chunk.in_flight_elsewhere[k]) {
         chunk.asked.push_back(chunk.keys[k]);
-        if (!chunk.second_keys.empty()) {
-          chunk.asked_second.push_back(chunk.second_keys[k]);
+        for (std::size_t s = 0; s < m_second_templates.size(); ++s) {
+          chunk.asked_second.push_back(chunk.second_keys[k * m_second_templates.size() + s]);
         }
         chunk.asked_of.push_back(k);
       }

@@ -48,8 +48,9 @@ public:
 struct ReplayRequest {
   core::IdentifyOptions identify = core::default_identify_options();
   core::KeyTemplate key_template = core::KeyTemplate::parse("{event_id}");
-  // A second key per event, for a placement that wants_second_keys() (--repair-lost: the effect's).
-  std::optional<core::KeyTemplate> second_key_template;
+  // Second keys per event, one a template, for a placement that wants_second_keys() (--repair-lost:
+  // the effect's; a chain of tiers: each reading tier's), handed to it key after key.
+  std::vector<core::KeyTemplate> second_key_templates;
   bool repair = false; // --repair-lost: the placement answers lost (Claimed) and NotLost
   std::string consumer;
   bool execute = false;

@@ -48,7 +48,7 @@ struct Chunk {
   };
   std::vector<Row> rows;
   std::vector<std::string> keys;
-  std::vector<std::string> second_keys;   // per key, its event's second key (ReplayRequest::second_key_template)
+  std::vector<std::string> second_keys;   // per key, its event's second keys (ReplayRequest::second_key_templates)
   std::vector<std::uint64_t> hashes;      // per key, its hash in `index`
   core::FlatHashMap<std::uint32_t> index; // a key's hash → its index + 1 (the first key of that hash)
   std::vector<core::Claim> claims;
@@ -185,8 +185,8 @@ private:
   core::Identifier m_identifier;
   std::vector<core::Identity> m_identities;
   std::string m_rendered;
-  // The second keys' template, rendered from the same extra values as the keys.
-  std::optional<core::KeyTemplate> m_second_template;
+  // The second keys' templates, rendered from the same extra values as the keys.
+  std::vector<core::KeyTemplate> m_second_templates;
   core::FindingBuilder m_failed_examples, m_claimed_examples, m_unfit_examples, m_changed_examples;
   std::int64_t m_not_lost = 0;         // --repair-lost: events left as they are, not lost
   std::int64_t m_changed = 0;          // --repair-lost: lost, but their record changed before its release

@@ -57,7 +57,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
                           "table), "
                           "or file:PATH (a snapshot, or a DynamoDB scan or export)"
                     : "redis://…, redis+cluster://…, redis+sentinel://…, postgres://… or a libpq conninfo (an "
-                      "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it)")
+                      "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it); repeatable, in "
+                      "lookup order (tiers: claims in the first that survives a restart, the others only read)")
           ->type_name("URI");
   if (audit) {
     store->required();
@@ -119,11 +120,11 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
                          : "how long a replay's claim holds before it lapses")
       ->type_name("DURATION");
   add_inbox_options(*group, options.inbox);
+  if (use != PlacementUse::Audit) {
+    allow_one_a_tier(*group);
+  }
   if (!audit) {
     return;
-  }
-  if (use == PlacementUse::Tiers) {
-    allow_one_a_tier(*group);
   }
   group
       ->add_option("--inbox-retention", options.inbox_retention,

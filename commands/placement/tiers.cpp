@@ -19,6 +19,7 @@ using Setter = void (*)(PlacementFlags&, const std::string&);
 const std::map<std::string_view, Setter>& tier_setters() {
   static const std::map<std::string_view, Setter> setters = {
       {"--store", [](PlacementFlags& f, const std::string& v) { f.store = v; }},
+      {"--via", [](PlacementFlags& f, const std::string& v) { f.store = v; }}, // replay's --store
       {"--key-template", [](PlacementFlags& f, const std::string& v) { f.key_template = v; }},
       {"--layout", [](PlacementFlags& f, const std::string& v) { f.layout = v; }},
       {"--key-prefix", [](PlacementFlags& f, const std::string& v) { f.key_prefix = v; }},
@@ -66,13 +67,14 @@ std::vector<PlacementFlags> tier_flags(const CLI::App& command, const PlacementF
     if (setter == tier_setters().end() || k >= option->results().size()) {
       continue; // the whole placement's: every tier has it
     }
-    if (name == "--store" && !std::exchange(first_store, false)) {
+    bool store = name == "--store" || name == "--via";
+    if (store && !std::exchange(first_store, false)) {
       tiers.push_back(fresh_tier(parsed));
       given.emplace_back();
     }
     if (name != "--layout-option" && name != "--in-progress-value" && !given.back().insert(setter->first).second) {
-      throw UsageError(
-          fmt::format("{} given twice for tier {}: a tier takes it once, after its --store", name, tiers.size()));
+      throw UsageError(fmt::format("{} given twice for tier {}: a tier takes it once, after its {}", name, tiers.size(),
+                                   command.get_option_no_throw("--via") ? "--via" : "--store"));
     }
     setter->second(tiers.back(), option->results()[k]);
   }

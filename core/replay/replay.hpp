@@ -155,8 +155,9 @@ public:
   // What keys it answers Claim::Unfit for cannot be ("the inbox's id column is uuid"); empty when
   // it holds any key.
   virtual std::string unfit_keys() const { return ""; }
-  // A placement that reads a second key per event (replay --repair-lost: the effect's) is given
-  // them, aligned with the keys, right before each plan() or claim().
+  // A placement that reads second keys per event (replay --repair-lost: the effect's; a chain: each
+  // reading tier's) is given them right before each plan() or claim(): key after key, each key's
+  // second keys in the order of ReplayRequest::second_key_templates.
   virtual bool wants_second_keys() const { return false; }
   virtual void second_keys(const std::vector<std::string>& keys) { (void)keys; }
   // What it found of itself over the run, for the report (a repair's effects lookup that never

@@ -281,3 +281,131 @@ TEST_F(AuditTiers, ATierThatCannotBeReachedMakesTheReportIncompleteWithoutItsPas
   EXPECT_EQ(result.err.find("hunter2secret"), std::string::npos);
   EXPECT_FALSE(doc.contains("summary") && doc.at("summary").contains("covered"));
 }
+
+// trace of the chain: each tier's key, record and verdict alone, the tier that decides, and what the
+// window did with each copy.
+TEST_F(AuditTiers, TraceOfAChainShowsEachTierAndTheOneWhoseRecordDecides) {
+  std::vector<std::string> args{"trace",      "-b",         m_broker.bootstrap(),
+                                "--topic",    "pay",        "--group",
+                                "billing",    "--consumer", "billing",
+                                "--event-id", "e-0",        "--event-id",
+                                "e-3",        "--event-id", "e-4",
+                                "--event-id", "e-9",        "--fail-on",
+                                "none"};
+  auto tiers = chain();
+  args.insert(args.end(), tiers.begin(), tiers.end());
+  auto json_args = args;
+  json_args.insert(json_args.end(), {"-o", "json"});
+  auto result = run_dedupctl(json_args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& traces = doc.at("traces");
+  ASSERT_EQ(traces.size(), 4u);
+  for (const auto& trace : traces) {
+    ASSERT_EQ(trace.at("tiers").size(), 3u) << trace.dump();
+    EXPECT_EQ(trace.at("occurrences")[0].at("window"), "applied") << "each id once in the log: new to the window";
+    EXPECT_EQ(trace.at("tiers")[0].at("record").at("state"), "absent") << "a window holds nothing now";
+  }
+  // e-0: no Redis key (lapsed after 1h), the inbox's row from 48h ago decides.
+  const auto& e0 = traces[0];
+  EXPECT_EQ(e0.at("decided_by"), 3);
+  EXPECT_EQ(e0.at("tiers")[1].at("dedup_keys"), Json::array({"dedup:pay:e-0"}));
+  EXPECT_EQ(e0.at("tiers")[1].at("record").at("state"), "absent");
+  EXPECT_EQ(e0.at("tiers")[1].at("verdict").at("id"), "exposed");
+  EXPECT_EQ(e0.at("tiers")[2].at("dedup_keys"), Json::array({"e-0"}));
+  EXPECT_EQ(e0.at("tiers")[2].at("record").at("status"), "done");
+  EXPECT_EQ(e0.at("tiers")[2].at("verdict").at("id"), "protected");
+  EXPECT_EQ(e0.at("verdict").at("id"), "protected");
+  EXPECT_EQ(e0.at("dedup_keys"), Json::array({"e-0"}));
+  // e-3: Redis's key without TTL decides; the inbox has no row.
+  EXPECT_EQ(traces[1].at("decided_by"), 2);
+  EXPECT_EQ(traces[1].at("tiers")[2].at("record").at("state"), "absent");
+  EXPECT_EQ(traces[1].at("verdict").at("id"), "protected");
+  // e-4: Redis's claim, orphaned below the committed offset: the best any tier has.
+  EXPECT_EQ(traces[2].at("decided_by"), 2);
+  EXPECT_EQ(traces[2].at("verdict").at("id"), "claim-orphaned");
+  // e-9: in no tier, and not consumed yet.
+  EXPECT_TRUE(traces[3].at("decided_by").is_null());
+  EXPECT_EQ(traces[3].at("verdict").at("id"), "protected") << traces[3].at("verdict").dump();
+  auto text = run_dedupctl(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("WINDOW"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("TIER"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("decided by tier 3 ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("decided by no tier: none holds the event"), std::string::npos) << text.out;
+  auto markdown_args = args;
+  markdown_args.insert(markdown_args.end(), {"-o", "markdown"});
+  auto markdown = run_dedupctl(markdown_args);
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_NE(markdown.out.find("| tier | key | record | alone |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| `e-0` | present | protected |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("Decided by tier 3 ("), std::string::npos) << markdown.out;
+}
+
+// replay --via the chain: the window is left out, the claims go to Redis, and an event the inbox holds
+// is skipped without a Redis key; the inbox is never written.
+TEST_F(AuditTiers, ReplayViaAChainClaimsInTheFirstDurableTierAndSkipsWhatTheOthersHold) {
+  TempDir dir;
+  std::vector<std::string> args{"replay", "-b", m_broker.bootstrap(), "--topic", "pay", "--consumer", "billing"};
+  for (const auto& tier : {memory(), redis(), inbox()}) {
+    for (std::size_t i = 0; i < tier.size(); ++i) {
+      if (tier[i] == "--inbox-retention") { // audit's: a replay does not expire rows
+        ++i;
+        continue;
+      }
+      args.push_back(tier[i] == "--store" ? "--via" : tier[i]);
+    }
+  }
+  args.insert(args.end(), {"--sink", "file:" + dir.file("out.ndjson"), "--execute", "-o", "json"});
+  auto result = run_dedupctl(args);
+  ASSERT_EQ(result.exit_code, 0) << result.err << result.out;
+  EXPECT_NE(result.err.find("replay: tier 1 (memory:) is a window in memory, empty in any new process: not asked"),
+            std::string::npos)
+      << result.err;
+  auto doc = Json::parse(result.out);
+  const auto& s = doc.at("summary");
+  EXPECT_EQ(s.at("replayed"), 1) << s.dump();          // e-9
+  EXPECT_EQ(s.at("skipped_duplicate"), 6) << s.dump(); // e-0, e-1, e-2, e-7 (the inbox); e-3, e-6 (Redis)
+  EXPECT_EQ(s.at("skipped_claimed"), 2) << s.dump();   // e-4, e-8: claims in Redis
+  EXPECT_EQ(doc.at("placement").at("kind"), "redis");
+  auto chained = findings_of(doc, "replay-via-chain");
+  ASSERT_EQ(chained.size(), 1u);
+  EXPECT_EQ(chained[0].at("count"), 4);
+  EXPECT_NE(chained[0].at("title").get<std::string>().find("claims in tier 2 (redis://"), std::string::npos);
+  EXPECT_EQ(m_redis.command("GET dedup:pay:e-9"), "$4\r\ndone\r\n");
+  for (const char* held : {"e-0", "e-1", "e-7"}) {
+    EXPECT_EQ(m_redis.command(fmt::format("EXISTS dedup:pay:{}", held)), ":0\r\n") << held;
+  }
+  auto rows = m_pg.psql("SELECT count(*) FROM processed_events");
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(rows.out.substr(0, 1), "4") << "the inbox is only read";
+  auto out = read_file(dir.file("out.ndjson"));
+  EXPECT_NE(out.find("e-9"), std::string::npos) << out;
+  EXPECT_EQ(out.find("e-0"), std::string::npos) << out;
+}
+
+TEST_F(AuditTiers, WhatAReplayChainCannotBeIsAUsageError) {
+  auto replay = [&](std::vector<std::string> tiers, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"replay", "-b", m_broker.bootstrap(), "--topic", "pay"};
+    args.insert(args.end(), tiers.begin(), tiers.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_dedupctl(args);
+  };
+  std::vector<std::string> window{"--via", "memory:", "--layout", "lru", "--layout-option", "capacity=5"};
+  auto windows = window;
+  windows.insert(windows.end(), window.begin(), window.end());
+  auto only = replay(windows);
+  EXPECT_EQ(only.exit_code, 2);
+  EXPECT_NE(only.err.find("every tier is a window in memory"), std::string::npos) << only.err;
+  auto bloom =
+      replay({"--via", m_redis.uri(), "--layout", "redis-bloom", "--collection", "bf", "--via", m_redis.uri()});
+  EXPECT_EQ(bloom.exit_code, 2);
+  EXPECT_NE(bloom.err.find("--layout redis-bloom in --via's tier 1"), std::string::npos) << bloom.err;
+  auto own = replay({"--via", "memory:", "--via", m_redis.uri(), "--ttl", "1h"});
+  EXPECT_EQ(own.exit_code, 2);
+  EXPECT_NE(own.err.find("in a chain is the consumer's window"), std::string::npos) << own.err;
+  auto repair = replay({"--via", m_redis.uri(), "--via", m_pg.conninfo()},
+                       {"--repair-lost", "--effects", m_pg.conninfo(), "--effects-table", "t"});
+  EXPECT_EQ(repair.exit_code, 2);
+  EXPECT_NE(repair.err.find("--repair-lost with --via repeated"), std::string::npos) << repair.err;
+}

@@ -109,7 +109,7 @@ ReplayRequest repair_request(bool execute, FakeJournal& journal) {
   r.run_id = "run-1";
   r.repair = true;
   r.key_template = core::KeyTemplate::parse("dedup:{event_id}");
-  r.second_key_template = core::KeyTemplate::parse("effect:{event_id}");
+  r.second_key_templates = {core::KeyTemplate::parse("effect:{event_id}")};
   r.batch_size = 4;
   r.journal = &journal;
   return r;
