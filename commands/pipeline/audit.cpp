@@ -19,8 +19,8 @@ namespace dedupctl::commands {
 
 std::string AuditStageTimes::describe() const {
   return fmt::format("read {:.2f} s, identify {:.2f} s, render keys {:.2f} s, wait for lookups {:.2f} s, classify "
-                     "{:.2f} s; lookups {:.2f} s on their own thread",
-                     read, identify, render, lookup_wait, classify, lookup);
+                     "{:.2f} s; lookups {:.2f} s on their own thread ({:.2f} s of it CPU)",
+                     read, identify, render, lookup_wait, classify, lookup, lookup_cpu);
 }
 
 namespace {
@@ -114,6 +114,7 @@ public:
       }
       slot.lookup = m_worker.submit([this, &slot] {
         StageTimer timer(stage(&AuditStageTimes::lookup));
+        ThreadCpuTimer cpu(stage(&AuditStageTimes::lookup_cpu));
         for (std::size_t t = 0; t < m_stores.size(); ++t) {
           m_stores[t]->lookup(slot.lookups[t].keys, slot.lookups[t].states);
         }

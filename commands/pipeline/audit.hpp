@@ -28,6 +28,7 @@ struct AuditStageTimes {
   double lookup_wait = 0; // waiting for a batch's lookups
   double classify = 0;    // coverage states
   double lookup = 0;      // the store's lookups (worker thread)
+  double lookup_cpu = 0;  // of which the worker thread's CPU (the rest waits for the store)
   std::string describe() const;
 };
 
