@@ -107,6 +107,16 @@ TEST(TracePipeline, ASourceThatFailsNeverAsksTheStore) {
   EXPECT_TRUE(store.batch_sizes.empty());
 }
 
+// One partition of "orders", group billing committed at `committed`.
+core::SourceInfo one_partition(std::int64_t committed) {
+  core::SourceInfo info;
+  info.group = "billing";
+  info.partitions = {core::PartitionRange{}};
+  info.partitions[0].topic = "orders";
+  info.partitions[0].committed = committed;
+  return info;
+}
+
 // A chain (--store repeated): each tier is looked up by its own key, says its verdict alone, and the
 // best tier's record decides.
 TEST(TracePipeline, AChainListsEachTierAndTheTierThatHoldsTheRecordDecides) {
@@ -122,11 +132,7 @@ TEST(TracePipeline, AChainListsEachTierAndTheTierThatHoldsTheRecordDecides) {
   second.store = &inbox;
   second.ttl = core::Span::finite(30 * 24 * k_hour);
   request.more_tiers.push_back(second);
-  core::SourceInfo info;
-  info.group = "billing";
-  info.partitions = {core::PartitionRange{}};
-  info.partitions[0].topic = "orders";
-  info.partitions[0].committed = 2;
+  core::SourceInfo info = one_partition(/*committed=*/2);
   auto report = run_trace(request, source, redis, info, k_now);
   ASSERT_TRUE(report.complete);
   ASSERT_EQ(report.traces.size(), 2u);
@@ -166,11 +172,7 @@ TEST(TracePipeline, AWindowSaysWhatItDidWithEachCopyAndAForgottenIdIsAppliedTwic
   request.layout = core::find_layout("lru");
   core::apply_window_option(request.layout.window, "capacity=2");
   request.placement.ttl = core::declared_ttl(core::Span::infinite());
-  core::SourceInfo info;
-  info.group = "billing";
-  info.partitions = {core::PartitionRange{}};
-  info.partitions[0].topic = "orders";
-  info.partitions[0].committed = 5;
+  core::SourceInfo info = one_partition(/*committed=*/5);
   auto report = run_trace(request, source, window, info, k_now);
   ASSERT_EQ(report.traces.size(), 2u);
   const auto& a = report.traces[0];
