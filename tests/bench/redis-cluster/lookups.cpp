@@ -6,8 +6,8 @@
 //     filter FILTER through the store of --layout redis-bloom, 4096 ids a lookup as bf_loop asks them;
 //     prints the ids it holds
 #include "connectors/redis/redis.hpp"
-#include "core/store/layout.hpp"
 #include "core/span.hpp"
+#include "core/store/layout.hpp"
 
 #include <algorithm>
 #include <chrono>
