@@ -139,10 +139,7 @@ void parse_tiers(const AuditFlags& options, const std::vector<PlacementFlags>& f
   for (const auto& tier : tiers) {
     windows += tier.options.audit.window.kind != core::WindowKind::None ? 1 : 0;
   }
-  if (windows > 1) { // so a chain always has a store that survives a restart
-    throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
-                     "with its --layout");
-  }
+  refuse_windows_beyond_one(windows);
   for (std::size_t t = 0; t < tiers.size(); ++t) {
     auto& tier = tiers[t].audit;
     tier.audit = tiers[t].options.audit;

@@ -70,10 +70,7 @@ std::vector<TraceTier> parse_more_tiers(const std::vector<PlacementFlags>& flags
     placement::require(tiers.back().options.uri, placement::StoreUse::Read);
     windows += tiers.back().options.audit.window.kind != core::WindowKind::None ? 1 : 0;
   }
-  if (windows > 1) {
-    throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
-                     "with its --layout");
-  }
+  refuse_windows_beyond_one(windows);
   return tiers;
 }
 

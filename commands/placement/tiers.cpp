@@ -54,6 +54,13 @@ PlacementFlags fresh_tier(const PlacementFlags& parsed) {
 
 bool tier_flag(std::string_view name) { return tier_setters().contains(name); }
 
+void refuse_windows_beyond_one(std::size_t windows) {
+  if (windows > 1) {
+    throw UsageError("--store memory: given twice: a consumer keeps one window in memory; give one --store memory: "
+                     "with its --layout");
+  }
+}
+
 std::vector<PlacementFlags> tier_flags(const CLI::App& command, const PlacementFlags& parsed) {
   const CLI::App* group = command.get_option_group("Placement"); // add_placement_options's
   std::vector<PlacementFlags> tiers{fresh_tier(parsed)};

@@ -18,6 +18,10 @@ namespace dedupctl::commands {
 // A flag given twice for one tier is a UsageError naming it.
 std::vector<PlacementFlags> tier_flags(const CLI::App& command, const PlacementFlags& parsed);
 
+// A chain holds one window in memory at most, so that it always has a store that survives a restart:
+// a UsageError when `windows` is more.
+void refuse_windows_beyond_one(std::size_t windows);
+
 // Whether a placement flag (its long name) is a tier's own.
 bool tier_flag(std::string_view name);
 

@@ -409,3 +409,14 @@ TEST_F(AuditTiers, WhatAReplayChainCannotBeIsAUsageError) {
   EXPECT_EQ(repair.exit_code, 2);
   EXPECT_NE(repair.err.find("--repair-lost with --via repeated"), std::string::npos) << repair.err;
 }
+
+TEST_F(AuditTiers, ATraceOfTwoWindowsIsAUsageError) {
+  std::vector<std::string> args{"trace", "-b", m_broker.bootstrap(), "--topic", "pay", "--event-id", "e-0"};
+  for (int i = 0; i < 2; ++i) {
+    auto window = memory();
+    args.insert(args.end(), window.begin(), window.end());
+  }
+  auto result = run_dedupctl(args);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--store memory: given twice"), std::string::npos) << result.err;
+}
