@@ -219,7 +219,8 @@ public:
   std::map<std::string, std::string> records;
   int claims = 0;
   std::optional<int> fail_settle_at; // the settle call that throws (an unreachable store)
-  int settles = 0;
+  int settles = 0;                   // settle calls, each one's keys in settled
+  std::vector<std::vector<std::string>> settled;
 
   std::string unfit; // keys containing it cannot be held (as a uuid column cannot hold "order-7")
 
@@ -265,9 +266,12 @@ public:
   }
   void settle(const std::vector<std::string>& keys, const std::vector<core::Claim>& claims_,
               const std::vector<bool>& delivered) override {
-    if (fail_settle_at && settles++ == *fail_settle_at) {
+    if (fail_settle_at && settles == *fail_settle_at) {
+      ++settles;
       throw UnreachableError("cannot reach the fake store");
     }
+    ++settles;
+    settled.push_back(keys);
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (claims_[i] != core::Claim::Claimed && claims_[i] != core::Claim::OwnStale) {
         continue;

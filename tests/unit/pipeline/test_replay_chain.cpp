@@ -103,7 +103,24 @@ TEST(ReplayChain, AChunkEveryEventOfWhichAReadTierHoldsNeverReachesTheClaimingTi
   EXPECT_EQ(report.exit_code, 0);
   EXPECT_EQ(summary(report, "replayed"), 0);
   EXPECT_EQ(redis.claims, 0) << "nothing was claimed there";
+  EXPECT_EQ(redis.settles, 0) << "nor settled: the tier was never asked";
   EXPECT_TRUE(redis.records.empty());
+}
+
+TEST(ReplayChain, OnlyTheChunksTheClaimingTierWasAskedAreSettledThere) {
+  FakePlacement redis;
+  FakeDedupStore inbox;
+  inbox.records["a"] = {std::nullopt, "done"};
+  inbox.records["b"] = {std::nullopt, "done"};
+  core::ChainPlacement chain(redis, "tier 1 (redis://cache:6379)", {inbox_reader(inbox)});
+  FakeEventSource source(log_of({"a", "b", "c", "d", "e", "f"})); // chunks [a b] held, [c d], [e f]
+  FakeSink sink;
+  FakeJournal journal;
+  auto report = run_replay(chain_request(true, journal), source, chain, &sink, core::SourceInfo{}, 0);
+  EXPECT_EQ(summary(report, "replayed"), 4);
+  EXPECT_EQ(redis.settled, (std::vector<std::vector<std::string>>{{"dedup:c", "dedup:d"}, {"dedup:e", "dedup:f"}}))
+      << "the first chunk, which the inbox held whole, is not the claiming tier's to settle";
+  EXPECT_EQ(redis.records.at("dedup:f"), "done");
 }
 
 TEST(ReplayChain, AReadTierThatCannotBeReachedStopsTheRunWithNothingPublished) {
