@@ -50,6 +50,21 @@ PlacementFlags fresh_tier(const PlacementFlags& parsed) {
   return tier;
 }
 
+// A tier's flag that a config file (or the environment) set is not in the command line's order, so it
+// belongs to no tier of a chain: refused, never silently dropped (a Redis tier's TTL read as none would
+// call lapsed keys covered).
+void refuse_tier_flags_from_elsewhere(const CLI::App& group, std::map<const CLI::Option*, std::size_t>& seen,
+                                      std::size_t tiers, std::string_view store_flag) {
+  for (const CLI::Option* option : group.get_options()) {
+    std::string name = option->get_name();
+    if (tier_setters().contains(name) && option->results().size() > seen[option]) {
+      throw UsageError(fmt::format("{} is set by the config file, and the placement has {} tiers: it belongs to one "
+                                   "of them; give {} on the command line, after the {} of its tier",
+                                   name, tiers, name, store_flag));
+    }
+  }
+}
+
 } // namespace
 
 bool tier_flag(std::string_view name) { return tier_setters().contains(name); }
@@ -88,6 +103,8 @@ std::vector<PlacementFlags> tier_flags(const CLI::App& command, const PlacementF
   if (tiers.size() == 1) {
     return {parsed}; // with what a config file or the environment set
   }
+  refuse_tier_flags_from_elsewhere(*group, occurrence, tiers.size(),
+                                   command.get_option_no_throw("--via") ? "--via" : "--store");
   for (auto& tier : tiers) {
     if (tier.in_progress_values.empty()) {
       tier.in_progress_values = PlacementFlags().in_progress_values;

@@ -268,6 +268,25 @@ TEST_F(AuditTiers, WhatAChainCannotBeIsAUsageError) {
   refused(bad, "capacity");
 }
 
+// A config file's ttl belongs to no tier of a chain: refused, not dropped (Redis's keys read as kept for ever
+// would hide what lapsed).
+TEST_F(AuditTiers, ATiersFlagFromTheConfigFileIsRefusedForAChain) {
+  TempDir dir;
+  write_file(dir.file("dedupctl.toml"), "[audit]\nttl = \"1h\"\n");
+  std::vector<std::string> tiers{"--store", m_redis.uri(), "--key-template", "dedup:pay:{event_id}"};
+  auto pg = inbox();
+  tiers.insert(tiers.end(), pg.begin(), pg.end());
+  auto result = run_dedupctl(audit(tiers, {"--config", dir.file("dedupctl.toml"), "-o", "json"}));
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--ttl is set by the config file, and the placement has 2 tiers"), std::string::npos)
+      << result.err;
+  // One store takes it, as before.
+  auto one = run_dedupctl(audit({"--store", m_redis.uri(), "--key-template", "dedup:pay:{event_id}"},
+                                {"--config", dir.file("dedupctl.toml"), "-o", "json", "--fail-on", "none"}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(Json::parse(one.out).at("placement").at("ttl_ms"), k_hour);
+}
+
 TEST_F(AuditTiers, ATierThatCannotBeReachedMakesTheReportIncompleteWithoutItsPassword) {
   int closed = free_port();
   std::vector<std::string> tiers = redis(fmt::format("redis://:hunter2secret@127.0.0.1:{}", closed));
