@@ -128,4 +128,47 @@ std::string_view to_string(EffectsKind kind) {
   return "postgres";
 }
 
+detail::Table detail::tier_table(const std::vector<TierReport>& tiers) {
+  Table rows{{"tier", "store", "layout", "ttl"}};
+  if (tiers.empty()) {
+    return rows;
+  }
+  for (const auto& [name, value] : tiers.front().counts) {
+    rows.front().push_back(name);
+  }
+  rows.front().push_back("held_elsewhere");
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    const auto& tier = tiers[t];
+    std::vector<std::string> row{std::to_string(t + 1), tier.placement.store, tier.placement.layout,
+                                 tier.survives_restart ? core::to_text(tier.placement.ttl.span) : "until restart"};
+    for (const auto& [name, value] : tier.counts) {
+      row.push_back(std::to_string(value));
+    }
+    row.push_back(std::to_string(tier.held_by_others));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string detail::window_shape(const core::WindowSummary& w) {
+  std::string shape = fmt::format("{} of {} ids, one window a {}", core::to_string(w.spec.kind), w.spec.capacity,
+                                  core::to_string(w.spec.scope));
+  if (w.bloom) {
+    shape += fmt::format("; Bloom ({}) for {} ids at {}: {} bits, {} hashes", core::to_string(w.bloom->impl),
+                         w.spec.bloom_items, w.spec.bloom_fp, w.bloom->bits, w.bloom->hashes);
+  }
+  return shape;
+}
+
+detail::Table detail::window_rows(const core::WindowSummary& w) {
+  auto count = [&](const core::WindowCount& c) {
+    return c.low == c.high ? std::to_string(c.high) : fmt::format("{} to {}", c.low, c.high);
+  };
+  return {{"events decided", std::to_string(w.events)},
+          {"applied", std::to_string(w.applied)},
+          {"duplicates caught", std::to_string(w.caught)},
+          {"window misses (applied again)", count(w.window_misses)},
+          {"false positives (dropped)", count(w.false_positives)}};
+}
+
 } // namespace dedupctl::reports

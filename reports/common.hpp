@@ -41,6 +41,18 @@ inline constexpr core::Coverage k_coverage_columns[] = {
     core::Coverage::Covered, core::Coverage::Expiring,   core::Coverage::Expired,  core::Coverage::Missing,
     core::Coverage::Pending, core::Coverage::InProgress, core::Coverage::Orphaned, core::Coverage::NoId};
 
+// A table as rows of cells, the first row its headings.
+using Table = std::vector<std::vector<std::string>>;
+
+// A chain's tiers in lookup order, each with what it alone holds: headings as report-v1 names
+// ("tier", "store", "layout", "ttl", the counters, "held_elsewhere"), for each renderer to word.
+Table tier_table(const std::vector<TierReport>& tiers);
+
+// memory:'s window as simulated: its shape ("lru of 100 ids, one window a partition; Bloom …") and,
+// as (label, count) rows, what it did; a bound is "L to H".
+std::string window_shape(const core::WindowSummary& w);
+Table window_rows(const core::WindowSummary& w);
+
 // & < > " ' as entities, for XML (JUnit) and HTML text and attributes; a byte that is not part of
 // whole UTF-8 as \xHH (an event id read as bytes), so that the document stays well-formed.
 std::string xml_escape(std::string_view text);

@@ -297,6 +297,44 @@ void findings(std::string& out, const Report& report) {
   }
 }
 
+// A table with an id: the first row its headings (report-v1 names, worded as counters are).
+void table(std::string& out, const char* id, const detail::Table& rows) {
+  out += fmt::format("<div class=\"scroll\"><table id=\"{}\"><tr>", id);
+  for (const auto& head : rows.front()) {
+    out += fmt::format("<th>{}</th>", esc(detail::counter_label(head)));
+  }
+  out += "</tr>";
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    out += "<tr>";
+    for (std::size_t c = 0; c < rows[r].size(); ++c) {
+      const std::string& value = rows[r][c];
+      bool number =
+          !value.empty() && std::all_of(value.begin(), value.end(), [](char d) { return d >= '0' && d <= '9'; });
+      out += fmt::format("<td{}>{}</td>", number && c > 0 ? " class=\"num\"" : "", esc(value));
+    }
+    out += "</tr>";
+  }
+  out += "</table></div>";
+}
+
+// memory:'s window as simulated, and a chain's tiers in lookup order.
+void window_and_tiers(std::string& out, const Report& report) {
+  if (report.window) {
+    const auto& w = *report.window;
+    out += fmt::format("<h2>Window</h2><p class=\"meta\">{}{}.</p>", esc(detail::window_shape(w)),
+                       w.exact ? "" : " (bounds: several partitions share it)");
+    detail::Table rows{{"", "events"}};
+    for (auto& row : detail::window_rows(w)) {
+      rows.push_back(std::move(row));
+    }
+    table(out, "window", rows);
+  }
+  if (report.tiers.size() > 1) {
+    out += "<h2>Tiers</h2><p class=\"meta\">Looked up in this order; an event's state is its best tier's.</p>";
+    table(out, "tiers", detail::tier_table(report.tiers));
+  }
+}
+
 void settings(std::string& out, const Report& report) {
   if (!report.settings.empty()) {
     out += "<h2>Settings</h2><div class=\"scroll\"><table id=\"settings\">";
@@ -322,6 +360,7 @@ void render_html(const Report& report, std::FILE* out) {
   placement(page, report);
   summary(page, report);
   coverage(page, report);
+  window_and_tiers(page, report);
   replay(page, report);
   traces(page, report);
   findings(page, report);

@@ -72,6 +72,42 @@ void print_coverage(const Report& report, std::FILE* out) {
   }
 }
 
+// A table: the first row its headings (report-v1 names, worded as counters are), numbers right-aligned.
+void print_table(const detail::Table& rows, bool word_heads, std::FILE* out) {
+  fmt::print(out, "|");
+  for (const auto& head : rows.front()) {
+    fmt::print(out, " {} |", cell(word_heads ? detail::counter_label(head) : head));
+  }
+  fmt::print(out, "\n|");
+  for (std::size_t c = 0; c < rows.front().size(); ++c) {
+    fmt::print(out, "{}", c == 0 ? "---|" : "---:|");
+  }
+  fmt::print(out, "\n");
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    fmt::print(out, "|");
+    for (const auto& value : rows[r]) {
+      fmt::print(out, " {} |", cell(value));
+    }
+    fmt::print(out, "\n");
+  }
+  fmt::print(out, "\n");
+}
+
+void print_window(const core::WindowSummary& w, std::FILE* out) {
+  fmt::print(out, "## Window\n\n{}{}.\n\n", cell(detail::window_shape(w)),
+             w.exact ? "" : " (bounds: several partitions share it)");
+  detail::Table rows{{"", "events"}};
+  for (auto& row : detail::window_rows(w)) {
+    rows.push_back(std::move(row));
+  }
+  print_table(rows, false, out);
+}
+
+void print_tiers(const std::vector<TierReport>& tiers, std::FILE* out) {
+  fmt::print(out, "## Tiers\n\nLooked up in this order; an event's state is its best tier's.\n\n");
+  print_table(detail::tier_table(tiers), true, out);
+}
+
 // An audit's replay window, or a replay's run or plan per partition.
 void print_replay(const core::ReplaySummary& r, bool complete, std::FILE* out) {
   if (!r.run && !complete) {
@@ -201,6 +237,12 @@ void render_markdown(const Report& report, std::FILE* out) {
     print_placement(*report.placement, out);
   }
   print_coverage(report, out);
+  if (report.window) {
+    print_window(*report.window, out);
+  }
+  if (report.tiers.size() > 1) {
+    print_tiers(report.tiers, out);
+  }
   if (report.replay) {
     print_replay(*report.replay, report.complete, out);
   }

@@ -199,41 +199,17 @@ void print_coverage(const Report& report, std::FILE* out) {
 
 // memory:'s window as simulated over the log: its shape, then what it did (bounds as "L to H").
 void print_window(const core::WindowSummary& w, std::FILE* out) {
-  std::string shape = fmt::format("{} of {} ids, one window a {}", core::to_string(w.spec.kind), w.spec.capacity,
-                                  core::to_string(w.spec.scope));
-  if (w.bloom) {
-    shape += fmt::format("; Bloom ({}) for {} ids at {}: {} bits, {} hashes", core::to_string(w.bloom->impl),
-                         w.spec.bloom_items, w.spec.bloom_fp, w.bloom->bits, w.bloom->hashes);
-  }
-  fmt::print(out, "\nWINDOW  {}{}\n", shape, w.exact ? "" : "  (bounds: several partitions share it)");
-  auto count = [&](const core::WindowCount& c) {
-    return c.low == c.high ? std::to_string(c.high) : fmt::format("{} to {}", c.low, c.high);
-  };
-  std::vector<std::vector<std::string>> rows{{"events decided", std::to_string(w.events)},
-                                             {"applied", std::to_string(w.applied)},
-                                             {"duplicates caught", std::to_string(w.caught)},
-                                             {"window misses (applied again)", count(w.window_misses)},
-                                             {"false positives (dropped)", count(w.false_positives)}};
-  print_table(out, rows, "  ");
+  fmt::print(out, "\nWINDOW  {}{}\n", detail::window_shape(w),
+             w.exact ? "" : "  (bounds: several partitions share it)");
+  print_table(out, detail::window_rows(w), "  ");
 }
 
 // A chain of tiers: each tier in lookup order with what it alone holds; the summary above is the best
 // tier's of each event.
 void print_tiers(const std::vector<TierReport>& tiers, std::FILE* out) {
-  std::vector<std::vector<std::string>> rows{{"TIER", "STORE", "LAYOUT", "TTL"}};
-  for (const auto& [name, value] : tiers.front().counts) {
-    rows.front().push_back(column_head(name));
-  }
-  rows.front().push_back("HELD-ELSEWHERE");
-  for (std::size_t t = 0; t < tiers.size(); ++t) {
-    const auto& tier = tiers[t];
-    std::vector<std::string> row{std::to_string(t + 1), tier.placement.store, tier.placement.layout,
-                                 tier.survives_restart ? core::to_text(tier.placement.ttl.span) : "until restart"};
-    for (const auto& [name, value] : tier.counts) {
-      row.push_back(std::to_string(value));
-    }
-    row.push_back(std::to_string(tier.held_by_others));
-    rows.push_back(std::move(row));
+  auto rows = detail::tier_table(tiers);
+  for (auto& head : rows.front()) {
+    head = column_head(head);
   }
   fmt::print(out, "\nTIERS  (looked up in this order; an event's state above is its best tier's)\n");
   print_table(out, rows, "  ");
