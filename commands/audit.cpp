@@ -67,6 +67,8 @@ AuditRequest audit_request(const AuditFlags& options, const PlacementFlags& firs
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity, context);
   request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
+  request.analyzer.versions =
+      parse_version_options(options.identity, !options.shard.digest.empty() || !options.shard.shard.empty());
   request.max_examples = options.examples;
   request.has_seek = !options.seek.empty();
   if (request.has_seek && options.source.group.empty()) {
@@ -316,6 +318,7 @@ CommandRunner register_audit(CLI::App& app, Context& context) {
   add_source_options(*sub, options->source);
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
+  add_version_options(*sub, options->identity);
   add_placement_options(*sub, options->placement, PlacementUse::Tiers);
   add_effects_options(*sub, options->effects);
   auto* audit = sub->add_option_group("Audit");

@@ -137,6 +137,34 @@ void add_identity_options(CLI::App& app, IdentityFlags& options) {
   add_registry_options(app, options);
 }
 
+void add_version_options(CLI::App& app, IdentityFlags& options) {
+  auto* group = app.get_option_group("Identity");
+  group
+      ->add_option("--version", options.version,
+                   "a version guard's version (UPDATE … WHERE version < $v): checked per --entity; the first spec "
+                   "that yields a value wins")
+      ->type_name("SPEC[,...]");
+  group
+      ->add_option("--version-order", options.version_order,
+                   "how the handler compares --version: numeric, lexical (byte order) or rfc3339 (times)")
+      ->type_name("ORDER");
+}
+
+std::optional<core::VersionOrder> parse_version_options(const IdentityFlags& options, bool sharded) {
+  if (options.version.empty()) {
+    return std::nullopt;
+  }
+  if (sharded) {
+    throw UsageError("--version with --shard/--digest: an entity's versions are walked in one pass over every "
+                     "partition, which shards split; check the range in one run");
+  }
+  if (options.entity.empty()) {
+    throw UsageError("--version needs --entity: a version guard compares versions of one entity (give --entity "
+                     "json:/order_id, or the spec of the key the handler updates)");
+  }
+  return core::parse_version_order(options.version_order);
+}
+
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory) {
   auto* registry = app.add_option_group(
       "Schema registry", "Payloads and keys in a schema registry's wire format (Avro, Protobuf, JSON Schema) are "
@@ -203,6 +231,9 @@ core::IdentifyOptions parse_identity(const IdentityFlags& options, Context& cont
   }
   if (!options.semantic_key.empty()) {
     out.semantic = core::parse_field_specs(options.semantic_key, "--semantic-key");
+  }
+  if (!options.version.empty()) {
+    out.version = core::parse_field_specs(options.version, "--version");
   }
   if (!options.registry.empty() && !options.schemas.empty()) {
     throw UsageError("--registry and --schemas are two sources of the same schemas: give one");

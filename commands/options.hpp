@@ -8,6 +8,7 @@
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
 #include "core/replay/replay.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/inbox_schema.hpp"
 #include "core/store/layout.hpp"
@@ -51,6 +52,8 @@ struct IdentityFlags {
   std::string type = "header:type,json:/type";
   std::string entity;
   std::string semantic_key;
+  std::string version; // --version (scan and audit): a version guard's version
+  std::string version_order = "numeric";
   // Payloads and keys in a schema registry's wire format: the registry, or an export of it.
   std::string registry;
   std::string registry_ca;
@@ -61,6 +64,11 @@ struct IdentityFlags {
 
 void add_source_options(CLI::App& app, SourceFlags& options);
 void add_identity_options(CLI::App& app, IdentityFlags& options);
+// --version and --version-order (scan, audit): a version guard checked against the log.
+void add_version_options(CLI::App& app, IdentityFlags& options);
+// --version's order, when --version is given (it needs --entity; `sharded`: refused, a merge of
+// shards does not carry the entities' versions); nullopt without it.
+std::optional<core::VersionOrder> parse_version_options(const IdentityFlags& options, bool sharded);
 // The schema registry's flags alone (add_identity_options adds them too); `directory`: --schemas too.
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory = true);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).

@@ -31,6 +31,8 @@ int run(const ScanFlags& options, Context& context) {
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity, context);
   request.analyzer.semantic_window_ms = core::parse_duration(options.semantic_window, "--window");
+  request.analyzer.versions =
+      parse_version_options(options.identity, !options.shard.digest.empty() || !options.shard.shard.empty());
   request.max_examples = options.examples;
   if (context.progress) {
     request.progress = [&context](std::int64_t events) { context.progress(fmt::format("scan: {} events", events)); };
@@ -70,6 +72,7 @@ CommandRunner register_scan(CLI::App& app, Context& context) {
   add_source_options(*sub, options->source);
   add_shard_options(*sub, options->shard);
   add_identity_options(*sub, options->identity);
+  add_version_options(*sub, options->identity);
   auto* analysis = sub->add_option_group("Analysis");
   analysis
       ->add_option("--window", options->semantic_window,

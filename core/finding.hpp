@@ -27,9 +27,10 @@ struct Example {
   std::int32_t partition = 0;
   std::int64_t offset = 0;
   std::int64_t timestamp_ms = -1;
-  std::string dedup_key; // audit only
-  std::string note;      // e.g. why no id could be taken, or what the first occurrence was
-  std::uint64_t seq = 0; // the event's place in the canonical order (not rendered)
+  std::string dedup_key;                              // audit only
+  std::string note;                                   // e.g. why no id could be taken, or what the first occurrence was
+  std::optional<bool> cross_partition = std::nullopt; // version-regression: the newer version was in another partition
+  std::uint64_t seq = 0;                              // the event's place in the canonical order (not rendered)
 };
 
 struct Finding {

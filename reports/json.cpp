@@ -92,6 +92,9 @@ Json finding_json(const core::Finding& finding) {
     if (!ex.note.empty()) {
       e["note"] = ex.note;
     }
+    if (ex.cross_partition) {
+      e["cross_partition"] = *ex.cross_partition;
+    }
     examples.push_back(std::move(e));
   }
   out["examples"] = std::move(examples);

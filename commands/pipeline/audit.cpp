@@ -403,6 +403,9 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     incomplete_on_failure(report, [&] { reader.read(source); });
   }
   std::vector<core::Finding> placement_findings = request.placement_findings;
+  for (auto& finding : log.version_findings()) { // the tally a shard writes down carries none (refused)
+    placement_findings.push_back(std::move(finding));
+  }
   if (window) {
     report.window = window_findings(request, *window, placement_findings);
   }
@@ -418,6 +421,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
                      {"lease", core::format_duration(audit_options.policy.lease_ms)},
                      {"now", core::format_time(now_ms)},
                      {"fail on", request.fail_on_text}};
+  add_version_settings(report, request.identify, log_options);
   report.settings.insert(report.settings.end(), request.store_settings.begin(), request.store_settings.end());
   if (request.digest) {
     request.digest->log = log.tally();

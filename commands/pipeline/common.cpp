@@ -57,6 +57,14 @@ void finish_report(reports::Report& report, core::SourceInfo info, const core::L
   finish_report(report, std::move(info), log.findings(), std::move(more_findings), max_examples, fail_on, positions);
 }
 
+void add_version_settings(reports::Report& report, const core::IdentifyOptions& identify,
+                          const core::LogAnalyzerOptions& analyzer) {
+  if (analyzer.versions) {
+    report.settings.emplace_back("version", core::to_string(identify.version));
+    report.settings.emplace_back("version order", std::string(core::to_string(*analyzer.versions)));
+  }
+}
+
 std::vector<std::pair<std::string, std::int64_t>> scan_summary(const core::LogCounters& counters) {
   return {{"events", counters.events},
           {"no_id", counters.no_id},

@@ -75,6 +75,10 @@ std::size_t expected_events(const core::SourceInfo& info);
 
 // Finalizes the source, adds the log analyzer's and range findings, sorts them and sets the exit
 // code of a complete report.
+// --version's settings ("version", "version order"), after the others, when it was given.
+void add_version_settings(reports::Report& report, const core::IdentifyOptions& identify,
+                          const core::LogAnalyzerOptions& analyzer);
+
 void finish_report(reports::Report& report, core::SourceInfo info, const core::LogAnalyzer& log,
                    std::vector<core::Finding> more_findings, std::size_t max_examples, const core::FailOn& fail_on,
                    const std::vector<core::PartitionPosition>& positions);

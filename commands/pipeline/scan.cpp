@@ -41,6 +41,7 @@ reports::Report run_scan(const ScanRequest& request, core::EventSource& source, 
                                                                         : core::to_string(request.identify.semantic)},
                      {"semantic window", core::format_duration(request.analyzer.semantic_window_ms)},
                      {"fail on", request.fail_on_text}};
+  add_version_settings(report, request.identify, request.analyzer);
   finish_report(report, std::move(info), analyzer, {}, request.max_examples, request.fail_on, source.positions());
   if (request.digest) {
     request.digest->log = analyzer.tally();

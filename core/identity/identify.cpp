@@ -305,7 +305,8 @@ struct Identifier::Impl {
       identity.binary_payload = binary_seen;
     }
     first_of(event, options.type, identity.type, false);
-    first_of(event, options.entity, identity.entity, false);
+    identity.has_entity = first_of(event, options.entity, identity.entity, false);
+    identity.has_version = first_of(event, options.version, identity.version, false);
     identity.semantic_hash = semantic(event, identity, content);
     if (!options.extra.empty()) {
       std::size_t first = extra_values.size();

@@ -15,9 +15,10 @@
 namespace dedupctl::core {
 
 struct IdentifyOptions {
-  std::vector<FieldSpec> id;     // first spec that yields a value wins
-  std::vector<FieldSpec> type;   // first spec that yields a value wins
-  std::vector<FieldSpec> entity; // first spec that yields a value wins; may be empty
+  std::vector<FieldSpec> id;      // first spec that yields a value wins
+  std::vector<FieldSpec> type;    // first spec that yields a value wins
+  std::vector<FieldSpec> entity;  // first spec that yields a value wins; may be empty
+  std::vector<FieldSpec> version; // --version (issue 63): first spec that yields a value wins; may be empty
   // Every spec contributes (a missing value counts as empty). Empty: type + entity + the payload
   // with the event id's bytes taken out, so that a retry with a new id matches its original.
   std::vector<FieldSpec> semantic;
@@ -36,6 +37,9 @@ struct Identity {
   std::string_view id;
   std::string_view type;
   std::string_view entity;
+  std::string_view version; // --version's value, as text
+  bool has_entity = false;  // a spec of --entity yielded a value
+  bool has_version = false;
   std::string_view no_id_reason; // why no id could be taken, when has_id is false
   bool binary_payload = false;   // no id, and a json: spec met a binary payload (Avro, Protobuf, …)
   std::uint64_t id_hash = 0;

@@ -22,7 +22,23 @@ LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
                                             : m_options.expected_events),
       m_semantic_archive(m_options.semantic_archive), m_id_archive(m_options.id_archive),
       m_id_limit(std::max<std::size_t>(m_options.id_table_limit, 16)),
-      m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {}
+      m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {
+  if (m_options.versions) {
+    m_versions = std::make_unique<VersionAnalyzer>(*m_options.versions, m_options.max_examples);
+  }
+}
+
+std::vector<Finding> LogAnalyzer::findings() const {
+  std::vector<Finding> out = log_findings(m_tally, m_options);
+  for (auto& f : version_findings()) {
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<Finding> LogAnalyzer::version_findings() const {
+  return m_versions ? m_versions->findings() : std::vector<Finding>{};
+}
 
 // The id table is full: every id in it goes to the archive as one run (sorted by order key), and
 // the table starts empty at the same capacity. When the archive cannot keep them, the table keeps
@@ -153,6 +169,9 @@ void LogAnalyzer::observe(std::span<const Event> events, std::span<const Identit
 void LogAnalyzer::observe(const Event& event, const Identity& identity) {
   LogCounters& counters = m_tally.counters;
   ++counters.events;
+  if (m_versions) {
+    m_versions->observe(event, identity);
+  }
   if (!identity.has_id) {
     ++counters.no_id;
     m_tally.no_id_binary += identity.binary_payload ? 1 : 0;

@@ -3,9 +3,11 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,6 +55,9 @@ struct LogAnalyzerOptions {
   // the latest ones only, and the archive's filter (about 1.5 bytes) for the rest.
   KeyArchive* id_archive = nullptr;
   std::size_t id_table_limit = std::size_t{1} << 20;
+  // --version (issue 63): the guard's order; the events' entities and versions are checked too
+  // (VersionAnalyzer), their findings among the log's.
+  std::optional<VersionOrder> versions;
 };
 
 // Each counter counts events beyond the first of their group (report-v1 "summary").
@@ -104,7 +109,9 @@ public:
   const LogTally& tally() const { return m_tally; }
   // How many semantic keys the table holds now.
   std::size_t semantic_keys() const { return m_semantic.size(); }
-  std::vector<Finding> findings() const { return log_findings(m_tally, m_options); }
+  std::vector<Finding> findings() const;
+  // --version's findings alone (none without it); the walk over the entities runs once.
+  std::vector<Finding> version_findings() const;
 
 private:
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)
@@ -125,6 +132,7 @@ private:
 
   LogAnalyzerOptions m_options;
   LogTally m_tally;
+  std::unique_ptr<VersionAnalyzer> m_versions;                            // with --version
   FlatHashMap<std::uint32_t> m_first_payload;                             // id → first payload
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> m_reused; // id → later payloads
   std::optional<std::int64_t> m_time_base;

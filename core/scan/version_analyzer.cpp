@@ -1,0 +1,347 @@
+#include "core/scan/version_analyzer.hpp"
+
+#include "core/util/errors.hpp"
+#include "core/util/time.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <unordered_set>
+
+namespace dedupctl::core {
+
+std::string_view to_string(VersionOrder order) {
+  switch (order) {
+  case VersionOrder::Numeric:
+    return "numeric";
+  case VersionOrder::Lexical:
+    return "lexical";
+  case VersionOrder::Rfc3339:
+    return "rfc3339";
+  }
+  return "numeric";
+}
+
+VersionOrder parse_version_order(std::string_view text) {
+  for (auto order : {VersionOrder::Numeric, VersionOrder::Lexical, VersionOrder::Rfc3339}) {
+    if (text == to_string(order)) {
+      return order;
+    }
+  }
+  throw UsageError(fmt::format("invalid --version-order '{}': expected numeric, lexical or rfc3339 (as the handler "
+                               "compares the version)",
+                               text));
+}
+
+std::optional<VersionValue> parse_version(std::string_view text, VersionOrder order) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  VersionValue v;
+  v.text = text;
+  switch (order) {
+  case VersionOrder::Lexical:
+    return v;
+  case VersionOrder::Numeric: {
+    const char* end = text.data() + text.size();
+    std::int64_t whole = 0;
+    auto [at, error] = std::from_chars(text.data(), end, whole);
+    if (error == std::errc() && at == end) {
+      v.number = static_cast<long double>(whole);
+      v.integral = true;
+      return v;
+    }
+    auto [at2, error2] = std::from_chars(text.data(), end, v.number, std::chars_format::fixed);
+    if (error2 != std::errc() || at2 != end || !std::isfinite(v.number)) {
+      return std::nullopt;
+    }
+    return v;
+  }
+  case VersionOrder::Rfc3339: {
+    // A time, not epoch digits or a date alone: what the handler's timestamp column compares.
+    if (text.size() < 16 || (text[10] != 'T' && text[10] != 't' && text[10] != ' ')) {
+      return std::nullopt;
+    }
+    try {
+      v.number = static_cast<long double>(parse_time(text, "version"));
+    } catch (const UsageError&) {
+      return std::nullopt;
+    }
+    return v;
+  }
+  }
+  return std::nullopt;
+}
+
+int compare_versions(const VersionValue& a, const VersionValue& b, VersionOrder order) {
+  if (order == VersionOrder::Lexical) {
+    int c = a.text.compare(b.text);
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  return a.number < b.number ? -1 : a.number > b.number ? 1 : 0;
+}
+
+VersionAnalyzer::VersionAnalyzer(VersionOrder order, std::size_t max_examples)
+    : m_order(order), m_regression(max_examples), m_conflict(max_examples), m_gap(max_examples),
+      m_unparsed(max_examples), m_unversioned(max_examples) {}
+
+std::uint32_t VersionAnalyzer::keep(std::string_view s) {
+  auto at = static_cast<std::uint32_t>(m_text.size());
+  m_text.append(s);
+  return at;
+}
+
+void VersionAnalyzer::observe(std::span<const Event> events, std::span<const Identity> identities) {
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    observe(events[i], identities[i]);
+  }
+}
+
+void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
+  if (!identity.has_id) {
+    return; // missing-event-id says so; a guard's event is still one with an id
+  }
+  if (!identity.has_entity || !identity.has_version) {
+    ++m_counters.unversioned;
+    m_unversioned.add(event.partition, [&] {
+      return example_of(event, identity, {}, !identity.has_entity ? "no entity" : "no version");
+    });
+    return;
+  }
+  auto parsed = parse_version(identity.version, m_order);
+  if (!parsed) {
+    ++m_counters.unparsed;
+    m_unparsed.add(event.partition, [&] {
+      return example_of(event, identity, {},
+                        fmt::format("version '{}' is not {}", identity.version,
+                                    m_order == VersionOrder::Rfc3339 ? "an RFC 3339 time" : "a number"));
+    });
+    return;
+  }
+  ++m_counters.checked;
+  Seen s;
+  auto [entity, inserted] = m_entity_of.try_emplace(std::string(identity.entity), m_entities.size());
+  if (inserted) {
+    m_entities.emplace_back(identity.entity);
+  }
+  s.entity = entity->second;
+  auto topic = std::find(m_topics.begin(), m_topics.end(), event.topic); // a few topics at most
+  if (topic == m_topics.end()) {
+    topic = m_topics.emplace(m_topics.end(), event.topic);
+  }
+  s.topic = static_cast<std::uint32_t>(topic - m_topics.begin());
+  s.partition = event.partition;
+  s.offset = event.offset;
+  s.timestamp = event.timestamp_ms;
+  s.seq = event.seq;
+  s.id_hash = identity.id_hash;
+  s.semantic = identity.semantic_hash;
+  s.id_at = keep(identity.id);
+  s.id_len = static_cast<std::uint32_t>(identity.id.size());
+  s.version_at = keep(identity.version);
+  s.version_len = static_cast<std::uint32_t>(identity.version.size());
+  s.number = parsed->number;
+  s.integral = parsed->integral;
+  m_seen.push_back(s);
+}
+
+Example VersionAnalyzer::example(const Seen& s, std::string note) const {
+  Example ex;
+  ex.event_id = std::string(text(s.id_at, s.id_len));
+  ex.topic = m_topics[s.topic];
+  ex.partition = s.partition;
+  ex.offset = s.offset;
+  ex.timestamp_ms = s.timestamp;
+  ex.seq = s.seq;
+  ex.note = std::move(note);
+  return ex;
+}
+
+// One entity's events (in read order, which is log order within a partition) in the order its
+// consumer meets them: each partition's in log order, the partitions merged by timestamp.
+std::vector<std::size_t> VersionAnalyzer::consumer_order(std::span<const std::size_t> of_entity) const {
+  std::map<std::pair<std::uint32_t, std::int32_t>, std::vector<std::size_t>> by_partition;
+  for (std::size_t i : of_entity) {
+    by_partition[{m_seen[i].topic, m_seen[i].partition}].push_back(i);
+  }
+  if (by_partition.size() == 1) {
+    return {of_entity.begin(), of_entity.end()};
+  }
+  using Head =
+      std::pair<std::pair<std::int64_t, std::uint64_t>, std::pair<const std::vector<std::size_t>*, std::size_t>>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  for (const auto& [where, events] : by_partition) {
+    heads.push({{m_seen[events[0]].timestamp, m_seen[events[0]].seq}, {&events, 0}});
+  }
+  std::vector<std::size_t> out;
+  out.reserve(of_entity.size());
+  while (!heads.empty()) {
+    auto [key, at] = heads.top();
+    heads.pop();
+    const auto& events = *at.first;
+    out.push_back(events[at.second]);
+    if (at.second + 1 < events.size()) {
+      std::size_t next = events[at.second + 1];
+      heads.push({{m_seen[next].timestamp, m_seen[next].seq}, {&events, at.second + 1}});
+    }
+  }
+  return out;
+}
+
+void VersionAnalyzer::walk(std::span<const std::size_t> of_entity) {
+  const std::string& entity = m_entities[m_seen[of_entity[0]].entity];
+  std::unordered_set<std::uint64_t> ids;
+  auto less = [this](const VersionValue& a, const VersionValue& b) { return compare_versions(a, b, m_order) < 0; };
+  std::map<VersionValue, std::size_t, decltype(less)> first_of_version(less);
+  std::optional<std::size_t> highest;
+  for (std::size_t i : consumer_order(of_entity)) {
+    const Seen& s = m_seen[i];
+    if (!ids.insert(s.id_hash).second) {
+      continue; // a redelivery of an event id, not another change
+    }
+    VersionValue v = value(s);
+    auto [same, fresh] = first_of_version.try_emplace(v, i);
+    if (!fresh && m_seen[same->second].semantic != s.semantic) {
+      ++m_counters.conflicts;
+      const Seen& first = m_seen[same->second];
+      m_conflict.add_at(s.partition, s.seq, [&] {
+        return example(s, fmt::format("entity {} version {} again, with another change than {} ({}[{}]@{})", entity,
+                                      v.text, text(first.id_at, first.id_len), m_topics[first.topic], first.partition,
+                                      first.offset));
+      });
+      continue;
+    }
+    if (highest && less(v, value(m_seen[*highest]))) {
+      const Seen& above = m_seen[*highest];
+      bool cross = above.topic != s.topic || above.partition != s.partition;
+      ++m_counters.regressions;
+      m_counters.cross_partition += cross ? 1 : 0;
+      m_regression.add_at(s.partition, s.seq, [&] {
+        Example ex = example(s, fmt::format("entity {} version {} after version {} ({} {}[{}]@{}{})", entity, v.text,
+                                            text(above.version_at, above.version_len), text(above.id_at, above.id_len),
+                                            m_topics[above.topic], above.partition, above.offset,
+                                            cross ? ", earlier by timestamp: an estimate across partitions" : ""));
+        ex.cross_partition = cross;
+        return ex;
+      });
+      continue;
+    }
+    if (!highest || less(value(m_seen[*highest]), v)) {
+      highest = i;
+    }
+  }
+}
+
+// Whole versions missing between two the range has (numeric versions only: a count of what lies
+// between two times or two strings means nothing). One example a gap: the event after it.
+void VersionAnalyzer::gaps(std::span<const std::size_t> of_entity) {
+  if (m_order != VersionOrder::Numeric) {
+    return;
+  }
+  std::map<std::int64_t, std::size_t> by_version; // the first event of each version
+  for (std::size_t i : of_entity) {
+    if (!m_seen[i].integral) {
+      return;
+    }
+    by_version.try_emplace(static_cast<std::int64_t>(m_seen[i].number), i);
+  }
+  const std::string& entity = m_entities[m_seen[of_entity[0]].entity];
+  for (auto it = by_version.begin(); it != by_version.end() && std::next(it) != by_version.end(); ++it) {
+    auto next = std::next(it);
+    std::int64_t missing = next->first - it->first - 1;
+    if (missing <= 0) {
+      continue;
+    }
+    m_counters.gaps += missing;
+    const Seen& after = m_seen[next->second];
+    m_gap.add_at(after.partition, after.seq, [&] {
+      return example(after, missing == 1 ? fmt::format("entity {}: version {} missing between {} and {}", entity,
+                                                       it->first + 1, it->first, next->first)
+                                         : fmt::format("entity {}: versions {} to {} missing between {} and {}", entity,
+                                                       it->first + 1, next->first - 1, it->first, next->first));
+    });
+  }
+}
+
+void VersionAnalyzer::evaluate() {
+  if (m_evaluated) {
+    return;
+  }
+  m_evaluated = true;
+  std::vector<std::size_t> order(m_seen.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [this](std::size_t a, std::size_t b) { return m_seen[a].entity < m_seen[b].entity; });
+  for (std::size_t begin = 0; begin < order.size();) {
+    std::size_t end = begin;
+    while (end < order.size() && m_seen[order[end]].entity == m_seen[order[begin]].entity) {
+      ++end;
+    }
+    std::span<const std::size_t> of_entity(order.data() + begin, end - begin);
+    walk(of_entity);
+    gaps(of_entity);
+    begin = end;
+  }
+}
+
+const VersionCounters& VersionAnalyzer::counters() {
+  evaluate();
+  return m_counters;
+}
+
+std::vector<Finding> VersionAnalyzer::findings() {
+  evaluate();
+  std::vector<Finding> out;
+  auto push = [&](std::optional<Finding> f) {
+    if (f) {
+      out.push_back(std::move(*f));
+    }
+  };
+  const auto& c = m_counters;
+  push(m_regression.build(
+      "version-regression", Severity::Error,
+      fmt::format("{} events carry a version below one their entity already had under another event id ({} of them "
+                  "across partitions): a version guard drops these changes for good",
+                  c.regressions, c.cross_partition),
+      c.cross_partition > 0
+          ? "key the topic by the entity so that one entity's events keep one partition's order, or make the producer "
+            "stop reordering; then re-apply the dropped changes"
+          : "find why the producer wrote an older version after a newer one (a retry that reorders, two writers); "
+            "then re-apply the dropped changes"));
+  push(m_conflict.build(
+      "version-conflict", Severity::Error,
+      fmt::format("{} events repeat a version of their entity with another change: a version guard applies only "
+                  "the first",
+                  c.conflicts),
+      "give every change of an entity a version of its own (increment it where the change is made)"));
+  if (auto gap = m_gap.build("version-gap", Severity::Warning,
+                             fmt::format("{} versions are missing inside the range between versions it has: lost "
+                                         "upstream, or removed by compaction",
+                                         c.gaps),
+                             "check the producer and the topic's cleanup.policy; a guard applies the next version "
+                             "without them")) {
+    gap->count = c.gaps; // versions, not events: one example a gap
+    out.push_back(std::move(*gap));
+  }
+  push(m_unparsed.build("version-unparsed", Severity::Warning,
+                        fmt::format("{} events have a version that is not {}: never compared", c.unparsed,
+                                    m_order == VersionOrder::Rfc3339   ? "an RFC 3339 time"
+                                    : m_order == VersionOrder::Numeric ? "a number"
+                                                                       : "a string"),
+                        "give --version-order as the handler compares the version (numeric, lexical, rfc3339)"));
+  push(m_unversioned.build(
+      "version-unchecked", c.checked == 0 ? Severity::Error : Severity::Warning,
+      c.checked == 0
+          ? fmt::format("none of {} events gave both an --entity and a --version: no guard was checked", c.unversioned)
+          : fmt::format("{} events gave no --entity or no --version: their guard was not checked", c.unversioned),
+      "check the --entity and --version specs against an event (dedupctl trace shows one)"));
+  return out;
+}
+
+} // namespace dedupctl::core

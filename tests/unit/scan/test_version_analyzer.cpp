@@ -1,0 +1,163 @@
+// The log's side of a version guard (issue 63): what a handler that applies an event only when its
+// version is above the entity's drops for good, cannot tell apart, and never sees.
+#include "core/identity/field_spec.hpp"
+#include "core/identity/identify.hpp"
+#include "core/scan/version_analyzer.hpp"
+#include "core/util/errors.hpp"
+#include "tests/unit/fakes.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+using namespace dedupctl;
+using namespace dedupctl::core;
+using dedupctl::testing::OwnedEvent;
+using dedupctl::testing::with_header_id;
+
+namespace {
+
+// An event of entity `order` at `version` (JSON number), `change` its content.
+OwnedEvent change(std::int32_t partition, std::int64_t offset, std::int64_t ts, const std::string& id,
+                  const std::string& order, const std::string& version, const std::string& what = "") {
+  return with_header_id(partition, offset, ts, id,
+                        fmt::format(R"({{"order":"{}","version":{},"status":"{}"}})", order, version,
+                                    what.empty() ? "v" + version : what));
+}
+
+struct Run {
+  VersionCounters counters;
+  std::vector<Finding> findings;
+  const Finding* find(const std::string& id) const {
+    for (const auto& f : findings) {
+      if (f.id == id) {
+        return &f;
+      }
+    }
+    return nullptr;
+  }
+};
+
+Run analyze(const std::vector<OwnedEvent>& events, VersionOrder order = VersionOrder::Numeric,
+            const std::string& entity = "json:/order") {
+  IdentifyOptions options = default_identify_options();
+  options.entity = parse_field_specs(entity, "--entity");
+  options.version = parse_field_specs("json:/version", "--version");
+  Identifier identifier(options);
+  VersionAnalyzer analyzer(order, 5);
+  std::uint64_t seq = 0;
+  for (const auto& owned : events) {
+    std::vector<Header> headers;
+    Event e = dedupctl::testing::view(owned, headers);
+    e.seq = seq++;
+    analyzer.observe(e, identifier.identify_one(e));
+  }
+  return {analyzer.counters(), analyzer.findings()};
+}
+
+} // namespace
+
+TEST(VersionAnalyzer, AnOlderVersionAfterANewerOneInOnePartitionIsARegressionTheGuardDrops) {
+  auto run = analyze({change(0, 0, 100, "e-1", "o-1", "1"), change(0, 1, 200, "e-3", "o-1", "3"),
+                      change(0, 2, 300, "e-2", "o-1", "2"), change(0, 3, 400, "e-4", "o-1", "4")});
+  EXPECT_EQ(run.counters.checked, 4);
+  EXPECT_EQ(run.counters.regressions, 1);
+  EXPECT_EQ(run.counters.cross_partition, 0);
+  const Finding* f = run.find("version-regression");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Error);
+  ASSERT_EQ(f->examples.size(), 1u);
+  EXPECT_EQ(f->examples[0].event_id, "e-2");
+  EXPECT_EQ(f->examples[0].offset, 2);
+  EXPECT_EQ(f->examples[0].cross_partition, false);
+  EXPECT_NE(f->examples[0].note.find("entity o-1 version 2 after version 3 (e-3 orders[0]@1"), std::string::npos)
+      << f->examples[0].note;
+  EXPECT_EQ(run.find("version-gap"), nullptr) << "1 to 4 are all there";
+}
+
+TEST(VersionAnalyzer, AcrossPartitionsTimestampOrderDecidesAndTheExampleSaysSo) {
+  // Partition 1 is read after partition 0, but its version 5 is the earlier event by time.
+  auto run = analyze({change(0, 0, 300, "e-4", "o-1", "4"), change(1, 0, 100, "e-5", "o-1", "5")});
+  EXPECT_EQ(run.counters.regressions, 1);
+  EXPECT_EQ(run.counters.cross_partition, 1);
+  const Finding* f = run.find("version-regression");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->examples[0].event_id, "e-4") << "version 4 comes after 5 in time: the guard drops it";
+  EXPECT_EQ(f->examples[0].cross_partition, true);
+  EXPECT_NE(f->examples[0].note.find("an estimate across partitions"), std::string::npos);
+  EXPECT_NE(f->advice.find("key the topic by the entity"), std::string::npos);
+}
+
+TEST(VersionAnalyzer, EntitiesAreApartAndARedeliveryIsNoChange) {
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "5"), change(0, 1, 2, "e-2", "o-2", "1"),
+                      change(0, 2, 3, "e-1", "o-1", "5"), change(0, 3, 4, "e-3", "o-1", "6"),
+                      change(0, 4, 5, "e-1", "o-1", "5")}); // e-1 again after 6: a redelivery
+  EXPECT_EQ(run.counters.regressions, 0);
+  EXPECT_EQ(run.counters.conflicts, 0);
+  EXPECT_TRUE(run.findings.empty());
+}
+
+TEST(VersionAnalyzer, OneVersionWithTwoChangesIsAConflictCountedAfterTheFirst) {
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "2", "paid"), change(0, 1, 2, "e-2", "o-1", "2", "refunded"),
+                      change(0, 2, 3, "e-3", "o-1", "2", "shipped"),
+                      change(0, 3, 4, "e-4", "o-1", "2", "paid")}); // a retry of e-1 under a new id
+  EXPECT_EQ(run.counters.conflicts, 2);
+  const Finding* f = run.find("version-conflict");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 2);
+  EXPECT_EQ(f->examples[0].event_id, "e-2");
+  EXPECT_NE(f->examples[0].note.find("another change than e-1"), std::string::npos) << f->examples[0].note;
+  EXPECT_EQ(run.counters.regressions, 0);
+}
+
+TEST(VersionAnalyzer, MissingWholeVersionsAreAGapCountedInVersions) {
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "1"), change(0, 1, 2, "e-2", "o-1", "2"),
+                      change(0, 2, 3, "e-5", "o-1", "5"), change(0, 3, 4, "e-7", "o-1", "7"),
+                      change(0, 4, 5, "e-9", "o-2", "9")});
+  EXPECT_EQ(run.counters.gaps, 3) << "3, 4 and 6 of o-1; o-2 has one version: nothing between";
+  const Finding* f = run.find("version-gap");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_EQ(f->count, 3);
+  ASSERT_EQ(f->examples.size(), 2u);
+  EXPECT_EQ(f->examples[0].note, "entity o-1: versions 3 to 4 missing between 2 and 5");
+  EXPECT_EQ(f->examples[1].note, "entity o-1: version 6 missing between 5 and 7");
+}
+
+TEST(VersionAnalyzer, AVersionThatDoesNotParseIsCountedAndNamedNeverCompared) {
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "3"), change(0, 1, 2, "e-2", "o-1", "\"v2\"")});
+  EXPECT_EQ(run.counters.unparsed, 1);
+  EXPECT_EQ(run.counters.regressions, 0) << "v2 is not guessed to be 2";
+  const Finding* f = run.find("version-unparsed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->examples[0].note, "version 'v2' is not a number");
+}
+
+TEST(VersionAnalyzer, AnEntitySpecThatYieldsNothingChecksNoGuardAndSaysSoAsAnError) {
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "3"), change(0, 1, 2, "e-2", "o-1", "2")}, VersionOrder::Numeric,
+                     "json:/customer");
+  EXPECT_EQ(run.counters.checked, 0);
+  EXPECT_EQ(run.counters.unversioned, 2);
+  const Finding* f = run.find("version-unchecked");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Error) << "nothing was checked: never a clean verdict";
+  EXPECT_EQ(f->examples[0].note, "no entity");
+}
+
+TEST(VersionAnalyzer, TheOrdersCompareAsTheHandlerDoes) {
+  // Lexically "10" < "9": a handler comparing strings drops version 10.
+  auto lexical = analyze({change(0, 0, 1, "e-9", "o-1", "\"9\""), change(0, 1, 2, "e-10", "o-1", "\"10\"")},
+                         VersionOrder::Lexical);
+  EXPECT_EQ(lexical.counters.regressions, 1);
+  auto numeric = analyze({change(0, 0, 1, "e-9", "o-1", "\"9\""), change(0, 1, 2, "e-10", "o-1", "\"10\"")});
+  EXPECT_EQ(numeric.counters.regressions, 0);
+  auto times = analyze({change(0, 0, 1, "e-1", "o-1", "\"2026-11-20T09:00:00+01:00\""),
+                        change(0, 1, 2, "e-2", "o-1", "\"2026-11-20T07:30:00Z\"")},
+                       VersionOrder::Rfc3339);
+  EXPECT_EQ(times.counters.regressions, 1) << "07:30Z is before 08:00Z";
+  EXPECT_EQ(times.find("version-gap"), nullptr);
+  EXPECT_FALSE(parse_version("1700000000000", VersionOrder::Rfc3339)) << "epoch digits are not a time";
+  EXPECT_FALSE(parse_version("2.5x", VersionOrder::Numeric));
+  EXPECT_TRUE(parse_version("2.5", VersionOrder::Numeric));
+  EXPECT_EQ(parse_version_order("rfc3339"), VersionOrder::Rfc3339);
+  EXPECT_THROW(parse_version_order("semver"), UsageError);
+}
