@@ -1,6 +1,7 @@
 #include "core/scan/version_analyzer.hpp"
 
 #include "core/util/errors.hpp"
+#include "core/util/fingerprint.hpp"
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +10,6 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <queue>
 #include <unordered_set>
 
 namespace dedupctl::core {
@@ -124,11 +124,13 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   }
   ++m_counters.checked;
   Seen s;
-  auto [entity, inserted] = m_entity_of.try_emplace(std::string(identity.entity), m_entities.size());
+  bool inserted = false;
+  std::uint32_t& entity = m_entity_of.find_or_insert(hash64(identity.entity), inserted);
   if (inserted) {
+    entity = static_cast<std::uint32_t>(m_entities.size());
     m_entities.emplace_back(identity.entity);
   }
-  s.entity = entity->second;
+  s.entity = entity;
   auto topic = std::find(m_topics.begin(), m_topics.end(), event.topic); // a few topics at most
   if (topic == m_topics.end()) {
     topic = m_topics.emplace(m_topics.end(), event.topic);
@@ -164,50 +166,86 @@ Example VersionAnalyzer::example(const Seen& s, std::string note) const {
 // One entity's events (in read order, which is log order within a partition) in the order its
 // consumer meets them: each partition's in log order, the partitions merged by timestamp.
 std::vector<std::size_t> VersionAnalyzer::consumer_order(std::span<const std::size_t> of_entity) const {
-  std::map<std::pair<std::uint32_t, std::int32_t>, std::vector<std::size_t>> by_partition;
+  // Each partition's events stay in read order; the partitions' heads are merged by (timestamp, seq).
+  // An entity has a few partitions: a linear pass over their heads, no allocation a partition.
+  std::vector<std::pair<std::uint32_t, std::int32_t>> partitions;
   for (std::size_t i : of_entity) {
-    by_partition[{m_seen[i].topic, m_seen[i].partition}].push_back(i);
+    std::pair<std::uint32_t, std::int32_t> where{m_seen[i].topic, m_seen[i].partition};
+    if (std::find(partitions.begin(), partitions.end(), where) == partitions.end()) {
+      partitions.push_back(where);
+    }
   }
-  if (by_partition.size() == 1) {
+  if (partitions.size() == 1) {
     return {of_entity.begin(), of_entity.end()};
   }
-  using Head =
-      std::pair<std::pair<std::int64_t, std::uint64_t>, std::pair<const std::vector<std::size_t>*, std::size_t>>;
-  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  for (const auto& [where, events] : by_partition) {
-    heads.push({{m_seen[events[0]].timestamp, m_seen[events[0]].seq}, {&events, 0}});
+  std::vector<std::vector<std::size_t>> lanes(partitions.size());
+  for (std::size_t i : of_entity) {
+    std::pair<std::uint32_t, std::int32_t> where{m_seen[i].topic, m_seen[i].partition};
+    lanes[std::find(partitions.begin(), partitions.end(), where) - partitions.begin()].push_back(i);
   }
+  std::vector<std::size_t> heads(lanes.size(), 0);
   std::vector<std::size_t> out;
   out.reserve(of_entity.size());
-  while (!heads.empty()) {
-    auto [key, at] = heads.top();
-    heads.pop();
-    const auto& events = *at.first;
-    out.push_back(events[at.second]);
-    if (at.second + 1 < events.size()) {
-      std::size_t next = events[at.second + 1];
-      heads.push({{m_seen[next].timestamp, m_seen[next].seq}, {&events, at.second + 1}});
+  while (out.size() < of_entity.size()) {
+    std::size_t best = lanes.size();
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      if (heads[l] == lanes[l].size()) {
+        continue;
+      }
+      const Seen& s = m_seen[lanes[l][heads[l]]];
+      if (best == lanes.size() || std::pair(s.timestamp, s.seq) < std::pair(m_seen[lanes[best][heads[best]]].timestamp,
+                                                                            m_seen[lanes[best][heads[best]]].seq)) {
+        best = l;
+      }
     }
+    out.push_back(lanes[best][heads[best]++]);
   }
   return out;
 }
 
 void VersionAnalyzer::walk(std::span<const std::size_t> of_entity) {
   const std::string& entity = m_entities[m_seen[of_entity[0]].entity];
-  std::unordered_set<std::uint64_t> ids;
   auto less = [this](const VersionValue& a, const VersionValue& b) { return compare_versions(a, b, m_order) < 0; };
+  // Most entities have a few events: their ids and first events of a version are searched in a
+  // vector, without an allocation a node; a long history takes the hashed and ordered sets.
+  bool long_history = of_entity.size() > k_short_history;
+  std::vector<std::uint64_t> few_ids;
+  std::unordered_set<std::uint64_t> ids;
+  std::vector<std::size_t> few_firsts;
   std::map<VersionValue, std::size_t, decltype(less)> first_of_version(less);
+  auto first_seen = [&](std::uint64_t id) {
+    if (long_history) {
+      return ids.insert(id).second;
+    }
+    if (std::find(few_ids.begin(), few_ids.end(), id) != few_ids.end()) {
+      return false;
+    }
+    few_ids.push_back(id);
+    return true;
+  };
+  auto first_of = [&](const VersionValue& v, std::size_t i) {
+    if (long_history) {
+      return first_of_version.try_emplace(v, i).first->second;
+    }
+    for (std::size_t f : few_firsts) {
+      if (compare_versions(value(m_seen[f]), v, m_order) == 0) {
+        return f;
+      }
+    }
+    few_firsts.push_back(i);
+    return i;
+  };
   std::optional<std::size_t> highest;
   for (std::size_t i : consumer_order(of_entity)) {
     const Seen& s = m_seen[i];
-    if (!ids.insert(s.id_hash).second) {
+    if (!first_seen(s.id_hash)) {
       continue; // a redelivery of an event id, not another change
     }
     VersionValue v = value(s);
-    auto [same, fresh] = first_of_version.try_emplace(v, i);
-    if (!fresh && m_seen[same->second].semantic != s.semantic) {
+    std::size_t same = first_of(v, i);
+    if (same != i && m_seen[same].semantic != s.semantic) {
       ++m_counters.conflicts;
-      const Seen& first = m_seen[same->second];
+      const Seen& first = m_seen[same];
       m_conflict.add_at(s.partition, s.seq, [&] {
         return example(s, fmt::format("entity {} version {} again, with another change than {} ({}[{}]@{})", entity,
                                       v.text, text(first.id_at, first.id_len), m_topics[first.topic], first.partition,
@@ -272,12 +310,18 @@ void VersionAnalyzer::evaluate() {
     return;
   }
   m_evaluated = true;
-  std::vector<std::size_t> order(m_seen.size());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
+  // The events grouped by entity, each group in read order: a counting sort, entities being dense.
+  std::vector<std::size_t> start(m_entities.size() + 1, 0);
+  for (const Seen& s : m_seen) {
+    ++start[s.entity + 1];
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [this](std::size_t a, std::size_t b) { return m_seen[a].entity < m_seen[b].entity; });
+  for (std::size_t e = 1; e < start.size(); ++e) {
+    start[e] += start[e - 1];
+  }
+  std::vector<std::size_t> order(m_seen.size());
+  for (std::size_t i = 0; i < m_seen.size(); ++i) {
+    order[start[m_seen[i].entity]++] = i;
+  }
   for (std::size_t begin = 0; begin < order.size();) {
     std::size_t end = begin;
     while (end < order.size() && m_seen[order[end]].entity == m_seen[order[begin]].entity) {

@@ -3,13 +3,13 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
+#include "core/util/flat_map.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 // Idempotency by design (issue 63): a handler that applies an event only when its version is above
@@ -78,6 +78,7 @@ private:
     long double number = 0;
     bool integral = false;
   };
+  static constexpr std::size_t k_short_history = 16; // events of one entity searched linearly
   std::string_view text(std::uint32_t at, std::uint32_t len) const { return {m_text.data() + at, len}; }
   std::uint32_t keep(std::string_view s);
   VersionValue value(const Seen& s) const { return {s.number, text(s.version_at, s.version_len), s.integral}; }
@@ -90,7 +91,9 @@ private:
   VersionOrder m_order;
   std::string m_text; // ids, entities and versions, back to back
   std::vector<std::string> m_topics;
-  std::unordered_map<std::string, std::uint32_t> m_entity_of;
+  // An entity's index by the 64-bit hash of its text: no string is made for an entity already seen
+  // (a 2^-64 merge of two entities is as likely as one of two ids, which the log analyzer accepts).
+  FlatHashMap<std::uint32_t> m_entity_of;
   std::vector<std::string> m_entities;
   std::vector<Seen> m_seen;
   bool m_evaluated = false;
