@@ -165,9 +165,18 @@ Example VersionAnalyzer::example(const Seen& s, std::string note) const {
 
 // One entity's events (in read order, which is log order within a partition) in the order its
 // consumer meets them: each partition's in log order, the partitions merged by timestamp.
-std::vector<std::size_t> VersionAnalyzer::consumer_order(std::span<const std::size_t> of_entity) const {
-  // Each partition's events stay in read order; the partitions' heads are merged by (timestamp, seq).
-  // An entity has a few partitions: a linear pass over their heads, no allocation a partition.
+std::span<const std::size_t> VersionAnalyzer::consumer_order(std::span<const std::size_t> of_entity) {
+  // One partition, or events already in (timestamp, seq) order: the merge is the read order itself.
+  auto earlier = [this](std::size_t a, std::size_t b) {
+    return std::pair(m_seen[a].timestamp, m_seen[a].seq) < std::pair(m_seen[b].timestamp, m_seen[b].seq);
+  };
+  const Seen& first = m_seen[of_entity[0]];
+  if (std::all_of(
+          of_entity.begin(), of_entity.end(),
+          [&](std::size_t i) { return m_seen[i].partition == first.partition && m_seen[i].topic == first.topic; }) ||
+      std::is_sorted(of_entity.begin(), of_entity.end(), earlier)) {
+    return of_entity;
+  }
   std::vector<std::pair<std::uint32_t, std::int32_t>> partitions;
   for (std::size_t i : of_entity) {
     std::pair<std::uint32_t, std::int32_t> where{m_seen[i].topic, m_seen[i].partition};
@@ -175,17 +184,14 @@ std::vector<std::size_t> VersionAnalyzer::consumer_order(std::span<const std::si
       partitions.push_back(where);
     }
   }
-  if (partitions.size() == 1) {
-    return {of_entity.begin(), of_entity.end()};
-  }
   std::vector<std::vector<std::size_t>> lanes(partitions.size());
   for (std::size_t i : of_entity) {
     std::pair<std::uint32_t, std::int32_t> where{m_seen[i].topic, m_seen[i].partition};
     lanes[std::find(partitions.begin(), partitions.end(), where) - partitions.begin()].push_back(i);
   }
   std::vector<std::size_t> heads(lanes.size(), 0);
-  std::vector<std::size_t> out;
-  out.reserve(of_entity.size());
+  std::vector<std::size_t>& out = m_merged;
+  out.clear();
   while (out.size() < of_entity.size()) {
     std::size_t best = lanes.size();
     for (std::size_t l = 0; l < lanes.size(); ++l) {
@@ -209,9 +215,11 @@ void VersionAnalyzer::walk(std::span<const std::size_t> of_entity) {
   // Most entities have a few events: their ids and first events of a version are searched in a
   // vector, without an allocation a node; a long history takes the hashed and ordered sets.
   bool long_history = of_entity.size() > k_short_history;
-  std::vector<std::uint64_t> few_ids;
+  std::vector<std::uint64_t>& few_ids = m_few_ids;
   std::unordered_set<std::uint64_t> ids;
-  std::vector<std::size_t> few_firsts;
+  std::vector<std::size_t>& few_firsts = m_few_firsts;
+  few_ids.clear();
+  few_firsts.clear();
   std::map<VersionValue, std::size_t, decltype(less)> first_of_version(less);
   auto first_seen = [&](std::uint64_t id) {
     if (long_history) {

@@ -83,7 +83,8 @@ private:
   std::uint32_t keep(std::string_view s);
   VersionValue value(const Seen& s) const { return {s.number, text(s.version_at, s.version_len), s.integral}; }
   Example example(const Seen& s, std::string note) const;
-  std::vector<std::size_t> consumer_order(std::span<const std::size_t> of_entity) const;
+  // The span is of_entity itself, or m_merged until the next call.
+  std::span<const std::size_t> consumer_order(std::span<const std::size_t> of_entity);
   void walk(std::span<const std::size_t> of_entity);
   void gaps(std::span<const std::size_t> of_entity);
   void evaluate();
@@ -97,6 +98,8 @@ private:
   std::vector<std::string> m_entities;
   std::vector<Seen> m_seen;
   bool m_evaluated = false;
+  std::vector<std::size_t> m_merged, m_few_firsts; // the walk's scratch, reused entity after entity
+  std::vector<std::uint64_t> m_few_ids;
   VersionCounters m_counters;
   FindingBuilder m_regression, m_conflict, m_gap, m_unparsed, m_unversioned;
 };
