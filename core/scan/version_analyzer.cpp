@@ -198,9 +198,7 @@ std::span<const std::size_t> VersionAnalyzer::consumer_order(std::span<const std
       if (heads[l] == lanes[l].size()) {
         continue;
       }
-      const Seen& s = m_seen[lanes[l][heads[l]]];
-      if (best == lanes.size() || std::pair(s.timestamp, s.seq) < std::pair(m_seen[lanes[best][heads[best]]].timestamp,
-                                                                            m_seen[lanes[best][heads[best]]].seq)) {
+      if (best == lanes.size() || earlier(lanes[l][heads[l]], lanes[best][heads[best]])) {
         best = l;
       }
     }

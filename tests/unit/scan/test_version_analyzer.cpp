@@ -87,6 +87,45 @@ TEST(VersionAnalyzer, AcrossPartitionsTimestampOrderDecidesAndTheExampleSaysSo) 
   EXPECT_NE(f->advice.find("key the topic by the entity"), std::string::npos);
 }
 
+TEST(VersionAnalyzer, APartitionKeepsItsLogOrderWhenItsTimestampsGoBack) {
+  // Partition 0 holds v1 then v3, whose timestamp is earlier; partition 1's v2 lies between them.
+  // The consumer meets partition 0 in log order: v2 (70) before v1 (100), then v3. A sort by
+  // timestamp would drop v2 and v1; the read order would drop v2.
+  auto run = analyze(
+      {change(0, 0, 100, "e-a", "o-1", "1"), change(0, 1, 50, "e-b", "o-1", "3"), change(1, 0, 70, "e-c", "o-1", "2")});
+  EXPECT_EQ(run.counters.regressions, 1);
+  const Finding* f = run.find("version-regression");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->examples.size(), 1u);
+  EXPECT_EQ(f->examples[0].event_id, "e-a") << "v1 comes after v2 (70 < 100): the guard drops it";
+}
+
+TEST(VersionAnalyzer, ALongHistoryIsWalkedAsAShortOne) {
+  // More events than the walk searches in a vector: its redeliveries, conflicts and regressions are
+  // found as in a short one.
+  std::vector<OwnedEvent> events;
+  std::int64_t offset = 0;
+  for (int v = 1; v <= 30; ++v) {
+    events.push_back(change(0, offset, offset, fmt::format("e-{}", v), "o-1", std::to_string(v)));
+    ++offset;
+  }
+  events.push_back(change(0, offset, offset, "e-7", "o-1", "7")); // a redelivery of e-7
+  ++offset;
+  events.push_back(change(0, offset, offset, "e-x", "o-1", "30", "refunded")); // v30 with another change
+  ++offset;
+  events.push_back(change(0, offset, offset, "e-y", "o-1", "12")); // below 30 under a new id
+  auto run = analyze(events);
+  EXPECT_EQ(run.counters.checked, 33);
+  EXPECT_EQ(run.counters.conflicts, 1);
+  EXPECT_EQ(run.counters.regressions, 1);
+  const Finding* f = run.find("version-regression");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->examples[0].event_id, "e-y");
+  const Finding* c = run.find("version-conflict");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->examples[0].event_id, "e-x");
+}
+
 TEST(VersionAnalyzer, EntitiesAreApartAndARedeliveryIsNoChange) {
   auto run = analyze({change(0, 0, 1, "e-1", "o-1", "5"), change(0, 1, 2, "e-2", "o-2", "1"),
                       change(0, 2, 3, "e-1", "o-1", "5"), change(0, 3, 4, "e-3", "o-1", "6"),
