@@ -197,24 +197,69 @@ void AuditAnalyzer::add_example(Coverage state, std::int32_t partition, MakeExam
   });
 }
 
-void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::string_view dedup_key,
-                            const RecordState& record, Effect effect) {
-  ++m_result.events;
-  PartitionState& partition = partition_of(event);
-  std::uint16_t type = type_index(identity.type);
-  if (auto& bounds = partition.coverage.window;
-      bounds && bounds->from_timestamp && event.timestamp_ms >= *bounds->from_timestamp) {
-    bounds->from = std::min(event.offset, bounds->to);
-    bounds->from_timestamp.reset();
+bool AuditAnalyzer::enter(PartitionState& partition, const Event& event) {
+  auto& bounds = partition.coverage.window;
+  bool found = false;
+  bool window = bounds && enter_window(*bounds, event.offset, event.timestamp_ms, found);
+  if (found) {
     partition.coverage.seek_found = event.offset;
   }
-  bool window = in_window(partition, event.offset);
   if (window) {
     if (partition.last_bad) {
       partition.after_bad.emplace(event.offset, event.timestamp_ms);
     }
     partition.last_bad = false; // until this one turns out to be
   }
+  return window;
+}
+
+void AuditAnalyzer::observe_guarded(const Event& event, const Identity& identity, std::string_view dedup_key,
+                                    Coverage state, bool superseded, bool applied, std::string_view note) {
+  ++m_result.events;
+  PartitionState& partition = partition_of(event);
+  std::uint16_t type = type_index(identity.type);
+  bool window = enter(partition, event);
+  if (state == Coverage::Missing && partition.committed && event.offset >= *partition.committed) {
+    state = Coverage::Pending; // the consumer has not reached it: a first delivery applies it
+  }
+  auto index = static_cast<std::size_t>(state);
+  ++partition.coverage.states[index];
+  partition.coverage.histogram.add(event.timestamp_ms, state);
+  if (window && partition.coverage.window && event.offset == partition.coverage.window->from) {
+    partition.coverage.window_start_ms = event.timestamp_ms;
+  }
+  ++m_result.states[index];
+  m_result.superseded += superseded && state == Coverage::Missing ? 1 : 0;
+  auto example = [&] { return example_of(event, identity, dedup_key, std::string(note)); };
+  if (state != Coverage::Covered) {
+    add_example(state, event.partition, example);
+  }
+  if (!window) {
+    return;
+  }
+  auto& replay = m_result.replay;
+  ++replay.events;
+  if (state == Coverage::Pending) {
+    ++replay.first_delivery;
+  } else if (applied) {
+    reapplied(partition, type, event.offset, Effect::Unchecked);
+    m_reapplied.add(event.partition, [&] {
+      Example ex = example();
+      ex.note = fmt::format("{} ({}): {}", superseded ? "superseded" : to_string(state),
+                            identity.type.empty() ? "no type" : identity.type, note);
+      return ex;
+    });
+  } else {
+    ++replay.would_skip;
+  }
+}
+
+void AuditAnalyzer::observe(const Event& event, const Identity& identity, std::string_view dedup_key,
+                            const RecordState& record, Effect effect) {
+  ++m_result.events;
+  PartitionState& partition = partition_of(event);
+  std::uint16_t type = type_index(identity.type);
+  bool window = enter(partition, event);
   auto example = [&] { return example_of(event, identity, dedup_key); };
   auto reapplied_example = [&](Coverage state) {
     if (window && state != Coverage::Pending) {

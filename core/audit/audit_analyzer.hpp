@@ -38,6 +38,14 @@ public:
   void observe(const Event& event, const Identity& identity, std::string_view dedup_key, const RecordState& record,
                Effect effect = Effect::Unchecked);
 
+  // A version guard's verdict (--layout version-guard), decided by the version walk over the whole
+  // range and handed in read order: `state` Covered, Missing (the projection is below the event:
+  // Pending at or past the committed offset) or NoId; `superseded`, a missing event a higher version
+  // of its entity in the range follows (summary.superseded, a part of missing); `applied`, whether a
+  // replay of the window applies it, in place of the state's rule; `note`, its examples'.
+  void observe_guarded(const Event& event, const Identity& identity, std::string_view dedup_key, Coverage state,
+                       bool superseded, bool applied, std::string_view note);
+
   // Key collisions decided elsewhere (a merge of shards).
   void add_key_collisions(const FindingBuilder& collisions);
 
@@ -73,6 +81,8 @@ private:
   };
 
   PartitionState& partition_of(const Event& event);
+  // The event's place in its partition's window (a seek by time found), and whether it is in it.
+  bool enter(PartitionState& partition, const Event& event);
   std::uint16_t type_index(std::string_view type);
   void count(PartitionState& partition, Coverage state, std::uint16_t type, std::int64_t offset,
              std::int64_t timestamp_ms, bool in_window, Effect effect);

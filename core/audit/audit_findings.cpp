@@ -36,6 +36,16 @@ void add_policy_findings(const AuditOptions& options, const AuditResult& result,
   const Span& retention = options.policy.retention;
   // A window's "TTL" is its restart: the ttl-gap finding says what that means for a seek.
   bool window = result.ttl.source == TtlSource::Window;
+  if (options.version_guard) {
+    // The projection's rows never lapse, and they are keyed by entity: neither rule applies.
+    if (!retention.known()) {
+      policy_finding("retention-unknown", Severity::Info,
+                     "the topic's retention is unknown: what a seek can reach was not bounded by it",
+                     "Pass --retention DURATION (the topic's retention.ms, or infinite), or let dedupctl read it "
+                     "with DescribeConfigs.");
+    }
+    return;
+  }
   if (auto f = window ? std::nullopt
                       : ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl,
                                          retention, options.policy.max_lag_ms, options.policy.compacted)) {
@@ -108,7 +118,19 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
                  fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
                              needed)));
   }
-  if (n(Coverage::Missing) > 0) {
+  if (n(Coverage::Missing) > 0 && options.version_guard) {
+    Finding f = *state_builder(Coverage::Missing)
+                     .build("projection-behind", Severity::Error,
+                            fmt::format("{} events the consumer moved past carry a version above their entity's in "
+                                        "the projection: their change is not in it ({} of them superseded by a "
+                                        "higher version in the range)",
+                                        n(Coverage::Missing), result.superseded),
+                            "The guard dropped them (a version-regression says which), or the projection was "
+                            "restored from an older backup or rebuilt. A replay of the window applies those "
+                            "replay.would_reapply counts, in the consumer's order; the others stay dropped.");
+    f.count = n(Coverage::Missing);
+    findings.push_back(std::move(f));
+  } else if (n(Coverage::Missing) > 0) {
     Finding f =
         *state_builder(Coverage::Missing)
              .build("missing-record", Severity::Error,
@@ -185,7 +207,8 @@ void add_effect_findings(const AuditOptions& options, const AuditEvidence& evide
 }
 
 // The replay's risk: the re-applied events by the worst side-effect class among them.
-void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay, std::vector<Finding>& findings) {
+void add_replay_risk(const AuditOptions& options, const AuditEvidence& evidence, const ReplaySummary& replay,
+                     std::vector<Finding>& findings) {
   if (replay.would_reapply > 0) {
     Severity severity = Severity::Info;
     std::int64_t external = 0;
@@ -204,8 +227,12 @@ void add_replay_risk(const AuditEvidence& evidence, const ReplaySummary& replay,
     }
     Finding f = *evidence.reapplied.build(
         "replay-risk", severity, std::move(title),
-        "Seek no further back than safe_from, or replay through a placement that still holds these ids "
-        "(dedupctl replay --via).");
+        options.version_guard
+            ? "These are the changes the projection lacks, in the order the guard applies them: a seek brings "
+              "the projection up to date, and runs their handlers' other effects again. Seek no further back "
+              "than safe_from if those effects must not repeat."
+            : "Seek no further back than safe_from, or replay through a placement that still holds these ids "
+              "(dedupctl replay --via).");
     f.count = replay.would_reapply;
     findings.push_back(std::move(f));
   }
@@ -224,7 +251,7 @@ void add_audit_findings(const AuditOptions& options, const AuditEvidence& eviden
           fmt::format("{} events render to a dedup key already taken by another event id", evidence.collisions.count()),
           "The consumer silently drops these events as duplicates. Build the key from the event id ({event_id})."));
   add_effect_findings(options, evidence, result, findings);
-  add_replay_risk(evidence, result.replay, findings);
+  add_replay_risk(options, evidence, result.replay, findings);
 }
 
 } // namespace dedupctl::core

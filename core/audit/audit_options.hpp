@@ -42,6 +42,9 @@ struct AuditOptions {
   // The records are a Bloom filter read live (redis-bloom): pending events it already holds, under a
   // key no consumed event carries, are false positives (core::BloomPending).
   bool bloom_filter = false;
+  // The placement is the projection itself (--layout version-guard): the verdicts come from the version
+  // walk (AuditAnalyzer::observe_guarded), the key is the entity's, and nothing expires.
+  bool version_guard = false;
 };
 
 } // namespace dedupctl::core

@@ -7,6 +7,7 @@
 #include "core/finding.hpp"
 #include "core/replay_summary.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -27,6 +28,18 @@ struct WindowBounds {
   std::optional<std::int64_t> from_timestamp;
 };
 
+// Whether an event (read in its partition's log order) is in the window; a seek by time starts the
+// window at the first event at or after its time (`found` is set for that one).
+inline bool enter_window(WindowBounds& bounds, std::int64_t offset, std::int64_t timestamp_ms, bool& found) {
+  found = false;
+  if (bounds.from_timestamp && timestamp_ms >= *bounds.from_timestamp) {
+    bounds.from = std::min(offset, bounds.to);
+    bounds.from_timestamp.reset();
+    found = true;
+  }
+  return offset >= bounds.from && offset < bounds.to;
+}
+
 struct PartitionCoverage {
   std::string topic;
   std::int32_t partition = 0;
@@ -41,6 +54,7 @@ struct AuditResult {
   std::array<std::int64_t, k_coverage_states> states{};
   std::int64_t events = 0;
   std::int64_t no_expiry = 0;
+  std::int64_t superseded = 0; // a version guard's missing events a higher version in the range follows
   std::int64_t key_collisions = 0;
   TtlDecision ttl; // what classified the events, with the records' estimate when they allowed one
   std::vector<PartitionCoverage> partitions;

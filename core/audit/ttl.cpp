@@ -42,6 +42,8 @@ std::string_view report_name(TtlSource source) {
     return "unknown";
   case TtlSource::Window:
     return "window";
+  case TtlSource::Projection:
+    return "projection";
   }
   return "unknown";
 }
@@ -60,6 +62,8 @@ std::string_view describe(TtlSource source) {
     return "unknown";
   case TtlSource::Window:
     return "a window in memory: nothing survives a restart";
+  case TtlSource::Projection:
+    return "a version guard's projection: its rows never lapse";
   }
   return "unknown";
 }
@@ -68,6 +72,13 @@ TtlDecision window_ttl() {
   TtlDecision decision;
   decision.span = Span::finite(0);
   decision.source = TtlSource::Window;
+  return decision;
+}
+
+TtlDecision projection_ttl() {
+  TtlDecision decision;
+  decision.span = Span::infinite();
+  decision.source = TtlSource::Projection;
   return decision;
 }
 

@@ -24,6 +24,7 @@ enum class TtlSource {
   InboxRetentionEstimated, // an inbox: at least the age of its oldest row
   None,                    // not declared and not estimable
   Window,                  // an in-process window (memory:): a record lives until the consumer restarts (0)
+  Projection,              // a version guard's projection (--layout version-guard): its rows never lapse
 };
 
 // report-v1's `ttl_source`: "flag", "estimate", "unknown" or "window".
@@ -52,6 +53,8 @@ TtlDecision declared_ttl(const Span& flag);
 // An in-process window's: nothing outlives a restart, a rebalance or a seek, so a record's time after
 // the consumer moved on is 0.
 TtlDecision window_ttl();
+// A version guard's: the projection keeps each entity's row (infinite, source Projection).
+TtlDecision projection_ttl();
 // An inbox: its TTL is the cleanup job's retention, counted from processed_at: --inbox-retention,
 // else at least the age of the oldest row, else unknown.
 TtlDecision inbox_ttl(const std::optional<Span>& flag, std::optional<std::int64_t> oldest_row_age_ms);

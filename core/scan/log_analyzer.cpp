@@ -25,6 +25,9 @@ LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
       m_semantic_limit(std::max<std::size_t>(m_options.semantic_table_limit, 16)) {
   if (m_options.versions) {
     m_versions = std::make_unique<VersionAnalyzer>(*m_options.versions, m_options.max_examples);
+    if (m_options.keep_every_event) {
+      m_versions->keep_every_event();
+    }
   }
 }
 

@@ -58,6 +58,8 @@ struct LogAnalyzerOptions {
   // --version (issue 63): the guard's order; the events' entities and versions are checked too
   // (VersionAnalyzer), their findings among the log's.
   std::optional<VersionOrder> versions;
+  // --layout version-guard: the version analyzer keeps every event for the guard's verdicts.
+  bool keep_every_event = false;
 };
 
 // Each counter counts events beyond the first of their group (report-v1 "summary").
@@ -112,6 +114,8 @@ public:
   std::vector<Finding> findings() const;
   // --version's findings alone (none without it); the walk over the entities runs once.
   std::vector<Finding> version_findings() const;
+  // The version analyzer itself (nullptr without --version): a version guard's audit asks it.
+  VersionAnalyzer* versions() const { return m_versions.get(); }
 
 private:
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)

@@ -101,8 +101,50 @@ void VersionAnalyzer::observe(std::span<const Event> events, std::span<const Ide
   }
 }
 
+std::uint32_t VersionAnalyzer::topic_index(std::string_view topic) {
+  auto it = std::find(m_topics.begin(), m_topics.end(), topic); // a few topics at most
+  if (it == m_topics.end()) {
+    it = m_topics.emplace(m_topics.end(), topic);
+  }
+  return static_cast<std::uint32_t>(it - m_topics.begin());
+}
+
+std::uint16_t VersionAnalyzer::type_index(std::string_view type) {
+  auto it = std::find(m_types.begin(), m_types.end(), type); // a few types at most
+  if (it == m_types.end()) {
+    if (m_types.size() == 65535) {
+      return 65534; // more types than a breakdown shows: the rest folded into the last
+    }
+    it = m_types.emplace(m_types.end(), type);
+  }
+  return static_cast<std::uint16_t>(it - m_types.begin());
+}
+
+// An event the walk does not compare (no id, no entity or version, a version that does not parse),
+// kept for the guard's verdicts in read order.
+void VersionAnalyzer::keep_unversioned(const Event& event, const Identity& identity) {
+  Seen s;
+  s.entity = k_no_entity;
+  s.topic = topic_index(event.topic);
+  s.partition = event.partition;
+  s.offset = event.offset;
+  s.timestamp = event.timestamp_ms;
+  s.seq = event.seq;
+  s.has_id = identity.has_id;
+  s.parsed = false;
+  s.id_at = keep(identity.id);
+  s.id_len = static_cast<std::uint32_t>(identity.id.size());
+  s.version_at = keep(identity.version);
+  s.version_len = static_cast<std::uint32_t>(identity.version.size());
+  s.type = type_index(identity.type);
+  m_seen.push_back(s);
+}
+
 void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   if (!identity.has_id) {
+    if (m_keep_all) {
+      keep_unversioned(event, identity);
+    }
     return; // missing-event-id says so; a guard's event is still one with an id
   }
   if (!identity.has_entity || !identity.has_version) {
@@ -110,6 +152,9 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
     m_unversioned.add(event.partition, [&] {
       return example_of(event, identity, {}, !identity.has_entity ? "no entity" : "no version");
     });
+    if (m_keep_all) {
+      keep_unversioned(event, identity);
+    }
     return;
   }
   auto parsed = parse_version(identity.version, m_order);
@@ -120,6 +165,9 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
                         fmt::format("version '{}' is not {}", identity.version,
                                     m_order == VersionOrder::Rfc3339 ? "an RFC 3339 time" : "a number"));
     });
+    if (m_keep_all) {
+      keep_unversioned(event, identity);
+    }
     return;
   }
   ++m_counters.checked;
@@ -131,11 +179,10 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
     m_entities.emplace_back(identity.entity);
   }
   s.entity = entity;
-  auto topic = std::find(m_topics.begin(), m_topics.end(), event.topic); // a few topics at most
-  if (topic == m_topics.end()) {
-    topic = m_topics.emplace(m_topics.end(), event.topic);
+  if (m_keep_all) {
+    s.type = type_index(identity.type);
   }
-  s.topic = static_cast<std::uint32_t>(topic - m_topics.begin());
+  s.topic = topic_index(event.topic);
   s.partition = event.partition;
   s.offset = event.offset;
   s.timestamp = event.timestamp_ms;
@@ -311,33 +358,138 @@ void VersionAnalyzer::gaps(std::span<const std::size_t> of_entity) {
   }
 }
 
-void VersionAnalyzer::evaluate() {
-  if (m_evaluated) {
-    return;
-  }
-  m_evaluated = true;
-  // The events grouped by entity, each group in read order: a counting sort, entities being dense.
+template <typename Fn> void VersionAnalyzer::for_each_entity(Fn&& fn) {
+  // The events grouped by entity, each group in read order: a counting sort, entities being dense
+  // (a kept event without one is left out).
   std::vector<std::size_t> start(m_entities.size() + 1, 0);
+  std::size_t entity_events = 0;
   for (const Seen& s : m_seen) {
-    ++start[s.entity + 1];
+    if (s.entity != k_no_entity) {
+      ++start[s.entity + 1];
+      ++entity_events;
+    }
   }
   for (std::size_t e = 1; e < start.size(); ++e) {
     start[e] += start[e - 1];
   }
-  std::vector<std::size_t> order(m_seen.size());
+  std::vector<std::size_t> order(entity_events);
   for (std::size_t i = 0; i < m_seen.size(); ++i) {
-    order[start[m_seen[i].entity]++] = i;
+    if (m_seen[i].entity != k_no_entity) {
+      order[start[m_seen[i].entity]++] = i;
+    }
   }
   for (std::size_t begin = 0; begin < order.size();) {
     std::size_t end = begin;
     while (end < order.size() && m_seen[order[end]].entity == m_seen[order[begin]].entity) {
       ++end;
     }
-    std::span<const std::size_t> of_entity(order.data() + begin, end - begin);
-    walk(of_entity);
-    gaps(of_entity);
+    fn(std::span<const std::size_t>(order.data() + begin, end - begin));
     begin = end;
   }
+}
+
+void VersionAnalyzer::evaluate() {
+  if (m_evaluated) {
+    return;
+  }
+  m_evaluated = true;
+  for_each_entity([this](std::span<const std::size_t> of_entity) {
+    walk(of_entity);
+    gaps(of_entity);
+  });
+}
+
+void VersionAnalyzer::set_projection(std::string_view entity, std::optional<std::string_view> version) {
+  const std::uint32_t* index = m_entity_of.find(hash64(entity));
+  if (!index) {
+    return; // an entity no versioned event named
+  }
+  if (m_projection.size() <= *index) {
+    m_projection.resize(m_entities.size());
+  }
+  Projection& p = m_projection[*index];
+  if (p.known) {
+    return;
+  }
+  p.known = true;
+  p.present = version.has_value();
+  if (version) {
+    p.at = keep(*version);
+    p.len = static_cast<std::uint32_t>(version->size());
+  }
+}
+
+// One entity's verdicts: against the projection's version, each event is covered (at or below it),
+// superseded (above it, under a higher version the range has) or missing; and in the consumer's
+// order, a replay of the window applies an event above the projection and above what it applied before.
+void VersionAnalyzer::decide(std::span<const std::size_t> of_entity, std::span<const std::uint8_t> in_window) {
+  std::uint32_t entity = m_seen[of_entity[0]].entity;
+  Projection p = entity < m_projection.size() ? m_projection[entity] : Projection{};
+  std::optional<VersionValue> projected;
+  if (p.present) {
+    projected = parse_version(text(p.at, p.len), m_order);
+    if (!projected) { // the projection holds what the handler could not compare: nothing is decided
+      for (std::size_t i : of_entity) {
+        m_guard[i] = static_cast<std::uint8_t>(GuardState::Unchecked) | (in_window[i] ? 0x80 : 0);
+      }
+      return;
+    }
+  }
+  auto less = [this](const VersionValue& a, const VersionValue& b) { return compare_versions(a, b, m_order) < 0; };
+  std::optional<VersionValue> highest;
+  for (std::size_t i : of_entity) {
+    if (!highest || less(*highest, value(m_seen[i]))) {
+      highest = value(m_seen[i]);
+    }
+  }
+  std::optional<VersionValue> running = projected;
+  for (std::size_t i : consumer_order(of_entity)) {
+    VersionValue v = value(m_seen[i]);
+    GuardState state = projected && !less(*projected, v) ? GuardState::Covered
+                       : less(v, *highest)               ? GuardState::Superseded
+                                                         : GuardState::Missing;
+    bool applied = in_window[i] && (!running || less(*running, v));
+    if (applied) {
+      running = v;
+    }
+    m_guard[i] = static_cast<std::uint8_t>(state) | (applied ? 0x80 : 0);
+  }
+}
+
+void VersionAnalyzer::decide_guard(std::span<const std::uint8_t> in_window) {
+  m_guard.assign(m_seen.size(), 0);
+  for (std::size_t i = 0; i < m_seen.size(); ++i) {
+    if (m_seen[i].entity == k_no_entity) { // not compared: a replay delivers it, whatever the handler does
+      m_guard[i] = static_cast<std::uint8_t>(m_seen[i].has_id ? GuardState::Unchecked : GuardState::NoId) |
+                   (in_window[i] ? 0x80 : 0);
+    }
+  }
+  for_each_entity([&](std::span<const std::size_t> of_entity) { decide(of_entity, in_window); });
+}
+
+GuardEvent VersionAnalyzer::guard_event(std::size_t i) const {
+  const Seen& s = m_seen[i];
+  GuardEvent out;
+  out.topic = m_topics[s.topic];
+  out.partition = s.partition;
+  out.offset = s.offset;
+  out.timestamp_ms = s.timestamp;
+  out.seq = s.seq;
+  out.has_id = s.has_id;
+  out.id = text(s.id_at, s.id_len);
+  out.type = s.type < m_types.size() ? std::string_view(m_types[s.type]) : std::string_view{};
+  out.version = text(s.version_at, s.version_len);
+  if (s.entity != k_no_entity) {
+    out.entity = m_entities[s.entity];
+    if (s.entity < m_projection.size() && m_projection[s.entity].present) {
+      out.projection = text(m_projection[s.entity].at, m_projection[s.entity].len);
+    }
+  }
+  if (i < m_guard.size()) {
+    out.state = static_cast<GuardState>(m_guard[i] & 0x7f);
+    out.applied = (m_guard[i] & 0x80) != 0;
+  }
+  return out;
 }
 
 const VersionCounters& VersionAnalyzer::counters() {

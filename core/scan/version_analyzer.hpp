@@ -44,6 +44,32 @@ struct VersionCounters {
   std::int64_t unversioned = 0;     // no entity or no version taken
 };
 
+// The projection as the placement (--layout version-guard): what a guard holds of an event, its
+// entity's version in the projection against the event's.
+enum class GuardState : std::uint8_t {
+  NoId,       // no event id (the audit's first rule)
+  Unchecked,  // no entity or no version, or one (the event's or the projection's) that does not parse
+  Covered,    // the projection's version is at or above the event's: its change, or a later one, is in
+  Missing,    // the projection's is below, and no higher version of the entity is in the range
+  Superseded, // the projection's is below, and a higher version of the entity is in the range too
+};
+
+// A kept event with its guard's verdict (VersionAnalyzer::guard_event), in read order.
+struct GuardEvent {
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::uint64_t seq = 0;
+  bool has_id = false;
+  std::string_view id, type, entity, version;
+  std::optional<std::string_view> projection; // the entity's version there; nullopt: no row (or not looked up)
+  GuardState state = GuardState::Unchecked;
+  // A replay of the window applies it: its version is above the projection's and above every version a
+  // delivery before it in the consumer's order applied.
+  bool applied = false;
+};
+
 // Reads every event of the range with its entity and version, then, per entity, walks its events in
 // the order the consumer sees them: within a partition log order; across partitions timestamp order
 // (an estimate, so said in the examples). A guard drops an event whose version is below the highest
@@ -59,15 +85,31 @@ public:
   void observe(std::span<const Event> events, std::span<const Identity> identities);
   void observe(const Event& event, const Identity& identity);
 
+  // --layout version-guard: every event is kept (versioned or not, with or without an id), so that
+  // the guard's verdicts can be handed to the audit in read order. Call before the first observe.
+  void keep_every_event() { m_keep_all = true; }
+  // The entity's version in the projection (nullopt: no row), as the placement's lookup found it;
+  // for an entity already observed (others are ignored). The first answer for an entity stands.
+  void set_projection(std::string_view entity, std::optional<std::string_view> version);
+  // The kept events (every event with keep_every_event), and each one's verdict once decide_guard ran:
+  // `in_window[i]`, whether kept event i is in the replay window, decides which of them a replay applies.
+  std::size_t kept() const { return m_seen.size(); }
+  void decide_guard(std::span<const std::uint8_t> in_window);
+  GuardEvent guard_event(std::size_t i) const;
+
   // Walks the entities (once; later calls return the same).
   const VersionCounters& counters();
   std::vector<Finding> findings();
 
 private:
+  static constexpr std::uint32_t k_no_entity = 0xffffffff; // a kept event the walk skips
   struct Seen {
     std::uint32_t entity = 0;
     std::uint32_t topic = 0;
     std::int32_t partition = 0;
+    std::uint16_t type = 0; // kept with keep_every_event: an index into m_types
+    bool has_id = true;     // false for a kept event without one
+    bool parsed = true;     // false for a kept event without a version that parses
     std::int64_t offset = 0;
     std::int64_t timestamp = -1;
     std::uint64_t seq = 0;
@@ -86,6 +128,12 @@ private:
   // The span is of_entity itself, or m_merged until the next call.
   std::span<const std::size_t> consumer_order(std::span<const std::size_t> of_entity);
   void walk(std::span<const std::size_t> of_entity);
+  void decide(std::span<const std::size_t> of_entity, std::span<const std::uint8_t> in_window);
+  // Each entity's events (in read order) to `fn`, grouped by a counting sort.
+  template <typename Fn> void for_each_entity(Fn&& fn);
+  void keep_unversioned(const Event& event, const Identity& identity);
+  std::uint32_t topic_index(std::string_view topic);
+  std::uint16_t type_index(std::string_view type);
   void gaps(std::span<const std::size_t> of_entity);
   void evaluate();
 
@@ -101,6 +149,15 @@ private:
   std::vector<std::size_t> m_merged, m_few_firsts; // the walk's scratch, reused entity after entity
   std::vector<std::uint64_t> m_few_ids;
   VersionCounters m_counters;
+  bool m_keep_all = false;
+  std::vector<std::string> m_types; // kept events' types
+  // Each entity's version in the projection: unset (not looked up), no row, or the text in m_text.
+  struct Projection {
+    bool known = false, present = false;
+    std::uint32_t at = 0, len = 0;
+  };
+  std::vector<Projection> m_projection;
+  std::vector<std::uint8_t> m_guard; // a kept event's GuardState, | 0x80 when a replay applies it
   FindingBuilder m_regression, m_conflict, m_gap, m_unparsed, m_unversioned;
 };
 

@@ -501,3 +501,56 @@ TEST(AuditAnalyzer, WithoutEffectsNothingOfThemIsReported) {
   EXPECT_EQ(finding(r, "replay-risk")->title,
             "a seek over [from, to) would re-apply 4 events (2 with external effects)");
 }
+
+TEST(AuditAnalyzer, AVersionGuardsVerdictsCountAsDecidedAndItsReplayIsWhatTheWalkApplies) {
+  AuditOptions options;
+  options.version_guard = true;
+  options.ttl = projection_ttl();
+  options.key_template = KeyTemplate::parse("{entity}");
+  AuditAnalyzer analyzer(options);
+  analyzer.set_partition("orders", 0, 4, WindowBounds{0, 4, std::nullopt});
+  struct Decided {
+    std::int64_t offset;
+    Coverage state;
+    bool superseded, applied;
+  };
+  // 0 covered; 1 superseded and applied; 2 missing, dropped by the walk (a higher one went first);
+  // 3 missing and applied; 4, past the committed offset, is a first delivery whatever the walk says.
+  for (const auto& d : std::vector<Decided>{{0, Coverage::Covered, false, false},
+                                            {1, Coverage::Missing, true, true},
+                                            {2, Coverage::Missing, false, false},
+                                            {3, Coverage::Missing, false, true},
+                                            {4, Coverage::Missing, false, true}}) {
+    Event e;
+    e.topic = "orders";
+    e.offset = d.offset;
+    e.timestamp_ms = k_now - k_hour + d.offset;
+    Identity id;
+    id.has_id = true;
+    std::string text = "e-" + std::to_string(d.offset);
+    id.id = text;
+    id.type = "OrderPaid";
+    analyzer.observe_guarded(e, id, "o-1", d.state, d.superseded, d.applied, "entity o-1");
+  }
+  AuditResult r = analyzer.finish();
+  EXPECT_EQ(state(r, Coverage::Covered), 1);
+  EXPECT_EQ(state(r, Coverage::Missing), 3);
+  EXPECT_EQ(state(r, Coverage::Pending), 1);
+  EXPECT_EQ(r.superseded, 1);
+  EXPECT_EQ(r.replay.events, 4);
+  EXPECT_EQ(r.replay.would_reapply, 2);
+  EXPECT_EQ(r.replay.would_skip, 2);
+  ASSERT_EQ(r.replay.safe_from.size(), 1u);
+  EXPECT_EQ(r.replay.safe_from[0].offset, 4);
+  const Finding* behind = finding(r, "projection-behind");
+  ASSERT_NE(behind, nullptr);
+  EXPECT_EQ(behind->count, 3);
+  EXPECT_EQ(finding(r, "missing-record"), nullptr);
+  EXPECT_EQ(finding(r, "key-template-lacks-event-id"), nullptr) << "a projection is keyed by entity";
+  EXPECT_EQ(finding(r, "ttl-unknown"), nullptr);
+  const Finding* risk = finding(r, "replay-risk");
+  ASSERT_NE(risk, nullptr);
+  ASSERT_EQ(risk->examples.size(), 2u);
+  EXPECT_EQ(risk->examples[0].event_id, "e-1");
+  EXPECT_EQ(risk->examples[1].event_id, "e-3");
+}

@@ -200,3 +200,104 @@ TEST(VersionAnalyzer, TheOrdersCompareAsTheHandlerDoes) {
   EXPECT_EQ(parse_version_order("rfc3339"), VersionOrder::Rfc3339);
   EXPECT_THROW(parse_version_order("semver"), UsageError);
 }
+
+namespace {
+
+// A kept event's verdict, copied out of the analyzer.
+struct Verdict {
+  std::string id, entity;
+  std::optional<std::string> projection;
+  GuardState state;
+  bool applied;
+};
+
+// The guard's verdicts over `events` against `projection` (entity → version; absent: no row), with
+// the events from `window_from` on (in read order) in the replay window.
+std::vector<Verdict> guard(const std::vector<OwnedEvent>& events,
+                           const std::vector<std::pair<std::string, std::optional<std::string>>>& projection,
+                           std::size_t window_from = 0) {
+  IdentifyOptions options = default_identify_options();
+  options.entity = parse_field_specs("json:/order", "--entity");
+  options.version = parse_field_specs("json:/version", "--version");
+  Identifier identifier(options);
+  VersionAnalyzer analyzer(VersionOrder::Numeric, 5);
+  analyzer.keep_every_event();
+  std::uint64_t seq = 0;
+  for (const auto& owned : events) {
+    std::vector<Header> headers;
+    Event e = dedupctl::testing::view(owned, headers);
+    e.seq = seq++;
+    analyzer.observe(e, identifier.identify_one(e));
+  }
+  for (const auto& [entity, version] : projection) {
+    analyzer.set_projection(entity, version ? std::optional<std::string_view>(*version) : std::nullopt);
+  }
+  std::vector<std::uint8_t> in_window(analyzer.kept(), 0);
+  for (std::size_t i = window_from; i < in_window.size(); ++i) {
+    in_window[i] = 1;
+  }
+  analyzer.decide_guard(in_window);
+  std::vector<Verdict> out;
+  for (std::size_t i = 0; i < analyzer.kept(); ++i) {
+    GuardEvent e = analyzer.guard_event(i);
+    out.push_back({std::string(e.id), std::string(e.entity),
+                   e.projection ? std::optional<std::string>(*e.projection) : std::nullopt, e.state, e.applied});
+  }
+  return out;
+}
+
+std::string verdicts(const std::vector<Verdict>& events) {
+  std::string out;
+  for (const auto& e : events) {
+    const char* state = e.state == GuardState::Covered      ? "covered"
+                        : e.state == GuardState::Missing    ? "missing"
+                        : e.state == GuardState::Superseded ? "superseded"
+                        : e.state == GuardState::NoId       ? "no-id"
+                                                            : "unchecked";
+    out += fmt::format("{}:{}{} ", e.id, state, e.applied ? "+applied" : "");
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(VersionAnalyzer, TheProjectionsVersionDecidesCoveredMissingAndSuperseded) {
+  // o-1 is at 2 in the projection: 1 and 2 are in; 3 is below 4, which the range has; 4 is the last.
+  auto events = guard({change(0, 0, 100, "e-1", "o-1", "1"), change(0, 1, 200, "e-2", "o-1", "2"),
+                       change(0, 2, 300, "e-3", "o-1", "3"), change(0, 3, 400, "e-4", "o-1", "4")},
+                      {{"o-1", "2"}});
+  EXPECT_EQ(verdicts(events), "e-1:covered e-2:covered e-3:superseded+applied e-4:missing+applied ");
+  EXPECT_EQ(events[2].projection, std::optional<std::string>("2"));
+  EXPECT_EQ(events[2].entity, "o-1");
+}
+
+TEST(VersionAnalyzer, AReplayAppliesWhatIsAboveTheProjectionAndEverythingAppliedBeforeIt) {
+  // In the consumer's order o-1 meets 3, then 5, then 4 (dropped: below 5), then 5 again under its id.
+  auto events = guard({change(0, 0, 100, "e-3", "o-1", "3"), change(0, 1, 200, "e-5", "o-1", "5"),
+                       change(0, 2, 300, "e-4", "o-1", "4"), change(0, 3, 400, "e-5", "o-1", "5")},
+                      {{"o-1", "2"}});
+  EXPECT_EQ(verdicts(events), "e-3:superseded+applied e-5:missing+applied e-4:superseded e-5:missing ");
+}
+
+TEST(VersionAnalyzer, AcrossPartitionsTheGuardsReplayFollowsTimestamps) {
+  // Partition 1's version 5 comes first by time: partition 0's version 4, read first, is dropped.
+  auto events = guard({change(0, 0, 300, "e-4", "o-1", "4"), change(1, 0, 100, "e-5", "o-1", "5")}, {{"o-1", "1"}});
+  EXPECT_EQ(verdicts(events), "e-4:superseded e-5:missing+applied ");
+}
+
+TEST(VersionAnalyzer, OnlyTheWindowIsReplayedAndNoRowTakesEveryVersion) {
+  // o-2 has no row: the first delivery of the window inserts it. Events before the window are not
+  // delivered again, so they raise nothing.
+  auto events = guard({change(0, 0, 100, "e-7", "o-2", "7"), change(0, 1, 200, "e-6", "o-2", "6"),
+                       change(0, 2, 300, "e-8", "o-2", "8")},
+                      {{"o-2", std::nullopt}}, 1);
+  EXPECT_EQ(verdicts(events), "e-7:superseded e-6:superseded+applied e-8:missing+applied ");
+  EXPECT_FALSE(events[0].projection);
+}
+
+TEST(VersionAnalyzer, WhatTheGuardCannotCompareIsKeptUndecidedNeverCovered) {
+  auto unversioned = with_header_id(0, 2, 300, "e-9", R"({"order":"o-1"})");
+  auto events = guard({change(0, 0, 100, "e-1", "o-1", "1"), change(0, 1, 200, "e-2", "o-3", "2"), unversioned},
+                      {{"o-1", "5"}, {"o-3", "not a number"}});
+  EXPECT_EQ(verdicts(events), "e-1:covered e-2:unchecked+applied e-9:unchecked+applied ");
+}
