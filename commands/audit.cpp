@@ -75,6 +75,13 @@ AuditRequest audit_request(const AuditFlags& options, const PlacementFlags& firs
     throw UsageError("--seek needs --group: the replay window is [seek, committed) of that group");
   }
   placement = parse_placement(first, context);
+  if (placement.layout.version_guard()) {
+    if (!request.analyzer.versions) {
+      throw UsageError("--layout version-guard needs --entity and --version: the guard compares each event's "
+                       "version with its entity's in the projection");
+    }
+    placement.version_order = *request.analyzer.versions;
+  }
   if (placement.audit.window.kind != core::WindowKind::None &&
       (!options.shard.digest.empty() || !options.shard.shard.empty())) {
     throw UsageError(fmt::format("--layout {} with --shard/--digest: a window is simulated in one pass over its "
@@ -133,8 +140,12 @@ void parse_tiers(const AuditFlags& options, const std::vector<PlacementFlags>& f
     throw UsageError("--store repeated with --shard/--digest: a merge of shards carries one placement; audit the "
                      "tiers in one run");
   }
+  if (flags.size() > 1) {
+    refuse_version_guard(tiers.front().options, "a chain of tiers");
+  }
   for (std::size_t t = 1; t < flags.size(); ++t) {
     tiers.push_back(PlacementTier{parse_placement(flags[t], context), {}, {}});
+    refuse_version_guard(tiers.back().options, "a chain of tiers");
     placement::require(tiers.back().options.uri, placement::StoreUse::Read);
   }
   std::size_t windows = 0;

@@ -400,6 +400,7 @@ int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Co
     chain = parse_via_chain(flags, options.repair_lost, context);
   }
   PlacementOptions placement = parse_placement(chain ? flags[chain->claims] : options.placement, context, "--via");
+  refuse_version_guard(placement, "replay --via");
   check_replay_layout(placement.layout, options.execute && !options.repair_lost);
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();

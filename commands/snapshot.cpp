@@ -3,6 +3,7 @@
 #include "commands/placement/family.hpp"
 #include "core/store/layout.hpp"
 #include "core/store/store_uri.hpp"
+#include "core/util/errors.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -35,6 +36,9 @@ int run(const SnapshotFlags& flags, Context& context) {
     core::apply_layout_option(options.layout, option);
   }
   family.accept(options.layout);
+  if (options.layout.version_guard()) {
+    throw UsageError("--layout version-guard: snapshot does not export a projection; dedupctl audit reads it live");
+  }
   if (core::one_key(options.layout)) {
     options.collection = core::collection_key(options.layout, flags.collection);
   }

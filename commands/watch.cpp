@@ -105,6 +105,7 @@ WatchConfig parse_flags(const WatchFlags& flags, Context& context) {
     placement::require(core::parse_store_uri(flags.placement.store), placement::StoreUse::Watch);
   }
   config.placement = parse_placement(flags.placement, context);
+  refuse_version_guard(config.placement, "watch");
   config.effects = parse_effects(flags.effects);
   config.placement.audit.effects = config.effects.has_value();
   for (const auto& seek : flags.seeks) {

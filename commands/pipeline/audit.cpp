@@ -13,6 +13,7 @@
 #include <array>
 #include <deque>
 #include <future>
+#include <map>
 #include <memory>
 
 namespace dedupctl::commands {
@@ -74,7 +75,8 @@ class AuditReader {
 public:
   AuditReader(const AuditRequest& request, const core::AuditOptions& options, std::vector<core::DedupStore*> stores,
               core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window, ChainObservers* chain)
-      : m_request(request), m_stores(std::move(stores)), m_log(log), m_audit(audit), m_window(window), m_chain(chain) {
+      : m_request(request), m_stores(std::move(stores)), m_log(log), m_audit(audit),
+        m_guard(options.version_guard ? log.versions() : nullptr), m_window(window), m_chain(chain) {
     // Every template renders from one Identity: each one's fields are indexed after those before it.
     std::vector<core::KeyTemplate> templates{chain ? request.tiers[0].audit.key_template : options.key_template};
     for (std::size_t t = 1; t < m_stores.size(); ++t) {
@@ -214,6 +216,10 @@ private:
     if (m_window) {
       key_hashes(windowed);
     }
+    if (m_guard) {
+      project(slot, own);
+      return;
+    }
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = own.key_of[i] != SIZE_MAX;
       std::string_view key = has_key ? std::string_view(own.keys[own.key_of[i]]) : std::string_view{};
@@ -240,11 +246,29 @@ private:
     }
   }
 
+  // A version guard's batch: each entity's version in the projection, for the walk at the end.
+  void project(const Slot& slot, const Lookup& own) {
+    for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
+      const core::Identity& identity = slot.identities[i];
+      if (own.key_of[i] == SIZE_MAX || !identity.has_entity) {
+        continue;
+      }
+      const core::RecordState& state = own.states[own.key_of[i]];
+      m_guard->set_projection(identity.entity, state.kind == core::RecordState::Kind::Present
+                                                   ? std::optional<std::string_view>(state.value)
+                                                   : std::nullopt);
+    }
+    if (m_request.progress) {
+      m_request.progress(m_events += static_cast<std::int64_t>(slot.batch.events.size()));
+    }
+  }
+
   const AuditRequest& m_request;
   std::vector<core::DedupStore*> m_stores;
   std::vector<core::KeyTemplate> m_templates; // a store's each, rendered from the same extra values
   core::LogAnalyzer& m_log;
   core::AuditAnalyzer& m_audit;
+  core::VersionAnalyzer* m_guard;                     // --layout version-guard: the walk decides
   core::WindowAnalyzer* m_window;                     // memory: with a window layout
   ChainObservers* m_chain;                            // a chain of tiers
   static constexpr std::size_t k_window_prefetch = 8; // events ahead
@@ -258,6 +282,73 @@ private:
   // joined before they go.
   SerialWorker m_worker{true};
 };
+
+// A version guard's verdicts, walked over the whole range, handed to the audit in read order: which
+// events lie in the replay window decides which of them a replay applies.
+void feed_guard(const AuditRequest& request, const core::KeyTemplate& key_template, core::VersionAnalyzer& versions,
+                core::AuditAnalyzer& audit, const std::vector<core::PartitionWindow>& windows) {
+  std::vector<std::uint8_t> in_window(versions.kept(), 0);
+  std::map<std::pair<std::string, std::int32_t>, std::optional<core::WindowBounds>> bounds;
+  for (const auto& w : windows) {
+    bounds[{w.topic, w.partition}] = w.window;
+  }
+  for (std::size_t i = 0; i < in_window.size(); ++i) {
+    core::GuardEvent e = versions.guard_event(i);
+    auto it = bounds.find({std::string(e.topic), e.partition});
+    if (it == bounds.end()) { // a file's partition: its window is everything read
+      it = bounds
+               .emplace(std::pair(std::string(e.topic), e.partition),
+                        core::WindowBounds{0, core::k_offset_max, std::nullopt})
+               .first;
+    }
+    bool found = false;
+    in_window[i] = it->second && core::enter_window(*it->second, e.offset, e.timestamp_ms, found) ? 1 : 0;
+  }
+  versions.decide_guard(in_window);
+  std::string key;
+  for (std::size_t i = 0; i < in_window.size(); ++i) {
+    core::GuardEvent e = versions.guard_event(i);
+    core::Event event;
+    event.topic = e.topic;
+    event.partition = e.partition;
+    event.offset = e.offset;
+    event.timestamp_ms = e.timestamp_ms;
+    event.seq = e.seq;
+    core::Identity identity;
+    identity.has_id = e.has_id;
+    identity.id = e.id;
+    identity.type = e.type;
+    identity.entity = e.entity;
+    identity.has_entity = !e.entity.empty();
+    identity.version = e.version;
+    key.clear();
+    if (identity.has_id) {
+      core::render_event_key(key_template, event, identity, request.consumer, key);
+    }
+    std::string projection = e.projection ? fmt::format("the projection's {}", *e.projection) : "no row";
+    core::Coverage state = core::Coverage::Missing;
+    std::string note;
+    switch (e.state) {
+    case core::GuardState::NoId:
+      state = core::Coverage::NoId;
+      break;
+    case core::GuardState::Unchecked:
+      note = e.entity.empty() || e.version.empty()
+                 ? "no --entity or no --version: the guard was not checked"
+                 : fmt::format("entity {} version {}, {}: not comparable", e.entity, e.version, projection);
+      break;
+    case core::GuardState::Covered:
+      state = core::Coverage::Covered;
+      break;
+    case core::GuardState::Missing:
+    case core::GuardState::Superseded:
+      note = fmt::format("entity {} version {}, {}{}", e.entity, e.version, projection,
+                         e.state == core::GuardState::Superseded ? ", a higher version follows" : "");
+      break;
+    }
+    audit.observe_guarded(event, identity, key, state, e.state == core::GuardState::Superseded, e.applied, note);
+  }
+}
 
 // The findings a tier decides alone, whatever the other tiers hold: its keys, and a Bloom filter's
 // drops (a consumer that asks it first skips the event before any later tier is asked).
@@ -349,6 +440,21 @@ core::WindowSummary window_findings(const AuditRequest& request, core::WindowAna
   return simulated.summary;
 }
 
+// Each partition's replay window ([from, to), or [seek, committed) with --seek), announced to the audit.
+std::vector<core::PartitionWindow> announce_windows(const AuditRequest& request, const core::SourceInfo& info,
+                                                    core::AuditAnalyzer& audit) {
+  std::vector<core::PartitionWindow> windows;
+  for (const auto& range : info.partitions) {
+    core::WindowBounds window{range.from, range.to, std::nullopt};
+    if (request.has_seek && range.seek) {
+      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to), range.seek_timestamp};
+    }
+    windows.push_back({range.topic, range.partition, range.committed, window});
+    audit.set_partition(range.topic, range.partition, range.committed, window);
+  }
+  return windows;
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> state_counts(const core::AuditResult& result) {
@@ -365,6 +471,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
 
   core::LogAnalyzerOptions log_options = request.analyzer;
   log_options.max_examples = request.max_examples;
+  log_options.keep_every_event = request.audit.version_guard;
   log_options.id_specs = core::to_string(request.identify.id);
   if (auto expected = expected_events(info)) {
     log_options.expected_events = expected;
@@ -375,15 +482,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   if (request.digest) {
     request.digest->set_check_keys(audit_options.key_template.event_id_injectivity());
   }
-  std::vector<core::PartitionWindow> windows;
-  for (const auto& range : info.partitions) {
-    core::WindowBounds window{range.from, range.to, std::nullopt};
-    if (request.has_seek && range.seek) {
-      window = core::WindowBounds{*range.seek, range.committed.value_or(range.to), range.seek_timestamp};
-    }
-    windows.push_back({range.topic, range.partition, range.committed, window});
-    audit.set_partition(range.topic, range.partition, range.committed, window);
-  }
+  std::vector<core::PartitionWindow> windows = announce_windows(request, info, audit);
   std::optional<core::WindowAnalyzer> window;
   if (audit_options.window.kind != core::WindowKind::None) {
     window.emplace(audit_options.window, request.max_examples, audit_options.side_effects);
@@ -401,6 +500,9 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     AuditReader reader(request, audit_options, stores, log, audit, window ? &*window : nullptr,
                        tiers ? tiers->observers() : nullptr);
     incomplete_on_failure(report, [&] { reader.read(source); });
+  }
+  if (audit_options.version_guard && log.versions()) {
+    feed_guard(request, audit_options.key_template, *log.versions(), audit, windows);
   }
   std::vector<core::Finding> placement_findings = request.placement_findings;
   for (auto& finding : log.version_findings()) { // the tally a shard writes down carries none (refused)
@@ -476,6 +578,9 @@ void finish_audit_report(reports::Report& report, core::SourceInfo info, core::A
   report.summary = {{"events", c.events}, {"no_id", result.states[static_cast<std::size_t>(core::Coverage::NoId)]}};
   for (auto& count : state_counts(result)) {
     report.summary.push_back(std::move(count));
+  }
+  if (result.ttl.source == core::TtlSource::Projection) { // a version guard's: a part of missing
+    report.summary.emplace_back("superseded", result.superseded);
   }
   std::int64_t key_collisions = result.key_collisions;
   for (const auto& tier : report.tiers) { // a chain's: each tier's keys

@@ -241,7 +241,26 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
     out.audit.window = out.layout.window;
     out.audit.ttl = core::window_ttl();
   }
+  if (out.layout.version_guard()) { // the projection: verdicts by the version walk, rows that never lapse
+    if (!options.ttl.empty()) {
+      throw UsageError(fmt::format("--ttl {}: --layout version-guard reads the handler's projection, whose rows "
+                                   "never lapse; drop --ttl",
+                                   options.ttl));
+    }
+    out.audit.version_guard = true;
+    out.audit.ttl = core::projection_ttl();
+    out.audit.check_collisions = false; // one key an entity, by design
+  }
   return out;
+}
+
+void refuse_version_guard(const PlacementOptions& placement, std::string_view command) {
+  if (placement.layout.version_guard()) {
+    throw UsageError(fmt::format("--layout version-guard: {} does not read a version guard's projection yet; "
+                                 "dedupctl audit --entity … --version … does (its replay section is the seek "
+                                 "preview)",
+                                 command));
+  }
 }
 
 reports::PlacementInfo placement_info(const PlacementOptions& placement) {

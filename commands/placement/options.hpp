@@ -5,6 +5,7 @@
 #include "commands/context.hpp"
 #include "connectors/postgres/inbox_store.hpp"
 #include "core/audit/audit_analyzer.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/store/inbox_schema.hpp"
 #include "core/store/layout.hpp"
 #include "core/store/store_uri.hpp"
@@ -60,7 +61,12 @@ struct PlacementOptions {
   connectors::postgres::InboxLookup inbox_lookup = connectors::postgres::InboxLookup::Auto; // --inbox-lookup
   InboxFlags inbox;     // an inbox's table and columns as given (a layout's own unless a flag says otherwise)
   std::string consumer; // --consumer
+  // A version guard's (--layout version-guard): --version-order, which its version column must fit.
+  core::VersionOrder version_order = core::VersionOrder::Numeric;
 };
+
+// --layout version-guard is read by audit alone: the other commands (`command`) refuse it.
+void refuse_version_guard(const PlacementOptions& placement, std::string_view command);
 
 // audit: --store (required, repeatable: tiers, commands/placement/tiers.hpp) and every flag; trace and
 // watch: one --store and every flag; replay: --via (optional) and the flags a claim uses.

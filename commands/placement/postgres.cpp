@@ -4,6 +4,7 @@
 
 #include "connectors/postgres/inbox.hpp"
 #include "connectors/postgres/inbox_store.hpp"
+#include "connectors/postgres/projection.hpp"
 #include "core/check/inbox_rules.hpp"
 #include "core/store/inbox_snapshot.hpp"
 #include "core/util/errors.hpp"
@@ -89,6 +90,26 @@ void check_options(const PlacementOptions& placement) {
 
 OpenedStore open_store(const PlacementOptions& placement, Context& context,
                        std::optional<std::int64_t> expected_events) {
+  if (placement.layout.version_guard()) {
+    if (placement.inbox.table.empty() || context.origin_of("inbox-table") == core::ValueOrigin::Default) {
+      throw UsageError("--layout version-guard on postgres://…: name the projection's table with --inbox-table "
+                       "(the table the handler's UPDATE … WHERE version < $v writes)");
+    }
+    core::check_inbox_names(placement.inbox.table,
+                            {{"--layout-option entity-column", placement.layout.projection.entity_column},
+                             {"--layout-option version-column", placement.layout.projection.version_column}});
+    connectors::postgres::ProjectionSettings settings;
+    settings.session.conninfo = placement.uri.conninfo;
+    settings.session.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
+    settings.session.schema.table = placement.inbox.table;
+    settings.session.stop = &context.stop;
+    settings.entity_column = placement.layout.projection.entity_column;
+    settings.version_column = placement.layout.projection.version_column;
+    settings.order = placement.version_order;
+    OpenedStore out;
+    out.store = connectors::postgres::open_projection_store(settings);
+    return out;
+  }
   auto settings = placement_settings(placement, context);
   settings.lookup = placement.inbox_lookup;
   settings.expected_events = expected_events;

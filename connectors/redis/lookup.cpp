@@ -127,6 +127,38 @@ void lookup_members(Nodes& nodes, const core::RecordLayout& layout, const std::s
   }
 }
 
+// A version guard's hash per entity: HGET of its version field, a key at a time (routed by slot).
+void lookup_version_fields(Nodes& nodes, const core::RecordLayout& layout, const std::vector<std::string>& keys,
+                           std::vector<core::RecordState>& out, std::vector<std::string>& values) {
+  out.assign(keys.size(), core::RecordState{});
+  values.assign(keys.size(), std::string());
+  const std::string& field = layout.projection.version_field;
+  nodes.exchange(
+      keys, 1,
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.add({"HGET", keys[i], field});
+      },
+      [&](std::size_t i, std::span<Reply> replies) {
+        const redisReply& reply = *replies[0];
+        if (reply.type == REDIS_REPLY_ERROR && text_of(reply).starts_with("WRONGTYPE")) {
+          throw UsageError(fmt::format("--layout-option version-field={}: the key {} is not a hash (HGET answered "
+                                       "{}); drop version-field for a key whose value is the version",
+                                       field, keys[i], text_of(reply)));
+        }
+        if (reply.type == REDIS_REPLY_ERROR) {
+          throw UnreachableError(fmt::format("Redis answered HGET with an error ({})", text_of(reply)));
+        }
+        if (reply.type == REDIS_REPLY_STRING) {
+          out[i].kind = core::RecordState::Kind::Present;
+          values[i].assign(reply.str, reply.len);
+        }
+      },
+      "a lookup");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out[i].value = values[i];
+  }
+}
+
 // What the layout reads from each present record's value (`values`, kept by keep_value).
 void read_values(const core::RecordLayout& layout, std::vector<core::RecordState>& out,
                  const std::vector<std::string>& values) {
@@ -198,6 +230,9 @@ void lookup_all(Nodes& nodes, const RedisSettings& settings, const std::vector<s
   bool read_already = false; // the values read as they arrived
   if (core::one_key(layout)) {
     lookup_members(nodes, layout, settings.collection, keys, out, values);
+  } else if (layout.version_guard() && !layout.projection.version_field.empty()) {
+    lookup_version_fields(nodes, layout, keys, out, values);
+    return; // a projection's keys have no TTL the guard reads
   } else if (!nodes.clustered()) {
     // Each value read as it arrives, in place (read_values below would find it out of the cache).
     nodes.on_server([&](Connection& server) {

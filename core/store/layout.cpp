@@ -171,6 +171,15 @@ std::vector<RecordLayout> all_layouts() {
   for (auto& layout : window_layouts()) {
     layouts.push_back(std::move(layout));
   }
+  RecordLayout guard;
+  guard.name = "version-guard";
+  guard.home = LayoutHome::Projection;
+  guard.library = "no dedup record: the handler's guard UPDATE … WHERE version < $v against its projection (a "
+                  "PostgreSQL row or a Redis key per entity; --layout-option entity-column, version-column, "
+                  "version-field)";
+  guard.key_template = "{entity}";
+  guard.never_expires = true;
+  layouts.push_back(guard);
   return layouts;
 }
 
@@ -751,6 +760,21 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
   std::string_view value = eq == std::string_view::npos ? std::string_view() : option.substr(eq + 1);
   if (layout.home == LayoutHome::Window) {
     apply_window_option(layout.window, option);
+    return;
+  }
+  if (layout.home == LayoutHome::Projection) {
+    auto& p = layout.projection;
+    if (name == "entity-column" && !value.empty()) {
+      p.entity_column = value;
+    } else if (name == "version-column" && !value.empty()) {
+      p.version_column = value;
+    } else if (name == "version-field" && !value.empty()) {
+      p.version_field = value;
+    } else {
+      throw UsageError(fmt::format("--layout-option {}: --layout {} takes entity-column=NAME and version-column=NAME "
+                                   "(a PostgreSQL projection), or version-field=NAME (a Redis hash per entity)",
+                                   option, layout.name));
+    }
     return;
   }
   if (layout.home == LayoutHome::Dump) {

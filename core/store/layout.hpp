@@ -86,7 +86,18 @@ struct DynamoKeySchema {
 // Window: an in-process window of ids (memory:), simulated against the log rather than read.
 // Dump: a Bloom filter a library wrote to a file itself (bits-and-blooms' WriteTo, Guava's writeTo),
 // read from file: alone.
-enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump };
+// Projection: no dedup record at all; the handler's own table (or Redis key) per entity, whose version
+// a guard compares (--layout version-guard): PostgreSQL or Redis.
+enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump, Projection };
+
+// A version guard's projection (--layout version-guard): the entity's row and its version column in
+// PostgreSQL (--inbox-table), or a Redis key per entity (--key-template) holding the version, or a
+// hash of it with the version in a field.
+struct ProjectionSpec {
+  std::string entity_column = "id";
+  std::string version_column = "version";
+  std::string version_field; // Redis: the hash field holding the version; "": the key's string value
+};
 
 // An in-process window's structure (docs/windows.md): an LRU of the last `capacity` ids; the LRU
 // with a Bloom filter behind it whose "maybe" means skip; a Bloom filter whose "maybe" is decided by a
@@ -152,8 +163,11 @@ struct RecordLayout {
   DynamoKeySchema dynamodb;
   // A window layout (home Window): its structure and sizes, from --layout-option.
   WindowSpec window;
+  // A version guard (home Projection): where the projection keeps each entity's version.
+  ProjectionSpec projection;
 
   bool inbox() const { return home == LayoutHome::Inbox; }
+  bool version_guard() const { return home == LayoutHome::Projection; }
 };
 
 // Every layout's name, in the order --help lists them.

@@ -45,6 +45,14 @@ void check_layout_home(const RecordLayout& layout, StoreUri::Kind kind) {
                                    layout.name, store_kind_name(kind)));
     }
     return;
+  case LayoutHome::Projection:
+    if (kind != Kind::Postgres && kind != Kind::Redis) {
+      throw UsageError(fmt::format("--layout {} reads the handler's projection itself: give --store postgres://… "
+                                   "(--inbox-table names its table) or --store redis://… (--key-template names its "
+                                   "key per entity), not {}",
+                                   layout.name, store_kind_name(kind)));
+    }
+    return;
   case LayoutHome::Any:
     break;
   }

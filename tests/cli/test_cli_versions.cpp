@@ -5,6 +5,7 @@
 #include "tests/support/planted.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -144,5 +145,76 @@ TEST(VersionsExample, TheReadmesDroppedChangeIsWhatScanPrints) {
   EXPECT_NE(result.out.find(line), std::string::npos) << result.out;
   for (const char* doc : {"/README.md", "/docs/version-guards.md"}) {
     EXPECT_NE(read_file(root + doc).find(line), std::string::npos) << doc;
+  }
+}
+
+// --layout version-guard: what it needs and what does not read it yet, refused (exit 2) before
+// anything is contacted (the store's port is closed).
+TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
+  const std::vector<std::string> guard{"--store",       "redis://127.0.0.1:1", "--layout",
+                                       "version-guard", "--key-template",      "order:{entity}"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), guard.begin(), guard.end());
+    return run_dedupctl(args);
+  };
+  const std::string b = m_broker.bootstrap();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"audit", "-b", b, "--topic", "orders"}, "--layout version-guard needs --entity and --version"},
+           {{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version", "--ttl",
+             "1h"},
+            "--ttl 1h: --layout version-guard reads the handler's projection, whose rows never lapse"},
+           {{"trace", "-b", b, "--topic", "orders", "--event-id", "e-1"},
+            "--layout version-guard: trace does not read a version guard's projection yet"},
+           {{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
+             "--layout-option", "version-colum=v"},
+            "--layout-option version-colum=v: --layout version-guard takes entity-column=NAME"},
+       }) {
+    auto result = with(c.args);
+    EXPECT_EQ(result.exit_code, 2) << fmt::format("{}", fmt::join(c.args, " ")) << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+  }
+  auto file = run_dedupctl({"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version",
+                            "json:/version", "--store", "file:/dev/null", "--layout", "version-guard"});
+  EXPECT_EQ(file.exit_code, 2) << file.err;
+  EXPECT_NE(file.err.find("reads the handler's projection itself"), std::string::npos) << file.err;
+  auto chain =
+      run_dedupctl({"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
+                    "--store", "redis://127.0.0.1:1", "--layout", "version-guard", "--store", "redis://127.0.0.1:1"});
+  EXPECT_EQ(chain.exit_code, 2) << chain.err;
+  EXPECT_NE(chain.err.find("a chain of tiers does not read"), std::string::npos) << chain.err;
+}
+
+// docs/version-guards.md's audit of a projection restored from a backup is what the binary prints
+// over the bundled log, against a real redis-server holding each order's version.
+TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  for (int i = 1000; i <= 1019; ++i) {
+    ASSERT_EQ(redis.command(fmt::format("SET order:o-{} 3", i)), "+OK\r\n");
+  }
+  ASSERT_EQ(redis.command("SET order:o-1042 3"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET order:o-1043 2"), "+OK\r\n");
+  ASSERT_EQ(redis.command("SET order:o-1017 1"), "+OK\r\n"); // the backup's
+  ASSERT_EQ(redis.command("DEL order:o-1018"), ":1\r\n");
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  auto result = run_dedupctl({"audit", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
+                              "--version", "json:/version", "--store", redis.uri(), "--layout", "version-guard",
+                              "--key-template", "order:{entity}", "--retention", "7d", "--examples", "3"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const std::string guide = read_file(root + "/docs/version-guards.md");
+  for (const std::string line :
+       {"projection-behind  5 events the consumer moved past carry a version above their entity's in the projection: "
+        "their change is not in it (3 of them superseded by a higher version in the range)",
+        "orders[0]@26  id ev-0054  2026-11-20T08:02:53.000Z  key order:o-1017  (entity o-1017 version 3, the "
+        "projection's 1)",
+        "orders[0]@27  id ev-0056  2026-11-20T08:03:02.000Z  key order:o-1018  (entity o-1018 version 2, no row, a "
+        "higher version follows)",
+        "66 events: 61 would be skipped, 5 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"}) {
+    EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
+    EXPECT_NE(guide.find(line), std::string::npos) << line;
   }
 }

@@ -82,6 +82,12 @@ TEST(LayoutHome, EveryHomeAgainstEveryStoreKind) {
       {"bloom", Kind::Memory, "give --store file:PATH, not memory"},
       {"bloom", Kind::Postgres, "give --store file:PATH, not postgres"},
       {"bloom", Kind::Dynamodb, "give --store file:PATH, not dynamodb"},
+      // Projection: the handler's own table or key per entity, read live (no snapshot of it).
+      {"version-guard", Kind::Postgres, nullptr},
+      {"version-guard", Kind::Redis, nullptr},
+      {"version-guard", Kind::File, "reads the handler's projection itself: give --store postgres://"},
+      {"version-guard", Kind::Dynamodb, "not dynamodb"},
+      {"version-guard", Kind::Memory, "not memory"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.layout) + " in " + std::string(store_kind_name(c.kind)));
@@ -103,6 +109,8 @@ TEST(LayoutHome, EachLibrarysLayoutSaysWhereItsRecordsLive) {
   EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
   EXPECT_EQ(find_layout("lru-bloom").home, LayoutHome::Window);
   EXPECT_EQ(find_layout("bloom").home, LayoutHome::Dump);
+  EXPECT_EQ(find_layout("version-guard").home, LayoutHome::Projection);
+  EXPECT_EQ(find_layout("version-guard").key_template, "{entity}");
   for (auto name : layout_names()) {
     auto layout = find_layout(name);
     EXPECT_EQ(layout.inbox(), layout.home == LayoutHome::Inbox) << name;

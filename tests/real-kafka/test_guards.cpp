@@ -1,0 +1,261 @@
+// Reality check of a version guard (issue 63): a consumer that keeps no dedup record applies each
+// event only if its version is above its entity's in the projection (tests/support/libraries/
+// guard_consumer.py: a PostgreSQL upsert guarded by `WHERE orders.version < EXCLUDED.version`, or a
+// Redis key per entity set by a script). Entities keyed in two partitions and a producer that
+// reorders: the changes the consumer drops are exactly scan's version-regression. Then the projection
+// goes back (a restore from an older backup), the group seeks to the start, the consumer runs again,
+// and the rows it changes are exactly the audit's seek preview.
+#include "tests/support/fixtures.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_tools.hpp"
+#include "tests/support/schema_registry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace dedupctl::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+struct Change {
+  std::int32_t partition;
+  std::string order;
+  int version;
+};
+
+// Three phases, each produced and then consumed to its end, so that the consumer meets them in
+// timestamp order across partitions, as the audit estimates. Within a phase an entity keeps one
+// partition. o-2's producer reorders (3 before 2); o-3's version 1 comes after its version 2 from
+// another partition.
+const std::vector<std::vector<Change>> k_phases = {
+    {{0, "o-1", 1}, {0, "o-1", 2}, {0, "o-2", 1}, {1, "o-4", 1}, {1, "o-4", 2}, {1, "o-5", 1}},
+    {{1, "o-1", 3}, {0, "o-2", 3}, {0, "o-2", 2}, {0, "o-3", 2}},
+    {{1, "o-3", 1}, {1, "o-5", 2}, {0, "o-6", 5}},
+};
+
+std::string id_of(const Change& c) { return fmt::format("{}-v{}", c.order, c.version); }
+
+std::set<std::string> lines_with(const std::string& path, const std::string& prefix) {
+  std::set<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(prefix)) {
+      out.insert(line.substr(prefix.size()));
+    }
+  }
+  return out;
+}
+
+std::set<std::string> example_ids(const Json& report, const std::string& finding) {
+  std::set<std::string> out;
+  for (const auto& f : report.at("findings")) {
+    if (f.at("id") == finding) {
+      for (const auto& example : f.at("examples")) {
+        out.insert(example.at("event_id").get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+class VersionGuard : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    KafkaBroker& broker = shared_kafka_broker();
+    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
+    std::string why;
+    m_python = registry_python(why);
+    DEDUPCTL_REQUIRE_SERVER(!m_python.empty(), why);
+    if (GetParam() == "postgres") {
+      DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
+      ASSERT_EQ(m_pg.psql("CREATE TABLE orders (id text PRIMARY KEY, version bigint NOT NULL, amount bigint, "
+                          "note text)")
+                    .exit_code,
+                0);
+    } else {
+      DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
+    }
+    m_bootstrap = broker.bootstrap();
+    static int made = 0;
+    m_topic = fmt::format("guarded-{}-{}-{}", GetParam(), ::testing::UnitTest::GetInstance()->random_seed(), ++made);
+    create_topic(m_bootstrap, m_topic, 2, {});
+  }
+
+  void produce(const std::vector<Change>& phase, std::int64_t& ts) {
+    TestProducer producer(m_bootstrap, 30'000);
+    for (const auto& c : phase) {
+      OutgoingRecord record;
+      record.topic = m_topic;
+      record.partition = c.partition;
+      record.payload =
+          Json{{"event_id", id_of(c)}, {"order_id", c.order}, {"version", c.version}, {"amount", 100 * c.version}}
+              .dump();
+      record.timestamp_ms = ts += 1000;
+      producer.send(record);
+    }
+    std::string error;
+    ASSERT_EQ(producer.flush(error), 0) << error;
+  }
+
+  void consume(const std::string& applied) {
+    std::vector<std::string> argv{
+        m_python,      std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/guard_consumer.py",
+        "--bootstrap", m_bootstrap,
+        "--topic",     m_topic,
+        "--group",     "projector",
+        "--applied",   applied};
+    if (GetParam() == "postgres") {
+      argv.insert(argv.end(), {"--pg", m_pg.conninfo()});
+    } else {
+      argv.insert(argv.end(), {"--redis-port", std::to_string(m_redis.port())});
+    }
+    auto result = run_command(argv, "", std::chrono::seconds(120));
+    ASSERT_EQ(result.exit_code, 0) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
+  }
+
+  // The three phases, each produced then consumed; the consumer's first outcomes in `first`.
+  void plant() {
+    auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count() -
+              600'000;
+    for (const auto& phase : k_phases) {
+      produce(phase, ts);
+      consume(m_dir.file("first"));
+    }
+  }
+
+  // A restore from an older backup: o-2 back at 1, o-4's row gone, o-6 back at 4.
+  void restore() {
+    if (GetParam() == "postgres") {
+      ASSERT_EQ(m_pg.psql("UPDATE orders SET version = 1 WHERE id = 'o-2'; DELETE FROM orders WHERE id = 'o-4'; "
+                          "UPDATE orders SET version = 4 WHERE id = 'o-6'")
+                    .exit_code,
+                0);
+    } else {
+      ASSERT_EQ(m_redis.command("SET order:o-2 1"), "+OK\r\n");
+      ASSERT_EQ(m_redis.command("DEL order:o-4"), ":1\r\n");
+      ASSERT_EQ(m_redis.command("SET order:o-6 4"), "+OK\r\n");
+    }
+  }
+
+  std::vector<std::string> placement() const {
+    if (GetParam() == "postgres") {
+      return {"--store", m_pg.conninfo(), "--layout", "version-guard", "--inbox-table", "orders"};
+    }
+    return {"--store", m_redis.uri(), "--layout", "version-guard", "--key-template", "order:{entity}"};
+  }
+
+  CommandResult audit(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"audit",
+                                  "-b",
+                                  m_bootstrap,
+                                  "--topic",
+                                  m_topic,
+                                  "--group",
+                                  "projector",
+                                  "--seek",
+                                  "earliest",
+                                  "--retention",
+                                  "7d",
+                                  "--id",
+                                  "json:/event_id",
+                                  "--entity",
+                                  "json:/order_id",
+                                  "--version",
+                                  "json:/version",
+                                  "--examples",
+                                  "1000",
+                                  "--fail-on",
+                                  "none",
+                                  "-o",
+                                  "json"};
+    auto more = placement();
+    args.insert(args.end(), more.begin(), more.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_dedupctl(args);
+  }
+
+  std::string m_python;
+  RedisServer m_redis;
+  PostgresServer m_pg;
+  std::string m_bootstrap;
+  std::string m_topic;
+  TempDir m_dir;
+};
+
+INSTANTIATE_TEST_SUITE_P(Projections, VersionGuard, ::testing::Values("postgres", "redis"),
+                         [](const ::testing::TestParamInfo<std::string>& kind) { return kind.param; });
+
+} // namespace
+
+TEST_P(VersionGuard, TheChangesTheGuardDropsAreScansRegressionsAndASeekAppliesExactlyThePreview) {
+  plant();
+  std::set<std::string> dropped = lines_with(m_dir.file("first"), "dropped ");
+  EXPECT_EQ(dropped, (std::set<std::string>{"o-2-v2", "o-3-v1"}));
+  auto scan = run_dedupctl({"scan", "-b", m_bootstrap, "--topic", m_topic, "--id", "json:/event_id", "--entity",
+                            "json:/order_id", "--version", "json:/version", "--fail-on", "none", "-o", "json"});
+  ASSERT_EQ(scan.exit_code, 0) << scan.err;
+  Json scanned = Json::parse(scan.out);
+  EXPECT_EQ(example_ids(scanned, "version-regression"), dropped) << scan.out;
+
+  // Before the restore every change is in (or was dropped under a higher one): a seek applies nothing.
+  auto before = audit();
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  Json clean = Json::parse(before.out);
+  EXPECT_EQ(clean.at("summary").at("covered"), 13) << clean.at("summary");
+  EXPECT_EQ(clean.at("replay").at("would_reapply"), 0) << clean.at("replay");
+
+  restore();
+  auto after = audit();
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  Json report = Json::parse(after.out);
+  EXPECT_TRUE(report.at("complete").get<bool>());
+  EXPECT_EQ(report.at("placement").at("layout"), "version-guard");
+  EXPECT_EQ(report.at("placement").at("ttl_source"), "projection");
+  std::set<std::string> preview = example_ids(report, "replay-risk");
+  EXPECT_EQ(report.at("replay").at("would_reapply"), static_cast<long long>(preview.size()));
+  EXPECT_EQ(report.at("summary").at("missing"), 5) << report.at("summary");    // o-2 v2, v3; o-4 v1, v2; o-6 v5
+  EXPECT_EQ(report.at("summary").at("superseded"), 2) << report.at("summary"); // o-2 v2, o-4 v1
+
+  commit_offsets(m_bootstrap, "projector", m_topic, {{0, 0}, {1, 0}});
+  consume(m_dir.file("replayed"));
+  std::set<std::string> applied = lines_with(m_dir.file("replayed"), "applied ");
+  EXPECT_EQ(applied, preview) << "consumer: " << fmt::format("{}", fmt::join(applied, " "))
+                              << "\naudit: " << fmt::format("{}", fmt::join(preview, " "));
+  EXPECT_EQ(applied, (std::set<std::string>{"o-2-v3", "o-4-v1", "o-4-v2", "o-6-v5"}));
+}
+
+// What the projection cannot hold as the guard compares it is exit 2 naming it, before any verdict: a
+// version column of another type than the order compares, one that is not there, or (Redis) a key
+// that is not the hash --layout-option version-field reads.
+TEST_P(VersionGuard, AProjectionThatCannotHoldTheVersionAsTheOrderComparesItIsExitTwoNamingIt) {
+  std::int64_t ts = 1'700'000'000'000;
+  produce(k_phases[0], ts);
+  consume(m_dir.file("first"));
+  if (GetParam() == "redis") {
+    auto hash = audit({"--layout-option", "version-field=version"});
+    EXPECT_EQ(hash.exit_code, 2) << hash.err;
+    EXPECT_NE(hash.err.find("version-field=version: the key order:o-"), std::string::npos) << hash.err;
+    EXPECT_NE(hash.err.find("is not a hash"), std::string::npos) << hash.err;
+    return;
+  }
+  auto wrong = audit({"--layout-option", "version-column=note"});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("orders.note is text"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("version-column=note"), std::string::npos) << wrong.err;
+  auto times = audit({"--version-order", "rfc3339"});
+  EXPECT_EQ(times.exit_code, 2) << times.err;
+  EXPECT_NE(times.err.find("orders.version is bigint"), std::string::npos) << times.err;
+  auto no_column = audit({"--layout-option", "entity-column=order_id"});
+  EXPECT_EQ(no_column.exit_code, 2) << no_column.err;
+  EXPECT_NE(no_column.err.find("order_id"), std::string::npos) << no_column.err;
+}

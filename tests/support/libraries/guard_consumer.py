@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""A consumer that keeps no dedup record: its handler is idempotent by design, a version guard, as the
+guides write it. confluent-kafka reads the topic in a group; each event {"event_id", "order_id",
+"version", "amount"} is applied to the projection only if its version is above the row's:
+
+  postgres (--pg): INSERT INTO orders (id, version, amount) VALUES (…) ON CONFLICT (id) DO UPDATE SET
+                   version = EXCLUDED.version, amount = EXCLUDED.amount WHERE orders.version < EXCLUDED.version
+                   (no row: the first version inserts it)
+  redis (--redis-port): the key order:<order_id> holds the version; a script sets it (and the amount
+                   in order:<order_id>:amount) only when the event's version is above it
+
+Each event's outcome is appended to --applied as "applied <event_id>" or "dropped <event_id>". The
+offset is committed after each event. Stops when the group's partitions are read to their end.
+"""
+import json
+import sys
+
+import psycopg
+import redis
+from group_loop import consume_group, group_arguments
+
+GUARD = """
+local current = redis.call('GET', KEYS[1])
+if current and tonumber(current) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
+"""
+
+
+def main():
+    parser = group_arguments()
+    parser.add_argument("--pg", default="")
+    parser.add_argument("--applied", required=True)
+    args = parser.parse_args()
+    projection = psycopg.connect(args.pg, autocommit=True) if args.pg else None
+    store = None if projection else redis.Redis(host="127.0.0.1", port=args.redis_port)
+    guard = store.register_script(GUARD) if store else None
+    out = open(args.applied, "a", encoding="utf-8")
+
+    def handle(message):
+        event = json.loads(message.value())
+        if projection:
+            applied = projection.execute(
+                "INSERT INTO orders (id, version, amount) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+                "version = EXCLUDED.version, amount = EXCLUDED.amount WHERE orders.version < EXCLUDED.version",
+                (event["order_id"], event["version"], event["amount"])).rowcount == 1
+        else:
+            key = "order:" + event["order_id"]
+            applied = guard(keys=[key, key + ":amount"], args=[event["version"], event["amount"]]) == 1
+        out.write(("applied " if applied else "dropped ") + event["event_id"] + "\n")
+        out.flush()
+
+    code = consume_group(args.bootstrap, args.topic, args.group, handle)
+    out.close()
+    if projection:
+        projection.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
