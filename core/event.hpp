@@ -35,6 +35,19 @@ struct Event {
   void* native = nullptr;
 };
 
+// An event at its coordinates, without key, payload or headers (one rebuilt from what an analyzer or
+// a digest kept of it).
+inline Event event_at(std::string_view topic, std::int32_t partition, std::int64_t offset, std::int64_t timestamp_ms,
+                      std::uint64_t seq) {
+  Event event;
+  event.topic = topic;
+  event.partition = partition;
+  event.offset = offset;
+  event.timestamp_ms = timestamp_ms;
+  event.seq = seq;
+  return event;
+}
+
 // A batch of events with the storage their views point into.
 struct EventBatch {
   std::vector<Event> events;

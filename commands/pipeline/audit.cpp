@@ -308,12 +308,7 @@ void feed_guard(const AuditRequest& request, const core::KeyTemplate& key_templa
   std::string key;
   for (std::size_t i = 0; i < in_window.size(); ++i) {
     core::GuardEvent e = versions.guard_event(i);
-    core::Event event;
-    event.topic = e.topic;
-    event.partition = e.partition;
-    event.offset = e.offset;
-    event.timestamp_ms = e.timestamp_ms;
-    event.seq = e.seq;
+    core::Event event = core::event_at(e.topic, e.partition, e.offset, e.timestamp_ms, e.seq);
     core::Identity identity;
     identity.has_id = e.has_id;
     identity.id = e.id;

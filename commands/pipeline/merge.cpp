@@ -93,12 +93,7 @@ void classify_again(std::vector<ShardInput>& shards, core::AuditAnalyzer& audit)
   }
   auto by_seq = [](const core::DigestEvent& a, const core::DigestEvent& b) { return a.seq < b.seq; };
   core::kway_merge<core::DigestEvent>(streams, by_seq, [&](const core::DigestEvent& e) {
-    core::Event event;
-    event.topic = e.topic;
-    event.partition = e.partition;
-    event.offset = e.offset;
-    event.timestamp_ms = e.timestamp_ms;
-    event.seq = e.seq;
+    core::Event event = core::event_at(e.topic, e.partition, e.offset, e.timestamp_ms, e.seq);
     core::Identity identity;
     identity.has_id = e.has_id;
     identity.id = e.event_id;

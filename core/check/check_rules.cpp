@@ -92,6 +92,15 @@ std::optional<Span> declared_ttl(const ConsumerDeclaration& consumer) {
 // What the declaration says of itself: TTL against retention, the key template, the placement for
 // the effects (the retention the broker gave, with --live, where it is known).
 void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* facts, const FindingAdder& add) {
+  if (consumer.layout.version_guard()) {
+    // No record lapses and the key is the entity's by design: what a guard risks is in the log.
+    add(consumer, "layout", "version-guard-declared", Severity::Info,
+        "idempotent by a version guard: no dedup record, so no TTL or key template to check here",
+        "What the guard drops and what its projection lacks are in the log: run dedupctl scan --entity … --version "
+        "… for the dropped changes, and dedupctl audit --layout version-guard for the projection and a seek's "
+        "preview.");
+    return;
+  }
   bool durable = consumer.placement == Placement::Redis || consumer.placement == Placement::Postgres;
   std::string ttl_field = consumer.placement == Placement::Postgres ? "inbox_retention" : "ttl";
   std::optional<Span> ttl = declared_ttl(consumer);
@@ -219,6 +228,9 @@ void check_live(const ConsumerDeclaration& consumer, const LiveFacts& live_facts
         fmt::format("Redis{} keeps no RDB snapshots and no AOF: a restart empties the dedup keyspace",
                     on_master(facts->persistence_node)),
         "Enable appendonly yes (or save points), or treat every restart as a loss of dedup state.");
+  }
+  if (consumer.layout.version_guard()) {
+    return; // a projection's keys and rows are meant to stay, one an entity
   }
   if (facts->sampled_without_expiry && *facts->sampled_without_expiry > 0) {
     add(consumer, "key_template", "no-expiry", Severity::Warning,

@@ -308,6 +308,18 @@ void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& 
     }
     return;
   }
+  if (layout.version_guard()) { // no dedup record: the projection's table or key per entity
+    if (consumer.placement == Placement::Postgres && consumer.inbox_table.empty()) {
+      error("layout",
+            "layout 'version-guard' on postgres reads the projection's table: write inbox_table = \"orders\"");
+    } else if (consumer.placement != Placement::Postgres && consumer.placement != Placement::Redis) {
+      error("layout", "layout 'version-guard' reads the handler's projection: write placement = \"postgres\" (with "
+                      "inbox_table) or \"redis\" (with key_template = \"order:{entity}\")");
+    } else if (consumer.key_template.empty()) {
+      consumer.key_template = layout.key_template; // {entity}
+    }
+    return;
+  }
   if (layout.inbox() != (consumer.placement == Placement::Postgres)) {
     error("layout",
           layout.inbox()

@@ -123,21 +123,28 @@ std::uint16_t VersionAnalyzer::type_index(std::string_view type) {
 // An event the walk does not compare (no id, no entity or version, a version that does not parse),
 // kept for the guard's verdicts in read order.
 void VersionAnalyzer::keep_unversioned(const Event& event, const Identity& identity) {
-  Seen s;
+  Seen s = seen_of(event, identity);
   s.entity = k_no_entity;
+  s.has_id = identity.has_id;
+  s.parsed = false;
+  s.type = type_index(identity.type);
+  m_seen.push_back(s);
+}
+
+VersionAnalyzer::Seen VersionAnalyzer::seen_of(const Event& event, const Identity& identity) {
+  Seen s;
   s.topic = topic_index(event.topic);
   s.partition = event.partition;
   s.offset = event.offset;
   s.timestamp = event.timestamp_ms;
   s.seq = event.seq;
-  s.has_id = identity.has_id;
-  s.parsed = false;
+  s.id_hash = identity.id_hash;
+  s.semantic = identity.semantic_hash;
   s.id_at = keep(identity.id);
   s.id_len = static_cast<std::uint32_t>(identity.id.size());
   s.version_at = keep(identity.version);
   s.version_len = static_cast<std::uint32_t>(identity.version.size());
-  s.type = type_index(identity.type);
-  m_seen.push_back(s);
+  return s;
 }
 
 void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
@@ -171,7 +178,7 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
     return;
   }
   ++m_counters.checked;
-  Seen s;
+  Seen s = seen_of(event, identity);
   bool inserted = false;
   std::uint32_t& entity = m_entity_of.find_or_insert(hash64(identity.entity), inserted);
   if (inserted) {
@@ -182,17 +189,6 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   if (m_keep_all) {
     s.type = type_index(identity.type);
   }
-  s.topic = topic_index(event.topic);
-  s.partition = event.partition;
-  s.offset = event.offset;
-  s.timestamp = event.timestamp_ms;
-  s.seq = event.seq;
-  s.id_hash = identity.id_hash;
-  s.semantic = identity.semantic_hash;
-  s.id_at = keep(identity.id);
-  s.id_len = static_cast<std::uint32_t>(identity.id.size());
-  s.version_at = keep(identity.version);
-  s.version_len = static_cast<std::uint32_t>(identity.version.size());
   s.number = parsed->number;
   s.integral = parsed->integral;
   m_seen.push_back(s);

@@ -132,6 +132,7 @@ private:
   // Each entity's events (in read order) to `fn`, grouped by a counting sort.
   template <typename Fn> void for_each_entity(Fn&& fn);
   void keep_unversioned(const Event& event, const Identity& identity);
+  Seen seen_of(const Event& event, const Identity& identity); // its coordinates, id and version kept
   std::uint32_t topic_index(std::string_view topic);
   std::uint16_t type_index(std::string_view type);
   void gaps(std::span<const std::size_t> of_entity);

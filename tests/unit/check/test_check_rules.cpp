@@ -351,3 +351,44 @@ TEST(CheckLive, ADynamoTablesTtlAndReadCostBecomeFindings) {
       << cost[0].title;
   EXPECT_EQ(cost[0].line, 10);
 }
+
+// A version guard (issue 63) keeps no dedup record: no TTL, expiry or key-template rule applies to
+// its projection; the declaration is accepted and says where its risks are checked.
+TEST(CheckRules, AVersionGuardIsDeclaredWithoutTheRecordRules) {
+  auto d = parse_declarations(R"([[consumer]]
+name = "projector"
+topic = "orders"
+placement = "postgres"
+store = "postgres://db/shop"
+layout = "version-guard"
+inbox_table = "orders"
+
+[[consumer]]
+name = "cache"
+topic = "orders"
+placement = "redis"
+store = "redis://cache:6379"
+layout = "version-guard"
+key_template = "order:{entity}"
+)",
+                              "d.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors.front().message;
+  auto findings = check_consumers(d.consumers, "d.toml");
+  ASSERT_EQ(findings.size(), 2u);
+  for (const auto& f : findings) {
+    EXPECT_EQ(f.id, "version-guard-declared") << f.subject;
+    EXPECT_EQ(f.severity, Severity::Info);
+    EXPECT_EQ(f.line, 6 + (f.subject == "cache" ? 8 : 0));
+  }
+  auto wrong = parse_declarations(
+      "[[consumer]]\nname = \"p\"\ntopic = \"orders\"\nplacement = \"memory\"\nlayout = \"version-guard\"\n", "d.toml");
+  ASSERT_EQ(wrong.errors.size(), 1u);
+  EXPECT_NE(wrong.errors[0].message.find("write placement = \"postgres\" (with inbox_table)"), std::string::npos)
+      << wrong.errors[0].message;
+  auto no_table = parse_declarations(
+      "[[consumer]]\nname = \"p\"\ntopic = \"orders\"\nplacement = \"postgres\"\nlayout = \"version-guard\"\n",
+      "d.toml");
+  ASSERT_FALSE(no_table.errors.empty());
+  EXPECT_NE(no_table.errors[0].message.find("write inbox_table = \"orders\""), std::string::npos)
+      << no_table.errors[0].message;
+}

@@ -37,13 +37,12 @@ struct Run {
   }
 };
 
-Run analyze(const std::vector<OwnedEvent>& events, VersionOrder order = VersionOrder::Numeric,
-            const std::string& entity = "json:/order") {
+// Every event, identified with `entity` and json:/version, in order (seq its place).
+void observe_all(VersionAnalyzer& analyzer, const std::vector<OwnedEvent>& events, const std::string& entity) {
   IdentifyOptions options = default_identify_options();
   options.entity = parse_field_specs(entity, "--entity");
   options.version = parse_field_specs("json:/version", "--version");
   Identifier identifier(options);
-  VersionAnalyzer analyzer(order, 5);
   std::uint64_t seq = 0;
   for (const auto& owned : events) {
     std::vector<Header> headers;
@@ -51,6 +50,12 @@ Run analyze(const std::vector<OwnedEvent>& events, VersionOrder order = VersionO
     e.seq = seq++;
     analyzer.observe(e, identifier.identify_one(e));
   }
+}
+
+Run analyze(const std::vector<OwnedEvent>& events, VersionOrder order = VersionOrder::Numeric,
+            const std::string& entity = "json:/order") {
+  VersionAnalyzer analyzer(order, 5);
+  observe_all(analyzer, events, entity);
   return {analyzer.counters(), analyzer.findings()};
 }
 
@@ -216,19 +221,9 @@ struct Verdict {
 std::vector<Verdict> guard(const std::vector<OwnedEvent>& events,
                            const std::vector<std::pair<std::string, std::optional<std::string>>>& projection,
                            std::size_t window_from = 0) {
-  IdentifyOptions options = default_identify_options();
-  options.entity = parse_field_specs("json:/order", "--entity");
-  options.version = parse_field_specs("json:/version", "--version");
-  Identifier identifier(options);
   VersionAnalyzer analyzer(VersionOrder::Numeric, 5);
   analyzer.keep_every_event();
-  std::uint64_t seq = 0;
-  for (const auto& owned : events) {
-    std::vector<Header> headers;
-    Event e = dedupctl::testing::view(owned, headers);
-    e.seq = seq++;
-    analyzer.observe(e, identifier.identify_one(e));
-  }
+  observe_all(analyzer, events, "json:/order");
   for (const auto& [entity, version] : projection) {
     analyzer.set_projection(entity, version ? std::optional<std::string_view>(*version) : std::nullopt);
   }
