@@ -146,6 +146,7 @@ int run(const TraceFlags& options, const std::vector<PlacementFlags>& flags, Con
   request.fail_on = core::parse_fail_on(context.global.fail_on);
   request.fail_on_text = context.global.fail_on;
   request.identify = parse_identity(options.identity, context);
+  request.versions = parse_version_options(options.identity, false);
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
   PlacementOptions placement = parse_placement(flags.front(), context);
@@ -213,6 +214,7 @@ CommandRunner register_trace(CLI::App& app, Context& context) {
                                           "verdict");
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);
+  add_version_options(*sub, options->identity);
   add_placement_options(*sub, options->placement, PlacementUse::Tiers);
   add_effects_options(*sub, options->effects);
   auto* trace = sub->add_option_group("Trace");

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 namespace dedupctl::commands {
@@ -137,6 +138,10 @@ public:
     for (const auto& range : info.partitions) {
       m_committed[{range.topic, range.partition}] = range.committed;
     }
+    if (request.versions) {
+      m_versions = std::make_unique<core::VersionAnalyzer>(*request.versions, 0);
+      m_entities.resize(request.ids.size());
+    }
   }
 
   // Every field a template renders from, for the identifier's extra values.
@@ -145,6 +150,9 @@ public:
   void observe(const core::Event& event, const core::Identity& identity) {
     if (!identity.has_id) {
       return;
+    }
+    if (m_versions) {
+      m_versions->observe(event, identity);
     }
     std::optional<core::WindowCall> call;
     if (m_window) {
@@ -170,6 +178,9 @@ public:
     }
     for (std::size_t t : it->second) {
       auto& trace = m_traces[t];
+      if (m_versions && identity.has_entity && m_entities[t].empty()) {
+        m_entities[t] = std::string(identity.entity);
+      }
       if (m_request.effects && m_effect_keys[t].empty()) {
         m_effect_keys[t] = m_effect_rendered; // the first occurrence's, as the first dedup key
       }
@@ -183,6 +194,44 @@ public:
     }
   }
 
+  // --version: each found id's entity's versions around its first occurrence, in the order its
+  // consumer meets them, into its timeline (kept in time order).
+  void add_versions(std::vector<core::Trace>& traces) const {
+    if (!m_versions) {
+      return;
+    }
+    for (std::size_t t = 0; t < traces.size(); ++t) {
+      if (m_entities[t].empty()) {
+        continue;
+      }
+      auto history = m_versions->history(m_entities[t]);
+      std::size_t at = 0;
+      while (at < history.size() && history[at].id != traces[t].event_id) {
+        ++at;
+      }
+      std::size_t from = at > k_versions_around ? at - k_versions_around : 0;
+      std::size_t to = std::min(history.size(), at + k_versions_around + 1);
+      std::set<std::string_view> ids;
+      std::string_view highest;
+      for (std::size_t i = 0; i < to; ++i) {
+        const core::GuardEvent& e = history[i];
+        bool again = !ids.insert(e.id).second;
+        std::string what =
+            fmt::format("entity {} version {}: {} ({}[{}]@{}){}{}", e.entity, e.version, e.id, e.topic, e.partition,
+                        e.offset, e.id == traces[t].event_id ? ", this event" : "",
+                        again       ? ", a redelivery"
+                        : e.applied ? ""
+                                    : fmt::format(", a version guard drops it: version {} came first", highest));
+        highest = e.applied ? e.version : highest;
+        if (i >= from) {
+          traces[t].timeline.push_back({e.timestamp_ms, std::move(what)});
+        }
+      }
+      std::stable_sort(traces[t].timeline.begin(), traces[t].timeline.end(),
+                       [](const auto& a, const auto& b) { return a.at_ms < b.at_ms; });
+    }
+  }
+
   // Ids in the log that start with each requested id, a few per id.
   const std::vector<std::vector<std::string>>& longer() const { return m_longer; }
   // --effects: per trace, the key its effect is looked up by ("" when not found).
@@ -190,6 +239,7 @@ public:
 
 private:
   static constexpr std::size_t k_prefix_ids = 64;
+  static constexpr std::size_t k_versions_around = 5; // an entity's versions either side of the event
   static constexpr std::size_t k_longer_kept = 3;
 
   void note_longer(std::string_view id) {
@@ -235,6 +285,8 @@ private:
   std::vector<std::string> m_rendered; // a tier's each
   std::map<std::pair<std::string, std::int32_t>, std::optional<std::int64_t>> m_committed;
   bool m_has_group;
+  std::unique_ptr<core::VersionAnalyzer> m_versions; // --version: every versioned event of the range
+  std::vector<std::string> m_entities;               // a trace's entity, from its first occurrence
 };
 
 // A tier's record as the coverage rules read it, its value owned (the store's buffer is reused).
@@ -509,6 +561,7 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
       tiers.size() > 1 ? choose_tiers(tiers, states, info, now_ms, traces) : std::vector<std::size_t>(traces.size());
   auto findings =
       decide_traces(traces, collector.longer(), tiers, speaks, now_ms, report.complete, request.max_examples);
+  collector.add_versions(traces);
   std::int64_t found = 0, occurrences = 0;
   for (const auto& trace : traces) {
     found += trace.occurrences.empty() ? 0 : 1;

@@ -4,6 +4,7 @@
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
 #include "core/identity/key_template.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/effect_store.hpp"
@@ -48,6 +49,8 @@ struct TraceRequest {
   // --effects: each found id's effect, looked up by the key this renders from its first occurrence.
   core::EffectStore* effects = nullptr;
   core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
+  // --version with --entity: each found id's entity's versions around it join its timeline.
+  std::optional<core::VersionOrder> versions;
 };
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log

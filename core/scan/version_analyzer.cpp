@@ -463,6 +463,32 @@ void VersionAnalyzer::decide_guard(std::span<const std::uint8_t> in_window) {
   for_each_entity([&](std::span<const std::size_t> of_entity) { decide(of_entity, in_window); });
 }
 
+std::vector<GuardEvent> VersionAnalyzer::history(std::string_view entity) {
+  std::vector<GuardEvent> out;
+  const std::uint32_t* index = m_entity_of.find(hash64(entity));
+  if (!index) {
+    return out;
+  }
+  std::vector<std::size_t> of_entity;
+  for (std::size_t i = 0; i < m_seen.size(); ++i) {
+    if (m_seen[i].entity == *index) {
+      of_entity.push_back(i);
+    }
+  }
+  std::optional<VersionValue> highest;
+  for (std::size_t i : consumer_order(of_entity)) {
+    GuardEvent e = guard_event(i);
+    VersionValue v = value(m_seen[i]);
+    e.applied = !highest || compare_versions(*highest, v, m_order) < 0;
+    e.state = e.applied ? GuardState::Missing : GuardState::Superseded;
+    if (e.applied) {
+      highest = v;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
 GuardEvent VersionAnalyzer::guard_event(std::size_t i) const {
   const Seen& s = m_seen[i];
   GuardEvent out;

@@ -97,6 +97,11 @@ public:
   void decide_guard(std::span<const std::uint8_t> in_window);
   GuardEvent guard_event(std::size_t i) const;
 
+  // One entity's versioned events in the order its consumer meets them (trace), each with `applied`
+  // set where a guard that met them in that order from nothing would apply it (its version above every
+  // one before it) and `state` Superseded where a higher version came first (the guard drops it).
+  std::vector<GuardEvent> history(std::string_view entity);
+
   // Walks the entities (once; later calls return the same).
   const VersionCounters& counters();
   std::vector<Finding> findings();

@@ -218,3 +218,69 @@ TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
     EXPECT_NE(guide.find(line), std::string::npos) << line;
   }
 }
+
+// The same projection kept as a hash per order, its version in a field (HGET, a key at a time).
+TEST(VersionsExample, AHashPerEntityIsReadByItsVersionField) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  for (int i = 1000; i <= 1019; ++i) {
+    ASSERT_EQ(redis.command(fmt::format("HSET order:o-{} version 3 status shipped", i)), ":2\r\n");
+  }
+  ASSERT_EQ(redis.command("HSET order:o-1042 version 3"), ":1\r\n");
+  ASSERT_EQ(redis.command("HSET order:o-1043 version 2"), ":1\r\n");
+  ASSERT_EQ(redis.command("HSET order:o-1017 version 1"), ":0\r\n"); // the backup's
+  ASSERT_EQ(redis.command("HDEL order:o-1018 version"), ":1\r\n");   // its row gone (an empty hash is no key)
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  auto result = run_dedupctl({"audit",
+                              "--input",
+                              root + "/examples/versions.ndjson",
+                              "--entity",
+                              "json:/order_id",
+                              "--version",
+                              "json:/version",
+                              "--store",
+                              redis.uri(),
+                              "--layout",
+                              "version-guard",
+                              "--key-template",
+                              "order:{entity}",
+                              "--layout-option",
+                              "version-field=version",
+                              "--retention",
+                              "7d",
+                              "-o",
+                              "json",
+                              "--fail-on",
+                              "none"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  EXPECT_EQ(doc.at("summary").at("missing"), 5) << doc.at("summary");
+  EXPECT_EQ(doc.at("summary").at("superseded"), 3) << doc.at("summary");
+  EXPECT_EQ(doc.at("replay").at("would_reapply"), 5) << doc.at("replay");
+}
+
+// trace --entity --version: the entity's versions around the event join its timeline, in the order
+// its consumer meets them, the dropped change said as such.
+TEST(VersionsExample, TraceShowsTheEntitysVersionsAroundTheEvent) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  auto result = run_dedupctl({"trace", "--input", root + "/examples/versions.ndjson", "--event-id", "ev-0102",
+                              "--entity", "json:/order_id", "--version", "json:/version", "--store", redis.uri(),
+                              "--ttl", "1h", "-o", "json", "--fail-on", "none"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto doc = Json::parse(result.out);
+  std::vector<std::string> versions;
+  for (const auto& entry : doc.at("traces").at(0).at("timeline")) {
+    if (entry.at("what").get<std::string>().starts_with("entity ")) {
+      versions.push_back(entry.at("what"));
+    }
+  }
+  EXPECT_EQ(versions, (std::vector<std::string>{
+                          "entity o-1042 version 1: ev-0101 (orders[1]@30)",
+                          "entity o-1042 version 3: ev-0103 (orders[1]@31)",
+                          "entity o-1042 version 2: ev-0102 (orders[0]@30), this event, a version guard drops it: "
+                          "version 3 came first",
+                      }))
+      << doc.at("traces").at(0).at("timeline");
+}
