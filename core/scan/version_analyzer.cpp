@@ -424,12 +424,14 @@ void VersionAnalyzer::decide(std::span<const std::size_t> of_entity, std::span<c
   std::optional<VersionValue> projected;
   if (p.present) {
     projected = parse_version(text(p.at, p.len), m_order);
-    if (!projected) { // the projection holds what the handler could not compare: nothing is decided
-      for (std::size_t i : of_entity) {
-        m_guard[i] = static_cast<std::uint8_t>(GuardState::Unchecked) | (in_window[i] ? 0x80 : 0);
-      }
-      return;
+  }
+  // Never looked up (a lookup that failed mid-read), or what the handler could not compare: nothing
+  // is decided, so nothing is called covered or applied on the projection's word.
+  if (!p.known || (p.present && !projected)) {
+    for (std::size_t i : of_entity) {
+      m_guard[i] = static_cast<std::uint8_t>(GuardState::Unchecked) | (in_window[i] ? 0x80 : 0);
     }
+    return;
   }
   auto less = [this](const VersionValue& a, const VersionValue& b) { return compare_versions(a, b, m_order) < 0; };
   std::optional<VersionValue> highest;

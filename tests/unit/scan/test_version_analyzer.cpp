@@ -296,3 +296,9 @@ TEST(VersionAnalyzer, WhatTheGuardCannotCompareIsKeptUndecidedNeverCovered) {
                       {{"o-1", "5"}, {"o-3", "not a number"}});
   EXPECT_EQ(verdicts(events), "e-1:covered e-2:unchecked+applied e-9:unchecked+applied ");
 }
+
+TEST(VersionAnalyzer, AnEntityWhoseProjectionWasNeverLookedUpIsNotJudgedAsHavingNoRow) {
+  // The store failed before o-4's batch was looked up: no row is not what it said.
+  auto events = guard({change(0, 0, 100, "e-1", "o-1", "1"), change(0, 1, 200, "e-4", "o-4", "1")}, {{"o-1", "1"}});
+  EXPECT_EQ(verdicts(events), "e-1:covered e-4:unchecked+applied ");
+}
