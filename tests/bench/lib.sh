@@ -194,7 +194,7 @@ bench_cpu_ticks() {
 }
 
 bench_time() {
-  local name=$1 b0 s0 t0 t1 b1 s1 rss user sys
+  local name=$1 b0 s0 t0 t1 b1 s1 rss user sys pid
   shift
   b0=$(bench_cpu_ticks $bench_broker_pid)
   s0=$(bench_cpu_ticks "${bench_servers[@]}")
@@ -203,6 +203,12 @@ bench_time() {
   t1=$(date +%s%N)
   b1=$(bench_cpu_ticks $bench_broker_pid)
   s1=$(bench_cpu_ticks "${bench_servers[@]}")
+  for pid in $bench_broker_pid "${bench_servers[@]}"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "bench: the server of pid $pid ended during the run '$name'; its CPU and the run's figures would be wrong" >&2
+      exit 1
+    fi
+  done
   read -r rss user sys <"$bench_work/time"
   awk -v w=$(( t1 - t0 )) -v r="$rss" -v u="$user" -v s="$sys" -v b=$(( b1 - b0 )) -v v=$(( s1 - s0 )) \
     -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f %d %.2f %.2f %.2f\n", w / 1e9, r, u + s, b / hz, v / hz }' \
