@@ -63,7 +63,8 @@ ReplayRunner::ReplayRunner(const ReplayRequest& request, core::EventSource& sour
       }()),
       m_identifier(m_identify), m_failed_examples(request.max_examples), m_claimed_examples(request.max_examples),
       m_unfit_examples(request.max_examples), m_changed_examples(request.max_examples),
-      m_unfit_reason("the placement cannot hold this id (" + placement.unfit_keys() + ")"),
+      m_unfit_reason(request.guard ? placement.unfit_keys()
+                                   : "the placement cannot hold this id (" + placement.unfit_keys() + ")"),
       m_settles_apart(m_publishing && m_max_in_flight > 1 && placement.settles_apart()),
       m_worker(m_publishing && m_max_in_flight > 1), m_settle_worker(m_settles_apart) {
   m_run.execute = request.execute;

@@ -52,6 +52,7 @@ struct ReplayRequest {
   // the effect's; a chain of tiers: each reading tier's), handed to it key after key.
   std::vector<core::KeyTemplate> second_key_templates;
   bool repair = false; // --repair-lost: the placement answers lost (Claimed) and NotLost
+  bool guard = false;  // --via a version guard: the placement answers applied (Claimed) and dropped (Done)
   std::string consumer;
   bool execute = false;
   std::string run_id;

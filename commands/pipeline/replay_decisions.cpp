@@ -43,6 +43,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   core::DecisionFacts facts;
   facts.execute = m_request.execute;
   facts.repair = m_request.repair;
+  facts.guard = m_request.guard;
   facts.has_id = row.key != SIZE_MAX;
   if (facts.has_id) {
     std::size_t k = row.key;
@@ -62,6 +63,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
     break;
   case core::DecisionWhy::KeyEarlier:
   case core::DecisionWhy::RecordExists:
+  case core::DecisionWhy::GuardDrops:
     ++m_run.skipped_duplicate;
     break;
   case core::DecisionWhy::Unfit:
@@ -76,6 +78,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   case core::DecisionWhy::NoRecord:
   case core::DecisionWhy::OwnStale:
   case core::DecisionWhy::Lost:
+  case core::DecisionWhy::GuardApplies:
     ++m_run.would_replay;
     break;
   case core::DecisionWhy::NotLost:
@@ -103,10 +106,12 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   case core::DecisionWhy::DeliveryFailed: {
     // The record only views its reason: the text lives in the runner until the next decision.
     m_failed_reason = "delivery failed (" + chunk.first_error +
-                      (m_request.repair ? "); its stale record was released: a seek applies it" : "); claim released");
+                      (m_request.repair  ? "); its stale record was released: a seek applies it"
+                       : m_request.guard ? "); nothing was claimed: a rerun publishes it"
+                                         : "); claim released");
     record.reason = m_failed_reason;
     ++m_run.failed;
-    if (!m_request.repair) { // a repair holds no claim to release
+    if (!m_request.repair && !m_request.guard) { // a repair and a guard hold no claim to release
       ++m_run.released;
     } else if (facts.claim == core::Claim::Claimed) {
       ++m_records_released;
@@ -224,12 +229,13 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   summary.would_skip = run.skipped_duplicate + run.skipped_claimed + repair_skips;
   summary.run = run;
   report.replay = summary;
-  report.settings = {{"mode", m_request.execute ? "execute" : "plan (nothing was published or claimed)"},
-                     {"run", m_request.run_id},
-                     {"id", core::to_string(m_request.identify.id)},
-                     {"key template", m_request.key_template.text()},
-                     {"batch", std::to_string(m_request.batch_size)},
-                     {"fail on", m_request.fail_on_text}};
+  report.settings = {
+      {"mode", m_request.execute ? "execute" : "plan (nothing was published or claimed)"},
+      {"run", m_request.run_id},
+      {"id", core::to_string(m_request.identify.id)},
+      {"key template", m_request.guard ? m_request.placement.key_template : m_request.key_template.text()},
+      {"batch", std::to_string(m_request.batch_size)},
+      {"fail on", m_request.fail_on_text}};
   if (!run.sink.empty()) {
     report.settings.emplace_back("sink", run.sink);
   }

@@ -16,7 +16,8 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
   case Claim::HeldByOther:
     return {run ? Decision::SkippedClaimed : Decision::WouldSkip, DecisionWhy::ClaimedElsewhere, false};
   case Claim::Done:
-    return {run ? Decision::SkippedDuplicate : Decision::WouldSkip, DecisionWhy::RecordExists, false};
+    return {run ? Decision::SkippedDuplicate : Decision::WouldSkip,
+            facts.guard ? DecisionWhy::GuardDrops : DecisionWhy::RecordExists, false};
   case Claim::NotLost:
     return {run ? Decision::SkippedNotLost : Decision::WouldSkip, DecisionWhy::NotLost, false};
   case Claim::Changed:
@@ -28,7 +29,10 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
   const bool stale = facts.claim == Claim::OwnStale;
   if (!run) {
     return {Decision::WouldReplay,
-            facts.repair ? DecisionWhy::Lost : (stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord), true};
+            facts.repair  ? DecisionWhy::Lost
+            : facts.guard ? DecisionWhy::GuardApplies
+                          : (stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord),
+            true};
   }
   if (!facts.delivered) {
     return {Decision::Failed, DecisionWhy::DeliveryFailed, false};
@@ -70,6 +74,11 @@ std::string_view reason_text(DecisionWhy why) {
     return "not lost: its effect exists, or no record marks it processed";
   case DecisionWhy::RecordChanged:
     return "lost, but its record changed since it was read: left alone";
+  case DecisionWhy::GuardApplies:
+    return "above its entity's version in the projection and every version published before it: the guard applies "
+           "it";
+  case DecisionWhy::GuardDrops:
+    return "a version guard drops it: the projection, or a version published before it, is at or above its own";
   case DecisionWhy::NoId:
   case DecisionWhy::Unfit:
   case DecisionWhy::DeliveryFailed:

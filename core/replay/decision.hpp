@@ -16,6 +16,7 @@ struct DecisionFacts {
   bool delivered = false;       // a run: the sink confirmed the key's record
   bool found_in_sink = false;   // a run: an interrupted run had published it after its checkpoint
   bool repair = false;          // --repair-lost: a Claimed key is a lost event whose record was released
+  bool guard = false;           // --via a version guard: Claimed is an event it applies, Done one it drops
 };
 
 // Why, in a word the runner counts by; reason_text gives the words the decisions file shows.
@@ -36,6 +37,8 @@ enum class DecisionWhy {
   DeliveryFailed,   // the sink refused it; its claim is released (the runner adds the sink's error)
   NotLost,          // --repair-lost: not a lost event
   RecordChanged,    // --repair-lost: its record changed since it was read
+  GuardApplies,     // a version guard, a plan: above the projection, it would be published and applied
+  GuardDrops,       // a version guard: the projection, or a version applied before it, is at or above its own
 };
 
 struct DecisionOutcome {

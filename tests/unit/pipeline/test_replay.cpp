@@ -1,5 +1,7 @@
 // replay's one code path (plan and run) against in-memory fakes of the placement and the sink.
 #include "commands/pipeline/replay.hpp"
+#include "core/replay/decision.hpp"
+#include "core/replay/guard.hpp"
 #include "tests/unit/fakes.hpp"
 #include "tests/unit/render_helpers.hpp"
 
@@ -98,6 +100,48 @@ TEST(ReplayPipeline, APlanCountsWhatWouldBePublishedOrPassedOverAndChangesNothin
   EXPECT_EQ(decisions[0], "would-replay");
   ASSERT_TRUE(report.replay && report.replay->run);
   EXPECT_FALSE(report.replay->run->execute);
+}
+
+// --via a version guard: the walk's verdicts decide; only what the guard applies is published, nothing
+// is claimed, and the decisions say the guard's words.
+TEST(ReplayPipeline, AVersionGuardPublishesWhatItAppliesAndClaimsNothing) {
+  for (bool execute : {false, true}) {
+    core::GuardPlacement placement("postgres");
+    placement.judge("orders/0/1", core::GuardVerdict::Applies);  // e-2
+    placement.judge("orders/1/0", core::GuardVerdict::Applies);  // e-1
+    placement.judge("orders/0/2", core::GuardVerdict::Unjudged); // e-4
+    placement.judge("orders/1/2", core::GuardVerdict::Drops);    // e-5
+    FakeEventSource source(events(6), 4);
+    FakeSink sink;
+    auto r = request(execute);
+    r.guard = true;
+    r.key_template = core::guard_replay_key_template();
+    std::map<std::string, std::string> reasons;
+    journal_of(r).on_decide = [&](const core::DecisionRecord& d) {
+      reasons[std::string(d.event_id)] = std::string(d.reason);
+    };
+    auto report = run_replay(r, source, placement, execute ? &sink : nullptr, core::SourceInfo{}, 0);
+    ASSERT_TRUE(report.complete);
+    EXPECT_EQ(summary(report, execute ? "replayed" : "would_replay"), 2) << execute;
+    EXPECT_EQ(summary(report, execute ? "skipped_duplicate" : "would_skip"), 3) << execute; // e-0, e-3, e-5
+    EXPECT_EQ(summary(report, "id_unfit"), 1);
+    if (execute) {
+      EXPECT_EQ(sink.ids(), (std::multiset<std::string>{"e-1", "e-2"}));
+      EXPECT_EQ(summary(report, "released"), 0) << "nothing was claimed";
+    }
+    EXPECT_EQ(reasons["e-0"], core::reason_text(core::DecisionWhy::GuardDrops));
+    EXPECT_EQ(reasons["e-1"], execute ? "published" : core::reason_text(core::DecisionWhy::GuardApplies));
+    EXPECT_EQ(reasons["e-4"], placement.unfit_keys());
+    bool said = false;
+    for (const auto& f : report.findings) {
+      if (f.id == "version-guard-replay") {
+        said = true;
+        EXPECT_EQ(f.count, 2);
+        EXPECT_NE(f.title.find("applies 2 of the 4 events read"), std::string::npos) << f.title;
+      }
+    }
+    EXPECT_TRUE(said);
+  }
 }
 
 TEST(ReplayPipeline, ReplayingARangeTwicePublishesEveryEventOnce) {

@@ -113,6 +113,27 @@ TEST(ReplayDecision, ARepairsRows) {
   EXPECT_EQ(to_string(Decision::SkippedChanged), "skipped-changed");
 }
 
+// --via a version guard: an event it applies (Claimed) is published, one it drops (Done) skipped, each
+// said as the guard's; what it cannot judge (Unfit) is never published.
+TEST(ReplayDecision, AVersionGuardsRows) {
+  auto guard = [](DecisionFacts facts) {
+    facts.guard = true;
+    return facts;
+  };
+  const std::vector<Row> rows{
+      {"applies (plan)", guard(plan(Claim::Claimed)), Decision::WouldReplay, DecisionWhy::GuardApplies, true},
+      {"applies, published", guard(run(Claim::Claimed, true)), Decision::Replayed, DecisionWhy::Published, true},
+      {"applies, delivery failed", guard(run(Claim::Claimed, false)), Decision::Failed, DecisionWhy::DeliveryFailed,
+       false},
+      {"drops (plan)", guard(plan(Claim::Done)), Decision::WouldSkip, DecisionWhy::GuardDrops, false},
+      {"drops (run)", guard(run(Claim::Done, false)), Decision::SkippedDuplicate, DecisionWhy::GuardDrops, false},
+      {"not judged", guard(run(Claim::Unfit, false)), Decision::IdUnfit, DecisionWhy::Unfit, false},
+  };
+  expect_rows(rows);
+  EXPECT_EQ(reason_text(DecisionWhy::GuardDrops),
+            "a version guard drops it: the projection, or a version published before it, is at or above its own");
+}
+
 TEST(ReplayDecision, TheFixedReasonsAreWords) {
   EXPECT_EQ(reason_text(DecisionWhy::KeyEarlier), "its key came earlier in the range");
   EXPECT_EQ(reason_text(DecisionWhy::ClaimedElsewhere), "claimed in progress by another run or the consumer");
