@@ -7,6 +7,7 @@
 #include "commands/placement/family.hpp"
 #include "commands/placement/tiers.hpp"
 #include "commands/placement/via_chain.hpp"
+#include "commands/replay_guard.hpp"
 #include "commands/settings.hpp"
 #include "commands/source.hpp"
 #include "connectors/file/key_archive.hpp"
@@ -22,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -123,8 +125,9 @@ void check_flags(const ReplayFlags& options, const SinkSpec& sink_spec, const Pl
       }
     }
   }
-  // A repair writes no record: the consumer writes its own when it applies the event.
-  if (has_via) {
+  // A repair writes no record: the consumer writes its own when it applies the event; nor does a
+  // replay through a version guard, whose projection the consumer writes.
+  if (has_via && !placement.layout.version_guard()) {
     family(placement.uri.kind).check_records(placement, options.execute && !options.repair_lost);
   }
   if (options.max_rate < 0) {
@@ -312,7 +315,7 @@ struct OpenedRoute {
   // holds on to.
   std::unique_ptr<core::ReplayPlacement> claims;
   std::vector<OpenedStore> readers;
-  std::unique_ptr<core::ReplayPlacement> via;
+  std::unique_ptr<core::ReplayPlacement> via; // given before open_route: a version guard's walked verdicts
   std::optional<std::string> failure;
 };
 void open_route(const ReplayFlags& options, const PlacementOptions& placement,
@@ -323,7 +326,9 @@ void open_route(const ReplayFlags& options, const PlacementOptions& placement,
   out.failure = out.opened.failure;
   if (!out.failure) {
     try {
-      out.via = open_via(options, placement, out.opened, context, findings, effects, out.repair);
+      if (!out.via) {
+        out.via = open_via(options, placement, out.opened, context, findings, effects, out.repair);
+      }
       if (chain) {
         out.claims = std::move(out.via);
         out.via = open_via_chain(*chain, *out.claims, out.readers, context);
@@ -378,6 +383,34 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
   return std::nullopt;
 }
 
+// --via a version guard (`placement`): what it cannot be combined with, refused before anything is
+// contacted, and the order its versions compare by. True when it is one.
+bool check_guard(const ReplayFlags& options, PlacementOptions& placement, const std::vector<PlacementFlags>& tiers) {
+  if (tiers.size() > 1 &&
+      std::any_of(tiers.begin(), tiers.end(), [](const PlacementFlags& t) { return t.layout == "version-guard"; })) {
+    throw UsageError("--via repeated with --layout version-guard: a version guard is the consumer's whole placement "
+                     "(its projection), not a tier of a chain; replay --via the projection alone");
+  }
+  if (!placement.layout.version_guard()) {
+    if (!options.identity.version.empty()) {
+      throw UsageError("--version on replay is read by --via with --layout version-guard (what the guard applies); "
+                       "other placements decide by the dedup key");
+    }
+    return false;
+  }
+  if (options.repair_lost) {
+    throw UsageError("--repair-lost --layout version-guard: a version guard keeps no record to release; a replay "
+                     "--via the projection already publishes only the events it applies");
+  }
+  auto order = parse_version_options(options.identity, false);
+  if (!order) {
+    throw UsageError("--via --layout version-guard needs --entity and --version: what a replay publishes is what the "
+                     "guard applies, each event's version against its entity's in the projection");
+  }
+  placement.version_order = *order;
+  return true;
+}
+
 // The report's placement: the one the replay routes through (a chain's claiming tier), or none.
 void name_placement(ReplayRequest& request, const PlacementOptions& placement, bool has_via) {
   request.placement.kind = has_via ? core::store_kind_name(placement.uri.kind) : "none";
@@ -386,6 +419,30 @@ void name_placement(ReplayRequest& request, const PlacementOptions& placement, b
   request.placement.consumer = request.consumer;
   request.placement.ttl = placement.audit.ttl;
   request.placement.layout = placement.layout.name;
+}
+
+// The request's settings from the flags: identification, the keys it claims by, the run's shape.
+void fill_request(ReplayRequest& request, const ReplayFlags& options, const PlacementOptions& placement,
+                  const ViaChain* chain, bool guard, Context& context) {
+  bool has_via = !options.placement.store.empty();
+  request.fail_on = core::parse_fail_on(context.global.fail_on);
+  request.fail_on_text = context.global.fail_on;
+  request.identify = parse_identity(options.identity, context);
+  request.key_template = placement.audit.key_template;
+  if (has_via && !guard && placement::family_row(placement.uri.kind).keyed_by_event_id) {
+    request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
+  }
+  if (chain) {
+    request.second_key_templates = reader_templates(*chain);
+  }
+  request.guard = guard;
+  request.consumer = options.placement.consumer;
+  request.execute = options.execute;
+  request.max_examples = options.examples;
+  if (options.batch == 0) {
+    throw UsageError("--batch must be at least 1");
+  }
+  request.batch_size = options.batch;
 }
 
 int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Context& context) {
@@ -400,29 +457,15 @@ int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Co
     chain = parse_via_chain(flags, options.repair_lost, context);
   }
   PlacementOptions placement = parse_placement(chain ? flags[chain->claims] : options.placement, context, "--via");
-  refuse_version_guard(placement, "replay --via");
-  check_replay_layout(placement.layout, options.execute && !options.repair_lost);
+  const bool guard = check_guard(options, placement, flags);
+  if (!guard) {
+    check_replay_layout(placement.layout, options.execute && !options.repair_lost);
+  }
   check_flags(options, sink_spec, placement);
   bool has_via = !options.placement.store.empty();
   ReplayRequest request;
   auto effects = check_repair(options, placement, request);
-  request.fail_on = core::parse_fail_on(context.global.fail_on);
-  request.fail_on_text = context.global.fail_on;
-  request.identify = parse_identity(options.identity, context);
-  request.key_template = placement.audit.key_template;
-  if (has_via && placement::family_row(placement.uri.kind).keyed_by_event_id) {
-    request.key_template = core::KeyTemplate::parse("{event_id}"); // an inbox is keyed by the event id
-  }
-  if (chain) {
-    request.second_key_templates = reader_templates(*chain);
-  }
-  request.consumer = options.placement.consumer;
-  request.execute = options.execute;
-  request.max_examples = options.examples;
-  if (options.batch == 0) {
-    throw UsageError("--batch must be at least 1");
-  }
-  request.batch_size = options.batch;
+  fill_request(request, options, placement, chain ? &*chain : nullptr, guard, context);
   connectors::file::AnalyzerArchives archives(context.global.verbose > 0);
   request.semantic_archive = archives.semantic.get();
   request.id_archive = archives.ids.get();
@@ -436,6 +479,16 @@ int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Co
   }
   resume(request, options, sink_spec, context);
   name_placement(request, placement, has_via);
+  OpenedRoute route;
+  if (guard) { // each event's verdict, before anything is published
+    request.key_template = core::guard_replay_key_template();
+    WalkedGuard walked = walk_version_guard(options.source, request.identify, placement, request.consumer, context);
+    if (walked.unread) {
+      walked.unread->placement = request.placement;
+      return deliver_report(*walked.unread, OpenedSource{}, format, context);
+    }
+    route.via = std::move(walked.placement);
+  }
   if (effects && options.execute) {
     if (auto unread = prove_effects_match(options, placement, effects, request, context)) {
       return deliver_report(*unread, OpenedSource{}, format, context);
@@ -443,7 +496,6 @@ int run(const ReplayFlags& options, const std::vector<PlacementFlags>& flags, Co
   }
   connectors::file::DecisionLog decisions(options.decisions);
 
-  OpenedRoute route;
   open_route(options, placement, effects, request.checkpoint ? &*request.checkpoint : nullptr,
              request.placement_findings, context, route, chain ? &*chain : nullptr);
   OpenedSource& opened = route.opened;
@@ -493,6 +545,7 @@ CommandRunner register_replay(CLI::App& app, Context& context) {
   auto* sub = app.add_subcommand("replay", "Re-publish a range through a dedup placement; a plan unless --execute");
   add_source_options(*sub, options->source);
   add_identity_options(*sub, options->identity);
+  add_version_options(*sub, options->identity);
   add_placement_options(*sub, options->placement, PlacementUse::Replay);
   auto* replay = sub->add_option_group("Replay");
   replay->add_option("--sink", options->sink, "where events that pass are published")

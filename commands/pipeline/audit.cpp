@@ -308,6 +308,9 @@ void feed_guard(const AuditRequest& request, const core::KeyTemplate& key_templa
   std::string key;
   for (std::size_t i = 0; i < in_window.size(); ++i) {
     core::GuardEvent e = versions.guard_event(i);
+    if (request.guard_verdicts) {
+      request.guard_verdicts(e);
+    }
     core::Event event = core::event_at(e.topic, e.partition, e.offset, e.timestamp_ms, e.seq);
     core::Identity identity;
     identity.has_id = e.has_id;

@@ -7,6 +7,7 @@
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/effect_store.hpp"
@@ -66,6 +67,9 @@ struct AuditRequest {
   // is the longest of the tiers' (core::TierChain::chain_ttl), and its window is the memory tier's.
   std::vector<AuditTier> tiers;
   std::size_t window_tier = 0; // the tier whose keys a window in memory is simulated with
+  // --layout version-guard: each event's verdict once the guard's walk decided it, in read order
+  // (replay --via a guard publishes the ones it applies).
+  std::function<void(const core::GuardEvent&)> guard_verdicts;
 };
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch

@@ -4,6 +4,9 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/planted.hpp"
 
+#include <filesystem>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -188,18 +191,80 @@ TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
   EXPECT_NE(chain.err.find("a chain of tiers does not read"), std::string::npos) << chain.err;
 }
 
+// replay --via a version guard: what it cannot be combined with and what it needs, refused (exit 2)
+// before anything is contacted; a projection that cannot be reached is exit 3 with nothing published.
+TEST_F(Versions, AReplayViaAVersionGuardRefusesWhatItCannotBackAndPublishesNothingUnread) {
+  const std::string b = m_broker.bootstrap();
+  const std::vector<std::string> via{"replay",
+                                     "-b",
+                                     b,
+                                     "--topic",
+                                     "orders",
+                                     "--via",
+                                     "redis://127.0.0.1:1",
+                                     "--layout",
+                                     "version-guard",
+                                     "--key-template",
+                                     "order:{entity}"};
+  const std::vector<std::string> versions{"--entity", "json:/order_id", "--version", "json:/version"};
+  auto with = [&](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {via, "--via --layout version-guard needs --entity and --version"},
+           {with(with(via, versions), {"--repair-lost", "--effects", "redis://127.0.0.1:1"}),
+            "--repair-lost --layout version-guard: a version guard keeps no record to release"},
+           {with(with(via, versions), {"--via", "redis://127.0.0.1:1"}),
+            "--via repeated with --layout version-guard: a version guard is the consumer's whole placement"},
+           {with({"replay", "-b", b, "--topic", "orders", "--via", "redis://127.0.0.1:1"}, versions),
+            "--version on replay is read by --via with --layout version-guard"},
+       }) {
+    auto result = run_dedupctl(c.args);
+    EXPECT_EQ(result.exit_code, 2) << fmt::format("{}", fmt::join(c.args, " ")) << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+  }
+  TempDir dir;
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  auto unread = run_dedupctl(with({"replay", "--input", root + "/examples/versions.ndjson", "--via",
+                                   "redis://127.0.0.1:1", "--layout", "version-guard", "--key-template",
+                                   "order:{entity}", "--execute", "--sink", "file:" + dir.file("out"), "-o", "json"},
+                                  versions));
+  EXPECT_EQ(unread.exit_code, 3) << unread.err;
+  auto doc = Json::parse(unread.out);
+  EXPECT_FALSE(doc.at("complete").get<bool>());
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("the version guard's walk"), std::string::npos)
+      << doc.at("error");
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("nothing was published"), std::string::npos)
+      << doc.at("error");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "nothing may be published over a walk not read";
+}
+
+// The guide's projection in Redis, restored from a backup: every order at its latest version but o-1017
+// (at 1) and o-1018 (not there yet).
+namespace {
+void restore_guides_projection(RedisServer& redis) {
+  for (int i = 1000; i <= 1019; ++i) {
+    redis.command(fmt::format("SET order:o-{} 3", i));
+  }
+  redis.command("SET order:o-1042 3");
+  redis.command("SET order:o-1043 2");
+  redis.command("SET order:o-1017 1"); // the backup's
+  redis.command("DEL order:o-1018");
+  ASSERT_EQ(redis.command("MGET order:o-1017 order:o-1018 order:o-1042"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n");
+}
+} // namespace
+
 // docs/version-guards.md's audit of a projection restored from a backup is what the binary prints
 // over the bundled log, against a real redis-server holding each order's version.
 TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
-  for (int i = 1000; i <= 1019; ++i) {
-    ASSERT_EQ(redis.command(fmt::format("SET order:o-{} 3", i)), "+OK\r\n");
-  }
-  ASSERT_EQ(redis.command("SET order:o-1042 3"), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET order:o-1043 2"), "+OK\r\n");
-  ASSERT_EQ(redis.command("SET order:o-1017 1"), "+OK\r\n"); // the backup's
-  ASSERT_EQ(redis.command("DEL order:o-1018"), ":1\r\n");
+  ASSERT_NO_FATAL_FAILURE(restore_guides_projection(redis));
   const std::string root = DEDUPCTL_SOURCE_DIR;
   auto result = run_dedupctl({"audit", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
                               "--version", "json:/version", "--store", redis.uri(), "--layout", "version-guard",
@@ -257,6 +322,38 @@ TEST(VersionsExample, AHashPerEntityIsReadByItsVersionField) {
   EXPECT_EQ(doc.at("summary").at("missing"), 5) << doc.at("summary");
   EXPECT_EQ(doc.at("summary").at("superseded"), 3) << doc.at("summary");
   EXPECT_EQ(doc.at("replay").at("would_reapply"), 5) << doc.at("replay");
+}
+
+// docs/version-guards.md's replay --via the projection: the plan publishes what the audit re-applies,
+// and the decisions say why each is skipped, against the same restored projection.
+TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_NO_FATAL_FAILURE(restore_guides_projection(redis));
+  TempDir dir;
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  auto result = run_dedupctl({"replay", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
+                              "--version", "json:/version", "--via", redis.uri(), "--layout", "version-guard",
+                              "--key-template", "order:{entity}", "--decisions", dir.file("plan.ndjson")});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::string guide = read_file(root + "/docs/version-guards.md");
+  for (const std::string line :
+       {"  would replay                          5", "  would skip                            61",
+        "version-guard-replay  a version guard applies 5 of the 66 events read: those above their entity's version "
+        "in the projection and above every version applied before them; only they are published"}) {
+    EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
+    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
+  }
+  std::string ev_0102;
+  std::istringstream decisions(read_file(dir.file("plan.ndjson")));
+  for (std::string line; std::getline(decisions, line);) {
+    if (line.find("\"ev-0102\"") != std::string::npos) {
+      ev_0102 = line;
+    }
+  }
+  EXPECT_NE(ev_0102.find("a version guard drops it"), std::string::npos) << ev_0102;
+  EXPECT_NE(guide.find(ev_0102), std::string::npos) << "the guide lacks: " << ev_0102;
+  EXPECT_EQ(redis.command("GET order:o-1017"), "$1\r\n1\r\n") << "a plan writes nothing";
 }
 
 // trace --entity --version: the entity's versions around the event join its timeline, in the order
