@@ -436,6 +436,9 @@ void fill_request(ReplayRequest& request, const ReplayFlags& options, const Plac
     request.second_key_templates = reader_templates(*chain);
   }
   request.guard = guard;
+  if (guard) {
+    request.versions = placement.version_order;
+  }
   request.consumer = options.placement.consumer;
   request.execute = options.execute;
   request.max_examples = options.examples;

@@ -6,6 +6,7 @@
 #include "core/identity/key_template.hpp"
 #include "core/replay/replay.hpp"
 #include "core/scan/log_analyzer.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/source/source_info.hpp"
 #include "reports/report.hpp"
 
@@ -53,6 +54,7 @@ struct ReplayRequest {
   std::vector<core::KeyTemplate> second_key_templates;
   bool repair = false; // --repair-lost: the placement answers lost (Claimed) and NotLost
   bool guard = false;  // --via a version guard: the placement answers applied (Claimed) and dropped (Done)
+  std::optional<core::VersionOrder> versions; // with `guard`: how its versions compare (the report's settings)
   std::string consumer;
   bool execute = false;
   std::string run_id;

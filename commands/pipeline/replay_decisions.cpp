@@ -239,6 +239,11 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   if (!run.sink.empty()) {
     report.settings.emplace_back("sink", run.sink);
   }
+  if (m_request.versions) {
+    core::LogAnalyzerOptions versions;
+    versions.versions = m_request.versions;
+    add_version_settings(report, m_request.identify, versions);
+  }
   std::vector<core::Finding> findings = m_request.placement_findings;
   for (auto& f :
        core::replay_findings(run, m_placement.unfit_keys(), m_failed_examples, m_unfit_examples, m_claimed_examples)) {

@@ -579,6 +579,11 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
                      {"ttl", ttl.is_infinite() ? std::string("none") : core::to_text(ttl)},
                      {"now", core::format_time(now_ms)},
                      {"fail on", request.fail_on_text}};
+  if (request.versions) {
+    core::LogAnalyzerOptions versions;
+    versions.versions = request.versions;
+    add_version_settings(report, request.identify, versions);
+  }
   finish_report(report, std::move(info), log, std::move(findings), request.max_examples, request.fail_on,
                 source.positions());
   return report;

@@ -258,7 +258,7 @@ void refuse_version_guard(const PlacementOptions& placement, std::string_view co
   if (placement.layout.version_guard()) {
     throw UsageError(fmt::format("--layout version-guard: {} does not read a version guard's projection yet; "
                                  "dedupctl audit --entity … --version … does (its replay section is the seek "
-                                 "preview)",
+                                 "preview), and replay --via it publishes what the guard applies",
                                  command));
   }
 }

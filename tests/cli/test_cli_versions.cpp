@@ -172,6 +172,8 @@ TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
             "--ttl 1h: --layout version-guard reads the handler's projection, whose rows never lapse"},
            {{"trace", "-b", b, "--topic", "orders", "--event-id", "e-1"},
             "--layout version-guard: trace does not read a version guard's projection yet"},
+           {{"watch", "-b", b, "--topic", "orders"},
+            "--layout version-guard: watch does not read a version guard's projection yet"},
            {{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
              "--layout-option", "version-colum=v"},
             "--layout-option version-colum=v: --layout version-guard takes entity-column=NAME"},
@@ -180,6 +182,17 @@ TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
     EXPECT_EQ(result.exit_code, 2) << fmt::format("{}", fmt::join(c.args, " ")) << "\n" << result.err;
     EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
   }
+  TempDir dir;
+  auto snapshot = run_dedupctl(
+      {"snapshot", "--store", "redis://127.0.0.1:1", "--layout", "version-guard", "--output", dir.file("snapshot")});
+  EXPECT_EQ(snapshot.exit_code, 2) << snapshot.err;
+  EXPECT_NE(snapshot.err.find("snapshot does not export a projection"), std::string::npos) << snapshot.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("snapshot")));
+  auto no_table =
+      run_dedupctl({"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
+                    "--store", "postgres://127.0.0.1:1/shop", "--layout", "version-guard"});
+  EXPECT_EQ(no_table.exit_code, 2) << no_table.err;
+  EXPECT_NE(no_table.err.find("name the projection's table with --inbox-table"), std::string::npos) << no_table.err;
   auto file = run_dedupctl({"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version",
                             "json:/version", "--store", "file:/dev/null", "--layout", "version-guard"});
   EXPECT_EQ(file.exit_code, 2) << file.err;
@@ -244,27 +257,12 @@ TEST_F(Versions, AReplayViaAVersionGuardRefusesWhatItCannotBackAndPublishesNothi
   EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "nothing may be published over a walk not read";
 }
 
-// The guide's projection in Redis, restored from a backup: every order at its latest version but o-1017
-// (at 1) and o-1018 (not there yet).
-namespace {
-void restore_guides_projection(RedisServer& redis) {
-  for (int i = 1000; i <= 1019; ++i) {
-    redis.command(fmt::format("SET order:o-{} 3", i));
-  }
-  redis.command("SET order:o-1042 3");
-  redis.command("SET order:o-1043 2");
-  redis.command("SET order:o-1017 1"); // the backup's
-  redis.command("DEL order:o-1018");
-  ASSERT_EQ(redis.command("MGET order:o-1017 order:o-1018 order:o-1042"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n");
-}
-} // namespace
-
 // docs/version-guards.md's audit of a projection restored from a backup is what the binary prints
 // over the bundled log, against a real redis-server holding each order's version.
 TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
-  ASSERT_NO_FATAL_FAILURE(restore_guides_projection(redis));
+  ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
   const std::string root = DEDUPCTL_SOURCE_DIR;
   auto result = run_dedupctl({"audit", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
                               "--version", "json:/version", "--store", redis.uri(), "--layout", "version-guard",
@@ -329,7 +327,7 @@ TEST(VersionsExample, AHashPerEntityIsReadByItsVersionField) {
 TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
-  ASSERT_NO_FATAL_FAILURE(restore_guides_projection(redis));
+  ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
   TempDir dir;
   const std::string root = DEDUPCTL_SOURCE_DIR;
   auto result = run_dedupctl({"replay", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
@@ -380,4 +378,6 @@ TEST(VersionsExample, TraceShowsTheEntitysVersionsAroundTheEvent) {
                           "version 3 came first",
                       }))
       << doc.at("traces").at(0).at("timeline");
+  EXPECT_EQ(doc.at("settings").at("version"), "json:/version") << doc.at("settings");
+  EXPECT_EQ(doc.at("settings").at("version order"), "numeric") << doc.at("settings");
 }
