@@ -391,3 +391,28 @@ TEST_F(RedisTls, WatchOverTlsAndItsBadTwins) {
     }
   }
 }
+
+// A version guard's projection on a TLS-only Redis (issue 63): the audit's preview and a replay through
+// the guard read it over verified TLS as in clear text, the guide's figures.
+TEST_F(RedisTls, AVersionGuardsProjectionIsReadOverVerifiedTls) {
+  TlsRedisServer redis(m_certs, false);
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
+  const std::string examples = std::string(DEDUPCTL_SOURCE_DIR) + "/examples/versions.ndjson";
+  const std::string store = redis.tls_uri("sslrootcert=" + m_certs.ca());
+  const std::vector<std::string> guard{
+      "--entity",       "json:/order_id", "--version", "json:/version", "--layout", "version-guard",
+      "--key-template", "order:{entity}", "--fail-on", "none",          "-o",       "json"};
+  std::vector<std::string> audit{"audit", "--input", examples, "--store", store, "--retention", "7d"};
+  audit.insert(audit.end(), guard.begin(), guard.end());
+  auto audited = run_dedupctl(audit);
+  ASSERT_EQ(audited.exit_code, 0) << audited.err;
+  auto doc = parse(audited);
+  EXPECT_EQ(doc.at("summary").at("missing"), 5) << doc.at("summary");
+  EXPECT_EQ(doc.at("replay").at("would_reapply"), 5) << doc.at("replay");
+  std::vector<std::string> replay{"replay", "--input", examples, "--via", store};
+  replay.insert(replay.end(), guard.begin(), guard.end());
+  auto planned = run_dedupctl(replay);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_EQ(parse(planned).at("summary").at("would_replay"), 5) << planned.out;
+}

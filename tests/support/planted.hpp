@@ -71,6 +71,26 @@ inline std::vector<std::string> planted_record_commands() {
           "SET unrelated:key x"};
 }
 
+// docs/version-guards.md's projection in Redis over examples/versions.ndjson, restored from a backup:
+// every order at its latest version but o-1017 (at 1) and o-1018 (not there yet), as the commands
+// that write it.
+inline std::vector<std::string> guide_projection_commands() {
+  std::vector<std::string> out;
+  for (int i = 1000; i <= 1019; ++i) {
+    out.push_back(fmt::format("SET order:o-{} {}", i, i == 1017 ? 1 : 3));
+  }
+  out.erase(out.begin() + 18); // o-1018
+  out.insert(out.end(), {"SET order:o-1042 3", "SET order:o-1043 2"});
+  return out;
+}
+
+template <class Redis> // RedisServer, TlsRedisServer
+void plant_guide_projection(const Redis& redis) {
+  for (const auto& command : guide_projection_commands()) {
+    ASSERT_EQ(redis.command(command), "+OK\r\n") << command;
+  }
+}
+
 inline void plant_records(const RedisServer& redis) {
   for (const auto& command : planted_record_commands()) {
     ASSERT_EQ(redis.command(command), "+OK\r\n") << command;
