@@ -133,18 +133,24 @@ protected:
     }
   }
 
+  // The projection changed behind the consumer's back: `sql` on PostgreSQL, or the Redis commands
+  // with the replies each must give.
+  void change_projection(const std::string& sql, const std::vector<std::pair<std::string, std::string>>& redis) {
+    if (GetParam() == "postgres") {
+      auto result = m_pg.psql(sql);
+      ASSERT_EQ(result.exit_code, 0) << result.err;
+      return;
+    }
+    for (const auto& [command, reply] : redis) {
+      ASSERT_EQ(m_redis.command(command), reply) << command;
+    }
+  }
+
   // A restore from an older backup: o-2 back at 1, o-4's row gone, o-6 back at 4.
   void restore() {
-    if (GetParam() == "postgres") {
-      ASSERT_EQ(m_pg.psql("UPDATE orders SET version = 1 WHERE id = 'o-2'; DELETE FROM orders WHERE id = 'o-4'; "
-                          "UPDATE orders SET version = 4 WHERE id = 'o-6'")
-                    .exit_code,
-                0);
-    } else {
-      ASSERT_EQ(m_redis.command("SET order:o-2 1"), "+OK\r\n");
-      ASSERT_EQ(m_redis.command("DEL order:o-4"), ":1\r\n");
-      ASSERT_EQ(m_redis.command("SET order:o-6 4"), "+OK\r\n");
-    }
+    change_projection("UPDATE orders SET version = 1 WHERE id = 'o-2'; DELETE FROM orders WHERE id = 'o-4'; "
+                      "UPDATE orders SET version = 4 WHERE id = 'o-6'",
+                      {{"SET order:o-2 1", "+OK\r\n"}, {"DEL order:o-4", ":1\r\n"}, {"SET order:o-6 4", "+OK\r\n"}});
   }
 
   // Every entity's version in the projection, as text to compare.
@@ -235,7 +241,7 @@ TEST_P(VersionGuard, TheChangesTheGuardDropsAreScansRegressionsAndASeekAppliesEx
   EXPECT_EQ(clean.at("summary").at("covered"), 13) << clean.at("summary");
   EXPECT_EQ(clean.at("replay").at("would_reapply"), 0) << clean.at("replay");
 
-  restore();
+  ASSERT_NO_FATAL_FAILURE(restore());
   auto after = audit();
   ASSERT_EQ(after.exit_code, 0) << after.err;
   Json report = Json::parse(after.out);
@@ -287,7 +293,7 @@ TEST_P(VersionGuard, AProjectionThatCannotHoldTheVersionAsTheOrderComparesItIsEx
 // publishes nothing again.
 TEST_P(VersionGuard, AReplayViaTheProjectionPublishesExactlyWhatTheGuardAppliesAndWritesNothing) {
   plant();
-  restore();
+  ASSERT_NO_FATAL_FAILURE(restore());
   const std::string restored = projection();
   const std::set<std::string> preview{"o-2-v3", "o-4-v1", "o-4-v2", "o-6-v5"};
   auto plan = replay({});
@@ -332,14 +338,9 @@ TEST_P(VersionGuard, AReplayViaTheProjectionPublishesExactlyWhatTheGuardAppliesA
 // publish them (id_unfit): nobody can say what the consumer does with them.
 TEST_P(VersionGuard, AProjectionWithoutAComparableVersionIsNeitherCoveredNorPublished) {
   plant();
-  if (GetParam() == "postgres") {
-    ASSERT_EQ(m_pg.psql("ALTER TABLE orders ALTER COLUMN version DROP NOT NULL; "
-                        "UPDATE orders SET version = NULL WHERE id = 'o-5'")
-                  .exit_code,
-              0);
-  } else {
-    ASSERT_EQ(m_redis.command("SET order:o-5 n/a"), "+OK\r\n");
-  }
+  ASSERT_NO_FATAL_FAILURE(change_projection(
+      "ALTER TABLE orders ALTER COLUMN version DROP NOT NULL; UPDATE orders SET version = NULL WHERE id = 'o-5'",
+      {{"SET order:o-5 n/a", "+OK\r\n"}}));
   auto audited = audit();
   ASSERT_EQ(audited.exit_code, 0) << audited.err;
   Json report = Json::parse(audited.out);
