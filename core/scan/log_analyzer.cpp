@@ -28,6 +28,7 @@ LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
     if (m_options.keep_every_event) {
       m_versions->keep_every_event();
     }
+    m_versions->reserve(m_options.expected_events);
   }
 }
 

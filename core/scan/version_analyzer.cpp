@@ -89,6 +89,11 @@ VersionAnalyzer::VersionAnalyzer(VersionOrder order, std::size_t max_examples)
     : m_order(order), m_regression(max_examples), m_conflict(max_examples), m_gap(max_examples),
       m_unparsed(max_examples), m_unversioned(max_examples) {}
 
+void VersionAnalyzer::reserve(std::size_t events) {
+  m_seen.reserve(events);
+  m_text.reserve(events * 24); // an id and a version, as most ranges name them
+}
+
 std::uint32_t VersionAnalyzer::keep(std::string_view s) {
   auto at = static_cast<std::uint32_t>(m_text.size());
   m_text.append(s);

@@ -88,6 +88,9 @@ public:
   // --layout version-guard: every event is kept (versioned or not, with or without an id), so that
   // the guard's verdicts can be handed to the audit in read order. Call before the first observe.
   void keep_every_event() { m_keep_all = true; }
+  // Room for the range's `events` (LogAnalyzerOptions::expected_events), so that what is kept of them
+  // is not copied again as it grows. Call before the first observe.
+  void reserve(std::size_t events);
   // The entity's version in the projection (nullopt: no row), as the placement's lookup found it;
   // for an entity already observed (others are ignored). The first answer for an entity stands.
   void set_projection(std::string_view entity, std::optional<std::string_view> version);
