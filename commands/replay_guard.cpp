@@ -76,6 +76,9 @@ WalkedGuard walk_version_guard(const SourceFlags& source, const core::IdentifyOp
   if (!walked.complete) {
     return {nullptr, unread_report(walked.error.value_or("incomplete"), walked.exit_code, opened.info, context)};
   }
+  for (const auto& range : opened.info.partitions) { // what a live topic appends after it is not judged
+    guard->walked(range.topic, range.partition, range.to);
+  }
   return {std::move(guard), std::nullopt};
 }
 

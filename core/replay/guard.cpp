@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace dedupctl::core {
 
 KeyTemplate guard_replay_key_template() { return KeyTemplate::parse("{topic}/{partition}/{offset}"); }
@@ -15,10 +17,42 @@ void GuardPlacement::judge(std::string key, GuardVerdict verdict) {
   }
 }
 
+void GuardPlacement::walked(std::string_view topic, std::int32_t partition, std::int64_t end) {
+  m_walked_to[{std::string(topic), partition}] = end;
+}
+
+bool GuardPlacement::after_walk(std::string_view key) const {
+  // topic/partition/offset: a topic's name holds no '/'.
+  auto last = key.rfind('/');
+  if (last == std::string_view::npos || last == 0) {
+    return false;
+  }
+  auto middle = key.rfind('/', last - 1);
+  if (middle == std::string_view::npos) {
+    return false;
+  }
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  auto p = key.substr(middle + 1, last - middle - 1);
+  auto o = key.substr(last + 1);
+  if (std::from_chars(p.data(), p.data() + p.size(), partition).ec != std::errc{} ||
+      std::from_chars(o.data(), o.data() + o.size(), offset).ec != std::errc{}) {
+    return false;
+  }
+  auto it = m_walked_to.find(std::pair(std::string(key.substr(0, middle)), partition));
+  return it != m_walked_to.end() && offset >= it->second;
+}
+
 void GuardPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) {
   out.resize(keys.size());
   for (std::size_t k = 0; k < keys.size(); ++k) {
-    out[k] = m_applies.contains(keys[k]) ? Claim::Claimed : m_unjudged.contains(keys[k]) ? Claim::Unfit : Claim::Done;
+    if (m_applies.contains(keys[k])) {
+      out[k] = Claim::Claimed;
+    } else if (m_unjudged.contains(keys[k]) || after_walk(keys[k])) {
+      out[k] = Claim::Unfit;
+    } else {
+      out[k] = Claim::Done;
+    }
   }
 }
 
@@ -27,7 +61,8 @@ void GuardPlacement::claim(const std::vector<std::string>& keys, const std::stri
 }
 
 std::string GuardPlacement::unfit_keys() const {
-  return "a version guard cannot judge them: no entity or version, or a version --version-order does not compare";
+  return "a version guard cannot judge them: no entity or version, a version --version-order does not compare, or "
+         "an event appended after the walk that decides what is published (rerun for those)";
 }
 
 std::vector<Finding> GuardPlacement::findings() const {

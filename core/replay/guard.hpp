@@ -4,9 +4,11 @@
 #include "core/replay/replay.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 // replay --via a version guard (issue 63): the consumer keeps no dedup record, its handler applies an
@@ -32,6 +34,9 @@ public:
   explicit GuardPlacement(std::string kind) : m_kind(std::move(kind)) {}
   // The walk's verdict of the event at `key` (guard_replay_key_template); Drops unless said.
   void judge(std::string key, GuardVerdict verdict);
+  // The walk read the partition up to `end` (exclusive): an event the replay reads at or past it was
+  // appended since, and is not judged. A partition not named was walked to its end (a file's).
+  void walked(std::string_view topic, std::int32_t partition, std::int64_t end);
 
   std::string kind() const override { return m_kind; }
   // Applies: Claimed; Drops: Done; Unjudged: Unfit. A run claims the same, and holds nothing.
@@ -47,7 +52,11 @@ public:
 
 private:
   std::string m_kind;
+  // Past the walk's end of its partition (a key guard_replay_key_template rendered).
+  bool after_walk(std::string_view key) const;
+
   std::unordered_set<std::string> m_applies, m_unjudged;
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t, std::less<>> m_walked_to;
   std::int64_t m_judged = 0;
 };
 
