@@ -28,6 +28,9 @@ LogAnalyzer::LogAnalyzer(LogAnalyzerOptions options)
     if (m_options.keep_every_event) {
       m_versions->keep_every_event();
     }
+    if (m_options.transitions) {
+      m_versions->use_transitions(m_options.transitions.get());
+    }
     m_versions->reserve(m_options.expected_events);
   }
 }

@@ -60,6 +60,9 @@ struct LogAnalyzerOptions {
   std::optional<VersionOrder> versions;
   // --layout version-guard: the version analyzer keeps every event for the guard's verdicts.
   bool keep_every_event = false;
+  // --layout state-guard (with `versions` set): the guard's transitions, which the analyzer walks in
+  // place of versions (VersionAnalyzer::use_transitions).
+  std::shared_ptr<const TransitionTable> transitions;
 };
 
 // Each counter counts events beyond the first of their group (report-v1 "summary").

@@ -64,7 +64,9 @@ TransitionTable TransitionTable::parse(std::string_view toml, std::string_view p
   TransitionTable out;
   for (auto&& [type, node] : root) {
     Transition t = read_transition(path, type.str(), node);
+    out.m_states.insert(t.to);
     for (const auto& from : t.from) {
+      out.m_states.insert(from);
       auto& next = out.m_next[from];
       if (std::find(next.begin(), next.end(), t.to) == next.end()) {
         next.push_back(t.to);
@@ -107,6 +109,8 @@ bool TransitionTable::at_or_past(std::string_view state, std::string_view target
   return false;
 }
 
+bool TransitionTable::knows(std::string_view state) const { return m_states.find(state) != m_states.end(); }
+
 bool TransitionTable::applies(const Transition& t, std::optional<std::string_view> state) {
   if (!state) {
     return t.creates();
@@ -115,7 +119,8 @@ bool TransitionTable::applies(const Transition& t, std::optional<std::string_vie
 }
 
 std::vector<StateVerdict> walk_states(const TransitionTable& table, std::optional<std::string_view> projection,
-                                      const std::vector<std::string_view>& types) {
+                                      const std::vector<std::string_view>& types,
+                                      std::span<const std::uint8_t> in_window) {
   std::vector<StateVerdict> out(types.size());
   std::map<std::string_view, int> reached; // a state → the entity's events in the range that move it there
   for (auto type : types) {
@@ -133,7 +138,7 @@ std::vector<StateVerdict> walk_states(const TransitionTable& table, std::optiona
     StateVerdict& v = out[i];
     v.known = true;
     v.covered = projection && table.at_or_past(*projection, t->to);
-    v.applied = TransitionTable::applies(*t, current);
+    v.applied = (in_window.empty() || in_window[i]) && TransitionTable::applies(*t, current);
     if (v.applied) {
       current = t->to;
     }

@@ -1,8 +1,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,11 +41,14 @@ public:
   bool at_or_past(std::string_view state, std::string_view target) const;
   // Whether the guard applies `t` to an entity in `state` (nullopt: no row).
   static bool applies(const Transition& t, std::optional<std::string_view> state);
+  // Whether `state` is one the table names (as a from or a to): the guard can judge an entity in it.
+  bool knows(std::string_view state) const;
   std::size_t size() const { return m_by_type.size(); }
 
 private:
   std::map<std::string, Transition, std::less<>> m_by_type;
   std::map<std::string, std::vector<std::string>, std::less<>> m_next; // a state → the states one step on
+  std::set<std::string, std::less<>> m_states;                         // every state named
 };
 
 // One event of an entity as the guard judges it.
@@ -56,8 +62,10 @@ struct StateVerdict {
 };
 
 // The entity's events (their types, in the consumer's order) against its state in the projection
-// (nullopt: no row), one verdict an event.
+// (nullopt: no row), one verdict an event. `in_window` (empty: all of them), whether a replay delivers
+// event i: one it does not deliver is never applied, and leaves the replay's state as it is.
 std::vector<StateVerdict> walk_states(const TransitionTable& table, std::optional<std::string_view> projection,
-                                      const std::vector<std::string_view>& types);
+                                      const std::vector<std::string_view>& types,
+                                      std::span<const std::uint8_t> in_window = {});
 
 } // namespace dedupctl::core

@@ -5,6 +5,7 @@
 #include "core/util/time.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -152,6 +153,41 @@ VersionAnalyzer::Seen VersionAnalyzer::seen_of(const Event& event, const Identit
   return s;
 }
 
+std::uint32_t VersionAnalyzer::entity_index(std::string_view entity) {
+  bool inserted = false;
+  std::uint32_t& index = m_entity_of.find_or_insert(hash64(entity), inserted);
+  if (inserted) {
+    index = static_cast<std::uint32_t>(m_entities.size());
+    m_entities.emplace_back(entity);
+  }
+  return index;
+}
+
+// An event with an id whose guard cannot be checked (version-unchecked); `why` is its example's note.
+void VersionAnalyzer::unchecked(const Event& event, const Identity& identity, const std::function<std::string()>& why) {
+  ++m_counters.unversioned;
+  m_unversioned.add(event.partition, [&] { return example_of(event, identity, {}, why()); });
+  if (m_keep_all) {
+    keep_unversioned(event, identity);
+  }
+}
+
+// A state guard's event: checked with an entity and a type the transitions name.
+void VersionAnalyzer::observe_state(const Event& event, const Identity& identity) {
+  if (!identity.has_entity || !m_states->of(identity.type)) {
+    unchecked(event, identity, [&] {
+      return !identity.has_entity ? std::string("no entity")
+                                  : fmt::format("type '{}' is not in the transitions", identity.type);
+    });
+    return;
+  }
+  ++m_counters.checked;
+  Seen s = seen_of(event, identity);
+  s.entity = entity_index(identity.entity);
+  s.type = type_index(identity.type);
+  m_seen.push_back(s);
+}
+
 void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   if (!identity.has_id) {
     if (m_keep_all) {
@@ -159,14 +195,12 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
     }
     return; // missing-event-id says so; a guard's event is still one with an id
   }
+  if (m_states) {
+    observe_state(event, identity);
+    return;
+  }
   if (!identity.has_entity || !identity.has_version) {
-    ++m_counters.unversioned;
-    m_unversioned.add(event.partition, [&] {
-      return example_of(event, identity, {}, !identity.has_entity ? "no entity" : "no version");
-    });
-    if (m_keep_all) {
-      keep_unversioned(event, identity);
-    }
+    unchecked(event, identity, [&] { return std::string(!identity.has_entity ? "no entity" : "no version"); });
     return;
   }
   auto parsed = parse_version(identity.version, m_order);
@@ -184,13 +218,7 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   }
   ++m_counters.checked;
   Seen s = seen_of(event, identity);
-  bool inserted = false;
-  std::uint32_t& entity = m_entity_of.find_or_insert(hash64(identity.entity), inserted);
-  if (inserted) {
-    entity = static_cast<std::uint32_t>(m_entities.size());
-    m_entities.emplace_back(identity.entity);
-  }
-  s.entity = entity;
+  s.entity = entity_index(identity.entity);
   if (m_keep_all) {
     s.type = type_index(identity.type);
   }
@@ -395,6 +423,10 @@ void VersionAnalyzer::evaluate() {
   }
   m_evaluated = true;
   for_each_entity([this](std::span<const std::size_t> of_entity) {
+    if (m_states) {
+      walk_states(of_entity);
+      return;
+    }
     walk(of_entity);
     gaps(of_entity);
   });
@@ -459,6 +491,64 @@ void VersionAnalyzer::decide(std::span<const std::size_t> of_entity, std::span<c
   }
 }
 
+// An entity's events (their types, and whether each is in the window) in the consumer's order, into
+// the walk's scratch; the span is the order.
+std::span<const std::size_t> VersionAnalyzer::state_walk_input(std::span<const std::size_t> of_entity,
+                                                               std::span<const std::uint8_t> in_window) {
+  auto order = consumer_order(of_entity);
+  m_walk_types.clear();
+  m_walk_window.clear();
+  for (std::size_t i : order) {
+    m_walk_types.emplace_back(m_types[m_seen[i].type]);
+    m_walk_window.push_back(in_window.empty() ? 1 : in_window[i]);
+  }
+  return order;
+}
+
+// transition-gap: an event that moves from states no other event of its entity in the range moves it
+// to. One example an event, naming the states it needed.
+void VersionAnalyzer::walk_states(std::span<const std::size_t> of_entity) {
+  auto order = state_walk_input(of_entity, {});
+  auto verdicts = core::walk_states(*m_states, std::nullopt, m_walk_types);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (!verdicts[k].gap) {
+      continue;
+    }
+    ++m_counters.gaps;
+    const Seen& s = m_seen[order[k]];
+    m_gap.add_at(s.partition, s.seq, [&] {
+      const Transition* t = m_states->of(m_walk_types[k]);
+      return example(s, fmt::format("entity {} {} moves from {}, which no other event of the entity in the range "
+                                    "moves it to",
+                                    m_entities[s.entity], m_walk_types[k], fmt::join(t->from, " or ")));
+    });
+  }
+}
+
+// A state guard's verdicts for one entity: covered where the projection's state is at or past the
+// event's, and, from that state in the consumer's order, what a replay of the window applies. A state
+// the transitions do not name is one the guard cannot judge: nothing is decided.
+void VersionAnalyzer::decide_states(std::span<const std::size_t> of_entity, std::span<const std::uint8_t> in_window) {
+  std::uint32_t entity = m_seen[of_entity[0]].entity;
+  Projection p = entity < m_projection.size() ? m_projection[entity] : Projection{};
+  std::optional<std::string_view> state;
+  if (p.present) {
+    state = text(p.at, p.len);
+  }
+  if (!p.known || (state && !m_states->knows(*state))) {
+    for (std::size_t i : of_entity) {
+      m_guard[i] = static_cast<std::uint8_t>(GuardState::Unchecked) | (in_window[i] ? 0x80 : 0);
+    }
+    return;
+  }
+  auto order = state_walk_input(of_entity, in_window);
+  auto verdicts = core::walk_states(*m_states, state, m_walk_types, m_walk_window);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    GuardState g = verdicts[k].covered ? GuardState::Covered : GuardState::Missing;
+    m_guard[order[k]] = static_cast<std::uint8_t>(g) | (verdicts[k].applied ? 0x80 : 0);
+  }
+}
+
 void VersionAnalyzer::decide_guard(std::span<const std::uint8_t> in_window) {
   m_guard.assign(m_seen.size(), 0);
   for (std::size_t i = 0; i < m_seen.size(); ++i) {
@@ -467,7 +557,13 @@ void VersionAnalyzer::decide_guard(std::span<const std::uint8_t> in_window) {
                    (in_window[i] ? 0x80 : 0);
     }
   }
-  for_each_entity([&](std::span<const std::size_t> of_entity) { decide(of_entity, in_window); });
+  for_each_entity([&](std::span<const std::size_t> of_entity) {
+    if (m_states) {
+      decide_states(of_entity, in_window);
+    } else {
+      decide(of_entity, in_window);
+    }
+  });
 }
 
 std::vector<GuardEvent> VersionAnalyzer::history(std::string_view entity) {
@@ -526,8 +622,38 @@ const VersionCounters& VersionAnalyzer::counters() {
   return m_counters;
 }
 
+std::vector<Finding> VersionAnalyzer::state_findings() {
+  std::vector<Finding> out;
+  const auto& c = m_counters;
+  if (auto gap = m_gap.build("transition-gap", Severity::Warning,
+                             fmt::format("{} events move their entity from a state no other event of it in the range "
+                                         "moves it to: a state guard drops them unless the entity got there before "
+                                         "the range",
+                                         c.gaps),
+                             "find the events that should move the entity there (lost upstream, removed by "
+                             "compaction, or a type missing from the transitions)")) {
+    out.push_back(std::move(*gap));
+  }
+  if (auto unchecked = m_unversioned.build(
+          "version-unchecked", c.checked == 0 ? Severity::Error : Severity::Warning,
+          c.checked == 0 ? fmt::format("none of {} events gave an --entity and a type the transitions name: no "
+                                       "guard was checked",
+                                       c.unversioned)
+                         : fmt::format("{} events gave no --entity or a type the transitions do not name: their "
+                                       "guard was not checked",
+                                       c.unversioned),
+          "check the --entity and --type specs against an event (dedupctl trace shows one), and give every type "
+          "the handler moves a [Type] in the transitions")) {
+    out.push_back(std::move(*unchecked));
+  }
+  return out;
+}
+
 std::vector<Finding> VersionAnalyzer::findings() {
   evaluate();
+  if (m_states) {
+    return state_findings();
+  }
   std::vector<Finding> out;
   auto push = [&](std::optional<Finding> f) {
     if (f) {

@@ -3,9 +3,11 @@
 #include "core/event.hpp"
 #include "core/finding.hpp"
 #include "core/identity/identify.hpp"
+#include "core/scan/transitions.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,7 +41,7 @@ struct VersionCounters {
   std::int64_t regressions = 0;     // version-regression
   std::int64_t cross_partition = 0; // of them, below an event of another partition
   std::int64_t conflicts = 0;       // version-conflict
-  std::int64_t gaps = 0;            // version-gap: versions missing inside the range
+  std::int64_t gaps = 0;            // version-gap: versions missing inside the range (transition-gap: events)
   std::int64_t unparsed = 0;        // a version that does not parse under the order
   std::int64_t unversioned = 0;     // no entity or no version taken
 };
@@ -88,6 +90,13 @@ public:
   // --layout version-guard: every event is kept (versioned or not, with or without an id), so that
   // the guard's verdicts can be handed to the audit in read order. Call before the first observe.
   void keep_every_event() { m_keep_all = true; }
+  // --layout state-guard: the guard moves an entity between states by its events' types (`table`, which
+  // outlives the analyzer) instead of comparing versions. An event is checked when it has an entity and a
+  // type the table names; the projection's value is the entity's state; the log's finding is
+  // transition-gap (an event that moves from states no other event of its entity in the range reaches),
+  // in place of the version findings. Call before the first observe.
+  void use_transitions(const TransitionTable* table) { m_states = table; }
+  bool states() const { return m_states != nullptr; }
   // Room for the range's `events` (LogAnalyzerOptions::expected_events), so that what is kept of them
   // is not copied again as it grows. Call before the first observe.
   void reserve(std::size_t events);
@@ -137,6 +146,14 @@ private:
   std::span<const std::size_t> consumer_order(std::span<const std::size_t> of_entity);
   void walk(std::span<const std::size_t> of_entity);
   void decide(std::span<const std::size_t> of_entity, std::span<const std::uint8_t> in_window);
+  void decide_states(std::span<const std::size_t> of_entity, std::span<const std::uint8_t> in_window);
+  void walk_states(std::span<const std::size_t> of_entity); // transition-gap
+  std::span<const std::size_t> state_walk_input(std::span<const std::size_t> of_entity,
+                                                std::span<const std::uint8_t> in_window);
+  void observe_state(const Event& event, const Identity& identity);
+  void unchecked(const Event& event, const Identity& identity, const std::function<std::string()>& why);
+  std::uint32_t entity_index(std::string_view entity);
+  std::vector<Finding> state_findings();
   // Each entity's events (in read order) to `fn`, grouped by a counting sort.
   template <typename Fn> void for_each_entity(Fn&& fn);
   void keep_unversioned(const Event& event, const Identity& identity);
@@ -159,6 +176,9 @@ private:
   std::vector<std::uint64_t> m_few_ids;
   VersionCounters m_counters;
   bool m_keep_all = false;
+  const TransitionTable* m_states = nullptr;  // --layout state-guard
+  std::vector<std::string_view> m_walk_types; // walk_states' scratch
+  std::vector<std::uint8_t> m_walk_window;
   std::vector<std::string> m_types; // kept events' types
   // Each entity's version in the projection: unset (not looked up), no row, or the text in m_text.
   struct Projection {

@@ -1,6 +1,7 @@
 // A state-transition guard's table and its walk over one entity's events (issue 63).
 #include "core/scan/transitions.hpp"
 #include "core/util/errors.hpp"
+#include "tests/support/transitions.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,24 +12,7 @@ namespace dedupctl::core {
 namespace {
 
 // An order's life: placed, paid, shipped, delivered; cancelled from pending or paid.
-const char* const k_orders = R"(
-[OrderPlaced]
-to = "pending"
-[OrderPaid]
-from = ["pending"]
-to = "paid"
-[OrderShipped]
-from = ["paid"]
-to = "shipped"
-[OrderDelivered]
-from = ["shipped"]
-to = "delivered"
-[OrderCancelled]
-from = ["pending", "paid"]
-to = "cancelled"
-)";
-
-TransitionTable orders() { return TransitionTable::parse(k_orders, "orders.toml"); }
+TransitionTable orders() { return TransitionTable::parse(dedupctl::testing::k_order_transitions, "orders.toml"); }
 
 TEST(Transitions, EachTypeMovesFromItsStatesToOne) {
   auto table = orders();
@@ -145,6 +129,22 @@ TEST(Transitions, ABadTableIsAUsageErrorNamingItsLine) {
       EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
     }
   }
+}
+
+// A replay delivers only its window: an event before it is not applied again and leaves the state
+// where the projection has it; the table names the states it can judge.
+TEST(Transitions, OnlyTheWindowIsDeliveredAndAStateTheTableLacksIsNotKnown) {
+  auto table = orders();
+  const std::vector<std::uint8_t> window{0, 1, 1};
+  auto v = walk_states(table, std::nullopt, {"OrderPlaced", "OrderPaid", "OrderShipped"}, window);
+  EXPECT_FALSE(v[0].applied) << "before the window: not delivered";
+  EXPECT_FALSE(v[1].applied) << "no row: the payment has nothing to move from";
+  EXPECT_FALSE(v[2].applied);
+  auto behind = walk_states(table, "pending", {"OrderPlaced", "OrderPaid", "OrderShipped"}, window);
+  EXPECT_TRUE(behind[1].applied && behind[2].applied);
+  EXPECT_TRUE(table.knows("pending"));
+  EXPECT_TRUE(table.knows("cancelled"));
+  EXPECT_FALSE(table.knows("archived"));
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "core/identity/identify.hpp"
 #include "core/scan/version_analyzer.hpp"
 #include "core/util/errors.hpp"
+#include "tests/support/transitions.hpp"
 #include "tests/unit/fakes.hpp"
 
 #include <fmt/format.h>
@@ -37,11 +38,8 @@ struct Run {
   }
 };
 
-// Every event, identified with `entity` and json:/version, in order (seq its place).
-void observe_all(VersionAnalyzer& analyzer, const std::vector<OwnedEvent>& events, const std::string& entity) {
-  IdentifyOptions options = default_identify_options();
-  options.entity = parse_field_specs(entity, "--entity");
-  options.version = parse_field_specs("json:/version", "--version");
+// Every event, identified by `options`, in order (seq its place).
+void observe_with(VersionAnalyzer& analyzer, const std::vector<OwnedEvent>& events, const IdentifyOptions& options) {
   Identifier identifier(options);
   std::uint64_t seq = 0;
   for (const auto& owned : events) {
@@ -50,6 +48,14 @@ void observe_all(VersionAnalyzer& analyzer, const std::vector<OwnedEvent>& event
     e.seq = seq++;
     analyzer.observe(e, identifier.identify_one(e));
   }
+}
+
+// Every event, identified with `entity` and json:/version.
+void observe_all(VersionAnalyzer& analyzer, const std::vector<OwnedEvent>& events, const std::string& entity) {
+  IdentifyOptions options = default_identify_options();
+  options.entity = parse_field_specs(entity, "--entity");
+  options.version = parse_field_specs("json:/version", "--version");
+  observe_with(analyzer, events, options);
 }
 
 Run analyze(const std::vector<OwnedEvent>& events, VersionOrder order = VersionOrder::Numeric,
@@ -301,4 +307,109 @@ TEST(VersionAnalyzer, AnEntityWhoseProjectionWasNeverLookedUpIsNotJudgedAsHaving
   // The store failed before o-4's batch was looked up: no row is not what it said.
   auto events = guard({change(0, 0, 100, "e-1", "o-1", "1"), change(0, 1, 200, "e-4", "o-4", "1")}, {{"o-1", "1"}});
   EXPECT_EQ(verdicts(events), "e-1:covered e-4:unchecked+applied ");
+}
+
+namespace {
+
+OwnedEvent step(std::int32_t partition, std::int64_t offset, std::int64_t ts, const std::string& id,
+                const std::string& order, const std::string& type) {
+  return with_header_id(partition, offset, ts, id, fmt::format(R"({{"order":"{}","type":"{}"}})", order, type));
+}
+
+// A state guard's verdicts over `events` against `projection` (entity → state; absent: no row), the
+// events from `window_from` on in the window; `findings` gets the log's findings.
+std::vector<Verdict> state_guard(const std::vector<OwnedEvent>& events,
+                                 const std::vector<std::pair<std::string, std::optional<std::string>>>& projection,
+                                 std::size_t window_from = 0, std::vector<Finding>* findings = nullptr) {
+  static const TransitionTable table = TransitionTable::parse(dedupctl::testing::k_order_transitions, "orders.toml");
+  VersionAnalyzer analyzer(VersionOrder::Lexical, 5);
+  analyzer.use_transitions(&table);
+  analyzer.keep_every_event();
+  IdentifyOptions options = default_identify_options();
+  options.entity = parse_field_specs("json:/order", "--entity");
+  observe_with(analyzer, events, options);
+  for (const auto& [entity, state] : projection) {
+    analyzer.set_projection(entity, state ? std::optional<std::string_view>(*state) : std::nullopt);
+  }
+  std::vector<std::uint8_t> in_window(analyzer.kept(), 0);
+  for (std::size_t i = window_from; i < in_window.size(); ++i) {
+    in_window[i] = 1;
+  }
+  analyzer.decide_guard(in_window);
+  if (findings) {
+    *findings = analyzer.findings();
+  }
+  std::vector<Verdict> out;
+  for (std::size_t i = 0; i < analyzer.kept(); ++i) {
+    GuardEvent e = analyzer.guard_event(i);
+    out.push_back({std::string(e.id), std::string(e.entity),
+                   e.projection ? std::optional<std::string>(*e.projection) : std::nullopt, e.state, e.applied});
+  }
+  return out;
+}
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const auto& f : findings) {
+    if (f.id == id) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+// A projection restored to "pending": the placement is in, the payment and the shipment are not, and
+// a replay applies both, in order. Another order already shipped is covered throughout.
+TEST(VersionAnalyzerStates, TheProjectionsStateDecidesCoveredAndTheReplayFollowsTheTransitions) {
+  auto events = state_guard({step(0, 0, 100, "e-1", "o-1", "OrderPlaced"), step(0, 1, 200, "e-2", "o-1", "OrderPaid"),
+                             step(0, 2, 300, "e-3", "o-1", "OrderShipped"), step(0, 3, 400, "e-4", "o-2", "OrderPaid")},
+                            {{"o-1", "pending"}, {"o-2", "shipped"}});
+  EXPECT_EQ(verdicts(events), "e-1:covered e-2:missing+applied e-3:missing+applied e-4:covered ");
+  EXPECT_EQ(events[1].projection, std::optional<std::string>("pending"));
+}
+
+// The guard drops a shipment read before its payment (another partition, an earlier timestamp): it is
+// missing and a replay does not apply it, while the payment after it is applied.
+TEST(VersionAnalyzerStates, AChangeBeforeTheStateItMovesFromIsNotApplied) {
+  auto events = state_guard({step(0, 0, 300, "e-2", "o-1", "OrderPaid"), step(1, 0, 200, "e-3", "o-1", "OrderShipped")},
+                            {{"o-1", "pending"}});
+  EXPECT_EQ(verdicts(events), "e-2:missing+applied e-3:missing ");
+}
+
+// Only the window is delivered; without a row only what creates the entity applies, and a state the
+// transitions do not name (or an entity never looked up) is not judged.
+TEST(VersionAnalyzerStates, OnlyTheWindowIsDeliveredAndAStateTheTableLacksIsNotJudged) {
+  auto none = state_guard({step(0, 0, 100, "e-1", "o-1", "OrderPlaced"), step(0, 1, 200, "e-2", "o-1", "OrderPaid")},
+                          {{"o-1", std::nullopt}}, 1);
+  EXPECT_EQ(verdicts(none), "e-1:missing e-2:missing ") << "no row and the placement not delivered: nothing moves";
+  auto odd = state_guard({step(0, 0, 100, "e-1", "o-1", "OrderPaid"), step(0, 1, 200, "e-2", "o-9", "OrderPaid")},
+                         {{"o-1", "archived"}});
+  EXPECT_EQ(verdicts(odd), "e-1:unchecked+applied e-2:unchecked+applied ");
+}
+
+// The log's findings under a state guard: a delivery whose shipment the range lacks is a
+// transition-gap; a type the transitions do not name is not checked (counted, named); no version
+// finding is made.
+TEST(VersionAnalyzerStates, AStateTheRangeNeverReachesIsATransitionGapAndAnUnknownTypeIsUnchecked) {
+  std::vector<Finding> findings;
+  auto events =
+      state_guard({step(0, 0, 100, "e-1", "o-1", "OrderPlaced"), step(0, 1, 200, "e-2", "o-1", "OrderPaid"),
+                   step(0, 2, 300, "e-3", "o-1", "OrderDelivered"), step(0, 3, 400, "e-4", "o-1", "OrderRefunded")},
+                  {{"o-1", "delivered"}}, 0, &findings);
+  EXPECT_EQ(verdicts(events), "e-1:covered e-2:covered e-3:covered e-4:unchecked+applied ");
+  const Finding* gap = find(findings, "transition-gap");
+  ASSERT_NE(gap, nullptr);
+  EXPECT_EQ(gap->count, 1);
+  EXPECT_EQ(gap->severity, Severity::Warning);
+  ASSERT_EQ(gap->examples.size(), 1u);
+  EXPECT_EQ(gap->examples[0].event_id, "e-3");
+  EXPECT_NE(gap->examples[0].note.find("entity o-1 OrderDelivered moves from shipped"), std::string::npos)
+      << gap->examples[0].note;
+  const Finding* unchecked = find(findings, "version-unchecked");
+  ASSERT_NE(unchecked, nullptr);
+  EXPECT_EQ(unchecked->count, 1);
+  EXPECT_NE(unchecked->examples[0].note.find("type 'OrderRefunded' is not in the transitions"), std::string::npos);
+  EXPECT_EQ(find(findings, "version-regression"), nullptr);
+  EXPECT_EQ(find(findings, "version-gap"), nullptr);
 }
