@@ -76,11 +76,10 @@ AuditRequest audit_request(const AuditFlags& options, const PlacementFlags& firs
   }
   placement = parse_placement(first, context);
   if (placement.layout.version_guard()) {
-    if (!request.analyzer.versions) {
-      throw UsageError("--layout version-guard needs --entity and --version: the guard compares each event's "
-                       "version with its entity's in the projection");
-    }
-    placement.version_order = *request.analyzer.versions;
+    placement.version_order = guard_order(options.identity, placement, "--layout",
+                                          !options.shard.digest.empty() || !options.shard.shard.empty());
+    request.analyzer.versions = placement.version_order;
+    request.analyzer.transitions = placement.transitions;
   }
   if (placement.audit.window.kind != core::WindowKind::None &&
       (!options.shard.digest.empty() || !options.shard.shard.empty())) {

@@ -165,6 +165,34 @@ std::optional<core::VersionOrder> parse_version_options(const IdentityFlags& opt
   return core::parse_version_order(options.version_order);
 }
 
+core::VersionOrder guard_order(const IdentityFlags& options, const PlacementOptions& placement, std::string_view how,
+                               bool sharded) {
+  if (!placement.layout.projection.states) {
+    auto order = parse_version_options(options, sharded);
+    if (!order) {
+      throw UsageError(fmt::format("{} version-guard needs --entity and --version: the guard compares each event's "
+                                   "version with its entity's in the projection",
+                                   how));
+    }
+    return *order;
+  }
+  if (!options.version.empty()) {
+    throw UsageError(fmt::format("--version with {} state-guard: a state guard compares its entity's state, not a "
+                                 "version; drop --version (or use --layout version-guard)",
+                                 how));
+  }
+  if (sharded) {
+    throw UsageError("--layout state-guard with --shard/--digest: an entity's events are walked in one pass over "
+                     "every partition, which shards split; check the range in one run");
+  }
+  if (options.entity.empty()) {
+    throw UsageError(fmt::format("{} state-guard needs --entity: the guard moves one entity's state (give --entity "
+                                 "json:/order_id, or the spec of the key the handler updates)",
+                                 how));
+  }
+  return core::VersionOrder::Lexical; // never compared: the walk follows the types
+}
+
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory) {
   auto* registry = app.add_option_group(
       "Schema registry", "Payloads and keys in a schema registry's wire format (Avro, Protobuf, JSON Schema) are "

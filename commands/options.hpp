@@ -69,6 +69,12 @@ void add_version_options(CLI::App& app, IdentityFlags& options);
 // --version's order, when --version is given (it needs --entity; `sharded`: refused, a merge of
 // shards does not carry the entities' versions); nullopt without it.
 std::optional<core::VersionOrder> parse_version_options(const IdentityFlags& options, bool sharded);
+// --layout version-guard or state-guard (`placement`): the order the guard's walk compares by, checked
+// against what the guard needs, --entity and --version for a version guard, --entity and no --version
+// for a state guard (its walk follows the events' types). `how` names the flag in errors ("--layout",
+// "--via --layout"); `sharded` as above.
+core::VersionOrder guard_order(const IdentityFlags& options, const PlacementOptions& placement, std::string_view how,
+                               bool sharded);
 // The schema registry's flags alone (add_identity_options adds them too); `directory`: --schemas too.
 void add_registry_options(CLI::App& app, IdentityFlags& options, bool directory = true);
 // --examples N: 0 to k_max_examples examples kept per finding (each is held in memory and printed).

@@ -386,10 +386,11 @@ std::optional<reports::Report> prove_effects_match(const ReplayFlags& options, c
 // --via a version guard (`placement`): what it cannot be combined with, refused before anything is
 // contacted, and the order its versions compare by. True when it is one.
 bool check_guard(const ReplayFlags& options, PlacementOptions& placement, const std::vector<PlacementFlags>& tiers) {
-  if (tiers.size() > 1 &&
-      std::any_of(tiers.begin(), tiers.end(), [](const PlacementFlags& t) { return t.layout == "version-guard"; })) {
-    throw UsageError("--via repeated with --layout version-guard: a version guard is the consumer's whole placement "
-                     "(its projection), not a tier of a chain; replay --via the projection alone");
+  auto a_guard = [](const PlacementFlags& t) { return t.layout == "version-guard" || t.layout == "state-guard"; };
+  if (tiers.size() > 1 && std::any_of(tiers.begin(), tiers.end(), a_guard)) {
+    throw UsageError(fmt::format("--via repeated with --layout {}: a guard is the consumer's whole placement (its "
+                                 "projection), not a tier of a chain; replay --via the projection alone",
+                                 std::find_if(tiers.begin(), tiers.end(), a_guard)->layout));
   }
   if (!placement.layout.version_guard()) {
     if (!options.identity.version.empty()) {
@@ -399,15 +400,11 @@ bool check_guard(const ReplayFlags& options, PlacementOptions& placement, const 
     return false;
   }
   if (options.repair_lost) {
-    throw UsageError("--repair-lost --layout version-guard: a version guard keeps no record to release; a replay "
-                     "--via the projection already publishes only the events it applies");
+    throw UsageError(fmt::format("--repair-lost --layout {}: a guard keeps no record to release; a replay --via the "
+                                 "projection already publishes only the events it applies",
+                                 placement.layout.name));
   }
-  auto order = parse_version_options(options.identity, false);
-  if (!order) {
-    throw UsageError("--via --layout version-guard needs --entity and --version: what a replay publishes is what the "
-                     "guard applies, each event's version against its entity's in the projection");
-  }
-  placement.version_order = *order;
+  placement.version_order = guard_order(options.identity, placement, "--via --layout", false);
   return true;
 }
 
@@ -438,6 +435,7 @@ void fill_request(ReplayRequest& request, const ReplayFlags& options, const Plac
   request.guard = guard;
   if (guard) {
     request.versions = placement.version_order;
+    request.transitions = placement.transitions;
   }
   request.consumer = options.placement.consumer;
   request.execute = options.execute;

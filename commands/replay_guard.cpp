@@ -30,8 +30,8 @@ reports::Report unread_report(const std::string& error, std::optional<int> exit_
                               Context& context) {
   reports::Report report = unreachable_report(
       "replay",
-      fmt::format("the version guard's walk, which decides what is published, could not read everything: {}; "
-                  "nothing was published",
+      fmt::format("the guard's walk, which decides what is published, could not read everything: {}; nothing was "
+                  "published",
                   error),
       info, context);
   if (exit_code) {
@@ -47,10 +47,12 @@ WalkedGuard walk_version_guard(const SourceFlags& source, const core::IdentifyOp
   AuditRequest request;
   request.identify = identify;
   request.analyzer.versions = placement.version_order;
+  request.analyzer.transitions = placement.transitions;
   request.audit = placement.audit;
   request.consumer = consumer;
   request.placement = placement_info(placement);
-  auto guard = std::make_unique<core::GuardPlacement>(std::string(core::store_kind_name(placement.uri.kind)));
+  auto guard = std::make_unique<core::GuardPlacement>(std::string(core::store_kind_name(placement.uri.kind)),
+                                                      placement.layout.projection.states);
   core::KeyTemplate key_template = core::guard_replay_key_template();
   std::string key;
   request.guard_verdicts = [&](const core::GuardEvent& e) {
@@ -71,7 +73,8 @@ WalkedGuard walk_version_guard(const SourceFlags& source, const core::IdentifyOp
   if (failure) {
     return {nullptr, unread_report(*failure, std::nullopt, opened.info, context)};
   }
-  context.note("version guard: walking the range against the projection first, to publish only what it applies");
+  context.note(fmt::format("{}: walking the range against the projection first, to publish only what it applies",
+                           placement.layout.name));
   reports::Report walked = run_audit(request, *opened.source, *store.store, opened.info, context.now_ms());
   if (!walked.complete) {
     return {nullptr, unread_report(walked.error.value_or("incomplete"), walked.exit_code, opened.info, context)};

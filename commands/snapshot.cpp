@@ -37,7 +37,8 @@ int run(const SnapshotFlags& flags, Context& context) {
   }
   family.accept(options.layout);
   if (options.layout.version_guard()) {
-    throw UsageError("--layout version-guard: snapshot does not export a projection; dedupctl audit reads it live");
+    throw UsageError(fmt::format("--layout {}: snapshot does not export a projection; dedupctl audit reads it live",
+                                 options.layout.name));
   }
   if (core::one_key(options.layout)) {
     options.collection = core::collection_key(options.layout, flags.collection);

@@ -324,6 +324,9 @@ void feed_guard(const AuditRequest& request, const core::KeyTemplate& key_templa
       core::render_event_key(key_template, event, identity, request.consumer, key);
     }
     std::string projection = e.projection ? fmt::format("the projection's {}", *e.projection) : "no row";
+    // What the guard compares: the event's version, or (a state guard) its type against the state.
+    std::string subject = versions.states() ? fmt::format("entity {} {}", e.entity, e.type)
+                                            : fmt::format("entity {} version {}", e.entity, e.version);
     core::Coverage state = core::Coverage::Missing;
     std::string note;
     switch (e.state) {
@@ -331,16 +334,19 @@ void feed_guard(const AuditRequest& request, const core::KeyTemplate& key_templa
       state = core::Coverage::NoId;
       break;
     case core::GuardState::Unchecked:
-      note = e.entity.empty() || e.version.empty()
-                 ? "no --entity or no --version: the guard was not checked"
-                 : fmt::format("entity {} version {}, {}: not comparable", e.entity, e.version, projection);
+      note = e.entity.empty()    ? (versions.states() ? "no --entity, or a type the transitions do not name: the guard "
+                                                        "was not checked"
+                                                      : "no --entity or no --version: the guard was not checked")
+             : versions.states() ? fmt::format("{}, {}: a state the transitions do not name", subject, projection)
+             : e.version.empty() ? "no --entity or no --version: the guard was not checked"
+                                 : fmt::format("{}, {}: not comparable", subject, projection);
       break;
     case core::GuardState::Covered:
       state = core::Coverage::Covered;
       break;
     case core::GuardState::Missing:
     case core::GuardState::Superseded:
-      note = fmt::format("entity {} version {}, {}{}", e.entity, e.version, projection,
+      note = fmt::format("{}, {}{}", subject, projection,
                          e.state == core::GuardState::Superseded ? ", a higher version follows" : "");
       break;
     }

@@ -2,6 +2,8 @@
 
 #include "core/util/errors.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace dedupctl::commands {
@@ -59,6 +61,11 @@ void finish_report(reports::Report& report, core::SourceInfo info, const core::L
 
 void add_version_settings(reports::Report& report, const core::IdentifyOptions& identify,
                           const core::LogAnalyzerOptions& analyzer) {
+  if (analyzer.transitions) { // a state guard's: the types it moves by, not versions
+    report.settings.emplace_back("type", core::to_string(identify.type));
+    report.settings.emplace_back("transitions", fmt::format("{} event types", analyzer.transitions->size()));
+    return;
+  }
   if (analyzer.versions) {
     report.settings.emplace_back("version", core::to_string(identify.version));
     report.settings.emplace_back("version order", std::string(core::to_string(*analyzer.versions)));

@@ -55,6 +55,7 @@ struct ReplayRequest {
   bool repair = false; // --repair-lost: the placement answers lost (Claimed) and NotLost
   bool guard = false;  // --via a version guard: the placement answers applied (Claimed) and dropped (Done)
   std::optional<core::VersionOrder> versions; // with `guard`: how its versions compare (the report's settings)
+  std::shared_ptr<const core::TransitionTable> transitions; // a state guard's (the report's settings)
   std::string consumer;
   bool execute = false;
   std::string run_id;

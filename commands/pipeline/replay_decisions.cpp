@@ -44,6 +44,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   facts.execute = m_request.execute;
   facts.repair = m_request.repair;
   facts.guard = m_request.guard;
+  facts.states = m_request.transitions != nullptr;
   facts.has_id = row.key != SIZE_MAX;
   if (facts.has_id) {
     std::size_t k = row.key;
@@ -64,6 +65,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   case core::DecisionWhy::KeyEarlier:
   case core::DecisionWhy::RecordExists:
   case core::DecisionWhy::GuardDrops:
+  case core::DecisionWhy::StateDrops:
     ++m_run.skipped_duplicate;
     break;
   case core::DecisionWhy::Unfit:
@@ -79,6 +81,7 @@ core::DecisionRecord ReplayRunner::decide(const Chunk& chunk, const Chunk::Row& 
   case core::DecisionWhy::OwnStale:
   case core::DecisionWhy::Lost:
   case core::DecisionWhy::GuardApplies:
+  case core::DecisionWhy::StateApplies:
     ++m_run.would_replay;
     break;
   case core::DecisionWhy::NotLost:
@@ -242,6 +245,7 @@ void ReplayRunner::fill(reports::Report& report, core::SourceInfo info) {
   if (m_request.versions) {
     core::LogAnalyzerOptions versions;
     versions.versions = m_request.versions;
+    versions.transitions = m_request.transitions;
     add_version_settings(report, m_request.identify, versions);
   }
   std::vector<core::Finding> findings = m_request.placement_findings;

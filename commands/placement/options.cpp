@@ -2,6 +2,7 @@
 
 #include "commands/placement/family.hpp"
 #include "commands/placement/tiers.hpp"
+#include "connectors/file/text.hpp"
 #include "core/audit/retention.hpp"
 #include "core/store/layout_home.hpp"
 #include "core/util/errors.hpp"
@@ -200,6 +201,17 @@ void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
   out.audit.policy.orphans_reapplied = out.layout.orphans_reapplied;
 }
 
+// --layout state-guard's table of transitions: the file named by --layout-option transitions=FILE.
+std::shared_ptr<const core::TransitionTable> read_transitions(const std::string& path) {
+  if (path.empty()) {
+    throw UsageError("--layout state-guard needs --layout-option transitions=FILE: a TOML of the states each event "
+                     "type moves its entity from and to ([OrderPaid] from = [\"pending\"] to = \"paid\"; "
+                     "docs/version-guards.md)");
+  }
+  return std::make_shared<const core::TransitionTable>(
+      core::TransitionTable::parse(connectors::file::read_text_file(path, "--layout-option transitions"), path));
+}
+
 } // namespace
 
 PlacementOptions parse_placement(const PlacementFlags& options, const Context& context, std::string_view store_flag) {
@@ -243,11 +255,15 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
   }
   if (out.layout.version_guard()) { // the projection: verdicts by the version walk, rows that never lapse
     if (!options.ttl.empty()) {
-      throw UsageError(fmt::format("--ttl {}: --layout version-guard reads the handler's projection, whose rows "
-                                   "never lapse; drop --ttl",
-                                   options.ttl));
+      throw UsageError(fmt::format("--ttl {}: --layout {} reads the handler's projection, whose rows never lapse; "
+                                   "drop --ttl",
+                                   options.ttl, out.layout.name));
+    }
+    if (out.layout.projection.states) {
+      out.transitions = read_transitions(out.layout.projection.transitions);
     }
     out.audit.version_guard = true;
+    out.audit.state_guard = out.layout.projection.states;
     out.audit.ttl = core::projection_ttl();
     out.audit.check_collisions = false; // one key an entity, by design
   }
@@ -256,10 +272,10 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
 
 void refuse_version_guard(const PlacementOptions& placement, std::string_view command) {
   if (placement.layout.version_guard()) {
-    throw UsageError(fmt::format("--layout version-guard: {} does not read a version guard's projection yet; "
-                                 "dedupctl audit --entity … --version … does (its replay section is the seek "
-                                 "preview), and replay --via it publishes what the guard applies",
-                                 command));
+    throw UsageError(fmt::format("--layout {}: {} does not read a guard's projection yet; dedupctl audit --entity "
+                                 "… does (its replay section is the seek preview), and replay --via it publishes "
+                                 "what the guard applies",
+                                 placement.layout.name, command));
   }
 }
 

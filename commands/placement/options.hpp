@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,9 +64,12 @@ struct PlacementOptions {
   std::string consumer; // --consumer
   // A version guard's (--layout version-guard): --version-order, which its version column must fit.
   core::VersionOrder version_order = core::VersionOrder::Numeric;
+  // A state guard's (--layout state-guard): its transitions, read from --layout-option transitions=FILE.
+  std::shared_ptr<const core::TransitionTable> transitions;
 };
 
-// --layout version-guard is read by audit alone: the other commands (`command`) refuse it.
+// --layout version-guard and state-guard are read by audit and replay --via alone: the other commands (`command`)
+// refuse it.
 void refuse_version_guard(const PlacementOptions& placement, std::string_view command);
 
 // audit: --store (required, repeatable: tiers, commands/placement/tiers.hpp) and every flag; trace and

@@ -92,12 +92,16 @@ OpenedStore open_store(const PlacementOptions& placement, Context& context,
                        std::optional<std::int64_t> expected_events) {
   if (placement.layout.version_guard()) {
     if (placement.inbox.table.empty() || context.origin_of("inbox-table") == core::ValueOrigin::Default) {
-      throw UsageError("--layout version-guard on postgres://…: name the projection's table with --inbox-table "
-                       "(the table the handler's UPDATE … WHERE version < $v writes)");
+      throw UsageError(fmt::format("--layout {} on postgres://…: name the projection's table with --inbox-table "
+                                   "(the table the handler's UPDATE … WHERE {} writes)",
+                                   placement.layout.name,
+                                   placement.layout.projection.states ? "status = …" : "version < $v"));
     }
-    core::check_inbox_names(placement.inbox.table,
-                            {{"--layout-option entity-column", placement.layout.projection.entity_column},
-                             {"--layout-option version-column", placement.layout.projection.version_column}});
+    core::check_inbox_names(
+        placement.inbox.table,
+        {{"--layout-option entity-column", placement.layout.projection.entity_column},
+         {placement.layout.projection.states ? "--layout-option state-column" : "--layout-option version-column",
+          placement.layout.projection.version_column}});
     connectors::postgres::ProjectionSettings settings;
     settings.session.conninfo = placement.uri.conninfo;
     settings.session.timeout_ms = core::parse_duration(context.global.timeout, "--timeout");
@@ -105,6 +109,7 @@ OpenedStore open_store(const PlacementOptions& placement, Context& context,
     settings.session.stop = &context.stop;
     settings.entity_column = placement.layout.projection.entity_column;
     settings.version_column = placement.layout.projection.version_column;
+    settings.states = placement.layout.projection.states;
     settings.order = placement.version_order;
     OpenedStore out;
     out.store = connectors::postgres::open_projection_store(settings);

@@ -47,12 +47,19 @@ public:
     for (const auto& c : facts.columns) {
       columns += (columns.empty() ? "" : ", ") + c;
     }
+    std::string_view option = settings.states ? "state-column" : "version-column";
     if (column == facts.column_types.end()) {
-      throw UsageError(fmt::format("the projection {} has no column {} (--layout-option version-column); its columns "
-                                   "are {}",
-                                   settings.session.schema.table, settings.version_column, columns));
+      throw UsageError(fmt::format("the projection {} has no column {} (--layout-option {}); its columns are {}",
+                                   settings.session.schema.table, settings.version_column, option, columns));
     }
-    if (!fits(settings.order, *column)) {
+    if (settings.states && column->category != 'S' && column->category != 'E') {
+      throw UsageError(fmt::format("--layout-option state-column={}: {}.{} is {}, not a state a guard's `WHERE "
+                                   "status = …` compares; give the column that holds the state (text, varchar, "
+                                   "char or an enum type)",
+                                   settings.version_column, settings.session.schema.table, settings.version_column,
+                                   column->type));
+    }
+    if (!settings.states && !fits(settings.order, *column)) {
       throw UsageError(fmt::format("--layout-option version-column={}: {}.{} is {}, which --version-order {} does "
                                    "not compare; the handler's guard compares {} (give the --version-order it "
                                    "compares by, or the column that holds the version)",

@@ -15,7 +15,8 @@ namespace dedupctl::connectors::postgres {
 struct ProjectionSettings {
   InboxSettings session;      // conninfo, timeout, stop; schema.table is the projection's table
   std::string entity_column;  // the row's entity (--layout-option entity-column)
-  std::string version_column; // its version (--layout-option version-column)
+  std::string version_column; // its version (--layout-option version-column), or its state
+  bool states = false;        // a state guard's (--layout-option state-column): text or an enum
   core::VersionOrder order = core::VersionOrder::Numeric;
 };
 

@@ -77,10 +77,49 @@ void add_policy_findings(const AuditOptions& options, const AuditResult& result,
   }
 }
 
+// Missing: a projection behind the log (a guard's), or dedup records lost.
+Finding missing_finding(const AuditOptions& options, const FindingBuilder& builder, const AuditResult& result,
+                        std::int64_t missing) {
+  Finding f;
+  if (options.state_guard) {
+    f = *builder.build("projection-behind", Severity::Error,
+                       fmt::format("{} events the consumer moved past move their entity to a state the projection "
+                                   "is not at or past: their change is not in it",
+                                   missing),
+                       "The guard dropped them (an event read before the state it moves from, or a "
+                       "transition-gap), or the projection was restored from an older backup or rebuilt. A replay "
+                       "of the window applies those replay.would_reapply counts, in the consumer's order; the "
+                       "others stay dropped.");
+  } else if (options.version_guard) {
+    f = *builder.build("projection-behind", Severity::Error,
+                       fmt::format("{} events the consumer moved past carry a version above their entity's in the "
+                                   "projection: their change is not in it ({} of them superseded by a higher "
+                                   "version in the range)",
+                                   missing, result.superseded),
+                       "The guard dropped them (a version-regression says which), or the projection was restored "
+                       "from an older backup or rebuilt. A replay of the window applies those "
+                       "replay.would_reapply counts, in the consumer's order; the others stay dropped.");
+  } else {
+    f = *builder.build(
+        "missing-record", Severity::Error,
+        result.ttl.span.known()
+            ? fmt::format("{} dedup records are missing although their events are within the TTL", missing)
+            : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be told from a loss)",
+                          missing),
+        options.dynamodb
+            ? "Deleted (a DeleteItem, a cleanup job, a table restored from an older backup, DynamoDB's TTL deleting "
+              "items whose expiration was set too soon), or never written (check --key-prefix and --layout against "
+              "the consumer's code). A seek re-applies these events."
+            : "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), or never "
+              "written (check --key-template against the consumer's code). A seek re-applies these events.");
+  }
+  f.count = missing;
+  return f;
+}
+
 // From the coverage states: expired, expiring, missing, orphaned, never expiring.
 void add_state_findings(const AuditOptions& options, const AuditEvidence& evidence, const AuditResult& result,
                         std::vector<Finding>& findings) {
-  const Span& ttl = result.ttl.span;
   std::string needed = ttl_needed(options.policy.retention, options.policy.max_lag_ms);
   auto state_builder = [&](Coverage state) -> const FindingBuilder& {
     return evidence.examples[static_cast<std::size_t>(state)];
@@ -118,36 +157,8 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
                  fmt::format("Today they protect; after they lapse a seek re-applies the events. Raise the TTL to {}.",
                              needed)));
   }
-  if (n(Coverage::Missing) > 0 && options.version_guard) {
-    Finding f = *state_builder(Coverage::Missing)
-                     .build("projection-behind", Severity::Error,
-                            fmt::format("{} events the consumer moved past carry a version above their entity's in "
-                                        "the projection: their change is not in it ({} of them superseded by a "
-                                        "higher version in the range)",
-                                        n(Coverage::Missing), result.superseded),
-                            "The guard dropped them (a version-regression says which), or the projection was "
-                            "restored from an older backup or rebuilt. A replay of the window applies those "
-                            "replay.would_reapply counts, in the consumer's order; the others stay dropped.");
-    f.count = n(Coverage::Missing);
-    findings.push_back(std::move(f));
-  } else if (n(Coverage::Missing) > 0) {
-    Finding f =
-        *state_builder(Coverage::Missing)
-             .build("missing-record", Severity::Error,
-                    ttl.known() ? fmt::format("{} dedup records are missing although their events are within the TTL",
-                                              n(Coverage::Missing))
-                                : fmt::format("{} dedup records are missing (the TTL is unknown, so a lapse cannot be "
-                                              "told from a loss)",
-                                              n(Coverage::Missing)),
-                    options.dynamodb
-                        ? "Deleted (a DeleteItem, a cleanup job, a table restored from an older backup, DynamoDB's "
-                          "TTL deleting items whose expiration was set too soon), or never written (check "
-                          "--key-prefix and --layout against the consumer's code). A seek re-applies these events."
-                        : "Lost to a FLUSHDB, a failover to an empty replica, an eviction (check maxmemory-policy), "
-                          "or never written (check --key-template against the consumer's code). A seek re-applies "
-                          "these events.");
-    f.count = n(Coverage::Missing);
-    findings.push_back(std::move(f));
+  if (n(Coverage::Missing) > 0) {
+    findings.push_back(missing_finding(options, state_builder(Coverage::Missing), result, n(Coverage::Missing)));
   }
   if (n(Coverage::Orphaned) > 0) {
     push(findings,

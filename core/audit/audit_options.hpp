@@ -45,6 +45,7 @@ struct AuditOptions {
   // The placement is the projection itself (--layout version-guard): the verdicts come from the version
   // walk (AuditAnalyzer::observe_guarded), the key is the entity's, and nothing expires.
   bool version_guard = false;
+  bool state_guard = false; // with version_guard: --layout state-guard (the walk follows states, not versions)
 };
 
 } // namespace dedupctl::core

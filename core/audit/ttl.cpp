@@ -63,7 +63,7 @@ std::string_view describe(TtlSource source) {
   case TtlSource::Window:
     return "a window in memory: nothing survives a restart";
   case TtlSource::Projection:
-    return "a version guard's projection: its rows never lapse";
+    return "a guard's projection: its rows never lapse";
   }
   return "unknown";
 }

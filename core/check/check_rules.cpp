@@ -92,6 +92,14 @@ std::optional<Span> declared_ttl(const ConsumerDeclaration& consumer) {
 // What the declaration says of itself: TTL against retention, the key template, the placement for
 // the effects (the retention the broker gave, with --live, where it is known).
 void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* facts, const FindingAdder& add) {
+  if (consumer.layout.version_guard() && consumer.layout.projection.states) {
+    add(consumer, "layout", "state-guard-declared", Severity::Info,
+        "idempotent by a state-transition guard: no dedup record, so no TTL or key template to check here",
+        "What the guard drops and what its projection lacks are in the log and the projection: run dedupctl audit "
+        "--entity … --layout state-guard --layout-option transitions=FILE for the transition gaps, the projection "
+        "and a seek's preview.");
+    return;
+  }
   if (consumer.layout.version_guard()) {
     // No record lapses and the key is the entity's by design: what a guard risks is in the log.
     add(consumer, "layout", "version-guard-declared", Severity::Info,

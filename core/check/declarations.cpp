@@ -310,11 +310,13 @@ void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& 
   }
   if (layout.version_guard()) { // no dedup record: the projection's table or key per entity
     if (consumer.placement == Placement::Postgres && consumer.inbox_table.empty()) {
-      error("layout",
-            "layout 'version-guard' on postgres reads the projection's table: write inbox_table = \"orders\"");
+      error("layout", fmt::format("layout '{}' on postgres reads the projection's table: write inbox_table = "
+                                  "\"orders\"",
+                                  layout.name));
     } else if (consumer.placement != Placement::Postgres && consumer.placement != Placement::Redis) {
-      error("layout", "layout 'version-guard' reads the handler's projection: write placement = \"postgres\" (with "
-                      "inbox_table) or \"redis\" (with key_template = \"order:{entity}\")");
+      error("layout", fmt::format("layout '{}' reads the handler's projection: write placement = \"postgres\" (with "
+                                  "inbox_table) or \"redis\" (with key_template = \"order:{{entity}}\")",
+                                  layout.name));
     } else if (consumer.key_template.empty()) {
       consumer.key_template = layout.key_template; // {entity}
     }

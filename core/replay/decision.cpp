@@ -17,7 +17,10 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
     return {run ? Decision::SkippedClaimed : Decision::WouldSkip, DecisionWhy::ClaimedElsewhere, false};
   case Claim::Done:
     return {run ? Decision::SkippedDuplicate : Decision::WouldSkip,
-            facts.guard ? DecisionWhy::GuardDrops : DecisionWhy::RecordExists, false};
+            !facts.guard   ? DecisionWhy::RecordExists
+            : facts.states ? DecisionWhy::StateDrops
+                           : DecisionWhy::GuardDrops,
+            false};
   case Claim::NotLost:
     return {run ? Decision::SkippedNotLost : Decision::WouldSkip, DecisionWhy::NotLost, false};
   case Claim::Changed:
@@ -30,7 +33,7 @@ DecisionOutcome decide_replay(const DecisionFacts& facts) {
   if (!run) {
     return {Decision::WouldReplay,
             facts.repair  ? DecisionWhy::Lost
-            : facts.guard ? DecisionWhy::GuardApplies
+            : facts.guard ? (facts.states ? DecisionWhy::StateApplies : DecisionWhy::GuardApplies)
                           : (stale ? DecisionWhy::OwnStale : DecisionWhy::NoRecord),
             true};
   }
@@ -79,6 +82,11 @@ std::string_view reason_text(DecisionWhy why) {
            "it";
   case DecisionWhy::GuardDrops:
     return "a version guard drops it: the projection, or a version published before it, is at or above its own";
+  case DecisionWhy::StateApplies:
+    return "its entity is in a state it moves from when the consumer meets it (the projection's, or one a change "
+           "published before it reached): the guard applies it";
+  case DecisionWhy::StateDrops:
+    return "a state guard drops it: its entity is in none of the states it moves from when the consumer meets it";
   case DecisionWhy::NoId:
   case DecisionWhy::Unfit:
   case DecisionWhy::DeliveryFailed:

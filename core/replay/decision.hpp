@@ -17,6 +17,7 @@ struct DecisionFacts {
   bool found_in_sink = false;   // a run: an interrupted run had published it after its checkpoint
   bool repair = false;          // --repair-lost: a Claimed key is a lost event whose record was released
   bool guard = false;           // --via a version guard: Claimed is an event it applies, Done one it drops
+  bool states = false;          // with guard: a state guard's (--layout state-guard)
 };
 
 // Why, in a word the runner counts by; reason_text gives the words the decisions file shows.
@@ -39,6 +40,8 @@ enum class DecisionWhy {
   RecordChanged,    // --repair-lost: its record changed since it was read
   GuardApplies,     // a version guard, a plan: above the projection, it would be published and applied
   GuardDrops,       // a version guard: the projection, or a version applied before it, is at or above its own
+  StateApplies,     // a state guard, a plan: its entity is (or will be) in a state it moves from
+  StateDrops,       // a state guard: its entity is in no state it moves from when the consumer meets it
 };
 
 struct DecisionOutcome {

@@ -61,16 +61,26 @@ void GuardPlacement::claim(const std::vector<std::string>& keys, const std::stri
 }
 
 std::string GuardPlacement::unfit_keys() const {
+  if (m_states) {
+    return "a state guard cannot judge them: no entity, a type the transitions do not name, a projection in a state "
+           "they do not name, or an event appended after the walk that decides what is published (rerun for those)";
+  }
   return "a version guard cannot judge them: no entity or version, a version --version-order does not compare, or "
          "an event appended after the walk that decides what is published (rerun for those)";
 }
 
 std::vector<Finding> GuardPlacement::findings() const {
   Finding f;
-  f.id = "version-guard-replay";
+  f.id = m_states ? "state-guard-replay" : "version-guard-replay";
   f.severity = Severity::Info;
   f.count = applies();
-  f.title = fmt::format("a version guard applies {} of the {} events read: those above their entity's version in the "
+  f.title =
+      m_states
+          ? fmt::format("a state guard applies {} of the {} events read: those whose entity is in a state "
+                        "they move from when the consumer meets them, from the projection's state on; "
+                        "only they are published",
+                        applies(), m_judged)
+          : fmt::format("a version guard applies {} of the {} events read: those above their entity's version in the "
                         "projection and above every version applied before them; only they are published",
                         applies(), m_judged);
   f.advice = "Nothing is claimed or written to the projection: the consumer writes it when it applies the events. It "

@@ -31,7 +31,8 @@ enum class GuardVerdict {
 class GuardPlacement final : public ReplayPlacement {
 public:
   // `kind`: the projection's store (postgres, redis), as the report names it.
-  explicit GuardPlacement(std::string kind) : m_kind(std::move(kind)) {}
+  // `states`: a state guard's (--layout state-guard), whose words the reasons and finding use.
+  explicit GuardPlacement(std::string kind, bool states = false) : m_kind(std::move(kind)), m_states(states) {}
   // The walk's verdict of the event at `key` (guard_replay_key_template); Drops unless said.
   void judge(std::string key, GuardVerdict verdict);
   // The walk read the partition up to `end` (exclusive): an event the replay reads at or past it was
@@ -45,14 +46,15 @@ public:
   void claim(const std::vector<std::string>& keys, const std::string& run_id, std::vector<Claim>& out) override;
   void settle(const std::vector<std::string>&, const std::vector<Claim>&, const std::vector<bool>&) override {}
   std::string unfit_keys() const override;
-  // version-guard-replay (info): how many the guard applies, and that the projection is left to the
-  // consumer.
+  // version-guard-replay (state-guard-replay) (info): how many the guard applies, and that the projection is left to
+  // the consumer.
   std::vector<Finding> findings() const override;
 
   std::int64_t applies() const { return static_cast<std::int64_t>(m_applies.size()); }
 
 private:
   std::string m_kind;
+  bool m_states = false;
   // Past the walk's end of its partition (a key guard_replay_key_template rendered).
   bool after_walk(std::string_view key) const;
 

@@ -180,6 +180,13 @@ std::vector<RecordLayout> all_layouts() {
   guard.key_template = "{entity}";
   guard.never_expires = true;
   layouts.push_back(guard);
+  guard.name = "state-guard";
+  guard.library = "no dedup record: the handler's guard UPDATE … WHERE status = ANY(from) against its "
+                  "projection (a PostgreSQL row or a Redis key per entity; --layout-option transitions=FILE, "
+                  "entity-column, state-column, state-field)";
+  guard.projection.states = true;
+  guard.projection.version_column = "status";
+  layouts.push_back(guard);
   return layouts;
 }
 
@@ -764,16 +771,19 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
   }
   if (layout.home == LayoutHome::Projection) {
     auto& p = layout.projection;
+    std::string_view what = p.states ? "state" : "version";
     if (name == "entity-column" && !value.empty()) {
       p.entity_column = value;
-    } else if (name == "version-column" && !value.empty()) {
+    } else if (name == fmt::format("{}-column", what) && !value.empty()) {
       p.version_column = value;
-    } else if (name == "version-field" && !value.empty()) {
+    } else if (name == fmt::format("{}-field", what) && !value.empty()) {
       p.version_field = value;
+    } else if (p.states && name == "transitions" && !value.empty()) {
+      p.transitions = value;
     } else {
-      throw UsageError(fmt::format("--layout-option {}: --layout {} takes entity-column=NAME and version-column=NAME "
-                                   "(a PostgreSQL projection), or version-field=NAME (a Redis hash per entity)",
-                                   option, layout.name));
+      throw UsageError(fmt::format("--layout-option {}: --layout {} takes {}entity-column=NAME and {}-column=NAME "
+                                   "(a PostgreSQL projection), or {}-field=NAME (a Redis hash per entity)",
+                                   option, layout.name, p.states ? "transitions=FILE, " : "", what, what));
     }
     return;
   }

@@ -93,10 +93,14 @@ enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump, Projection };
 // A version guard's projection (--layout version-guard): the entity's row and its version column in
 // PostgreSQL (--inbox-table), or a Redis key per entity (--key-template) holding the version, or a
 // hash of it with the version in a field.
+// A state guard's (--layout state-guard) is the same with the entity's state in place of its version
+// (state-column, state-field) and the table of its transitions (a TOML file, read by the command).
 struct ProjectionSpec {
   std::string entity_column = "id";
-  std::string version_column = "version";
-  std::string version_field; // Redis: the hash field holding the version; "": the key's string value
+  std::string version_column = "version"; // a state guard's: its state column ("status")
+  std::string version_field; // Redis: the hash field holding the version (or state); "": the key's string value
+  bool states = false;       // --layout state-guard
+  std::string transitions;   // its --layout-option transitions=FILE
 };
 
 // An in-process window's structure (docs/windows.md): an LRU of the last `capacity` ids; the LRU

@@ -5,6 +5,8 @@
 #include "tests/support/planted.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -151,6 +153,56 @@ TEST(VersionsExample, TheReadmesDroppedChangeIsWhatScanPrints) {
   }
 }
 
+// --layout state-guard: its table of transitions, --entity without --version, and the commands that
+// do not read it, refused (exit 2) before anything is contacted (the store's port is closed).
+TEST_F(Versions, AStateGuardsMisusesAreUsageErrorsNamingWhatToDo) {
+  TempDir dir;
+  const std::string table = dir.file("orders.toml");
+  const std::string bad = dir.file("bad.toml");
+  std::ofstream(table) << "[OrderPlaced]\nto = \"pending\"\n[OrderPaid]\nfrom = [\"pending\"]\nto = \"paid\"\n";
+  std::ofstream(bad) << "[OrderPlaced]\nto = \"pending\"\n[OrderPaid]\nfrom = \"pending\"\nto = \"paid\"\n";
+  auto guard = [](const std::string& transitions) {
+    std::vector<std::string> out{"--store",     "redis://127.0.0.1:1", "--layout",
+                                 "state-guard", "--key-template",      "order:{entity}"};
+    if (!transitions.empty()) {
+      out.insert(out.end(), {"--layout-option", "transitions=" + transitions});
+    }
+    return out;
+  };
+  const std::string b = m_broker.bootstrap();
+  auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const std::vector<std::string> audit{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {with(audit, guard("")), "--layout state-guard needs --layout-option transitions=FILE"},
+           {with(audit, guard(bad)), "--layout-option transitions=" + bad + ":4: [OrderPaid] from must be"},
+           {with(audit, guard(dir.file("none.toml"))), "cannot read --layout-option transitions"},
+           {with({"audit", "-b", b, "--topic", "orders"}, guard(table)), "--layout state-guard needs --entity"},
+           {with(with(audit, {"--version", "json:/version"}), guard(table)),
+            "--version with --layout state-guard: a state guard compares its entity's state, not a version"},
+           {with(audit, with(guard(table), {"--layout-option", "version-column=v"})),
+            "--layout-option version-column=v: --layout state-guard takes transitions=FILE, entity-column=NAME and "
+            "state-column=NAME"},
+           {with({"trace", "-b", b, "--topic", "orders", "--event-id", "e-1"}, guard(table)),
+            "--layout state-guard: trace does not read a guard's projection yet"},
+           {with({"replay", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--repair-lost", "--effects",
+                  "redis://127.0.0.1:1", "--via", "redis://127.0.0.1:1", "--layout", "state-guard", "--key-template",
+                  "order:{entity}", "--layout-option", "transitions=" + table},
+                 {}),
+            "--repair-lost --layout state-guard: a guard keeps no record to release"},
+       }) {
+    auto result = run_dedupctl(c.args);
+    EXPECT_EQ(result.exit_code, 2) << fmt::format("{}", fmt::join(c.args, " ")) << "\n" << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << result.err;
+  }
+}
+
 // --layout version-guard: what it needs and what does not read it yet, refused (exit 2) before
 // anything is contacted (the store's port is closed).
 TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
@@ -171,9 +223,9 @@ TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
              "1h"},
             "--ttl 1h: --layout version-guard reads the handler's projection, whose rows never lapse"},
            {{"trace", "-b", b, "--topic", "orders", "--event-id", "e-1"},
-            "--layout version-guard: trace does not read a version guard's projection yet"},
+            "--layout version-guard: trace does not read a guard's projection yet"},
            {{"watch", "-b", b, "--topic", "orders"},
-            "--layout version-guard: watch does not read a version guard's projection yet"},
+            "--layout version-guard: watch does not read a guard's projection yet"},
            {{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
              "--layout-option", "version-colum=v"},
             "--layout-option version-colum=v: --layout version-guard takes entity-column=NAME"},
@@ -231,9 +283,9 @@ TEST_F(Versions, AReplayViaAVersionGuardRefusesWhatItCannotBackAndPublishesNothi
   for (const auto& c : std::vector<Case>{
            {via, "--via --layout version-guard needs --entity and --version"},
            {with(with(via, versions), {"--repair-lost", "--effects", "redis://127.0.0.1:1"}),
-            "--repair-lost --layout version-guard: a version guard keeps no record to release"},
+            "--repair-lost --layout version-guard: a guard keeps no record to release"},
            {with(with(via, versions), {"--via", "redis://127.0.0.1:1"}),
-            "--via repeated with --layout version-guard: a version guard is the consumer's whole placement"},
+            "--via repeated with --layout version-guard: a guard is the consumer's whole placement"},
            {with({"replay", "-b", b, "--topic", "orders", "--via", "redis://127.0.0.1:1"}, versions),
             "--version on replay is read by --via with --layout version-guard"},
        }) {
@@ -250,7 +302,7 @@ TEST_F(Versions, AReplayViaAVersionGuardRefusesWhatItCannotBackAndPublishesNothi
   EXPECT_EQ(unread.exit_code, 3) << unread.err;
   auto doc = Json::parse(unread.out);
   EXPECT_FALSE(doc.at("complete").get<bool>());
-  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("the version guard's walk"), std::string::npos)
+  EXPECT_NE(doc.at("error").at("message").get<std::string>().find("the guard's walk"), std::string::npos)
       << doc.at("error");
   EXPECT_NE(doc.at("error").at("message").get<std::string>().find("nothing was published"), std::string::npos)
       << doc.at("error");
@@ -380,4 +432,70 @@ TEST(VersionsExample, TraceShowsTheEntitysVersionsAroundTheEvent) {
       << doc.at("traces").at(0).at("timeline");
   EXPECT_EQ(doc.at("settings").at("version"), "json:/version") << doc.at("settings");
   EXPECT_EQ(doc.at("settings").at("version order"), "numeric") << doc.at("settings");
+}
+
+// docs/version-guards.md's state guard: a projection restored with o-2002 still pending, and o-2003's
+// delivery read before any shipment. The audit's lines and the replay's count are what the binary
+// prints over the bundled log, against a real redis-server holding each order's state.
+TEST(VersionsExample, TheGuidesStateGuardIsWhatAuditAndReplayPrint) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  for (const char* set : {"SET order:o-2001 delivered", "SET order:o-2002 pending", "SET order:o-2003 pending",
+                          "SET order:o-2004 cancelled"}) {
+    ASSERT_EQ(redis.command(set), "+OK\r\n");
+  }
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  const std::vector<std::string> guard{"--entity",        "json:/order_id",
+                                       "--layout",        "state-guard",
+                                       "--key-template",  "order:{entity}",
+                                       "--layout-option", "transitions=" + root + "/examples/order-transitions.toml"};
+  std::vector<std::string> audit{
+      "audit", "--input", root + "/examples/order-states.ndjson", "--store", redis.uri(), "--retention", "7d"};
+  audit.insert(audit.end(), guard.begin(), guard.end());
+  auto audited = run_dedupctl(audit);
+  EXPECT_EQ(audited.exit_code, 1) << audited.err;
+  TempDir dir;
+  std::vector<std::string> replay{"replay",
+                                  "--input",
+                                  root + "/examples/order-states.ndjson",
+                                  "--via",
+                                  redis.uri(),
+                                  "--decisions",
+                                  dir.file("plan.ndjson")};
+  replay.insert(replay.end(), guard.begin(), guard.end());
+  auto replayed = run_dedupctl(replay);
+  EXPECT_EQ(replayed.exit_code, 0) << replayed.err;
+  const std::string guide = read_file(root + "/docs/version-guards.md");
+  for (const std::string line :
+       {"projection-behind  3 events the consumer moved past move their entity to a state the projection is not at "
+        "or past: their change is not in it",
+        "fulfilment[0]@4  id st-0005  2026-11-20T09:00:20.000Z  key order:o-2002  (entity o-2002 OrderPaid, the "
+        "projection's pending)",
+        "fulfilment[0]@7  id st-0008  2026-11-20T09:00:35.000Z  key order:o-2002  (entity o-2002 OrderShipped, the "
+        "projection's pending)",
+        "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  key order:o-2003  (entity o-2003 OrderDelivered, the "
+        "projection's pending)",
+        "transition-gap  1 events move their entity from a state no other event of it in the range moves it to: a "
+        "state guard drops them unless the entity got there before the range",
+        "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  (entity o-2003 OrderDelivered moves from shipped, "
+        "which no other event of the entity in the range moves it to)",
+        "11 events: 9 would be skipped, 2 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"}) {
+    EXPECT_NE(audited.out.find(line), std::string::npos) << line << "\n" << audited.out;
+    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
+  }
+  const std::string info = "state-guard-replay  a state guard applies 2 of the 11 events read: those whose entity "
+                           "is in a state they move from when the consumer meets them, from the projection's state "
+                           "on; only they are published";
+  EXPECT_NE(replayed.out.find(info), std::string::npos) << replayed.out;
+  EXPECT_NE(guide.find(info), std::string::npos) << "the guide lacks: " << info;
+  std::set<std::string> published;
+  std::istringstream decisions(read_file(dir.file("plan.ndjson")));
+  for (std::string line; std::getline(decisions, line);) {
+    auto d = Json::parse(line);
+    if (d.at("decision") == "would-replay") {
+      published.insert(d.at("event_id").get<std::string>());
+    }
+  }
+  EXPECT_EQ(published, (std::set<std::string>{"st-0005", "st-0008"})) << "o-2002's payment and shipment, no more";
+  EXPECT_EQ(redis.command("GET order:o-2002"), "$7\r\npending\r\n") << "a plan writes nothing";
 }

@@ -392,3 +392,26 @@ key_template = "order:{entity}"
   EXPECT_NE(no_table.errors[0].message.find("write inbox_table = \"orders\""), std::string::npos)
       << no_table.errors[0].message;
 }
+
+// A state-transition guard is declared as a version guard is, and said to be one.
+TEST(CheckRules, AStateGuardIsDeclaredWithoutTheRecordRulesAndSaidToBeOne) {
+  auto d = parse_declarations(R"([[consumer]]
+name = "fulfilment"
+topic = "orders"
+placement = "postgres"
+store = "postgres://db/shop"
+layout = "state-guard"
+inbox_table = "orders"
+)",
+                              "d.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors.front().message;
+  auto findings = check_consumers(d.consumers, "d.toml");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].id, "state-guard-declared");
+  EXPECT_NE(findings[0].title.find("state-transition guard"), std::string::npos) << findings[0].title;
+  auto wrong = parse_declarations(
+      "[[consumer]]\nname = \"p\"\ntopic = \"orders\"\nplacement = \"memory\"\nlayout = \"state-guard\"\n", "d.toml");
+  ASSERT_EQ(wrong.errors.size(), 1u);
+  EXPECT_NE(wrong.errors[0].message.find("layout 'state-guard' reads the handler's projection"), std::string::npos)
+      << wrong.errors[0].message;
+}
