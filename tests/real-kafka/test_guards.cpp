@@ -5,6 +5,7 @@
 // reorders: the changes the consumer drops are exactly scan's version-regression. Then the projection
 // goes back (a restore from an older backup), the group seeks to the start, the consumer runs again,
 // and the rows it changes are exactly the audit's seek preview.
+#include "tests/real-kafka/guard_helpers.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -44,89 +45,30 @@ const std::vector<std::vector<Change>> k_phases = {
 
 std::string id_of(const Change& c) { return fmt::format("{}-v{}", c.order, c.version); }
 
-std::set<std::string> lines_with(const std::string& path, const std::string& prefix) {
-  std::set<std::string> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(prefix)) {
-      out.insert(line.substr(prefix.size()));
-    }
-  }
-  return out;
-}
-
-std::set<std::string> example_ids(const Json& report, const std::string& finding) {
-  std::set<std::string> out;
-  for (const auto& f : report.at("findings")) {
-    if (f.at("id") == finding) {
-      for (const auto& example : f.at("examples")) {
-        out.insert(example.at("event_id").get<std::string>());
-      }
-    }
-  }
-  return out;
-}
-
-class VersionGuard : public ::testing::TestWithParam<std::string> {
+class VersionGuard : public ProjectionTest {
 protected:
   void SetUp() override {
-    KafkaBroker& broker = shared_kafka_broker();
-    DEDUPCTL_REQUIRE_SERVER(broker.available(), broker.why_unavailable());
-    std::string why;
-    m_python = registry_python(why);
-    DEDUPCTL_REQUIRE_SERVER(!m_python.empty(), why);
-    if (GetParam() == "postgres") {
-      DEDUPCTL_REQUIRE_SERVER(m_pg.available(), m_pg.why_unavailable());
-      ASSERT_EQ(m_pg.psql("CREATE TABLE orders (id text PRIMARY KEY, version bigint NOT NULL, amount bigint, "
-                          "note text)")
-                    .exit_code,
-                0);
-    } else {
-      DEDUPCTL_REQUIRE_SERVER(m_redis.available(), m_redis.why_unavailable());
-    }
-    m_bootstrap = broker.bootstrap();
-    static int made = 0;
-    m_topic = fmt::format("guarded-{}-{}-{}", GetParam(), ::testing::UnitTest::GetInstance()->random_seed(), ++made);
-    create_topic(m_bootstrap, m_topic, 2, {});
+    start("CREATE TABLE orders (id text PRIMARY KEY, version bigint NOT NULL, amount bigint, note text)", "guarded");
   }
 
   void produce(const std::vector<Change>& phase, std::int64_t& ts) {
-    TestProducer producer(m_bootstrap, 30'000);
+    std::vector<std::pair<std::int32_t, std::string>> records;
     for (const auto& c : phase) {
-      OutgoingRecord record;
-      record.topic = m_topic;
-      record.partition = c.partition;
-      record.payload =
+      records.emplace_back(
+          c.partition,
           Json{{"event_id", id_of(c)}, {"order_id", c.order}, {"version", c.version}, {"amount", 100 * c.version}}
-              .dump();
-      record.timestamp_ms = ts += 1000;
-      producer.send(record);
+              .dump());
     }
-    std::string error;
-    ASSERT_EQ(producer.flush(error), 0) << error;
+    ProjectionTest::produce(records, ts);
   }
 
   void consume(const std::string& applied, const std::string& topic = "", const std::string& group = "projector") {
-    std::vector<std::string> argv{
-        m_python,      std::string(DEDUPCTL_SOURCE_DIR) + "/tests/support/libraries/guard_consumer.py",
-        "--bootstrap", m_bootstrap,
-        "--topic",     topic.empty() ? m_topic : topic,
-        "--group",     group,
-        "--applied",   applied};
-    if (GetParam() == "postgres") {
-      argv.insert(argv.end(), {"--pg", m_pg.conninfo()});
-    } else {
-      argv.insert(argv.end(), {"--redis-port", std::to_string(m_redis.port())});
-    }
-    auto result = run_command(argv, "", std::chrono::seconds(120));
-    ASSERT_EQ(result.exit_code, 0) << fmt::format("{}", fmt::join(argv, " ")) << "\n" << result.err;
+    run_consumer("guard_consumer.py", {}, applied, topic, group);
   }
 
   // The three phases, each produced then consumed; the consumer's first outcomes in `first`.
   void plant() {
-    auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                  .count() -
-              600'000;
+    auto ts = ten_minutes_ago();
     for (const auto& phase : k_phases) {
       produce(phase, ts);
       consume(m_dir.file("first"));
@@ -136,7 +78,7 @@ protected:
   // The projection changed behind the consumer's back: `sql` on PostgreSQL, or the Redis commands
   // with the replies each must give.
   void change_projection(const std::string& sql, const std::vector<std::pair<std::string, std::string>>& redis) {
-    if (GetParam() == "postgres") {
+    if (postgres()) {
       auto result = m_pg.psql(sql);
       ASSERT_EQ(result.exit_code, 0) << result.err;
       return;
@@ -155,7 +97,7 @@ protected:
 
   // Every entity's version in the projection, as text to compare.
   std::string projection() const {
-    if (GetParam() == "postgres") {
+    if (postgres()) {
       auto rows = m_pg.psql("SELECT id, version FROM orders ORDER BY id");
       EXPECT_EQ(rows.exit_code, 0) << rows.err;
       return rows.out;
@@ -175,7 +117,7 @@ protected:
   }
 
   std::vector<std::string> placement() const {
-    if (GetParam() == "postgres") {
+    if (postgres()) {
       return {"--store", m_pg.conninfo(), "--layout", "version-guard", "--inbox-table", "orders"};
     }
     return {"--store", m_redis.uri(), "--layout", "version-guard", "--key-template", "order:{entity}"};
@@ -210,13 +152,6 @@ protected:
     args.insert(args.end(), extra.begin(), extra.end());
     return run_dedupctl(args);
   }
-
-  std::string m_python;
-  RedisServer m_redis;
-  PostgresServer m_pg;
-  std::string m_bootstrap;
-  std::string m_topic;
-  TempDir m_dir;
 };
 
 INSTANTIATE_TEST_SUITE_P(Projections, VersionGuard, ::testing::Values("postgres", "redis"),
@@ -312,15 +247,7 @@ TEST_P(VersionGuard, AReplayViaTheProjectionPublishesExactlyWhatTheGuardAppliesA
   EXPECT_EQ(report.at("summary").at("skipped_duplicate"), 9) << report.at("summary");
   EXPECT_EQ(report.at("placement").at("layout"), "version-guard");
   EXPECT_EQ(report.at("settings").at("version order"), "numeric") << report.at("settings");
-  std::set<std::string> published;
-  std::ifstream in(decisions);
-  for (std::string line; std::getline(in, line);) {
-    Json d = Json::parse(line);
-    if (d.at("decision") == "replayed") {
-      published.insert(d.at("event_id").get<std::string>());
-    }
-  }
-  EXPECT_EQ(published, preview);
+  EXPECT_EQ(decided(decisions, "replayed"), preview);
   EXPECT_EQ(projection(), restored) << "the replay wrote to the projection";
 
   auto again = replay(run);

@@ -12,12 +12,10 @@ guides write it. confluent-kafka reads the topic in a group; each event {"event_
 Each event's outcome is appended to --applied as "applied <event_id>" or "dropped <event_id>". The
 offset is committed after each event. Stops when the group's partitions are read to their end.
 """
-import json
 import sys
 
-import psycopg
-import redis
-from group_loop import consume_group, group_arguments
+from group_loop import group_arguments
+from guard_loop import run_guarded
 
 GUARD = """
 local current = redis.call('GET', KEYS[1])
@@ -35,29 +33,17 @@ def main():
     parser.add_argument("--pg", default="")
     parser.add_argument("--applied", required=True)
     args = parser.parse_args()
-    projection = psycopg.connect(args.pg, autocommit=True) if args.pg else None
-    store = None if projection else redis.Redis(host="127.0.0.1", port=args.redis_port)
-    guard = store.register_script(GUARD) if store else None
-    out = open(args.applied, "a", encoding="utf-8")
 
-    def handle(message):
-        event = json.loads(message.value())
+    def apply(event, projection, guard):
         if projection:
-            applied = projection.execute(
+            return projection.execute(
                 "INSERT INTO orders (id, version, amount) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
                 "version = EXCLUDED.version, amount = EXCLUDED.amount WHERE orders.version < EXCLUDED.version",
                 (event["order_id"], event["version"], event["amount"])).rowcount == 1
-        else:
-            key = "order:" + event["order_id"]
-            applied = guard(keys=[key, key + ":amount"], args=[event["version"], event["amount"]]) == 1
-        out.write(("applied " if applied else "dropped ") + event["event_id"] + "\n")
-        out.flush()
+        key = "order:" + event["order_id"]
+        return guard(keys=[key, key + ":amount"], args=[event["version"], event["amount"]]) == 1
 
-    code = consume_group(args.bootstrap, args.topic, args.group, handle)
-    out.close()
-    if projection:
-        projection.close()
-    return code
+    return run_guarded(args, GUARD, apply)
 
 
 if __name__ == "__main__":
