@@ -168,17 +168,24 @@ std::string reuse_note(std::uint32_t payload, std::uint32_t first_payload) {
 }
 
 void LogAnalyzer::observe(std::span<const Event> events, std::span<const Identity> identities) {
+  if (m_versions) {
+    m_versions->observe(events, identities); // a batch at a time: it looks its entities up ahead
+  }
   for (std::size_t i = 0; i < events.size(); ++i) {
-    observe(events[i], identities[i]);
+    observe_log(events[i], identities[i]);
   }
 }
 
 void LogAnalyzer::observe(const Event& event, const Identity& identity) {
-  LogCounters& counters = m_tally.counters;
-  ++counters.events;
   if (m_versions) {
     m_versions->observe(event, identity);
   }
+  observe_log(event, identity);
+}
+
+void LogAnalyzer::observe_log(const Event& event, const Identity& identity) {
+  LogCounters& counters = m_tally.counters;
+  ++counters.events;
   if (!identity.has_id) {
     ++counters.no_id;
     m_tally.no_id_binary += identity.binary_payload ? 1 : 0;

@@ -121,6 +121,7 @@ public:
   VersionAnalyzer* versions() const { return m_versions.get(); }
 
 private:
+  void observe_log(const Event& event, const Identity& identity); // all but the version analyzer's part
   // (timestamp - m_time_base) << 24 | (id_hash & 0xffffff)
   using SemanticEntry = std::uint64_t;
 

@@ -78,10 +78,55 @@ std::optional<VersionValue> parse_version(std::string_view text, VersionOrder or
   return std::nullopt;
 }
 
+namespace {
+
+// A fixed-format decimal as parse_version accepts it ("-12.50", "007", ".5"): its sign, its whole part
+// without leading zeros and its fraction without trailing zeros, so that equal numbers have equal parts.
+struct DecimalText {
+  bool negative = false;
+  std::string_view whole, fraction;
+};
+
+DecimalText split_decimal(std::string_view text) {
+  DecimalText d;
+  if (!text.empty() && text.front() == '-') {
+    d.negative = true;
+    text.remove_prefix(1);
+  }
+  std::size_t dot = text.find('.');
+  d.whole = text.substr(0, dot);
+  d.fraction = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+  d.whole.remove_prefix(std::min(d.whole.find_first_not_of('0'), d.whole.size()));
+  d.fraction = d.fraction.substr(0, d.fraction.find_last_not_of('0') + 1);
+  d.negative = d.negative && !(d.whole.empty() && d.fraction.empty()); // -0 is 0
+  return d;
+}
+
+int sign_of(int c) { return c < 0 ? -1 : c > 0 ? 1 : 0; }
+
+// The exact order of two such decimals, of any length: what a numeric column compares, where a long
+// double would round them past 19 digits.
+int compare_decimal_text(std::string_view a_text, std::string_view b_text) {
+  DecimalText a = split_decimal(a_text), b = split_decimal(b_text);
+  if (a.negative != b.negative) {
+    return a.negative ? -1 : 1;
+  }
+  int magnitude =
+      a.whole.size() != b.whole.size() ? (a.whole.size() < b.whole.size() ? -1 : 1) : sign_of(a.whole.compare(b.whole));
+  if (magnitude == 0) {
+    magnitude = sign_of(a.fraction.compare(b.fraction)); // aligned at the point: byte order is numeric order
+  }
+  return a.negative ? -magnitude : magnitude;
+}
+
+} // namespace
+
 int compare_versions(const VersionValue& a, const VersionValue& b, VersionOrder order) {
   if (order == VersionOrder::Lexical) {
-    int c = a.text.compare(b.text);
-    return c < 0 ? -1 : c > 0 ? 1 : 0;
+    return sign_of(a.text.compare(b.text));
+  }
+  if (order == VersionOrder::Numeric && !(a.integral && b.integral)) {
+    return compare_decimal_text(a.text, b.text); // a decimal, or a whole number beyond 64 bits
   }
   return a.number < b.number ? -1 : a.number > b.number ? 1 : 0;
 }
@@ -92,6 +137,7 @@ VersionAnalyzer::VersionAnalyzer(VersionOrder order, std::size_t max_examples)
 
 void VersionAnalyzer::reserve(std::size_t events) {
   m_seen.reserve(events);
+  m_entity_of = FlatHashMap<std::uint32_t>(events / 2);
   m_text.reserve(events * 24); // an id and a version, as most ranges name them
 }
 
@@ -101,10 +147,32 @@ std::uint32_t VersionAnalyzer::keep(std::string_view s) {
   return at;
 }
 
+// A batch's entities hashed first, each one's slot asked of the CPU a few events ahead of its lookup:
+// the entities of a long range do not stay in the cache, and one event waits for a miss no longer.
 void VersionAnalyzer::observe(std::span<const Event> events, std::span<const Identity> identities) {
+  constexpr std::size_t k_ahead = 8;
+  m_entity_hashes.resize(events.size());
   for (std::size_t i = 0; i < events.size(); ++i) {
-    observe(events[i], identities[i]);
+    m_entity_hashes[i] = identities[i].has_entity ? hash64(identities[i].entity) : 0;
+    if (i < k_ahead && identities[i].has_entity) {
+      m_entity_of.prefetch(m_entity_hashes[i]);
+    }
   }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (i + k_ahead < events.size() && identities[i + k_ahead].has_entity) {
+      m_entity_of.prefetch(m_entity_hashes[i + k_ahead]);
+    }
+    observe(events[i], identities[i], m_entity_hashes[i]);
+  }
+}
+
+void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
+  observe(event, identity, identity.has_entity ? hash64(identity.entity) : 0);
+}
+
+VersionValue VersionAnalyzer::value(const Seen& s) const {
+  // A numeric version that is not a whole number of 64 bits compares by its text: `whole` is unused.
+  return {static_cast<long double>(s.whole), text(s.version_at(), s.version_len), s.integral};
 }
 
 std::uint32_t VersionAnalyzer::topic_index(std::string_view topic) {
@@ -148,14 +216,14 @@ VersionAnalyzer::Seen VersionAnalyzer::seen_of(const Event& event, const Identit
   s.semantic = identity.semantic_hash;
   s.id_at = keep(identity.id);
   s.id_len = static_cast<std::uint32_t>(identity.id.size());
-  s.version_at = keep(identity.version);
+  keep(identity.version); // at version_at()
   s.version_len = static_cast<std::uint32_t>(identity.version.size());
   return s;
 }
 
-std::uint32_t VersionAnalyzer::entity_index(std::string_view entity) {
+std::uint32_t VersionAnalyzer::entity_index(std::string_view entity, std::uint64_t hash) {
   bool inserted = false;
-  std::uint32_t& index = m_entity_of.find_or_insert(hash64(entity), inserted);
+  std::uint32_t& index = m_entity_of.find_or_insert(hash, inserted);
   if (inserted) {
     index = static_cast<std::uint32_t>(m_entities.size());
     m_entities.emplace_back(entity);
@@ -173,7 +241,7 @@ void VersionAnalyzer::unchecked(const Event& event, const Identity& identity, co
 }
 
 // A state guard's event: checked with an entity and a type the transitions name.
-void VersionAnalyzer::observe_state(const Event& event, const Identity& identity) {
+void VersionAnalyzer::observe_state(const Event& event, const Identity& identity, std::uint64_t entity_hash) {
   if (!identity.has_entity || !m_states->of(identity.type)) {
     unchecked(event, identity, [&] {
       return !identity.has_entity ? std::string("no entity")
@@ -183,12 +251,12 @@ void VersionAnalyzer::observe_state(const Event& event, const Identity& identity
   }
   ++m_counters.checked;
   Seen s = seen_of(event, identity);
-  s.entity = entity_index(identity.entity);
+  s.entity = entity_index(identity.entity, entity_hash);
   s.type = type_index(identity.type);
   m_seen.push_back(s);
 }
 
-void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
+void VersionAnalyzer::observe(const Event& event, const Identity& identity, std::uint64_t entity_hash) {
   if (!identity.has_id) {
     if (m_keep_all) {
       keep_unversioned(event, identity);
@@ -196,7 +264,7 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
     return; // missing-event-id says so; a guard's event is still one with an id
   }
   if (m_states) {
-    observe_state(event, identity);
+    observe_state(event, identity, entity_hash);
     return;
   }
   if (!identity.has_entity || !identity.has_version) {
@@ -218,11 +286,13 @@ void VersionAnalyzer::observe(const Event& event, const Identity& identity) {
   }
   ++m_counters.checked;
   Seen s = seen_of(event, identity);
-  s.entity = entity_index(identity.entity);
+  s.entity = entity_index(identity.entity, entity_hash);
   if (m_keep_all) {
     s.type = type_index(identity.type);
   }
-  s.number = parsed->number;
+  if (parsed->integral || m_order == VersionOrder::Rfc3339) {
+    s.whole = static_cast<std::int64_t>(parsed->number); // exact: a whole number or epoch ms
+  }
   s.integral = parsed->integral;
   m_seen.push_back(s);
 }
@@ -341,10 +411,11 @@ void VersionAnalyzer::walk(std::span<const std::size_t> of_entity) {
       ++m_counters.regressions;
       m_counters.cross_partition += cross ? 1 : 0;
       m_regression.add_at(s.partition, s.seq, [&] {
-        Example ex = example(s, fmt::format("entity {} version {} after version {} ({} {}[{}]@{}{})", entity, v.text,
-                                            text(above.version_at, above.version_len), text(above.id_at, above.id_len),
-                                            m_topics[above.topic], above.partition, above.offset,
-                                            cross ? ", earlier by timestamp: an estimate across partitions" : ""));
+        Example ex =
+            example(s, fmt::format("entity {} version {} after version {} ({} {}[{}]@{}{})", entity, v.text,
+                                   text(above.version_at(), above.version_len), text(above.id_at, above.id_len),
+                                   m_topics[above.topic], above.partition, above.offset,
+                                   cross ? ", earlier by timestamp: an estimate across partitions" : ""));
         ex.cross_partition = cross;
         return ex;
       });
@@ -362,13 +433,20 @@ void VersionAnalyzer::gaps(std::span<const std::size_t> of_entity) {
   if (m_order != VersionOrder::Numeric) {
     return;
   }
-  std::map<std::int64_t, std::size_t> by_version; // the first event of each version
+  // Each version with its first event (in read order): a stable sort by version, then the first of each run.
+  auto& by_version = m_by_version;
+  by_version.clear();
   for (std::size_t i : of_entity) {
     if (!m_seen[i].integral) {
       return;
     }
-    by_version.try_emplace(static_cast<std::int64_t>(m_seen[i].number), i);
+    by_version.emplace_back(m_seen[i].whole, i);
   }
+  std::stable_sort(by_version.begin(), by_version.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  by_version.erase(std::unique(by_version.begin(), by_version.end(),
+                               [](const auto& a, const auto& b) { return a.first == b.first; }),
+                   by_version.end());
   const std::string& entity = m_entities[m_seen[of_entity[0]].entity];
   for (auto it = by_version.begin(); it != by_version.end() && std::next(it) != by_version.end(); ++it) {
     auto next = std::next(it);
@@ -407,12 +485,24 @@ template <typename Fn> void VersionAnalyzer::for_each_entity(Fn&& fn) {
       order[start[m_seen[i].entity]++] = i;
     }
   }
-  for (std::size_t begin = 0; begin < order.size();) {
-    std::size_t end = begin;
-    while (end < order.size() && m_seen[order[end]].entity == m_seen[order[begin]].entity) {
-      ++end;
+  // start[e] is now where entity e's events end. The events of the entities a few ahead are asked of the
+  // CPU while one is walked: in entity order, they lie anywhere in the range.
+  constexpr std::size_t k_ahead = 16;
+  std::size_t fetched = 0;
+  auto fetch_to = [&](std::size_t until) {
+    for (until = std::min(until, order.size()); fetched < until; ++fetched) {
+      const char* at = reinterpret_cast<const char*>(&m_seen[order[fetched]]);
+      __builtin_prefetch(at);
+      __builtin_prefetch(at + sizeof(Seen) - 1);
     }
-    fn(std::span<const std::size_t>(order.data() + begin, end - begin));
+  };
+  std::size_t begin = 0;
+  for (std::size_t e = 0; e < m_entities.size(); ++e) {
+    std::size_t end = start[e];
+    fetch_to(end + k_ahead);
+    if (end > begin) {
+      fn(std::span<const std::size_t>(order.data() + begin, end - begin));
+    }
     begin = end;
   }
 }
@@ -603,7 +693,7 @@ GuardEvent VersionAnalyzer::guard_event(std::size_t i) const {
   out.has_id = s.has_id;
   out.id = text(s.id_at, s.id_len);
   out.type = s.type < m_types.size() ? std::string_view(m_types[s.type]) : std::string_view{};
-  out.version = text(s.version_at, s.version_len);
+  out.version = text(s.version_at(), s.version_len);
   if (s.entity != k_no_entity) {
     out.entity = m_entities[s.entity];
     if (s.entity < m_projection.size() && m_projection[s.entity].present) {

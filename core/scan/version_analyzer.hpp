@@ -26,7 +26,9 @@ std::string_view to_string(VersionOrder order);
 VersionOrder parse_version_order(std::string_view text);
 
 // A version as the handler compares it: nullopt when it does not parse under the order (never
-// guessed). `number` orders numeric and RFC 3339 versions (epoch ms), `text` lexical ones.
+// guessed). `number` orders whole numbers of 64 bits and RFC 3339 times (epoch ms); any other numeric
+// version (a decimal, a whole number beyond 64 bits) is ordered exactly by its `text`, as a numeric
+// column orders it; `text` orders lexical ones.
 struct VersionValue {
   long double number = 0;
   std::string_view text;
@@ -120,27 +122,32 @@ public:
 
 private:
   static constexpr std::uint32_t k_no_entity = 0xffffffff; // a kept event the walk skips
+  // 80 bytes: the 8-byte fields first, no padding between them.
   struct Seen {
-    std::uint32_t entity = 0;
-    std::uint32_t topic = 0;
-    std::int32_t partition = 0;
-    std::uint16_t type = 0; // kept with keep_every_event: an index into m_types
-    bool has_id = true;     // false for a kept event without one
-    bool parsed = true;     // false for a kept event without a version that parses
     std::int64_t offset = 0;
     std::int64_t timestamp = -1;
     std::uint64_t seq = 0;
     std::uint64_t id_hash = 0;
     std::uint64_t semantic = 0;
-    std::uint32_t id_at = 0, id_len = 0;
-    std::uint32_t version_at = 0, version_len = 0;
-    long double number = 0;
+    // The version as a whole number (integral) or an RFC 3339 time's epoch ms; any other numeric version
+    // (a decimal, or beyond 64 bits) compares by its text.
+    std::int64_t whole = 0;
+    std::uint32_t entity = 0;
+    std::uint32_t topic = 0;
+    std::int32_t partition = 0;
+    std::uint32_t id_at = 0, id_len = 0; // the version's text follows the id's in m_text
+    std::uint32_t version_len = 0;
+    std::uint16_t type = 0; // kept with keep_every_event: an index into m_types
+    bool has_id = true;     // false for a kept event without one
+    bool parsed = true;     // false for a kept event without a version that parses
     bool integral = false;
+    std::uint32_t version_at() const { return id_at + id_len; }
   };
+  static_assert(sizeof(Seen) == 80, "a kept event's size is what docs/benchmarks.md's RSS figures assume");
   static constexpr std::size_t k_short_history = 16; // events of one entity searched linearly
   std::string_view text(std::uint32_t at, std::uint32_t len) const { return {m_text.data() + at, len}; }
   std::uint32_t keep(std::string_view s);
-  VersionValue value(const Seen& s) const { return {s.number, text(s.version_at, s.version_len), s.integral}; }
+  VersionValue value(const Seen& s) const;
   Example example(const Seen& s, std::string note) const;
   // The span is of_entity itself, or m_merged until the next call.
   std::span<const std::size_t> consumer_order(std::span<const std::size_t> of_entity);
@@ -150,9 +157,10 @@ private:
   void walk_states(std::span<const std::size_t> of_entity); // transition-gap
   std::span<const std::size_t> state_walk_input(std::span<const std::size_t> of_entity,
                                                 std::span<const std::uint8_t> in_window);
-  void observe_state(const Event& event, const Identity& identity);
+  void observe_state(const Event& event, const Identity& identity, std::uint64_t entity_hash);
   void unchecked(const Event& event, const Identity& identity, const std::function<std::string()>& why);
-  std::uint32_t entity_index(std::string_view entity);
+  std::uint32_t entity_index(std::string_view entity, std::uint64_t hash);
+  void observe(const Event& event, const Identity& identity, std::uint64_t entity_hash);
   std::vector<Finding> state_findings();
   // Each entity's events (in read order) to `fn`, grouped by a counting sort.
   template <typename Fn> void for_each_entity(Fn&& fn);
@@ -174,6 +182,8 @@ private:
   bool m_evaluated = false;
   std::vector<std::size_t> m_merged, m_few_firsts; // the walk's scratch, reused entity after entity
   std::vector<std::uint64_t> m_few_ids;
+  std::vector<std::uint64_t> m_entity_hashes;                     // observe's, a batch's entities
+  std::vector<std::pair<std::int64_t, std::size_t>> m_by_version; // gaps' scratch
   VersionCounters m_counters;
   bool m_keep_all = false;
   const TransitionTable* m_states = nullptr;  // --layout state-guard

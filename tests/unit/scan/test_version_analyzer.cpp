@@ -7,6 +7,9 @@
 #include "tests/support/transitions.hpp"
 #include "tests/unit/fakes.hpp"
 
+#include <span>
+#include <tuple>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -173,6 +176,108 @@ TEST(VersionAnalyzer, MissingWholeVersionsAreAGapCountedInVersions) {
   EXPECT_EQ(f->examples[1].note, "entity o-1: version 6 missing between 5 and 7");
 }
 
+TEST(VersionAnalyzer, AVersionRepeatedInsideAGapIsCountedOnceAndTheGapNamesItsFirstEvent) {
+  // o-1 has 1, 3 (twice: a redelivery under the same id, then a conflict under another), 6.
+  auto run = analyze({change(0, 0, 1, "e-1", "o-1", "1"), change(0, 1, 2, "e-3", "o-1", "3"),
+                      change(0, 2, 3, "e-3", "o-1", "3"), change(0, 3, 4, "e-3b", "o-1", "3", "refunded"),
+                      change(0, 4, 5, "e-6", "o-1", "6")});
+  EXPECT_EQ(run.counters.gaps, 3) << "2, then 4 and 5";
+  const Finding* f = run.find("version-gap");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->examples.size(), 2u);
+  EXPECT_EQ(f->examples[0].event_id, "e-3") << "the first event of version 3 in read order";
+  EXPECT_EQ(f->examples[0].offset, 1);
+  EXPECT_EQ(f->examples[1].event_id, "e-6");
+  EXPECT_EQ(run.counters.conflicts, 1);
+}
+
+TEST(VersionAnalyzer, DecimalsAndNumbersBeyond64BitsCompareAsNumbersWithoutAGap) {
+  auto decimals = analyze({change(0, 0, 1, "e-1", "o-1", "2.25"), change(0, 1, 2, "e-2", "o-1", "10.5"),
+                           change(0, 2, 3, "e-3", "o-1", "9.75")});
+  EXPECT_EQ(decimals.counters.regressions, 1) << "9.75 after 10.5";
+  const Finding* f = decimals.find("version-regression");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->examples[0].event_id, "e-3");
+  EXPECT_NE(f->examples[0].note.find("version 9.75 after version 10.5"), std::string::npos) << f->examples[0].note;
+  EXPECT_EQ(decimals.find("version-gap"), nullptr) << "no count of what lies between two decimals";
+  // Beyond 64 bits and past a long double's 19 digits: compared exactly, as PostgreSQL's numeric does.
+  auto wide = analyze({change(0, 0, 1, "e-1", "o-1", "99999999999999999999"),
+                       change(0, 1, 2, "e-2", "o-1", "100000000000000000000"),
+                       change(0, 2, 3, "e-3", "o-1", "99999999999999999998"),
+                       change(0, 3, 4, "e-4", "o-1", "100000000000000000000.000000000000000000001")});
+  EXPECT_EQ(wide.counters.unparsed, 0);
+  EXPECT_EQ(wide.counters.regressions, 1) << "only e-3 is below one before it";
+  ASSERT_NE(wide.find("version-regression"), nullptr);
+  EXPECT_EQ(wide.find("version-regression")->examples[0].event_id, "e-3");
+  EXPECT_EQ(wide.counters.conflicts, 0) << "e-4 is above e-2, if by 10^-21";
+  // A whole number and a decimal of one entity: compared as numbers, 3 < 3.5 < 4.
+  auto mixed = analyze(
+      {change(0, 0, 1, "e-1", "o-1", "3"), change(0, 1, 2, "e-2", "o-1", "4"), change(0, 2, 3, "e-3", "o-1", "3.5")});
+  EXPECT_EQ(mixed.counters.regressions, 1);
+}
+
+TEST(VersionAnalyzer, ABatchObservedAtOnceIsJudgedAsEventByEvent) {
+  // Many entities over two partitions, some with a regression, a conflict or a gap: the batch path
+  // (its entities looked up ahead) and the event-by-event path give the same counters and examples.
+  std::vector<OwnedEvent> events;
+  for (int i = 0; i < 300; ++i) {
+    int order = i / 3;
+    int nth = i % 3;
+    int version = 1 + nth; // 1, 2, 3
+    std::string what;      // "v<version>"
+    if (order % 5 == 0) {
+      version = 1 + 2 * nth; // 1, 3, 5: two gaps
+    }
+    if (order % 7 == 0 && nth == 2) {
+      version = 1; // below 2: a regression
+    }
+    if (order % 11 == 0 && nth == 1) {
+      version = 1; // the first's version with another change: a conflict
+      what = "again";
+    }
+    events.push_back(change(i % 2, i / 2, 1000 + i, fmt::format("e-{}", i), fmt::format("o-{}", order),
+                            std::to_string(version), what));
+  }
+  IdentifyOptions options = default_identify_options();
+  options.entity = parse_field_specs("json:/order", "--entity");
+  options.version = parse_field_specs("json:/version", "--version");
+  VersionAnalyzer one_by_one(VersionOrder::Numeric, 50);
+  observe_with(one_by_one, events, options);
+  Identifier identifier(options);
+  std::vector<std::vector<Header>> headers(events.size());
+  EventBatch batch;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    batch.events.push_back(dedupctl::testing::view(events[i], headers[i]));
+    batch.events.back().seq = i;
+  }
+  std::vector<Identity> identities;
+  identifier.identify(batch, identities); // one batch: every identity's text stays valid
+  const std::vector<Event>& views = batch.events;
+  VersionAnalyzer batched(VersionOrder::Numeric, 50);
+  batched.observe(std::span<const Event>(views.data(), 120), std::span<const Identity>(identities.data(), 120));
+  batched.observe(std::span<const Event>(views.data() + 120, 180),
+                  std::span<const Identity>(identities.data() + 120, 180));
+  const VersionCounters& a = one_by_one.counters();
+  const VersionCounters& b = batched.counters();
+  EXPECT_EQ(a.checked, 300);
+  EXPECT_GT(a.regressions, 0);
+  EXPECT_GT(a.conflicts, 0);
+  EXPECT_GT(a.gaps, 0);
+  EXPECT_EQ(std::tie(a.checked, a.regressions, a.cross_partition, a.conflicts, a.gaps),
+            std::tie(b.checked, b.regressions, b.cross_partition, b.conflicts, b.gaps));
+  auto fa = one_by_one.findings();
+  auto fb = batched.findings();
+  ASSERT_EQ(fa.size(), fb.size());
+  for (std::size_t i = 0; i < fa.size(); ++i) {
+    EXPECT_EQ(fa[i].id, fb[i].id);
+    ASSERT_EQ(fa[i].examples.size(), fb[i].examples.size()) << fa[i].id;
+    for (std::size_t k = 0; k < fa[i].examples.size(); ++k) {
+      EXPECT_EQ(fa[i].examples[k].event_id, fb[i].examples[k].event_id) << fa[i].id;
+      EXPECT_EQ(fa[i].examples[k].note, fb[i].examples[k].note) << fa[i].id;
+    }
+  }
+}
+
 TEST(VersionAnalyzer, AVersionThatDoesNotParseIsCountedAndNamedNeverCompared) {
   auto run = analyze({change(0, 0, 1, "e-1", "o-1", "3"), change(0, 1, 2, "e-2", "o-1", "\"v2\"")});
   EXPECT_EQ(run.counters.unparsed, 1);
@@ -208,6 +313,18 @@ TEST(VersionAnalyzer, TheOrdersCompareAsTheHandlerDoes) {
   EXPECT_FALSE(parse_version("1700000000000", VersionOrder::Rfc3339)) << "epoch digits are not a time";
   EXPECT_FALSE(parse_version("2.5x", VersionOrder::Numeric));
   EXPECT_TRUE(parse_version("2.5", VersionOrder::Numeric));
+  auto numeric_less = [](std::string_view a, std::string_view b) {
+    return compare_versions(*parse_version(a, VersionOrder::Numeric), *parse_version(b, VersionOrder::Numeric),
+                            VersionOrder::Numeric);
+  };
+  EXPECT_EQ(numeric_less("3", "3.0"), 0);
+  EXPECT_EQ(numeric_less("-0", "0.000"), 0);
+  EXPECT_EQ(numeric_less("007.50", "7.5"), 0);
+  EXPECT_LT(numeric_less("-2.5", "-2.25"), 0);
+  EXPECT_GT(numeric_less("-2", "-12.5"), 0);
+  EXPECT_LT(numeric_less("-0.1", "0"), 0);
+  EXPECT_LT(numeric_less("9.99", "10"), 0);
+  EXPECT_LT(numeric_less("12345678901234567890.1", "12345678901234567890.10000000000000000001"), 0);
   EXPECT_EQ(parse_version_order("rfc3339"), VersionOrder::Rfc3339);
   EXPECT_THROW(parse_version_order("semver"), UsageError);
 }
