@@ -4,10 +4,13 @@
 #include "tests/support/fixtures.hpp"
 #include "tests/support/planted.hpp"
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -404,6 +407,72 @@ TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
   EXPECT_NE(ev_0102.find("a version guard drops it"), std::string::npos) << ev_0102;
   EXPECT_NE(guide.find(ev_0102), std::string::npos) << "the guide lacks: " << ev_0102;
   EXPECT_EQ(redis.command("GET order:o-1017"), "$1\r\n1\r\n") << "a plan writes nothing";
+}
+
+// replay --via the guide's projection with --execute, SIGKILLed at 20 points over its life (in the walk,
+// between two of the five publishes, after the end: --batch 1 at --max-rate 10 spreads them over half
+// a second), then run again from its checkpoint until it completes: the file sink holds the five
+// events the guard applies, each exactly once and in the guard's order, and the projection is as
+// planted (the replay writes none of it). Each point gets its own sink and checkpoint.
+TEST(VersionsExample, AGuardReplayKilledAtAnyPointPublishesEachAppliedEventOnce) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  // The guide's preview (docs/version-guards.md): what the guard applies, in the order it applies them.
+  const std::vector<std::string> applied{"ev-0054", "ev-0056", "ev-0053", "ev-0055", "ev-0057"};
+  constexpr int k_points = 20;
+  constexpr int k_run_ms = 600;
+  for (int point = 0; point < k_points; ++point) {
+    int after_ms = point * k_run_ms / k_points;
+    SCOPED_TRACE(fmt::format("killed after {} ms", after_ms));
+    TempDir dir;
+    const std::vector<std::string> command{"replay",
+                                           "--input",
+                                           root + "/examples/versions.ndjson",
+                                           "--entity",
+                                           "json:/order_id",
+                                           "--version",
+                                           "json:/version",
+                                           "--via",
+                                           redis.uri(),
+                                           "--layout",
+                                           "version-guard",
+                                           "--key-template",
+                                           "order:{entity}",
+                                           "--execute",
+                                           "--sink",
+                                           "file:" + dir.file("out.ndjson"),
+                                           "--checkpoint",
+                                           dir.file("cp"),
+                                           "--batch",
+                                           "1",
+                                           "-q"};
+    std::vector<std::string> paced{DEDUPCTL_BINARY};
+    paced.insert(paced.end(), command.begin(), command.end());
+    paced.insert(paced.end(), {"--max-rate", "10"});
+    SpawnOptions options;
+    options.silence = true;
+    Process run(paced, options);
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    run.signal(SIGKILL);
+    int killed = run.wait();
+    EXPECT_TRUE(killed == 128 + SIGKILL || killed == 0) << killed;
+    auto rerun = run_dedupctl(command);
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    std::vector<std::string> published;
+    std::istringstream lines(read_file(dir.file("out.ndjson")));
+    for (std::string line; std::getline(lines, line);) {
+      auto event = Json::parse(line); // a torn line does not parse
+      published.push_back(event.at("headers").at(1).get<std::string>());
+    }
+    EXPECT_EQ(published, applied) << fmt::format("{}", fmt::join(published, " "));
+  }
+  for (const auto& command : guide_projection_commands()) {
+    std::string key = command.substr(4, command.rfind(' ') - 4);
+    std::string value = command.substr(command.rfind(' ') + 1);
+    EXPECT_EQ(redis.command("GET " + key), fmt::format("${}\r\n{}\r\n", value.size(), value)) << key;
+  }
 }
 
 // trace --entity --version: the entity's versions around the event join its timeline, in the order
