@@ -41,6 +41,20 @@ const Json* finding(const Json& doc, const std::string& id) {
   return nullptr;
 }
 
+// `command` over the guide's events (docs/version-guards.md) with their entity and version, the guard's
+// projection in Redis at `uri` as `placement` (--store for audit, --via for replay), then `more`.
+std::vector<std::string> over_the_guide(const std::string& command, const std::string& placement,
+                                        const std::string& uri, const std::vector<std::string>& more) {
+  const std::string root = DEDUPCTL_SOURCE_DIR;
+  std::vector<std::string> out{command,         "--input",        root + "/examples/versions.ndjson",
+                               "--entity",      "json:/order_id", "--version",
+                               "json:/version", placement,        uri,
+                               "--layout",      "version-guard",  "--key-template",
+                               "order:{entity}"};
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
 } // namespace
 
 class Versions : public ::testing::Test {
@@ -319,9 +333,7 @@ TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
   const std::string root = DEDUPCTL_SOURCE_DIR;
-  auto result = run_dedupctl({"audit", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
-                              "--version", "json:/version", "--store", redis.uri(), "--layout", "version-guard",
-                              "--key-template", "order:{entity}", "--retention", "7d", "--examples", "3"});
+  auto result = run_dedupctl(over_the_guide("audit", "--store", redis.uri(), {"--retention", "7d", "--examples", "3"}));
   EXPECT_EQ(result.exit_code, 1) << result.err;
   const std::string guide = read_file(root + "/docs/version-guards.md");
   for (const std::string line :
@@ -348,28 +360,9 @@ TEST(VersionsExample, AHashPerEntityIsReadByItsVersionField) {
   ASSERT_EQ(redis.command("HSET order:o-1043 version 2"), ":1\r\n");
   ASSERT_EQ(redis.command("HSET order:o-1017 version 1"), ":0\r\n"); // the backup's
   ASSERT_EQ(redis.command("HDEL order:o-1018 version"), ":1\r\n");   // its row gone (an empty hash is no key)
-  const std::string root = DEDUPCTL_SOURCE_DIR;
-  auto result = run_dedupctl({"audit",
-                              "--input",
-                              root + "/examples/versions.ndjson",
-                              "--entity",
-                              "json:/order_id",
-                              "--version",
-                              "json:/version",
-                              "--store",
-                              redis.uri(),
-                              "--layout",
-                              "version-guard",
-                              "--key-template",
-                              "order:{entity}",
-                              "--layout-option",
-                              "version-field=version",
-                              "--retention",
-                              "7d",
-                              "-o",
-                              "json",
-                              "--fail-on",
-                              "none"});
+  auto result = run_dedupctl(over_the_guide(
+      "audit", "--store", redis.uri(),
+      {"--layout-option", "version-field=version", "--retention", "7d", "-o", "json", "--fail-on", "none"}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto doc = Json::parse(result.out);
   EXPECT_EQ(doc.at("summary").at("missing"), 5) << doc.at("summary");
@@ -385,9 +378,7 @@ TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
   ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
   TempDir dir;
   const std::string root = DEDUPCTL_SOURCE_DIR;
-  auto result = run_dedupctl({"replay", "--input", root + "/examples/versions.ndjson", "--entity", "json:/order_id",
-                              "--version", "json:/version", "--via", redis.uri(), "--layout", "version-guard",
-                              "--key-template", "order:{entity}", "--decisions", dir.file("plan.ndjson")});
+  auto result = run_dedupctl(over_the_guide("replay", "--via", redis.uri(), {"--decisions", dir.file("plan.ndjson")}));
   EXPECT_EQ(result.exit_code, 0) << result.err;
   const std::string guide = read_file(root + "/docs/version-guards.md");
   for (const std::string line :
@@ -418,7 +409,6 @@ TEST(VersionsExample, AGuardReplayKilledAtAnyPointPublishesEachAppliedEventOnce)
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
-  const std::string root = DEDUPCTL_SOURCE_DIR;
   // The guide's preview (docs/version-guards.md): what the guard applies, in the order it applies them.
   const std::vector<std::string> applied{"ev-0054", "ev-0056", "ev-0053", "ev-0055", "ev-0057"};
   constexpr int k_points = 20;
@@ -427,27 +417,9 @@ TEST(VersionsExample, AGuardReplayKilledAtAnyPointPublishesEachAppliedEventOnce)
     int after_ms = point * k_run_ms / k_points;
     SCOPED_TRACE(fmt::format("killed after {} ms", after_ms));
     TempDir dir;
-    const std::vector<std::string> command{"replay",
-                                           "--input",
-                                           root + "/examples/versions.ndjson",
-                                           "--entity",
-                                           "json:/order_id",
-                                           "--version",
-                                           "json:/version",
-                                           "--via",
-                                           redis.uri(),
-                                           "--layout",
-                                           "version-guard",
-                                           "--key-template",
-                                           "order:{entity}",
-                                           "--execute",
-                                           "--sink",
-                                           "file:" + dir.file("out.ndjson"),
-                                           "--checkpoint",
-                                           dir.file("cp"),
-                                           "--batch",
-                                           "1",
-                                           "-q"};
+    const auto command = over_the_guide("replay", "--via", redis.uri(),
+                                        {"--execute", "--sink", "file:" + dir.file("out.ndjson"), "--checkpoint",
+                                         dir.file("cp"), "--batch", "1", "-q"});
     std::vector<std::string> paced{DEDUPCTL_BINARY};
     paced.insert(paced.end(), command.begin(), command.end());
     paced.insert(paced.end(), {"--max-rate", "10"});
