@@ -288,3 +288,76 @@ TEST_P(VersionGuard, AProjectionWithoutAComparableVersionIsNeitherCoveredNorPubl
   EXPECT_EQ(planned.at("summary").at("id_unfit"), 2) << planned.at("summary");
   EXPECT_EQ(planned.at("summary").at("would_replay"), 0) << planned.at("summary");
 }
+
+namespace {
+
+// A guard over a `numeric` column, whose versions differ only past a double's 17 digits: whole
+// numbers beyond 64 bits, decimals, and a version written with a trailing zero.
+class ExactVersionGuard : public VersionGuard {
+protected:
+  void SetUp() override {
+    start("CREATE TABLE orders (id text PRIMARY KEY, version numeric NOT NULL, amount bigint, note text)", "exact");
+  }
+
+  // The consumer reads a version with a fraction as a Decimal, as a numeric column's handler must.
+  void consume_exactly(const std::string& applied) {
+    run_consumer("guard_consumer.py", {"--exact-numbers"}, applied, "", "projector");
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Projections, ExactVersionGuard, ::testing::Values("postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& kind) { return kind.param; });
+
+} // namespace
+
+// The guard, comparing as numeric does, drops o-7-c and o-8-b (below an earlier version by less than
+// a double can tell) and o-9-b (2.5 is 2.50): scan's regressions and conflict are exactly those. After
+// a restore to versions between them, the seek preview is exactly what the consumer applies again.
+// A comparison through doubles would call each pair equal and get all three wrong.
+TEST_P(ExactVersionGuard, VersionsPastADoublesDigitsAreJudgedAsTheNumericColumnComparesThem) {
+  auto payload = [](std::string_view order, std::string_view id, std::string_view version) {
+    return fmt::format(R"({{"event_id":"{}-{}","order_id":"{}","version":{},"amount":1}})", order, id, order, version);
+  };
+  auto ts = ten_minutes_ago();
+  ProjectionTest::produce({{0, payload("o-7", "a", "99999999999999999998")},
+                           {0, payload("o-7", "b", "99999999999999999999")},
+                           {0, payload("o-7", "c", "99999999999999999998.9")},
+                           {1, payload("o-8", "a", "1.00000000000000000002")},
+                           {1, payload("o-8", "b", "1.00000000000000000001")},
+                           {1, payload("o-9", "a", "2.50")},
+                           {1, payload("o-9", "b", "2.5")}},
+                          ts);
+  consume_exactly(m_dir.file("first"));
+  std::set<std::string> dropped = lines_with(m_dir.file("first"), "dropped ");
+  EXPECT_EQ(dropped, (std::set<std::string>{"o-7-c", "o-8-b", "o-9-b"}));
+
+  auto scan = run_dedupctl({"scan", "-b", m_bootstrap, "--topic", m_topic, "--id", "json:/event_id", "--entity",
+                            "json:/order_id", "--version", "json:/version", "--fail-on", "none", "-o", "json"});
+  ASSERT_EQ(scan.exit_code, 0) << scan.err;
+  Json scanned = Json::parse(scan.out);
+  EXPECT_EQ(example_ids(scanned, "version-regression"), (std::set<std::string>{"o-7-c", "o-8-b"})) << scan.out;
+  EXPECT_EQ(example_ids(scanned, "version-conflict"), std::set<std::string>{"o-9-b"}) << scan.out;
+
+  auto before = audit();
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  Json clean = Json::parse(before.out);
+  EXPECT_EQ(clean.at("summary").at("covered"), 7) << clean.at("summary");
+  EXPECT_EQ(clean.at("replay").at("would_reapply"), 0) << clean.at("replay");
+
+  auto restored = m_pg.psql("UPDATE orders SET version = 99999999999999999998.95 WHERE id = 'o-7'; "
+                            "UPDATE orders SET version = 1.000000000000000000015 WHERE id = 'o-8'");
+  ASSERT_EQ(restored.exit_code, 0) << restored.err;
+  auto after = audit();
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  Json report = Json::parse(after.out);
+  std::set<std::string> preview = example_ids(report, "replay-risk");
+  EXPECT_EQ(preview, (std::set<std::string>{"o-7-b", "o-8-a"})) << after.out;
+  EXPECT_EQ(report.at("summary").at("missing"), 2) << report.at("summary");
+
+  commit_offsets(m_bootstrap, "projector", m_topic, {{0, 0}, {1, 0}});
+  consume_exactly(m_dir.file("replayed"));
+  EXPECT_EQ(lines_with(m_dir.file("replayed"), "applied "), preview);
+  auto rows = m_pg.psql("SELECT id, version FROM orders ORDER BY id");
+  EXPECT_NE(rows.out.find("99999999999999999999"), std::string::npos) << rows.out;
+  EXPECT_NE(rows.out.find("1.00000000000000000002"), std::string::npos) << rows.out;
+}

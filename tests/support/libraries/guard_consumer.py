@@ -9,6 +9,9 @@ guides write it. confluent-kafka reads the topic in a group; each event {"event_
   redis (--redis-port): the key order:<order_id> holds the version; a script sets it (and the amount
                    in order:<order_id>:amount) only when the event's version is above it
 
+With --exact-numbers a version with a fraction is read as a Decimal (a numeric column's guard), not a
+float.
+
 Each event's outcome is appended to --applied as "applied <event_id>" or "dropped <event_id>". The
 offset is committed after each event. Stops when the group's partitions are read to their end.
 """
@@ -32,6 +35,7 @@ def main():
     parser = group_arguments()
     parser.add_argument("--pg", default="")
     parser.add_argument("--applied", required=True)
+    parser.add_argument("--exact-numbers", action="store_true")
     args = parser.parse_args()
 
     def apply(event, projection, guard):
@@ -43,7 +47,7 @@ def main():
         key = "order:" + event["order_id"]
         return guard(keys=[key, key + ":amount"], args=[event["version"], event["amount"]]) == 1
 
-    return run_guarded(args, GUARD, apply)
+    return run_guarded(args, GUARD, apply, args.exact_numbers)
 
 
 if __name__ == "__main__":
