@@ -322,6 +322,76 @@ TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy) {
   return with_effect(protected_verdict(trace), trace);
 }
 
+namespace {
+
+// What a replay of the range from its start does with the event, after the guard has applied the
+// entity's earlier versions above `held` (nullopt: no row): "" when it applies the event too.
+std::string replay_of_range(const GuardTrace& guard, const std::optional<VersionValue>& held,
+                            const VersionValue& version) {
+  std::optional<VersionValue> highest = held;
+  for (const auto& text : guard.earlier) {
+    auto earlier = parse_version(text, guard.order);
+    if (earlier && (!highest || compare_versions(*highest, *earlier, guard.order) < 0)) {
+      highest = earlier;
+    }
+  }
+  if (!highest || compare_versions(*highest, version, guard.order) < 0) {
+    return guard.higher_follows ? "; a higher version follows it in the range" : "";
+  }
+  return fmt::format("; a replay of the range from its start applies version {} first and then drops this one",
+                     highest->text);
+}
+
+} // namespace
+
+TraceVerdict decide_guard_trace(const Trace& trace, const GuardTrace& guard, const TracePolicy& policy) {
+  if (trace.occurrences.empty() || trace.record.state == TraceRecord::State::Unknown) {
+    return decide_trace(trace, policy);
+  }
+  TraceVerdict v;
+  v.id = "exposed";
+  if (guard.entity.empty()) {
+    v.text = "exposed: the event gives no entity or no version the guard compares (--entity, --version), so "
+             "nobody can say the guard drops a redelivery";
+    return v;
+  }
+  std::string subject = fmt::format("entity {} version {}", guard.entity, guard.version);
+  auto version = parse_version(guard.version, guard.order);
+  if (trace.record.state == TraceRecord::State::Absent && version) {
+    v.text = fmt::format("exposed: the projection has no row of entity {}, so a redelivery applies this event (its "
+                         "change is not in the projection){}",
+                         guard.entity, replay_of_range(guard, std::nullopt, *version));
+    v.evidence.push_back(subject);
+    v.evidence.push_back(record_text(trace));
+    return v;
+  }
+  std::string held = trace.record.value.value_or("");
+  auto projection = parse_version(held, guard.order);
+  v.evidence.push_back(fmt::format("{}, {}", subject,
+                                   trace.record.state == TraceRecord::State::Absent
+                                       ? std::string("no row")
+                                       : fmt::format("the projection's {}", held)));
+  v.evidence.push_back(record_text(trace));
+  if (!projection || !version) { // an absent row with an unreadable event version: the event's
+    v.text = fmt::format("exposed: {} version '{}' of entity {} does not parse under --version-order {}, so nobody "
+                         "can say the guard drops a redelivery",
+                         version ? "the projection's" : "the event's", version ? held : guard.version, guard.entity,
+                         to_string(guard.order));
+    return v;
+  }
+  if (compare_versions(*projection, *version, guard.order) >= 0) {
+    v.id = "protected";
+    v.text = fmt::format("protected: the projection holds version {} of entity {}, at or above this event's {}, "
+                         "so the guard drops a redelivery",
+                         held, guard.entity, guard.version);
+    return v;
+  }
+  v.text = fmt::format("exposed: the projection holds version {} of entity {}, below this event's {}, so a "
+                       "redelivery applies it (its change is not in the projection){}",
+                       held, guard.entity, guard.version, replay_of_range(guard, projection, *version));
+  return v;
+}
+
 std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log) {
   std::vector<std::string> notes;
   auto first = requested.find_first_not_of(" \t\r\n");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/audit/coverage.hpp"
+#include "core/scan/version_analyzer.hpp"
 #include "core/window/window_analyzer.hpp"
 
 #include <cstddef>
@@ -114,6 +115,28 @@ struct Trace {
 //   protected       otherwise
 // With --effects, exposed and state-lost say whether the seek applies it again or for the first time.
 TraceVerdict decide_trace(const Trace& trace, const TracePolicy& policy);
+
+// A version guard's placement (--layout version-guard): what the guard compares for the traced event.
+// The trace's record is the projection's row of the event's entity, its value the entity's version.
+struct GuardTrace {
+  std::string entity;  // "": the event gave no entity or no version the order reads
+  std::string version; // the event's
+  VersionOrder order = VersionOrder::Numeric;
+  bool higher_follows = false; // a higher version of the entity follows the event in the range
+  // The entity's versions before the event in the range, in the order its consumer meets them: a
+  // replay of the range from its start applies those above the projection first.
+  std::vector<std::string> earlier;
+};
+
+// The verdict through a version guard, which applies a redelivery only if its version is above the
+// projection's:
+//   not-found       as decide_trace; an unknown record (an incomplete read) as decide_trace too
+//   protected       the projection's version is at or above the event's: the guard drops a redelivery
+//   exposed         below it, or no row: a redelivery applies it (its change is not in the
+//                   projection); also when the event or the projection has no version the order
+//                   compares, since nobody can say what the guard does with it. The text says when a
+//                   replay of the range from its start applies a higher version first, and so drops it.
+TraceVerdict decide_guard_trace(const Trace& trace, const GuardTrace& guard, const TracePolicy& policy);
 
 // Notes on a requested id: stray whitespace, or ids in the log that start with it (truncated?).
 std::vector<std::string> id_notes(std::string_view requested, const std::vector<std::string>& longer_ids_in_log);

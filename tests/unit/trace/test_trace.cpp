@@ -1,5 +1,6 @@
 #include "core/trace/trace.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace dedupctl::core {
@@ -254,6 +255,81 @@ TEST(Trace, TheTimelineSaysWhatTheWindowDidWithEachCopy) {
       << all;
   EXPECT_EQ(to_string(WindowCall::Reapplied), "re-applied");
   EXPECT_EQ(to_string(WindowCall::Dropped), "dropped");
+}
+
+// A version guard: the record is the projection's row of the entity, its value the version.
+GuardTrace guard(std::string version, bool higher_follows = false, VersionOrder order = VersionOrder::Numeric) {
+  GuardTrace g;
+  g.entity = "o-1";
+  g.version = std::move(version);
+  g.order = order;
+  g.higher_follows = higher_follows;
+  return g;
+}
+
+TEST(GuardTrace, AProjectionAtOrAboveTheEventsVersionDropsARedelivery) {
+  for (const char* held : {"3", "4", "3.0", "100000000000000000000"}) {
+    auto t = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, held);
+    auto v = decide_guard_trace(t, guard("3"), policy());
+    EXPECT_EQ(v.id, "protected") << held;
+    EXPECT_NE(v.text.find(fmt::format("holds version {} of entity o-1, at or above this event's 3", held)),
+              std::string::npos)
+        << v.text;
+  }
+}
+
+TEST(GuardTrace, AProjectionBelowTheEventOrWithoutItsRowIsExposedAndSaysWhatFollows) {
+  auto below = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "2.99999999999999999999");
+  auto v = decide_guard_trace(below, guard("3", true), policy());
+  EXPECT_EQ(v.id, "exposed");
+  EXPECT_NE(v.text.find("holds version 2.99999999999999999999 of entity o-1, below this event's 3"), std::string::npos)
+      << v.text;
+  EXPECT_NE(v.text.find("a higher version follows it in the range"), std::string::npos) << v.text;
+  auto no_row = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
+  auto none = decide_guard_trace(no_row, guard("1"), policy());
+  EXPECT_EQ(none.id, "exposed");
+  EXPECT_NE(none.text.find("the projection has no row of entity o-1"), std::string::npos) << none.text;
+  EXPECT_EQ(none.text.find("higher version"), std::string::npos) << none.text;
+  // Lexical order, as a text column compares: "10" is below "9".
+  auto text = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "10");
+  EXPECT_EQ(decide_guard_trace(text, guard("9", false, VersionOrder::Lexical), policy()).id, "exposed");
+}
+
+TEST(GuardTrace, AHigherVersionEarlierInTheRangeIsAppliedFirstByAReplayOfIt) {
+  auto t = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "1");
+  GuardTrace g = guard("2", true);
+  g.earlier = {"1", "3", "2.5"};
+  auto v = decide_guard_trace(t, g, policy());
+  EXPECT_EQ(v.id, "exposed"); // a redelivery of it alone is applied
+  EXPECT_NE(v.text.find("a replay of the range from its start applies version 3 first and then drops this one"),
+            std::string::npos)
+      << v.text;
+  EXPECT_EQ(v.text.find("a higher version follows"), std::string::npos) << v.text;
+  // Versions at or below the projection's are dropped by the replay, and so do not drop this one.
+  g.earlier = {"0", "1"};
+  EXPECT_NE(decide_guard_trace(t, g, policy()).text.find("; a higher version follows it in the range"),
+            std::string::npos);
+  auto no_row = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Absent);
+  g.earlier = {"2"};
+  EXPECT_NE(decide_guard_trace(no_row, g, policy()).text.find("applies version 2 first and then drops this one"),
+            std::string::npos);
+}
+
+TEST(GuardTrace, WhatTheGuardCannotCompareIsNeverProtected) {
+  auto t = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "n/a");
+  auto v = decide_guard_trace(t, guard("3"), policy());
+  EXPECT_EQ(v.id, "exposed");
+  EXPECT_NE(v.text.find("the projection's version 'n/a' of entity o-1 does not parse under --version-order numeric"),
+            std::string::npos)
+      << v.text;
+  auto held = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Present, "3");
+  EXPECT_NE(decide_guard_trace(held, guard("three"), policy()).text.find("the event's version 'three'"),
+            std::string::npos);
+  EXPECT_EQ(decide_guard_trace(held, GuardTrace{}, policy()).id, "exposed");
+  auto unknown = trace_of({copy(3, 5 * k_hour, true)}, TraceRecord::State::Unknown);
+  EXPECT_EQ(decide_guard_trace(unknown, guard("3"), policy()).id, decide_trace(unknown, policy()).id);
+  auto missing = trace_of({}, TraceRecord::State::Absent);
+  EXPECT_EQ(decide_guard_trace(missing, guard("3"), policy()).id, "not-found");
 }
 
 } // namespace
