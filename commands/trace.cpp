@@ -67,7 +67,7 @@ std::vector<TraceTier> parse_more_tiers(const std::vector<PlacementFlags>& flags
   std::size_t windows = first.audit.window.kind != core::WindowKind::None ? 1 : 0;
   for (std::size_t t = 1; t < flags.size(); ++t) {
     tiers.push_back(TraceTier{parse_placement(flags[t], context), {}});
-    refuse_version_guard(tiers.back().options, "trace");
+    refuse_version_guard(tiers.back().options, "a chain of tiers");
     placement::require(tiers.back().options.uri, placement::StoreUse::Read);
     windows += tiers.back().options.audit.window.kind != core::WindowKind::None ? 1 : 0;
   }
@@ -150,7 +150,14 @@ int run(const TraceFlags& options, const std::vector<PlacementFlags>& flags, Con
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
   PlacementOptions placement = parse_placement(flags.front(), context);
-  refuse_version_guard(placement, "trace");
+  if (placement.layout.version_guard()) {
+    if (placement.layout.projection.states || flags.size() > 1) {
+      refuse_version_guard(placement, placement.layout.projection.states ? "trace" : "a chain of tiers");
+    }
+    placement.version_order = guard_order(options.identity, placement, "--layout", false);
+    request.versions = placement.version_order;
+    request.version_guard = true;
+  }
   std::vector<TraceTier> more = parse_more_tiers(flags, placement, context);
   request.key_template = placement.audit.key_template;
   request.consumer = options.placement.consumer;

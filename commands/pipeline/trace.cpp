@@ -59,9 +59,15 @@ constexpr VerdictFinding k_verdict_findings[] = {
     {"not-found", core::Severity::Info, "Check the id (see the notes), the range (--from/--to) and --id."},
 };
 
+// Through a version guard an exposed event is one whose change the projection lacks: applying it is right.
+constexpr std::string_view k_guard_exposed =
+    "The projection is behind the log for this entity: a seek or replay applies the change, which it lacks. "
+    "dedupctl replay --via the projection publishes exactly what the guard applies; dedupctl audit --seek previews "
+    "the whole range.";
+
 // One finding per verdict, in k_verdict_findings' order: "N traced ids: VERDICT", or how many
-// ids are not in the range read.
-std::vector<core::Finding> verdict_findings(const std::map<std::string, core::FindingBuilder>& by_verdict) {
+// ids are not in the range read. `guard`: the verdicts are a version guard's.
+std::vector<core::Finding> verdict_findings(const std::map<std::string, core::FindingBuilder>& by_verdict, bool guard) {
   std::vector<core::Finding> findings;
   for (const auto& rule : k_verdict_findings) {
     auto it = by_verdict.find(std::string(rule.id));
@@ -72,7 +78,8 @@ std::vector<core::Finding> verdict_findings(const std::map<std::string, core::Fi
     std::string title = rule.id == "not-found"
                             ? fmt::format("{} of the ids {} not in the range read", n, n == 1 ? "is" : "are")
                             : fmt::format("{} traced id{}: {}", n, n == 1 ? "" : "s", rule.id);
-    if (auto f = it->second.build(std::string(rule.id), rule.severity, title, std::string(rule.advice))) {
+    std::string_view advice = guard && rule.id == "exposed" ? k_guard_exposed : rule.advice;
+    if (auto f = it->second.build(std::string(rule.id), rule.severity, title, std::string(advice))) {
       if (rule.id == "not-found") {
         f->partitions.clear();
         for (auto& ex : f->examples) {
@@ -230,6 +237,32 @@ public:
       std::stable_sort(traces[t].timeline.begin(), traces[t].timeline.end(),
                        [](const auto& a, const auto& b) { return a.at_ms < b.at_ms; });
     }
+  }
+
+  // --layout version-guard: what the guard compares for trace t, from its entity's versions in the
+  // range (the event's, and whether a higher one follows it).
+  core::GuardTrace guard_of(std::size_t t, std::string_view event_id) const {
+    core::GuardTrace guard;
+    guard.order = m_request.versions.value_or(core::VersionOrder::Numeric);
+    if (!m_versions || m_entities[t].empty()) {
+      return guard;
+    }
+    auto history = m_versions->history(m_entities[t]);
+    auto at = std::find_if(history.begin(), history.end(), [&](const auto& e) { return e.id == event_id; });
+    auto mine = at == history.end() ? std::nullopt : core::parse_version(at->version, guard.order);
+    if (!mine) {
+      return guard;
+    }
+    guard.entity = m_entities[t];
+    guard.version = std::string(at->version);
+    for (auto e = history.begin(); e != at; ++e) {
+      guard.earlier.emplace_back(e->version);
+    }
+    guard.higher_follows = std::any_of(at + 1, history.end(), [&](const auto& e) {
+      auto later = core::parse_version(e.version, guard.order);
+      return later && core::compare_versions(*later, *mine, guard.order) > 0;
+    });
+    return guard;
   }
 
   // Ids in the log that start with each requested id, a few per id.
@@ -449,7 +482,7 @@ core::TracePolicy policy_of(const TraceTierRequest& tier, const std::vector<Trac
 // Each tier's verdict alone (a window's copies kept only in its own); then the chain's, spoken by the
 // tier `speaks` chose, its record and keys the trace's own. One tier: the trace is that tier's.
 void decide_chain(core::Trace& trace, const std::vector<TraceTierRequest>& tiers, std::size_t speaks,
-                  std::int64_t now_ms) {
+                  std::int64_t now_ms, const core::GuardTrace* guard) {
   for (std::size_t k = 0; k < tiers.size() && tiers.size() > 1; ++k) {
     core::Trace alone = trace;
     alone.tiers.clear();
@@ -464,7 +497,7 @@ void decide_chain(core::Trace& trace, const std::vector<TraceTierRequest>& tiers
   trace.dedup_keys = trace.tiers[speaks].dedup_keys;
   core::TracePolicy policy = policy_of(tiers[speaks], tiers, now_ms);
   policy.window_alone = tiers.size() == 1 && windowed(tiers[0]);
-  trace.verdict = core::decide_trace(trace, policy);
+  trace.verdict = guard ? core::decide_guard_trace(trace, *guard, policy) : core::decide_trace(trace, policy);
   trace.timeline = core::timeline(trace, policy);
   if (tiers.size() == 1) {
     trace.tiers.clear();
@@ -477,7 +510,7 @@ std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
                                          const std::vector<std::vector<std::string>>& longer,
                                          const std::vector<TraceTierRequest>& tiers,
                                          const std::vector<std::size_t>& speaks, std::int64_t now_ms, bool complete,
-                                         std::size_t max_examples) {
+                                         std::size_t max_examples, const std::vector<core::GuardTrace>& guards) {
   std::map<std::string, core::FindingBuilder> by_verdict;
   for (std::size_t t = 0; t < traces.size(); ++t) {
     auto& trace = traces[t];
@@ -500,7 +533,7 @@ std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
         tier.record.value = core::escape_non_utf8(*tier.record.value);
       }
     }
-    decide_chain(trace, tiers, speaks[t], now_ms);
+    decide_chain(trace, tiers, speaks[t], now_ms, guards.empty() ? nullptr : &guards[t]);
     if (trace.verdict.id == "protected") {
       continue;
     }
@@ -518,7 +551,7 @@ std::vector<core::Finding> decide_traces(std::vector<core::Trace>& traces,
       return ex;
     });
   }
-  return verdict_findings(by_verdict);
+  return verdict_findings(by_verdict, !guards.empty());
 }
 
 } // namespace
@@ -559,8 +592,12 @@ reports::Report run_trace(const TraceRequest& request, core::EventSource& source
   }
   std::vector<std::size_t> speaks =
       tiers.size() > 1 ? choose_tiers(tiers, states, info, now_ms, traces) : std::vector<std::size_t>(traces.size());
+  std::vector<core::GuardTrace> guards;
+  for (std::size_t t = 0; t < traces.size() && request.version_guard; ++t) {
+    guards.push_back(collector.guard_of(t, traces[t].event_id));
+  }
   auto findings =
-      decide_traces(traces, collector.longer(), tiers, speaks, now_ms, report.complete, request.max_examples);
+      decide_traces(traces, collector.longer(), tiers, speaks, now_ms, report.complete, request.max_examples, guards);
   collector.add_versions(traces);
   std::int64_t found = 0, occurrences = 0;
   for (const auto& trace : traces) {

@@ -51,6 +51,9 @@ struct TraceRequest {
   core::KeyTemplate effects_template = core::KeyTemplate::parse("{event_id}");
   // --version with --entity: each found id's entity's versions around it join its timeline.
   std::optional<core::VersionOrder> versions;
+  // --layout version-guard: the store is the projection, looked up by entity, and each verdict is the
+  // guard's (core::decide_guard_trace). One tier only.
+  bool version_guard = false;
 };
 
 // Reads the range once, keeps every occurrence of the requested ids (and, for ids not found, log

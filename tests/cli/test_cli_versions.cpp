@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -240,7 +241,10 @@ TEST_F(Versions, AVersionGuardsMisusesAreUsageErrorsNamingWhatToDo) {
              "1h"},
             "--ttl 1h: --layout version-guard reads the handler's projection, whose rows never lapse"},
            {{"trace", "-b", b, "--topic", "orders", "--event-id", "e-1"},
-            "--layout version-guard: trace does not read a guard's projection yet"},
+            "--layout version-guard needs --entity and --version"},
+           {{"trace", "-b", b, "--topic", "orders", "--event-id", "e-1", "--entity", "json:/order_id", "--version",
+             "json:/version", "--store", "redis://127.0.0.1:1"},
+            "--layout version-guard: a chain of tiers does not read a guard's projection yet"},
            {{"watch", "-b", b, "--topic", "orders"},
             "--layout version-guard: watch does not read a guard's projection yet"},
            {{"audit", "-b", b, "--topic", "orders", "--entity", "json:/order_id", "--version", "json:/version",
@@ -473,6 +477,60 @@ TEST(VersionsExample, TraceShowsTheEntitysVersionsAroundTheEvent) {
       << doc.at("traces").at(0).at("timeline");
   EXPECT_EQ(doc.at("settings").at("version"), "json:/version") << doc.at("settings");
   EXPECT_EQ(doc.at("settings").at("version order"), "numeric") << doc.at("settings");
+}
+
+// trace through the guard's projection (docs/version-guards.md): the record is the entity's version
+// there, and the verdict what the guard does with a redelivery. o-1017 is at 1 (ev-0052's own version:
+// protected; ev-0053's 2 is above it: exposed, with 3 after it), o-1018 has no row, o-1042 is at 3
+// (ev-0102's 2 was dropped, and would be again).
+TEST(VersionsExample, TraceThroughTheProjectionSaysWhatTheGuardDoesWithARedelivery) {
+  RedisServer redis;
+  DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
+  ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
+  const std::vector<std::string> ids{"--event-id", "ev-0052", "--event-id", "ev-0053",
+                                     "--event-id", "ev-0056", "--event-id", "ev-0102"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), ids.begin(), ids.end());
+    return run_dedupctl(over_the_guide("trace", "--store", redis.uri(), more));
+  };
+  auto json = with({"-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err; // exposed is a warning
+  auto doc = Json::parse(json.out);
+  std::map<std::string, std::string> verdicts;
+  for (const auto& trace : doc.at("traces")) {
+    verdicts[trace.at("event_id").get<std::string>()] = trace.at("verdict").at("id").get<std::string>();
+  }
+  EXPECT_EQ(verdicts,
+            (std::map<std::string, std::string>{
+                {"ev-0052", "protected"}, {"ev-0053", "exposed"}, {"ev-0056", "exposed"}, {"ev-0102", "protected"}}))
+      << json.out;
+  EXPECT_EQ(doc.at("traces").at(1).at("record").at("value"), "1") << doc.at("traces").at(1);
+  EXPECT_EQ(doc.at("traces").at(2).at("record").at("state"), "absent") << doc.at("traces").at(2);
+  EXPECT_EQ(doc.at("placement").at("layout"), "version-guard");
+
+  auto text = with({});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const std::string guide = read_file(std::string(DEDUPCTL_SOURCE_DIR) + "/docs/version-guards.md");
+  for (const std::string line :
+       {"TRACE ev-0053  exposed: the projection holds version 1 of entity o-1017, below this event's 2, so a "
+        "redelivery applies it (its change is not in the projection); a higher version follows it in the range",
+        "TRACE ev-0102  protected: the projection holds version 3 of entity o-1042, at or above this event's 2, so "
+        "the guard drops a redelivery",
+        "  record     present, value '3', no expiry"}) {
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
+  }
+  // The event's entity in no row and its version unreadable: never protected.
+  ASSERT_EQ(redis.command("SET order:o-1042 unknown"), "+OK\r\n");
+  auto unreadable =
+      run_dedupctl(over_the_guide("trace", "--store", redis.uri(), {"--event-id", "ev-0102", "-o", "json"}));
+  ASSERT_EQ(unreadable.exit_code, 0) << unreadable.err;
+  auto verdict = Json::parse(unreadable.out).at("traces").at(0).at("verdict");
+  EXPECT_EQ(verdict.at("id"), "exposed") << verdict;
+  EXPECT_NE(verdict.at("text").get<std::string>().find("the projection's version 'unknown' of entity o-1042 does not "
+                                                       "parse"),
+            std::string::npos)
+      << verdict;
 }
 
 // docs/version-guards.md's state guard: a projection restored with o-2002 still pending, and o-2003's
