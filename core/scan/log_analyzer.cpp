@@ -171,7 +171,20 @@ void LogAnalyzer::observe(std::span<const Event> events, std::span<const Identit
   if (m_versions) {
     m_versions->observe(events, identities); // a batch at a time: it looks its entities up ahead
   }
+  // The id table and the semantic table are probed at random: their slots are asked for a few events
+  // ahead, so that each probe waits for less than a whole cache miss.
+  constexpr std::size_t k_ahead = 8;
+  auto ask_ahead = [&](std::size_t i) {
+    if (i < identities.size() && identities[i].has_id) {
+      m_first_payload.prefetch(identities[i].id_hash);
+      m_semantic.prefetch(identities[i].semantic_hash);
+    }
+  };
+  for (std::size_t i = 0; i < k_ahead; ++i) {
+    ask_ahead(i);
+  }
   for (std::size_t i = 0; i < events.size(); ++i) {
+    ask_ahead(i + k_ahead);
     observe_log(events[i], identities[i]);
   }
 }
