@@ -40,7 +40,10 @@ bool GuardPlacement::after_walk(std::string_view key) const {
     return false;
   }
   auto it = m_walked_to.find(std::pair(std::string(key.substr(0, middle)), partition));
-  return it != m_walked_to.end() && offset >= it->second;
+  if (it == m_walked_to.end()) { // a partition the walk did not read, when it named those it read
+    return !m_walked_to.empty();
+  }
+  return offset >= it->second;
 }
 
 void GuardPlacement::plan(const std::vector<std::string>& keys, std::vector<Claim>& out) {

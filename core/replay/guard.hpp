@@ -36,8 +36,9 @@ public:
   // The walk's verdict of the event at `key` (guard_replay_key_template); Drops unless said.
   void judge(std::string key, GuardVerdict verdict);
   // The walk read the partition up to `end` (exclusive): an event the replay reads at or past it was
-  // appended since, and is not judged. A partition not named was walked to its end (a file's); one a
-  // live topic gained after the walk is not named either, and its events read as dropped (known gap).
+  // appended since, and is not judged. Once any partition is named, an event of a partition not named
+  // (one a live topic gained after the walk) is not judged either; with none named (a source that
+  // names no partitions), everything read was walked.
   void walked(std::string_view topic, std::int32_t partition, std::int64_t end);
 
   std::string kind() const override { return m_kind; }

@@ -111,9 +111,11 @@ TEST(ReplayPipeline, AVersionGuardPublishesWhatItAppliesAndClaimsNothing) {
     placement.judge("orders/1/0", core::GuardVerdict::Applies);  // e-1
     placement.judge("orders/0/2", core::GuardVerdict::Unjudged); // e-4
     placement.judge("orders/1/2", core::GuardVerdict::Drops);    // e-5
-    placement.walked("orders", 1, 3); // the walk read partition 1 up to e-5, partition 0 to its end
+    placement.walked("orders", 0, 3);                            // the walk read partition 0 to its end
+    placement.walked("orders", 1, 3);                            // and partition 1 up to e-5
     auto log = events(6);
     log.push_back(with_header_id(1, 3, 2000, "e-7", "{}")); // appended after the walk
+    log.push_back(with_header_id(2, 0, 2001, "e-8", "{}")); // in a partition the topic gained since
     FakeEventSource source(log, 4);
     FakeSink sink;
     auto r = request(execute);
@@ -127,7 +129,7 @@ TEST(ReplayPipeline, AVersionGuardPublishesWhatItAppliesAndClaimsNothing) {
     ASSERT_TRUE(report.complete);
     EXPECT_EQ(summary(report, execute ? "replayed" : "would_replay"), 2) << execute;
     EXPECT_EQ(summary(report, execute ? "skipped_duplicate" : "would_skip"), 3) << execute; // e-0, e-3, e-5
-    EXPECT_EQ(summary(report, "id_unfit"), 2) << "e-4, not judged, and e-7, read after the walk";
+    EXPECT_EQ(summary(report, "id_unfit"), 3) << "e-4, not judged, and e-7 and e-8, read after the walk";
     if (execute) {
       EXPECT_EQ(sink.ids(), (std::multiset<std::string>{"e-1", "e-2"}));
       EXPECT_EQ(summary(report, "released"), 0) << "nothing was claimed";
@@ -136,6 +138,7 @@ TEST(ReplayPipeline, AVersionGuardPublishesWhatItAppliesAndClaimsNothing) {
     EXPECT_EQ(reasons["e-1"], execute ? "published" : core::reason_text(core::DecisionWhy::GuardApplies));
     EXPECT_EQ(reasons["e-4"], placement.unfit_keys());
     EXPECT_EQ(reasons["e-7"], placement.unfit_keys());
+    EXPECT_EQ(reasons["e-8"], placement.unfit_keys());
     bool said = false;
     for (const auto& f : report.findings) {
       if (f.id == "version-guard-replay") {
