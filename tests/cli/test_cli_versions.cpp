@@ -42,6 +42,15 @@ const Json* finding(const Json& doc, const std::string& id) {
   return nullptr;
 }
 
+// Each of `lines` is in `out`, what the binary printed, and in docs/version-guards.md, which shows it.
+void expect_printed_as_the_guide_shows(const std::string& out, const std::vector<std::string>& lines) {
+  const std::string guide = read_file(std::string(DEDUPCTL_SOURCE_DIR) + "/docs/version-guards.md");
+  for (const auto& line : lines) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
+  }
+}
+
 // `command` over the guide's events (docs/version-guards.md) with their entity and version, the guard's
 // projection in Redis at `uri` as `placement` (--store for audit, --via for replay), then `more`.
 std::vector<std::string> over_the_guide(const std::string& command, const std::string& placement,
@@ -336,21 +345,17 @@ TEST(VersionsExample, TheGuidesProjectionBehindIsWhatAuditPrints) {
   RedisServer redis;
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
-  const std::string root = DEDUPCTL_SOURCE_DIR;
   auto result = run_dedupctl(over_the_guide("audit", "--store", redis.uri(), {"--retention", "7d", "--examples", "3"}));
   EXPECT_EQ(result.exit_code, 1) << result.err;
-  const std::string guide = read_file(root + "/docs/version-guards.md");
-  for (const std::string line :
-       {"projection-behind  5 events the consumer moved past carry a version above their entity's in the projection: "
-        "their change is not in it (3 of them superseded by a higher version in the range)",
-        "orders[0]@26  id ev-0054  2026-11-20T08:02:53.000Z  key order:o-1017  (entity o-1017 version 3, the "
-        "projection's 1)",
-        "orders[0]@27  id ev-0056  2026-11-20T08:03:02.000Z  key order:o-1018  (entity o-1018 version 2, no row, a "
-        "higher version follows)",
-        "66 events: 61 would be skipped, 5 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"}) {
-    EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
-    EXPECT_NE(guide.find(line), std::string::npos) << line;
-  }
+  expect_printed_as_the_guide_shows(
+      result.out,
+      {"projection-behind  5 events the consumer moved past carry a version above their entity's in the projection: "
+       "their change is not in it (3 of them superseded by a higher version in the range)",
+       "orders[0]@26  id ev-0054  2026-11-20T08:02:53.000Z  key order:o-1017  (entity o-1017 version 3, the "
+       "projection's 1)",
+       "orders[0]@27  id ev-0056  2026-11-20T08:03:02.000Z  key order:o-1018  (entity o-1018 version 2, no row, a "
+       "higher version follows)",
+       "66 events: 61 would be skipped, 5 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"});
 }
 
 // The same projection kept as a hash per order, its version in a field (HGET, a key at a time).
@@ -381,17 +386,13 @@ TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
   DEDUPCTL_REQUIRE_SERVER(redis.available(), redis.why_unavailable());
   ASSERT_NO_FATAL_FAILURE(plant_guide_projection(redis));
   TempDir dir;
-  const std::string root = DEDUPCTL_SOURCE_DIR;
   auto result = run_dedupctl(over_the_guide("replay", "--via", redis.uri(), {"--decisions", dir.file("plan.ndjson")}));
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  const std::string guide = read_file(root + "/docs/version-guards.md");
-  for (const std::string line :
-       {"  would replay                          5", "  would skip                            61",
-        "version-guard-replay  a version guard applies 5 of the 66 events read: those above their entity's version "
-        "in the projection and above every version applied before them; only they are published"}) {
-    EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
-    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
-  }
+  expect_printed_as_the_guide_shows(
+      result.out,
+      {"  would replay                          5", "  would skip                            61",
+       "version-guard-replay  a version guard applies 5 of the 66 events read: those above their entity's version "
+       "in the projection and above every version applied before them; only they are published"});
   std::string ev_0102;
   std::istringstream decisions(read_file(dir.file("plan.ndjson")));
   for (std::string line; std::getline(decisions, line);) {
@@ -400,7 +401,7 @@ TEST(VersionsExample, TheGuidesReplayViaTheProjectionIsWhatReplayPrints) {
     }
   }
   EXPECT_NE(ev_0102.find("a version guard drops it"), std::string::npos) << ev_0102;
-  EXPECT_NE(guide.find(ev_0102), std::string::npos) << "the guide lacks: " << ev_0102;
+  expect_printed_as_the_guide_shows(ev_0102, {ev_0102});
   EXPECT_EQ(redis.command("GET order:o-1017"), "$1\r\n1\r\n") << "a plan writes nothing";
 }
 
@@ -510,16 +511,13 @@ TEST(VersionsExample, TraceThroughTheProjectionSaysWhatTheGuardDoesWithARedelive
 
   auto text = with({});
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  const std::string guide = read_file(std::string(DEDUPCTL_SOURCE_DIR) + "/docs/version-guards.md");
-  for (const std::string line :
-       {"TRACE ev-0053  exposed: the projection holds version 1 of entity o-1017, below this event's 2, so a "
-        "redelivery applies it (its change is not in the projection); a higher version follows it in the range",
-        "TRACE ev-0102  protected: the projection holds version 3 of entity o-1042, at or above this event's 2, so "
-        "the guard drops a redelivery",
-        "  record     present, value '3', no expiry"}) {
-    EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
-    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
-  }
+  expect_printed_as_the_guide_shows(
+      text.out,
+      {"TRACE ev-0053  exposed: the projection holds version 1 of entity o-1017, below this event's 2, so a "
+       "redelivery applies it (its change is not in the projection); a higher version follows it in the range",
+       "TRACE ev-0102  protected: the projection holds version 3 of entity o-1042, at or above this event's 2, so "
+       "the guard drops a redelivery",
+       "  record     present, value '3', no expiry"});
   // The event's entity in no row and its version unreadable: never protected.
   ASSERT_EQ(redis.command("SET order:o-1042 unknown"), "+OK\r\n");
   auto unreadable =
@@ -564,29 +562,25 @@ TEST(VersionsExample, TheGuidesStateGuardIsWhatAuditAndReplayPrint) {
   replay.insert(replay.end(), guard.begin(), guard.end());
   auto replayed = run_dedupctl(replay);
   EXPECT_EQ(replayed.exit_code, 0) << replayed.err;
-  const std::string guide = read_file(root + "/docs/version-guards.md");
-  for (const std::string line :
-       {"projection-behind  3 events the consumer moved past move their entity to a state the projection is not at "
-        "or past: their change is not in it",
-        "fulfilment[0]@4  id st-0005  2026-11-20T09:00:20.000Z  key order:o-2002  (entity o-2002 OrderPaid, the "
-        "projection's pending)",
-        "fulfilment[0]@7  id st-0008  2026-11-20T09:00:35.000Z  key order:o-2002  (entity o-2002 OrderShipped, the "
-        "projection's pending)",
-        "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  key order:o-2003  (entity o-2003 OrderDelivered, the "
-        "projection's pending)",
-        "transition-gap  1 events move their entity from a state no other event of it in the range moves it to: a "
-        "state guard drops them unless the entity got there before the range",
-        "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  (entity o-2003 OrderDelivered moves from shipped, "
-        "which no other event of the entity in the range moves it to)",
-        "11 events: 9 would be skipped, 2 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"}) {
-    EXPECT_NE(audited.out.find(line), std::string::npos) << line << "\n" << audited.out;
-    EXPECT_NE(guide.find(line), std::string::npos) << "the guide lacks: " << line;
-  }
+  expect_printed_as_the_guide_shows(
+      audited.out,
+      {"projection-behind  3 events the consumer moved past move their entity to a state the projection is not at "
+       "or past: their change is not in it",
+       "fulfilment[0]@4  id st-0005  2026-11-20T09:00:20.000Z  key order:o-2002  (entity o-2002 OrderPaid, the "
+       "projection's pending)",
+       "fulfilment[0]@7  id st-0008  2026-11-20T09:00:35.000Z  key order:o-2002  (entity o-2002 OrderShipped, the "
+       "projection's pending)",
+       "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  key order:o-2003  (entity o-2003 OrderDelivered, the "
+       "projection's pending)",
+       "transition-gap  1 events move their entity from a state no other event of it in the range moves it to: a "
+       "state guard drops them unless the entity got there before the range",
+       "fulfilment[0]@8  id st-0009  2026-11-20T09:00:40.000Z  (entity o-2003 OrderDelivered moves from shipped, "
+       "which no other event of the entity in the range moves it to)",
+       "11 events: 9 would be skipped, 2 re-applied, 0 skipped unfinished (orphaned), 0 first deliveries"});
   const std::string info = "state-guard-replay  a state guard applies 2 of the 11 events read: those whose entity "
                            "is in a state they move from when the consumer meets them, from the projection's state "
                            "on; only they are published";
-  EXPECT_NE(replayed.out.find(info), std::string::npos) << replayed.out;
-  EXPECT_NE(guide.find(info), std::string::npos) << "the guide lacks: " << info;
+  expect_printed_as_the_guide_shows(replayed.out, {info});
   std::set<std::string> published;
   std::istringstream decisions(read_file(dir.file("plan.ndjson")));
   for (std::string line; std::getline(decisions, line);) {

@@ -106,10 +106,16 @@ protected:
     return m_redis.command("MGET order:o-1 order:o-2 order:o-3 order:o-4 order:o-5 order:o-6");
   }
 
+  // `command` over the topic, its events identified as the consumer reads them, then `more`.
+  std::vector<std::string> over_topic(const std::string& command, const std::vector<std::string>& more) const {
+    std::vector<std::string> args{command,          "-b",       m_bootstrap,      "--topic",   m_topic,        "--id",
+                                  "json:/event_id", "--entity", "json:/order_id", "--version", "json:/version"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+
   CommandResult replay(const std::vector<std::string>& extra) {
-    std::vector<std::string> args{
-        "replay",         "-b",        m_bootstrap,     "--topic", m_topic, "--id", "json:/event_id", "--entity",
-        "json:/order_id", "--version", "json:/version", "-o",      "json"};
+    std::vector<std::string> args = over_topic("replay", {"-o", "json"});
     auto via = placement();
     via[0] = "--via";
     args.insert(args.end(), via.begin(), via.end());
@@ -126,21 +132,7 @@ protected:
 
   // trace of every id of the range through the projection: each id's verdict and its text.
   std::map<std::string, std::pair<std::string, std::string>> trace_all() {
-    std::vector<std::string> args{"trace",
-                                  "-b",
-                                  m_bootstrap,
-                                  "--topic",
-                                  m_topic,
-                                  "--id",
-                                  "json:/event_id",
-                                  "--entity",
-                                  "json:/order_id",
-                                  "--version",
-                                  "json:/version",
-                                  "--fail-on",
-                                  "none",
-                                  "-o",
-                                  "json"};
+    std::vector<std::string> args = over_topic("trace", {"--fail-on", "none", "-o", "json"});
     for (const auto& phase : k_phases) {
       for (const auto& c : phase) {
         args.insert(args.end(), {"--event-id", id_of(c)});
@@ -160,29 +152,9 @@ protected:
   }
 
   CommandResult audit(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"audit",
-                                  "-b",
-                                  m_bootstrap,
-                                  "--topic",
-                                  m_topic,
-                                  "--group",
-                                  "projector",
-                                  "--seek",
-                                  "earliest",
-                                  "--retention",
-                                  "7d",
-                                  "--id",
-                                  "json:/event_id",
-                                  "--entity",
-                                  "json:/order_id",
-                                  "--version",
-                                  "json:/version",
-                                  "--examples",
-                                  "1000",
-                                  "--fail-on",
-                                  "none",
-                                  "-o",
-                                  "json"};
+    std::vector<std::string> args =
+        over_topic("audit", {"--group", "projector", "--seek", "earliest", "--retention", "7d", "--examples", "1000",
+                             "--fail-on", "none", "-o", "json"});
     auto more = placement();
     args.insert(args.end(), more.begin(), more.end());
     args.insert(args.end(), extra.begin(), extra.end());
@@ -199,8 +171,7 @@ TEST_P(VersionGuard, TheChangesTheGuardDropsAreScansRegressionsAndASeekAppliesEx
   plant();
   std::set<std::string> dropped = lines_with(m_dir.file("first"), "dropped ");
   EXPECT_EQ(dropped, (std::set<std::string>{"o-2-v2", "o-3-v1"}));
-  auto scan = run_dedupctl({"scan", "-b", m_bootstrap, "--topic", m_topic, "--id", "json:/event_id", "--entity",
-                            "json:/order_id", "--version", "json:/version", "--fail-on", "none", "-o", "json"});
+  auto scan = run_dedupctl(over_topic("scan", {"--fail-on", "none", "-o", "json"}));
   ASSERT_EQ(scan.exit_code, 0) << scan.err;
   Json scanned = Json::parse(scan.out);
   EXPECT_EQ(example_ids(scanned, "version-regression"), dropped) << scan.out;
@@ -383,8 +354,7 @@ TEST_P(ExactVersionGuard, VersionsPastADoublesDigitsAreJudgedAsTheNumericColumnC
   std::set<std::string> dropped = lines_with(m_dir.file("first"), "dropped ");
   EXPECT_EQ(dropped, (std::set<std::string>{"o-7-c", "o-8-b", "o-9-b"}));
 
-  auto scan = run_dedupctl({"scan", "-b", m_bootstrap, "--topic", m_topic, "--id", "json:/event_id", "--entity",
-                            "json:/order_id", "--version", "json:/version", "--fail-on", "none", "-o", "json"});
+  auto scan = run_dedupctl(over_topic("scan", {"--fail-on", "none", "-o", "json"}));
   ASSERT_EQ(scan.exit_code, 0) << scan.err;
   Json scanned = Json::parse(scan.out);
   EXPECT_EQ(example_ids(scanned, "version-regression"), (std::set<std::string>{"o-7-c", "o-8-b"})) << scan.out;
