@@ -85,17 +85,6 @@ std::string seed_topic(const std::string& bootstrap, const std::string& prefix, 
   return topic;
 }
 
-std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) {
-      out.push_back(line);
-    }
-  }
-  return out;
-}
-
 class Powertools : public ::testing::TestWithParam<Library> {
 protected:
   void SetUp() override {
@@ -243,7 +232,7 @@ protected:
     consume(first, {"--expires", "2", "--max", "5"});
     consume(first, {"--commit-first", "--crash-on", id_of(20), "--lease-ms", "1000"}, 9);
     consume(first, {"--max", "10"});
-    ASSERT_EQ(lines_of(first).size(), 5u + 15u + 10u);
+    ASSERT_EQ(lines_of_file(first).size(), 5u + 15u + 10u);
     for (int i : {8, 9, 10}) {
       remove(key_of(id_of(i)));
     }
@@ -257,7 +246,7 @@ protected:
     std::string second = m_dir.file("applied-after");
     consume(second, {});
     std::set<std::string> applied_again;
-    for (const auto& id : lines_of(second)) {
+    for (const auto& id : lines_of_file(second)) {
       int n = std::stoi(id.substr(id.find('-') + 1));
       if (n < 31) {
         applied_again.insert(id);
@@ -288,7 +277,7 @@ protected:
     EXPECT_EQ(replayed.exit_code, 0) << replayed.err << replayed.out;
     EXPECT_EQ(Json::parse(replayed.out, nullptr, false).at("placement").at("layout"), GetParam().layout);
     std::set<std::string> published, expected;
-    for (const auto& line : lines_of(decisions)) {
+    for (const auto& line : lines_of_file(decisions)) {
       Json decision = Json::parse(line);
       if (decision.at("decision") == "replayed") {
         published.insert(decision.at("event_id").get<std::string>());
@@ -304,11 +293,11 @@ protected:
 
     std::string from_sink = m_dir.file("applied-from-sink");
     consume_from(sink, "billing-replayed", from_sink, {});
-    EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+    EXPECT_TRUE(lines_of_file(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of_file(from_sink), " "));
     commit_offsets(m_bootstrap, m_group, m_topic, {{0, 0}});
     std::string again = m_dir.file("applied-again");
     consume(again, {});
-    EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+    EXPECT_TRUE(lines_of_file(again).empty()) << fmt::format("{}", fmt::join(lines_of_file(again), " "));
     return args;
   }
 };
@@ -696,7 +685,7 @@ TEST_P(PowertoolsEffects, ASeekChargesTwiceExactlyWhatTheAuditSaidWasAppliedAndU
   auto repaired = run_dedupctl(args);
   ASSERT_EQ(repaired.exit_code, 0) << repaired.err << repaired.out;
   std::set<std::string> published;
-  for (const auto& line : lines_of(m_dir.file("repair.ndjson"))) {
+  for (const auto& line : lines_of_file(m_dir.file("repair.ndjson"))) {
     Json decision = Json::parse(line);
     if (decision.at("decision") == "replayed") {
       published.insert(decision.at("event_id").get<std::string>());
@@ -828,7 +817,7 @@ protected:
   std::map<std::string, int> rows() {
     std::map<std::string, int> out;
     if (!m_out.empty()) {
-      for (const auto& id : lines_of(m_dir.file("produced"))) {
+      for (const auto& id : lines_of_file(m_dir.file("produced"))) {
         ++out[id];
       }
       // The consumer's list is the topic's content: as many records, the same repeats.
@@ -836,7 +825,7 @@ protected:
                                 "-q", "--fail-on", "none"});
       EXPECT_EQ(scan.exit_code, 0) << scan.err;
       EXPECT_EQ(Json::parse(scan.out).at("summary").at("events"),
-                static_cast<long long>(lines_of(m_dir.file("produced")).size()) + 1)
+                static_cast<long long>(lines_of_file(m_dir.file("produced")).size()) + 1)
           << "and the stale record";
       return out;
     }
@@ -944,7 +933,7 @@ TEST_P(EffectsConsumer, ARepairLeavesEveryEventWithExactlyOneEffectRow) {
     auto result = run_dedupctl(args);
     EXPECT_EQ(result.exit_code, 0) << result.err << result.out;
     std::set<std::string> published;
-    for (const auto& line : lines_of(decisions)) {
+    for (const auto& line : lines_of_file(decisions)) {
       Json decision = Json::parse(line);
       if (decision.at("decision") == (execute ? "replayed" : "would-replay")) {
         published.insert(decision.at("event_id").get<std::string>());
@@ -1068,7 +1057,7 @@ INSTANTIATE_TEST_SUITE_P(Libraries, JavaLibraries,
 TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
   std::string first = m_dir.file("applied-before");
   consume(first, {"--max", "25"});
-  ASSERT_EQ(lines_of(first).size(), 25u);
+  ASSERT_EQ(lines_of_file(first).size(), 25u);
   lose({3, 7, 8});
 
   auto discovered = run_dedupctl(
@@ -1121,7 +1110,7 @@ TEST_P(JavaLibraries, ASeekReappliesWhatTheAuditSaid) {
   consume(second, {});
   std::set<std::string> applied_again;
   int above = 0;
-  for (const auto& id : lines_of(second)) {
+  for (const auto& id : lines_of_file(second)) {
     int n = std::stoi(id.substr(id.find('-') + 1));
     if (n < 25) {
       applied_again.insert(id);
@@ -1167,7 +1156,7 @@ TEST_P(JavaLibraryReplay, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary)
   for (int i = 25; i < k_events; ++i) {
     expected.insert(id_of(i));
   }
-  for (const auto& line : lines_of(decisions)) {
+  for (const auto& line : lines_of_file(decisions)) {
     Json decision = Json::parse(line);
     if (decision.at("decision") == "replayed") {
       published.insert(decision.at("event_id").get<std::string>());
@@ -1176,9 +1165,9 @@ TEST_P(JavaLibraryReplay, AReplayThroughTheLibrarysRecordsIsSkippedByTheLibrary)
   EXPECT_EQ(published, expected) << "replayed: " << fmt::format("{}", fmt::join(published, " "));
   std::string from_sink = m_dir.file("applied-from-sink");
   consume(from_sink, {"--topic", sink, "--group", "billing-replayed"});
-  EXPECT_TRUE(lines_of(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of(from_sink), " "));
+  EXPECT_TRUE(lines_of_file(from_sink).empty()) << fmt::format("{}", fmt::join(lines_of_file(from_sink), " "));
   commit_offsets(m_bootstrap, "billing", m_topic, {{0, 0}});
   std::string again = m_dir.file("applied-again");
   consume(again, {});
-  EXPECT_TRUE(lines_of(again).empty()) << fmt::format("{}", fmt::join(lines_of(again), " "));
+  EXPECT_TRUE(lines_of_file(again).empty()) << fmt::format("{}", fmt::join(lines_of_file(again), " "));
 }

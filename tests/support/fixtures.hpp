@@ -51,6 +51,8 @@ private:
 
 void write_file(const std::string& path, const std::string& content);
 std::string read_file(const std::string& path);
+// The file's lines, empty ones left out (an NDJSON file's records); none for a file that is absent.
+std::vector<std::string> lines_of_file(const std::string& path);
 
 // A free TCP port on 127.0.0.1 (bound and released; fine for tests).
 int free_port();
