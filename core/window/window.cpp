@@ -19,13 +19,13 @@ SlotIndex::SlotIndex() {
   m_mask = 15;
 }
 
-void SlotIndex::grow(const std::vector<std::uint64_t>& keys) {
+void SlotIndex::grow() {
   std::vector<std::uint64_t> old(m_entries.size() * 2, 0);
   old.swap(m_entries);
   m_mask = m_entries.size() - 1;
   for (std::uint64_t e : old) {
     if (e != 0) {
-      std::size_t i = home(keys[slot_of(e)]);
+      std::size_t i = home(e);
       while (m_entries[i] != 0) {
         i = (i + 1) & m_mask;
       }
@@ -46,9 +46,9 @@ std::int64_t SlotIndex::find(std::uint64_t key, const std::vector<std::uint64_t>
   }
 }
 
-void SlotIndex::insert(std::uint64_t key, std::uint32_t slot, const std::vector<std::uint64_t>& keys) {
+void SlotIndex::insert(std::uint64_t key, std::uint32_t slot) {
   if ((m_count + 1) * 2 > m_entries.size()) {
-    grow(keys);
+    grow();
   }
   ++m_count;
   std::size_t i = home(key);
@@ -58,21 +58,22 @@ void SlotIndex::insert(std::uint64_t key, std::uint32_t slot, const std::vector<
   m_entries[i] = entry(key, slot);
 }
 
-void SlotIndex::erase(std::uint64_t key, const std::vector<std::uint64_t>& keys) {
+void SlotIndex::erase(std::uint64_t key, std::uint32_t slot) {
+  const std::uint64_t wanted = entry(key, slot); // a slot holds one id: its entry is unique
   std::size_t i = home(key);
   for (;; i = (i + 1) & m_mask) {
     std::uint64_t e = m_entries[i];
     if (e == 0) {
       return;
     }
-    if (tag_matches(e, key) && keys[slot_of(e)] == key) {
+    if (e == wanted) {
       break;
     }
   }
   --m_count;
   // Backward shift: each entry after the hole that may move into it does, until an empty slot.
   for (std::size_t j = (i + 1) & m_mask; m_entries[j] != 0; j = (j + 1) & m_mask) {
-    std::size_t h = home(keys[slot_of(m_entries[j])]);
+    std::size_t h = home(m_entries[j]);
     bool movable = i <= j ? (h <= i || h > j) : (h <= i && h > j);
     if (movable) {
       m_entries[i] = m_entries[j];
@@ -117,7 +118,7 @@ std::uint32_t IdWindow::take_slot(std::uint32_t victim) {
     m_next.push_back(k_none);
     return m_size++;
   }
-  m_index.erase(m_keys[victim], m_keys); // the victim goes; its slot takes the new id
+  m_index.erase(m_keys[victim], victim); // the victim goes; its slot takes the new id
   return victim;
 }
 
@@ -141,7 +142,7 @@ void IdWindow::lru_push(std::uint64_t key) {
     m_prev[m_head] = slot;
   }
   m_head = slot;
-  m_index.insert(key, slot, m_keys);
+  m_index.insert(key, slot);
 }
 
 void IdWindow::exact_insert(std::uint64_t key) {
@@ -151,7 +152,7 @@ void IdWindow::exact_insert(std::uint64_t key) {
     m_oldest = static_cast<std::uint32_t>((m_oldest + 1) % m_spec.capacity);
   }
   m_keys[slot] = key;
-  m_index.insert(key, slot, m_keys);
+  m_index.insert(key, slot);
 }
 
 bool IdWindow::seen(std::string_view id, std::uint64_t fingerprint) {

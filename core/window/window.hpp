@@ -25,20 +25,26 @@ namespace dedupctl::core {
 
 // Fingerprints to slots of an array (`keys`, which holds each slot's fingerprint): open addressing,
 // linear probing, deletion by backward shift (no tombstones), doubled past a load of one half. An
-// entry is 8 bytes, the fingerprint's high half beside the slot, so that a probe reads one cache
-// line; the whole fingerprint is compared in `keys`.
+// entry is 8 bytes, the fingerprint's high half (its tag) beside the slot, so that a probe reads one
+// cache line; the whole fingerprint is compared in `keys` only on a tag that matches. The home is the
+// tag's, so that an erase's shift and a growth rehome entries without reading `keys` (a random read
+// an entry moved: an LRU's every eviction shifts).
 class SlotIndex {
 public:
   SlotIndex();
   // The slot of `key`, or -1.
   std::int64_t find(std::uint64_t key, const std::vector<std::uint64_t>& keys) const;
-  void insert(std::uint64_t key, std::uint32_t slot, const std::vector<std::uint64_t>& keys);
-  void erase(std::uint64_t key, const std::vector<std::uint64_t>& keys);
+  void insert(std::uint64_t key, std::uint32_t slot);
+  // Forgets `key`, held at `slot`.
+  void erase(std::uint64_t key, std::uint32_t slot);
   void prefetch(std::uint64_t key) const { __builtin_prefetch(m_entries.data() + home(key)); }
 
 private:
-  std::size_t home(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ULL >> 20) & m_mask; }
-  void grow(const std::vector<std::uint64_t>& keys);
+  // Of a fingerprint or of an entry: both have the tag in their high half.
+  std::size_t home(std::uint64_t key_or_entry) const {
+    return ((key_or_entry >> 32) * 0x9E3779B97F4A7C15ULL >> 20) & m_mask;
+  }
+  void grow();
 
   std::vector<std::uint64_t> m_entries; // tag << 32 | slot + 1; 0: empty
   std::size_t m_mask = 0;

@@ -10,6 +10,7 @@
 #include <list>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace dedupctl::core;
@@ -109,5 +110,87 @@ TEST(IdWindow, AWindowFarLargerThanTheIdsItMeetsHoldsOnlyThoseIds) {
     s.bloom_items = 1000;
     IdWindow window(s);
     EXPECT_EQ(decide(window, {"a", "b", "a", "c", "b"}), "AASAS") << to_string(kind);
+  }
+}
+
+// The index under the windows: against a map, through its growth, with fingerprints that share their
+// high half (the tag an entry keeps, so that they share a home and a cluster) and ones that share
+// their low half, erased from the middle of clusters as an LRU's victims are.
+TEST(SlotIndex, FindsInsertsAndErasesAsAMapDoesThroughGrowthAndClusters) {
+  std::mt19937_64 rng(7);
+  auto draw = [&]() -> std::uint64_t {
+    switch (rng() % 3) {
+    case 0:
+      return (std::uint64_t{0xABCD0000u + static_cast<std::uint32_t>(rng() % 4)} << 32) | (rng() & 0xFFFFFFFFu);
+    case 1:
+      return (rng() & 0xFFFFFFFF00000000ULL) | 0x1234u;
+    default:
+      return rng();
+    }
+  };
+  SlotIndex index;
+  std::vector<std::uint64_t> keys;
+  std::vector<std::uint32_t> free_slots;
+  std::unordered_map<std::uint64_t, std::uint32_t> model;
+  std::vector<std::uint64_t> held;
+  for (int step = 0; step < 20'000; ++step) {
+    if (held.empty() || rng() % 5 < 3) {
+      std::uint64_t key = draw();
+      if (model.count(key) != 0) {
+        continue;
+      }
+      std::uint32_t slot = 0;
+      if (free_slots.empty()) {
+        slot = static_cast<std::uint32_t>(keys.size());
+        keys.push_back(key);
+      } else {
+        slot = free_slots.back();
+        free_slots.pop_back();
+        keys[slot] = key;
+      }
+      index.insert(key, slot);
+      model[key] = slot;
+      held.push_back(key);
+    } else {
+      std::size_t at = rng() % held.size();
+      std::uint64_t key = held[at];
+      held[at] = held.back();
+      held.pop_back();
+      std::uint32_t slot = model[key];
+      index.erase(key, slot);
+      model.erase(key);
+      free_slots.push_back(slot);
+      keys[slot] = 0; // an erased slot's old fingerprint is not what the index may rely on
+    }
+    if (step % 97 == 0) {
+      for (const auto& [key, slot] : model) {
+        ASSERT_EQ(index.find(key, keys), static_cast<std::int64_t>(slot)) << "step " << step;
+      }
+    }
+    std::uint64_t other = draw();
+    if (model.count(other) == 0) {
+      ASSERT_EQ(index.find(other, keys), -1) << "step " << step;
+    }
+  }
+  EXPECT_GT(model.size(), 3000u); // it grew well past its first 16 entries
+}
+
+// The same ids decided with fingerprints that collide in their high half: the window still tells
+// them apart by the whole fingerprint, as a list of the ids does.
+TEST(IdWindow, FingerprintsSharingTheirHighHalfAreStillDifferentIds) {
+  IdWindow window(spec(WindowKind::Lru, 3));
+  std::list<std::uint64_t> lru;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 5'000; ++i) {
+    std::uint64_t fingerprint = (std::uint64_t{0x5EED} << 32) | (rng() % 6);
+    auto it = std::find(lru.begin(), lru.end(), fingerprint);
+    bool seen = it != lru.end();
+    if (seen) {
+      lru.erase(it);
+    } else if (lru.size() == 3) {
+      lru.pop_back();
+    }
+    lru.push_front(fingerprint);
+    ASSERT_EQ(window.seen("id", fingerprint), seen) << "delivery " << i;
   }
 }
