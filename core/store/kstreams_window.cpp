@@ -1,0 +1,201 @@
+#include "core/store/kstreams_window.hpp"
+
+#include "core/util/errors.hpp"
+#include "core/util/fingerprint.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace dedupctl::core {
+
+namespace {
+
+constexpr std::size_t k_suffix = 8 + 4; // int64 window start, int32 seqnum
+
+std::uint64_t big_endian(std::string_view bytes) {
+  std::uint64_t v = 0;
+  for (char c : bytes) {
+    v = v << 8 | static_cast<unsigned char>(c);
+  }
+  return v;
+}
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// UUID.toString() of the UUID that UUID.fromString reads from canonical text: the same text, lower-case.
+std::optional<std::string> uuid_text(std::string_view id) {
+  constexpr std::array<std::size_t, 4> k_dashes{8, 13, 18, 23};
+  if (id.size() != 36) {
+    return std::nullopt;
+  }
+  std::string out(id);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    bool dash = std::find(k_dashes.begin(), k_dashes.end(), i) != k_dashes.end();
+    if (dash ? out[i] != '-' : !is_hex(out[i])) {
+      return std::nullopt;
+    }
+    if (out[i] >= 'A' && out[i] <= 'F') {
+      out[i] = static_cast<char>(out[i] - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::string_view to_string(KeySerde serde) {
+  switch (serde) {
+  case KeySerde::String:
+    return "string";
+  case KeySerde::Bytes:
+    return "bytes";
+  case KeySerde::Long:
+    return "long";
+  case KeySerde::Uuid:
+    return "uuid";
+  }
+  return "string";
+}
+
+KeySerde parse_key_serde(std::string_view text) {
+  for (KeySerde serde : {KeySerde::String, KeySerde::Bytes, KeySerde::Long, KeySerde::Uuid}) {
+    if (text == to_string(serde)) {
+      return serde;
+    }
+  }
+  throw UsageError(fmt::format("--layout-option key-serde={}: not a key serde; use string, bytes, long or uuid "
+                               "(the serde the window store's keys were built with)",
+                               text));
+}
+
+std::optional<WindowStoreKey> parse_window_store_key(std::string_view bytes) {
+  if (bytes.size() < k_suffix) {
+    return std::nullopt;
+  }
+  WindowStoreKey key;
+  key.key = bytes.substr(0, bytes.size() - k_suffix);
+  key.window_start = static_cast<std::int64_t>(big_endian(bytes.substr(bytes.size() - k_suffix, 8)));
+  key.seqnum = static_cast<std::int32_t>(static_cast<std::uint32_t>(big_endian(bytes.substr(bytes.size() - 4))));
+  return key;
+}
+
+std::optional<std::string> store_key(std::string_view id, KeySerde serde) {
+  switch (serde) {
+  case KeySerde::String:
+  case KeySerde::Bytes:
+    return std::string(id);
+  case KeySerde::Long: {
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+    if (id.empty() || ec != std::errc() || end != id.data() + id.size()) {
+      return std::nullopt;
+    }
+    std::string out(8, '\0');
+    auto u = static_cast<std::uint64_t>(v);
+    for (int i = 7; i >= 0; --i) {
+      out[static_cast<std::size_t>(i)] = static_cast<char>(u & 0xff);
+      u >>= 8;
+    }
+    return out;
+  }
+  case KeySerde::Uuid:
+    return uuid_text(id);
+  }
+  return std::nullopt;
+}
+
+std::string store_key_text(std::string_view key, KeySerde serde) {
+  switch (serde) {
+  case KeySerde::Long:
+    if (key.size() == 8) {
+      return std::to_string(static_cast<std::int64_t>(big_endian(key)));
+    }
+    [[fallthrough]];
+  case KeySerde::Bytes: {
+    std::string out;
+    for (char c : key) {
+      out += fmt::format("{:02x}", static_cast<unsigned char>(c));
+    }
+    return out;
+  }
+  case KeySerde::String:
+  case KeySerde::Uuid:
+    return std::string(key);
+  }
+  return std::string(key);
+}
+
+WindowStorePartition::Starts& WindowStorePartition::starts_of(std::string_view key) {
+  bool inserted = false;
+  std::uint32_t& at = m_index.find_or_insert(hash64(key), inserted);
+  if (inserted) {
+    at = static_cast<std::uint32_t>(m_keys.size());
+    m_keys.emplace_back();
+  }
+  return m_keys[at];
+}
+
+const WindowStorePartition::Starts* WindowStorePartition::find(std::string_view key) const {
+  const std::uint32_t* at = m_index.find(hash64(key));
+  return at ? &m_keys[*at] : nullptr;
+}
+
+void WindowStorePartition::keep(Starts& of, std::int64_t window_start) {
+  of.newest = std::max(of.newest, window_start);
+  if (window_start < live_from()) {
+    return; // expired on arrival: the store drops it (or keeps it where no fetch returns it)
+  }
+  if (std::find(of.starts.begin(), of.starts.end(), window_start) == of.starts.end()) {
+    of.starts.push_back(window_start); // a put at a start already held replaces it: the same answer
+  }
+}
+
+void WindowStorePartition::restore(const WindowStoreKey& key, bool tombstone) {
+  m_stream_time = std::max(m_stream_time, key.window_start);
+  Starts& of = starts_of(key.key);
+  if (tombstone) {
+    of.starts.erase(std::remove(of.starts.begin(), of.starts.end(), key.window_start), of.starts.end());
+    return;
+  }
+  keep(of, key.window_start);
+}
+
+void WindowStorePartition::put(std::string_view key, std::int64_t window_start) {
+  m_stream_time = std::max(m_stream_time, window_start);
+  keep(starts_of(key), window_start);
+}
+
+bool WindowStorePartition::fetch_any(std::string_view key, std::int64_t from, std::int64_t to) const {
+  const Starts* of = find(key);
+  if (!of) {
+    return false;
+  }
+  std::int64_t low = std::max(from, live_from());
+  return std::any_of(of->starts.begin(), of->starts.end(), [&](std::int64_t s) { return s >= low && s <= to; });
+}
+
+bool WindowStorePartition::held_expired(std::string_view key) const {
+  const Starts* of = find(key);
+  return of && of->newest != INT64_MIN && of->newest < live_from();
+}
+
+WindowDedupProcessor processor_for_window(std::int64_t window_ms) {
+  WindowDedupProcessor processor;
+  processor.left_ms = window_ms / 2;
+  processor.right_ms = window_ms - processor.left_ms;
+  return processor;
+}
+
+bool process_event(const WindowDedupProcessor& processor, WindowStorePartition& store, std::string_view key,
+                   std::int64_t time) {
+  bool duplicate = store.fetch_any(key, time - processor.left_ms, time + processor.right_ms);
+  if (!duplicate || processor.put_on_hit) {
+    store.put(key, time);
+  }
+  return duplicate;
+}
+
+} // namespace dedupctl::core

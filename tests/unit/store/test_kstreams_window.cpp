@@ -1,0 +1,163 @@
+// A Kafka Streams window store as its changelog holds it and as the guides' dedup processor uses it:
+// the key's layout (WindowKeySchema), the store's visibility bound (T - retention + 1) and the
+// processor's fetch around an event's time.
+#include "core/store/kstreams_window.hpp"
+#include "core/util/errors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace dedupctl::core;
+
+namespace {
+
+// serde(id) ‖ int64 window start ‖ int32 seqnum, big-endian: as WindowKeySchema.toStoreKeyBinary builds it.
+std::string changelog_key(std::string_view id, std::int64_t start, std::int32_t seqnum = 0) {
+  std::string out(id);
+  auto s = static_cast<std::uint64_t>(start);
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out += static_cast<char>((s >> shift) & 0xff);
+  }
+  auto q = static_cast<std::uint32_t>(seqnum);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out += static_cast<char>((q >> shift) & 0xff);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(KstreamsWindowKey, SplitsTheIdFromTheWindowSuffixFromTheRight) {
+  std::string bytes = changelog_key("order-7", 1'700'000'000'123, 5);
+  auto key = parse_window_store_key(bytes);
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->key, "order-7");
+  EXPECT_EQ(key->window_start, 1'700'000'000'123);
+  EXPECT_EQ(key->seqnum, 5);
+  // An id whose own bytes end like a suffix is still the bytes before the last twelve.
+  std::string tricky = changelog_key(changelog_key("a", 1), 2);
+  key = parse_window_store_key(tricky);
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->key, changelog_key("a", 1));
+  EXPECT_EQ(key->window_start, 2);
+  // Negative starts and the highest seqnum (a store retaining duplicates wraps at 2^31 - 1).
+  key = parse_window_store_key(changelog_key("x", -1, 0x7FFFFFFF));
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->window_start, -1);
+  EXPECT_EQ(key->seqnum, 0x7FFFFFFF);
+}
+
+TEST(KstreamsWindowKey, AKeyShorterThanTheSuffixIsNoWindowKey) {
+  EXPECT_FALSE(parse_window_store_key(""));
+  EXPECT_FALSE(parse_window_store_key(std::string(11, '\0')));
+  auto empty_id = parse_window_store_key(std::string(12, '\0'));
+  ASSERT_TRUE(empty_id);
+  EXPECT_EQ(empty_id->key, "");
+  EXPECT_EQ(empty_id->window_start, 0);
+}
+
+TEST(KstreamsWindowKey, AnIdBecomesTheStoreKeyAsItsSerdeWritesIt) {
+  EXPECT_EQ(store_key("evt-1", KeySerde::String), "evt-1");
+  EXPECT_EQ(store_key("evt-1", KeySerde::Bytes), "evt-1");
+  EXPECT_EQ(store_key("42", KeySerde::Long), std::string("\0\0\0\0\0\0\0\x2a", 8));
+  EXPECT_EQ(store_key("-1", KeySerde::Long), std::string(8, '\xff'));
+  EXPECT_EQ(store_key("9223372036854775807", KeySerde::Long), std::string("\x7f\xff\xff\xff\xff\xff\xff\xff", 8));
+  EXPECT_FALSE(store_key("9223372036854775808", KeySerde::Long)); // beyond a Java long
+  EXPECT_FALSE(store_key("42x", KeySerde::Long));
+  EXPECT_FALSE(store_key("", KeySerde::Long));
+  EXPECT_EQ(store_key("4FF3CB44-ABCB-46E3-8F9A-AFB7CC74FBB8", KeySerde::Uuid), "4ff3cb44-abcb-46e3-8f9a-afb7cc74fbb8");
+  EXPECT_FALSE(store_key("4ff3cb44abcb46e38f9aafb7cc74fbb8", KeySerde::Uuid));
+  EXPECT_FALSE(store_key("4ff3cb44-abcb-46e3-8f9a-afb7cc74fbbg", KeySerde::Uuid));
+  EXPECT_EQ(store_key_text(*store_key("-42", KeySerde::Long), KeySerde::Long), "-42");
+  EXPECT_EQ(store_key_text("\x01\xfe", KeySerde::Bytes), "01fe");
+  EXPECT_EQ(store_key_text("evt-1", KeySerde::String), "evt-1");
+}
+
+TEST(KstreamsWindowKey, ASerdeIsNamedOrRefused) {
+  EXPECT_EQ(parse_key_serde("uuid"), KeySerde::Uuid);
+  EXPECT_EQ(parse_key_serde("long"), KeySerde::Long);
+  try {
+    parse_key_serde("avro");
+    FAIL() << "no throw";
+  } catch (const dedupctl::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("key-serde=avro"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("string, bytes, long or uuid"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KstreamsWindowStore, AFetchReturnsOnlyRecordsAtOrAboveStreamTimeLessRetentionPlusOne) {
+  WindowStorePartition store(100);
+  EXPECT_EQ(store.stream_time(), -1);
+  store.restore(*parse_window_store_key(changelog_key("a", 0)), false);
+  store.restore(*parse_window_store_key(changelog_key("c", 51)), false);
+  EXPECT_TRUE(store.fetch_any("a", -1000, 1000)); // T = 51: a at 0 is still live (0 >= -48)
+  store.restore(*parse_window_store_key(changelog_key("b", 150)), false);
+  EXPECT_EQ(store.stream_time(), 150);
+  EXPECT_EQ(store.live_from(), 51);
+  EXPECT_FALSE(store.fetch_any("a", -1000, 1000)); // 0 < 51
+  EXPECT_TRUE(store.held_expired("a"));
+  EXPECT_TRUE(store.fetch_any("c", 0, 51)); // exactly at the bound: visible
+  EXPECT_FALSE(store.held_expired("c"));
+  EXPECT_FALSE(store.fetch_any("c", 52, 1000)); // outside the fetch's own range
+  EXPECT_FALSE(store.fetch_any("never", -1000, 1000));
+  EXPECT_FALSE(store.held_expired("never"));
+  // A put below the bound is dropped on arrival and does not move T back.
+  store.put("d", 50);
+  EXPECT_FALSE(store.fetch_any("d", 0, 1000));
+  EXPECT_TRUE(store.held_expired("d"));
+  EXPECT_EQ(store.stream_time(), 150);
+}
+
+TEST(KstreamsWindowStore, ATombstoneDeletesItsRecordAndStillAdvancesStreamTime) {
+  WindowStorePartition store(100);
+  store.restore(*parse_window_store_key(changelog_key("a", 10)), false);
+  store.restore(*parse_window_store_key(changelog_key("a", 20)), false);
+  store.restore(*parse_window_store_key(changelog_key("a", 10)), true);
+  EXPECT_FALSE(store.fetch_any("a", 0, 15));
+  EXPECT_TRUE(store.fetch_any("a", 15, 25));
+  store.restore(*parse_window_store_key(changelog_key("a", 20)), true);
+  EXPECT_FALSE(store.fetch_any("a", 0, 1000));
+  EXPECT_FALSE(store.held_expired("a")) << "deleted while live: gone, not expired";
+  store.restore(*parse_window_store_key(changelog_key("z", 500)), true);
+  EXPECT_EQ(store.stream_time(), 500);
+  EXPECT_TRUE(store.held_expired("a")); // its newest record, at 20, would be below 401 now
+}
+
+TEST(KstreamsWindowProcessor, TheExamplesProcessorRefreshesADuplicateAndForwardsOneOutsideItsWindow) {
+  WindowDedupProcessor processor = processor_for_window(10); // fetch [t - 5, t + 5]
+  WindowStorePartition store(1000);
+  EXPECT_FALSE(process_event(processor, store, "x", 100)); // new: forwarded, put at 100
+  EXPECT_TRUE(process_event(processor, store, "x", 104));  // 100 in [99, 109]: dropped, put at 104
+  EXPECT_TRUE(process_event(processor, store, "x", 109));  // 104 in [104, 114]: the refresh caught it
+  EXPECT_FALSE(process_event(processor, store, "x", 120)); // 109 < 115: forwarded again
+  // A record ahead of the event's time suppresses it too: the fetch reaches t + right.
+  EXPECT_FALSE(process_event(processor, store, "y", 200));
+  EXPECT_TRUE(process_event(processor, store, "y", 195));
+}
+
+TEST(KstreamsWindowProcessor, WithoutARefreshOnAHitTheFirstRecordAloneDecides) {
+  WindowDedupProcessor processor = processor_for_window(10);
+  processor.put_on_hit = false; // kstreamplify's DedupKeyProcessor
+  WindowStorePartition store(1000);
+  EXPECT_FALSE(process_event(processor, store, "x", 100));
+  EXPECT_TRUE(process_event(processor, store, "x", 104));
+  EXPECT_FALSE(process_event(processor, store, "x", 109)); // 100 < 104: the record at 100 alone
+}
+
+TEST(KstreamsWindowProcessor, AReplayOlderThanTheStoresRetentionIsForwardedAgain) {
+  WindowDedupProcessor processor = processor_for_window(10);
+  WindowStorePartition store(50);
+  EXPECT_FALSE(process_event(processor, store, "x", 100));
+  EXPECT_FALSE(process_event(processor, store, "z", 200)); // T = 200: the store keeps [151, ...]
+  EXPECT_FALSE(process_event(processor, store, "x", 100)) << "replayed: its record expired";
+  EXPECT_TRUE(store.held_expired("x"));
+  EXPECT_TRUE(process_event(processor, store, "z", 200)) << "within retention: dropped";
+}
+
+TEST(KstreamsWindowProcessor, ALookupWindowSplitsAsTheJavaCodeDoes) {
+  WindowDedupProcessor odd = processor_for_window(7);
+  EXPECT_EQ(odd.left_ms, 3); // maintainDurationPerEventInMs / 2
+  EXPECT_EQ(odd.right_ms, 4);
+  EXPECT_TRUE(odd.put_on_hit);
+}
