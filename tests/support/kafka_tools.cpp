@@ -154,6 +154,63 @@ void commit_offsets(const std::string& bootstrap, const std::string& group, cons
   }
 }
 
+std::vector<ReadRecord> read_partition(const std::string& bootstrap, const std::string& topic, std::int32_t partition,
+                                       std::int64_t timeout_ms) {
+  rd_kafka_t* rk = make(RD_KAFKA_CONSUMER, bootstrap,
+                        {{"group.id", "dedupctl-tests-reader"},
+                         {"enable.auto.commit", "false"},
+                         {"isolation.level", "read_committed"},
+                         {"enable.partition.eof", "true"}});
+  std::int64_t low = 0, high = 0;
+  rd_kafka_resp_err_t err =
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, static_cast<int>(timeout_ms));
+  std::vector<ReadRecord> out;
+  std::string error = err ? fmt::format("watermarks of {}:{}: {}", topic, partition, rd_kafka_err2str(err)) : "";
+  if (error.empty() && high > low) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool at_end = false;
+    while (!at_end && error.empty()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        error = fmt::format("{}:{}: read {} records short of offset {} in {} ms", topic, partition, out.size(), high,
+                            timeout_ms);
+        break;
+      }
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+      if (!m) {
+        continue;
+      }
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        at_end = m->offset >= high; // read_committed: the end may sit past the last record read
+      } else if (m->err) {
+        error = fmt::format("{}:{}: {}", topic, partition, rd_kafka_message_errstr(m));
+      } else {
+        ReadRecord r;
+        r.offset = m->offset;
+        r.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
+        if (m->key) {
+          r.key = std::string(static_cast<const char*>(m->key), m->key_len);
+        }
+        if (m->payload) {
+          r.value = std::string(static_cast<const char*>(m->payload), m->len);
+        }
+        out.push_back(std::move(r));
+        at_end = m->offset + 1 >= high;
+      }
+      rd_kafka_message_destroy(m);
+    }
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  if (!error.empty()) {
+    throw std::runtime_error(error);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap, const std::string& topic,
                                                               std::int64_t timeout_ms) {
   rd_kafka_t* rk = make(RD_KAFKA_PRODUCER, bootstrap, {});

@@ -56,6 +56,19 @@ void commit_offsets(const std::string& bootstrap, const std::string& group, cons
 std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap, const std::string& topic,
                                                               std::int64_t timeout_ms = 10'000);
 
+// A record as read back: its key and value (nullopt: null, a tombstone), its offset and timestamp.
+struct ReadRecord {
+  std::int64_t offset = 0;
+  std::int64_t timestamp_ms = -1;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+};
+
+// Every record of one partition from its start to its high watermark at the call, read_committed
+// (an exactly-once changelog's aborted records left out), without a group. Throws std::runtime_error.
+std::vector<ReadRecord> read_partition(const std::string& bootstrap, const std::string& topic, std::int32_t partition,
+                                       std::int64_t timeout_ms = 30'000);
+
 // Allows or denies `principal` (User:NAME) an operation ("DESCRIBE", "DESCRIBE_CONFIGS", "READ",
 // "WRITE") on a topic, through an ACL; the broker must run an authorizer. Throws std::runtime_error.
 void add_topic_acl(const std::string& bootstrap, const std::string& topic, const std::string& principal,
