@@ -182,6 +182,28 @@ bool WindowStorePartition::held_expired(std::string_view key) const {
   return of && of->newest != INT64_MIN && of->newest < live_from();
 }
 
+WindowStorePartition& WindowStoreChangelog::partition(std::int32_t partition) {
+  return m_partitions.try_emplace(partition, m_retention).first->second;
+}
+
+void WindowStoreChangelog::restore(std::span<const Event> records) {
+  for (const Event& record : records) {
+    std::optional<WindowStoreKey> key;
+    if (record.key) {
+      key = parse_window_store_key(*record.key);
+    }
+    if (!key) {
+      throw UsageError(fmt::format(
+          "{} partition {} offset {}: {} is no window store key (an id, then 8 bytes of window start and 4 of "
+          "sequence number): name a window store's changelog (a key-value store's keys have no window suffix)",
+          record.topic, record.partition, record.offset,
+          record.key ? fmt::format("a key of {} bytes", record.key->size()) : std::string("a null key")));
+    }
+    partition(record.partition).restore(*key, !record.payload);
+    ++m_records;
+  }
+}
+
 WindowDedupProcessor processor_for_window(std::int64_t window_ms) {
   WindowDedupProcessor processor;
   processor.left_ms = window_ms / 2;

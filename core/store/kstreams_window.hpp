@@ -1,9 +1,12 @@
 #pragma once
 
+#include "core/event.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +88,25 @@ private:
   std::int64_t m_stream_time = -1;
   FlatHashMap<std::uint32_t> m_index;
   std::vector<Starts> m_keys;
+};
+
+// Every partition of a window store, folded from its changelog topic: partition p of the changelog is the
+// store of the task of input partition p.
+class WindowStoreChangelog {
+public:
+  explicit WindowStoreChangelog(std::int64_t retention_ms) : m_retention(retention_ms) {}
+  // The changelog's records in offset order within each partition. Throws UsageError naming the record
+  // (topic, partition, offset) for a key that is no window key: null, or shorter than its suffix (a
+  // truncated key, or a key-value store's changelog).
+  void restore(std::span<const Event> records);
+  // The store of `partition`: an empty one (nothing restored) when the changelog had no record there.
+  WindowStorePartition& partition(std::int32_t partition);
+  std::size_t records() const { return m_records; }
+
+private:
+  std::int64_t m_retention;
+  std::map<std::int32_t, WindowStorePartition> m_partitions;
+  std::size_t m_records = 0;
 };
 
 // The guides' processor over one window store partition.

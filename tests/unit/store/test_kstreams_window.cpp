@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <string>
+#include <vector>
 
 using namespace dedupctl::core;
 
@@ -160,4 +163,109 @@ TEST(KstreamsWindowProcessor, ALookupWindowSplitsAsTheJavaCodeDoes) {
   EXPECT_EQ(odd.left_ms, 3); // maintainDurationPerEventInMs / 2
   EXPECT_EQ(odd.right_ms, 4);
   EXPECT_TRUE(odd.put_on_hit);
+}
+
+namespace {
+
+struct ChangelogRecord {
+  std::int32_t partition = 0;
+  std::string key;
+  bool tombstone = false;
+};
+
+std::vector<Event> as_events(const std::vector<ChangelogRecord>& records, std::vector<std::string_view>& payloads) {
+  std::vector<Event> events;
+  payloads.assign(records.size(), "value"); // a Long in a real changelog; only its presence counts here
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    Event e;
+    e.topic = "app-eventId-store-changelog";
+    e.partition = records[i].partition;
+    e.offset = static_cast<std::int64_t>(i);
+    e.key = records[i].key;
+    if (!records[i].tombstone) {
+      e.payload = payloads[i];
+    }
+    events.push_back(e);
+  }
+  return events;
+}
+
+} // namespace
+
+TEST(KstreamsWindowChangelog, EachPartitionFoldsIntoItsOwnStore) {
+  std::vector<ChangelogRecord> records{{0, changelog_key("a", 100)},
+                                       {1, changelog_key("a", 500)},
+                                       {0, changelog_key("b", 300)},
+                                       {1, changelog_key("a", 500), true}};
+  std::vector<std::string_view> payloads;
+  auto events = as_events(records, payloads);
+  WindowStoreChangelog changelog(1000);
+  changelog.restore(events);
+  EXPECT_EQ(changelog.records(), 4u);
+  EXPECT_EQ(changelog.partition(0).stream_time(), 300); // T is the partition's own
+  EXPECT_TRUE(changelog.partition(0).fetch_any("a", 0, 200));
+  EXPECT_EQ(changelog.partition(1).stream_time(), 500);
+  EXPECT_FALSE(changelog.partition(1).fetch_any("a", 0, 1000)) << "deleted by its tombstone";
+  EXPECT_EQ(changelog.partition(7).stream_time(), -1) << "a partition with no record: an empty store";
+}
+
+TEST(KstreamsWindowChangelog, AKeyThatIsNoWindowKeyIsAnErrorNamingTheRecord) {
+  std::vector<ChangelogRecord> records{{0, changelog_key("a", 100)}, {2, "order-7"}};
+  std::vector<std::string_view> payloads;
+  auto events = as_events(records, payloads);
+  WindowStoreChangelog changelog(1000);
+  try {
+    changelog.restore(events);
+    FAIL() << "no throw";
+  } catch (const dedupctl::UsageError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("app-eventId-store-changelog partition 2 offset 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("a key of 7 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("window store's changelog"), std::string::npos) << what;
+  }
+  Event null_key;
+  null_key.topic = "t";
+  WindowStoreChangelog other(1000);
+  EXPECT_THROW(other.restore(std::span<const Event>(&null_key, 1)), dedupctl::UsageError);
+}
+
+// The log cleaner keeps the last record of each key (an id at a window start): the fold of the
+// compacted changelog answers every fetch as the whole one does.
+TEST(KstreamsWindowChangelog, ACompactedChangelogFoldsIntoTheSameStore) {
+  std::mt19937_64 rng(5);
+  std::vector<ChangelogRecord> whole;
+  for (int i = 0; i < 3000; ++i) {
+    std::string id = "id-" + std::to_string(rng() % 200);
+    auto start = static_cast<std::int64_t>(i * 10 + static_cast<int>(rng() % 50)); // a little out of order
+    whole.push_back({0, changelog_key(id, start)});
+    if (rng() % 5 == 0) {
+      whole.push_back({0, changelog_key(id, start)}); // a put again at the same start (a refresh)
+    }
+  }
+  std::vector<ChangelogRecord> compacted;
+  std::map<std::string, std::size_t> last;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    last[whole[i].key] = i;
+  }
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    if (last[whole[i].key] == i) {
+      compacted.push_back(whole[i]);
+    }
+  }
+  ASSERT_LT(compacted.size(), whole.size());
+  std::vector<std::string_view> p1, p2;
+  auto e1 = as_events(whole, p1);
+  auto e2 = as_events(compacted, p2);
+  WindowStoreChangelog a(2000), b(2000);
+  a.restore(e1);
+  b.restore(e2);
+  EXPECT_EQ(a.partition(0).stream_time(), b.partition(0).stream_time());
+  for (int id = 0; id < 200; ++id) {
+    std::string key = "id-" + std::to_string(id);
+    for (std::int64_t t = 26'000; t <= 31'000; t += 250) {
+      ASSERT_EQ(a.partition(0).fetch_any(key, t - 300, t + 300), b.partition(0).fetch_any(key, t - 300, t + 300))
+          << key << " at " << t;
+    }
+    ASSERT_EQ(a.partition(0).held_expired(key), b.partition(0).held_expired(key)) << key;
+  }
 }
