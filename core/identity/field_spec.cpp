@@ -32,8 +32,16 @@ std::optional<FieldSpec> try_parse_field_spec(std::string_view item, std::string
       return bad("a JSON pointer starts with '/' (RFC 6901)");
     }
     for (std::size_t i = 0; i < spec.name.size(); ++i) {
-      if (spec.name[i] == '~' && (i + 1 >= spec.name.size() || (spec.name[i + 1] != '0' && spec.name[i + 1] != '1'))) {
-        return bad("'~' must be followed by 0 or 1 in a JSON pointer (~0 is '~', ~1 is '/')");
+      char c = spec.name[i];
+      if (c == '/') {
+        spec.pointer.emplace_back();
+      } else if (c == '~') {
+        if (i + 1 >= spec.name.size() || (spec.name[i + 1] != '0' && spec.name[i + 1] != '1')) {
+          return bad("'~' must be followed by 0 or 1 in a JSON pointer (~0 is '~', ~1 is '/')");
+        }
+        spec.pointer.back() += spec.name[++i] == '1' ? '/' : '~';
+      } else {
+        spec.pointer.back() += c;
       }
     }
   } else if (item.empty()) {

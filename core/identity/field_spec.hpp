@@ -16,6 +16,8 @@ struct FieldSpec {
   FieldKind kind = FieldKind::Key;
   std::string name; // the header name or the JSON pointer
   std::string text; // as written, for messages and reports
+  // A JSON pointer's reference tokens, unescaped (~1 is '/', ~0 is '~'): "/a~1b/0" is {"a/b", "0"}.
+  std::vector<std::string> pointer;
 };
 
 // Parses "header:event_id,json:/event_id". Throws UsageError naming `what` (the flag).

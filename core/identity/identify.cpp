@@ -9,6 +9,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include <charconv>
 #include <cstring>
 
 namespace dedupctl::core {
@@ -74,48 +75,196 @@ struct JsonDocument {
     return true;
   }
 
-  Outcome value(const Event& event, std::optional<std::string_view> text, const std::string& pointer, Arena& arena,
-                std::string_view& out) {
+  // The value `tokens` (a JSON pointer's, unescaped) points to, read as the JSON libraries read it: of a
+  // key written twice the last one (Python's json, Jackson, JSON.parse and Go's encoding/json all keep
+  // the last), at every level; keys compared unescaped, as those libraries decode them.
+  Outcome value(const Event& event, std::optional<std::string_view> text, const std::vector<std::string>& tokens,
+                Arena& arena, std::string_view& out) {
     if (!ensure_parsed(event, text)) {
       return Outcome::NotJson;
     }
-    auto value = document.at_pointer(pointer);
-    if (value.error()) {
+    Outcome outcome = Outcome::Missing;
+    simdjson::error_code error = find(tokens, arena, out, outcome);
+    if (error) {
       // simdjson may abandon the document after an error (its parser pointer is cleared), so the
       // next json: spec must parse the payload again rather than rewind this document.
       parsed_for = nullptr;
-      auto error = value.error();
       bool missing = error == simdjson::NO_SUCH_FIELD || error == simdjson::INDEX_OUT_OF_BOUNDS ||
                      error == simdjson::INCORRECT_TYPE;
       return missing ? Outcome::Missing : Outcome::NotJson;
     }
+    return outcome;
+  }
+
+private:
+  using Value = simdjson::ondemand::value;
+  std::vector<std::size_t> m_ordinals; // find's: which match of its key each level takes
+
+  // Whether the field's key, decoded, is `token`. Compared as it stands up to its first difference from
+  // the token: up to there the raw key has no escape, so a plain difference (or its end) decides; only
+  // a key with an escape at or before that point is decoded.
+  static simdjson::error_code key_is(simdjson::ondemand::field& field, std::string_view token, bool& is) {
+    const char* raw = field.key().raw();
+    for (std::size_t i = 0;; ++i) {
+      char c = raw[i];
+      if (c == '"') {
+        is = i == token.size();
+        return simdjson::SUCCESS;
+      }
+      if (c == '\\') {
+        std::string_view decoded;
+        SIMDJSON_TRY(field.unescaped_key().get(decoded));
+        is = decoded == token;
+        return simdjson::SUCCESS;
+      }
+      if (i == token.size() || c != token[i]) {
+        is = false;
+        return simdjson::SUCCESS;
+      }
+    }
+  }
+
+  // An array index as RFC 6901 writes it: 0, or digits without a leading zero.
+  static bool array_index(std::string_view token, std::size_t& index) {
+    if (token.empty() || (token.size() > 1 && token[0] == '0')) {
+      return false;
+    }
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
+    return ec == std::errc() && end == token.data() + token.size();
+  }
+
+  // From `v` to its child: the `ordinal`-th field (from 1) named `token` of an object, or the element
+  // at index `token` of an array.
+  static simdjson::error_code step(Value& v, std::string_view token, std::size_t ordinal) {
     simdjson::ondemand::json_type type;
-    if (value.type().get(type)) {
-      parsed_for = nullptr;
-      return Outcome::NotJson;
+    SIMDJSON_TRY(v.type().get(type));
+    if (type == simdjson::ondemand::json_type::object) {
+      simdjson::ondemand::object object;
+      SIMDJSON_TRY(v.get_object().get(object));
+      std::size_t seen = 0;
+      for (auto result : object) {
+        simdjson::ondemand::field field;
+        SIMDJSON_TRY(std::move(result).get(field));
+        bool is = false;
+        SIMDJSON_TRY(key_is(field, token, is));
+        if (is && ++seen == ordinal) {
+          v = field.value();
+          return simdjson::SUCCESS;
+        }
+      }
+      return simdjson::NO_SUCH_FIELD;
     }
+    if (type != simdjson::ondemand::json_type::array) {
+      return simdjson::INCORRECT_TYPE;
+    }
+    std::size_t index = 0;
+    if (!array_index(token, index)) {
+      return simdjson::NO_SUCH_FIELD;
+    }
+    simdjson::ondemand::array array;
+    SIMDJSON_TRY(v.get_array().get(array));
+    std::size_t at = 0;
+    for (auto element : array) {
+      if (at++ == index) {
+        return std::move(element).get(v);
+      }
+    }
+    return simdjson::INDEX_OUT_OF_BOUNDS;
+  }
+
+  // How many fields of the object `v` are named `token` (its last is the one a library keeps); 1 for an
+  // array, whose child is found by index.
+  static simdjson::error_code count(Value& v, std::string_view token, std::size_t& matches) {
+    simdjson::ondemand::json_type type;
+    SIMDJSON_TRY(v.type().get(type));
+    matches = 1;
+    if (type == simdjson::ondemand::json_type::array) {
+      return simdjson::SUCCESS;
+    }
+    if (type != simdjson::ondemand::json_type::object) {
+      return simdjson::INCORRECT_TYPE;
+    }
+    simdjson::ondemand::object object;
+    SIMDJSON_TRY(v.get_object().get(object));
+    matches = 0;
+    for (auto result : object) {
+      simdjson::ondemand::field field;
+      SIMDJSON_TRY(std::move(result).get(field));
+      bool is = false;
+      SIMDJSON_TRY(key_is(field, token, is));
+      matches += is ? 1 : 0;
+    }
+    return matches == 0 ? simdjson::NO_SUCH_FIELD : simdjson::SUCCESS;
+  }
+
+  // A scalar as a json: spec yields it: a string's text, a number's token; null is no value.
+  static simdjson::error_code scalar(Value& v, Outcome& outcome, std::string_view& text) {
+    simdjson::ondemand::json_type type;
+    SIMDJSON_TRY(v.type().get(type));
     if (type == simdjson::ondemand::json_type::string) {
-      std::string_view string;
-      if (value.get_string().get(string)) {
-        parsed_for = nullptr;
-        return Outcome::NotJson;
+      SIMDJSON_TRY(v.get_string().get(text));
+      outcome = Outcome::Found;
+    } else if (type == simdjson::ondemand::json_type::number) {
+      text = v.raw_json_token();
+      while (!text.empty() &&
+             (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {
+        text.remove_suffix(1);
       }
-      out = arena.copy(string);
-      return Outcome::Found;
+      outcome = Outcome::Found;
+    } else {
+      outcome = type == simdjson::ondemand::json_type::null ? Outcome::Missing : Outcome::NotScalar;
     }
-    if (type == simdjson::ondemand::json_type::number) {
-      std::string_view token = value.raw_json_token();
-      while (!token.empty() &&
-             (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
-        token.remove_suffix(1);
+    return simdjson::SUCCESS;
+  }
+
+  // The last level in one pass: every field named `token` read, the last one's scalar kept (a string's
+  // text stays in the parser's buffer until the next rewind).
+  static simdjson::error_code last_scalar(Value& v, std::string_view token, Outcome& outcome, std::string_view& text) {
+    simdjson::ondemand::json_type type;
+    SIMDJSON_TRY(v.type().get(type));
+    if (type != simdjson::ondemand::json_type::object) {
+      SIMDJSON_TRY(step(v, token, 1));
+      return scalar(v, outcome, text);
+    }
+    simdjson::ondemand::object object;
+    SIMDJSON_TRY(v.get_object().get(object));
+    bool found = false;
+    for (auto result : object) {
+      simdjson::ondemand::field field;
+      SIMDJSON_TRY(std::move(result).get(field));
+      bool is = false;
+      SIMDJSON_TRY(key_is(field, token, is));
+      if (is) {
+        found = true;
+        SIMDJSON_TRY(scalar(field.value(), outcome, text));
       }
-      out = arena.copy(token);
-      return Outcome::Found;
     }
-    if (type == simdjson::ondemand::json_type::null) {
-      return Outcome::Missing;
+    return found ? simdjson::SUCCESS : simdjson::NO_SUCH_FIELD;
+  }
+
+  simdjson::error_code find(const std::vector<std::string>& tokens, Arena& arena, std::string_view& out,
+                            Outcome& outcome) {
+    m_ordinals.assign(tokens.size(), 0);
+    for (std::size_t level = 0; level < tokens.size(); ++level) {
+      // From the top each time (ondemand reads forward only): to this level through the last match of
+      // every level above.
+      document.rewind();
+      Value v;
+      SIMDJSON_TRY(document.get_value().get(v));
+      for (std::size_t k = 0; k < level; ++k) {
+        SIMDJSON_TRY(step(v, tokens[k], m_ordinals[k]));
+      }
+      if (level + 1 == tokens.size()) {
+        std::string_view text;
+        SIMDJSON_TRY(last_scalar(v, tokens[level], outcome, text));
+        if (outcome == Outcome::Found) {
+          out = arena.copy(text);
+        }
+        return simdjson::SUCCESS;
+      }
+      SIMDJSON_TRY(count(v, tokens[level], m_ordinals[level]));
     }
-    return Outcome::NotScalar;
+    return simdjson::NO_SUCH_FIELD; // a pointer without a token: not one the spec parser makes
   }
 };
 
@@ -234,7 +383,7 @@ struct Identifier::Impl {
         key.prepare(event, event.key, options.decoder.get());
       }
       JsonDocument& document = of_key ? key_document : payload_document;
-      Outcome outcome = document.value(event, text.text(), spec.name, arena, out);
+      Outcome outcome = document.value(event, text.text(), spec.pointer, arena, out);
       if (outcome == Outcome::Found && !out.empty()) {
         return true;
       }

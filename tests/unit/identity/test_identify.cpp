@@ -88,6 +88,30 @@ TEST(Identify, JsonPointersReadStringsNumbersAndEscapes) {
   EXPECT_EQ(identify(arrays, event(R"({"a/b":"slash"})")).id, "slash");
 }
 
+// A key written twice is read as the libraries read it: the last one wins (Python's json, Jackson,
+// JSON.parse and Go's encoding/json all keep the last), at every level of the pointer; and keys
+// compare unescaped, as those libraries decode them.
+TEST(Identify, ADuplicatedKeyIsReadAsItsLastOccurrenceAndKeysCompareUnescaped) {
+  Identifier identifier(options("json:/event_id"));
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"a","x":1,"event_id":"b"})")).id, "b");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"a","event_id":null})")).reason, "payload has no /event_id");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":{"no":1},"event_id":7})")).id, "7");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"escaped"})")).id, "escaped");
+  EXPECT_EQ(identify(identifier, event(R"({"event_id":"plain","event_id":"escaped"})")).id, "escaped");
+  Identifier nested(options("json:/meta/id"));
+  EXPECT_EQ(identify(nested, event(R"({"meta":{"id":"first"},"meta":{"other":1,"id":"second"}})")).id, "second");
+  EXPECT_EQ(identify(nested, event(R"({"meta":{"id":"first"},"meta":{"other":1}})")).reason, "payload has no /meta/id")
+      << "the last meta has no id: the first one's is not read";
+  EXPECT_EQ(identify(nested, event(R"({"meta":{"id":"a","id":"b"}})")).id, "b");
+  Identifier arrays(options("json:/items/1/id"));
+  EXPECT_EQ(identify(arrays, event(R"({"items":[{"id":"x"},{"id":"y","id":"z"}]})")).id, "z");
+  EXPECT_EQ(identify(arrays, event(R"({"items":[{"id":"x"}]})")).reason, "payload has no /items/1/id");
+  EXPECT_EQ(identify(arrays, event(R"({"items":{"1":{"id":"key one"}}})")).id, "key one");
+  EXPECT_EQ(identify(arrays, event(R"({"items":[{"id":"x"},"y"]})")).reason, "payload has no /items/1/id");
+  Identifier tilde(options("json:/a~0b~1c"));
+  EXPECT_EQ(identify(tilde, event(R"({"a~b/c":"t"})")).id, "t");
+}
+
 TEST(Identify, NoIdSaysWhyAndNeverThrows) {
   Identifier identifier(options("header:event_id,json:/event_id"));
   auto not_json = identify(identifier, event("plain text, not json"));
