@@ -91,15 +91,7 @@ void digest(TemplateFilter filter, const std::string& in, std::string& out) {
   out.assign(reinterpret_cast<const char*>(md), size);
 }
 
-void hex(const std::string& in, std::string& out) {
-  static constexpr char k_digits[] = "0123456789abcdef";
-  out.resize(in.size() * 2);
-  char* at = out.data();
-  for (unsigned char c : in) {
-    *at++ = k_digits[c >> 4];
-    *at++ = k_digits[c & 0xf];
-  }
-}
+void hex(const std::string& in, std::string& out) { out = hex_encode(in); }
 
 void escape_u(std::uint32_t unit, std::string& out) { fmt::format_to(std::back_inserter(out), "\\u{:04x}", unit); }
 

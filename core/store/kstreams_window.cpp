@@ -1,5 +1,6 @@
 #include "core/store/kstreams_window.hpp"
 
+#include "core/util/encoding.hpp"
 #include "core/util/errors.hpp"
 #include "core/util/fingerprint.hpp"
 
@@ -114,13 +115,8 @@ std::string store_key_text(std::string_view key, KeySerde serde) {
       return std::to_string(static_cast<std::int64_t>(big_endian(key)));
     }
     [[fallthrough]];
-  case KeySerde::Bytes: {
-    std::string out;
-    for (char c : key) {
-      out += fmt::format("{:02x}", static_cast<unsigned char>(c));
-    }
-    return out;
-  }
+  case KeySerde::Bytes:
+    return hex_encode(key);
   case KeySerde::String:
   case KeySerde::Uuid:
     return std::string(key);

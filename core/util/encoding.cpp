@@ -60,6 +60,17 @@ bool base64_decode(std::string_view text, Base64 alphabet, std::string& out) {
   return true;
 }
 
+std::string hex_encode(std::string_view bytes) {
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out(bytes.size() * 2, '\0');
+  char* at = out.data();
+  for (unsigned char c : bytes) {
+    *at++ = k_digits[c >> 4];
+    *at++ = k_digits[c & 0xf];
+  }
+  return out;
+}
+
 std::string percent_encode(std::string_view text) {
   std::string out;
   for (char ch : text) {

@@ -17,6 +17,9 @@ bool base64_decode(std::string_view text, Base64 alphabet, std::string& out);
 void base64_encode(std::string_view bytes, Base64 alphabet, bool pad, std::string& out);
 
 // RFC 3986: every byte but the unreserved ones as %XX (for a path segment or a query value).
+// The bytes as lower-case hex, two digits a byte.
+std::string hex_encode(std::string_view bytes);
+
 std::string percent_encode(std::string_view text);
 
 // The next code point of UTF-8 text at `i`, moving `i` past it; U+FFFD for a byte that does not
