@@ -45,6 +45,35 @@ std::optional<std::string> uuid_text(std::string_view id) {
   return out;
 }
 
+// What Jackson writes for a string: quoted, its own short escapes, \u00XX (upper-case hex) for the other
+// control characters; bytes from 0x80 as they are (UTF-8).
+std::string jackson_string(std::string_view id) {
+  static constexpr std::string_view k_hex = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (char c : id) {
+    auto u = static_cast<unsigned char>(c);
+    std::string_view shortcut = c == '"'    ? "\\\""
+                                : c == '\\' ? "\\\\"
+                                : c == '\b' ? "\\b"
+                                : c == '\t' ? "\\t"
+                                : c == '\n' ? "\\n"
+                                : c == '\f' ? "\\f"
+                                : c == '\r' ? "\\r"
+                                            : "";
+    if (!shortcut.empty()) {
+      out += shortcut;
+    } else if (u < 0x20) {
+      out += "\\u00";
+      out += k_hex[u >> 4];
+      out += k_hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 } // namespace
 
 std::string_view to_string(KeySerde serde) {
@@ -57,18 +86,20 @@ std::string_view to_string(KeySerde serde) {
     return "long";
   case KeySerde::Uuid:
     return "uuid";
+  case KeySerde::Json:
+    return "json";
   }
   return "string";
 }
 
 KeySerde parse_key_serde(std::string_view text) {
-  for (KeySerde serde : {KeySerde::String, KeySerde::Bytes, KeySerde::Long, KeySerde::Uuid}) {
+  for (KeySerde serde : {KeySerde::String, KeySerde::Bytes, KeySerde::Long, KeySerde::Uuid, KeySerde::Json}) {
     if (text == to_string(serde)) {
       return serde;
     }
   }
-  throw UsageError(fmt::format("--layout-option key-serde={}: not a key serde; use string, bytes, long or uuid "
-                               "(the serde the window store's keys were built with)",
+  throw UsageError(fmt::format("--layout-option key-serde={}: not a key serde; use string, bytes, long, uuid or "
+                               "json (the serde the window store's keys were built with)",
                                text));
 }
 
@@ -104,6 +135,8 @@ std::optional<std::string> store_key(std::string_view id, KeySerde serde) {
   }
   case KeySerde::Uuid:
     return uuid_text(id);
+  case KeySerde::Json:
+    return jackson_string(id);
   }
   return std::nullopt;
 }
@@ -119,6 +152,7 @@ std::string store_key_text(std::string_view key, KeySerde serde) {
     return hex_encode(key);
   case KeySerde::String:
   case KeySerde::Uuid:
+  case KeySerde::Json:
     return std::string(key);
   }
   return std::string(key);
@@ -140,12 +174,12 @@ const WindowStorePartition::Starts* WindowStorePartition::find(std::string_view 
 }
 
 void WindowStorePartition::keep(Starts& of, std::int64_t window_start) {
-  of.newest = std::max(of.newest, window_start);
-  if (window_start < live_from()) {
-    return; // expired on arrival: the store drops it (or keeps it where no fetch returns it)
-  }
-  if (std::find(of.starts.begin(), of.starts.end(), window_start) == of.starts.end()) {
-    of.starts.push_back(window_start); // a put at a start already held replaces it: the same answer
+  auto at = std::find_if(of.begin(), of.end(), [&](const Put& p) { return p.start == window_start; });
+  bool live = window_start >= live_from(); // below: the store drops it (or keeps it where no fetch returns it)
+  if (at == of.end()) {
+    of.push_back(Put{window_start, live ? PutState::Held : PutState::Gone});
+  } else if (live) {
+    at->state = PutState::Held; // a put at a start already held replaces it: the same answer
   }
 }
 
@@ -153,7 +187,10 @@ void WindowStorePartition::restore(const WindowStoreKey& key, bool tombstone) {
   m_stream_time = std::max(m_stream_time, key.window_start);
   Starts& of = starts_of(key.key);
   if (tombstone) {
-    of.starts.erase(std::remove(of.starts.begin(), of.starts.end(), key.window_start), of.starts.end());
+    auto at = std::find_if(of.begin(), of.end(), [&](const Put& p) { return p.start == key.window_start; });
+    if (at != of.end() && at->state == PutState::Held) {
+      at->state = PutState::Deleted;
+    }
     return;
   }
   keep(of, key.window_start);
@@ -164,18 +201,52 @@ void WindowStorePartition::put(std::string_view key, std::int64_t window_start) 
   keep(starts_of(key), window_start);
 }
 
+void WindowStorePartition::keep_local_state(std::int64_t segment_interval_ms) {
+  // AbstractSegments: segmentId(ts) = ts / interval; a segment below segmentId(T - retention) is removed on
+  // the put that moved T there (cleanupExpiredSegments), and a put into one is dropped.
+  std::int64_t min_live = (m_stream_time - m_retention) / segment_interval_ms;
+  for (Starts& of : m_keys) {
+    for (Put& p : of) {
+      if (p.state == PutState::Held && p.start / segment_interval_ms < min_live) {
+        p.state = PutState::Gone;
+      }
+    }
+  }
+  m_stream_time = -1;
+}
+
 bool WindowStorePartition::fetch_any(std::string_view key, std::int64_t from, std::int64_t to) const {
   const Starts* of = find(key);
   if (!of) {
     return false;
   }
   std::int64_t low = std::max(from, live_from());
-  return std::any_of(of->starts.begin(), of->starts.end(), [&](std::int64_t s) { return s >= low && s <= to; });
+  return std::any_of(of->begin(), of->end(),
+                     [&](const Put& p) { return p.state == PutState::Held && p.start >= low && p.start <= to; });
 }
 
-bool WindowStorePartition::held_expired(std::string_view key) const {
+bool WindowStorePartition::expired_in(std::string_view key, std::int64_t from, std::int64_t to) const {
   const Starts* of = find(key);
-  return of && of->newest != INT64_MIN && of->newest < live_from();
+  if (!of || fetch_any(key, from, to)) {
+    return false;
+  }
+  return std::any_of(of->begin(), of->end(),
+                     [&](const Put& p) { return p.start >= from && p.start <= to && expired(p); });
+}
+
+bool WindowStorePartition::held_expired(std::string_view key) const { return expired_in(key, INT64_MIN, INT64_MAX); }
+
+std::int64_t default_segment_interval(std::int64_t retention_ms) {
+  return std::max<std::int64_t>(retention_ms / 2, 60'000);
+}
+
+void WindowStoreChangelog::keep_local_state(std::int64_t segment_interval_ms) {
+  if (m_key_value) {
+    return; // a key-value store holds what its changelog compacts to, whichever way it starts
+  }
+  for (auto& [number, store] : m_partitions) {
+    store.keep_local_state(segment_interval_ms);
+  }
 }
 
 WindowStorePartition& WindowStoreChangelog::partition(std::int32_t partition) {
@@ -185,13 +256,20 @@ WindowStorePartition& WindowStoreChangelog::partition(std::int32_t partition) {
 void WindowStoreChangelog::restore(std::span<const Event> records) {
   for (const Event& record : records) {
     std::optional<WindowStoreKey> key;
-    if (record.key) {
+    if (record.key && m_key_value) {
+      key = WindowStoreKey{*record.key, 0, 0};
+    } else if (record.key) {
       key = parse_window_store_key(*record.key);
+    }
+    if (!key && m_key_value) {
+      throw UsageError(fmt::format("{} partition {} offset {}: a null key is no key-value store's record: name the "
+                                   "store's changelog",
+                                   record.topic, record.partition, record.offset));
     }
     if (!key) {
       throw UsageError(fmt::format(
           "{} partition {} offset {}: {} is no window store key (an id, then 8 bytes of window start and 4 of "
-          "sequence number): name a window store's changelog (a key-value store's keys have no window suffix)",
+          "sequence number): name a window store's changelog, or give --layout kstreams-kv for a key-value store's",
           record.topic, record.partition, record.offset,
           record.key ? fmt::format("a key of {} bytes", record.key->size()) : std::string("a null key")));
     }

@@ -32,6 +32,8 @@ enum class KeySerde {
   Bytes,  // Serdes.Bytes() / ByteArray(): the id's bytes as they are
   Long,   // Serdes.Long(): 8 bytes big-endian of the id read as a decimal int64
   Uuid,   // Serdes.UUID(): UUID.toString()'s text, lower-case
+  Json,   // a JSON serde of the id as a string (Jackson's): the id quoted, \" \\ \b \t \n \f \r escaped,
+          // other control characters as \u00XX
 };
 std::string_view to_string(KeySerde serde);
 // Throws UsageError naming key-serde and the serdes for anything else.
@@ -44,13 +46,14 @@ struct WindowStoreKey {
   std::int32_t seqnum = 0;
 };
 // nullopt when the key is shorter than the 12 bytes of the window suffix (a truncated key, or a
-// key-value store's).
+// key-value store's with a short key).
 std::optional<WindowStoreKey> parse_window_store_key(std::string_view bytes);
 
 // The store's key for an event id under `serde`; nullopt when the serde cannot hold the id (Long: not
 // a decimal int64; Uuid: not the 8-4-4-4-12 hex text of a UUID), so that no record can match it.
 std::optional<std::string> store_key(std::string_view id, KeySerde serde);
-// A record's key as text for examples and traces: the id it holds under `serde` (Bytes: lower-case hex).
+// A record's key as text for examples and traces: the id it holds under `serde` (Bytes: lower-case hex;
+// Json: the JSON text).
 std::string store_key_text(std::string_view key, KeySerde serde);
 
 // One partition of a window store, folded from its changelog and then changed by the processor as it
@@ -66,9 +69,19 @@ public:
   void put(std::string_view key, std::int64_t window_start);
   // Whether fetch(key, from, to) returns a record: a window start in [max(from, T - retention + 1), to].
   bool fetch_any(std::string_view key, std::int64_t from, std::int64_t to) const;
-  // Whether `key` was put and every record of it has expired (its newest window start is below the live
-  // bound), against never put, or deleted while live.
+  // Whether `key` was put at a window start in [from, to] that no fetch returns now: below the live bound
+  // (a record, or a put dropped on arrival), or gone with its segment (keep_local_state); a record deleted
+  // while live counts once its start is below the bound. False when fetch_any(key, from, to) is true.
+  bool expired_in(std::string_view key, std::int64_t from, std::int64_t to) const;
+  // expired_in over every window start: put, and no record of it returned by any fetch.
   bool held_expired(std::string_view key) const;
+
+  // The store an instance restarted on its own local state holds (a persistent RocksDB window store, shut
+  // down cleanly, so that nothing past its checkpoint is restored): the records of every segment still
+  // live at its stream time T, segment by segment (a segment of `segment_interval_ms` is removed once its
+  // id is below (T - retention) / interval), and its observed stream time back at -1, so that a fetch
+  // returns every record kept until the replay's own puts move it again.
+  void keep_local_state(std::int64_t segment_interval_ms);
 
   std::int64_t stream_time() const { return m_stream_time; }
   // The lowest window start a fetch still returns: T - retention + 1.
@@ -76,13 +89,19 @@ public:
   std::int64_t retention_ms() const { return m_retention; }
 
 private:
-  struct Starts {
-    std::vector<std::int64_t> starts; // each window start held once, unordered
-    std::int64_t newest = INT64_MIN;  // the newest window start ever put (deleted or not)
+  // Each window start a key was put at, once: a record the store holds (visible while at or above the
+  // bound), a put the store does not hold (dropped on arrival below the bound, or removed with its
+  // segment), or a record a tombstone deleted.
+  enum class PutState : std::uint8_t { Held, Gone, Deleted };
+  struct Put {
+    std::int64_t start = 0;
+    PutState state = PutState::Held;
   };
+  using Starts = std::vector<Put>; // unordered
   Starts& starts_of(std::string_view key);
   const Starts* find(std::string_view key) const;
   void keep(Starts& of, std::int64_t window_start);
+  bool expired(const Put& put) const { return put.state == PutState::Gone || put.start < live_from(); }
 
   std::int64_t m_retention;
   std::int64_t m_stream_time = -1;
@@ -90,21 +109,31 @@ private:
   std::vector<Starts> m_keys;
 };
 
+// Stores.persistentWindowStore's segment interval: max(retention / 2, 1 minute).
+std::int64_t default_segment_interval(std::int64_t retention_ms);
+
 // Every partition of a window store, folded from its changelog topic: partition p of the changelog is the
-// store of the task of input partition p.
+// store of the task of input partition p. A key-value store (`key_value`) is held the same way, each key
+// a record at window start 0 that never expires: its fold is the topic's compaction, and a lookup is
+// fetch(key, 0, 0).
 class WindowStoreChangelog {
 public:
-  explicit WindowStoreChangelog(std::int64_t retention_ms) : m_retention(retention_ms) {}
+  explicit WindowStoreChangelog(std::int64_t retention_ms, bool key_value = false)
+      : m_retention(key_value ? INT64_MAX / 2 : retention_ms), m_key_value(key_value) {}
   // The changelog's records in offset order within each partition. Throws UsageError naming the record
   // (topic, partition, offset) for a key that is no window key: null, or shorter than its suffix (a
-  // truncated key, or a key-value store's changelog).
+  // truncated key, or a key-value store's changelog); a key-value store's null key likewise.
   void restore(std::span<const Event> records);
+  bool key_value() const { return m_key_value; }
+  // Every partition's store as an instance restarted on its local state holds it (keep_local_state).
+  void keep_local_state(std::int64_t segment_interval_ms);
   // The store of `partition`: an empty one (nothing restored) when the changelog had no record there.
   WindowStorePartition& partition(std::int32_t partition);
   std::size_t records() const { return m_records; }
 
 private:
   std::int64_t m_retention;
+  bool m_key_value;
   std::map<std::int32_t, WindowStorePartition> m_partitions;
   std::size_t m_records = 0;
 };

@@ -85,8 +85,20 @@ TEST(KstreamsWindowKey, ASerdeIsNamedOrRefused) {
     FAIL() << "no throw";
   } catch (const dedupctl::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("key-serde=avro"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("string, bytes, long or uuid"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("string, bytes, long, uuid or json"), std::string::npos) << e.what();
   }
+}
+
+// Jackson's writeValueAsString of a String: its own short escapes, \u00XX upper-case for the other control
+// characters, and UTF-8 bytes as they are (not \u-escaped).
+TEST(KstreamsWindowKey, AJsonSerdeQuotesTheIdAsJacksonWritesIt) {
+  EXPECT_EQ(store_key("evt-1", KeySerde::Json), "\"evt-1\"");
+  EXPECT_EQ(store_key("a\"b\\c", KeySerde::Json), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(store_key("t\tn\nr\rb\bf\f", KeySerde::Json), "\"t\\tn\\nr\\rb\\bf\\f\"");
+  EXPECT_EQ(store_key(std::string("\x01\x1f", 2), KeySerde::Json), "\"\\u0001\\u001F\"");
+  EXPECT_EQ(store_key("caf\xc3\xa9/x", KeySerde::Json), "\"caf\xc3\xa9/x\"");
+  EXPECT_EQ(parse_key_serde("json"), KeySerde::Json);
+  EXPECT_EQ(store_key_text("\"evt-1\"", KeySerde::Json), "\"evt-1\"");
 }
 
 TEST(KstreamsWindowStore, AFetchReturnsOnlyRecordsAtOrAboveStreamTimeLessRetentionPlusOne) {
@@ -226,6 +238,59 @@ TEST(KstreamsWindowChangelog, AKeyThatIsNoWindowKeyIsAnErrorNamingTheRecord) {
   Event null_key;
   null_key.topic = "t";
   WindowStoreChangelog other(1000);
+  EXPECT_THROW(other.restore(std::span<const Event>(&null_key, 1)), dedupctl::UsageError);
+}
+
+// An instance restarted on its kept RocksDB state: the segments live at its stream time stay whole (a record
+// below T - retention + 1 in a live segment included), the older ones are gone, and its stream time is back
+// at -1, so that a fetch returns every record kept.
+TEST(KstreamsWindowStore, KeptLocalStateHoldsTheLiveSegmentsWholeFromAStreamTimeOfMinusOne) {
+  const std::int64_t retention = 60'000 * 60;                        // an hour
+  const std::int64_t interval = default_segment_interval(retention); // 30 minutes
+  EXPECT_EQ(interval, 60'000 * 30);
+  EXPECT_EQ(default_segment_interval(1000), 60'000) << "at least a minute";
+  WindowStorePartition store(retention);
+  const std::int64_t m = 60'000;
+  store.put("old", 10 * m);  // segment 0
+  store.put("edge", 35 * m); // segment 1: below T - R + 1 but in a live segment
+  store.put("new", 100 * m); // segment 3, T = 100 min; min live segment (100 - 60) / 30 = 1
+  EXPECT_FALSE(store.fetch_any("edge", 0, 200 * m)) << "restored: below the bound";
+  EXPECT_TRUE(store.held_expired("edge"));
+  store.keep_local_state(interval);
+  EXPECT_EQ(store.stream_time(), -1);
+  EXPECT_TRUE(store.fetch_any("edge", 30 * m, 40 * m)) << "kept: its segment is live";
+  EXPECT_FALSE(store.held_expired("edge"));
+  EXPECT_FALSE(store.fetch_any("old", 0, 200 * m)) << "kept: its segment was removed";
+  EXPECT_TRUE(store.held_expired("old")) << "put, and gone with its segment";
+  EXPECT_FALSE(store.held_expired("never"));
+  // The replay's own puts move stream time again, and with it the bound.
+  store.put("other", 99 * m);
+  EXPECT_FALSE(store.fetch_any("edge", 30 * m, 40 * m));
+  store.put("old", 95 * m);
+  EXPECT_FALSE(store.held_expired("old")) << "put again: held";
+}
+
+// A key-value store: the whole key is the id, each key's last record is the store, a tombstone deletes it,
+// and nothing expires.
+TEST(KstreamsWindowChangelog, AKeyValueStoresChangelogFoldsByKey) {
+  std::vector<ChangelogRecord> records{{0, "a"}, {0, "b"},     {0, "a", true},
+                                       {1, "c"}, {0, "short"}, {0, changelog_key("w", 5)}};
+  std::vector<std::string_view> payloads;
+  auto events = as_events(records, payloads);
+  WindowStoreChangelog changelog(1000, true);
+  EXPECT_TRUE(changelog.key_value());
+  changelog.restore(events);
+  EXPECT_FALSE(changelog.partition(0).fetch_any("a", 0, 0)) << "deleted";
+  EXPECT_TRUE(changelog.partition(0).fetch_any("b", 0, 0));
+  EXPECT_TRUE(changelog.partition(0).fetch_any("short", 0, 0)) << "no suffix needed";
+  EXPECT_TRUE(changelog.partition(0).fetch_any(changelog_key("w", 5), 0, 0)) << "the whole key";
+  EXPECT_FALSE(changelog.partition(0).fetch_any("c", 0, 0)) << "another partition's";
+  EXPECT_TRUE(changelog.partition(1).fetch_any("c", 0, 0));
+  changelog.keep_local_state(60'000);
+  EXPECT_TRUE(changelog.partition(0).fetch_any("b", 0, 0)) << "kept or restored, the same";
+  Event null_key;
+  null_key.topic = "t";
+  WindowStoreChangelog other(1000, true);
   EXPECT_THROW(other.restore(std::span<const Event>(&null_key, 1)), dedupctl::UsageError);
 }
 
