@@ -245,8 +245,8 @@ void AuditAnalyzer::observe_guarded(const Event& event, const Identity& identity
     reapplied(partition, type, event.offset, Effect::Unchecked);
     m_reapplied.add(event.partition, [&] {
       Example ex = example();
-      ex.note = fmt::format("{} ({}): {}", superseded ? "superseded" : to_string(state),
-                            identity.type.empty() ? "no type" : identity.type, note);
+      ex.note = fmt::format("{} ({}){}{}", superseded ? "superseded" : to_string(state),
+                            identity.type.empty() ? "no type" : identity.type, note.empty() ? "" : ": ", note);
       return ex;
     });
   } else {

@@ -47,8 +47,10 @@ void add_policy_findings(const AuditOptions& options, const AuditResult& result,
     return;
   }
   if (auto f = window ? std::nullopt
-                      : ttl_vs_retention(fmt::format("TTL ({}, {})", to_text(ttl), describe(result.ttl)), ttl,
-                                         retention, options.policy.max_lag_ms, options.policy.compacted)) {
+                      : ttl_vs_retention(fmt::format("{} ({}, {})",
+                                                     options.window_store ? "window store's retention" : "TTL",
+                                                     to_text(ttl), describe(result.ttl)),
+                                         ttl, retention, options.policy.max_lag_ms, options.policy.compacted)) {
     findings.push_back(std::move(*f));
   }
   if (!retention.known()) {
@@ -99,6 +101,14 @@ Finding missing_finding(const AuditOptions& options, const FindingBuilder& build
                        "The guard dropped them (a version-regression says which), or the projection was restored "
                        "from an older backup or rebuilt. A replay of the window applies those "
                        "replay.would_reapply counts, in the consumer's order; the others stay dropped.");
+  } else if (options.window_store) {
+    f = *builder.build("missing-record", Severity::Error,
+                       fmt::format("{} events a seek delivers again find no record of their id in the store's lookup "
+                                   "window: the application forwards them again",
+                                   missing),
+                       "Never put under this key (check key-serde and --key-template against the processor's "
+                       "store.put), put further from the event than the lookup window reaches, or deleted. A seek "
+                       "re-applies these events.");
   } else {
     f = *builder.build(
         "missing-record", Severity::Error,
@@ -133,6 +143,18 @@ void add_state_findings(const AuditOptions& options, const AuditEvidence& eviden
                                         n(Coverage::Expired)),
                             fmt::format("A seek into these events re-applies them all. Keep a durable record behind "
                                         "the window (Redis with a TTL of {}, or an inbox table).",
+                                        needed));
+    f.count = n(Coverage::Expired);
+    findings.push_back(std::move(f));
+  } else if (n(Coverage::Expired) > 0 && options.window_store) {
+    Finding f = *state_builder(Coverage::Expired)
+                     .build("ttl-gap", Severity::Error,
+                            fmt::format("{} events are still replayable but the window store no longer returns their "
+                                        "records: they are older than its retention behind its stream time",
+                                        n(Coverage::Expired)),
+                            fmt::format("A seek into these events re-applies them: the application forwards them "
+                                        "again. Seek no further back than replay.safe_from, or keep the store's "
+                                        "retention (the window store's retentionPeriod) at {}.",
                                         needed));
     f.count = n(Coverage::Expired);
     findings.push_back(std::move(f));

@@ -46,6 +46,9 @@ struct AuditOptions {
   // walk (AuditAnalyzer::observe_guarded), the key is the entity's, and nothing expires.
   bool version_guard = false;
   bool state_guard = false; // with version_guard: --layout state-guard (the walk follows states, not versions)
+  // The placement is a Kafka Streams store (kstreams://): the verdicts are its processor's over the fold of
+  // its changelog (core::WindowStoreReplay, through observe_guarded), and the TTL is the store's retention.
+  bool window_store = false;
 };
 
 } // namespace dedupctl::core
