@@ -81,7 +81,7 @@ AuditRequest audit_request(const AuditFlags& options, const PlacementFlags& firs
     request.analyzer.versions = placement.version_order;
     request.analyzer.transitions = placement.transitions;
   }
-  if (placement.audit.window.kind != core::WindowKind::None &&
+  if ((placement.audit.window.kind != core::WindowKind::None || placement.layout.home == core::LayoutHome::Changelog) &&
       (!options.shard.digest.empty() || !options.shard.shard.empty())) {
     throw UsageError(fmt::format("--layout {} with --shard/--digest: a window is simulated in one pass over its "
                                  "partitions, which shards split; audit the range in one run",
@@ -139,12 +139,20 @@ void parse_tiers(const AuditFlags& options, const std::vector<PlacementFlags>& f
     throw UsageError("--store repeated with --shard/--digest: a merge of shards carries one placement; audit the "
                      "tiers in one run");
   }
+  auto refuse_in_chain = [](const PlacementOptions& tier) {
+    refuse_version_guard(tier, "a chain of tiers");
+    if (tier.layout.home == core::LayoutHome::Changelog) {
+      throw UsageError(fmt::format("--store {} in a chain of tiers: a Kafka Streams store is the application's one "
+                                   "placement; audit it alone",
+                                   tier.uri.redacted()));
+    }
+  };
   if (flags.size() > 1) {
-    refuse_version_guard(tiers.front().options, "a chain of tiers");
+    refuse_in_chain(tiers.front().options);
   }
   for (std::size_t t = 1; t < flags.size(); ++t) {
     tiers.push_back(PlacementTier{parse_placement(flags[t], context), {}, {}});
-    refuse_version_guard(tiers.back().options, "a chain of tiers");
+    refuse_in_chain(tiers.back().options);
     placement::require(tiers.back().options.uri, placement::StoreUse::Read);
   }
   std::size_t windows = 0;
@@ -188,6 +196,16 @@ std::optional<std::string> open_tiers(std::vector<PlacementTier>& tiers, bool lo
       timed = true;
     }
     tier.audit.audit.dynamodb = tier.opened.dynamodb;
+    if (tier.opened.ttl) { // a Kafka Streams store's retention
+      tier.audit.audit.ttl = *tier.opened.ttl;
+      tier.audit.placement.ttl = *tier.opened.ttl;
+    }
+    if (tier.opened.changelog) {
+      request.window_store = tier.opened.reading;
+      request.changelog = tier.opened.changelog;
+    }
+    request.store_settings.insert(request.store_settings.end(), tier.opened.settings.begin(),
+                                  tier.opened.settings.end());
     if (auto topology = tier.opened.store->topology(); !topology.empty()) {
       request.store_settings.emplace_back(commands::family(tier.options.uri.kind).row->topology, topology);
     }

@@ -74,9 +74,11 @@ struct ChainObservers {
 class AuditReader {
 public:
   AuditReader(const AuditRequest& request, const core::AuditOptions& options, std::vector<core::DedupStore*> stores,
-              core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window, ChainObservers* chain)
+              core::LogAnalyzer& log, core::AuditAnalyzer& audit, core::WindowAnalyzer* window, ChainObservers* chain,
+              core::WindowStoreReplay* window_store)
       : m_request(request), m_stores(std::move(stores)), m_log(log), m_audit(audit),
-        m_guard(options.version_guard ? log.versions() : nullptr), m_window(window), m_chain(chain) {
+        m_guard(options.version_guard ? log.versions() : nullptr), m_window(window), m_chain(chain),
+        m_window_store(window_store) {
     // Every template renders from one Identity: each one's fields are indexed after those before it.
     std::vector<core::KeyTemplate> templates{chain ? request.tiers[0].audit.key_template : options.key_template};
     for (std::size_t t = 1; t < m_stores.size(); ++t) {
@@ -223,6 +225,10 @@ private:
     for (std::size_t i = 0; i < slot.batch.events.size(); ++i) {
       bool has_key = own.key_of[i] != SIZE_MAX;
       std::string_view key = has_key ? std::string_view(own.keys[own.key_of[i]]) : std::string_view{};
+      if (m_window_store) { // decided once the changelog is folded
+        m_window_store->observe(slot.batch.events[i], slot.identities[i], key);
+        continue;
+      }
       const core::RecordState& state = m_chain   ? chain_record(slot, i)
                                        : has_key ? own.states[own.key_of[i]]
                                                  : k_no_record;
@@ -271,6 +277,7 @@ private:
   core::VersionAnalyzer* m_guard;                     // --layout version-guard: the walk decides
   core::WindowAnalyzer* m_window;                     // memory: with a window layout
   ChainObservers* m_chain;                            // a chain of tiers
+  core::WindowStoreReplay* m_window_store;            // a Kafka Streams store: its events kept for the fold
   static constexpr std::size_t k_window_prefetch = 8; // events ahead
   std::vector<std::uint64_t> m_key_hashes;
   std::vector<std::string_view> m_keys;            // a chain's: event i's key in each tier
@@ -459,6 +466,19 @@ std::vector<core::PartitionWindow> announce_windows(const AuditRequest& request,
   return windows;
 }
 
+// A Kafka Streams store's replay over the announced windows, when the placement is one.
+std::optional<core::WindowStoreReplay> window_store_replay(const AuditRequest& request,
+                                                           const std::vector<core::PartitionWindow>& windows) {
+  std::optional<core::WindowStoreReplay> replay;
+  if (request.window_store) {
+    replay.emplace(*request.window_store);
+    for (const auto& w : windows) {
+      replay->set_partition(w.topic, w.partition, w.committed, w.window);
+    }
+  }
+  return replay;
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> state_counts(const core::AuditResult& result) {
@@ -487,6 +507,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     request.digest->set_check_keys(audit_options.key_template.event_id_injectivity());
   }
   std::vector<core::PartitionWindow> windows = announce_windows(request, info, audit);
+  std::optional<core::WindowStoreReplay> window_store = window_store_replay(request, windows);
   std::optional<core::WindowAnalyzer> window;
   if (audit_options.window.kind != core::WindowKind::None) {
     window.emplace(audit_options.window, request.max_examples, audit_options.side_effects);
@@ -502,8 +523,11 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
   }
   {
     AuditReader reader(request, audit_options, stores, log, audit, window ? &*window : nullptr,
-                       tiers ? tiers->observers() : nullptr);
+                       tiers ? tiers->observers() : nullptr, window_store ? &*window_store : nullptr);
     incomplete_on_failure(report, [&] { reader.read(source); });
+  }
+  if (window_store) { // what was read, over the changelog's fold (its read's failure makes the report incomplete)
+    incomplete_on_failure(report, [&] { window_store->decide(request.changelog(), audit); });
   }
   if (audit_options.version_guard && log.versions()) {
     feed_guard(request, audit_options.key_template, *log.versions(), audit, windows);

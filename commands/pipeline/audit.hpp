@@ -3,6 +3,7 @@
 #include "core/audit/audit_analyzer.hpp"
 #include "core/audit/retention.hpp"
 #include "core/audit/tiers.hpp"
+#include "core/audit/window_store_replay.hpp"
 #include "core/event.hpp"
 #include "core/identity/identify.hpp"
 #include "core/merge/digest.hpp"
@@ -70,6 +71,11 @@ struct AuditRequest {
   // --layout version-guard: each event's verdict once the guard's walk decided it, in read order
   // (replay --via a guard publishes the ones it applies).
   std::function<void(const core::GuardEvent&)> guard_verdicts;
+  // A Kafka Streams store (kstreams://): how the application reads it, and its changelog's fold, asked
+  // for once the log is read (it may throw what the changelog's read threw). The store handed to
+  // run_audit is then not looked up: each event's verdict is the processor's over the fold.
+  std::optional<core::WindowStoreReading> window_store;
+  std::function<core::WindowStoreChangelog&()> changelog;
 };
 
 // Reads the source, renders each event's dedup key, looks the keys up in the store batch by batch

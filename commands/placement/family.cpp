@@ -42,6 +42,7 @@ const StoreFamily& family(core::StoreUri::Kind kind) {
   static const StoreFamily dynamodb = checked(dynamodb_family());
   static const StoreFamily file = checked(file_family());
   static const StoreFamily memory = checked(memory_family());
+  static const StoreFamily kstreams = checked(kstreams_family());
   switch (kind) {
   case core::StoreUri::Kind::Redis:
     return redis;
@@ -53,6 +54,8 @@ const StoreFamily& family(core::StoreUri::Kind kind) {
     return file;
   case core::StoreUri::Kind::Memory:
     return memory;
+  case core::StoreUri::Kind::Kstreams:
+    return kstreams;
   }
   throw std::logic_error("a store kind without a family");
 }

@@ -3,13 +3,14 @@
 // A store family: one per store kind, its row of uses (uses.hpp) joined to the functions that open
 // it. Every command opens a store through its family: a use the kind lacks is refused with the
 // row's message before anything is contacted. One file a family (redis, postgres, dynamodb, file,
-// memory); a new store kind is one file and one row.
+// memory, kstreams); a new store kind is one file and one row.
 #include "commands/context.hpp"
 #include "commands/effects.hpp"
 #include "commands/pipeline/discover.hpp"
 #include "commands/placement/options.hpp"
 #include "commands/placement/uses.hpp"
 #include "core/audit/ttl.hpp"
+#include "core/audit/window_store_replay.hpp"
 #include "core/check/check_rules.hpp"
 #include "core/check/declarations.hpp"
 #include "core/event.hpp"
@@ -18,7 +19,9 @@
 #include "core/replay/replay.hpp"
 #include "core/store/dedup_store.hpp"
 #include "core/store/effect_store.hpp"
+#include "core/store/kstreams_window.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +37,12 @@ struct OpenedStore {
   std::optional<std::int64_t> snapshot_time;
   std::optional<std::string> failure; // the store could not be reached (exit 3)
   bool dynamodb = false;              // items of a DynamoDB table (live, scanned or exported)
+  // A Kafka Streams store (kstreams://): its changelog's fold, waited for once the log is read (it
+  // rethrows what its read threw), the store's retention as the audit's TTL, and how it was read.
+  std::function<core::WindowStoreChangelog&()> changelog;
+  std::optional<core::WindowStoreReading> reading;
+  std::optional<core::TtlDecision> ttl;
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 // What replay --via's placement needs beside the placement's options.
@@ -63,6 +72,8 @@ struct InspectedStore {
 
 struct StoreFamily {
   const placement::FamilyRow* row = nullptr;
+  // The layout when --layout is not given, where plain is not the kind's (kstreams: kstreams-window).
+  const char* default_layout = nullptr;
   // Checks what can be checked before anything is contacted (a conninfo, the inbox flags' names).
   void (*check_options)(const PlacementOptions&) = nullptr;
   // A layout this kind holds is fitted to it (a DynamoDB item's claim is a conditional put).
@@ -123,6 +134,7 @@ StoreFamily postgres_family();
 StoreFamily dynamodb_family();
 StoreFamily file_family();
 StoreFamily memory_family();
+StoreFamily kstreams_family();
 
 // An inbox's TTL, the cleanup job's retention: --inbox-retention, else at least the age of the oldest
 // row (said on stderr), else unknown. Throws UnreachableError when the inbox cannot be asked.

@@ -55,7 +55,7 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
                           "redis://[user:pass@]host:port[/db], redis+unix:///path[?db=N], "
                           "redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:26379/MASTER[/db], postgres://… or a "
                           "libpq conninfo (an inbox table), dynamodb://TABLE[?region=R&endpoint=URL] (Powertools' "
-                          "table), "
+                          "table), kstreams://APPLICATION_ID/STORE (a Kafka Streams store, read from its changelog), "
                           "or file:PATH (a snapshot, or a DynamoDB scan or export)"
                     : "redis://…, redis+cluster://…, redis+sentinel://…, postgres://… or a libpq conninfo (an "
                       "inbox table), or memory: (an LRU of recent ids with a Bloom filter behind it); repeatable, in "
@@ -93,7 +93,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
   group
       ->add_option("--layout-option", options.layout_options,
                    "NAME=VALUE for --layout json (repeatable): status-field, expiration-field, expiration-unit, "
-                   "in-progress-expiration-field, in-progress-expiration-unit, in-progress, completed, orphans")
+                   "in-progress-expiration-field, in-progress-expiration-unit, in-progress, completed, orphans; for "
+                   "kstreams-window: lookup-window, key-serde, time, state, changelog-topic")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false); // one a flag: a tier's are those after its --store
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")
@@ -147,7 +148,9 @@ namespace {
 // --layout and what goes with it: the key template (the layout's, from --key-prefix, unless
 // --key-template says otherwise), the collection of a one-key layout, the library's rule for orphans.
 void parse_layout(const PlacementFlags& options, PlacementOptions& out) {
-  out.layout = core::find_layout(options.layout);
+  // A kind whose records are no plain keys has a default of its own (kstreams: the window store).
+  const char* own = out.given ? family(out.uri.kind).default_layout : nullptr;
+  out.layout = core::find_layout(own && options.layout == "plain" ? own : options.layout);
   for (const auto& option : options.layout_options) {
     core::apply_layout_option(out.layout, option);
   }
@@ -253,6 +256,7 @@ PlacementOptions parse_placement(const PlacementFlags& options, const Context& c
     out.audit.window = out.layout.window;
     out.audit.ttl = core::window_ttl();
   }
+  out.audit.window_store = out.layout.home == core::LayoutHome::Changelog;
   if (out.layout.version_guard()) { // the projection: verdicts by the version walk, rows that never lapse
     if (!options.ttl.empty()) {
       throw UsageError(fmt::format("--ttl {}: --layout {} reads the handler's projection, whose rows never lapse; "

@@ -21,7 +21,7 @@ constexpr std::string_view k_watch_still = "--store {}: watch reads a live place
                                            "snapshot or memory holds nothing that changes";
 
 // In StoreUse's order: Read, Via, Release, Effects, Discover, Inspect, Snapshot, Watch.
-const std::array<FamilyRow, 5> k_rows{{
+const std::array<FamilyRow, 6> k_rows{{
     {Kind::Redis, {"", "", "", "", "", "", "", ""}, false, false, "redis nodes", WatchSystem::Redis},
     {Kind::Postgres, {"", "", "", "", "", "", "", ""}, false, true, "", WatchSystem::Postgres},
     {Kind::Dynamodb,
@@ -41,6 +41,20 @@ const std::array<FamilyRow, 5> k_rows{{
      std::nullopt},
     {Kind::Memory,
      {"", "", k_release, k_effects, k_discover, k_inspect, k_snapshot, k_watch_still},
+     false,
+     false,
+     "",
+     std::nullopt},
+    {Kind::Kstreams,
+     {"",
+      "--via {0}: replay does not route through a Kafka Streams store yet; audit it (dedupctl audit --store {0} "
+      "--seek …) and replay --via a store the consumer claims in",
+      "--repair-lost --via {}: the application's own store records what it forwards; nothing is released from its "
+      "changelog",
+      k_effects, "--store {}: discover reads Redis stores and PostgreSQL databases",
+      "store '{}' is read from its changelog topic: dedupctl audit and check read it",
+      "--store {}: the changelog topic is the store's snapshot already: kcat or dedupctl audit read it",
+      "--store {}: watch does not follow a changelog yet; run dedupctl audit on a schedule instead"},
      false,
      false,
      "",

@@ -8,10 +8,12 @@
 #include "core/source/range.hpp"
 #include "core/source/source_info.hpp"
 #include "core/store/effect_store.hpp"
+#include "core/store/kstreams_window.hpp"
 #include "core/util/time.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -122,5 +124,31 @@ std::optional<std::int64_t> earliest_timestamp(const KafkaSettings& settings,
 std::unique_ptr<core::EffectStore> open_topic_effects(const KafkaSettings& settings, const std::string& topic,
                                                       std::int64_t from_ms, std::vector<core::FieldSpec> id,
                                                       bool follow = false);
+
+// A Kafka Streams store's changelog topic (kstreams://), read whole on a thread of its own while the log
+// is read: every partition from its log start to its end as resolved at the start, read_committed
+// (librdkafka's default: an exactly-once application's aborted puts are never read), folded in offset
+// order into the store each task restores. Resolving the topic happens in the constructor: a topic that
+// does not exist is a UsageError naming it, a cluster that cannot be reached an UnreachableError.
+class ChangelogReader {
+public:
+  ChangelogReader(const KafkaSettings& settings, const std::string& topic, std::int64_t retention_ms, bool key_value);
+  ~ChangelogReader(); // waits for the read
+  ChangelogReader(const ChangelogReader&) = delete;
+  ChangelogReader& operator=(const ChangelogReader&) = delete;
+
+  // Waits for the fold; rethrows what the read threw (UnreachableError; UsageError naming a record that is
+  // no window store key).
+  core::WindowStoreChangelog& fold();
+  std::size_t partitions() const { return m_partitions; }
+  const std::string& topic() const { return m_topic; }
+
+private:
+  std::string m_topic;
+  std::size_t m_partitions = 0;
+  core::WindowStoreChangelog m_fold;
+  std::future<void> m_read;
+  bool m_waited = false;
+};
 
 } // namespace dedupctl::connectors::kafka

@@ -171,6 +171,9 @@ std::vector<RecordLayout> all_layouts() {
   for (auto& layout : window_layouts()) {
     layouts.push_back(std::move(layout));
   }
+  for (auto& layout : changelog_layouts()) {
+    layouts.push_back(std::move(layout));
+  }
   RecordLayout guard;
   guard.name = "version-guard";
   guard.home = LayoutHome::Projection;
@@ -767,6 +770,10 @@ void apply_layout_option(RecordLayout& layout, std::string_view option) {
   std::string_view value = eq == std::string_view::npos ? std::string_view() : option.substr(eq + 1);
   if (layout.home == LayoutHome::Window) {
     apply_window_option(layout.window, option);
+    return;
+  }
+  if (layout.home == LayoutHome::Changelog) {
+    apply_changelog_option(layout, option);
     return;
   }
   if (layout.home == LayoutHome::Projection) {

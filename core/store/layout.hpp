@@ -1,9 +1,11 @@
 #pragma once
 
 #include "core/store/inbox_schema.hpp"
+#include "core/store/kstreams_window.hpp"
 #include "core/store/record_state.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,7 +90,8 @@ struct DynamoKeySchema {
 // read from file: alone.
 // Projection: no dedup record at all; the handler's own table (or Redis key) per entity, whose version
 // a guard compares (--layout version-guard): PostgreSQL or Redis.
-enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump, Projection };
+// Changelog: a Kafka Streams state store, read from its changelog topic (kstreams://).
+enum class LayoutHome { Any, Redis, Inbox, Dynamodb, Window, Dump, Projection, Changelog };
 
 // A version guard's projection (--layout version-guard): the entity's row and its version column in
 // PostgreSQL (--inbox-table), or a Redis key per entity (--key-template) holding the version, or a
@@ -126,6 +129,18 @@ struct WindowSpec {
   WindowScope scope = WindowScope::Partition;
 
   bool has_bloom() const { return kind == WindowKind::LruBloom || kind == WindowKind::BloomExact; }
+};
+
+// A Kafka Streams dedup store (--layout kstreams-window, kstreams-kv; docs/kafka-streams.md): how the
+// processor keys it, how far around an event it looks, by which time, and which reading of the store the
+// verdicts take (a restored instance's, or one restarted on its local state).
+struct ChangelogSpec {
+  bool key_value = false; // kstreams-kv: a key-value store, compacted; a record never lapses
+  KeySerde serde = KeySerde::String;
+  std::optional<std::int64_t> lookup_window_ms; // W: fetch(id, t - W/2, t + W/2)
+  bool stream_time = false;                     // the lookup is around the task's stream time, not the record's
+  bool kept_state = false;                      // state=kept: the instance restarts on its local state
+  std::string changelog_topic;                  // "": APPLICATION_ID-STORE-changelog
 };
 
 struct RecordLayout {
@@ -169,6 +184,8 @@ struct RecordLayout {
   WindowSpec window;
   // A version guard (home Projection): where the projection keeps each entity's version.
   ProjectionSpec projection;
+  // A Kafka Streams store (home Changelog): its processor's keys, window and time.
+  ChangelogSpec changelog;
 
   bool inbox() const { return home == LayoutHome::Inbox; }
   bool version_guard() const { return home == LayoutHome::Projection; }
@@ -186,6 +203,13 @@ void apply_window_option(WindowSpec& spec, std::string_view option);
 // A window layout's options all given (capacity; bloom-items and bloom-fp for a Bloom): throws
 // UsageError naming what is missing.
 void check_window_options(const RecordLayout& layout);
+// The Kafka Streams layouts (kstreams-window, kstreams-kv: home Changelog), one --layout-option of theirs
+// applied to `spec` (key-serde, lookup-window, time, state, changelog-topic; UsageError naming the option
+// and listing the names), and their options checked whole (a window store's lookup-window given);
+// changelog_layout.cpp.
+std::vector<RecordLayout> changelog_layouts();
+void apply_changelog_option(RecordLayout& layout, std::string_view option);
+void check_changelog_options(const RecordLayout& layout);
 // --layout-option NAME=VALUE for a window layout (capacity, bloom-items, bloom-fp, bloom-impl,
 // scope), a library's dump (bloom-impl), or for the generic json layout (status-field, expiration-field,
 // expiration-unit, in-progress-expiration-field, in-progress-expiration-unit, in-progress,

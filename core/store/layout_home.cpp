@@ -53,8 +53,20 @@ void check_layout_home(const RecordLayout& layout, StoreUri::Kind kind) {
                                    layout.name, store_kind_name(kind)));
     }
     return;
+  case LayoutHome::Changelog:
+    if (kind != Kind::Kstreams) {
+      throw UsageError(fmt::format("--layout {} is a Kafka Streams store: it is read from its changelog with --store "
+                                   "kstreams://APPLICATION_ID/STORE, not from {}",
+                                   layout.name, store_kind_name(kind)));
+    }
+    return;
   case LayoutHome::Any:
     break;
+  }
+  if (kind == Kind::Kstreams) {
+    throw UsageError(fmt::format("--layout {}: a kstreams:// store is a Kafka Streams state store: give --layout "
+                                 "kstreams-window (the default) or kstreams-kv",
+                                 layout.name));
   }
 
   if (kind == Kind::Dynamodb) {

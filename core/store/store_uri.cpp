@@ -262,6 +262,28 @@ std::string parse_dynamodb(std::string_view rest, StoreUri& uri) {
   return "";
 }
 
+// APPLICATION_ID/STORE, each of the characters Kafka allows in a topic name (the changelog is one).
+std::string parse_kstreams(std::string_view rest, StoreUri& uri) {
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos) {
+    return "no store: give kstreams://APPLICATION_ID/STORE (the store's name, as the topology names it)";
+  }
+  uri.application_id = std::string(rest.substr(0, slash));
+  uri.store_name = std::string(rest.substr(slash + 1));
+  auto legal = [](std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+  };
+  if (!legal(uri.application_id)) {
+    return fmt::format("'{}' is not an application.id (one or more of a-z A-Z 0-9 . _ -)", uri.application_id);
+  }
+  if (!legal(uri.store_name)) {
+    return fmt::format("'{}' is not a store name (one or more of a-z A-Z 0-9 . _ -)", uri.store_name);
+  }
+  return "";
+}
+
 } // namespace
 
 StoreUri parse_store_uri(std::string_view text, std::string_view what) {
@@ -271,7 +293,7 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     throw UsageError(fmt::format("invalid {} '{}': {}; expected redis[s]://[user:pass@]host:port[/db][?sslmode=…], "
                                  "redis[s]+cluster://h1:p1,h2:p2, redis[s]+sentinel://h1:26379/MASTER[/db], "
                                  "redis+unix:///path[?db=N], postgres://…, dynamodb://TABLE[?region=R&endpoint=URL], "
-                                 "file:PATH or memory:",
+                                 "kstreams://APPLICATION_ID/STORE, file:PATH or memory:",
                                  what, redact_secrets(text), why));
   };
   if (text.starts_with("file:")) {
@@ -288,6 +310,11 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
     std::string why = parse_dynamodb(text.substr(11), uri);
     return why.empty() ? uri : bad(why);
   }
+  if (text.starts_with("kstreams://")) {
+    uri.kind = StoreUri::Kind::Kstreams;
+    std::string why = parse_kstreams(text.substr(11), uri);
+    return why.empty() ? uri : bad(why);
+  }
   bool has_scheme = text.find("://") != std::string_view::npos;
   if (text.starts_with("postgres://") || text.starts_with("postgresql://") ||
       (!has_scheme && text.find('=') != std::string_view::npos)) {
@@ -301,6 +328,8 @@ StoreUri parse_store_uri(std::string_view text, std::string_view what) {
 
 std::string StoreUri::redacted() const { return redact_secrets(text); }
 
+std::string StoreUri::changelog_topic() const { return application_id + "-" + store_name + "-changelog"; }
+
 std::string_view store_kind_name(StoreUri::Kind kind) {
   switch (kind) {
   case StoreUri::Kind::Redis:
@@ -313,6 +342,8 @@ std::string_view store_kind_name(StoreUri::Kind kind) {
     return "memory";
   case StoreUri::Kind::Dynamodb:
     return "dynamodb";
+  case StoreUri::Kind::Kstreams:
+    return "kstreams";
   }
   return "redis";
 }

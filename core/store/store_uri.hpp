@@ -40,8 +40,10 @@ struct RedisTls {
 // are the same over TLS, with ?sslmode=…&sslrootcert=…&sslcert=…&sslkey=…&sslsni=….
 // dynamodb://TABLE[?region=R&endpoint=URL]: a DynamoDB table (region and endpoint else from the
 // environment and the AWS config, as the AWS CLI finds them).
+// kstreams://APPLICATION_ID/STORE: a Kafka Streams state store, read from its changelog topic
+// (APPLICATION_ID-STORE-changelog) on the audited cluster.
 struct StoreUri {
-  enum class Kind { Redis, Postgres, File, Memory, Dynamodb };
+  enum class Kind { Redis, Postgres, File, Memory, Dynamodb, Kstreams };
   enum class RedisMode { Server, Cluster, Sentinel };
   Kind kind = Kind::Redis;
   RedisMode mode = RedisMode::Server; // Server: a cluster node is detected on connect
@@ -54,18 +56,23 @@ struct StoreUri {
   std::string user;
   std::optional<std::string> password;
   RedisTls tls;
-  std::string path;     // file:
-  std::string conninfo; // postgres
-  std::string table;    // dynamodb
-  std::string region;   // dynamodb: "" until the environment or the profile says
-  std::string endpoint; // dynamodb: "" for https://dynamodb.REGION.amazonaws.com
-  std::string text;     // as given
+  std::string path;           // file:
+  std::string conninfo;       // postgres
+  std::string table;          // dynamodb
+  std::string region;         // dynamodb: "" until the environment or the profile says
+  std::string endpoint;       // dynamodb: "" for https://dynamodb.REGION.amazonaws.com
+  std::string application_id; // kstreams: the application.id (its consumer group)
+  std::string store_name;     // kstreams: the state store's name
+  std::string text;           // as given
+
+  // kstreams: the store's changelog topic as Kafka Streams names it, APPLICATION_ID-STORE-changelog.
+  std::string changelog_topic() const;
 
   // The URI for messages and reports: the password replaced by "***".
   std::string redacted() const;
 };
 
-// The kind as reports and messages name it: redis, postgres, file, memory, dynamodb.
+// The kind as reports and messages name it: redis, postgres, file, memory, dynamodb, kstreams.
 std::string_view store_kind_name(StoreUri::Kind kind);
 
 // Throws UsageError naming the flag.

@@ -4,7 +4,10 @@
 // processor does. Its decisions must be the model's from an empty store; its changelog must parse as
 // the model reads it; and after the group is sought back to 0 and the application restarts with its
 // state wiped (a restore from the changelog), what it forwards again must be, id for id, what the model
-// predicts from the fold of that changelog: the events older than the store's retention.
+// predicts from the fold of that changelog: the events older than the store's retention. Then the
+// reality check of the audit itself: `dedupctl audit --store kstreams://APP/STORE --seek 0` names, id for
+// id, what the restarted application forwards again, on a wiped state (the restored reading) and on its
+// kept local state (--layout-option state=kept), each on an application of its own over the same input.
 #include "core/store/kstreams_window.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
@@ -12,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -63,8 +67,9 @@ protected:
                             "DEDUPCTL_JAVA_LIBS (scripts/test does)");
     m_classpath = fmt::format("{}/libs/*:{}/classes", libs, libs);
     m_bootstrap = m_broker.bootstrap();
-    m_topic =
-        fmt::format("streams-in-{}-{}", mode_name({GetParam(), 0}), ::testing::UnitTest::GetInstance()->random_seed());
+    static int topics = 0; // the suites share modes: each test a topic of its own
+    m_topic = fmt::format("streams-in-{}-{}-{}", mode_name({GetParam(), 0}),
+                          ::testing::UnitTest::GetInstance()->random_seed(), ++topics);
     m_app = m_topic + "-dedup";
     create_topic(m_bootstrap, m_topic, 1, {});
   }
@@ -85,10 +90,12 @@ protected:
     ASSERT_EQ(producer.flush(error), 0) << error;
   }
 
-  // Runs the application over `count` records from its group's offset with a fresh state directory;
-  // one line a record, "OFFSET ID forwarded|dropped".
-  std::vector<std::string> run_application(std::size_t count) {
-    TempDir state;
+  // Runs the application `app` over `count` records from its group's offset with the state directory
+  // `state_dir` (a fresh one when empty); one line a record, "OFFSET ID forwarded|dropped".
+  std::vector<std::string> run_application(std::size_t count, const std::string& app = {},
+                                           const std::string& state_dir = {}) {
+    TempDir fresh;
+    std::string state = state_dir.empty() ? fresh.path() : state_dir;
     std::vector<std::string> argv{find_program("java"),
                                   "-cp",
                                   m_classpath,
@@ -98,9 +105,9 @@ protected:
                                   "--input",
                                   m_topic,
                                   "--app-id",
-                                  m_app,
+                                  app.empty() ? m_app : app,
                                   "--state-dir",
-                                  state.path(),
+                                  state,
                                   "--window-ms",
                                   std::to_string(m_window_ms),
                                   "--retention-ms",
@@ -140,6 +147,65 @@ protected:
       lines.push_back(fmt::format("{} {} {}", i, events[i].id, dropped ? "dropped" : "forwarded"));
     }
     return lines;
+  }
+
+  // What `dedupctl audit` says a seek of `app`'s group to 0 re-applies, as the application's lines:
+  // "OFFSET ID forwarded", in offset order.
+  std::vector<std::string> audit_forwarded(const std::string& app, bool kept) const {
+    std::vector<std::string> args{"audit",
+                                  "-b",
+                                  m_bootstrap,
+                                  "--topic",
+                                  m_topic,
+                                  "--group",
+                                  app,
+                                  "--seek",
+                                  "0",
+                                  "--store",
+                                  fmt::format("kstreams://{}/eventId-store", app),
+                                  "--layout-option",
+                                  fmt::format("lookup-window={}ms", m_window_ms),
+                                  "--layout-option",
+                                  "time=" + GetParam().time,
+                                  "--retention",
+                                  "7d",
+                                  "--fail-on",
+                                  "none",
+                                  "--examples",
+                                  "100",
+                                  "-o",
+                                  "json"};
+    if (kept) {
+      args.insert(args.end(), {"--layout-option", "state=kept"});
+    }
+    auto result = run_dedupctl(args); // no --ttl: the store's hour is read from the changelog's retention.ms
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    std::vector<std::string> lines;
+    auto doc = nlohmann::json::parse(result.out, nullptr, false);
+    if (doc.is_discarded()) {
+      ADD_FAILURE() << result.out << result.err;
+      return lines;
+    }
+    EXPECT_EQ(doc.at("placement").at("ttl_ms"), m_retention_ms) << doc.at("settings").dump();
+    for (const auto& f : doc.at("findings")) {
+      if (f.at("id") == "replay-risk") {
+        for (const auto& e : f.at("examples")) {
+          lines.push_back(
+              fmt::format("{} {} forwarded", e.at("offset").get<std::int64_t>(), e.at("event_id").get<std::string>()));
+        }
+      }
+    }
+    return lines;
+  }
+
+  static std::vector<std::string> forwarded_of(const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const auto& line : lines) {
+      if (line.ends_with("forwarded")) {
+        out.push_back(line);
+      }
+    }
+    return out;
   }
 
   KafkaBroker& m_broker = shared_kafka_broker();
@@ -191,11 +257,15 @@ TEST_P(KstreamsWindowStore, TheApplicationDecidesAsTheModelAndARestoreForwardsWh
   }
   EXPECT_EQ(restored.stream_time(), base + 207 * k_minute);
 
+  // The audit of that seek, before it is made: what a restored application forwards again.
+  auto audited = audit_forwarded(m_app, false);
+
   // The seek: the group back to 0, the application restarted on a wiped state (a new pod).
   commit_offsets(m_bootstrap, m_app, m_topic, {{0, 0}});
   auto predicted_again = model(events, base, restored);
   auto again = run_application(events.size());
   EXPECT_EQ(again, predicted_again);
+  EXPECT_EQ(audited, forwarded_of(again)) << "the audit's re-apply list is what the application forwarded again";
   // What that is: the first burst, older than the hour the store keeps, forwarded again (a's duplicate
   // at minute 3 included, which the first run dropped), and g, 1 ms below the bound; f, at the bound,
   // and the second burst dropped.
@@ -211,6 +281,39 @@ TEST_P(KstreamsWindowStore, TheApplicationDecidesAsTheModelAndARestoreForwardsWh
                                                    "15 h forwarded"}));
   }
 }
+
+// The same input through a second application that keeps its local state: the audit's kept reading
+// (--layout-option state=kept) names what it forwards again after the seek, id for id, and differs from
+// the restored reading where a record below the restored bound still lies in a live segment.
+class KstreamsKeptState : public KstreamsWindowStore {};
+
+TEST_P(KstreamsKeptState, TheAuditsKeptReadingIsWhatTheApplicationForwardsAgain) {
+  // The second burst's stream time (minute 207) puts the live segments' start at (207 - 60) / 30 = 4
+  // half-hours from the epoch's grid: g and f, one and two minutes after the restored bound, or just
+  // below it, lie in a live segment or not by where that grid falls; what counts is that audit and
+  // application agree.
+  const std::vector<InputEvent> events{{"a", 0},   {"b", 1},   {"a", 3},   {"g", 120}, {"f", 140}, {"k", 146},
+                                       {"d", 200}, {"c", 201}, {"d", 203}, {"e", 205}, {"a", 207}};
+  const std::int64_t base = wall_ms() - 6 * 60 * k_minute;
+  produce(events, base);
+  TempDir state;
+  std::string app = m_app + "-kept";
+  auto first = run_application(events.size(), app, state.path());
+  ASSERT_EQ(first.size(), events.size());
+  auto restored = audit_forwarded(app, false);
+  auto kept = audit_forwarded(app, true);
+  commit_offsets(m_bootstrap, app, m_topic, {{0, 0}});
+  auto again = run_application(events.size(), app, state.path());
+  EXPECT_EQ(kept, forwarded_of(again)) << "restored would have said " << ::testing::PrintToString(restored);
+  EXPECT_LE(kept.size(), restored.size()) << "a kept store holds at least what a restored one returns";
+  // Whatever the grid: on kept state the replay's own put of a at minute 0 is returned (its stream time
+  // starts at -1), so a at minute 3 is dropped; a restored store drops that put below its bound.
+  EXPECT_NE(std::find(restored.begin(), restored.end(), "2 a forwarded"), restored.end());
+  EXPECT_EQ(std::find(kept.begin(), kept.end(), "2 a forwarded"), kept.end());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KstreamsKeptState, ::testing::Values(Mode{"record", false}, Mode{"stream", false}),
+                         mode_name);
 
 INSTANTIATE_TEST_SUITE_P(Modes, KstreamsWindowStore,
                          ::testing::Values(Mode{"record", false}, Mode{"stream", false}, Mode{"record", true}),

@@ -90,6 +90,26 @@ const std::vector<Cell>& table() {
       {"memory:", StoreUse::Watch,
        "--store memory:: watch reads a live placement (redis://, postgres://); a snapshot or memory holds nothing "
        "that changes"},
+      // kstreams://: a Kafka Streams store read from its changelog (audit), nothing written to it.
+      {"kstreams://app/store", StoreUse::Read, nullptr},
+      {"kstreams://app/store", StoreUse::Via,
+       "--via kstreams://app/store: replay does not route through a Kafka Streams store yet; audit it (dedupctl "
+       "audit --store kstreams://app/store --seek …) and replay --via a store the consumer claims in"},
+      {"kstreams://app/store", StoreUse::Release,
+       "--repair-lost --via kstreams://app/store: the application's own store records what it forwards; nothing is "
+       "released from its changelog"},
+      {"kstreams://app/store", StoreUse::Effects,
+       "--effects kstreams://app/store: effects are read from postgres://…, redis://… or kafka:TOPIC"},
+      {"kstreams://app/store", StoreUse::Discover,
+       "--store kstreams://app/store: discover reads Redis stores and PostgreSQL databases"},
+      {"kstreams://app/store", StoreUse::Inspect,
+       "store 'kstreams://app/store' is read from its changelog topic: dedupctl audit and check read it"},
+      {"kstreams://app/store", StoreUse::Snapshot,
+       "--store kstreams://app/store: the changelog topic is the store's snapshot already: kcat or dedupctl audit "
+       "read it"},
+      {"kstreams://app/store", StoreUse::Watch,
+       "--store kstreams://app/store: watch does not follow a changelog yet; run dedupctl audit on a schedule "
+       "instead"},
   };
   return cells;
 }
@@ -114,7 +134,7 @@ TEST(StoreUses, EveryKindTimesEveryUseIsOpenedOrRefusedWithItsText) {
 
 TEST(StoreUses, TheTableCoversEveryKindAndEveryUse) {
   std::size_t cells = 0;
-  for (auto kind : {Kind::Redis, Kind::Postgres, Kind::Dynamodb, Kind::File, Kind::Memory}) {
+  for (auto kind : {Kind::Redis, Kind::Postgres, Kind::Dynamodb, Kind::File, Kind::Memory, Kind::Kstreams}) {
     for (std::size_t use = 0; use < k_store_uses; ++use) {
       for (const auto& cell : table()) {
         if (core::parse_store_uri(cell.uri).kind == kind && static_cast<std::size_t>(cell.use) == use) {
@@ -123,8 +143,8 @@ TEST(StoreUses, TheTableCoversEveryKindAndEveryUse) {
       }
     }
   }
-  EXPECT_EQ(cells, 5 * k_store_uses);
-  EXPECT_EQ(table().size(), 5 * k_store_uses);
+  EXPECT_EQ(cells, 6 * k_store_uses);
+  EXPECT_EQ(table().size(), 6 * k_store_uses);
 }
 
 TEST(StoreUses, TheWatchedSystemIsTheKindsOwnLabel) {

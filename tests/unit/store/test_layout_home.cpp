@@ -88,6 +88,22 @@ TEST(LayoutHome, EveryHomeAgainstEveryStoreKind) {
       {"version-guard", Kind::File, "reads the handler's projection itself: give --store postgres://"},
       {"version-guard", Kind::Dynamodb, "not dynamodb"},
       {"version-guard", Kind::Memory, "not memory"},
+      // Changelog: a Kafka Streams store, read from its changelog (kstreams://) alone; a kstreams:// store
+      // holds nothing else.
+      {"kstreams-window", Kind::Kstreams, nullptr},
+      {"kstreams-kv", Kind::Kstreams, nullptr},
+      {"kstreams-window", Kind::Redis,
+       "--layout kstreams-window is a Kafka Streams store: it is read from its changelog with --store "
+       "kstreams://APPLICATION_ID/STORE, not from redis"},
+      {"kstreams-kv", Kind::File, "is a Kafka Streams store"},
+      {"kstreams-window", Kind::Memory, "not from memory"},
+      {"plain", Kind::Kstreams,
+       "--layout plain: a kstreams:// store is a Kafka Streams state store: give --layout kstreams-window (the "
+       "default) or kstreams-kv"},
+      {"powertools-python", Kind::Kstreams, "not kstreams"},
+      {"eventuate", Kind::Kstreams, "not kstreams"},
+      {"lru", Kind::Kstreams, "not read from kstreams"},
+      {"version-guard", Kind::Kstreams, "not kstreams"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.layout) + " in " + std::string(store_kind_name(c.kind)));
@@ -108,6 +124,8 @@ TEST(LayoutHome, EachLibrarysLayoutSaysWhereItsRecordsLive) {
   EXPECT_EQ(find_layout("masstransit").home, LayoutHome::Inbox);
   EXPECT_EQ(find_layout("powertools-java").home, LayoutHome::Dynamodb);
   EXPECT_EQ(find_layout("lru-bloom").home, LayoutHome::Window);
+  EXPECT_EQ(find_layout("kstreams-window").home, LayoutHome::Changelog);
+  EXPECT_EQ(find_layout("kstreams-kv").home, LayoutHome::Changelog);
   EXPECT_EQ(find_layout("bloom").home, LayoutHome::Dump);
   EXPECT_EQ(find_layout("version-guard").home, LayoutHome::Projection);
   EXPECT_EQ(find_layout("version-guard").key_template, "{entity}");

@@ -34,6 +34,25 @@ TEST(StoreUri, ParsesRedisFormsAndNeverShowsThePassword) {
   EXPECT_EQ(redact_secrets("host=db password=hunter2 user=u"), "host=db password=*** user=u");
 }
 
+TEST(StoreUri, AKafkaStreamsStoreIsItsApplicationAndStoreAndNamesItsChangelog) {
+  auto uri = parse_store_uri("kstreams://orders-dedup/eventId-store");
+  EXPECT_EQ(uri.kind, StoreUri::Kind::Kstreams);
+  EXPECT_EQ(uri.application_id, "orders-dedup");
+  EXPECT_EQ(uri.store_name, "eventId-store");
+  EXPECT_EQ(uri.changelog_topic(), "orders-dedup-eventId-store-changelog");
+  EXPECT_EQ(store_kind_name(uri.kind), "kstreams");
+  for (const char* bad :
+       {"kstreams://app", "kstreams://app/", "kstreams:///store", "kstreams://a b/store", "kstreams://app/store/x"}) {
+    try {
+      parse_store_uri(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("kstreams://APPLICATION_ID/STORE"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(StoreUri, BadUrisAreUsageErrorsWithoutThePassword) {
   for (const char* bad : {"redis://u:secret@h:notaport", "redis://u:secret@h:1/x", "mongodb://h",
                           "redis+unix://rel.sock", "file:", "redis://u:secret@:1"}) {
