@@ -188,7 +188,11 @@ void WindowStorePartition::restore(const WindowStoreKey& key, bool tombstone) {
   Starts& of = starts_of(key.key);
   if (tombstone) {
     auto at = std::find_if(of.begin(), of.end(), [&](const Put& p) { return p.start == key.window_start; });
-    if (at != of.end() && at->state == PutState::Held) {
+    // A tombstone alone (its puts compacted away) is the same record as puts then a tombstone: a
+    // compacted changelog folds into the same store.
+    if (at == of.end()) {
+      of.push_back(Put{key.window_start, PutState::Deleted});
+    } else if (at->state == PutState::Held) {
       at->state = PutState::Deleted;
     }
     return;

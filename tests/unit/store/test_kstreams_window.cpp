@@ -306,6 +306,9 @@ TEST(KstreamsWindowChangelog, ACompactedChangelogFoldsIntoTheSameStore) {
     if (rng() % 5 == 0) {
       whole.push_back({0, changelog_key(id, start)}); // a put again at the same start (a refresh)
     }
+    if (rng() % 17 == 0) {
+      whole.push_back({0, changelog_key(id, start), true}); // deleted: compaction keeps the tombstone alone
+    }
   }
   std::vector<ChangelogRecord> compacted;
   std::map<std::string, std::size_t> last;
@@ -329,6 +332,10 @@ TEST(KstreamsWindowChangelog, ACompactedChangelogFoldsIntoTheSameStore) {
     std::string key = "id-" + std::to_string(id);
     for (std::int64_t t = 26'000; t <= 31'000; t += 250) {
       ASSERT_EQ(a.partition(0).fetch_any(key, t - 300, t + 300), b.partition(0).fetch_any(key, t - 300, t + 300))
+          << key << " at " << t;
+    }
+    for (std::int64_t t = 0; t <= 31'000; t += 500) {
+      ASSERT_EQ(a.partition(0).expired_in(key, t - 300, t + 300), b.partition(0).expired_in(key, t - 300, t + 300))
           << key << " at " << t;
     }
     ASSERT_EQ(a.partition(0).held_expired(key), b.partition(0).held_expired(key)) << key;
