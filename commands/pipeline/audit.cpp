@@ -19,9 +19,14 @@
 namespace dedupctl::commands {
 
 std::string AuditStageTimes::describe() const {
-  return fmt::format("read {:.2f} s, identify {:.2f} s, render keys {:.2f} s, wait for lookups {:.2f} s, classify "
-                     "{:.2f} s; lookups {:.2f} s on their own thread ({:.2f} s of it CPU)",
-                     read, identify, render, lookup_wait, classify, lookup, lookup_cpu);
+  return fmt::format(
+      "read {:.2f} s, identify {:.2f} s, render keys {:.2f} s, wait for lookups {:.2f} s, classify "
+      "{:.2f} s{}; lookups {:.2f} s on their own thread ({:.2f} s of it CPU)",
+      read, identify, render, lookup_wait, classify,
+      fold_wait + replay > 0
+          ? fmt::format(", wait for the changelog's fold {:.2f} s, the processor over it {:.2f} s", fold_wait, replay)
+          : "",
+      lookup, lookup_cpu);
 }
 
 namespace {
@@ -468,10 +473,12 @@ std::vector<core::PartitionWindow> announce_windows(const AuditRequest& request,
 
 // A Kafka Streams store's replay over the announced windows, when the placement is one.
 std::optional<core::WindowStoreReplay> window_store_replay(const AuditRequest& request,
-                                                           const std::vector<core::PartitionWindow>& windows) {
+                                                           const std::vector<core::PartitionWindow>& windows,
+                                                           std::size_t expected) {
   std::optional<core::WindowStoreReplay> replay;
   if (request.window_store) {
     replay.emplace(*request.window_store);
+    replay->reserve(expected);
     for (const auto& w : windows) {
       replay->set_partition(w.topic, w.partition, w.committed, w.window);
     }
@@ -507,7 +514,8 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     request.digest->set_check_keys(audit_options.key_template.event_id_injectivity());
   }
   std::vector<core::PartitionWindow> windows = announce_windows(request, info, audit);
-  std::optional<core::WindowStoreReplay> window_store = window_store_replay(request, windows);
+  std::optional<core::WindowStoreReplay> window_store =
+      window_store_replay(request, windows, audit_options.expected_events);
   std::optional<core::WindowAnalyzer> window;
   if (audit_options.window.kind != core::WindowKind::None) {
     window.emplace(audit_options.window, request.max_examples, audit_options.side_effects);
@@ -527,7 +535,15 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     incomplete_on_failure(report, [&] { reader.read(source); });
   }
   if (window_store) { // what was read, over the changelog's fold (its read's failure makes the report incomplete)
-    incomplete_on_failure(report, [&] { window_store->decide(request.changelog(), audit); });
+    incomplete_on_failure(report, [&] {
+      core::WindowStoreChangelog* fold = nullptr;
+      {
+        StageTimer timer(request.times ? &request.times->fold_wait : nullptr);
+        fold = &request.changelog();
+      }
+      StageTimer timer(request.times ? &request.times->replay : nullptr);
+      window_store->decide(*fold, audit);
+    });
   }
   if (audit_options.version_guard && log.versions()) {
     feed_guard(request, audit_options.key_template, *log.versions(), audit, windows);

@@ -29,6 +29,8 @@ struct AuditStageTimes {
   double render = 0;      // dedup keys
   double lookup_wait = 0; // waiting for a batch's lookups
   double classify = 0;    // coverage states
+  double fold_wait = 0;   // a Kafka Streams store: waiting for its changelog's fold once the log is read
+  double replay = 0;      // and its processor over the fold
   double lookup = 0;      // the store's lookups (worker thread)
   double lookup_cpu = 0;  // of which the worker thread's CPU (the rest waits for the store)
   std::string describe() const;

@@ -56,6 +56,20 @@ AuditAnalyzer::PartitionState& AuditAnalyzer::partition_of(const Event& event) {
   if (m_last && m_last_key.first == event.topic.data() && m_last_key.second == event.partition) {
     return *m_last;
   }
+  // Events come partition after partition: each partition's state is found by where its topic's text
+  // is and its number, then checked (a topic's text may move), before the map is searched.
+  struct Where {
+    const void* topic;
+    std::int64_t partition;
+  } where{event.topic.data(), event.partition};
+  bool inserted = false;
+  PartitionState*& cached = m_partition_cache.find_or_insert(
+      hash64(std::string_view(reinterpret_cast<const char*>(&where), sizeof where)), inserted);
+  if (cached && cached->coverage.partition == event.partition && cached->coverage.topic == event.topic) {
+    m_last_key = {event.topic.data(), event.partition};
+    m_last = cached;
+    return *m_last;
+  }
   auto key = std::make_pair(std::string(event.topic), event.partition);
   auto it = m_partitions.find(key);
   if (it == m_partitions.end()) {
@@ -68,6 +82,7 @@ AuditAnalyzer::PartitionState& AuditAnalyzer::partition_of(const Event& event) {
   }
   m_last_key = {event.topic.data(), event.partition};
   m_last = &it->second;
+  cached = m_last;
   return *m_last;
 }
 

@@ -102,6 +102,7 @@ private:
   std::map<std::pair<std::string, std::int32_t>, PartitionState> m_partitions;
   std::pair<const void*, std::int32_t> m_last_key{nullptr, -1};
   PartitionState* m_last = nullptr;
+  FlatHashMap<PartitionState*> m_partition_cache{256}; // by (topic text's address, partition), checked
   std::vector<std::string> m_types;
   std::map<std::string, std::uint16_t, std::less<>> m_type_index;
   std::vector<std::int64_t> m_reapplied_by_type;

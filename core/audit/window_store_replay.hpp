@@ -48,6 +48,8 @@ public:
   // The partition's committed offset (nullopt without a group) and replay window, as the audit has them.
   void set_partition(const std::string& topic, std::int32_t partition, std::optional<std::int64_t> committed,
                      std::optional<WindowBounds> window);
+  // Room for the range's events, so that what is kept of them is not copied again as it grows.
+  void reserve(std::size_t events);
   // An event in read order, with its dedup key (the key template's, empty without an id).
   void observe(const Event& event, const Identity& identity, std::string_view dedup_key);
   std::size_t kept() const { return m_kept.size(); }
@@ -57,6 +59,7 @@ public:
   void decide(WindowStoreChangelog& changelog, AuditAnalyzer& audit);
 
 private:
+  static constexpr std::uint32_t k_key_is_id = 0xffffffff;
   // 48 bytes an event, its id and key (when it is not the id) in m_text.
   struct Kept {
     std::int64_t offset = 0;
@@ -65,7 +68,7 @@ private:
     std::int32_t partition = 0;
     std::uint32_t text_at = 0;
     std::uint32_t id_len = 0;
-    std::uint32_t key_len = 0; // UINT32_MAX: the key is the id
+    std::uint32_t key_len = 0; // k_key_is_id: the key is the id
     std::uint16_t topic = 0;
     std::uint16_t type = 0;
     bool has_id = false;
@@ -79,9 +82,13 @@ private:
 
   Place place_of(const Kept& kept, Window& window) const;
   std::string_view text(std::uint32_t at, std::uint32_t len) const { return {m_text.data() + at, len}; }
+  std::string_view key_of(const Kept& kept) const {
+    return kept.key_len == k_key_is_id ? text(kept.text_at, kept.id_len)
+                                       : text(kept.text_at + kept.id_len, kept.key_len);
+  }
   std::uint16_t index_of(std::vector<std::string>& names, std::string_view name);
   // The verdict of one event at `time` over `store`, and what its example says.
-  Coverage verdict(WindowStorePartition& store, const std::optional<std::string>& key, std::int64_t time, Place place,
+  Coverage verdict(WindowStorePartition& store, std::string_view key, std::int64_t time, Place place,
                    std::string& note) const;
 
   WindowStoreReading m_reading;
@@ -89,6 +96,7 @@ private:
   std::vector<Kept> m_kept;
   std::string m_text;
   std::vector<std::string> m_topics, m_types;
+  std::uint16_t m_last_topic = 0, m_last_type = 0; // the previous event's, tried first
 };
 
 } // namespace dedupctl::core

@@ -114,31 +114,43 @@ std::optional<WindowStoreKey> parse_window_store_key(std::string_view bytes) {
   return key;
 }
 
-std::optional<std::string> store_key(std::string_view id, KeySerde serde) {
+bool store_key_into(std::string_view id, KeySerde serde, std::string& out) {
   switch (serde) {
   case KeySerde::String:
   case KeySerde::Bytes:
-    return std::string(id);
+    out.assign(id);
+    return true;
   case KeySerde::Long: {
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
     if (id.empty() || ec != std::errc() || end != id.data() + id.size()) {
-      return std::nullopt;
+      return false;
     }
-    std::string out(8, '\0');
+    out.assign(8, '\0');
     auto u = static_cast<std::uint64_t>(v);
     for (int i = 7; i >= 0; --i) {
       out[static_cast<std::size_t>(i)] = static_cast<char>(u & 0xff);
       u >>= 8;
     }
-    return out;
+    return true;
   }
-  case KeySerde::Uuid:
-    return uuid_text(id);
+  case KeySerde::Uuid: {
+    auto text = uuid_text(id);
+    if (text) {
+      out = std::move(*text);
+    }
+    return text.has_value();
+  }
   case KeySerde::Json:
-    return jackson_string(id);
+    out = jackson_string(id);
+    return true;
   }
-  return std::nullopt;
+  return false;
+}
+
+std::optional<std::string> store_key(std::string_view id, KeySerde serde) {
+  std::string out;
+  return store_key_into(id, serde, out) ? std::optional<std::string>(std::move(out)) : std::nullopt;
 }
 
 std::string store_key_text(std::string_view key, KeySerde serde) {
@@ -158,14 +170,18 @@ std::string store_key_text(std::string_view key, KeySerde serde) {
   return std::string(key);
 }
 
-WindowStorePartition::Starts& WindowStorePartition::starts_of(std::string_view key) {
-  bool inserted = false;
+WindowStorePartition::Starts& WindowStorePartition::starts_of(std::string_view key, Put first, bool& inserted) {
   std::uint32_t& at = m_index.find_or_insert(hash64(key), inserted);
   if (inserted) {
     at = static_cast<std::uint32_t>(m_keys.size());
-    m_keys.emplace_back();
+    m_keys.push_back(Starts{first, k_none});
   }
   return m_keys[at];
+}
+
+WindowStorePartition::Starts* WindowStorePartition::find(std::string_view key) {
+  const std::uint32_t* at = m_index.find(hash64(key));
+  return at ? &m_keys[*at] : nullptr;
 }
 
 const WindowStorePartition::Starts* WindowStorePartition::find(std::string_view key) const {
@@ -173,11 +189,41 @@ const WindowStorePartition::Starts* WindowStorePartition::find(std::string_view 
   return at ? &m_keys[*at] : nullptr;
 }
 
-void WindowStorePartition::keep(Starts& of, std::int64_t window_start) {
-  auto at = std::find_if(of.begin(), of.end(), [&](const Put& p) { return p.start == window_start; });
+WindowStorePartition::Put* WindowStorePartition::find_put(Starts& of, std::int64_t start) {
+  if (of.first.start == start) {
+    return &of.first;
+  }
+  if (of.more != k_none) {
+    for (Put& p : m_more[of.more]) {
+      if (p.start == start) {
+        return &p;
+      }
+    }
+  }
+  return nullptr;
+}
+
+void WindowStorePartition::add_put(Starts& of, Put put) {
+  if (of.more == k_none) {
+    of.more = static_cast<std::uint32_t>(m_more.size());
+    m_more.emplace_back();
+  }
+  m_more[of.more].push_back(put);
+}
+
+void WindowStorePartition::keep(std::string_view key, std::int64_t window_start) {
   bool live = window_start >= live_from(); // below: the store drops it (or keeps it where no fetch returns it)
-  if (at == of.end()) {
-    of.push_back(Put{window_start, live ? PutState::Held : PutState::Gone});
+  bool inserted = false;
+  Starts& of = starts_of(key, Put{window_start, live ? PutState::Held : PutState::Gone}, inserted);
+  if (!inserted) {
+    keep_in(of, window_start);
+  }
+}
+
+void WindowStorePartition::keep_in(Starts& of, std::int64_t window_start) {
+  bool live = window_start >= live_from();
+  if (Put* at = find_put(of, window_start); !at) {
+    add_put(of, Put{window_start, live ? PutState::Held : PutState::Gone});
   } else if (live) {
     at->state = PutState::Held; // a put at a start already held replaces it: the same answer
   }
@@ -185,57 +231,87 @@ void WindowStorePartition::keep(Starts& of, std::int64_t window_start) {
 
 void WindowStorePartition::restore(const WindowStoreKey& key, bool tombstone) {
   m_stream_time = std::max(m_stream_time, key.window_start);
-  Starts& of = starts_of(key.key);
-  if (tombstone) {
-    auto at = std::find_if(of.begin(), of.end(), [&](const Put& p) { return p.start == key.window_start; });
-    // A tombstone alone (its puts compacted away) is the same record as puts then a tombstone: a
-    // compacted changelog folds into the same store.
-    if (at == of.end()) {
-      of.push_back(Put{key.window_start, PutState::Deleted});
-    } else if (at->state == PutState::Held) {
-      at->state = PutState::Deleted;
-    }
+  if (!tombstone) {
+    keep(key.key, key.window_start);
     return;
   }
-  keep(of, key.window_start);
+  // A tombstone alone (its puts compacted away) is the same record as puts then a tombstone: a compacted
+  // changelog folds into the same store.
+  Put deleted{key.window_start, PutState::Deleted};
+  bool inserted = false;
+  Starts& of = starts_of(key.key, deleted, inserted);
+  if (inserted) {
+    return;
+  }
+  if (Put* at = find_put(of, key.window_start); !at) {
+    add_put(of, deleted);
+  } else if (at->state == PutState::Held) {
+    at->state = PutState::Deleted;
+  }
 }
 
 void WindowStorePartition::put(std::string_view key, std::int64_t window_start) {
   m_stream_time = std::max(m_stream_time, window_start);
-  keep(starts_of(key), window_start);
+  keep(key, window_start);
 }
 
 void WindowStorePartition::keep_local_state(std::int64_t segment_interval_ms) {
   // AbstractSegments: segmentId(ts) = ts / interval; a segment below segmentId(T - retention) is removed on
   // the put that moved T there (cleanupExpiredSegments), and a put into one is dropped.
   std::int64_t min_live = (m_stream_time - m_retention) / segment_interval_ms;
+  auto remove = [&](Put& p) {
+    if (p.state == PutState::Held && p.start / segment_interval_ms < min_live) {
+      p.state = PutState::Gone;
+    }
+  };
   for (Starts& of : m_keys) {
-    for (Put& p : of) {
-      if (p.state == PutState::Held && p.start / segment_interval_ms < min_live) {
-        p.state = PutState::Gone;
-      }
+    remove(of.first);
+  }
+  for (auto& more : m_more) {
+    for (Put& p : more) {
+      remove(p);
     }
   }
   m_stream_time = -1;
 }
 
+bool WindowStorePartition::visible_in(const Starts& of, std::int64_t from, std::int64_t to) const {
+  std::int64_t low = std::max(from, live_from());
+  return any_put(of, [&](const Put& p) { return p.state == PutState::Held && p.start >= low && p.start <= to; });
+}
+
 bool WindowStorePartition::fetch_any(std::string_view key, std::int64_t from, std::int64_t to) const {
   const Starts* of = find(key);
-  if (!of) {
-    return false;
-  }
-  std::int64_t low = std::max(from, live_from());
-  return std::any_of(of->begin(), of->end(),
-                     [&](const Put& p) { return p.state == PutState::Held && p.start >= low && p.start <= to; });
+  return of && visible_in(*of, from, to);
 }
 
 bool WindowStorePartition::expired_in(std::string_view key, std::int64_t from, std::int64_t to) const {
   const Starts* of = find(key);
-  if (!of || fetch_any(key, from, to)) {
+  if (!of || visible_in(*of, from, to)) {
     return false;
   }
-  return std::any_of(of->begin(), of->end(),
-                     [&](const Put& p) { return p.start >= from && p.start <= to && expired(p); });
+  return any_put(*of, [&](const Put& p) { return p.start >= from && p.start <= to && expired(p); });
+}
+
+WindowStorePartition::Lookup WindowStorePartition::look_up(std::string_view key, std::int64_t from, std::int64_t to,
+                                                           std::optional<std::int64_t> put_at, bool put_on_hit) {
+  Lookup found;
+  Starts* of = find(key);
+  if (of) {
+    found.hit = visible_in(*of, from, to);
+    found.expired =
+        !found.hit && any_put(*of, [&](const Put& p) { return p.start >= from && p.start <= to && expired(p); });
+    found.elsewhere = !found.hit && !found.expired && visible_in(*of, INT64_MIN / 2, INT64_MAX / 2);
+  }
+  if (put_at && (!found.hit || put_on_hit)) {
+    m_stream_time = std::max(m_stream_time, *put_at);
+    if (of) {
+      keep_in(*of, *put_at); // the key's puts found once: no second search
+    } else {
+      keep(key, *put_at);
+    }
+  }
+  return found;
 }
 
 bool WindowStorePartition::held_expired(std::string_view key) const { return expired_in(key, INT64_MIN, INT64_MAX); }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/event.hpp"
+#include "core/util/fingerprint.hpp"
 #include "core/util/flat_map.hpp"
 
 #include <cstdint>
@@ -52,6 +53,8 @@ std::optional<WindowStoreKey> parse_window_store_key(std::string_view bytes);
 // The store's key for an event id under `serde`; nullopt when the serde cannot hold the id (Long: not
 // a decimal int64; Uuid: not the 8-4-4-4-12 hex text of a UUID), so that no record can match it.
 std::optional<std::string> store_key(std::string_view id, KeySerde serde);
+// The same into `out` (its buffer reused from one event to the next): false where store_key is nullopt.
+bool store_key_into(std::string_view id, KeySerde serde, std::string& out);
 // A record's key as text for examples and traces: the id it holds under `serde` (Bytes: lower-case hex;
 // Json: the JSON text).
 std::string store_key_text(std::string_view key, KeySerde serde);
@@ -76,12 +79,27 @@ public:
   // expired_in over every window start: put, and no record of it returned by any fetch.
   bool held_expired(std::string_view key) const;
 
+  // The processor's lookup of `key` in [from, to] and what it finds, with one search of the key: a record
+  // returned (hit), else a put there the store no longer returns (expired), else a record returned
+  // elsewhere (a fetch of any start would return one). Then, when `put_at` is set, the processor's
+  // put(key, *put_at), unless a hit and `!put_on_hit`.
+  struct Lookup {
+    bool hit = false;
+    bool expired = false;
+    bool elsewhere = false;
+  };
+  Lookup look_up(std::string_view key, std::int64_t from, std::int64_t to, std::optional<std::int64_t> put_at,
+                 bool put_on_hit);
+
   // The store an instance restarted on its own local state holds (a persistent RocksDB window store, shut
   // down cleanly, so that nothing past its checkpoint is restored): the records of every segment still
   // live at its stream time T, segment by segment (a segment of `segment_interval_ms` is removed once its
   // id is below (T - retention) / interval), and its observed stream time back at -1, so that a fetch
   // returns every record kept until the replay's own puts move it again.
   void keep_local_state(std::int64_t segment_interval_ms);
+
+  // Brings `key`'s slot of the index into the cache ahead of its look_up (a million keys outgrow it).
+  void prefetch(std::string_view key) const { m_index.prefetch(hash64(key)); }
 
   std::int64_t stream_time() const { return m_stream_time; }
   // The lowest window start a fetch still returns: T - retention + 1.
@@ -97,16 +115,41 @@ private:
     std::int64_t start = 0;
     PutState state = PutState::Held;
   };
-  using Starts = std::vector<Put>; // unordered
-  Starts& starts_of(std::string_view key);
+  // A key's puts: the first inline (most ids are put once), the others in m_more.
+  static constexpr std::uint32_t k_none = 0xffffffff;
+  struct Starts {
+    Put first;
+    std::uint32_t more = k_none;
+  };
+  Starts* find(std::string_view key);
   const Starts* find(std::string_view key) const;
-  void keep(Starts& of, std::int64_t window_start);
+  // The key's puts, a new key's made with `first`: whether it was new.
+  Starts& starts_of(std::string_view key, Put first, bool& inserted);
+  Put* find_put(Starts& of, std::int64_t start);
+  void add_put(Starts& of, Put put);
+  template <typename Pred> bool any_put(const Starts& of, Pred&& pred) const {
+    if (pred(of.first)) {
+      return true;
+    }
+    if (of.more != k_none) {
+      for (const Put& p : m_more[of.more]) {
+        if (pred(p)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  void keep(std::string_view key, std::int64_t window_start);
+  void keep_in(Starts& of, std::int64_t window_start);
   bool expired(const Put& put) const { return put.state == PutState::Gone || put.start < live_from(); }
+  bool visible_in(const Starts& of, std::int64_t from, std::int64_t to) const;
 
   std::int64_t m_retention;
   std::int64_t m_stream_time = -1;
   FlatHashMap<std::uint32_t> m_index;
   std::vector<Starts> m_keys;
+  std::vector<std::vector<Put>> m_more;
 };
 
 // Stores.persistentWindowStore's segment interval: max(retention / 2, 1 minute).

@@ -4,10 +4,13 @@
 //   seeder -b HOST:PORT --topic T --input FILE|- [--rebase-now] [--expect-log-start N]
 //   seeder -b HOST:PORT --topic T --commit-group G --commit P=OFFSET[,P=OFFSET…]
 //   seeder -b HOST:PORT --topic T --create PARTITIONS [--config NAME=VALUE]…   (a real broker)
-//   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json|avro]
+//   seeder -b HOST:PORT --topic T --generate N --partitions P [--id-in header|json|avro|changelog]
 //          [--payload-size BYTES] [--start-ts MS] [--step-ms MS] [--expect-log-start N]
 //          [--batch-bytes N] [--first I]
 //
+// --id-in changelog generates, for event i of the same options, the record a Kafka Streams dedup
+// processor's window store logs for it: key evt-i ‖ int64 window start (its timestamp) ‖ int32 0,
+// big-endian, value an 8-byte Long, in partition i % P (the task of the event's partition).
 // --input lines are kcat -J envelopes; their "partition" is kept (absent: by key), their "topic"
 // is replaced by --topic. --rebase-now shifts every timestamp so that the newest event is one
 // minute old: bundled data keeps realistic ages. --expect-log-start checks after seeding that no
@@ -141,6 +144,17 @@ OutgoingRecord generated(const Options& options, long long i) {
   record.topic = options.topic;
   record.partition = static_cast<std::int32_t>(i % options.partitions);
   std::string id = fmt::format("evt-{:012}", i);
+  record.timestamp_ms = options.start_ts + (i - options.first) * options.step_ms;
+  if (options.id_in == "changelog") {
+    std::string key = id;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      key += static_cast<char>((static_cast<unsigned long long>(record.timestamp_ms) >> shift) & 0xff);
+    }
+    key.append(4, '\0');
+    record.key = std::move(key);
+    record.payload = std::string(8, '\0');
+    return record;
+  }
   record.key = fmt::format("order-{}", i / 3);
   if (options.id_in == "avro") {
     // The schema registry's wire format (magic 0, schema id 1), then the record, padded to size.
