@@ -486,6 +486,21 @@ std::optional<core::WindowStoreReplay> window_store_replay(const AuditRequest& r
   return replay;
 }
 
+// A Kafka Streams store's verdicts once the log is read: the changelog's fold waited for, then the
+// processor over it; a fold that failed makes the report incomplete.
+void decide_window_store(const AuditRequest& request, core::WindowStoreReplay& replay, core::AuditAnalyzer& audit,
+                         reports::Report& report) {
+  incomplete_on_failure(report, [&] {
+    core::WindowStoreChangelog* fold = nullptr;
+    {
+      StageTimer timer(request.times ? &request.times->fold_wait : nullptr);
+      fold = &request.changelog();
+    }
+    StageTimer timer(request.times ? &request.times->replay : nullptr);
+    replay.decide(*fold, audit);
+  });
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> state_counts(const core::AuditResult& result) {
@@ -535,15 +550,7 @@ reports::Report run_audit(const AuditRequest& request, core::EventSource& source
     incomplete_on_failure(report, [&] { reader.read(source); });
   }
   if (window_store) { // what was read, over the changelog's fold (its read's failure makes the report incomplete)
-    incomplete_on_failure(report, [&] {
-      core::WindowStoreChangelog* fold = nullptr;
-      {
-        StageTimer timer(request.times ? &request.times->fold_wait : nullptr);
-        fold = &request.changelog();
-      }
-      StageTimer timer(request.times ? &request.times->replay : nullptr);
-      window_store->decide(*fold, audit);
-    });
+    decide_window_store(request, *window_store, audit, report);
   }
   if (audit_options.version_guard && log.versions()) {
     feed_guard(request, audit_options.key_template, *log.versions(), audit, windows);

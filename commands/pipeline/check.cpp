@@ -48,7 +48,9 @@ public:
   void check(const core::ConsumerDeclaration& consumer, core::LiveFacts& fact) {
     bool durable = consumer.placement == core::Placement::Redis || consumer.placement == core::Placement::Postgres ||
                    consumer.placement == core::Placement::Dynamodb;
-    if (durable && !consumer.retention && !consumer.topic.empty()) {
+    // A Kafka Streams store's retention is checked against the topic's too (its store is its changelog).
+    bool against_retention = durable || consumer.placement == core::Placement::Kstreams;
+    if (against_retention && !consumer.retention && !consumer.topic.empty()) {
       retention(consumer, fact);
     }
     if (!durable) {

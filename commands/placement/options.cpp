@@ -92,9 +92,8 @@ void add_placement_options(CLI::App& app, PlacementFlags& options, PlacementUse 
       ->type_name("KEY");
   group
       ->add_option("--layout-option", options.layout_options,
-                   "NAME=VALUE for --layout json (repeatable): status-field, expiration-field, expiration-unit, "
-                   "in-progress-expiration-field, in-progress-expiration-unit, in-progress, completed, orphans; for "
-                   "kstreams-window: lookup-window, key-serde, time, state, changelog-topic")
+                   "NAME=VALUE (repeatable; man dedupctl-audit): json's status-field, expiration-field, "
+                   "in-progress, completed, orphans …; kstreams-window's lookup-window, key-serde, time, state …")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false); // one a flag: a tier's are those after its --store
   group->add_option("--consumer", options.consumer, "the consumer whose records are checked ({consumer} in templates)")

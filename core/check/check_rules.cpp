@@ -89,6 +89,51 @@ std::optional<Span> declared_ttl(const ConsumerDeclaration& consumer) {
   return consumer.placement == Placement::Postgres ? consumer.inbox_retention : consumer.ttl;
 }
 
+// A Kafka Streams store (placement = "kstreams"): its retention (ttl) against the topic's and against each
+// seek the team declares, and a lookup by stream time, which a replay may never meet.
+void check_window_store(const ConsumerDeclaration& consumer, const LiveFacts* facts, const FindingAdder& add) {
+  std::optional<Span> retention = consumer.retention;
+  if (facts && facts->retention) {
+    retention = facts->retention;
+  }
+  bool key_value = consumer.layout.changelog.key_value;
+  if (!key_value && !consumer.ttl) {
+    add(consumer, "placement", "ttl-unknown", Severity::Info, "the store's retention is not declared",
+        "Declare ttl = \"1h\", the window store's retentionPeriod (Stores.persistentWindowStore), so that it can "
+        "be checked against the topic's retention and the seeks.");
+  }
+  if (!key_value && consumer.ttl && retention) {
+    std::string label = fmt::format("window store's retention (ttl, {})", to_text(*consumer.ttl));
+    if (auto f = ttl_vs_retention(label, *consumer.ttl, *retention, consumer.max_lag_ms, facts && facts->compacted)) {
+      add(consumer, "ttl", std::move(f->id), f->severity, std::move(f->title),
+          f->advice + " A window store keeps its records for its retention behind its stream time, whatever the "
+                      "topic keeps: seek no further back than that, or audit the seek first (dedupctl audit "
+                      "--store kstreams://… --seek …).");
+    }
+  }
+  auto store_ms = consumer.ttl ? consumer.ttl->finite_ms() : std::nullopt;
+  for (std::int64_t seek : consumer.seeks_ms) {
+    if (!key_value && store_ms && seek > *store_ms) {
+      add(consumer, "seeks", "seek-beyond-store-retention", Severity::Error,
+          fmt::format("a seek of {} reaches past the window store's retention ({}): the events older than {} are "
+                      "forwarded again",
+                      format_duration(seek), format_duration(*store_ms), format_duration(*store_ms)),
+          fmt::format("The store returns only records within {} of its stream time. Keep the store's retention at "
+                      "{} or more, or audit the seek before making it (dedupctl audit --store kstreams://… --seek "
+                      "-{}).",
+                      format_duration(*store_ms), format_duration(seek), format_duration(seek)));
+    }
+  }
+  if (consumer.lookup_stream_time) {
+    add(consumer, "lookup_time", "stream-time-lookup", Severity::Warning,
+        "the processor looks events up around the task's stream time, not their own timestamps",
+        "An event replayed after stream time moved on is looked up at that later time, where its own record is not: "
+        "a replay through the application's own commits (which carry the partition time) is never suppressed. A "
+        "group reset (kafka-consumer-groups --reset-offsets) starts stream time again from the replayed records. "
+        "Look up by the record's timestamp where the processor can.");
+  }
+}
+
 // What the declaration says of itself: TTL against retention, the key template, the placement for
 // the effects (the retention the broker gave, with --live, where it is known).
 void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* facts, const FindingAdder& add) {
@@ -107,6 +152,10 @@ void check_declaration(const ConsumerDeclaration& consumer, const LiveFacts* fac
         "What the guard drops and what its projection lacks are in the log: run dedupctl scan --entity … --version "
         "… for the dropped changes, and dedupctl audit --layout version-guard for the projection and a seek's "
         "preview.");
+    return;
+  }
+  if (consumer.placement == Placement::Kstreams) {
+    check_window_store(consumer, facts, add);
     return;
   }
   bool durable = consumer.placement == Placement::Redis || consumer.placement == Placement::Postgres;

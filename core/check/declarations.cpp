@@ -28,6 +28,8 @@ std::string_view to_string(Placement placement) {
     return "design";
   case Placement::Dynamodb:
     return "dynamodb";
+  case Placement::Kstreams:
+    return "kstreams";
   }
   return "redis";
 }
@@ -53,9 +55,11 @@ const std::set<std::string, std::less<>> k_tier_keys{"placement",
                                                      "layout",
                                                      "key_prefix",
                                                      "collection",
-                                                     "max_read_units"};
+                                                     "max_read_units",
+                                                     "lookup_window",
+                                                     "lookup_time"};
 const std::set<std::string, std::less<>> k_consumer_keys{"name",    "topic",        "group", "retention",
-                                                         "max_lag", "side_effects", "tier"};
+                                                         "max_lag", "side_effects", "tier",  "seeks"};
 
 bool consumer_key(const std::string& name) { return k_consumer_keys.count(name) || k_tier_keys.count(name); }
 
@@ -81,7 +85,7 @@ public:
                                         "placement, store, key_template, ttl, retention, max_lag, side_effects, "
                                         "inbox_table, inbox_id_column, inbox_consumer_column, inbox_time_column, "
                                         "inbox_status_column, inbox_retention, layout, key_prefix, collection, "
-                                        "max_read_units, tier",
+                                        "max_read_units, lookup_window, lookup_time, seeks, tier",
                                         name)});
         continue;
       }
@@ -112,7 +116,7 @@ public:
       missing("topic", "the topic it consumes");
     }
     if (!consumer.fields.count("placement") && consumer.tiers == 0) {
-      missing("placement", "redis, postgres, dynamodb, memory or design");
+      missing("placement", "redis, postgres, dynamodb, kstreams, memory or design");
     }
     if (m_placement_valid && consumer.placement == Placement::Redis && !consumer.fields.count("key_template") &&
         !consumer.fields.count("layout")) {
@@ -249,6 +253,23 @@ private:
                                   [](const std::string& t) { return Span::finite(parse_duration(t, "max_lag")); })) {
         consumer.max_lag_ms = span->finite_ms().value_or(0);
       }
+    } else if (name == "lookup_window") {
+      if (auto span = duration_of(
+              name, node, [](const std::string& t) { return Span::finite(parse_duration(t, "lookup_window")); })) {
+        consumer.lookup_window_ms = span->finite_ms();
+      }
+    } else if (name == "lookup_time") {
+      std::string value;
+      if (string_of(name, node, value)) {
+        if (value != "record" && value != "stream") {
+          error(node, fmt::format("'lookup_time' is '{}'; expected record or stream (the processor's fetch around "
+                                  "the record's timestamp or the task's stream time)",
+                                  value));
+        }
+        consumer.lookup_stream_time = value == "stream";
+      }
+    } else if (name == "seeks") {
+      read_seeks(node, consumer);
     } else if (name == "max_read_units") {
       auto units = node.value<double>();
       if (!units || *units <= 0) {
@@ -268,22 +289,44 @@ private:
     }
   }
 
+  // seeks = ["30m", "6h"]: how far back the team seeks, each a duration.
+  void read_seeks(const toml::node& node, ConsumerDeclaration& consumer) {
+    const toml::array* array = node.as_array();
+    if (!array) {
+      error(node, "'seeks' is a list of durations, how far back each seek reaches: seeks = [\"30m\", \"6h\"]");
+      return;
+    }
+    for (const auto& item : *array) {
+      auto text = item.value<std::string>();
+      std::int64_t ms = 0;
+      try {
+        ms = text ? parse_duration(*text, "seeks") : -1;
+      } catch (const UsageError&) {
+        ms = -1;
+      }
+      if (ms <= 0) {
+        error(item, "'seeks' holds durations such as \"30m\" or \"6h\": how far back each seek reaches");
+        continue;
+      }
+      consumer.seeks_ms.push_back(ms);
+    }
+  }
+
   void read_placement(const toml::node& node, ConsumerDeclaration& consumer) {
     std::string value;
     if (!string_of("placement", node, value)) {
       return;
     }
-    static const std::map<std::string, Placement, std::less<>> k_placements{{"redis", Placement::Redis},
-                                                                            {"postgres", Placement::Postgres},
-                                                                            {"memory", Placement::Memory},
-                                                                            {"design", Placement::Design},
-                                                                            {"dynamodb", Placement::Dynamodb}};
+    static const std::map<std::string, Placement, std::less<>> k_placements{
+        {"redis", Placement::Redis},   {"postgres", Placement::Postgres}, {"memory", Placement::Memory},
+        {"design", Placement::Design}, {"dynamodb", Placement::Dynamodb}, {"kstreams", Placement::Kstreams}};
     auto found = k_placements.find(value);
     m_placement_valid = found != k_placements.end();
     if (m_placement_valid) {
       consumer.placement = found->second;
     } else {
-      error(node, fmt::format("'placement' is '{}'; expected redis, postgres, dynamodb, memory or design", value));
+      error(node,
+            fmt::format("'placement' is '{}'; expected redis, postgres, dynamodb, kstreams, memory or design", value));
     }
   }
 
@@ -291,6 +334,21 @@ private:
   bool m_placement_valid = false;
   std::vector<ConsumerDeclaration> m_tiers;
 };
+
+// A Kafka Streams store's layout: the guides' window store unless one is written, and a Kafka Streams
+// layout only on placement = "kstreams".
+template <typename Error> void apply_changelog_layout(ConsumerDeclaration& consumer, const Error& error) {
+  const RecordLayout& layout = consumer.layout;
+  if (consumer.placement != Placement::Kstreams) {
+    error("layout", fmt::format("layout '{}' is a Kafka Streams store: write placement = \"kstreams\"", layout.name));
+  } else if (layout.home == LayoutHome::Any && !consumer.fields.count("layout")) {
+    consumer.layout = find_layout("kstreams-window"); // the guides' window store
+  } else if (layout.home != LayoutHome::Changelog) {
+    error("layout", fmt::format("layout '{}' on kstreams: write layout = \"kstreams-window\" (the default) or "
+                                "\"kstreams-kv\"",
+                                layout.name));
+  }
+}
 
 // What a layout gives that the declaration did not write (the key template, an inbox's table and
 // columns, the library's TTL), and the errors of a layout that does not fit the declaration. A
@@ -300,6 +358,10 @@ void apply_layout(ConsumerDeclaration& consumer, std::vector<DeclarationError>& 
   auto error = [&](const std::string& field, std::string message) {
     errors.push_back({consumer.position_of(field), std::move(message)});
   };
+  if (consumer.placement == Placement::Kstreams || layout.home == LayoutHome::Changelog) {
+    apply_changelog_layout(consumer, error);
+    return;
+  }
   if (layout.home == LayoutHome::Any) {
     for (const char* field : {"key_prefix", "collection"}) {
       if (consumer.fields.count(field)) {

@@ -18,7 +18,7 @@ struct SourcePosition {
   int column = 0;
 };
 
-enum class Placement { Redis, Postgres, Memory, Design, Dynamodb };
+enum class Placement { Redis, Postgres, Memory, Design, Dynamodb, Kstreams };
 std::string_view to_string(Placement placement);
 
 struct ConsumerDeclaration {
@@ -47,6 +47,12 @@ struct ConsumerDeclaration {
   std::string collection;
   // The ttl is the library's default (Powertools' expires_after_seconds, 1h): none was written.
   bool ttl_from_layout = false;
+  // kstreams: the processor's lookup window and time base (lookup_time = "record" or "stream"), and the
+  // seeks the team declares it makes (`seeks`, how far back each reaches), checked against the store's
+  // retention (`ttl`).
+  std::optional<std::int64_t> lookup_window_ms;
+  bool lookup_stream_time = false;
+  std::vector<std::int64_t> seeks_ms;
   // dynamodb: the read units an audit or snapshot of the table may cost before check --live warns.
   std::optional<double> max_read_units;
   // One tier of a chain ([[consumer.tier]] tables, in lookup order): `name` is then "NAME (tier K)",

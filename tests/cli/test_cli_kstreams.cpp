@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 using namespace dedupctl::testing;
 
 namespace {
@@ -312,4 +314,31 @@ TEST(KstreamsUsage, AnUnreachableClusterIsAnIncompleteReport) {
   EXPECT_EQ(result.exit_code, 3) << result.err;
   auto doc = parse(result);
   EXPECT_EQ(doc.at("complete"), false);
+}
+
+// check: a window store's retention against the topic's and the declared seeks, and a stream-time lookup,
+// each at its line of the declarations (nothing contacted without --live).
+TEST(KstreamsCheck, TheStoresRetentionIsCheckedAgainstTheTopicAndTheSeeks) {
+  TempDir dir;
+  std::string file = dir.file("dedup.toml");
+  write_file(file, R"([[consumer]]
+name = "orders-dedup"
+topic = "orders"
+placement = "kstreams"
+store = "kstreams://orders-dedup/eventId-store"
+ttl = "1h"
+retention = "7d"
+lookup_time = "stream"
+seeks = ["30m", "6h"]
+)");
+  auto result = run_dedupctl({"check", file, "-o", "json"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  auto doc = parse(result);
+  std::map<std::string, long long> lines;
+  for (const auto& f : doc.at("findings")) {
+    lines[f.at("id").get<std::string>()] = f.at("location").at("line").get<long long>();
+  }
+  EXPECT_EQ(lines["ttl-shorter-than-retention"], 6);
+  EXPECT_EQ(lines["seek-beyond-store-retention"], 9);
+  EXPECT_EQ(lines["stream-time-lookup"], 8);
 }

@@ -415,3 +415,80 @@ inbox_table = "orders"
   EXPECT_NE(wrong.errors[0].message.find("layout 'state-guard' reads the handler's projection"), std::string::npos)
       << wrong.errors[0].message;
 }
+
+// A Kafka Streams store: its retention (ttl) against the topic's and each declared seek, and a lookup by
+// stream time; the layout is the window store unless written, and a window store's layout needs kstreams.
+TEST(CheckRules, AWindowStoresRetentionIsCheckedAgainstTheTopicAndTheSeeks) {
+  const char* text = R"([[consumer]]
+name = "orders-dedup"
+topic = "orders"
+placement = "kstreams"
+store = "kstreams://orders-dedup/eventId-store"
+ttl = "1h"
+retention = "7d"
+lookup_window = "10m"
+lookup_time = "stream"
+seeks = ["30m", "6h"]
+)";
+  auto d = parse_declarations(text, "k.toml");
+  ASSERT_TRUE(d.errors.empty()) << d.errors.front().message;
+  ASSERT_EQ(d.consumers.size(), 1u);
+  EXPECT_EQ(d.consumers[0].layout.name, "kstreams-window");
+  EXPECT_EQ(d.consumers[0].lookup_window_ms, 600'000);
+  auto findings = check_consumers(d.consumers, "k.toml");
+  auto shorter = of(findings, "ttl-shorter-than-retention", "orders-dedup");
+  ASSERT_EQ(shorter.size(), 1u);
+  EXPECT_EQ(shorter[0].line, 6);
+  EXPECT_NE(shorter[0].title.find("window store's retention (ttl, 1h) is shorter than the topic's retention (7d)"),
+            std::string::npos)
+      << shorter[0].title;
+  auto beyond = of(findings, "seek-beyond-store-retention", "orders-dedup");
+  ASSERT_EQ(beyond.size(), 1u) << "30m is inside the hour; 6h is not";
+  EXPECT_EQ(beyond[0].line, 10);
+  EXPECT_EQ(beyond[0].severity, Severity::Error);
+  EXPECT_NE(beyond[0].title.find("a seek of 6h reaches past the window store's retention (1h)"), std::string::npos)
+      << beyond[0].title;
+  auto stream = of(findings, "stream-time-lookup", "orders-dedup");
+  ASSERT_EQ(stream.size(), 1u);
+  EXPECT_EQ(stream[0].severity, Severity::Warning);
+  EXPECT_EQ(stream[0].line, 9);
+
+  // By record time, with a store that outlives the topic and every seek: nothing to say.
+  const char* fine = R"([[consumer]]
+name = "ok"
+topic = "orders"
+placement = "kstreams"
+ttl = "9d"
+retention = "7d"
+seeks = ["6h"]
+)";
+  auto f = parse_declarations(fine, "k.toml");
+  ASSERT_TRUE(f.errors.empty());
+  EXPECT_TRUE(check_consumers(f.consumers, "k.toml").empty());
+}
+
+TEST(CheckRules, AKafkaStreamsDeclarationsMistakesAreNamed) {
+  auto errors_of = [](const char* text) {
+    std::string out;
+    for (const auto& e : parse_declarations(text, "k.toml").errors) {
+      out += e.message + "\n";
+    }
+    return out;
+  };
+  EXPECT_NE(
+      errors_of("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"redis\"\nlayout = \"kstreams-window\"\n")
+          .find("layout 'kstreams-window' is a Kafka Streams store: write placement = \"kstreams\""),
+      std::string::npos);
+  EXPECT_NE(errors_of("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"kstreams\"\nlayout = \"plain\"\n")
+                .find("layout 'plain' on kstreams"),
+            std::string::npos);
+  EXPECT_NE(errors_of("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"kstreams\"\nlookup_time = \"wall\"\n")
+                .find("'lookup_time' is 'wall'; expected record or stream"),
+            std::string::npos);
+  EXPECT_NE(errors_of("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"kstreams\"\nseeks = \"6h\"\n")
+                .find("'seeks' is a list of durations"),
+            std::string::npos);
+  EXPECT_NE(errors_of("[[consumer]]\nname = \"a\"\ntopic = \"t\"\nplacement = \"kstreams\"\nseeks = [\"soon\"]\n")
+                .find("'seeks' holds durations"),
+            std::string::npos);
+}
