@@ -3,6 +3,7 @@
 // changelog's config (the real broker; the mock cluster cannot describe configs), and every way the
 // store can be given wrong (exit 2) or be out of reach (exit 3, an incomplete report).
 #include "tests/cli/report_json.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -30,16 +31,6 @@ const std::vector<Input> k_inputs{{"a", 0},   {"b", 10},  {"a", 12}, {"c", 100},
 // changelog. Stream time 200; a store of an hour returns window starts from minute 140 on.
 const std::vector<Input> k_puts{{"a", 0}, {"b", 10}, {"a", 12}, {"c", 100}, {"d", 170}, {"c", 190}, {"e", 200}};
 
-std::string window_key(const std::string& id, long long start) {
-  std::string out = id;
-  auto s = static_cast<unsigned long long>(start);
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out += static_cast<char>((s >> shift) & 0xff);
-  }
-  out.append(4, '\0');
-  return out;
-}
-
 std::string inputs(long long base) {
   std::string out;
   for (std::size_t i = 0; i < k_inputs.size(); ++i) {
@@ -64,7 +55,7 @@ std::vector<OutgoingRecord> puts(long long base) {
   for (const auto& p : k_puts) {
     OutgoingRecord r;
     long long start = base + p.minute * k_minute;
-    r.key = window_key(p.id, start);
+    r.key = window_store_key(p.id, start);
     r.payload = std::string(8, '\x01'); // the Long the processor stores
     r.timestamp_ms = start;
     out.push_back(r);

@@ -9,6 +9,7 @@
 // id, what the restarted application forwards again, on a wiped state (the restored reading) and on its
 // kept local state (--layout-option state=kept), each on an application of its own over the same input.
 #include "core/store/kstreams_window.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_tools.hpp"
@@ -339,13 +340,7 @@ TEST(KstreamsChangelogCompaction, AfterTheLogCleanerRanTheVerdictsAreTheSame) {
                 {"min.cleanable.dirty.ratio", "0.01"},
                 {"min.compaction.lag.ms", "0"}});
   const std::int64_t base = wall_ms() - 5 * 60 * k_minute;
-  auto window_key = [](const std::string& id, std::int64_t start) {
-    std::string out = id;
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      out += static_cast<char>((static_cast<std::uint64_t>(start) >> shift) & 0xff);
-    }
-    return out + std::string(4, '\0');
-  };
+
   {
     TestProducer producer(bootstrap, 30'000);
     for (int i = 0; i < 200; ++i) {
@@ -354,10 +349,10 @@ TEST(KstreamsChangelogCompaction, AfterTheLogCleanerRanTheVerdictsAreTheSame) {
       producer.send(OutgoingRecord{input, 0, "k", fmt::format("{{\"n\":{}}}", i), {{"event_id", id}}, at});
       for (int copy = 0; copy < 3; ++copy) { // the same put logged again: only the last survives compaction
         // One CreateTime for them all: segment.ms compares CreateTimes, so the segment rolls at the filler.
-        producer.send(OutgoingRecord{changelog, 0, window_key(id, at), std::string(8, '\1'), {}, base});
+        producer.send(OutgoingRecord{changelog, 0, window_store_key(id, at), std::string(8, '\1'), {}, base});
       }
     }
-    producer.send(OutgoingRecord{changelog, 0, window_key("id-7", base + 7 * k_minute), std::nullopt, {}, base});
+    producer.send(OutgoingRecord{changelog, 0, window_store_key("id-7", base + 7 * k_minute), std::nullopt, {}, base});
     std::string error;
     ASSERT_EQ(producer.flush(error), 0) << error;
   }
@@ -410,7 +405,7 @@ TEST(KstreamsChangelogCompaction, AfterTheLogCleanerRanTheVerdictsAreTheSame) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   {
     TestProducer producer(bootstrap, 30'000);
-    producer.send(OutgoingRecord{changelog, 0, window_key("filler", base), std::string(8, '\1'), {}, wall_ms()});
+    producer.send(OutgoingRecord{changelog, 0, window_store_key("filler", base), std::string(8, '\1'), {}, wall_ms()});
     std::string error;
     ASSERT_EQ(producer.flush(error), 0) << error;
   }

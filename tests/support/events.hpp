@@ -10,10 +10,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dedupctl::testing {
+
+// A Kafka Streams window store's changelog key, written by hand as WindowKeySchema.toStoreKeyBinary
+// builds it: the id's bytes, then the window start (int64) and the sequence number (int32), big-endian.
+inline std::string window_store_key(std::string_view id, std::int64_t start, std::int32_t seqnum = 0) {
+  std::string out(id);
+  auto s = static_cast<std::uint64_t>(start);
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out += static_cast<char>((s >> shift) & 0xff);
+  }
+  auto q = static_cast<std::uint32_t>(seqnum);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out += static_cast<char>((q >> shift) & 0xff);
+  }
+  return out;
+}
 
 // An event that owns its bytes.
 struct OwnedEvent {

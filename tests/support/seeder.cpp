@@ -20,6 +20,7 @@
 // partition, so the same bench's audit of 4M events in 256 partitions peaked anywhere from 250 to
 // 490 MB (570 MB with every batch near 1 MB, 227 MB with 16 KB ones).
 #include "core/source/kcat_line.hpp"
+#include "tests/support/events.hpp"
 #include "tests/support/kafka_tools.hpp"
 
 #include <fmt/format.h>
@@ -146,12 +147,7 @@ OutgoingRecord generated(const Options& options, long long i) {
   std::string id = fmt::format("evt-{:012}", i);
   record.timestamp_ms = options.start_ts + (i - options.first) * options.step_ms;
   if (options.id_in == "changelog") {
-    std::string key = id;
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      key += static_cast<char>((static_cast<unsigned long long>(record.timestamp_ms) >> shift) & 0xff);
-    }
-    key.append(4, '\0');
-    record.key = std::move(key);
+    record.key = dedupctl::testing::window_store_key(id, record.timestamp_ms);
     record.payload = std::string(8, '\0');
     return record;
   }

@@ -2,6 +2,7 @@
 // over the store the changelog folds to, partition by partition, as the restarted application runs them.
 #include "core/audit/ttl.hpp"
 #include "core/audit/window_store_replay.hpp"
+#include "tests/support/events.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,21 +10,12 @@
 #include <vector>
 
 using namespace dedupctl::core;
+using dedupctl::testing::window_store_key;
 
 namespace {
 
 constexpr std::int64_t k_min = 60'000;
 constexpr std::int64_t k_base = 1'699'999'200'000; // a multiple of 30 minutes: segments start at minute 0
-
-std::string window_key(std::string_view id, std::int64_t start) {
-  std::string out(id);
-  auto s = static_cast<std::uint64_t>(start);
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out += static_cast<char>((s >> shift) & 0xff);
-  }
-  out.append(4, '\0');
-  return out;
-}
 
 struct Input {
   std::string id;
@@ -37,7 +29,7 @@ struct Changelog {
   std::vector<std::string> keys;
   std::vector<Event> records;
   void put(std::int32_t partition, std::string_view id, std::int64_t start) {
-    keys.push_back(window_key(id, start));
+    keys.push_back(window_store_key(id, start));
     Event e;
     e.topic = "app-store-changelog";
     e.partition = partition;

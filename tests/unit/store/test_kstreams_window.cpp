@@ -3,6 +3,7 @@
 // processor's fetch around an event's time.
 #include "core/store/kstreams_window.hpp"
 #include "core/util/errors.hpp"
+#include "tests/support/events.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,40 +13,25 @@
 #include <vector>
 
 using namespace dedupctl::core;
+using dedupctl::testing::window_store_key;
 
-namespace {
-
-// serde(id) ‖ int64 window start ‖ int32 seqnum, big-endian: as WindowKeySchema.toStoreKeyBinary builds it.
-std::string changelog_key(std::string_view id, std::int64_t start, std::int32_t seqnum = 0) {
-  std::string out(id);
-  auto s = static_cast<std::uint64_t>(start);
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out += static_cast<char>((s >> shift) & 0xff);
-  }
-  auto q = static_cast<std::uint32_t>(seqnum);
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out += static_cast<char>((q >> shift) & 0xff);
-  }
-  return out;
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST(KstreamsWindowKey, SplitsTheIdFromTheWindowSuffixFromTheRight) {
-  std::string bytes = changelog_key("order-7", 1'700'000'000'123, 5);
+  std::string bytes = window_store_key("order-7", 1'700'000'000'123, 5);
   auto key = parse_window_store_key(bytes);
   ASSERT_TRUE(key);
   EXPECT_EQ(key->key, "order-7");
   EXPECT_EQ(key->window_start, 1'700'000'000'123);
   EXPECT_EQ(key->seqnum, 5);
   // An id whose own bytes end like a suffix is still the bytes before the last twelve.
-  std::string tricky = changelog_key(changelog_key("a", 1), 2);
+  std::string tricky = window_store_key(window_store_key("a", 1), 2);
   key = parse_window_store_key(tricky);
   ASSERT_TRUE(key);
-  EXPECT_EQ(key->key, changelog_key("a", 1));
+  EXPECT_EQ(key->key, window_store_key("a", 1));
   EXPECT_EQ(key->window_start, 2);
   // Negative starts and the highest seqnum (a store retaining duplicates wraps at 2^31 - 1).
-  key = parse_window_store_key(changelog_key("x", -1, 0x7FFFFFFF));
+  key = parse_window_store_key(window_store_key("x", -1, 0x7FFFFFFF));
   ASSERT_TRUE(key);
   EXPECT_EQ(key->window_start, -1);
   EXPECT_EQ(key->seqnum, 0x7FFFFFFF);
@@ -104,10 +90,10 @@ TEST(KstreamsWindowKey, AJsonSerdeQuotesTheIdAsJacksonWritesIt) {
 TEST(KstreamsWindowStore, AFetchReturnsOnlyRecordsAtOrAboveStreamTimeLessRetentionPlusOne) {
   WindowStorePartition store(100);
   EXPECT_EQ(store.stream_time(), -1);
-  store.restore(*parse_window_store_key(changelog_key("a", 0)), false);
-  store.restore(*parse_window_store_key(changelog_key("c", 51)), false);
+  store.restore(*parse_window_store_key(window_store_key("a", 0)), false);
+  store.restore(*parse_window_store_key(window_store_key("c", 51)), false);
   EXPECT_TRUE(store.fetch_any("a", -1000, 1000)); // T = 51: a at 0 is still live (0 >= -48)
-  store.restore(*parse_window_store_key(changelog_key("b", 150)), false);
+  store.restore(*parse_window_store_key(window_store_key("b", 150)), false);
   EXPECT_EQ(store.stream_time(), 150);
   EXPECT_EQ(store.live_from(), 51);
   EXPECT_FALSE(store.fetch_any("a", -1000, 1000)); // 0 < 51
@@ -126,15 +112,15 @@ TEST(KstreamsWindowStore, AFetchReturnsOnlyRecordsAtOrAboveStreamTimeLessRetenti
 
 TEST(KstreamsWindowStore, ATombstoneDeletesItsRecordAndStillAdvancesStreamTime) {
   WindowStorePartition store(100);
-  store.restore(*parse_window_store_key(changelog_key("a", 10)), false);
-  store.restore(*parse_window_store_key(changelog_key("a", 20)), false);
-  store.restore(*parse_window_store_key(changelog_key("a", 10)), true);
+  store.restore(*parse_window_store_key(window_store_key("a", 10)), false);
+  store.restore(*parse_window_store_key(window_store_key("a", 20)), false);
+  store.restore(*parse_window_store_key(window_store_key("a", 10)), true);
   EXPECT_FALSE(store.fetch_any("a", 0, 15));
   EXPECT_TRUE(store.fetch_any("a", 15, 25));
-  store.restore(*parse_window_store_key(changelog_key("a", 20)), true);
+  store.restore(*parse_window_store_key(window_store_key("a", 20)), true);
   EXPECT_FALSE(store.fetch_any("a", 0, 1000));
   EXPECT_FALSE(store.held_expired("a")) << "deleted while live: gone, not expired";
-  store.restore(*parse_window_store_key(changelog_key("z", 500)), true);
+  store.restore(*parse_window_store_key(window_store_key("z", 500)), true);
   EXPECT_EQ(store.stream_time(), 500);
   EXPECT_TRUE(store.held_expired("a")); // its newest record, at 20, would be below 401 now
 }
@@ -205,10 +191,10 @@ std::vector<Event> as_events(const std::vector<ChangelogRecord>& records, std::v
 } // namespace
 
 TEST(KstreamsWindowChangelog, EachPartitionFoldsIntoItsOwnStore) {
-  std::vector<ChangelogRecord> records{{0, changelog_key("a", 100)},
-                                       {1, changelog_key("a", 500)},
-                                       {0, changelog_key("b", 300)},
-                                       {1, changelog_key("a", 500), true}};
+  std::vector<ChangelogRecord> records{{0, window_store_key("a", 100)},
+                                       {1, window_store_key("a", 500)},
+                                       {0, window_store_key("b", 300)},
+                                       {1, window_store_key("a", 500), true}};
   std::vector<std::string_view> payloads;
   auto events = as_events(records, payloads);
   WindowStoreChangelog changelog(1000);
@@ -222,7 +208,7 @@ TEST(KstreamsWindowChangelog, EachPartitionFoldsIntoItsOwnStore) {
 }
 
 TEST(KstreamsWindowChangelog, AKeyThatIsNoWindowKeyIsAnErrorNamingTheRecord) {
-  std::vector<ChangelogRecord> records{{0, changelog_key("a", 100)}, {2, "order-7"}};
+  std::vector<ChangelogRecord> records{{0, window_store_key("a", 100)}, {2, "order-7"}};
   std::vector<std::string_view> payloads;
   auto events = as_events(records, payloads);
   WindowStoreChangelog changelog(1000);
@@ -274,7 +260,7 @@ TEST(KstreamsWindowStore, KeptLocalStateHoldsTheLiveSegmentsWholeFromAStreamTime
 // and nothing expires.
 TEST(KstreamsWindowChangelog, AKeyValueStoresChangelogFoldsByKey) {
   std::vector<ChangelogRecord> records{{0, "a"}, {0, "b"},     {0, "a", true},
-                                       {1, "c"}, {0, "short"}, {0, changelog_key("w", 5)}};
+                                       {1, "c"}, {0, "short"}, {0, window_store_key("w", 5)}};
   std::vector<std::string_view> payloads;
   auto events = as_events(records, payloads);
   WindowStoreChangelog changelog(1000, true);
@@ -283,7 +269,7 @@ TEST(KstreamsWindowChangelog, AKeyValueStoresChangelogFoldsByKey) {
   EXPECT_FALSE(changelog.partition(0).fetch_any("a", 0, 0)) << "deleted";
   EXPECT_TRUE(changelog.partition(0).fetch_any("b", 0, 0));
   EXPECT_TRUE(changelog.partition(0).fetch_any("short", 0, 0)) << "no suffix needed";
-  EXPECT_TRUE(changelog.partition(0).fetch_any(changelog_key("w", 5), 0, 0)) << "the whole key";
+  EXPECT_TRUE(changelog.partition(0).fetch_any(window_store_key("w", 5), 0, 0)) << "the whole key";
   EXPECT_FALSE(changelog.partition(0).fetch_any("c", 0, 0)) << "another partition's";
   EXPECT_TRUE(changelog.partition(1).fetch_any("c", 0, 0));
   changelog.keep_local_state(60'000);
@@ -302,12 +288,12 @@ TEST(KstreamsWindowChangelog, ACompactedChangelogFoldsIntoTheSameStore) {
   for (int i = 0; i < 3000; ++i) {
     std::string id = "id-" + std::to_string(rng() % 200);
     auto start = static_cast<std::int64_t>(i * 10 + static_cast<int>(rng() % 50)); // a little out of order
-    whole.push_back({0, changelog_key(id, start)});
+    whole.push_back({0, window_store_key(id, start)});
     if (rng() % 5 == 0) {
-      whole.push_back({0, changelog_key(id, start)}); // a put again at the same start (a refresh)
+      whole.push_back({0, window_store_key(id, start)}); // a put again at the same start (a refresh)
     }
     if (rng() % 17 == 0) {
-      whole.push_back({0, changelog_key(id, start), true}); // deleted: compaction keeps the tombstone alone
+      whole.push_back({0, window_store_key(id, start), true}); // deleted: compaction keeps the tombstone alone
     }
   }
   std::vector<ChangelogRecord> compacted;
