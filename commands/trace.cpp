@@ -68,6 +68,7 @@ std::vector<TraceTier> parse_more_tiers(const std::vector<PlacementFlags>& flags
   for (std::size_t t = 1; t < flags.size(); ++t) {
     tiers.push_back(TraceTier{parse_placement(flags[t], context), {}});
     refuse_version_guard(tiers.back().options, "a chain of tiers");
+    refuse_window_store(tiers.back().options, "trace");
     placement::require(tiers.back().options.uri, placement::StoreUse::Read);
     windows += tiers.back().options.audit.window.kind != core::WindowKind::None ? 1 : 0;
   }
@@ -150,6 +151,7 @@ int run(const TraceFlags& options, const std::vector<PlacementFlags>& flags, Con
   request.ids = requested_ids(options);
   request.max_examples = options.examples;
   PlacementOptions placement = parse_placement(flags.front(), context);
+  refuse_window_store(placement, "trace");
   if (placement.layout.version_guard()) {
     if (placement.layout.projection.states || flags.size() > 1) {
       refuse_version_guard(placement, placement.layout.projection.states ? "trace" : "a chain of tiers");

@@ -282,6 +282,15 @@ void refuse_version_guard(const PlacementOptions& placement, std::string_view co
   }
 }
 
+void refuse_window_store(const PlacementOptions& placement, std::string_view command) {
+  if (placement.layout.home == core::LayoutHome::Changelog) {
+    throw UsageError(fmt::format("--store {}: {} does not read a Kafka Streams store yet; dedupctl audit --store {} "
+                                 "--seek … names each event a seek forwards again (the replay-risk examples, "
+                                 "--examples N)",
+                                 placement.uri.redacted(), command, placement.uri.redacted()));
+  }
+}
+
 reports::PlacementInfo placement_info(const PlacementOptions& placement) {
   reports::PlacementInfo info;
   info.kind = core::store_kind_name(placement.uri.kind);

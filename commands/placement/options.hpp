@@ -71,6 +71,9 @@ struct PlacementOptions {
 // --layout version-guard and state-guard are read by audit and replay --via alone: the other commands (`command`)
 // refuse it.
 void refuse_version_guard(const PlacementOptions& placement, std::string_view command);
+// A Kafka Streams store (kstreams://) is read by audit alone for now: `command` refuses it (UsageError)
+// rather than look its keys up, which would find none.
+void refuse_window_store(const PlacementOptions& placement, std::string_view command);
 
 // audit: --store (required, repeatable: tiers, commands/placement/tiers.hpp) and every flag; trace and
 // watch: one --store and every flag; replay: --via (optional) and the flags a claim uses.

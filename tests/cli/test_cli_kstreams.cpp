@@ -298,6 +298,18 @@ TEST(KstreamsUsage, AWrongStoreIsAUsageErrorBeforeAnythingIsContacted) {
   }
 }
 
+// trace cannot read the store yet: it refuses it rather than find no record of any id.
+TEST(KstreamsUsage, TraceRefusesTheStoreAndNamesTheAudit) {
+  auto result = run_dedupctl({"trace", "-b", "127.0.0.1:1", "--topic", "orders", "--event-id", "a", "--store",
+                              "kstreams://app/store", "--layout-option", "lookup-window=10m", "--timeout", "2s"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--store kstreams://app/store: trace does not read a Kafka Streams store yet; dedupctl "
+                            "audit --store kstreams://app/store --seek"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
 // A cluster that cannot be reached is exit 3 with an incomplete report, never a verdict.
 TEST(KstreamsUsage, AnUnreachableClusterIsAnIncompleteReport) {
   auto result = run_dedupctl({"audit", "-b", "127.0.0.1:1", "--topic", "orders", "--store", "kstreams://app/store",
